@@ -1,0 +1,103 @@
+import { randomBytes } from "node:crypto";
+import { link, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+
+/**
+ * An exclusive lock that dies with its process, without native code: the lock file holds
+ * the owner's pid, start time and host, and is created atomically (write a temp file, then
+ * `link` it into place, which fails if the name exists). A lock whose owner is gone (kill -9
+ * included, or a pid reused by another process) is stale and is taken over.
+ *
+ * Limits: the check needs the owner on this host (a lock from another host of a shared
+ * filesystem is treated as held), and stale takeover is safe against concurrent takeovers
+ * by moving the stale file aside before judging it.
+ */
+export interface PidLock {
+  release(): Promise<void>;
+}
+
+const HOST = hostname();
+
+export async function acquirePidLock(path: string): Promise<PidLock | undefined> {
+  const me = await ownerLine(process.pid);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    await writeFile(tmp, me);
+    try {
+      await link(tmp, path);
+      return { release: () => releasePidLock(path, me) };
+    } catch (error) {
+      if (!isCode(error, "EEXIST")) throw error;
+    } finally {
+      await unlink(tmp).catch(() => {});
+    }
+    const held = await readOwner(path);
+    if (held === undefined) continue; // released meanwhile: try again
+    if (await isOwnerAlive(held)) return undefined;
+    // Stale: move it aside atomically, and check that what we moved is what we judged.
+    const aside = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.stale`;
+    try {
+      await rename(path, aside);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) continue;
+      throw error;
+    }
+    const moved = await readOwner(aside);
+    if (moved !== held && moved !== undefined && (await isOwnerAlive(moved))) {
+      // Someone took the lock between our read and our rename: give it back.
+      await link(aside, path).catch(() => {});
+      await unlink(aside).catch(() => {});
+      return undefined;
+    }
+    await unlink(aside).catch(() => {});
+  }
+  return undefined;
+}
+
+async function releasePidLock(path: string, me: string): Promise<void> {
+  // Only remove the file if it is still ours.
+  if ((await readOwner(path)) === me) await unlink(path).catch(() => {});
+}
+
+async function readOwner(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    if (isCode(error, "ENOENT")) return undefined;
+    throw error;
+  }
+}
+
+async function ownerLine(pid: number): Promise<string> {
+  return `${pid} ${(await processStart(pid)) ?? "-"} ${HOST}\n`;
+}
+
+/** An empty or unreadable owner (the crate leaves empty lock files behind) is not alive. */
+async function isOwnerAlive(owner: string): Promise<boolean> {
+  const [pidText, start, host] = owner.trim().split(" ");
+  const pid = Number(pidText);
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !host) return false;
+  if (host !== HOST) return true; // cannot tell from here
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if (isCode(error, "ESRCH")) return false;
+  }
+  // Alive, unless the pid now belongs to a younger process.
+  const now = await processStart(pid);
+  return start === "-" || now === undefined || now === start;
+}
+
+/** The process start time in clock ticks since boot (Linux /proc), to tell reused pids apart. */
+async function processStart(pid: number): Promise<string | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return (error as NodeJS.ErrnoException)?.code === code;
+}

@@ -1,0 +1,13 @@
+import { defineBuildConfig } from "unbuild";
+
+export default defineBuildConfig({
+  entries: [
+    "src/index",
+    { input: "adapters/cli", name: "cli" },
+    { input: "adapters/node", name: "node" },
+    { input: "adapters/drivers/fs", name: "drivers/fs" },
+    { input: "adapters/drivers/memory", name: "drivers/memory" },
+  ],
+  declaration: "node16",
+  rollup: { emitCJS: false },
+});

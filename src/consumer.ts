@@ -1,0 +1,422 @@
+import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
+import type { DriverLock, FileHandle, QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
+import { formatPopInfo, parsePopInfo, parsePushInfo, parseQueueInfo } from "./info";
+import type { Message } from "./message";
+import { assertName } from "./names";
+import { hasLocalWriter, onQueueChange, queueKey } from "./notify";
+import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
+import { consumerLockPath, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
+import { HEADER_SIZE } from "./record";
+import { listParts, readPushInfo, readQueueInfo } from "./recovery";
+import { scanPart } from "./scan";
+
+export interface ReadOptions {
+  /** Most messages to return. @default 100 */
+  max?: number;
+  /** Stop once the bodies add up to this many bytes (at least one message is returned). @default 1048576 */
+  maxBytes?: number;
+}
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  /** Give up after this long; `wait` then resolves false. @default no limit */
+  timeoutMs?: number;
+}
+
+export interface IterateOptions extends ReadOptions {
+  signal?: AbortSignal;
+  /**
+   * Commit as the loop goes: a batch is committed once the loop body has finished with all
+   * of it, and on `break` (or a throw) everything before the message in hand is committed,
+   * so that message comes again (at-least-once).
+   * @default true
+   */
+  autoCommit?: boolean;
+}
+
+const decoder = new TextDecoder();
+const ascii = new TextEncoder();
+const INFO_READ = 256;
+
+/**
+ * A named reader of a queue with a saved position (`Q_info_pop_C`). Any number of consumers
+ * read one queue, each at its own pace; one open reader per consumer name at a time.
+ */
+export class QueueConsumer {
+  readonly queue: string;
+  readonly name: string;
+  readonly options: ResolvedConsumerOptions;
+  readonly #driver: QueueDriver;
+  readonly #lock: DriverLock;
+  readonly #key: string;
+
+  /** Next record to hand out. */
+  #read: ConsumerPosition = { part: 0, position: 0, count: 0 };
+  #committed: ConsumerPosition = { part: 0, position: 0, count: 0 };
+  /** Bytes of the reading part known to be complete. */
+  #limit = 0;
+  /** The reading part is no longer the writer's current part: it ends at its file size. */
+  #finished = false;
+  #partFile: FileHandle | undefined;
+  #pushInfoFile: FileHandle | undefined;
+  #queueInfoFile: FileHandle | undefined;
+  #popFile: FileHandle | undefined;
+  #commitChain: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  private constructor(queue: string, name: string, options: ResolvedConsumerOptions, lock: DriverLock) {
+    this.queue = queue;
+    this.name = name;
+    this.options = options;
+    this.#driver = options.driver;
+    this.#lock = lock;
+    this.#key = queueKey(this.#driver.storageKey, queue);
+  }
+
+  /** Opens (and by default creates) consumer `name` of `queue`; takes the consumer's lock. */
+  static async open(queue: string, name: string, options: ConsumerOptions = {}): Promise<QueueConsumer> {
+    assertName(queue, "queue");
+    assertName(name, "consumer");
+    const resolved = resolveConsumerOptions(options);
+    const lock = await resolved.driver.lock(consumerLockPath(queue, name));
+    if (!lock) {
+      throw new VQueueError("E_LOCKED", `Consumer "${name}" of queue "${queue}" is already open (in this or another process). One reader per consumer name.`);
+    }
+    const consumer = new QueueConsumer(queue, name, resolved, lock);
+    try {
+      await consumer.#init();
+    } catch (error) {
+      await consumer.#closeFiles().catch(() => {});
+      await lock.release().catch(() => {});
+      throw error;
+    }
+    return consumer;
+  }
+
+  /** Where the next `read` starts. */
+  get position(): ConsumerPosition {
+    return { ...this.#read };
+  }
+
+  /** The saved position: where a reopened consumer resumes. */
+  get committed(): ConsumerPosition {
+    return { ...this.#committed };
+  }
+
+  /** The cursor that commits everything handed out so far. */
+  get cursor(): string {
+    return formatCursor(this.#read);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Returns the next messages, oldest first, or [] when there is nothing new (it does not
+   * wait: see `wait` and `messages`). Damaged records are reported and skipped.
+   */
+  async read(options: ReadOptions = {}): Promise<Message[]> {
+    this.#assertOpen();
+    const max = options.max ?? 100;
+    const maxBytes = options.maxBytes ?? 1024 * 1024;
+    checkInteger("max", max, 1, 1_000_000);
+    checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
+    const out: Message[] = [];
+    let bytes = 0;
+    for (;;) {
+      if (this.#read.position >= this.#limit && !(await this.#refresh())) return out;
+      const part = this.#read.part;
+      let count = this.#read.count;
+      const result = await scanPart(
+        this.#partFile!,
+        {
+          from: this.#read.position,
+          limit: this.#limit,
+          chunkSize: this.options.readChunkBytes,
+          onSkip: (offset, skipped) =>
+            this.options.onProblem({
+              code: "BAD_RECORD",
+              queue: this.queue,
+              part,
+              offset,
+              bytes: skipped,
+              message: `Consumer "${this.name}" skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`,
+            }),
+        },
+        (buf, _view, at, header) => {
+          const start = at + HEADER_SIZE;
+          const end = start + header.length;
+          out.push({
+            part,
+            offset: header.offset,
+            seq: header.seq,
+            type: header.type,
+            data: header.type === "string" ? decoder.decode(buf.subarray(start, end)) : buf.slice(start, end),
+            size: header.length,
+          });
+          bytes += header.length;
+          count = header.seq;
+          return out.length < max && bytes < maxBytes;
+        },
+      );
+      this.#read = { part, position: result.next, count };
+      // Stop here unless there is room left and this part is done: then go on into the next.
+      if (out.length > 0 && (result.stopped || !this.#finished || this.#read.position < this.#limit)) return out;
+    }
+  }
+
+  /**
+   * Resolves true as soon as new messages may be there, false on timeout or abort.
+   * In the writer's process it is woken by the write and costs no I/O while idle; otherwise
+   * it re-reads the small info files every `pollIntervalMs` (and uses the driver's watch).
+   */
+  async wait(options: WaitOptions = {}): Promise<boolean> {
+    this.#assertOpen();
+    const { signal, timeoutMs } = options;
+    if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, 2 ** 31 - 1);
+    if (signal?.aborted) return false;
+    let changed = false;
+    let wake: ((value: boolean) => void) | undefined;
+    // Listen before checking, so a write between the check and the wait is not missed.
+    const off = onQueueChange(this.#key, () => {
+      changed = true;
+      wake?.(true);
+    });
+    try {
+      if (this.#read.position < this.#limit || (await this.#refresh()) || changed) return true;
+      if (timeoutMs === 0) return false;
+      return await new Promise<boolean>((resolve) => {
+        const cleanups: (() => void)[] = [];
+        wake = (value) => {
+          for (const cleanup of cleanups) cleanup();
+          resolve(value);
+        };
+        if (timeoutMs !== undefined) {
+          const timer = setTimeout(() => wake!(false), timeoutMs);
+          cleanups.push(() => clearTimeout(timer));
+        }
+        if (signal) {
+          const onAbort = () => wake!(false);
+          signal.addEventListener("abort", onAbort, { once: true });
+          cleanups.push(() => signal.removeEventListener("abort", onAbort));
+        }
+        if (!hasLocalWriter(this.#key)) this.#watchStorage(cleanups, () => wake!(true));
+      });
+    } finally {
+      off();
+    }
+  }
+
+  /**
+   * Saves the position: after everything handed out, or after the given message or cursor.
+   * Idempotent; a position at or before the saved one is a no-op.
+   */
+  commit(upTo?: Message | string): Promise<void> {
+    let target: ConsumerPosition;
+    try {
+      this.#assertOpen();
+      target = upTo === undefined ? { ...this.#read } : typeof upTo === "string" ? parseCursor(upTo) : positionAfter(upTo);
+      if (comparePositions(target, this.#read) > 0) {
+        throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(target)}: consumer "${this.name}" has only been handed messages up to ${formatCursor(this.#read)}.`);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const run = this.#commitChain.then(() => this.#savePosition(target));
+    this.#commitChain = run.catch(() => {});
+    return run;
+  }
+
+  /** Hands out again everything after the saved position (e.g. after a failed batch). */
+  async rewind(): Promise<void> {
+    this.#assertOpen();
+    await this.#commitChain;
+    await this.#openPart(this.#committed);
+  }
+
+  /**
+   * Messages as an async iterator that waits for new ones, until `signal` aborts or the
+   * loop breaks. Commits as it goes unless `autoCommit: false` (see `IterateOptions`).
+   */
+  async *messages(options: IterateOptions = {}): AsyncGenerator<Message, void, undefined> {
+    const { signal, autoCommit = true, ...readOptions } = options;
+    let inHand: Message | undefined;
+    let done: Message | undefined;
+    try {
+      while (!signal?.aborted) {
+        const batch = await this.read(readOptions);
+        if (batch.length === 0) {
+          await this.wait({ signal });
+          continue;
+        }
+        for (const message of batch) {
+          inHand = message;
+          yield message;
+          done = message;
+          inHand = undefined;
+          if (signal?.aborted) return;
+        }
+        if (autoCommit && done) await this.commit(done);
+      }
+    } finally {
+      if (autoCommit && !this.#closed) {
+        if (done) await this.commit(done);
+        // The message in hand was not finished: hand it out again next time.
+        if (inHand) await this.rewind();
+      }
+    }
+  }
+
+  /** Messages pushed but not yet committed by this consumer (from the info lines). */
+  async lag(): Promise<number> {
+    return consumerLag(this.#driver, this.queue, this.#committed);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#commitChain;
+    await this.#closeFiles();
+    await this.#lock.release();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- Internals ---
+
+  #assertOpen(): void {
+    if (this.#closed) throw new VQueueError("E_CLOSED", `Consumer "${this.name}" of queue "${this.queue}" is closed.`);
+  }
+
+  async #init(): Promise<void> {
+    const driver = this.#driver;
+    const { onProblem, create, start } = this.options;
+    const parts = await listParts(driver, this.queue);
+    const info = await readQueueInfo(driver, this.queue, onProblem);
+    if (!info && parts.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${this.queue}" does not exist.`);
+    this.#queueInfoFile = await driver.open(queueInfoPath(this.queue), { create: false });
+    this.#popFile = await driver.open(popInfoPath(this.queue, this.name), { create: false });
+    let saved: ConsumerPosition | undefined;
+    if (this.#popFile) {
+      const text = decoder.decode(await this.#popFile.read(0, INFO_READ));
+      const pop = parsePopInfo(text, this.queue, this.name);
+      // An empty file is the crate's leftover (FORMAT.md, bug 1): a new consumer.
+      if (pop) saved = { part: pop.part, position: pop.position, count: pop.count };
+      else if (text.length > 0) {
+        onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
+      }
+    } else if (!create) {
+      throw new VQueueError("E_NOT_FOUND", `Consumer "${this.name}" of queue "${this.queue}" does not exist.`);
+    }
+    if (!saved) {
+      if (start === "earliest") saved = { part: parts[0] ?? info?.part ?? 0, position: 0, count: 0 };
+      else {
+        const part = Math.max(info?.part ?? 0, parts.at(-1) ?? 0);
+        const push = await readPushInfo(driver, this.queue, part);
+        saved = { part, position: push?.edge ?? 0, count: push?.count ?? 0 };
+      }
+      this.#popFile ??= await driver.open(popInfoPath(this.queue, this.name), { create: true });
+      await this.#writePopLine(saved);
+    }
+    this.#committed = saved;
+    await this.#openPart(saved);
+  }
+
+  /** Points the reader at `position`, opening its part's files. */
+  async #openPart(position: ConsumerPosition): Promise<void> {
+    await Promise.all([this.#partFile?.close(), this.#pushInfoFile?.close()]);
+    this.#read = { ...position };
+    this.#limit = 0;
+    this.#finished = false;
+    this.#partFile = await this.#driver.open(partPath(this.queue, position.part), { create: false });
+    this.#pushInfoFile = this.#partFile && (await this.#driver.open(pushInfoPath(this.queue, position.part), { create: false }));
+    if (!this.#partFile) this.#finished = true; // a missing part reads as empty
+  }
+
+  /** Learns whether more can be read: the part grew, or a newer part exists. Cheap: two small reads. */
+  async #refresh(): Promise<boolean> {
+    const part = this.#read.part;
+    if (!this.#finished) {
+      const push = this.#pushInfoFile && parsePushInfo(decoder.decode(await this.#pushInfoFile.read(0, INFO_READ)), this.queue);
+      if (push && push.edge > this.#limit) {
+        this.#limit = push.edge;
+        if (this.#limit > this.#read.position) return true;
+      }
+      if (!(await this.#newerPartExists(part))) return false;
+      // The writer has moved on: this part ends at its file size (its last records included).
+      this.#finished = true;
+      this.#limit = await this.#partFile!.size();
+      if (this.#limit > this.#read.position) return true;
+    }
+    const next = (await listParts(this.#driver, this.queue)).find((id) => id > part);
+    if (next === undefined) return false;
+    await this.#openPart({ part: next, position: 0, count: 0 });
+    return this.#refresh();
+  }
+
+  async #newerPartExists(part: number): Promise<boolean> {
+    const text = this.#queueInfoFile && decoder.decode(await this.#queueInfoFile.read(0, INFO_READ));
+    const info = text ? parseQueueInfo(text, this.queue) : undefined;
+    if (info) return info.part > part;
+    // No trustworthy info line: ask the directory.
+    return (await listParts(this.#driver, this.queue)).some((id) => id > part);
+  }
+
+  #watchStorage(cleanups: (() => void)[], onChange: () => void): void {
+    let busy = false;
+    const check = async () => {
+      if (busy || this.#closed) return;
+      busy = true;
+      try {
+        if (await this.#refresh()) onChange();
+      } catch {
+        // A failed poll is retried on the next tick.
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void check(), this.options.pollIntervalMs);
+    cleanups.push(() => clearInterval(timer));
+    const unwatch = this.#driver.watch?.("", () => void check());
+    if (unwatch) cleanups.push(unwatch);
+  }
+
+  async #savePosition(target: ConsumerPosition): Promise<void> {
+    if (comparePositions(target, this.#committed) <= 0) return;
+    await this.#writePopLine(target);
+    this.#committed = target;
+  }
+
+  async #writePopLine(position: ConsumerPosition): Promise<void> {
+    const line = formatPopInfo({ queue: this.queue, consumer: this.name, ...position });
+    await this.#popFile!.write(0, ascii.encode(line));
+    if (this.options.syncCommits) await this.#popFile!.sync();
+  }
+
+  async #closeFiles(): Promise<void> {
+    const files = [this.#partFile, this.#pushInfoFile, this.#queueInfoFile, this.#popFile];
+    this.#partFile = this.#pushInfoFile = this.#queueInfoFile = this.#popFile = undefined;
+    await Promise.all(files.map((file) => file?.close()));
+  }
+}
+
+/** Opens consumer `name` of `queue`. See `QueueConsumer`. */
+export function openConsumer(queue: string, name: string, options?: ConsumerOptions): Promise<QueueConsumer> {
+  return QueueConsumer.open(queue, name, options);
+}
+
+/** Messages pushed after `position`, counted from the push info lines of the parts. */
+export async function consumerLag(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<number> {
+  let lag = 0;
+  for (const part of await listParts(driver, queue)) {
+    if (part < position.part) continue;
+    const push = await readPushInfo(driver, queue, part);
+    const count = push?.count ?? 0;
+    lag += part === position.part ? Math.max(0, count - position.count) : count;
+  }
+  return lag;
+}

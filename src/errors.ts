@@ -1,0 +1,52 @@
+/**
+ * Every error the engine throws on purpose is a `VQueueError` with a stable `code`.
+ * The HTTP layer maps codes to statuses; callers can branch on `error.code`.
+ */
+export type VQueueErrorCode =
+  /** A queue or consumer name breaks the naming rule. */
+  | "E_NAME"
+  /** An option is missing, of the wrong type or out of range. */
+  | "E_OPTION"
+  /** A message is not a string, bytes or a JSON value, or is too large. */
+  | "E_MESSAGE"
+  /** Another writer (or reader of the same consumer) holds the lock. */
+  | "E_LOCKED"
+  /** The queue (or consumer) does not exist and was not to be created. */
+  | "E_NOT_FOUND"
+  /** The object was closed. */
+  | "E_CLOSED"
+  /** A commit names a message that was not handed out by this consumer. */
+  | "E_CURSOR"
+  /** A file is damaged beyond what recovery can skip. */
+  | "E_CORRUPT"
+  /** The storage driver failed. */
+  | "E_IO";
+
+export class VQueueError extends Error {
+  override name = "VQueueError";
+  readonly code: VQueueErrorCode;
+
+  constructor(code: VQueueErrorCode, message: string, options?: { cause?: unknown }) {
+    super(`[v-queue] ${message}`, options);
+    this.code = code;
+  }
+
+  /** Works across realms and bundled copies, like h3's `HTTPError.isError`. */
+  static isError(value: unknown): value is VQueueError {
+    return value instanceof Error && value.name === "VQueueError" && typeof (value as VQueueError).code === "string";
+  }
+}
+
+/**
+ * Something recovery found and stepped over: never thrown, reported through the
+ * `onProblem` option so that an operator sees it and the queue keeps going.
+ */
+export interface QueueProblem {
+  code: "TORN_TAIL" | "BAD_RECORD" | "BAD_INFO" | "BAD_POSITION";
+  message: string;
+  queue: string;
+  part?: number;
+  offset?: number;
+  /** Bytes stepped over (or cut off) at `offset`. */
+  bytes?: number;
+}

@@ -1,0 +1,16 @@
+export { QueueWriter, openQueue } from "./writer";
+export { QueueConsumer, openConsumer, consumerLag } from "./consumer";
+export type { ReadOptions, WaitOptions, IterateOptions } from "./consumer";
+export { listQueues, inspectQueue, listConsumers } from "./inspect";
+export type { QueueStats, ConsumerStats } from "./inspect";
+export { VQueueError } from "./errors";
+export type { VQueueErrorCode, QueueProblem } from "./errors";
+export { defineDriver } from "./driver";
+export type { QueueDriver, FileHandle, DriverLock } from "./driver";
+export type { Message, MessageInput, MessagePosition, JsonValue } from "./message";
+export { messageJSON } from "./message";
+export { formatCursor, parseCursor, positionAfter } from "./cursor";
+export type { ConsumerPosition } from "./cursor";
+export { isValidName, assertName, NAME_RULE } from "./names";
+export type { QueueOptions, ConsumerOptions, Durability, StartPosition } from "./options";
+export { crc32 } from "./crc32";

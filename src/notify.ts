@@ -1,0 +1,43 @@
+/**
+ * In-process wake-ups: a writer announces each batch, and consumers of the same queue on
+ * the same storage in this process wake at once, without touching the storage.
+ * Keyed by the driver's `storageKey` and the queue name.
+ */
+type Listener = () => void;
+
+const listeners = new Map<string, Set<Listener>>();
+const writers = new Map<string, number>();
+
+export const queueKey = (storageKey: string, queue: string): string => `${storageKey}\u0000${queue}`;
+
+export function onQueueChange(key: string, listener: Listener): () => void {
+  let set = listeners.get(key);
+  if (!set) listeners.set(key, (set = new Set()));
+  set.add(listener);
+  return () => {
+    set.delete(listener);
+    if (set.size === 0 && listeners.get(key) === set) listeners.delete(key);
+  };
+}
+
+export function emitQueueChange(key: string): void {
+  const set = listeners.get(key);
+  if (!set) return;
+  for (const listener of [...set]) listener();
+}
+
+/** Whether a writer of this queue is open in this process (then waits need no polling). */
+export function hasLocalWriter(key: string): boolean {
+  return (writers.get(key) ?? 0) > 0;
+}
+
+export function registerLocalWriter(key: string): () => void {
+  writers.set(key, (writers.get(key) ?? 0) + 1);
+  return () => {
+    const n = (writers.get(key) ?? 1) - 1;
+    if (n > 0) writers.set(key, n);
+    else writers.delete(key);
+    // Waiters re-check: they must now poll for a writer elsewhere.
+    emitQueueChange(key);
+  };
+}

@@ -1,0 +1,147 @@
+import { defu } from "defu";
+import type { QueueDriver } from "./driver";
+import { VQueueError, type QueueProblem } from "./errors";
+import { MAX_BODY_SIZE } from "./record";
+
+/**
+ * When a push is acknowledged:
+ * - `"fsync"`: after its batch is written and fdatasync'd (group commit: pushes issued
+ *   together share one fsync). Survives a crash of the process and of the machine.
+ * - `"interval"`: after the write; an fsync runs every `fsyncIntervalMs`. A machine crash
+ *   may lose up to that much; a process crash loses nothing acknowledged.
+ * - `"none"`: after the write, never fsync'd (the crate's behaviour).
+ */
+export type Durability = "fsync" | "interval" | "none";
+
+/** Where a consumer that has no saved position starts. */
+export type StartPosition = "earliest" | "latest";
+
+export interface CommonOptions {
+  /** The storage. On Node it defaults to the fs driver on `dir`. */
+  driver?: QueueDriver;
+  /**
+   * Data directory for the default fs driver (Node only).
+   * @default "./queues"
+   */
+  dir?: string;
+  /**
+   * Called for damage that recovery stepped over (torn tails, bad records, bad info lines).
+   * @default a console.warn line
+   */
+  onProblem?: (problem: QueueProblem) => void;
+}
+
+export interface QueueOptions extends CommonOptions {
+  /** @default "fsync" */
+  durability?: Durability;
+  /** Period of the background fsync for `durability: "interval"`. @default 200 */
+  fsyncIntervalMs?: number;
+  /**
+   * A part is closed, and a new one started, once it holds this many bytes.
+   * @default 268435456 (256 MiB)
+   */
+  maxPartBytes?: number;
+  /** Largest message body accepted by `push`. @default 67108864 (64 MiB) */
+  maxMessageBytes?: number;
+  /**
+   * Start a new part when opening a queue whose current part is not empty, as the crate
+   * does (its readers expect it).
+   * @default true
+   */
+  rollOnOpen?: boolean;
+  /** Create the queue if it does not exist. @default true */
+  create?: boolean;
+}
+
+export interface ConsumerOptions extends CommonOptions {
+  /** Where a consumer with no saved position starts. @default "earliest" */
+  start?: StartPosition;
+  /** fsync the position file on commit. @default true */
+  syncCommits?: boolean;
+  /**
+   * How often a waiting consumer re-reads the small info files when the queue's writer
+   * is in another process. In the writer's process, waits cost no I/O at all.
+   * @default 100
+   */
+  pollIntervalMs?: number;
+  /** Bytes read from a part per I/O. @default 1048576 */
+  readChunkBytes?: number;
+  /** Create the consumer if it has no saved position. @default true */
+  create?: boolean;
+}
+
+export interface ResolvedQueueOptions {
+  driver: QueueDriver;
+  onProblem: (problem: QueueProblem) => void;
+  durability: Durability;
+  fsyncIntervalMs: number;
+  maxPartBytes: number;
+  maxMessageBytes: number;
+  rollOnOpen: boolean;
+  create: boolean;
+}
+
+export interface ResolvedConsumerOptions {
+  driver: QueueDriver;
+  onProblem: (problem: QueueProblem) => void;
+  start: StartPosition;
+  syncCommits: boolean;
+  pollIntervalMs: number;
+  readChunkBytes: number;
+  create: boolean;
+}
+
+export const defaultProblemReporter = (problem: QueueProblem): void => {
+  console.warn(`[v-queue] ${problem.code} in queue ${problem.queue}: ${problem.message}`);
+};
+
+export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions {
+  const resolved = defu(options, {
+    durability: "fsync",
+    fsyncIntervalMs: 200,
+    maxPartBytes: 256 * 1024 * 1024,
+    maxMessageBytes: 64 * 1024 * 1024,
+    rollOnOpen: true,
+    create: true,
+    onProblem: defaultProblemReporter,
+  }) as ResolvedQueueOptions;
+  resolved.driver = requireDriver(options.driver);
+  if (!["fsync", "interval", "none"].includes(resolved.durability)) {
+    throw new VQueueError("E_OPTION", `Invalid durability ${JSON.stringify(resolved.durability)}: use "fsync", "interval" or "none".`);
+  }
+  checkInteger("fsyncIntervalMs", resolved.fsyncIntervalMs, 1, 3_600_000);
+  checkInteger("maxPartBytes", resolved.maxPartBytes, 1024, Number.MAX_SAFE_INTEGER);
+  checkInteger("maxMessageBytes", resolved.maxMessageBytes, 1, MAX_BODY_SIZE);
+  return resolved;
+}
+
+export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsumerOptions {
+  const resolved = defu(options, {
+    start: "earliest",
+    syncCommits: true,
+    pollIntervalMs: 100,
+    readChunkBytes: 1024 * 1024,
+    create: true,
+    onProblem: defaultProblemReporter,
+  }) as ResolvedConsumerOptions;
+  resolved.driver = requireDriver(options.driver);
+  if (resolved.start !== "earliest" && resolved.start !== "latest") {
+    throw new VQueueError("E_OPTION", `Invalid start ${JSON.stringify(resolved.start)}: use "earliest" or "latest".`);
+  }
+  checkInteger("pollIntervalMs", resolved.pollIntervalMs, 1, 3_600_000);
+  checkInteger("readChunkBytes", resolved.readChunkBytes, 4096, 1024 * 1024 * 1024);
+  return resolved;
+}
+
+export function checkInteger(name: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}.`);
+  }
+}
+
+function requireDriver(driver: QueueDriver | undefined): QueueDriver {
+  if (!driver || typeof driver.open !== "function") {
+    throw new VQueueError("E_OPTION", "Missing `driver`: pass one (e.g. `fsDriver({ dir })` from `v-queue/drivers/fs`, or `memoryDriver()`).");
+  }
+  return driver;
+}

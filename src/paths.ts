@@ -1,0 +1,23 @@
+/** Where each file of a queue lives, relative to the driver's base directory (FORMAT.md). */
+export const queueInfoPath = (q: string): string => `${q}_info_queue`;
+export const partDir = (q: string, part: number): string => `${q}-${part}`;
+export const partPath = (q: string, part: number): string => `${q}-${part}/${q}_queue`;
+export const pushInfoPath = (q: string, part: number): string => `${q}-${part}/${q}_info_push`;
+export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
+export const writerLockPath = (q: string): string => `${q}_queue.lock`;
+export const consumerLockPath = (q: string, c: string): string => `${q}_info_pop_${c}.lock`;
+
+/** The consumer name of a `Q_info_pop_C` file name, if it is one of queue `q`. */
+export function consumerOfPopFile(q: string, fileName: string): string | undefined {
+  const prefix = `${q}_info_pop_`;
+  if (!fileName.startsWith(prefix) || fileName.endsWith(".lock")) return undefined;
+  return fileName.slice(prefix.length);
+}
+
+/** The part id of a `Q-<id>` directory name, if it is one of queue `q`. */
+export function partOfDir(q: string, dirName: string): number | undefined {
+  const prefix = `${q}-`;
+  if (!dirName.startsWith(prefix)) return undefined;
+  const id = dirName.slice(prefix.length);
+  return /^\d{1,15}$/.test(id) ? Number(id) : undefined;
+}

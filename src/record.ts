@@ -1,0 +1,97 @@
+import { crc32Range } from "./crc32";
+
+/**
+ * One record of a part file (FORMAT.md): a 25-byte little-endian header, then the body.
+ *
+ * | 0..8 offset u64 | 8..12 length u32 | 12..16 magic EE FE EF EE | 16..20 seq u32 | 20 type | 21..25 crc u32 |
+ */
+export const HEADER_SIZE = 25;
+export const MAGIC = 0xeeeffeee; // bytes EE FE EF EE read as a little-endian u32
+export const TYPE_STRING = 0x53; // "S"
+export const TYPE_OBJECT = 0x4f; // "O"
+/** The crate refuses bodies of 2^31 bytes or more. */
+export const MAX_BODY_SIZE = 0x7fffffff;
+
+export type RecordType = "string" | "object";
+
+export interface RecordHeader {
+  offset: number;
+  length: number;
+  seq: number;
+  type: RecordType;
+  crc: number;
+}
+
+/**
+ * Writes a header at `at` in `buf` for a body already placed right after it, and
+ * computes the record's crc (header with the crc field zeroed, then the body).
+ */
+export function writeRecord(
+  buf: Uint8Array,
+  view: DataView,
+  at: number,
+  offset: number,
+  length: number,
+  seq: number,
+  typeByte: number,
+): number {
+  // u64 offset as two u32 halves: offsets stay below 2^53.
+  view.setUint32(at, offset >>> 0, true);
+  view.setUint32(at + 4, Math.floor(offset / 0x1_0000_0000), true);
+  view.setUint32(at + 8, length, true);
+  view.setUint32(at + 12, MAGIC, true);
+  view.setUint32(at + 16, seq, true);
+  buf[at + 20] = typeByte;
+  view.setUint32(at + 21, 0, true);
+  const crc = crc32Range(buf, at + HEADER_SIZE, at + HEADER_SIZE + length, crc32Range(buf, at, at + HEADER_SIZE));
+  view.setUint32(at + 21, crc, true);
+  return crc;
+}
+
+export const enum HeaderCheck {
+  Ok,
+  /** Not a header: no magic, unknown type, or a stored offset that is not where it lies. */
+  NotHeader,
+}
+
+/**
+ * Parses the header at `at` of `buf`, which holds the part bytes from file offset
+ * `bufOffset`. Returns undefined when the bytes there cannot be a header.
+ */
+export function readHeader(buf: Uint8Array, view: DataView, at: number, bufOffset: number): RecordHeader | undefined {
+  if (view.getUint32(at + 12, true) !== MAGIC) return undefined;
+  const type = buf[at + 20];
+  if (type !== TYPE_STRING && type !== TYPE_OBJECT) return undefined;
+  const offset = view.getUint32(at, true) + view.getUint32(at + 4, true) * 0x1_0000_0000;
+  // The header names its own position: a cheap, strong check when resynchronising.
+  if (offset !== bufOffset + at) return undefined;
+  const length = view.getUint32(at + 8, true);
+  if (length > MAX_BODY_SIZE) return undefined;
+  return {
+    offset,
+    length,
+    seq: view.getUint32(at + 16, true),
+    type: type === TYPE_STRING ? "string" : "object",
+    crc: view.getUint32(at + 21, true),
+  };
+}
+
+/** True when the record at `at` (header and full body inside `buf`) has a matching crc. */
+export function checkRecordCrc(buf: Uint8Array, view: DataView, at: number, header: RecordHeader): boolean {
+  const stored = header.crc;
+  view.setUint32(at + 21, 0, true);
+  const headerCrc = crc32Range(buf, at, at + HEADER_SIZE);
+  view.setUint32(at + 21, stored, true);
+  const crc = crc32Range(buf, at + HEADER_SIZE, at + HEADER_SIZE + header.length, headerCrc);
+  return crc === stored;
+}
+
+/** Index of the next possible magic at or after `from` (the first byte of a candidate header), or -1. */
+export function findNextHeader(buf: Uint8Array, from: number): number {
+  for (let i = Math.max(from, 0) + 12; i + 13 <= buf.length; i++) {
+    i = buf.indexOf(0xee, i);
+    if (i < 0 || i + 13 > buf.length) return -1;
+    if (buf[i + 1] === 0xfe && buf[i + 2] === 0xef && buf[i + 3] === 0xee) return i - 12;
+  }
+  return -1;
+}

@@ -1,0 +1,98 @@
+import type { FileHandle } from "./driver";
+import { HEADER_SIZE, checkRecordCrc, findNextHeader, readHeader, type RecordHeader } from "./record";
+
+/**
+ * Walks the records of a part from `from` up to `limit` (bytes known to be complete),
+ * checking each crc. Bytes that are not a valid record are stepped over (the next valid
+ * record is found by its magic, its self-describing offset and its crc) and reported once
+ * per damaged region through `onSkip`: a bad record is never handed to `visit`.
+ */
+export interface ScanOptions {
+  from: number;
+  limit: number;
+  /** Bytes read per I/O; a larger record gets a read of its own size. */
+  chunkSize: number;
+  onSkip(offset: number, bytes: number): void;
+}
+
+/**
+ * Called for each valid record; `buf[at..]` holds its header, then its body.
+ * Return false to stop after this record.
+ */
+export type RecordVisitor = (buf: Uint8Array, view: DataView, at: number, header: RecordHeader) => boolean;
+
+export interface ScanResult {
+  /** Where the next record starts: after the last visited record or skipped region. */
+  next: number;
+  /** True when the scan stopped because `visit` said so (more records may follow). */
+  stopped: boolean;
+}
+
+export async function scanPart(file: FileHandle, options: ScanOptions, visit: RecordVisitor): Promise<ScanResult> {
+  const { limit, chunkSize, onSkip } = options;
+  let pos = options.from;
+  let badFrom = -1; // start of a damaged region not yet reported
+  const endBad = (at: number) => {
+    if (badFrom >= 0) onSkip(badFrom, at - badFrom);
+    badFrom = -1;
+  };
+
+  while (pos < limit) {
+    if (limit - pos < HEADER_SIZE) {
+      // Fewer bytes than a header before the known end: damage (or a torn tail).
+      if (badFrom < 0) badFrom = pos;
+      pos = limit;
+      break;
+    }
+    let want = Math.min(chunkSize, limit - pos);
+    let buf = await file.read(pos, want);
+    if (buf.length < HEADER_SIZE) {
+      // The file is shorter than `limit` said: treat the missing end as lost.
+      if (badFrom < 0) badFrom = pos;
+      pos = limit;
+      break;
+    }
+    let view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    let i = 0;
+    while (i + HEADER_SIZE <= buf.length) {
+      const header = readHeader(buf, view, i, pos);
+      const end = header ? header.offset + HEADER_SIZE + header.length : 0;
+      if (header && end <= limit) {
+        if (i + HEADER_SIZE + header.length > buf.length) {
+          // The body runs past this chunk: re-read from here, large enough to hold it.
+          if (i === 0) {
+            want = HEADER_SIZE + header.length;
+            buf = await file.read(pos, want);
+            view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+            if (buf.length < want) break; // file shorter than expected: handled below
+          } else break;
+        }
+        if (checkRecordCrc(buf, view, i, header)) {
+          endBad(pos + i);
+          const more = visit(buf, view, i, header);
+          i += HEADER_SIZE + header.length;
+          if (!more) return { next: pos + i, stopped: true };
+          continue;
+        }
+      }
+      // Not a valid record here: remember where the damage starts and look for the next magic.
+      if (badFrom < 0) badFrom = pos + i;
+      const next = findNextHeader(buf, i + 1);
+      if (next < 0) {
+        // No candidate in this chunk; keep the last bytes, a header may straddle the boundary.
+        i = pos + buf.length >= limit ? buf.length : Math.max(i + 1, buf.length - HEADER_SIZE + 1);
+        break;
+      }
+      i = next;
+    }
+    if (i === 0 && buf.length < want) {
+      // Could not read a record the header promised: the file ends early.
+      if (badFrom < 0) badFrom = pos;
+      pos = limit;
+      break;
+    }
+    pos += i;
+  }
+  endBad(pos);
+  return { next: pos, stopped: false };
+}

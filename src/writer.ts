@@ -1,0 +1,365 @@
+import type { DriverLock, FileHandle, QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
+import { formatPushInfo, formatQueueInfo } from "./info";
+import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
+import { assertName } from "./names";
+import { emitQueueChange, queueKey, registerLocalWriter } from "./notify";
+import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
+import { partDir, partPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
+import { HEADER_SIZE, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
+import { listParts, readQueueInfo, recoverPart } from "./recovery";
+
+interface PendingPush {
+  items: EncodedInput[];
+  single: boolean;
+  resolve: (value: never) => void;
+  reject: (error: unknown) => void;
+}
+
+const SCRATCH_BYTES = 1 << 20;
+const ascii = new TextEncoder();
+
+/**
+ * The one writer of a queue. Pushes issued together (before the writer gets to them) are
+ * written together: one buffered write, at most one fsync and one info-line update per batch.
+ */
+export class QueueWriter {
+  readonly name: string;
+  readonly options: ResolvedQueueOptions;
+  readonly #driver: QueueDriver;
+  readonly #lock: DriverLock;
+  readonly #key: string;
+  #unregister: (() => void) | undefined;
+
+  #part = 0;
+  #edge = 0;
+  #count = 0;
+  #partFile: FileHandle | undefined;
+  #pushInfoFile: FileHandle | undefined;
+  #queueInfoFile: FileHandle | undefined;
+
+  #pending: PendingPush[] = [];
+  #flushing: Promise<void> | undefined;
+  #failure: unknown;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  #unsynced = false;
+  #syncTimer: ReturnType<typeof setInterval> | undefined;
+  #scratch = new Uint8Array(SCRATCH_BYTES);
+  #encoder = new TextEncoder();
+
+  private constructor(name: string, options: ResolvedQueueOptions, lock: DriverLock) {
+    this.name = name;
+    this.options = options;
+    this.#driver = options.driver;
+    this.#lock = lock;
+    this.#key = queueKey(this.#driver.storageKey, name);
+  }
+
+  /** Opens (and by default creates) a queue for writing; takes the queue's writer lock. */
+  static async open(name: string, options: QueueOptions = {}): Promise<QueueWriter> {
+    assertName(name, "queue");
+    const resolved = resolveQueueOptions(options);
+    const lock = await resolved.driver.lock(writerLockPath(name));
+    if (!lock) {
+      throw new VQueueError(
+        "E_LOCKED",
+        `Queue "${name}" already has a writer (in this or another process). One writer per queue: close the other one first.`,
+      );
+    }
+    const writer = new QueueWriter(name, resolved, lock);
+    try {
+      await writer.#init();
+    } catch (error) {
+      await writer.#closeFiles().catch(() => {});
+      await lock.release().catch(() => {});
+      throw error;
+    }
+    writer.#unregister = registerLocalWriter(writer.#key);
+    if (resolved.durability === "interval") {
+      writer.#syncTimer = setInterval(() => void writer.#backgroundSync(), resolved.fsyncIntervalMs);
+      (writer.#syncTimer as { unref?: () => void }).unref?.();
+    }
+    return writer;
+  }
+
+  /** Current part, its size in bytes and its record count. */
+  get position(): { part: number; edge: number; count: number } {
+    return { part: this.#part, edge: this.#edge, count: this.#count };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Appends one message. Strings are stored as text (`S`), bytes as `O`, any other JSON
+   * value as its JSON text. Resolves once the message is as durable as `durability` says.
+   */
+  push(message: MessageInput): Promise<MessagePosition> {
+    return this.#enqueue([this.#check(message)], true) as Promise<MessagePosition>;
+  }
+
+  /** Appends messages in order, in one write; resolves with where each landed. */
+  pushBatch(messages: Iterable<MessageInput>): Promise<MessagePosition[]> {
+    const items: EncodedInput[] = [];
+    try {
+      for (const message of messages) items.push(this.#check(message));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (items.length === 0) return Promise.resolve([]);
+    return this.#enqueue(items, false) as Promise<MessagePosition[]>;
+  }
+
+  /** Waits until every push issued so far is written. */
+  async flush(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+  }
+
+  /** Flushes, fsyncs (unless durability is "none"), closes the files and releases the lock. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- Internals ---
+
+  #check(message: MessageInput): EncodedInput {
+    const item = normalizeMessage(message);
+    const max = this.options.maxMessageBytes;
+    if (typeof item === "string" ? item.length > max || (item.length * 3 > max && utf8Length(item) > max) : item.length > max) {
+      throw new VQueueError("E_MESSAGE", `Message too large: the limit is ${max} bytes (option maxMessageBytes).`);
+    }
+    return item;
+  }
+
+  #enqueue(items: EncodedInput[], single: boolean): Promise<unknown> {
+    if (this.#closed || this.#closing) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
+    if (this.#failure) return Promise.reject(this.#failedError());
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ items, single, resolve, reject });
+      this.#flushing ??= this.#runFlush();
+    });
+  }
+
+  async #runFlush(): Promise<void> {
+    try {
+      // Let pushes issued in the same tick join this batch.
+      await undefined;
+      while (this.#pending.length > 0) {
+        const batch = this.#pending;
+        this.#pending = [];
+        if (this.#failure) {
+          for (const p of batch) p.reject(this.#failedError());
+          continue;
+        }
+        try {
+          const results = await this.#writeBatch(batch);
+          for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i] as never);
+        } catch (error) {
+          this.#failure = error;
+          for (const p of batch) p.reject(this.#failedError());
+        }
+        emitQueueChange(this.#key);
+      }
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  async #writeBatch(batch: PendingPush[]): Promise<unknown[]> {
+    const { maxPartBytes, durability } = this.options;
+    const results: unknown[] = Array.from({ length: batch.length });
+    let buf = this.#scratch;
+    let view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    let used = 0;
+    const start = { part: this.#part, edge: this.#edge, count: this.#count };
+
+    const writeOut = async () => {
+      if (used === 0) return;
+      await this.#partFile!.write(this.#edge, buf.subarray(0, used));
+      this.#edge += used;
+      used = 0;
+      buf = this.#scratch;
+      view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    };
+
+    try {
+      for (let b = 0; b < batch.length; b++) {
+        const { items, single } = batch[b]!;
+        const positions: MessagePosition[] = single ? [] : Array.from({ length: items.length });
+        for (let k = 0; k < items.length; k++) {
+          const item = items[k]!;
+          if (this.#edge + used >= maxPartBytes) {
+            await writeOut();
+            await this.#rollPart();
+          }
+          const isText = typeof item === "string";
+          const maxLength = isText ? item.length * 3 : item.length;
+          if (used + HEADER_SIZE + maxLength > buf.length) {
+            await writeOut();
+            if (HEADER_SIZE + maxLength > buf.length) {
+              buf = new Uint8Array(HEADER_SIZE + maxLength);
+              view = new DataView(buf.buffer);
+            }
+          }
+          const at = used + HEADER_SIZE;
+          const length = isText ? encodeText(this.#encoder, item, buf, at) : (buf.set(item, at), item.length);
+          const offset = this.#edge + used;
+          const seq = ++this.#count;
+          writeRecord(buf, view, used, offset, length, seq, isText ? TYPE_STRING : TYPE_OBJECT);
+          used += HEADER_SIZE + length;
+          const position = { part: this.#part, offset, seq };
+          if (single) results[b] = position;
+          else positions[k] = position;
+        }
+        if (!single) results[b] = positions;
+      }
+      await writeOut();
+      if (durability === "fsync") await this.#partFile!.sync();
+      else if (durability === "interval") this.#unsynced = true;
+      await this.#writePushInfo();
+      return results;
+    } catch (error) {
+      // Best effort: leave the part as it was before this batch, so a rejected push is not in it.
+      if (this.#part === start.part) {
+        await this.#partFile?.truncate(start.edge).catch(() => {});
+        this.#edge = start.edge;
+        this.#count = start.count;
+      }
+      throw error;
+    }
+  }
+
+  async #writePushInfo(): Promise<void> {
+    const line = formatPushInfo({ queue: this.name, edge: this.#edge, count: this.#count });
+    await this.#pushInfoFile!.write(0, ascii.encode(line));
+  }
+
+  async #init(): Promise<void> {
+    const driver = this.#driver;
+    const { onProblem, create, rollOnOpen } = this.options;
+    const parts = await listParts(driver, this.name);
+    const info = await readQueueInfo(driver, this.name, onProblem);
+    if (info === undefined && parts.length === 0) {
+      if (!create) throw new VQueueError("E_NOT_FOUND", `Queue "${this.name}" does not exist.`);
+      this.#queueInfoFile = await driver.open(queueInfoPath(this.name), { create: true });
+      await this.#startPart(0);
+      return;
+    }
+    this.#queueInfoFile = await driver.open(queueInfoPath(this.name), { create: true });
+    const current = Math.max(info?.part ?? -1, parts.at(-1) ?? -1);
+    if (!parts.includes(current)) {
+      // The info line names a part whose directory is gone: start it afresh.
+      await this.#startPart(current);
+      return;
+    }
+    this.#part = current;
+    this.#partFile = await driver.open(partPath(this.name, current), { create: true });
+    this.#pushInfoFile = await driver.open(pushInfoPath(this.name, current), { create: true });
+    const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
+    this.#edge = recovered.edge;
+    this.#count = recovered.count;
+    if (recovered.infoStale) await this.#writePushInfo();
+    if (info?.part !== current) await this.#writeQueueInfo();
+    if (rollOnOpen && this.#edge > 0) await this.#rollPart();
+  }
+
+  /** Closes the current part for good and starts the next one. */
+  async #rollPart(): Promise<void> {
+    if (this.options.durability !== "none") await this.#partFile!.sync();
+    this.#unsynced = false;
+    await this.#writePushInfo();
+    await this.#partFile!.close();
+    await this.#pushInfoFile!.close();
+    this.#partFile = this.#pushInfoFile = undefined;
+    await this.#startPart(this.#part + 1);
+  }
+
+  async #startPart(part: number): Promise<void> {
+    const driver = this.#driver;
+    await driver.mkdir(partDir(this.name, part));
+    const partFile = await driver.open(partPath(this.name, part), { create: true });
+    const pushInfoFile = await driver.open(pushInfoPath(this.name, part), { create: true });
+    this.#partFile = partFile;
+    this.#pushInfoFile = pushInfoFile;
+    this.#part = part;
+    this.#edge = 0;
+    this.#count = 0;
+    await partFile!.truncate(0);
+    await this.#writePushInfo();
+    if (this.options.durability !== "none") {
+      await pushInfoFile!.sync();
+      await driver.syncDir?.(partDir(this.name, part));
+      await driver.syncDir?.("");
+    }
+    // Readers follow the queue info line: name the new part only once it exists.
+    await this.#writeQueueInfo();
+  }
+
+  async #writeQueueInfo(): Promise<void> {
+    await this.#queueInfoFile!.write(0, ascii.encode(formatQueueInfo({ queue: this.name, part: this.#part })));
+    if (this.options.durability !== "none") await this.#queueInfoFile!.sync();
+  }
+
+  async #backgroundSync(): Promise<void> {
+    if (!this.#unsynced || this.#flushing || this.#closed) return;
+    this.#unsynced = false;
+    await this.#partFile?.sync().catch((error: unknown) => {
+      this.#failure ??= error;
+    });
+  }
+
+  #failedError(): VQueueError {
+    const cause = this.#failure;
+    return VQueueError.isError(cause)
+      ? cause
+      : new VQueueError("E_IO", `Queue "${this.name}" stopped after a storage error (${(cause as Error)?.message ?? cause}); reopen it to recover.`, { cause });
+  }
+
+  async #close(): Promise<void> {
+    await this.flush();
+    this.#closed = true;
+    if (this.#syncTimer) clearInterval(this.#syncTimer);
+    try {
+      if (this.#unsynced && !this.#failure) await this.#partFile?.sync();
+    } finally {
+      await this.#closeFiles();
+      this.#unregister?.();
+      await this.#lock.release();
+    }
+  }
+
+  async #closeFiles(): Promise<void> {
+    const files = [this.#partFile, this.#pushInfoFile, this.#queueInfoFile];
+    this.#partFile = this.#pushInfoFile = this.#queueInfoFile = undefined;
+    await Promise.all(files.map((file) => file?.close()));
+  }
+}
+
+/** Opens a queue for writing. See `QueueWriter`. */
+export function openQueue(name: string, options?: QueueOptions): Promise<QueueWriter> {
+  return QueueWriter.open(name, options);
+}
+
+// --- Internal helpers ---
+
+/** Writes `text` as UTF-8 at `at`; ASCII takes a plain loop, faster than encodeInto for short text. */
+function encodeText(encoder: TextEncoder, text: string, buf: Uint8Array, at: number): number {
+  const n = text.length;
+  if (n < 128) {
+    let i = 0;
+    for (; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[at + i] = c;
+    }
+    if (i === n) return n;
+  }
+  return encoder.encodeInto(text, buf.subarray(at)).written;
+}

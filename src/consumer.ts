@@ -153,8 +153,9 @@ export class QueueConsumer {
             offset: header.offset,
             seq: header.seq,
             type: header.type,
-            data: header.type === "string" ? decoder.decode(buf.subarray(start, end)) : buf.slice(start, end),
+            data: header.type === "string" ? decoder.decode(buf.subarray(start, end)) : copyBytes(buf, start, end),
             size: header.length,
+            crc: header.crc,
           });
           bytes += header.length;
           count = header.seq;
@@ -162,8 +163,8 @@ export class QueueConsumer {
         },
       );
       this.#read = { part, position: result.next, count };
-      // Stop here unless there is room left and this part is done: then go on into the next.
-      if (out.length > 0 && (result.stopped || !this.#finished || this.#read.position < this.#limit)) return out;
+      // With room left, go on: the part may have grown, or the next part may hold more.
+      if (result.stopped) return out;
     }
   }
 
@@ -198,6 +199,7 @@ export class QueueConsumer {
           cleanups.push(() => clearTimeout(timer));
         }
         if (signal) {
+          if (signal.aborted) return wake!(false);
           const onAbort = () => wake!(false);
           signal.addEventListener("abort", onAbort, { once: true });
           cleanups.push(() => signal.removeEventListener("abort", onAbort));
@@ -419,4 +421,11 @@ export async function consumerLag(driver: QueueDriver, queue: string, position: 
     lag += part === position.part ? Math.max(0, count - position.count) : count;
   }
   return lag;
+}
+
+/** A plain Uint8Array copy (drivers may hand out Node Buffers from a shared pool). */
+function copyBytes(buf: Uint8Array, start: number, end: number): Uint8Array {
+  const out = new Uint8Array(end - start);
+  out.set(buf.subarray(start, end));
+  return out;
 }

@@ -3,7 +3,7 @@ import type { RecordType } from "./record";
 
 /** What `push` accepts: text, bytes, or any JSON value (stored as its JSON text). */
 export type MessageInput = string | Uint8Array | ArrayBuffer | JsonValue;
-export type JsonValue = null | boolean | number | JsonValue[] | { [key: string]: JsonValue | undefined };
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue | undefined };
 
 /** Where a message landed: its part, the byte offset of its record, its sequence number in the part. */
 export interface MessagePosition {
@@ -19,6 +19,8 @@ export interface Message extends MessagePosition {
   data: string | Uint8Array;
   /** Body size in bytes. */
   size: number;
+  /** The record's CRC-32 (already checked). */
+  crc: number;
 }
 
 /** A message normalised for writing: text stays a string until it is encoded into the batch buffer. */

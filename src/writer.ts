@@ -97,7 +97,13 @@ export class QueueWriter {
    * value as its JSON text. Resolves once the message is as durable as `durability` says.
    */
   push(message: MessageInput): Promise<MessagePosition> {
-    return this.#enqueue([this.#check(message)], true) as Promise<MessagePosition>;
+    let item: EncodedInput;
+    try {
+      item = this.#check(message);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#enqueue([item], true) as Promise<MessagePosition>;
   }
 
   /** Appends messages in order, in one write; resolves with where each landed. */

@@ -1,0 +1,55 @@
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+import { afterAll, describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueWriter } from "../../src/writer";
+import { describeEngine } from "./utils";
+
+const dirs: string[] = [];
+const freshDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), "vq-fs-"));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describeEngine("fs", async () => {
+  const dir = await freshDir();
+  return { driver: fsDriver({ dir }), reopen: () => fsDriver({ dir }) };
+});
+
+describe("fs driver", () => {
+  it("lays the queue out as the crate does, and removes its lock file on close", async () => {
+    const dir = await freshDir();
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+    await q.push("x");
+    expect((await readdir(dir)).sort()).toEqual(["orders-0", "orders_info_queue", "orders_queue.lock"]);
+    expect((await readdir(join(dir, "orders-0"))).sort()).toEqual(["orders_info_push", "orders_queue"]);
+    await q.close();
+    expect((await readdir(dir)).sort()).toEqual(["orders-0", "orders_info_queue"]);
+    expect(await readFile(join(dir, "orders_info_queue"), "utf8")).toBe("orders;0;1469960409\n".replace("1469960409", String(crcLine("orders;0;"))));
+  });
+
+  it("takes over the crate's empty lock file", async () => {
+    const dir = await freshDir();
+    const { writeFile } = await import("node:fs/promises");
+    await writeFile(join(dir, "orders_queue.lock"), "");
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+    await q.close();
+  });
+
+  it("never touches a path outside its directory", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir });
+    await expect(driver.open("../escape", { create: true })).rejects.toMatchObject({ code: "E_NAME" });
+    await expect(driver.list("/etc")).rejects.toMatchObject({ code: "E_NAME" });
+  });
+});
+
+import { crc32Ascii } from "../../src/crc32";
+function crcLine(text: string): number {
+  return crc32Ascii(text);
+}

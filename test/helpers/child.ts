@@ -1,0 +1,62 @@
+/**
+ * A second process for the tests: `node --import jiti/register test/helpers/child.ts <mode> <dir> ...`.
+ * - `pusher <dir> <run> <workers> <maxPartBytes>`: pushes `<run>-<i>` with fsync durability from
+ *   several concurrent loops, printing `ack <i>` once each push resolves, until killed.
+ * - `hold-writer <dir> <queue>` / `hold-consumer <dir> <queue> <consumer>`: opens, prints `ready`, waits.
+ * - `read-commit <dir> <queue> <consumer> <n>`: reads n messages, commits, prints them as JSON, exits.
+ * - `push <dir> <queue> <message>`: pushes one message and exits.
+ */
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+
+const [mode, dir, ...args] = process.argv.slice(2);
+const driver = fsDriver({ dir: dir! });
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+switch (mode) {
+  case "pusher": {
+    const [run, workers, maxPartBytes] = args;
+    const queue = await QueueWriter.open("crash", { driver, durability: "fsync", maxPartBytes: Number(maxPartBytes), onProblem: () => {} });
+    out("ready");
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Number(workers) }, async () => {
+        for (;;) {
+          const i = next++;
+          await queue.push(`${run}-${i}-${"x".repeat(i % 200)}`);
+          out(`ack ${i}`);
+        }
+      }),
+    );
+    break;
+  }
+  case "hold-writer": {
+    await QueueWriter.open(args[0]!, { driver });
+    out("ready");
+    setInterval(() => {}, 1000);
+    break;
+  }
+  case "hold-consumer": {
+    await QueueConsumer.open(args[0]!, args[1]!, { driver });
+    out("ready");
+    setInterval(() => {}, 1000);
+    break;
+  }
+  case "read-commit": {
+    const consumer = await QueueConsumer.open(args[0]!, args[1]!, { driver });
+    const messages = await consumer.read({ max: Number(args[2]) });
+    await consumer.commit();
+    await consumer.close();
+    out(JSON.stringify(messages.map((m) => m.data)));
+    break;
+  }
+  case "push": {
+    const queue = await QueueWriter.open(args[0]!, { driver });
+    await queue.push(args[1]!);
+    await queue.close();
+    break;
+  }
+  default:
+    throw new Error(`unknown mode ${mode}`);
+}

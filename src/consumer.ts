@@ -6,7 +6,7 @@ import type { Message } from "./message";
 import { assertName } from "./names";
 import { hasLocalWriter, onQueueChange, queueKey } from "./notify";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
-import { consumerLockPath, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
+import { consumerLockPath, partDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
 import { HEADER_SIZE } from "./record";
 import { listParts, readPushInfo, readQueueInfo } from "./recovery";
 import { scanPart } from "./scan";
@@ -383,8 +383,11 @@ export class QueueConsumer {
     };
     const timer = setInterval(() => void check(), this.options.pollIntervalMs);
     cleanups.push(() => clearInterval(timer));
-    const unwatch = this.#driver.watch?.("", () => void check());
-    if (unwatch) cleanups.push(unwatch);
+    // The part's directory holds its push info (appends); the base holds the queue info (new parts).
+    for (const dir of [partDir(this.queue, this.#read.part), ""]) {
+      const unwatch = this.#driver.watch?.(dir, () => void check());
+      if (unwatch) cleanups.push(unwatch);
+    }
   }
 
   async #savePosition(target: ConsumerPosition): Promise<void> {

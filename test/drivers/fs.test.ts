@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { describeEngine } from "./utils";
 
@@ -39,6 +40,25 @@ describe("fs driver", () => {
     await writeFile(join(dir, "orders_queue.lock"), "");
     const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
     await q.close();
+  });
+
+  it("wakes a consumer through fs.watch when another driver instance appends, long before a poll", async () => {
+    const dir = await freshDir();
+    const writer = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+    // The same directory through a symlink: another storage key, so no in-process wake-up,
+    // as if the consumer were in another process.
+    const link = `${dir}-link`;
+    dirs.push(link);
+    await symlink(dir, link);
+    const consumer = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir: link }), pollIntervalMs: 600_000 });
+    const started = Date.now();
+    const waiting = consumer.wait({ timeoutMs: 10_000 });
+    setTimeout(() => void writer.push("watched"), 50);
+    expect(await waiting).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await consumer.read()).map((m) => m.data)).toEqual(["watched"]);
+    await consumer.close();
+    await writer.close();
   });
 
   it("never touches a path outside its directory", async () => {

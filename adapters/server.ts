@@ -1,0 +1,88 @@
+/**
+ * The standalone v-queue server: the HTTP API (`v-queue/runtime`) on the Node fs driver,
+ * served by listhen. `v-queue serve` runs it; `serveQueues()` is the same from code.
+ */
+import type { Server } from "node:http";
+import { consola } from "consola";
+import { toNodeHandler } from "h3/node";
+import { listen, type Listener } from "listhen";
+import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
+import fsDriver from "./drivers/fs";
+
+export interface ServeOptions extends QueueAppOptions {
+  /** Interface to bind. Give "0.0.0.0" (or "::") to accept other machines. @default "127.0.0.1" */
+  host?: string;
+  /** @default 9093 (as the Rust v-queue-server); 0 picks a free port */
+  port?: number;
+  /** Stop on SIGINT/SIGTERM: end long polls, finish the writes in flight, close every file, then exit. @default false */
+  handleSignals?: boolean;
+  /** Print the URL once listening. @default false */
+  showURL?: boolean;
+}
+
+export interface QueueServer {
+  url: string;
+  port: number;
+  handler: QueueHandler;
+  server: Server;
+  /** Graceful: ends long polls (answered with no messages), waits for requests in flight, closes files and the socket. */
+  close(): Promise<void>;
+}
+
+/** Serves the HTTP API of the queues in `dir` (or on `driver`). */
+export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
+  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, ...appOptions } = options;
+  const handler = createQueueHandler({
+    logger: { error: (message: unknown, ...args: unknown[]) => consola.error(message, ...args), warn: (message: unknown, ...args: unknown[]) => consola.warn(message, ...args) },
+    ...appOptions,
+    driver: appOptions.driver ?? fsDriver({ dir: appOptions.dir ?? "./queues" }),
+  });
+  let listener: Listener;
+  try {
+    listener = await listen(toNodeHandler(handler.app), {
+      hostname: host,
+      port,
+      // listhen's own SIGTERM handling exits at once: we close the queues first (below).
+      autoClose: false,
+      showURL,
+      qr: false,
+      public: host !== "127.0.0.1" && host !== "localhost" && host !== "::1",
+      // No hopping to the next free port: a taken port is an error.
+      isProd: port !== 0,
+    });
+  } catch (error) {
+    await handler.close();
+    throw error;
+  }
+  const address = listener.server.address();
+  const actualPort = typeof address === "object" && address ? address.port : port;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${actualPort}`;
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      // Queues first: long polls end, writes in flight finish, files close; then the socket.
+      await handler.close();
+      await listener.close();
+    })());
+  const onSignal = (signal: NodeJS.Signals) => {
+    consola.info(`${signal}: finishing requests in flight and closing the queues...`);
+    close().then(
+      () => {
+        consola.info("Closed.");
+        process.exit(0);
+      },
+      (error: unknown) => {
+        consola.error("Shutdown failed:", error);
+        process.exit(1);
+      },
+    );
+  };
+  if (handleSignals) {
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  }
+  return { url, port: actualPort, handler, server: listener.server as Server, close };
+}

@@ -1,0 +1,93 @@
+import type { ResolvedAuth } from "./options";
+import { ApiError } from "./errors";
+
+export type Right = "read" | "write";
+
+/** Who made a request: `undefined` when auth is off. */
+export interface Principal {
+  username: string;
+  read: boolean | string[];
+  write: boolean | string[];
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Checks Basic credentials (RFC 7617) against every configured user, in constant time:
+ * both names and passwords are compared as SHA-256 digests, with no early exit.
+ */
+export async function authenticate(request: Request, auth: ResolvedAuth): Promise<Principal> {
+  const challenge = { "www-authenticate": `Basic realm="${auth.realm}", charset="UTF-8"` };
+  const header = request.headers.get("authorization") ?? "";
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!match) throw new ApiError(401, "E_AUTH", "Authentication required (HTTP Basic).", challenge);
+  let decoded: string;
+  try {
+    // RFC 7617: user-pass is UTF-8 (we announce charset="UTF-8").
+    decoded = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(match[1]!), (c) => c.charCodeAt(0)));
+  } catch {
+    throw new ApiError(401, "E_AUTH", "Malformed Basic credentials.", challenge);
+  }
+  const colon = decoded.indexOf(":");
+  if (colon < 0) throw new ApiError(401, "E_AUTH", "Malformed Basic credentials.", challenge);
+  const [user, pass] = await Promise.all([digest(decoded.slice(0, colon)), digest(decoded.slice(colon + 1))]);
+  let found: Principal | undefined;
+  for (const candidate of await hashedUsers(auth)) {
+    const ok = equal(user, candidate.user) & equal(pass, candidate.pass);
+    if (ok === 1 && !found) found = candidate.principal;
+  }
+  if (!found) throw new ApiError(401, "E_AUTH", "Wrong username or password.", challenge);
+  return found;
+}
+
+/** Throws 403 unless `principal` has `right` on `queue` (any queue when `queue` is undefined). */
+export function authorize(principal: Principal | undefined, right: Right, queue?: string): void {
+  if (!principal || can(principal, right, queue)) return;
+  const what = queue === undefined ? "" : ` on queue "${queue}"`;
+  throw new ApiError(403, "E_FORBIDDEN", `User "${principal.username}" has no ${right} right${what}.`);
+}
+
+/** Whether `principal` may `right` on `queue` (on some queue when `queue` is undefined). */
+export function can(principal: Principal | undefined, right: Right, queue?: string): boolean {
+  if (!principal) return true;
+  const grant = principal[right];
+  if (grant === true) return true;
+  if (!Array.isArray(grant)) return false;
+  return queue === undefined ? grant.length > 0 : grant.includes(queue);
+}
+
+// --- Internal helpers ---
+
+interface HashedUser {
+  user: Uint8Array;
+  pass: Uint8Array;
+  principal: Principal;
+}
+
+const hashed = new WeakMap<ResolvedAuth, Promise<HashedUser[]>>();
+
+function hashedUsers(auth: ResolvedAuth): Promise<HashedUser[]> {
+  let users = hashed.get(auth);
+  if (!users) {
+    users = Promise.all(
+      auth.users.map(async (u) => ({
+        user: await digest(u.username),
+        pass: await digest(u.password),
+        principal: { username: u.username, read: u.read, write: u.write },
+      })),
+    );
+    hashed.set(auth, users);
+  }
+  return users;
+}
+
+async function digest(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+/** 1 when equal, else 0; the time depends only on the (fixed) length. */
+function equal(a: Uint8Array, b: Uint8Array): number {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ (b[i] ?? 0);
+  return diff === 0 ? 1 : 0;
+}

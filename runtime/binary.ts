@@ -1,0 +1,122 @@
+/**
+ * The binary batch framing (`application/vnd.v-queue.batch`), for consume responses and
+ * produce bodies. All integers little-endian.
+ *
+ * ```
+ * batch   = magic "VQB1" (4 bytes) | count u32 | record * count
+ * record  = type u8 ('S' 0x53 text, 'O' 0x4F bytes) | length u32 | part u32 | seq u32
+ *           | offset u64 | body (length bytes; text is UTF-8)
+ * ```
+ * In a produce body, `part`, `seq` and `offset` are ignored (send zeros).
+ * A consume response also carries the commit cursor in the `x-vq-cursor` header.
+ */
+import type { Message, MessageInput } from "../src/message";
+import { ApiError } from "./errors";
+
+export const BATCH_CONTENT_TYPE = "application/vnd.v-queue.batch";
+export const BATCH_MAGIC = 0x31425156; // "VQB1" read as a little-endian u32
+export const BATCH_HEADER = 8;
+export const RECORD_HEADER = 21;
+
+const TYPE_S = 0x53;
+const TYPE_O = 0x4f;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Frames messages as read by a consumer. */
+export function encodeBatch(messages: Message[]): Uint8Array<ArrayBuffer> {
+  let total = BATCH_HEADER;
+  for (const m of messages) total += RECORD_HEADER + m.size;
+  const buf = new Uint8Array(total);
+  const view = new DataView(buf.buffer);
+  view.setUint32(0, BATCH_MAGIC, true);
+  view.setUint32(4, messages.length, true);
+  let at = BATCH_HEADER;
+  for (const m of messages) {
+    const isText = typeof m.data === "string";
+    const body = at + RECORD_HEADER;
+    const length = isText ? encoder.encodeInto(m.data as string, buf.subarray(body, body + m.size)).written : (buf.set(m.data as Uint8Array, body), m.size);
+    buf[at] = isText ? TYPE_S : TYPE_O;
+    view.setUint32(at + 1, length, true);
+    view.setUint32(at + 5, m.part, true);
+    view.setUint32(at + 9, m.seq, true);
+    view.setUint32(at + 13, m.offset % 0x1_0000_0000, true);
+    view.setUint32(at + 17, Math.floor(m.offset / 0x1_0000_0000), true);
+    at = body + length;
+  }
+  return at === total ? buf : buf.subarray(0, at);
+}
+
+/** Frames messages to produce (positions zero). */
+export function encodeProduceBatch(messages: (string | Uint8Array)[]): Uint8Array<ArrayBuffer> {
+  const bodies = messages.map((m) => (typeof m === "string" ? encoder.encode(m) : m));
+  let total = BATCH_HEADER;
+  for (const b of bodies) total += RECORD_HEADER + b.length;
+  const buf = new Uint8Array(total);
+  const view = new DataView(buf.buffer);
+  view.setUint32(0, BATCH_MAGIC, true);
+  view.setUint32(4, messages.length, true);
+  let at = BATCH_HEADER;
+  for (let i = 0; i < bodies.length; i++) {
+    const b = bodies[i]!;
+    buf[at] = typeof messages[i] === "string" ? TYPE_S : TYPE_O;
+    view.setUint32(at + 1, b.length, true);
+    buf.set(b, at + RECORD_HEADER);
+    at += RECORD_HEADER + b.length;
+  }
+  return buf;
+}
+
+/** Decoded record of a consume response. */
+export interface BatchRecord {
+  type: "string" | "object";
+  part: number;
+  seq: number;
+  offset: number;
+  data: string | Uint8Array;
+}
+
+/** Parses a batch; throws 400 `E_BODY` on any framing error. Bodies of `O` records are views into `buf`. */
+export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEGER): BatchRecord[] {
+  const bad = (why: string) => new ApiError(400, "E_BODY", `Invalid ${BATCH_CONTENT_TYPE} body: ${why}.`);
+  if (buf.length < BATCH_HEADER) throw bad("shorter than its 8-byte header");
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  if (view.getUint32(0, true) !== BATCH_MAGIC) throw bad('it does not start with "VQB1"');
+  const count = view.getUint32(4, true);
+  if (count > maxMessages) throw new ApiError(413, "E_TOO_LARGE", `Too many messages in one request: ${count}, the limit is ${maxMessages}.`);
+  if (count > (buf.length - BATCH_HEADER) / RECORD_HEADER) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
+  const out: BatchRecord[] = new Array(count);
+  let at = BATCH_HEADER;
+  for (let i = 0; i < count; i++) {
+    if (at + RECORD_HEADER > buf.length) throw bad(`record ${i} is cut off`);
+    const type = buf[at];
+    const length = view.getUint32(at + 1, true);
+    const start = at + RECORD_HEADER;
+    if (start + length > buf.length) throw bad(`record ${i} is cut off`);
+    if (type !== TYPE_S && type !== TYPE_O) throw bad(`record ${i} has type 0x${type!.toString(16)}, expected 'S' or 'O'`);
+    const body = buf.subarray(start, start + length);
+    let data: string | Uint8Array = body;
+    if (type === TYPE_S) {
+      try {
+        data = decoder.decode(body);
+      } catch {
+        throw bad(`record ${i} is marked text ('S') but is not valid UTF-8`);
+      }
+    }
+    out[i] = {
+      type: type === TYPE_S ? "string" : "object",
+      part: view.getUint32(at + 5, true),
+      seq: view.getUint32(at + 9, true),
+      offset: view.getUint32(at + 13, true) + view.getUint32(at + 17, true) * 0x1_0000_0000,
+      data,
+    };
+    at = start + length;
+  }
+  if (at !== buf.length) throw bad(`${buf.length - at} bytes after the last record`);
+  return out;
+}
+
+/** The messages of a produce batch, as the writer takes them. */
+export function decodeProduceBatch(buf: Uint8Array, maxMessages: number): MessageInput[] {
+  return decodeBatch(buf, maxMessages).map((r) => r.data);
+}

@@ -1,0 +1,44 @@
+import { formatCursor, positionAfter } from "../src/cursor";
+import type { Message } from "../src/message";
+
+/** A message as the JSON API gives it. */
+export interface MessageJSON {
+  part: number;
+  offset: number;
+  seq: number;
+  type: "string" | "object";
+  /** Text for `string` messages; base64 for `object` (bytes) messages. */
+  data: string;
+  /** Present (`"base64"`) when `data` is base64. */
+  encoding?: "base64";
+  /** Commits up to and including this message. */
+  cursor: string;
+}
+
+export function messageToJSON(m: Message): MessageJSON {
+  const cursor = formatCursor(positionAfter(m));
+  if (typeof m.data === "string") return { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, cursor };
+  return { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: toBase64(m.data), encoding: "base64", cursor };
+}
+
+type NodeBuffer = { from(...args: unknown[]): Uint8Array & { toString(encoding: string): string } };
+const NodeBuffer = (globalThis as { Buffer?: NodeBuffer }).Buffer;
+
+export function toBase64(bytes: Uint8Array): string {
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Decodes standard base64 (with padding); undefined when it is not. */
+export function fromBase64(text: string): Uint8Array | undefined {
+  if (!BASE64_RE.test(text)) return undefined;
+  if (NodeBuffer) {
+    const b = NodeBuffer.from(text, "base64");
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  }
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}

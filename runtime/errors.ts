@@ -1,0 +1,91 @@
+import { VQueueError, type VQueueErrorCode } from "../src/errors";
+
+/** Codes of errors made by the HTTP layer itself (the engine's `E_*` codes pass through). */
+export type HttpErrorCode =
+  | VQueueErrorCode
+  /** No or wrong credentials (401). */
+  | "E_AUTH"
+  /** Authenticated, but without the right for this queue (403). */
+  | "E_FORBIDDEN"
+  /** No such route (404). */
+  | "E_ROUTE"
+  /** The route exists, not with this method (405). */
+  | "E_METHOD"
+  /** A query parameter or header is missing, malformed or out of range (400). */
+  | "E_PARAM"
+  /** The body is not valid for this route (400). */
+  | "E_BODY"
+  /** The body is larger than `limits.maxBodyBytes` (413). */
+  | "E_TOO_LARGE"
+  /** A content type this route does not take (415). */
+  | "E_MEDIA_TYPE"
+  /** The server is shutting down (503). */
+  | "E_SHUTDOWN"
+  /** An unexpected fault, logged by the server (500). */
+  | "E_INTERNAL";
+
+/** An error answered with `{ "error": { "code", "message" } }` and `status`. */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly code: HttpErrorCode,
+    message: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
+  E_NAME: 400,
+  E_OPTION: 400,
+  E_MESSAGE: 400,
+  E_LOCKED: 409,
+  E_NOT_FOUND: 404,
+  E_CLOSED: 503,
+  // A well-formed cursor for messages this server has not handed out (malformed ones are 400 E_PARAM).
+  E_CURSOR: 409,
+  E_CORRUPT: 500,
+  E_IO: 500,
+};
+
+/** The JSON error response for any thrown value; faults (5xx) are logged. */
+export function errorResponse(error: unknown, logger: Pick<Console, "error">): Response {
+  // h3 wraps what a handler throws: the original is in `cause`.
+  const cause = (error as { cause?: unknown })?.cause;
+  const err = error instanceof ApiError || VQueueError.isError(error) ? error : cause instanceof ApiError || VQueueError.isError(cause) ? cause : error;
+  let status: number;
+  let code: HttpErrorCode;
+  let message: string;
+  let headers: Record<string, string> | undefined;
+  if (err instanceof ApiError) {
+    ({ status, code, message, headers } = err);
+  } else if (VQueueError.isError(err)) {
+    status = ENGINE_STATUS[err.code] ?? 500;
+    code = err.code;
+    message = err.message.replace(/^\[v-queue\] /, "");
+  } else if (isHttpError(err) && err.status < 500) {
+    // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
+    status = err.status;
+    code = status === 404 ? "E_ROUTE" : status === 413 ? "E_TOO_LARGE" : "E_PARAM";
+    message = err.message;
+  } else {
+    status = 500;
+    code = "E_INTERNAL";
+    message = "Internal server error (logged by the server).";
+  }
+  if (status >= 500) logger.error("[v-queue] [http]", err);
+  return jsonError(status, code, message, headers);
+}
+
+export function jsonError(status: number, code: HttpErrorCode, message: string, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify({ error: { code, message } }), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+function isHttpError(value: unknown): value is { status: number; message: string } {
+  return value instanceof Error && value.name === "HTTPError" && typeof (value as { status?: unknown }).status === "number";
+}

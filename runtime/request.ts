@@ -1,0 +1,74 @@
+import { getRouterParam, type H3Event } from "h3";
+import { NAME_RULE, isValidName } from "../src/names";
+import { ApiError } from "./errors";
+
+/**
+ * A queue or consumer name from the path, percent-decoded, then checked against the engine's
+ * rule: no `/`, no `..`, no NUL can reach the storage, whatever the encoding.
+ */
+export function nameParam(event: H3Event, param: "queue" | "consumer"): string {
+  const raw = getRouterParam(event, param) ?? "";
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    throw new ApiError(400, "E_NAME", `Invalid ${param} name: bad percent-encoding.`);
+  }
+  if (!isValidName(name)) {
+    const text: string = name;
+    const shown = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
+    throw new ApiError(400, "E_NAME", `Invalid ${param} name ${shown}: use ${NAME_RULE}.`);
+  }
+  return name;
+}
+
+/** An integer query parameter in [min, max], or `fallback` when absent. */
+export function intParam(url: URL, name: string, min: number, max: number, fallback: number): number {
+  const values = url.searchParams.getAll(name);
+  if (values.length === 0) return fallback;
+  const text = values[0]!;
+  if (values.length > 1 || !/^-?\d{1,16}$/.test(text)) {
+    throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(values.length > 1 ? values : text)}: expected one integer from ${min} to ${max}.`);
+  }
+  const value = Number(text);
+  if (value < min || value > max) throw new ApiError(400, "E_PARAM", `Invalid ${name} ${value}: use an integer from ${min} to ${max}.`);
+  return value;
+}
+
+/** The whole body, refusing (413) more than `limit` bytes: by content-length at once, or while streaming. */
+export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const tooLarge = () => new ApiError(413, "E_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes.`);
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge();
+  if (!request.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** The media type of a header, lower-cased, without parameters. */
+export function mediaType(value: string | null): string {
+  return (value ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+}

@@ -1,0 +1,88 @@
+import type { H3 } from "h3";
+import { formatCursor, positionAfter } from "../../src/cursor";
+import { authorize } from "../auth";
+import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
+import { messageToJSON } from "../codec";
+import { ApiError } from "../errors";
+import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
+import { defineRoute, type RouteContext } from "../route";
+
+const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
+const COMMIT_BODY_LIMIT = 4096;
+
+/** Long-poll consume and commit. */
+export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
+  const { limits } = ctx.options;
+
+  app.get(
+    "/api/v1/queues/:queue/consumers/:consumer/messages",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      const consumer = nameParam(event, "consumer");
+      authorize(principal, "read", queue);
+      const max = intParam(event.url, "max_messages", 1, limits.maxMessages, limits.defaultMessages);
+      const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
+      const binaryType = acceptsBinary(event.req.headers.get("accept"));
+      const slot = await ctx.registry.consumer(queue, consumer);
+      const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal });
+      const last = messages.at(-1);
+      const cursor = last ? formatCursor(positionAfter(last)) : undefined;
+      if (binaryType) {
+        const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
+        if (cursor) headers["x-vq-cursor"] = cursor;
+        return new Response(encodeBatch(messages), { headers });
+      }
+      return json({ queue, consumer, count: messages.length, cursor: cursor ?? null, messages: messages.map(messageToJSON) });
+    }),
+  );
+
+  app.post(
+    "/api/v1/queues/:queue/consumers/:consumer/commit",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      const consumer = nameParam(event, "consumer");
+      authorize(principal, "read", queue);
+      const cursor = await commitCursor(event.req, event.url);
+      const slot = await ctx.registry.consumer(queue, consumer, false);
+      const committed = await slot.commit(cursor);
+      return json({ queue, consumer, committed });
+    }),
+  );
+}
+
+/** The binary media type the client asked for, if any. */
+function acceptsBinary(accept: string | null): string | undefined {
+  if (!accept) return undefined;
+  for (const part of accept.split(",")) {
+    const type = mediaType(part);
+    if (type === BATCH_CONTENT_TYPE || type === "application/octet-stream") return type;
+  }
+  return undefined;
+}
+
+/** The cursor to commit up to: `?cursor=`, a JSON `{ "cursor" }` body or a text body; none commits all handed out. */
+async function commitCursor(request: Request, url: URL): Promise<string | undefined> {
+  let cursor: unknown = url.searchParams.get("cursor") ?? undefined;
+  const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
+  const text = new TextDecoder().decode(body).trim();
+  if (text.length > 0) {
+    if (cursor !== undefined) throw new ApiError(400, "E_PARAM", "Give the cursor either in the query or in the body, not both.");
+    if (mediaType(request.headers.get("content-type")) === "application/json" || text.startsWith("{")) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new ApiError(400, "E_BODY", "The commit body is not valid JSON.");
+      }
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        throw new ApiError(400, "E_BODY", 'The commit body must be a JSON object: {"cursor": "<part>.<position>.<count>"} (or empty).');
+      }
+      cursor = (parsed as { cursor?: unknown }).cursor;
+    } else cursor = text;
+  }
+  if (cursor === undefined || cursor === null) return undefined;
+  if (typeof cursor !== "string" || !CURSOR_RE.test(cursor)) {
+    throw new ApiError(400, "E_PARAM", `Invalid cursor ${JSON.stringify(cursor)}: expected "<part>.<position>.<count>" as given with a message.`);
+  }
+  return cursor;
+}

@@ -1,0 +1,85 @@
+import type { H3 } from "h3";
+import { VQueueError } from "../../src/errors";
+import type { MessageInput, MessagePosition } from "../../src/message";
+import { authorize } from "../auth";
+import { BATCH_CONTENT_TYPE, decodeProduceBatch } from "../binary";
+import { fromBase64 } from "../codec";
+import { ApiError } from "../errors";
+import { json, mediaType, nameParam, readBodyLimited } from "../request";
+import { defineRoute, type RouteContext } from "../route";
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The producer API. The body's content type says what it holds:
+ * - `application/json`: `{"message": X}` or `{"messages": [X, ...]}`; a string X is stored as
+ *   text, any other JSON value as its JSON text; with `"encoding": "base64"` every X is a base64
+ *   string stored as bytes.
+ * - `application/vnd.v-queue.batch`: a binary batch (see binary.ts).
+ * - `text/*`, `application/x-www-form-urlencoded` (curl -d) or none: one text message.
+ * - anything else (`application/octet-stream`, ...): one bytes message.
+ */
+export function registerProduceRoutes(app: H3, ctx: RouteContext): void {
+  const { limits } = ctx.options;
+  app.post(
+    "/api/v1/queues/:queue/messages",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      authorize(principal, "write", queue);
+      const body = await readBodyLimited(event.req, limits.maxBodyBytes);
+      const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages);
+      if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
+      const writer = await ctx.registry.writer(queue);
+      let positions: MessagePosition[];
+      try {
+        positions = await writer.pushBatch(messages);
+      } catch (error) {
+        if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await ctx.registry.dropWriter(queue, writer);
+        throw error;
+      }
+      return json({ queue, count: positions.length, first: positions[0], last: positions.at(-1) }, 201);
+    }),
+  );
+}
+
+function parseMessages(type: string, body: Uint8Array, maxMessages: number): MessageInput[] {
+  if (type === "application/json") return parseJSONBody(body, maxMessages);
+  if (type === BATCH_CONTENT_TYPE) return decodeProduceBatch(body, maxMessages);
+  if (type === "" || type.startsWith("text/") || type === "application/x-www-form-urlencoded") {
+    try {
+      return [utf8.decode(body)];
+    } catch {
+      throw new ApiError(400, "E_BODY", "A text body must be valid UTF-8 (send bytes as application/octet-stream).");
+    }
+  }
+  return [body];
+}
+
+function parseJSONBody(body: Uint8Array, maxMessages: number): MessageInput[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(utf8.decode(body));
+  } catch {
+    throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
+  }
+  const shape = 'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64").';
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", shape);
+  const { message, messages, encoding, ...rest } = parsed as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new ApiError(400, "E_BODY", `Unknown field ${JSON.stringify(extra[0])}. ${shape}`);
+  if ((message === undefined) === (messages === undefined)) throw new ApiError(400, "E_BODY", shape);
+  if (encoding !== undefined && encoding !== "base64") throw new ApiError(400, "E_BODY", `Invalid encoding ${JSON.stringify(encoding)}: only "base64".`);
+  let list: unknown[];
+  if (messages !== undefined) {
+    if (!Array.isArray(messages)) throw new ApiError(400, "E_BODY", `"messages" must be an array. ${shape}`);
+    if (messages.length > maxMessages) throw new ApiError(413, "E_TOO_LARGE", `Too many messages in one request: ${messages.length}, the limit is ${maxMessages}.`);
+    list = messages;
+  } else list = [message];
+  // JSON values only (JSON.parse makes nothing else): strings as text, the rest as their JSON text.
+  if (encoding !== "base64") return list as MessageInput[];
+  return list.map((item, i) => {
+    const bytes = typeof item === "string" ? fromBase64(item) : undefined;
+    if (!bytes) throw new ApiError(400, "E_BODY", `Message ${i} is not a base64 string.`);
+    return bytes;
+  });
+}

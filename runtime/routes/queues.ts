@@ -1,0 +1,77 @@
+import type { H3 } from "h3";
+import { formatCursor } from "../../src/cursor";
+import { inspectQueue, listConsumers, listQueues } from "../../src/inspect";
+import { authorize, can } from "../auth";
+import { ApiError } from "../errors";
+import { json, nameParam } from "../request";
+import { defineRoute, type RouteContext } from "../route";
+
+/** Listing and inspecting queues and consumers, and deleting a consumer. */
+export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
+  app.get(
+    "/api/v1/queues",
+    defineRoute(ctx, async (_event, principal) => {
+      const names = await listQueues(await ctx.registry.driver());
+      return json({ queues: names.filter((q) => can(principal, "read", q) || can(principal, "write", q)) });
+    }),
+  );
+
+  app.get(
+    "/api/v1/queues/:queue",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      authorize(principal, "read", queue);
+      const stats = await inspectQueue(await ctx.registry.driver(), queue);
+      if (!stats) throw notFound(queue);
+      return json({
+        // The Rust server's fields: the current part and the records in it.
+        name: stats.name,
+        id: stats.currentPart,
+        count_pushed: stats.currentCount,
+        is_ready: true,
+        // Totals over every part.
+        parts: stats.parts.length,
+        messages: stats.messages,
+        bytes: stats.bytes,
+        consumers: stats.consumers.length,
+      });
+    }),
+  );
+
+  app.get(
+    "/api/v1/queues/:queue/consumers",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      authorize(principal, "read", queue);
+      const driver = await ctx.registry.driver();
+      if (!(await inspectQueue(driver, queue))) throw notFound(queue);
+      const consumers = await listConsumers(driver, queue);
+      return json({
+        queue,
+        consumers: consumers.map((c) => ({
+          name: c.name,
+          part: c.part,
+          position: c.position,
+          count_popped: c.count,
+          lag: c.lag,
+          cursor: formatCursor(c),
+        })),
+      });
+    }),
+  );
+
+  app.delete(
+    "/api/v1/queues/:queue/consumers/:consumer",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      const consumer = nameParam(event, "consumer");
+      authorize(principal, "read", queue);
+      await ctx.registry.deleteConsumer(queue, consumer);
+      return json({ queue, consumer, deleted: true });
+    }),
+  );
+}
+
+function notFound(queue: string): ApiError {
+  return new ApiError(404, "E_NOT_FOUND", `Queue "${queue}" does not exist.`);
+}

@@ -49,7 +49,9 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
     if (done) break;
     total += value.length;
     if (total > limit) {
-      await reader.cancel().catch(() => {});
+      // Stop reading, without cancelling: cancelling destroys the socket under Node before the
+      // 413 is written (and trips listhen's http-shutdown). The host discards the rest.
+      reader.releaseLock();
       throw tooLarge();
     }
     chunks.push(value);

@@ -1,0 +1,13 @@
+/**
+ * Another process writing a queue: `node --import jiti/register _writer-process.ts <dir> <queue> <delayMs> <message...>`.
+ * Waits `delayMs`, pushes the messages (fsync), closes and exits.
+ */
+import { QueueWriter } from "../../src/writer";
+import fsDriver from "../../adapters/drivers/fs";
+
+const [dir, queue, delay, ...messages] = process.argv.slice(2);
+await new Promise((r) => setTimeout(r, Number(delay)));
+const writer = await QueueWriter.open(queue!, { driver: fsDriver({ dir }) });
+await writer.pushBatch(messages);
+await writer.close();
+process.stdout.write("done\n");

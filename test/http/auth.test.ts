@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import { basic, errorCode, jsonHeaders, startServer } from "./_server";
+
+const users = [
+  { username: "admin", password: "s3cret" },
+  { username: "reader", password: "r-pass", read: true, write: false },
+  { username: "ordersWriter", password: "w-pass", read: false, write: ["orders"] },
+];
+
+describe("Basic auth and per-user rights", () => {
+  it("leaves /health open, and asks every other route for credentials (401 + WWW-Authenticate)", async () => {
+    const s = await startServer({ auth: { users } });
+    expect((await s.get("/health")).status).toBe(200);
+    const routes: [string, string][] = [
+      ["GET", "/api/v1/queues"],
+      ["GET", "/api/v1/openapi.json"],
+      ["GET", "/api/v1/queues/orders"],
+      ["GET", "/api/v1/queues/orders/consumers"],
+      ["GET", "/api/v1/queues/orders/consumers/c/messages"],
+      ["POST", "/api/v1/queues/orders/consumers/c/commit"],
+      ["POST", "/api/v1/queues/orders/messages"],
+      ["DELETE", "/api/v1/queues/orders/consumers/c"],
+    ];
+    for (const [method, path] of routes) {
+      const res = await s.get(path, { method, body: method === "POST" ? "x" : undefined });
+      expect(res.status, `${method} ${path}`).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe('Basic realm="v-queue", charset="UTF-8"');
+      expect(await errorCode(res)).toBe("E_AUTH");
+    }
+    // Nothing was created by the refused produce.
+    const ok = await s.get("/api/v1/queues", { headers: basic("admin", "s3cret") });
+    expect(await ok.json()).toEqual({ queues: [] });
+  });
+
+  it("refuses a wrong password, an unknown user and malformed credentials with 401", async () => {
+    const s = await startServer({ auth: { users, realm: "vq-test" } });
+    for (const headers of [basic("admin", "wrong"), basic("nobody", "s3cret"), basic("admin", "s3cre"), { authorization: "Basic !!!" }, { authorization: `Basic ${btoa("nocolon")}` }, { authorization: "Bearer abc" }]) {
+      const res = await s.get("/api/v1/queues", { headers });
+      expect(res.status, JSON.stringify(headers)).toBe(401);
+      expect(res.headers.get("www-authenticate")).toContain('realm="vq-test"');
+    }
+    expect((await s.get("/api/v1/queues", { headers: basic("admin", "s3cret") })).status).toBe(200);
+  });
+
+  it("gives 403 without the right: a reader cannot produce, a writer of one queue cannot read or write others", async () => {
+    const s = await startServer({ auth: { users } });
+    const admin = basic("admin", "s3cret");
+    const reader = basic("reader", "r-pass");
+    const writer = basic("ordersWriter", "w-pass");
+    const post = (path: string, body: string, headers: Record<string, string>) => s.get(path, { method: "POST", body, headers: { ...headers, ...jsonHeaders } });
+
+    expect((await post("/api/v1/queues/orders/messages", '{"message":"by writer"}', writer)).status).toBe(201);
+    let res = await post("/api/v1/queues/other/messages", '{"message":"x"}', writer);
+    expect(res.status).toBe(403);
+    expect(await errorCode(res)).toBe("E_FORBIDDEN");
+    res = await post("/api/v1/queues/orders/messages", '{"message":"x"}', reader);
+    expect(res.status).toBe(403);
+    res = await s.get("/api/v1/queues/orders/consumers/c/messages", { headers: writer });
+    expect(res.status).toBe(403);
+    res = await s.get("/api/v1/queues/orders/consumers/c/messages", { headers: reader });
+    expect(res.status).toBe(200);
+    expect((await res.json()).messages[0].data).toBe("by writer");
+    expect((await s.get("/api/v1/queues/orders/consumers/c/commit", { method: "POST", headers: reader })).status).toBe(200);
+    expect((await s.get("/api/v1/queues/orders", { headers: writer })).status).toBe(403);
+    expect((await s.del("/api/v1/queues/orders/consumers/c", { headers: writer })).status).toBe(403);
+    expect((await s.del("/api/v1/queues/orders/consumers/c", { headers: admin })).status).toBe(200);
+
+    await post("/api/v1/queues/zzz/messages", '{"message":"x"}', admin);
+    // The list shows each user the queues they have a right on.
+    expect(await (await s.get("/api/v1/queues", { headers: writer })).json()).toEqual({ queues: ["orders"] });
+    expect(await (await s.get("/api/v1/queues", { headers: reader })).json()).toEqual({ queues: ["orders", "zzz"] });
+  });
+
+  it("is off with auth: false even when users are configured", async () => {
+    const s = await startServer({ auth: { users, enabled: false } });
+    expect((await s.get("/api/v1/queues")).status).toBe(200);
+  });
+});

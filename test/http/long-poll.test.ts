@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { jsonHeaders, sleep, startServer } from "./_server";
+
+const poll = (timeoutMs: number, consumer = "c", max = 10) => `/api/v1/queues/q/consumers/${consumer}/messages?max_messages=${max}&timeout_ms=${timeoutMs}`;
+const data = async (res: Response): Promise<string[]> => ((await res.json()) as { messages: { data: string }[] }).messages.map((m) => m.data);
+
+describe("long polling", () => {
+  it("returns at once when messages are there", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "ready");
+    const t = performance.now();
+    expect(await data(await s.get(poll(10_000)))).toEqual(["ready"]);
+    expect(performance.now() - t).toBeLessThan(1000);
+  });
+
+  it("returns when a message is pushed, long before its timeout", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "old");
+    await s.get(poll(0)); // hands out "old": the next poll has to wait
+    const t = performance.now();
+    const pending = s.get(poll(10_000));
+    await sleep(300);
+    await s.post("/api/v1/queues/q/messages", "new");
+    expect(await data(await pending)).toEqual(["new"]);
+    const elapsed = performance.now() - t;
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it("ends on its timeout with no messages", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "x");
+    await s.get(poll(0));
+    const t = performance.now();
+    const res = await s.get(poll(400));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ count: 0, cursor: null, messages: [] });
+    const elapsed = performance.now() - t;
+    expect(elapsed).toBeGreaterThanOrEqual(390);
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it("timeout_ms=0 (the default) answers at once when there is nothing", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "x");
+    await s.get(poll(0));
+    const t = performance.now();
+    expect(await data(await s.get("/api/v1/queues/q/consumers/c/messages"))).toEqual([]);
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
+  it("a client that disconnects cancels its wait, and no message is lost to it", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "x");
+    await s.get(poll(0));
+    const controller = new AbortController();
+    const aborted = s.get(poll(30_000), { signal: controller.signal }).catch((error: Error) => error.name);
+    await sleep(200);
+    controller.abort();
+    expect(await aborted).toBe("AbortError");
+    // Polls of one consumer are served one at a time: had the aborted wait gone on, this one
+    // would queue behind it for 30 s.
+    await sleep(300);
+    const t = performance.now();
+    expect(await data(await s.get(poll(0)))).toEqual([]);
+    expect(performance.now() - t).toBeLessThan(1000);
+    // A message pushed after the abort goes to the next poll.
+    await s.post("/api/v1/queues/q/messages", "after-abort");
+    expect(await data(await s.get(poll(0)))).toEqual(["after-abort"]);
+  });
+
+  it("serves two long polls of one consumer in turn, each with its own messages", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "x");
+    await s.get(poll(0));
+    const a = s.get(poll(5000, "c", 1));
+    const b = s.get(poll(5000, "c", 1));
+    await sleep(100);
+    await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["m1", "m2"] }), jsonHeaders);
+    const got = [...(await data(await a)), ...(await data(await b))];
+    expect(got.sort()).toEqual(["m1", "m2"]);
+  });
+
+  it("wakes many parked consumers at once with one push", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "seed");
+    const n = 200;
+    const consumers = Array.from({ length: n }, (_, i) => `c${i}`);
+    await Promise.all(consumers.map((c) => s.get(poll(0, c)))); // each reads "seed"
+    const polls = consumers.map((c) => s.get(poll(10_000, c)));
+    await sleep(300);
+    const t = performance.now();
+    await s.post("/api/v1/queues/q/messages", "broadcast");
+    const results = await Promise.all(polls.map(async (p) => data(await p)));
+    expect(results).toEqual(consumers.map(() => ["broadcast"]));
+    expect(performance.now() - t).toBeLessThan(5000);
+    const listed = await (await s.get("/api/v1/queues/q/consumers")).json();
+    expect(listed.consumers).toHaveLength(n);
+  });
+
+  it("ends parked polls with no messages when the server closes, and the close waits for them", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "x");
+    await s.get(poll(0));
+    const pending = s.get(poll(30_000));
+    await sleep(100);
+    const t = performance.now();
+    await s.close();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(await data(res)).toEqual([]);
+    expect(performance.now() - t).toBeLessThan(3000);
+  });
+
+  it("a deleted consumer's parked poll gets 404", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", "x");
+    await s.get(poll(0));
+    const pending = s.get(poll(30_000));
+    await sleep(100);
+    expect((await s.del("/api/v1/queues/q/consumers/c")).status).toBe(200);
+    expect((await pending).status).toBe(404);
+  });
+});

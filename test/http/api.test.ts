@@ -205,7 +205,7 @@ describe("HTTP API, every endpoint on a real server", () => {
 
 describe("the app without a socket", () => {
   it("works through app.fetch and mounted into another h3 app under a prefix", async () => {
-    const handler = createQueueHandler({ driver: memoryDriver(), durability: "none" });
+    const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none" });
     try {
       let res = await handler.fetch(new Request("http://x/api/v1/queues/q/messages", { method: "POST", body: "hi", headers: { "content-type": "text/plain" } }));
       expect(res.status).toBe(201);

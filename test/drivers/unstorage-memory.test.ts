@@ -1,0 +1,23 @@
+import { createStorage } from "unstorage";
+import { describe, expect, it } from "vitest";
+import unstorageDriver from "../../adapters/drivers/unstorage";
+import { describeEngine } from "./utils";
+import { describeUnstorageDriver } from "./unstorage-suite";
+
+describeEngine("unstorage (memory)", () => {
+  const storage = createStorage();
+  return { driver: unstorageDriver({ storage }), reopen: () => unstorageDriver({ storage }) };
+});
+
+describeUnstorageDriver("memory", async () => {
+  const storage = createStorage();
+  return { storage, reopenStorage: () => storage };
+});
+
+describe("unstorage driver options", () => {
+  it("requires a storage and checks its options", () => {
+    expect(() => unstorageDriver({} as never)).toThrow(/Missing required option `storage`/);
+    expect(() => unstorageDriver({ storage: createStorage(), maxChunkBytes: 0 })).toThrow(/maxChunkBytes/);
+    expect(() => unstorageDriver({ storage: createStorage(), lockLeaseMs: 1 })).toThrow(/lockLeaseMs/);
+  });
+});

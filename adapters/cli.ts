@@ -1,37 +1,31 @@
-import { defineCommand, runMain } from "citty";
+import { defineCommand, runMain, type CommandDef } from "citty";
 import { consola } from "consola";
-import { inspectQueue, listQueues } from "../src/inspect";
-import fsDriver from "./drivers/fs";
 import pkg from "../package.json" with { type: "json" };
+import { consume, tail } from "./commands/consume";
+import { push } from "./commands/push";
+import { serve } from "./commands/serve";
+import { stat } from "./commands/stat";
+import { CliError } from "./commands/_shared";
 
-const stat = defineCommand({
-  meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
-  args: {
-    dir: { type: "string", description: "Data directory", default: "./queues" },
-    queue: { type: "positional", required: false, description: "One queue (default: all)" },
-    json: { type: "boolean", description: "Print JSON" },
-  },
-  async run({ args }) {
-    const driver = fsDriver({ dir: args.dir });
-    const names = args.queue ? [args.queue] : await listQueues(driver);
-    const stats = [];
-    for (const name of names) {
-      const queue = await inspectQueue(driver, name);
-      if (!queue) throw new Error(`Queue "${name}" not found in ${args.dir}.`);
-      stats.push(queue);
+const commands = { serve, push, consume, tail, stat } as Record<string, CommandDef>;
+
+// A user error is one clear line and exit code 1; anything else keeps its stack (citty prints it).
+for (const command of Object.values(commands)) {
+  const run = command.run!;
+  command.run = async (context) => {
+    try {
+      return await run(context);
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error;
+      consola.error(error.message);
+      process.exit(1);
     }
-    if (args.json) return console.log(JSON.stringify(stats, null, 2));
-    if (stats.length === 0) return consola.info(`No queues in ${args.dir}.`);
-    for (const q of stats) {
-      consola.log(`${q.name}: ${q.messages} messages, ${q.bytes} bytes in ${q.parts.length} parts (current part ${q.currentPart})`);
-      for (const c of q.consumers) consola.log(`  consumer ${c.name}: part ${c.part} position ${c.position}, lag ${c.lag}`);
-    }
-  },
-});
+  };
+}
 
 export const main = defineCommand({
   meta: { name: "v-queue", version: pkg.version, description: "A durable file-based message queue, compatible with the v_queue crate" },
-  subCommands: { stat },
+  subCommands: commands,
 });
 
 runMain(main);

@@ -2,7 +2,7 @@
  * The standalone v-queue server: the HTTP API (`v-queue/runtime`) on the Node fs driver,
  * served by listhen. `v-queue serve` runs it; `serveQueues()` is the same from code.
  */
-import type { Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
 import { consola } from "consola";
 import { toNodeHandler } from "h3/node";
 import { listen, type Listener } from "listhen";
@@ -18,6 +18,8 @@ export interface ServeOptions extends QueueAppOptions {
   handleSignals?: boolean;
   /** Print the URL once listening. @default false */
   showURL?: boolean;
+  /** Log each request (method, path, status, time) at debug level. @default false */
+  logRequests?: boolean;
 }
 
 export interface QueueServer {
@@ -31,7 +33,7 @@ export interface QueueServer {
 
 /** Serves the HTTP API of the queues in `dir` (or on `driver`). */
 export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
-  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, ...appOptions } = options;
+  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, logRequests = false, ...appOptions } = options;
   const handler = createQueueHandler({
     logger: { error: (message: unknown, ...args: unknown[]) => consola.error(message, ...args), warn: (message: unknown, ...args: unknown[]) => consola.warn(message, ...args) },
     ...appOptions,
@@ -39,7 +41,15 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
   });
   let listener: Listener;
   try {
-    listener = await listen(toNodeHandler(handler.app), {
+    const nodeHandler = toNodeHandler(handler.app);
+    const requestListener: RequestListener = logRequests
+      ? (req, res) => {
+          const start = performance.now();
+          res.once("finish", () => consola.debug(`${req.method} ${req.url} ${res.statusCode} ${(performance.now() - start).toFixed(1)} ms`));
+          return nodeHandler(req, res);
+        }
+      : nodeHandler;
+    listener = await listen(requestListener, {
       hostname: host,
       port,
       // listhen's own SIGTERM handling exits at once: we close the queues first (below).

@@ -1,0 +1,75 @@
+import type { ArgsDef } from "citty";
+import { consola } from "consola";
+import { VQueueError } from "../../src/errors";
+import type { LogLevel } from "../config";
+
+/** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
+export const targetArgs = {
+  dir: { type: "string", description: "Data directory (direct access to the files)", default: "./queues", valueHint: "path" },
+  url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
+  user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
+} as const satisfies ArgsDef;
+
+export const CONSOLA_LEVELS: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
+
+/** A user-facing error: printed as one line, exit code 1. */
+export class CliError extends Error {
+  override name = "CliError";
+}
+
+/** Explains the usual engine errors in CLI terms. */
+export function explain(error: unknown, what: string): never {
+  if (VQueueError.isError(error)) {
+    const message = error.message.replace(/^\[v-queue\] /, "");
+    if (error.code === "E_LOCKED") throw new CliError(`${message}\nIf a server is running on this directory, go through it: --url http://127.0.0.1:9093`);
+    throw new CliError(`${what}: ${message}`);
+  }
+  throw error;
+}
+
+/** A small HTTP client for --url. */
+export function httpClient(baseURL: string, user: string | undefined) {
+  const base = baseURL.replace(/\/+$/, "");
+  const headers: Record<string, string> = {};
+  const credentials = user ?? process.env.VQUEUE_USER;
+  if (credentials) headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
+  return async (path: string, init: RequestInit = {}): Promise<Response> => {
+    let res: Response;
+    try {
+      res = await fetch(base + path, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
+    } catch (error) {
+      if ((error as Error).name === "AbortError") throw error;
+      throw new CliError(`Cannot reach ${base}: ${((error as Error).cause as Error)?.message ?? (error as Error).message}`);
+    }
+    if (!res.ok) {
+      const body = (await res.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
+      throw new CliError(`${init.method ?? "GET"} ${path}: ${res.status} ${body?.error?.code ?? ""} ${body?.error?.message ?? res.statusText}`.trim());
+    }
+    return res;
+  };
+}
+
+/** A one-line progress display on stderr (only on a terminal), updated at most 5 times a second. */
+export function progress(label: string): { tick(count: number): void; done(): void } {
+  const tty = process.stderr.isTTY === true && consola.level >= 3;
+  const start = performance.now();
+  let last = 0;
+  let shown = false;
+  const render = (count: number) => {
+    const seconds = (performance.now() - start) / 1000;
+    process.stderr.write(`\r${label}: ${count.toLocaleString("en")} messages (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)\u001b[K`);
+    shown = true;
+  };
+  return {
+    tick(count) {
+      if (!tty) return;
+      const now = performance.now();
+      if (now - last < 200) return;
+      last = now;
+      render(count);
+    },
+    done() {
+      if (shown) process.stderr.write("\r\u001b[K");
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { createReadStream } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { createInterface } from "node:readline";
+import { defineCommand } from "citty";
+import { consola } from "consola";
+import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../../runtime/index";
+import type { Durability } from "../../src/options";
+import { QueueWriter } from "../../src/writer";
+import fsDriver from "../drivers/fs";
+import { CliError, explain, httpClient, progress, targetArgs } from "./_shared";
+
+export const push = defineCommand({
+  meta: { name: "push", description: "Push messages: the arguments (one message each), a file (--file), or stdin lines (--stdin)" },
+  args: {
+    queue: { type: "positional", description: "Queue name (created if missing)", required: true },
+    messages: { type: "positional", description: "Text messages", required: false },
+    file: { type: "string", description: "Push the file's content as one message (bytes; with --text as text)", valueHint: "path" },
+    text: { type: "boolean", description: "With --file: store the content as text (S) rather than bytes (O)" },
+    stdin: { type: "boolean", description: "Push each line of stdin as a text message (the default when stdin is piped and nothing else is given)" },
+    batch: { type: "string", description: "Messages per write (or request) [default: 1000]", valueHint: "n" },
+    durability: { type: "string", description: "Direct mode: fsync, interval or none [default: fsync]", valueHint: "mode" },
+    ...targetArgs,
+  },
+  async run({ args }) {
+    const words = (args._ as string[]).slice(1);
+    const batchSize = Number(args.batch ?? 1000);
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw new CliError(`Invalid --batch ${JSON.stringify(args.batch)}: use 1..100000.`);
+    const fromStdin = args.stdin || (!args.file && words.length === 0 && !process.stdin.isTTY);
+    if (!args.file && words.length === 0 && !fromStdin) throw new CliError("Nothing to push: give messages, --file PATH or --stdin.");
+
+    const sink = args.url ? httpSink(args.url, args.user, args.queue) : await directSink(args.dir, args.queue, (args.durability ?? "fsync") as Durability);
+    const bar = progress(`push ${args.queue}`);
+    let count = 0;
+    try {
+      const flush = async (batch: (string | Uint8Array)[]) => {
+        if (batch.length === 0) return;
+        await sink.write(batch);
+        count += batch.length;
+        bar.tick(count);
+      };
+      if (words.length > 0) await flush(words);
+      if (args.file) {
+        const content = await readFile(args.file).catch((error: NodeJS.ErrnoException) => {
+          throw new CliError(`Cannot read ${args.file}: ${error.code ?? error.message}`);
+        });
+        await flush([args.text ? content.toString("utf8") : new Uint8Array(content)]);
+      }
+      if (fromStdin) {
+        let batch: string[] = [];
+        for await (const line of createInterface({ input: createReadStream("", { fd: 0 }), crlfDelay: Infinity })) {
+          batch.push(line);
+          if (batch.length >= batchSize) {
+            await flush(batch);
+            batch = [];
+          }
+        }
+        await flush(batch);
+      }
+    } finally {
+      bar.done();
+      await sink.close();
+    }
+    consola.success(`Pushed ${count} message${count === 1 ? "" : "s"} to ${args.queue}.`);
+  },
+});
+
+interface Sink {
+  write(batch: (string | Uint8Array)[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function directSink(dir: string, queue: string, durability: Durability): Promise<Sink> {
+  const writer = await QueueWriter.open(queue, { driver: fsDriver({ dir }), durability }).catch((error: unknown) => explain(error, `Cannot open queue "${queue}" in ${dir}`));
+  return {
+    write: async (batch) => {
+      await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
+    },
+    close: () => writer.close(),
+  };
+}
+
+function httpSink(url: string, user: string | undefined, queue: string): Sink {
+  const call = httpClient(url, user);
+  return {
+    write: async (batch) => {
+      await call(`/api/v1/queues/${encodeURIComponent(queue)}/messages`, {
+        method: "POST",
+        body: encodeProduceBatch(batch),
+        headers: { "content-type": BATCH_CONTENT_TYPE },
+      });
+    },
+    close: async () => {},
+  };
+}

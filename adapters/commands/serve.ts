@@ -1,0 +1,50 @@
+import { defineCommand } from "citty";
+import { consola } from "consola";
+import { resolve } from "pathe";
+import { loadServeConfig, parseBind, type LogLevel, type VQueueConfig } from "../config";
+import { serveQueues } from "../server";
+import { CONSOLA_LEVELS, CliError } from "./_shared";
+
+export const serve = defineCommand({
+  meta: { name: "serve", description: "Serve the queues of a directory over HTTP (the v-queue-server API)" },
+  args: {
+    dir: { type: "string", description: "Data directory [default: ./queues]", valueHint: "path" },
+    "data-dir": { type: "string", description: "Same as --dir (the Rust server's name)", valueHint: "path" },
+    port: { type: "string", description: "Port [default: 9093]", valueHint: "port" },
+    host: { type: "string", description: "Interface [default: 127.0.0.1; 0.0.0.0 for all]", valueHint: "host" },
+    bind: { type: "string", description: "host:port (the Rust server's option)", valueHint: "host:port" },
+    auth: { type: "boolean", description: "Basic auth with the configured users (--no-auth turns it off)" },
+    config: { type: "string", description: "Config file [default: vqueue.config.* or .vqueuerc in the current directory]", valueHint: "file" },
+    "log-level": { type: "string", description: "error, warn, info, debug (logs each request) or trace [default: info]", valueHint: "level" },
+    durability: { type: "string", description: "fsync, interval or none [default: fsync]", valueHint: "mode" },
+  },
+  async run({ args }) {
+    const overrides: VQueueConfig = {};
+    if (args.bind) Object.assign(overrides, parseBind(args.bind));
+    if (args.host) overrides.host = args.host;
+    if (args.port !== undefined) {
+      if (!/^\d{1,5}$/.test(args.port)) throw new CliError(`Invalid --port ${JSON.stringify(args.port)}.`);
+      overrides.port = Number(args.port);
+    }
+    if (args.dir ?? args["data-dir"]) overrides.dir = args.dir ?? args["data-dir"];
+    if (args.durability) overrides.durability = args.durability as VQueueConfig["durability"];
+    if (args["log-level"]) overrides.logLevel = args["log-level"] as LogLevel;
+    if (args.auth === false) overrides.auth = false;
+    let config;
+    try {
+      config = await loadServeConfig({ configFile: args.config, overrides });
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+    consola.level = CONSOLA_LEVELS[config.logLevel];
+    if (args.auth === true && !config.auth) throw new CliError("--auth needs users: give them in the config file (auth.users) or VQUEUE_USERS=name:password.");
+    const authOn = config.auth !== false && (config.auth.users?.length ?? 0) > 0 && config.auth.enabled !== false;
+    const server = await serveQueues({ ...config, handleSignals: true, logRequests: config.logLevel === "debug" || config.logLevel === "trace" }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "EADDRINUSE" || /available port/.test(error.message)) throw new CliError(`Port ${config.port} on ${config.host} is taken: pick another with --port.`);
+      throw error;
+    });
+    if (config.configFile) consola.info(`Config: ${config.configFile}`);
+    consola.success(`v-queue serving ${resolve(config.dir)} on ${server.url} (durability ${config.durability}, auth ${authOn ? "on" : "off"})`);
+    if (!authOn && !["127.0.0.1", "localhost", "::1"].includes(config.host)) consola.warn(`Auth is off and ${config.host} is not loopback: anyone who can reach it can read and write.`);
+  },
+});

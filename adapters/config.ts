@@ -1,0 +1,126 @@
+/**
+ * The server's configuration, the UnJS way (c12): defaults < config file (`vqueue.config.*`,
+ * `.vqueuerc`, or `--config FILE`) < environment (`VQUEUE_*`, `.env` read) < command-line flags.
+ */
+import { loadConfig } from "c12";
+import { isAbsolute } from "pathe";
+import type { AuthOptions, AuthUser, QueueAppLimits } from "../runtime/index";
+import type { Durability, StartPosition } from "../src/options";
+
+export type LogLevel = "error" | "warn" | "info" | "debug" | "trace";
+
+/** What a config file may hold (`export default { ... }` in `vqueue.config.ts`, or JSON). */
+export interface VQueueConfig {
+  /** Data directory. @default "./queues" */
+  dir?: string;
+  /** @default "127.0.0.1" */
+  host?: string;
+  /** @default 9093 */
+  port?: number;
+  /** @default "fsync" */
+  durability?: Durability;
+  /** Where a new consumer starts. @default "earliest" */
+  start?: StartPosition;
+  /** @default true */
+  syncCommits?: boolean;
+  /** Basic auth users and rights; on when users are given, unless `false` (or `--no-auth`). */
+  auth?: AuthOptions | false;
+  limits?: Partial<QueueAppLimits>;
+  /** @default "info" */
+  logLevel?: LogLevel;
+}
+
+export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "start" | "syncCommits" | "logLevel">> {
+  auth: AuthOptions | false;
+  limits: Partial<QueueAppLimits>;
+  /** The config file that was read, if any. */
+  configFile?: string;
+}
+
+export const CONFIG_DEFAULTS: ResolvedServeConfig = {
+  dir: "./queues",
+  host: "127.0.0.1",
+  port: 9093,
+  durability: "fsync",
+  start: "earliest",
+  syncCommits: true,
+  logLevel: "info",
+  auth: false,
+  limits: {},
+};
+
+export interface LoadServeConfigOptions {
+  cwd?: string;
+  /** A config file given on the command line (must exist). */
+  configFile?: string;
+  /** Flags given on the command line: they win. */
+  overrides?: VQueueConfig;
+  env?: Record<string, string | undefined>;
+}
+
+export async function loadServeConfig(options: LoadServeConfigOptions = {}): Promise<ResolvedServeConfig> {
+  const env = options.env ?? process.env;
+  const { config, configFile } = await loadConfig<VQueueConfig>({
+    name: "vqueue",
+    cwd: options.cwd,
+    configFile: options.configFile,
+    configFileRequired: options.configFile !== undefined,
+    rcFile: ".vqueuerc",
+    globalRc: false,
+    packageJson: false,
+    dotenv: true,
+    defaults: CONFIG_DEFAULTS,
+    overrides: mergeDefined(envConfig(env), options.overrides ?? {}),
+  });
+  const resolved = config as ResolvedServeConfig;
+  // c12 gives back the bare name when no file was found, the absolute path when one was.
+  if (configFile && isAbsolute(configFile)) resolved.configFile = configFile;
+  validate(resolved);
+  return resolved;
+}
+
+/** `VQUEUE_DIR`, `VQUEUE_HOST`, `VQUEUE_PORT`, `VQUEUE_DURABILITY`, `VQUEUE_LOG_LEVEL`, `VQUEUE_NO_AUTH=1`, `VQUEUE_USERS="alice:secret,bob:pw"` (full rights). */
+export function envConfig(env: Record<string, string | undefined>): VQueueConfig {
+  const config: VQueueConfig = {};
+  if (env.VQUEUE_DIR) config.dir = env.VQUEUE_DIR;
+  if (env.VQUEUE_HOST) config.host = env.VQUEUE_HOST;
+  if (env.VQUEUE_PORT) config.port = Number(env.VQUEUE_PORT);
+  if (env.VQUEUE_DURABILITY) config.durability = env.VQUEUE_DURABILITY as Durability;
+  if (env.VQUEUE_LOG_LEVEL) config.logLevel = env.VQUEUE_LOG_LEVEL as LogLevel;
+  if (env.VQUEUE_USERS) config.auth = { users: parseUsers(env.VQUEUE_USERS) };
+  if (env.VQUEUE_NO_AUTH && env.VQUEUE_NO_AUTH !== "0" && env.VQUEUE_NO_AUTH !== "false") config.auth = false;
+  return config;
+}
+
+/** `"alice:secret,bob:pw"` → users with full rights. */
+export function parseUsers(text: string): AuthUser[] {
+  return text
+    .split(",")
+    .filter((s) => s.trim())
+    .map((entry) => {
+      const colon = entry.indexOf(":");
+      if (colon <= 0) throw new Error(`Invalid user ${JSON.stringify(entry)} in VQUEUE_USERS: expected "name:password".`);
+      return { username: entry.slice(0, colon).trim(), password: entry.slice(colon + 1) };
+    });
+}
+
+/** `"0.0.0.0:9093"`, `"[::1]:9093"` or `":9093"` (the Rust server's `--bind`). */
+export function parseBind(bind: string): { host?: string; port?: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*))(?::(\d{1,5}))?$/.exec(bind);
+  if (!match) throw new Error(`Invalid --bind ${JSON.stringify(bind)}: expected host:port.`);
+  const host = match[1] ?? match[2];
+  return { host: host || undefined, port: match[3] ? Number(match[3]) : undefined };
+}
+
+function validate(config: ResolvedServeConfig): void {
+  if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new Error(`Invalid port ${JSON.stringify(config.port)}: use 0..65535.`);
+  if (!["fsync", "interval", "none"].includes(config.durability)) throw new Error(`Invalid durability ${JSON.stringify(config.durability)}: use fsync, interval or none.`);
+  if (!["error", "warn", "info", "debug", "trace"].includes(config.logLevel)) throw new Error(`Invalid log level ${JSON.stringify(config.logLevel)}: use error, warn, info, debug or trace.`);
+  if (!["earliest", "latest"].includes(config.start)) throw new Error(`Invalid start ${JSON.stringify(config.start)}: use earliest or latest.`);
+}
+
+function mergeDefined<T extends object>(...layers: T[]): T {
+  const out = {} as T;
+  for (const layer of layers) for (const [k, v] of Object.entries(layer)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}

@@ -7,6 +7,8 @@ export default defineBuildConfig({
     { input: "adapters/node", name: "node" },
     { input: "adapters/drivers/fs", name: "drivers/fs" },
     { input: "adapters/drivers/memory", name: "drivers/memory" },
+    { input: "runtime/index", name: "runtime/index" },
+    { input: "adapters/server", name: "server" },
   ],
   declaration: "node16",
   rollup: { emitCJS: false },

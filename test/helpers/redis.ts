@@ -1,0 +1,105 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+
+/**
+ * A throw-away `redis-server` (Debian's `redis-server` package) for tests and benches: on a
+ * free loopback port, in a temp dir, with AOF on and RDB snapshots off, so a restart on the
+ * same dir brings the data back.
+ */
+export interface RedisServer {
+  port: number;
+  url: string;
+  dir: string;
+  /** Stops the server (SIGTERM: redis flushes the AOF) and starts it again on the same port and dir. */
+  restart(): Promise<void>;
+  /** Stops the server and removes its dir. */
+  stop(): Promise<void>;
+}
+
+/** Whether `redis-server` is on PATH. */
+export function hasRedisServer(): boolean {
+  return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+export async function startRedisServer(): Promise<RedisServer> {
+  const dir = await mkdtemp(join(tmpdir(), "vq-redis-"));
+  const port = await freePort();
+  let child = await launch(port, dir);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    dir,
+    async restart() {
+      await terminate(child);
+      child = await launch(port, dir);
+    },
+    async stop() {
+      await terminate(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// --- Internal helpers ---
+
+async function launch(port: number, dir: string): Promise<ChildProcess> {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--dir", dir, "--protected-mode", "yes"];
+  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const failed = new Promise<never>((_, reject) => {
+    child.once("error", (error) => reject(new Error(`Cannot start redis-server: ${error.message}`)));
+    child.once("exit", (code) => reject(new Error(`redis-server exited (code ${code}) before answering PING:\n${output}`)));
+  });
+  failed.catch(() => {});
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (await Promise.race([ping(port), failed])) return child;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`redis-server did not answer PING on port ${port} within 10 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function terminate(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: "127.0.0.1", port });
+    let reply = "";
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.on("error", () => done(false));
+    socket.on("connect", () => socket.write("PING\r\n"));
+    socket.on("data", (chunk) => {
+      reply += chunk.toString();
+      // "-LOADING" while the AOF is replayed: not ready yet.
+      if (reply.includes("\r\n")) done(reply.startsWith("+PONG"));
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -5,6 +5,7 @@ import { createStorage, type Storage } from "unstorage";
 import redisStorageDriver from "unstorage/drivers/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import unstorageDriver from "../../adapters/drivers/unstorage";
+import { resolveStorageDriver } from "../../adapters/storage";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { hasRedisServer, startRedisServer, type RedisServer } from "../helpers/redis";
@@ -73,6 +74,27 @@ describe.skipIf(!available)("over a real redis-server", () => {
         expect(stored).toMatch(/^base64:/);
         expect(Buffer.from(stored!.slice(7), "base64").subarray(25)).toEqual(Buffer.from([0, 1, 0xfe, 0xff]));
         expect(await redis.get("b64:q_info_queue")).toMatch(/^base64:/);
+      } finally {
+        redis.disconnect();
+      }
+    });
+
+    it("is what resolveStorageDriver gives for a redis:// URL, under the base it names", async () => {
+      const driver = await resolveStorageDriver(`${server.url}?base=resolved`);
+      expect(driver.name).toBe("unstorage");
+      const q = await QueueWriter.open("q", { driver, durability: "none" });
+      await q.push("via-url");
+      await q.close();
+      const other = await resolveStorageDriver(server.url); // default base "vq": another namespace
+      await expect(QueueConsumer.open("q", "c", { driver: other })).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+      const c = await QueueConsumer.open("q", "c", { driver });
+      expect((await c.read()).map((m) => m.data)).toEqual(["via-url"]);
+      await c.close();
+      await driver.dispose?.();
+      await other.dispose?.();
+      const redis = new Redis(server.url);
+      try {
+        expect((await redis.keys("resolved:*")).sort()).toEqual(["resolved:q-0:q_info_push", "resolved:q-0:q_queue", "resolved:q_info_pop_c", "resolved:q_info_queue"]);
       } finally {
         redis.disconnect();
       }

@@ -1,0 +1,98 @@
+import { fileURLToPath } from "node:url";
+import type { QueueDriver } from "../src/driver";
+import { VQueueError } from "../src/errors";
+import fsDriver from "./drivers/fs";
+import memoryDriver from "./drivers/memory";
+
+/**
+ * The storage specs `resolveStorageDriver` understands (the server's and the CLI's `--storage`).
+ */
+export const STORAGE_SPECS = [
+  "./queues, /var/lib/queues, fs:./queues, file:///var/lib/queues  (files, byte-compatible with the crate)",
+  "memory:  or  memory:<name>  (this process only)",
+  "redis://[user:pass@]host:port/db[?base=prefix]  or  rediss://...  (unstorage's redis driver; needs unstorage and ioredis)",
+  "unstorage-fs:./dir  (unstorage's fs driver; needs unstorage)",
+  "unstorage-memory:  (unstorage's memory driver; needs unstorage)",
+] as const;
+
+/**
+ * Turns a storage spec into a driver: a path or `fs:` gives the fs driver, `memory:` the
+ * memory driver, `redis://` an unstorage Redis storage under the unstorage driver, and so
+ * on (see `STORAGE_SPECS`). A driver passed in is returned as is. unstorage and ioredis are
+ * imported only when a spec needs them. The driver's `dispose()` closes what it opened.
+ *
+ * @example
+ * const driver = await resolveStorageDriver(process.env.VQ_STORAGE ?? "./queues");
+ * const queue = await openQueue("orders", { driver });
+ */
+export async function resolveStorageDriver(spec: string | QueueDriver): Promise<QueueDriver> {
+  if (typeof spec !== "string") {
+    if (spec && typeof spec.open === "function" && typeof spec.lock === "function") return spec;
+    throw specError(spec);
+  }
+  const text = spec.trim();
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(text)?.[1]?.toLowerCase();
+  // No scheme (or a Windows drive letter): a directory.
+  if (!scheme || scheme.length === 1) {
+    if (!text) throw specError(spec);
+    return fsDriver({ dir: text });
+  }
+  const rest = text.slice(scheme.length + 1);
+  switch (scheme) {
+    case "fs": {
+      if (!rest) throw specError(spec);
+      return fsDriver({ dir: rest });
+    }
+    case "file": {
+      return fsDriver({ dir: fileURLToPath(text) });
+    }
+    case "memory": {
+      return memoryDriver(rest ? { name: rest } : {});
+    }
+    case "redis":
+    case "rediss": {
+      const url = new URL(text);
+      const base = url.searchParams.get("base") ?? "vq";
+      url.searchParams.delete("base");
+      const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
+      const redisDriver = (await importOptional("ioredis", () => import("unstorage/drivers/redis"))).default;
+      // SCAN 1000 keys per round trip (the default, 10, makes listing a large keyspace slow).
+      const storage = createStorage({ driver: redisDriver({ url: url.href, scanCount: 1000 }) });
+      return unstorageBacked(storage, { base, key: `redis:${url.host}${url.pathname}` });
+    }
+    case "unstorage-fs": {
+      if (!rest) throw specError(spec);
+      const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
+      const unstorageFs = (await importOptional("unstorage", () => import("unstorage/drivers/fs"))).default;
+      return unstorageBacked(createStorage({ driver: unstorageFs({ base: rest }) }), { key: `unstorage-fs:${rest}` });
+    }
+    case "unstorage-memory": {
+      const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
+      return unstorageBacked(createStorage(), {});
+    }
+    default: {
+      throw specError(spec);
+    }
+  }
+}
+
+// --- Internal helpers ---
+
+async function unstorageBacked(storage: import("unstorage").Storage, options: { base?: string; key?: string }): Promise<QueueDriver> {
+  const { default: unstorageDriver } = await import("./drivers/unstorage");
+  return unstorageDriver({ storage, disposeStorage: true, ...options });
+}
+
+async function importOptional<T>(name: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException)?.code === "ERR_MODULE_NOT_FOUND" || /Cannot find (module|package)/.test(String(error));
+    if (!missing) throw error;
+    throw new VQueueError("E_OPTION", `[storage] Cannot import \`${name}\`. Install it (npm i unstorage${name === "ioredis" ? " ioredis" : ""}) to use this storage.`, { cause: error });
+  }
+}
+
+function specError(spec: unknown): VQueueError {
+  return new VQueueError("E_OPTION", `[storage] Unknown storage ${JSON.stringify(spec)}. Use one of:\n  ${STORAGE_SPECS.join("\n  ")}`);
+}

@@ -8,11 +8,10 @@
  */
 import { closeSync, fdatasyncSync, openSync, readSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import { crc32 } from "../src/crc32";
-import type { Durability } from "../src/options";
-import { QueueWriter } from "../src/writer";
+// The built package, as users run it (`npm run bench` builds first): measuring the sources
+// through a TypeScript loader would add the loader's own cost to every hot call.
+import { QueueConsumer, QueueWriter, crc32, type Durability } from "v-queue";
+import fsDriver from "v-queue/drivers/fs";
 import { formatRate, formatTable, inTempDir, median, now, progress, rateOf, removeDir, repeat, tempDir, type Rate, type Sample } from "./util";
 
 type Payload = string | Uint8Array;

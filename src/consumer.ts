@@ -9,7 +9,7 @@ import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type Resolv
 import { consumerLockPath, partDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
 import { HEADER_SIZE } from "./record";
 import { listParts, readPushInfo, readQueueInfo } from "./recovery";
-import { scanPart } from "./scan";
+import { scanPart, type ChunkCache } from "./scan";
 
 export interface ReadOptions {
   /** Most messages to return. @default 100 */
@@ -63,6 +63,8 @@ export class QueueConsumer {
   #queueInfoFile: FileHandle | undefined;
   #popFile: FileHandle | undefined;
   #commitChain: Promise<void> = Promise.resolve();
+  /** The last chunk read from the reading part: most reads are served from it. */
+  #cache: ChunkCache = { buf: undefined, pos: 0 };
   #closed = false;
 
   private constructor(queue: string, name: string, options: ResolvedConsumerOptions, lock: DriverLock) {
@@ -135,6 +137,7 @@ export class QueueConsumer {
           from: this.#read.position,
           limit: this.#limit,
           chunkSize: this.options.readChunkBytes,
+          cache: this.#cache,
           onSkip: (offset, skipped) =>
             this.options.onProblem({
               code: "BAD_RECORD",
@@ -147,13 +150,14 @@ export class QueueConsumer {
         },
         (buf, _view, at, header) => {
           const start = at + HEADER_SIZE;
-          const end = start + header.length;
           out.push({
             part,
             offset: header.offset,
             seq: header.seq,
             type: header.type,
-            data: header.type === "string" ? decoder.decode(buf.subarray(start, end)) : copyBytes(buf, start, end),
+            // Plain views, no copy: chunks are never reused or written to, so a view stays
+            // valid (it keeps its chunk alive while referenced).
+            data: header.type === "string" ? decoder.decode(new Uint8Array(buf.buffer, buf.byteOffset + start, header.length)) : new Uint8Array(buf.buffer, buf.byteOffset + start, header.length),
             size: header.length,
             crc: header.crc,
           });
@@ -332,6 +336,7 @@ export class QueueConsumer {
   async #openPart(position: ConsumerPosition): Promise<void> {
     await Promise.all([this.#partFile?.close(), this.#pushInfoFile?.close()]);
     this.#read = { ...position };
+    this.#cache = { buf: undefined, pos: 0 };
     this.#limit = 0;
     this.#finished = false;
     this.#partFile = await this.#driver.open(partPath(this.queue, position.part), { create: false });
@@ -426,9 +431,3 @@ export async function consumerLag(driver: QueueDriver, queue: string, position: 
   return lag;
 }
 
-/** A plain Uint8Array copy (drivers may hand out Node Buffers from a shared pool). */
-function copyBytes(buf: Uint8Array, start: number, end: number): Uint8Array {
-  const out = new Uint8Array(end - start);
-  out.set(buf.subarray(start, end));
-  return out;
-}

@@ -16,6 +16,10 @@ export interface MessagePosition {
 export interface Message extends MessagePosition {
   /** `string` for text (`S` records, JSON included), `object` for bytes (`O` records). */
   type: RecordType;
+  /**
+   * The body: a string for `S` records, bytes for `O` records. Bytes are a view into the
+   * chunk they were read with (no copy); copy them to keep a few for long.
+   */
   data: string | Uint8Array;
   /** Body size in bytes. */
   size: number;

@@ -43,7 +43,8 @@ export function writeRecord(
   view.setUint32(at + 16, seq, true);
   buf[at + 20] = typeByte;
   view.setUint32(at + 21, 0, true);
-  const crc = crc32Range(buf, at + HEADER_SIZE, at + HEADER_SIZE + length, crc32Range(buf, at, at + HEADER_SIZE));
+  // Header and body are contiguous: one pass gives crc(header with crc zeroed, then body).
+  const crc = crc32Range(buf, at, at + HEADER_SIZE + length);
   view.setUint32(at + 21, crc, true);
   return crc;
 }
@@ -80,9 +81,8 @@ export function readHeader(buf: Uint8Array, view: DataView, at: number, bufOffse
 export function checkRecordCrc(buf: Uint8Array, view: DataView, at: number, header: RecordHeader): boolean {
   const stored = header.crc;
   view.setUint32(at + 21, 0, true);
-  const headerCrc = crc32Range(buf, at, at + HEADER_SIZE);
+  const crc = crc32Range(buf, at, at + HEADER_SIZE + header.length);
   view.setUint32(at + 21, stored, true);
-  const crc = crc32Range(buf, at + HEADER_SIZE, at + HEADER_SIZE + header.length, headerCrc);
   return crc === stored;
 }
 

@@ -13,6 +13,18 @@ export interface ScanOptions {
   /** Bytes read per I/O; a larger record gets a read of its own size. */
   chunkSize: number;
   onSkip(offset: number, bytes: number): void;
+  /**
+   * The last chunk read, kept by the caller between scans: a later scan that starts inside
+   * it is served from memory. Safe because a chunk never extends past `limit`, so it only
+   * holds bytes that are final.
+   */
+  cache?: ChunkCache;
+}
+
+export interface ChunkCache {
+  buf: Uint8Array | undefined;
+  /** File offset of `buf[0]`. */
+  pos: number;
 }
 
 /**
@@ -45,7 +57,18 @@ export async function scanPart(file: FileHandle, options: ScanOptions, visit: Re
       break;
     }
     let want = Math.min(chunkSize, limit - pos);
-    let buf = await file.read(pos, want);
+    let buf: Uint8Array;
+    const cache = options.cache;
+    if (cache?.buf && pos >= cache.pos && pos + HEADER_SIZE <= cache.pos + cache.buf.length) {
+      buf = cache.buf.subarray(pos - cache.pos, Math.min(cache.buf.length, limit - cache.pos));
+      want = buf.length;
+    } else {
+      buf = await file.read(pos, want);
+      if (cache) {
+        cache.buf = buf;
+        cache.pos = pos;
+      }
+    }
     if (buf.length < HEADER_SIZE) {
       // The file is shorter than `limit` said: treat the missing end as lost.
       if (badFrom < 0) badFrom = pos;
@@ -64,6 +87,10 @@ export async function scanPart(file: FileHandle, options: ScanOptions, visit: Re
             want = HEADER_SIZE + header.length;
             buf = await file.read(pos, want);
             view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+            if (cache) {
+              cache.buf = buf;
+              cache.pos = pos;
+            }
             if (buf.length < want) break; // file shorter than expected: handled below
           } else break;
         }

@@ -155,8 +155,9 @@ export class QueueWriter {
 
   async #runFlush(): Promise<void> {
     try {
-      // Let pushes issued in the same tick join this batch.
-      await undefined;
+      // Let pushes issued in the same tick join this batch, and producers that were just
+      // acknowledged (their continuations run a few microtasks later) push their next one.
+      for (let tick = 0; tick < 8; tick++) await undefined;
       while (this.#pending.length > 0) {
         const batch = this.#pending;
         this.#pending = [];

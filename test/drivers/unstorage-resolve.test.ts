@@ -59,7 +59,7 @@ describe("resolveStorageDriver", () => {
   });
 
   it("passes a driver through and explains a spec it does not know", async () => {
-    const driver = memoryDriver();
+    const driver = memoryDriver({});
     expect(await resolveStorageDriver(driver)).toBe(driver);
     for (const bad of ["s3://bucket", "", "fs:", {} as never]) {
       const error = await resolveStorageDriver(bad).catch((e: unknown) => e);

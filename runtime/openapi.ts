@@ -89,6 +89,7 @@ export function openAPIDocument(options: ResolvedQueueAppOptions): Record<string
           parameters: [
             { name: "max_messages", in: "query", schema: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: limits.defaultMessages } },
             { name: "timeout_ms", in: "query", schema: { type: "integer", minimum: 0, maximum: limits.maxTimeoutMs, default: limits.defaultTimeoutMs } },
+            { name: "commit", in: "query", description: "A cursor to commit before reading (the previous batch's): one round trip per batch", schema: { type: "string" } },
           ],
           responses: {
             ...errors,

@@ -23,7 +23,13 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       const max = intParam(event.url, "max_messages", 1, limits.maxMessages, limits.defaultMessages);
       const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
       const binaryType = acceptsBinary(event.req.headers.get("accept"));
+      // Optional: commit the previous batch in the same round trip.
+      const commit = event.url.searchParams.get("commit");
+      if (commit !== null && !CURSOR_RE.test(commit)) {
+        throw new ApiError(400, "E_PARAM", `Invalid commit ${JSON.stringify(commit)}: expected a cursor "<part>.<position>.<count>".`);
+      }
       const slot = await ctx.registry.consumer(queue, consumer);
+      if (commit !== null) await slot.commit(commit);
       const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal });
       const last = messages.at(-1);
       const cursor = last ? formatCursor(positionAfter(last)) : undefined;

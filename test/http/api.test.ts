@@ -120,6 +120,19 @@ describe("HTTP API, every endpoint on a real server", () => {
     expect(rest.messages.map((m) => m.data)).toEqual(["m4"]);
   });
 
+  it("?commit= on a consume commits the previous batch in the same request", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["m1", "m2", "m3"] }), jsonHeaders);
+    const first = (await (await s.get("/api/v1/queues/q/consumers/c/messages?max_messages=2")).json()) as Consumed;
+    const second = (await (await s.get(`/api/v1/queues/q/consumers/c/messages?max_messages=2&commit=${first.cursor}`)).json()) as Consumed;
+    expect(second.messages.map((m) => m.data)).toEqual(["m3"]);
+    const listed = await (await s.get("/api/v1/queues/q/consumers")).json();
+    expect(listed.consumers[0]).toMatchObject({ name: "c", count_popped: 2, lag: 1, cursor: first.cursor });
+    const bad = await s.get("/api/v1/queues/q/consumers/c/messages?commit=nope");
+    expect(bad.status).toBe(400);
+    expect(await errorCode(bad)).toBe("E_PARAM");
+  });
+
   it("commit on an unknown consumer is 404, and on an unknown queue too", async () => {
     const s = await startServer();
     await s.post("/api/v1/queues/q/messages", "x");

@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", "playground/*/.output/**", "playground/*/node_modules/**", "playground/*/.nuxt/**", "playground/*/.nitro/**"] },
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", ".tmp/**", "playground/*/.output/**", "playground/*/node_modules/**", "playground/*/.nuxt/**", "playground/*/.nitro/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

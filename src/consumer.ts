@@ -393,6 +393,9 @@ export class QueueConsumer {
       const unwatch = this.#driver.watch?.(dir, () => void check());
       if (unwatch) cleanups.push(unwatch);
     }
+    // A write between the caller's check and the watch being set up would go unseen until
+    // the next poll: look once more now that the watch is on.
+    void check();
   }
 
   async #savePosition(target: ConsumerPosition): Promise<void> {

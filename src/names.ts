@@ -3,11 +3,15 @@ import { VQueueError } from "./errors";
 const NAME_RE = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** The rule, in words, for error messages and docs. */
-export const NAME_RULE = "1 to 128 characters from A-Z a-z 0-9 . _ -, and not '.' or '..'";
+export const NAME_RULE = "1 to 128 characters from A-Z a-z 0-9 . _ -, not '.' and without '..'";
 
-/** True for a name that is safe as a file name and inside the `;`-separated info lines. */
+/**
+ * True for a name that is safe as a file name and inside the `;`-separated info lines.
+ * `..` is refused anywhere, not only alone: storage backends that map paths to keys
+ * (unstorage) refuse `..` segments, and such names are never needed.
+ */
 export function isValidName(name: unknown): name is string {
-  return typeof name === "string" && NAME_RE.test(name) && name !== "." && name !== "..";
+  return typeof name === "string" && NAME_RE.test(name) && name !== "." && !name.includes("..");
 }
 
 /**

@@ -43,7 +43,7 @@ describe("info lines", () => {
 describe("names and cursors", () => {
   it("accepts names safe in files and info lines only", () => {
     for (const good of ["a", "basic_q", "individuals-flow", "v1.2", "x".repeat(128)]) expect(isValidName(good)).toBe(true);
-    for (const bad of ["", ".", "..", "a b", "a;b", "a/b", "a\\b", "é", "x".repeat(129), "a\nb", 5]) expect(isValidName(bad)).toBe(false);
+    for (const bad of ["", ".", "..", "a..b", "c..", "a b", "a;b", "a/b", "a\\b", "é", "x".repeat(129), "a\nb", 5]) expect(isValidName(bad)).toBe(false);
   });
 
   it("round-trips cursors and rejects malformed ones", () => {

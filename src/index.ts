@@ -12,5 +12,5 @@ export { messageJSON } from "./message";
 export { formatCursor, parseCursor, positionAfter } from "./cursor";
 export type { ConsumerPosition } from "./cursor";
 export { isValidName, assertName, NAME_RULE } from "./names";
-export type { QueueOptions, ConsumerOptions, Durability, StartPosition } from "./options";
+export type { QueueOptions, ConsumerOptions, ResolvedQueueOptions, ResolvedConsumerOptions, Durability, StartPosition } from "./options";
 export { crc32 } from "./crc32";

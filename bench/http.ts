@@ -1,0 +1,341 @@
+/**
+ * The HTTP benchmark of issue 3, in one run beside its baselines:
+ * - a bare `node:http` server answering "ok" (the ceiling for one request, same client);
+ * - Redis Streams through ioredis (XADD pipelined, XREADGROUP COUNT 1000), on a local
+ *   redis-server with AOF everysec (skipped, and said so, when redis-server is missing);
+ * - v-queue's HTTP API (the built `v-queue/server`, in its own process): produce in batches
+ *   of 1000 (JSON and binary), consume in batches of 1000 (JSON and binary, each batch
+ *   committed), and the time from a push to its delivery to a parked long poll, with 1,000
+ *   long polls parked.
+ * Servers run in child processes; this process is the client. Each part is time-bounded.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { Agent, request } from "node:http";
+import { createServer as createNetServer } from "node:net";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
+import { formatRate, formatTable, progress, removeDir, tempDir } from "./util";
+
+const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 3;
+const CONCURRENCY = 4;
+const BATCH = 1000;
+const SIZE = 100;
+const PARKED = Number(process.env.VQ_BENCH_HTTP_PARKED) || 1000;
+const LATENCY_SAMPLES = 200;
+const REDIS = { produce: 86_000, consume: 125_000 };
+/** VQ_BENCH_HTTP_PARTS=bare,redis,produce,consume,latency picks parts (all by default). */
+const PARTS = new Set((process.env.VQ_BENCH_HTTP_PARTS || "bare,redis,produce,consume,latency").split(","));
+
+interface Row {
+  scenario: string;
+  value: string;
+  ratio: string;
+  target: string;
+}
+
+export async function runHttpBench(): Promise<void> {
+  console.log(`\n## HTTP API (v-queue/server in a child process, ${CONCURRENCY} concurrent clients, ${SIZE}-byte messages, ${SECONDS} s per part)\n`);
+  const rows: Row[] = [];
+  const agent = new Agent({ keepAlive: true, maxSockets: PARKED + 64 });
+  const payloads = Array.from({ length: BATCH }, (_, i) => `${i}`.padEnd(SIZE, "x"));
+  const jsonBody = Buffer.from(JSON.stringify({ messages: payloads }));
+  const binaryBody = Buffer.from(encodeProduceBatch(payloads));
+
+  // 1. The ceiling: a bare node:http server answering "ok".
+  let bareRate = Number.NaN;
+  if (PARTS.has("bare")) {
+    progress("bare node:http ...");
+    const bare = await startChild("bare");
+    try {
+      const n = await runFor(CONCURRENCY * 8, async () => void (await call(agent, bare.port, "GET", "/")));
+      bareRate = n / SECONDS;
+    } finally {
+      await bare.stop();
+    }
+    rows.push({ scenario: "bare node:http 'ok' (requests/s, 32 clients)", value: formatRate(bareRate), ratio: "1.00x", target: "ceiling" });
+  }
+
+  // 2. Redis Streams, measured here when possible.
+  const redis = await (PARTS.has("redis") ? measureRedis(payloads) : Promise.reject(new Error("not selected"))).catch((error: Error) => {
+    progress(`Redis baseline skipped: ${error.message}`);
+    return undefined;
+  });
+  const redisProduce = redis?.produce ?? REDIS.produce;
+  const redisConsume = redis?.consume ?? REDIS.consume;
+  const redisNote = redis ? "measured now" : "issue figure (redis-server not available: baseline skipped)";
+  if (redis) {
+    rows.push({ scenario: "Redis Streams XADD, pipelined 1000 (msgs/s)", value: formatRate(redis.produce), ratio: "-", target: "baseline" });
+    rows.push({ scenario: "Redis Streams XREADGROUP COUNT 1000 (msgs/s)", value: formatRate(redis.consume), ratio: "-", target: "baseline" });
+  } else rows.push({ scenario: "Redis Streams", value: "skipped", ratio: "-", target: redisNote });
+
+  // 3. v-queue over HTTP.
+  const dir = tempDir("http");
+  const server = await startChild("vqueue", dir);
+  try {
+    for (const [label, body, type] of [
+      ["JSON", jsonBody, "application/json"],
+      ["binary", binaryBody, BATCH_CONTENT_TYPE],
+    ] as const) {
+      if (!PARTS.has("produce") && !PARTS.has("consume")) break;
+      progress(`HTTP produce (${label}) ...`);
+      const n = await runFor(CONCURRENCY, async () => {
+        const res = await call(agent, server.port, "POST", `/api/v1/queues/bench/messages`, body, { "content-type": type });
+        if (res.status !== 201) throw new Error(`produce: ${res.status} ${res.body}`);
+      });
+      const rate = (n * BATCH) / SECONDS;
+      rows.push({ scenario: `v-queue HTTP produce, ${label}, batches of 1000 (msgs/s)`, value: formatRate(rate), ratio: `${(rate / redisProduce).toFixed(2)}x Redis`, target: ">= 2x Redis" });
+    }
+    for (const binary of [false, true]) {
+      if (!PARTS.has("consume")) break;
+      progress(`HTTP consume (${binary ? "binary" : "JSON"}) ...`);
+      const rate = await consumeRate(agent, server.port, binary);
+      rows.push({
+        scenario: `v-queue HTTP consume, ${binary ? "binary" : "JSON"}, batches of 1000, each committed (msgs/s)`,
+        value: formatRate(rate),
+        ratio: `${(rate / redisConsume).toFixed(2)}x Redis`,
+        target: ">= 2x Redis",
+      });
+    }
+    const lat = PARTS.has("latency") ? (progress(`long-poll latency, ${PARKED} polls parked ...`), await longPollLatency(agent, server.port)) : undefined;
+    if (lat) rows.push({ scenario: `push -> parked long poll, ${PARKED} others parked: p50 / p99 (ms)`, value: `${lat.single.p50.toFixed(2)} / ${lat.single.p99.toFixed(2)}`, ratio: "-", target: "p99 < 5 ms" });
+    if (lat) rows.push({ scenario: `one push -> all ${PARKED} parked polls of one queue: p50 / p99 / last (ms)`, value: `${lat.fanout.p50.toFixed(1)} / ${lat.fanout.p99.toFixed(1)} / ${lat.fanout.max.toFixed(1)}`, ratio: "-", target: "informative" });
+  } finally {
+    await server.stop();
+    removeDir(dir);
+    agent.destroy();
+  }
+  console.log(formatTable(["scenario", "result", "ratio", "target"], rows.map((r) => [r.scenario, r.value, r.ratio, r.target])));
+  console.log(`\nbare node:http: ${formatRate(bareRate)} requests/s. Redis: ${redisNote}. Server: durability "interval" (fsync every 200 ms, as AOF everysec), commits not fsynced.`);
+}
+
+// --- Scenarios ---
+
+/**
+ * CONCURRENCY consumers, each reading the whole queue in batches of 1000; each batch is
+ * committed, by the next request (`?commit=`), or by a last POST .../commit.
+ */
+async function consumeRate(agent: Agent, port: number, binary: boolean): Promise<number> {
+  const tag = binary ? "bin" : "json";
+  const start = performance.now();
+  const deadline = start + SECONDS * 1000;
+  const counts = await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, c) => {
+      let n = 0;
+      let cursor: string | null = null;
+      const base = `/api/v1/queues/bench/consumers/${tag}${c}`;
+      while (performance.now() < deadline) {
+        const commit = cursor ? `&commit=${cursor}` : "";
+        const res = await call(agent, port, "GET", `${base}/messages?max_messages=${BATCH}${commit}`, undefined, binary ? { accept: BATCH_CONTENT_TYPE } : {});
+        if (res.status !== 200) throw new Error(`consume: ${res.status} ${res.body}`);
+        let got: number;
+        if (binary) {
+          got = decodeBatch(res.body).length;
+          cursor = (res.headers["x-vq-cursor"] as string | undefined) ?? cursor;
+        } else {
+          const body = JSON.parse(res.body.toString()) as { messages: { data: string }[]; cursor: string | null };
+          got = body.messages.length;
+          cursor = body.cursor ?? cursor;
+        }
+        if (got === 0) break; // read it all
+        n += got;
+      }
+      if (cursor) await call(agent, port, "POST", `${base}/commit?cursor=${cursor}`);
+      return n;
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
+}
+
+async function longPollLatency(agent: Agent, port: number) {
+  // Seed queues so that every consumer has read what is there, then park.
+  await call(agent, port, "POST", "/api/v1/queues/idle/messages", "seed", { "content-type": "text/plain" });
+  await call(agent, port, "POST", "/api/v1/queues/lat/messages", "seed", { "content-type": "text/plain" });
+  await call(agent, port, "GET", "/api/v1/queues/lat/consumers/probe/messages");
+  const consumers = Array.from({ length: PARKED }, (_, i) => `p${i}`);
+  for (let i = 0; i < consumers.length; i += 100) await Promise.all(consumers.slice(i, i + 100).map((c) => call(agent, port, "GET", `/api/v1/queues/idle/consumers/${c}/messages`)));
+  const parked = consumers.map((c) => {
+    const t = { at: 0 };
+    const done = call(agent, port, "GET", `/api/v1/queues/idle/consumers/${c}/messages?timeout_ms=60000`).then(() => (t.at = performance.now()));
+    return { t, done };
+  });
+  await sleep(1000);
+
+  // One probe poll at a time on its own queue, while the 1,000 stay parked.
+  const single: number[] = [];
+  const deadline = performance.now() + SECONDS * 4000;
+  for (let i = 0; i < LATENCY_SAMPLES && performance.now() < deadline; i++) {
+    const poll = call(agent, port, "GET", "/api/v1/queues/lat/consumers/probe/messages?timeout_ms=10000").then(() => performance.now());
+    await sleep(3);
+    const t0 = performance.now();
+    const [, delivered] = await Promise.all([call(agent, port, "POST", "/api/v1/queues/lat/messages", `m${i}`, { "content-type": "text/plain" }), poll]);
+    single.push(delivered - t0);
+  }
+  // Then one push to their queue: all 1,000 are woken.
+  const t0 = performance.now();
+  await call(agent, port, "POST", "/api/v1/queues/idle/messages", "wake", { "content-type": "text/plain" });
+  await Promise.all(parked.map((p) => p.done));
+  const fanout = parked.map((p) => p.t.at - t0).sort((a, b) => a - b);
+  return {
+    single: { p50: percentile(single, 50), p99: percentile(single, 99) },
+    fanout: { p50: percentile(fanout, 50), p99: percentile(fanout, 99), max: fanout.at(-1)! },
+  };
+}
+
+async function measureRedis(payloads: string[]): Promise<{ produce: number; consume: number }> {
+  const { default: Redis } = await import("ioredis");
+  const port = await freePort();
+  const dir = tempDir("redis");
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir], { stdio: "ignore" });
+  const exited = new Promise<never>((_, reject) => {
+    child.once("error", (error) => reject(new Error(`cannot start redis-server (${error.message})`)));
+    child.once("exit", (code) => reject(new Error(`redis-server exited (${code})`)));
+  });
+  exited.catch(() => {});
+  const clients = Array.from({ length: CONCURRENCY }, () => new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null }));
+  // Connection errors surface through the awaited calls; without a listener ioredis also prints them.
+  for (const client of clients) client.on("error", () => {});
+  try {
+    await Promise.race([exited, waitFor(async () => void (await clients[0]!.connect()), 5000)]);
+    await Promise.all(clients.slice(1).map((c) => c.connect()));
+    progress("Redis XADD pipelined ...");
+    const produced = await runFor(CONCURRENCY, async (i) => {
+      const pipeline = clients[i]!.pipeline();
+      for (const p of payloads) pipeline.xadd("bench", "*", "d", p);
+      await pipeline.exec();
+    });
+    await clients[0]!.xgroup("CREATE", "bench", "g", "0");
+    progress("Redis XREADGROUP COUNT 1000 ...");
+    const start = performance.now();
+    const deadline = start + SECONDS * 1000;
+    const counts = await Promise.all(
+      clients.map(async (client, i) => {
+        let n = 0;
+        while (performance.now() < deadline) {
+          const res = (await client.xreadgroup("GROUP", "g", `c${i}`, "COUNT", BATCH, "NOACK", "STREAMS", "bench", ">")) as [string, unknown[]][] | null;
+          const got = res?.[0]?.[1].length ?? 0;
+          if (got === 0) break;
+          n += got;
+        }
+        return n;
+      }),
+    );
+    const consumed = counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
+    return { produce: (produced * BATCH) / SECONDS, consume: consumed };
+  } finally {
+    for (const c of clients) c.disconnect();
+    child.kill("SIGKILL");
+    await new Promise((r) => (child.exitCode === null ? child.once("exit", r) : r(undefined)));
+    removeDir(dir);
+  }
+}
+
+// --- Harness ---
+
+interface Child {
+  port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The server processes run plain JavaScript (no TypeScript loader in the measured process):
+ * a bare node:http server, or the built `v-queue/server` (`npm run bench` builds first).
+ */
+const CHILD_CODE = {
+  bare: `import { createServer } from "node:http";
+const server = createServer((req, res) => res.end("ok"));
+server.listen(0, "127.0.0.1", () => console.log(JSON.stringify({ port: server.address().port })));
+process.once("SIGTERM", () => process.exit(0));`,
+  vqueue: `import { serveQueues } from "v-queue/server";
+const server = await serveQueues({ dir: process.env.VQ_BENCH_HTTP_DIR, port: 0, durability: process.env.VQ_BENCH_HTTP_DURABILITY || "interval", syncCommits: false, handleSignals: true });
+console.log(JSON.stringify({ port: server.port }));`,
+};
+
+/** Starts a server process and waits for its port. */
+async function startChild(mode: keyof typeof CHILD_CODE, dir?: string): Promise<Child> {
+  const profile = process.env.VQ_BENCH_HTTP_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.VQ_BENCH_HTTP_PROFILE}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...profile, "--input-type=module", "-e", CHILD_CODE[mode]], {
+    cwd: fileURLToPath(new URL("..", import.meta.url)),
+    env: { ...process.env, VQ_BENCH_HTTP_DIR: dir ?? "" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`bench server (${mode}) exited with ${code}`)));
+  });
+  const { port } = JSON.parse(line) as { port: number };
+  return {
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Runs `task` in `concurrency` loops for SECONDS; returns how many completed. */
+async function runFor(concurrency: number, task: (loop: number) => Promise<void>): Promise<number> {
+  const deadline = performance.now() + SECONDS * 1000;
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      while (performance.now() < deadline) {
+        await task(i);
+        n++;
+      }
+    }),
+  );
+  return n;
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+function call(agent: Agent, port: number, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ agent, host: "127.0.0.1", port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createNetServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(fn: () => Promise<void>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(50);
+    }
+  }
+}

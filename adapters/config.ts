@@ -3,6 +3,7 @@
  * `.vqueuerc`, or `--config FILE`) < environment (`VQUEUE_*`, `.env` read) < command-line flags.
  */
 import { loadConfig } from "c12";
+import { createDefu } from "defu";
 import { isAbsolute } from "pathe";
 import type { AuthOptions, AuthUser, QueueAppLimits } from "../runtime/index";
 import type { Durability, StartPosition } from "../src/options";
@@ -70,6 +71,7 @@ export async function loadServeConfig(options: LoadServeConfigOptions = {}): Pro
     packageJson: false,
     dotenv: true,
     defaults: CONFIG_DEFAULTS,
+    merger: replaceArrays,
     overrides: mergeDefined(envConfig(env), options.overrides ?? {}),
   });
   const resolved = config as ResolvedServeConfig;
@@ -118,6 +120,13 @@ function validate(config: ResolvedServeConfig): void {
   if (!["error", "warn", "info", "debug", "trace"].includes(config.logLevel)) throw new Error(`Invalid log level ${JSON.stringify(config.logLevel)}: use error, warn, info, debug or trace.`);
   if (!["earliest", "latest"].includes(config.start)) throw new Error(`Invalid start ${JSON.stringify(config.start)}: use earliest or latest.`);
 }
+
+/** Merges layers like defu, except that a higher layer's array replaces a lower one's (users are not concatenated). */
+const replaceArrays = createDefu((object, key, value) => {
+  if (!Array.isArray(value)) return false;
+  (object as Record<string, unknown>)[key as string] = value;
+  return true;
+}) as (...sources: (VQueueConfig | null | undefined)[]) => VQueueConfig;
 
 function mergeDefined<T extends object>(...layers: T[]): T {
   const out = {} as T;

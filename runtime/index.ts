@@ -66,7 +66,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     const path = event.url.pathname;
     const allowed = ROUTES.filter(([re]) => re.test(path)).map(([, method]) => method);
     if (allowed.length > 0) {
-      if (allowed.includes("GET")) allowed.push("HEAD");
+      if (allowed.includes("GET") && !path.endsWith("/messages")) allowed.push("HEAD");
       return jsonError(405, "E_METHOD", `Method ${event.req.method} is not allowed on ${path}: use ${allowed.join(", ")}.`, { allow: allowed.join(", ") });
     }
     return jsonError(404, "E_ROUTE", `No route for ${event.req.method} ${path}.`);

@@ -83,7 +83,15 @@ export class QueueRegistry {
   }
 
   /** The consumer's slot, opened (and the consumer created) on first use. */
-  consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
+  async consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
+    for (;;) {
+      const slot = await this.#consumerSlot(queue, name, create);
+      // Closed as idle just now: open it again (unless the whole app is closing).
+      if (!slot.stopped || this.#closing) return slot;
+    }
+  }
+
+  #consumerSlot(queue: string, name: string, create: boolean): Promise<ConsumerSlot> {
     const key = `${queue}\u0000${name}`;
     let slot = this.#consumers.get(key);
     if (!slot) {
@@ -112,7 +120,7 @@ export class QueueRegistry {
    */
   async deleteConsumer(queue: string, name: string): Promise<void> {
     const key = `${queue}\u0000${name}`;
-    const slot = await this.consumer(queue, name, false);
+    const slot = await this.#consumerSlot(queue, name, false);
     this.#consumers.delete(key);
     const driver = await this.driver();
     const closed = slot.stop("deleted", async () => {
@@ -178,6 +186,10 @@ export class ConsumerSlot {
     return this.#active === 0 && this.#mutex.idle;
   }
 
+  get stopped(): boolean {
+    return this.#stopReason !== undefined;
+  }
+
   /**
    * Reads up to `max` messages; when there are none, waits up to `timeoutMs` for the first.
    * Messages read for a client that has gone away are handed out again (rewind).
@@ -217,9 +229,14 @@ export class ConsumerSlot {
   /** Commits everything handed out, or up to `cursor`. */
   async commit(cursor?: string): Promise<string> {
     if (this.#stopReason) this.#ended();
-    this.lastUsed = Date.now();
-    await this.consumer.commit(cursor);
-    return cursor ?? this.consumer.cursor;
+    this.#active++;
+    try {
+      await this.consumer.commit(cursor);
+      return cursor ?? this.consumer.cursor;
+    } finally {
+      this.#active--;
+      this.lastUsed = Date.now();
+    }
   }
 
   /** Ends the waits, lets the current read finish, runs `then` with the consumer still locked, closes it. */

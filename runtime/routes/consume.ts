@@ -17,6 +17,8 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
   app.get(
     "/api/v1/queues/:queue/consumers/:consumer/messages",
     defineRoute(ctx, async (event, principal) => {
+      // A HEAD would hand messages out and drop them: only GET consumes.
+      if (event.req.method !== "GET") throw new ApiError(405, "E_METHOD", "Consume with GET.", { allow: "GET" });
       const queue = nameParam(event, "queue");
       const consumer = nameParam(event, "consumer");
       authorize(principal, "read", queue);

@@ -213,6 +213,11 @@ describe("HTTP API, every endpoint on a real server", () => {
     res = await s.get("/api/v1/queues/q/messages");
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
+    // HEAD must not hand messages out (and lose them).
+    await s.post("/api/v1/queues/q/messages", "kept");
+    res = await s.get("/api/v1/queues/q/consumers/c/messages", { method: "HEAD" });
+    expect(res.status).toBe(405);
+    expect((await (await s.get("/api/v1/queues/q/consumers/c/messages")).json()).messages[0].data).toBe("kept");
   });
 });
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
 import { jsonHeaders, sleep, startServer } from "./_server";
 
 const poll = (timeoutMs: number, consumer = "c", max = 10) => `/api/v1/queues/q/consumers/${consumer}/messages?max_messages=${max}&timeout_ms=${timeoutMs}`;
@@ -120,5 +122,17 @@ describe("long polling", () => {
     await sleep(100);
     expect((await s.del("/api/v1/queues/q/consumers/c")).status).toBe(200);
     expect((await pending).status).toBe(404);
+  });
+
+  it("closes a consumer nobody used for consumerIdleMs (its lock is free), and reopens it on the next request", async () => {
+    const s = await startServer({ consumerIdleMs: 150 });
+    await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["a", "b"] }), jsonHeaders);
+    expect(await data(await s.get(poll(0, "c", 1)))).toEqual(["a"]);
+    await s.post("/api/v1/queues/q/consumers/c/commit");
+    await sleep(600);
+    // Another reader of the same name can take the lock now.
+    const other = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: s.dir }), syncCommits: false });
+    await other.close();
+    expect(await data(await s.get(poll(0, "c", 1)))).toEqual(["b"]);
   });
 });

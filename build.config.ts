@@ -12,6 +12,8 @@ export default defineBuildConfig({
     { input: "runtime/index", name: "runtime/index" },
     { input: "adapters/server", name: "server" },
     { input: "client/index", name: "client" },
+    { input: "adapters/nitro", name: "nitro" },
+    { input: "adapters/nuxt", name: "nuxt" },
   ],
   declaration: "node16",
   rollup: { emitCJS: false },

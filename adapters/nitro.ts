@@ -1,0 +1,280 @@
+/**
+ * `v-queue/nitro`: mounts the v-queue HTTP API in a Nitro app, both generations:
+ * Nitro v3 (`nitro` 3.x, h3 v2) and nitropack 2 (h3 v1, used by Nuxt 4).
+ *
+ * ```ts
+ * // nitro.config.ts
+ * import vQueue from "v-queue/nitro";
+ * export default defineNitroConfig({ modules: [vQueue({ prefix: "/_queue" })] });
+ * ```
+ *
+ * The module writes two virtual modules per instance: a plugin that opens the queues once per
+ * server process (and closes them on shutdown), and a route handler for `<prefix>/**`. Both
+ * import this file by package name, so the host's bundler resolves it from the app and both
+ * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
+ */
+import { normalizeMessage, type MessageInput, type MessagePosition } from "../src/message";
+import { BATCH_CONTENT_TYPE, encodeProduceBatch } from "../runtime/binary";
+import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
+import { resolveStorageDriver } from "./storage";
+
+/** Options of the module: plain JSON (they are written into the build and the runtime config). */
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "start" | "syncCommits" | "consumerIdleMs" | "limits"> {
+  /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
+  name?: string;
+  /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
+  prefix?: string;
+  /** Data directory of the fs driver, relative to the server's working directory. @default ".data/v-queue" */
+  dir?: string;
+  /** A storage spec instead of `dir`: `memory:`, `redis://host:6379/0`, `unstorage-fs:./dir`, ... (see `resolveStorageDriver`). */
+  storage?: string;
+  /** Basic auth users; prefer setting them at run time (`NITRO_V_QUEUE_DEFAULT_AUTH_USERS='[...]'`). */
+  auth?: AuthOptions | false;
+}
+
+/** The resolved options of one instance, as stored in `runtimeConfig.vQueue[name]`. */
+export interface VQueueRuntimeOptions extends Omit<VQueueNitroOptions, "name"> {
+  prefix: string;
+  dir: string;
+  storage: string;
+}
+
+/** The part of a Nitro instance (either generation) the module touches. */
+export interface NitroLike {
+  meta?: { majorVersion?: number };
+  options: {
+    handlers: { route: string; handler: string; lazy?: boolean }[];
+    plugins: string[];
+    virtual?: Record<string, string | (() => string | Promise<string>)>;
+    runtimeConfig: Record<string, unknown>;
+    imports?: false | { presets?: unknown[] };
+  };
+}
+
+export interface NitroModuleLike {
+  name: string;
+  setup(nitro: NitroLike): void;
+}
+
+/** The Nitro module. `options` are the build-time defaults; the runtime config (env) overrides them. */
+export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLike {
+  const { name = "default", ...rest } = options;
+  if (!/^[\w-]+$/.test(name)) throw new TypeError(`[v-queue] [nitro] Invalid instance name ${JSON.stringify(name)}: letters, digits, '_' and '-' only.`);
+  const prefix = normalizePrefix(rest.prefix ?? "/_queue");
+  return {
+    name: "v-queue",
+    setup(nitro) {
+      const isNitro3 = (nitro.meta?.majorVersion ?? 3) >= 3;
+      const runtimeConfig = nitro.options.runtimeConfig;
+      const all = ((runtimeConfig.vQueue as Record<string, VQueueRuntimeOptions> | undefined) ??= {});
+      // Every key present (even empty), so that env variables can override it at run time.
+      all[name] = { dir: ".data/v-queue", storage: "", auth: { users: [] }, limits: {}, ...all[name], ...JSON.parse(JSON.stringify(rest)), prefix };
+
+      const id = `#v-queue/${name}`;
+      const virtual = (nitro.options.virtual ??= {});
+      virtual[`${id}/plugin`] = () => pluginCode(name);
+      virtual[`${id}/handler`] = () => (isNitro3 ? nitro3HandlerCode(name) : nitro2HandlerCode(name));
+      nitro.options.plugins.push(`${id}/plugin`);
+      nitro.options.handlers.push({ route: `${prefix}/**`, handler: `${id}/handler` });
+      // nitropack 2 (and Nuxt) auto-import `useVQueue` in server code.
+      if (nitro.options.imports) (nitro.options.imports.presets ??= []).push({ from: "v-queue/nitro", imports: ["useVQueue"] });
+    },
+  };
+}
+
+export { vQueue };
+
+// --- Generated code (imports by package name: resolved from the app, one shared instance) ---
+
+function pluginCode(name: string): string {
+  return [
+    `import { defineNitroPlugin, useRuntimeConfig } from "nitro/runtime";`,
+    `import { setupVQueue } from "v-queue/nitro";`,
+    `export default defineNitroPlugin((nitroApp) => {`,
+    `  const config = useRuntimeConfig();`,
+    `  const instance = setupVQueue(${JSON.stringify(name)}, config.vQueue?.[${JSON.stringify(name)}] ?? {}, config.app?.baseURL);`,
+    `  nitroApp.hooks.hook("close", () => instance.close());`,
+    `});`,
+  ].join("\n");
+}
+
+// Nitro v3: h3 v2 takes a `{ fetch }` object; only the web Request crosses (Nitro's h3 is not ours).
+function nitro3HandlerCode(name: string): string {
+  return [`import { vQueueFetch } from "v-queue/nitro";`, `export default { fetch: (request) => vQueueFetch(${JSON.stringify(name)}, request) };`].join("\n");
+}
+
+// nitropack 2: "h3" here is the host's h3 v1. Its web request has no disconnect signal: the
+// response's `close` before it finished is the client going away.
+function nitro2HandlerCode(name: string): string {
+  return [
+    `import { defineEventHandler, toWebRequest } from "h3";`,
+    `import { vQueueFetch } from "v-queue/nitro";`,
+    `export default defineEventHandler((event) => {`,
+    `  const res = event.node.res;`,
+    `  const controller = new AbortController();`,
+    `  res.once("close", () => { if (!res.writableFinished) controller.abort(); });`,
+    `  return vQueueFetch(${JSON.stringify(name)}, toWebRequest(event), controller.signal);`,
+    `});`,
+  ].join("\n");
+}
+
+// --- Runtime: one instance per name and server process ---
+
+/** What `push` answers: the body of the API's produce response. */
+export interface VQueuePushResult {
+  queue: string;
+  count: number;
+  first: MessagePosition;
+  last: MessagePosition;
+}
+
+/** One mounted v-queue: the HTTP handler and its open queues. */
+export interface VQueueInstance {
+  readonly name: string;
+  readonly prefix: string;
+  /** The API's handler (routes without the prefix), created once with the driver. */
+  readonly handler: Promise<QueueHandler>;
+  /**
+   * A request to the API inside the process (no socket), authenticated as the server itself.
+   * `input` is a path of the API without the prefix, e.g. `/api/v1/queues`.
+   */
+  fetch(input: string, init?: RequestInit): Promise<Response>;
+  /** Pushes messages to `queue` (created if missing) through the same open writer as the API. */
+  push(queue: string, messages: MessageInput | MessageInput[]): Promise<VQueuePushResult>;
+  /** Ends long polls, lets writes in flight finish, closes every queue. */
+  close(): Promise<void>;
+}
+
+const REGISTRY = Symbol.for("v-queue.nitro.instances");
+type Registry = Map<string, VQueueInstance>;
+const registry = (): Registry => ((globalThis as { [REGISTRY]?: Registry })[REGISTRY] ??= new Map());
+
+/** The instance `name` of this server process (set up by the module's plugin at start). */
+export function useVQueue(name = "default"): VQueueInstance {
+  const instance = registry().get(name);
+  if (!instance) throw new Error(`[v-queue] [nitro] No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
+  return instance;
+}
+
+/** Opens instance `name` (once per process; later calls return the same one). Used by the generated plugin. */
+export function setupVQueue(name: string, options: Partial<VQueueRuntimeOptions>, baseURL = "/"): VQueueInstance {
+  const existing = registry().get(name);
+  if (existing) return existing;
+  const instance = createInstance(name, normalizeRuntimeOptions(options), baseURL);
+  registry().set(name, instance);
+  return instance;
+}
+
+/** Hands a request for `<prefix>/...` to instance `name`. Used by the generated handlers. */
+export async function vQueueFetch(name: string, request: Request, signal?: AbortSignal): Promise<Response> {
+  const instance = useVQueue(name) as VQueueInstance & { route(request: Request, signal?: AbortSignal): Promise<Response> };
+  return instance.route(request, signal);
+}
+
+function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: string): VQueueInstance {
+  const { prefix, dir, storage, auth, ...appOptions } = options;
+  const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
+  // Server code goes through the same handler (so the same writers and locks) as this user.
+  const internal = { username: `v-queue-internal-${randomHex(8)}`, password: randomHex(32) };
+  const internalAuth = `Basic ${btoa(`${internal.username}:${internal.password}`)}`;
+  const withInternalUser = auth && auth.enabled !== false && (auth.users?.length ?? 0) > 0 ? { ...auth, users: [...auth.users!, { ...internal, read: true, write: true }] } : auth;
+
+  const handler = (async () => {
+    const driver = storage ? await resolveStorageDriver(storage) : undefined;
+    return createQueueHandler({ ...appOptions, driver, dir, auth: withInternalUser });
+  })();
+  handler.catch((error: unknown) => console.error(`[v-queue] [nitro] Cannot open "${name}":`, error));
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      if (registry().get(name) === instance) registry().delete(name);
+      await (await handler.catch(() => undefined))?.close();
+    })());
+  // On SIGTERM/SIGINT, end long polls at once: Nitro's graceful shutdown first waits for open
+  // requests (up to 30 s), then calls the `close` hook. With nobody else listening (shutdown
+  // handling disabled), the signal is raised again once the queues are closed.
+  const onSignal = (signal: NodeJS.Signals) => {
+    void close().finally(() => {
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+
+  const instance = {
+    name,
+    prefix,
+    handler,
+    async fetch(input: string, init: RequestInit = {}) {
+      const headers = new Headers(init.headers);
+      if (withInternalUser) headers.set("authorization", internalAuth);
+      return (await handler).fetch(new Request(new URL(input, "http://v-queue.internal"), { ...init, headers }));
+    },
+    async push(queue: string, messages: MessageInput | MessageInput[]) {
+      const list = (Array.isArray(messages) ? messages : [messages]).map((m) => normalizeMessage(m as MessageInput));
+      const response = await instance.fetch(`/api/v1/queues/${encodeURIComponent(queue)}/messages`, {
+        method: "POST",
+        headers: { "content-type": BATCH_CONTENT_TYPE },
+        body: encodeProduceBatch(list),
+      });
+      const body = (await response.json()) as VQueuePushResult | { error: { code: string; message: string } };
+      if ("error" in body) throw Object.assign(new Error(`[v-queue] ${body.error.message}`), { code: body.error.code, status: response.status });
+      return body;
+    },
+    async route(request: Request, signal?: AbortSignal) {
+      const url = new URL(request.url);
+      const base = prefixes.find((p) => url.pathname === p || url.pathname.startsWith(`${p}/`));
+      url.pathname = base ? url.pathname.slice(base.length) || "/" : url.pathname;
+      const hasBody = request.method !== "GET" && request.method !== "HEAD";
+      const inner = new Request(url, {
+        method: request.method,
+        headers: request.headers,
+        body: hasBody ? request.body : undefined,
+        signal: signal ?? request.signal,
+        duplex: "half",
+      } as RequestInit);
+      return (await handler).fetch(inner);
+    },
+    close,
+  };
+  return instance;
+}
+
+// --- Internal helpers ---
+
+function normalizePrefix(prefix: string): string {
+  return `/${prefix}`.replace(/\/{2,}/g, "/").replace(/\/+$/, "");
+}
+
+function randomHex(bytes: number): string {
+  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Runtime config values can come from env variables: Nitro v3 passes them as raw strings,
+ * nitropack 2 parses them. Parse the JSON-shaped ones here so both behave the same.
+ */
+function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueueRuntimeOptions {
+  const parse = (value: unknown) => {
+    if (typeof value !== "string" || !/^\s*([[{]|true$|false$|-?\d)/.test(value)) return value;
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  };
+  // A deep copy: nitropack 2's runtime config is read-only.
+  const copy = JSON.parse(JSON.stringify(options)) as Partial<VQueueRuntimeOptions>;
+  const o = Object.fromEntries(Object.entries(copy).map(([k, v]) => [k, ["dir", "storage", "prefix", "durability", "start"].includes(k) ? v : parse(v)]));
+  const auth = o.auth as AuthOptions | false | undefined;
+  if (auth) {
+    auth.users = parse(auth.users) as AuthOptions["users"];
+    auth.enabled = parse(auth.enabled) as boolean | undefined;
+  }
+  const limits = o.limits as Record<string, unknown> | undefined;
+  if (limits) for (const key of Object.keys(limits)) limits[key] = parse(limits[key]);
+  return { ...o, prefix: normalizePrefix(String(o.prefix ?? "/_queue")), dir: String(o.dir || ".data/v-queue"), storage: String(o.storage ?? "") } as VQueueRuntimeOptions;
+}

@@ -38,6 +38,7 @@ const ROUTES: [RegExp, string][] = [
   [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+$/, "DELETE"],
   [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+\/messages$/, "GET"],
   [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+\/commit$/, "POST"],
+  [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+\/rewind$/, "POST"],
 ];
 
 /** Creates the app and its registry of open queues. */

@@ -113,6 +113,13 @@ export function openAPIDocument(options: ResolvedQueueAppOptions): Record<string
           responses: { ...errors, "409": error, "200": { description: "committed", content: json({ type: "object", properties: { committed: { type: "string" } } }) } },
         },
       },
+      "/api/v1/queues/{queue}/consumers/{consumer}/rewind": {
+        parameters: [queueParam, consumerParam],
+        post: {
+          summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
+          responses: { ...errors, "409": error, "200": { description: "rewound", content: json({ type: "object", properties: { cursor: { type: "string" } } }) } },
+        },
+      },
     },
   };
 }

@@ -239,6 +239,24 @@ export class ConsumerSlot {
     }
   }
 
+  /** Hands out again everything after the saved position (after a client lost a batch). Returns that position's cursor. */
+  async rewind(): Promise<string> {
+    if (this.#stopReason) this.#ended();
+    this.#active++;
+    try {
+      await this.#mutex.acquire();
+      try {
+        await this.consumer.rewind();
+        return this.consumer.cursor;
+      } finally {
+        this.#mutex.release();
+      }
+    } finally {
+      this.#active--;
+      this.lastUsed = Date.now();
+    }
+  }
+
   /** Ends the waits, lets the current read finish, runs `then` with the consumer still locked, closes it. */
   stop(reason: "closed" | "deleted", then?: () => Promise<void>): Promise<void> {
     this.#stopped ??= (async () => {

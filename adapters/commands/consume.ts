@@ -33,6 +33,11 @@ async function runConsume(args: Record<string, unknown>, consumer: string, defau
   const from = ((args.from as string | undefined) ?? defaults.from) as StartPosition;
   if (from !== "earliest" && from !== "latest") throw new CliError(`Invalid --from ${JSON.stringify(from)}: use earliest or latest.`);
   const commit = args.commit !== false;
+  // A closed pipe (`| head`) ends the command; what was printed but not committed comes again.
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    throw error;
+  });
   const stop = new AbortController();
   const onSigint = () => stop.abort();
   process.once("SIGINT", onSigint);
@@ -51,19 +56,31 @@ async function runConsume(args: Record<string, unknown>, consumer: string, defau
     if (args.url) {
       const call = httpClient(args.url as string, args.user as string | undefined);
       const base = `/api/v1/queues/${encodeURIComponent(queue)}/consumers/${encodeURIComponent(consumer)}`;
+      // A new session: what an earlier client was handed and did not commit comes again.
+      const rewind = () =>
+        call(`${base}/rewind`, { method: "POST" }).catch((error: Error) => {
+          if (!/ 404 /.test(error.message)) throw error; // a new consumer: nothing to rewind
+        });
+      await rewind();
+      // Each batch is committed by the next request (?commit=), the last one by a POST.
+      let pending: string | null = null;
       while (count < max && !stop.signal.aborted) {
         const want = Math.min(1000, max - count);
-        const res = await call(`${base}/messages?max_messages=${want}&timeout_ms=${follow ? 30_000 : 0}`, { headers: { accept: BATCH_CONTENT_TYPE }, signal: stop.signal }).catch((error: Error) => {
+        const commitParam: string = pending ? `&commit=${pending}` : "";
+        const res: Response | undefined = await call(`${base}/messages?max_messages=${want}&timeout_ms=${follow ? 30_000 : 0}${commitParam}`, { headers: { accept: BATCH_CONTENT_TYPE }, signal: stop.signal }).catch((error: Error) => {
           if (error.name === "AbortError") return undefined;
           throw error;
         });
         if (!res) break;
+        pending = null;
         const records = decodeBatch(new Uint8Array(await res.arrayBuffer()));
         for (const r of records) print(r);
-        const cursor = res.headers.get("x-vq-cursor");
-        if (commit && cursor) await call(`${base}/commit?cursor=${cursor}`, { method: "POST" });
+        if (commit) pending = res.headers.get("x-vq-cursor");
         if (records.length === 0 && !follow) break;
       }
+      if (pending) await call(`${base}/commit?cursor=${pending}`, { method: "POST" });
+      // A peek leaves the server's consumer where it was.
+      if (!commit) await rewind();
     } else {
       const dir = args.dir as string;
       const reader = await QueueConsumer.open(queue, consumer, { driver: fsDriver({ dir }), start: from, create: true }).catch((error: unknown) =>

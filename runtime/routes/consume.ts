@@ -10,7 +10,7 @@ import { defineRoute, type RouteContext } from "../route";
 const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
 const COMMIT_BODY_LIMIT = 4096;
 
-/** Long-poll consume and commit. */
+/** Long-poll consume, commit and rewind. */
 export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
   const { limits } = ctx.options;
 
@@ -54,6 +54,22 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       const slot = await ctx.registry.consumer(queue, consumer, false);
       const committed = await slot.commit(cursor);
       return json({ queue, consumer, committed });
+    }),
+  );
+
+  registerRewind(app, ctx);
+}
+
+/** Registered by registerConsumeRoutes: `POST .../rewind`. */
+function registerRewind(app: H3, ctx: RouteContext): void {
+  app.post(
+    "/api/v1/queues/:queue/consumers/:consumer/rewind",
+    defineRoute(ctx, async (event, principal) => {
+      const queue = nameParam(event, "queue");
+      const consumer = nameParam(event, "consumer");
+      authorize(principal, "read", queue);
+      const slot = await ctx.registry.consumer(queue, consumer, false);
+      return json({ queue, consumer, cursor: await slot.rewind() });
     }),
   );
 }

@@ -133,6 +133,19 @@ describe("HTTP API, every endpoint on a real server", () => {
     expect(await errorCode(bad)).toBe("E_PARAM");
   });
 
+  it("rewind hands out again what was handed out and not committed", async () => {
+    const s = await startServer();
+    await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["m1", "m2", "m3"] }), jsonHeaders);
+    const first = (await (await s.get("/api/v1/queues/q/consumers/c/messages")).json()) as Consumed;
+    await s.post(`/api/v1/queues/q/consumers/c/commit?cursor=${first.cursor}`);
+    await s.get("/api/v1/queues/q/consumers/c/messages?max_messages=2"); // m2, m3: lost by the client
+    const res = await s.post("/api/v1/queues/q/consumers/c/rewind");
+    expect(await res.json()).toEqual({ queue: "q", consumer: "c", cursor: first.cursor });
+    const again = (await (await s.get("/api/v1/queues/q/consumers/c/messages?max_messages=5")).json()) as Consumed;
+    expect(again.messages.map((m) => m.data)).toEqual(["m2", "m3"]);
+    expect((await s.post("/api/v1/queues/q/consumers/nobody/rewind")).status).toBe(404);
+  });
+
   it("commit on an unknown consumer is 404, and on an unknown queue too", async () => {
     const s = await startServer();
     await s.post("/api/v1/queues/q/messages", "x");
@@ -194,6 +207,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers/{consumer}",
       "/api/v1/queues/{queue}/consumers/{consumer}/commit",
       "/api/v1/queues/{queue}/consumers/{consumer}/messages",
+      "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
       "/api/v1/queues/{queue}/messages",
       "/health",
     ]);

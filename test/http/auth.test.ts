@@ -18,6 +18,7 @@ describe("Basic auth and per-user rights", () => {
       ["GET", "/api/v1/queues/orders/consumers"],
       ["GET", "/api/v1/queues/orders/consumers/c/messages"],
       ["POST", "/api/v1/queues/orders/consumers/c/commit"],
+      ["POST", "/api/v1/queues/orders/consumers/c/rewind"],
       ["POST", "/api/v1/queues/orders/messages"],
       ["DELETE", "/api/v1/queues/orders/consumers/c"],
     ];

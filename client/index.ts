@@ -1,0 +1,202 @@
+/**
+ * `v-queue/client`: a typed client of the v-queue HTTP API, on ofetch. Web-standard only (no
+ * Node import): it runs in browsers, workers and Node alike.
+ */
+import { ofetch, type $Fetch, type FetchError, type FetchOptions } from "ofetch";
+import type {
+  CommitResponse,
+  ConsumeResponse,
+  ConsumerListResponse,
+  DeleteConsumerResponse,
+  ErrorResponse,
+  HealthResponse,
+  QueueInfoResponse,
+  QueueListResponse,
+  ProduceResponse,
+  RewindResponse,
+} from "../runtime/api";
+import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
+import { toBase64 } from "../runtime/codec";
+import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+import { fromBatchRecord, fromJSONMessage, type ClientMessage } from "./messages";
+import { subscribe, type SubscribeOptions } from "./subscribe";
+
+export type * from "../runtime/api";
+export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+export type { ClientMessage } from "./messages";
+export type { SubscribeOptions } from "./subscribe";
+
+export interface ClientOptions {
+  /** The server's URL, with the prefix the API is mounted under, e.g. `http://127.0.0.1:9093`. */
+  baseURL: string;
+  /** Basic auth (RFC 7617). */
+  auth?: { username: string; password: string };
+  /** A `fetch` to use instead of the global one (tests, proxies, custom agents). */
+  fetch?: typeof globalThis.fetch;
+  /**
+   * Retries of a failed request (network errors, 502/503/504), for idempotent calls only:
+   * consume is not idempotent, so it is never retried here (`subscribe` reconnects instead).
+   * @default 0
+   */
+  retry?: number;
+  /** Delay between retries, in ms. @default 200 */
+  retryDelay?: number;
+  /** Request timeout in ms (a long poll gets its own `timeoutMs` on top). @default 30000 */
+  timeout?: number;
+  /** Headers sent with every request. */
+  headers?: Record<string, string>;
+}
+
+export interface ConsumeOptions {
+  /** @default 1 (as the Rust server) */
+  maxMessages?: number;
+  /** Wait up to this long for a first message (long poll). @default 0: answer at once */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** `"binary"`: a compact binary batch instead of JSON (faster, no base64). @default "json" */
+  format?: "json" | "binary";
+  /** Parse text messages as JSON. @default false */
+  json?: boolean;
+}
+
+export interface ConsumeResult<T = unknown> {
+  messages: ClientMessage<T>[];
+  /** Commits everything in this batch; undefined when it is empty. */
+  cursor: string | undefined;
+}
+
+/** What `produce` takes: text, bytes, or any JSON value (sent as its JSON text). */
+export type ProduceMessage = string | Uint8Array | ArrayBuffer | null | boolean | number | object;
+
+export interface ProduceOptions {
+  signal?: AbortSignal;
+  /** `"binary"` sends a binary batch; `"json"` a JSON body (bytes as base64). @default "binary" when there are bytes, else "json" */
+  format?: "json" | "binary";
+}
+
+export interface VQueueClient {
+  health(): Promise<HealthResponse>;
+  queues(): Promise<QueueListResponse>;
+  queue(queue: string): Promise<QueueInfoResponse>;
+  consumers(queue: string): Promise<ConsumerListResponse>;
+  consume<T = unknown>(queue: string, consumer: string, options?: ConsumeOptions): Promise<ConsumeResult<T>>;
+  /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent. */
+  commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
+  /** Hands out again everything after the committed position. */
+  rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
+  produce(queue: string, messages: ProduceMessage | ProduceMessage[], options?: ProduceOptions): Promise<ProduceResponse>;
+  deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
+  /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
+  subscribe<T = unknown>(queue: string, consumer: string, options?: SubscribeOptions): AsyncGenerator<ClientMessage<T>, void, undefined>;
+}
+
+export function createClient(options: ClientOptions): VQueueClient {
+  const timeout = options.timeout ?? 30_000;
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.auth) headers.authorization = basicAuth(options.auth.username, options.auth.password);
+  const api: $Fetch = ofetch.create({
+    baseURL: options.baseURL,
+    headers,
+    retry: 0,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+
+  /** One request: errors mapped, timeout combined with the caller's signal (ofetch drops `timeout` when a signal is given). */
+  async function request<T>(path: string, init: FetchOptions<"json" | "arrayBuffer"> & { idempotent?: boolean; extraTimeout?: number } = {}): Promise<T> {
+    const { idempotent = false, extraTimeout = 0, signal, ...rest } = init;
+    const retries = idempotent ? (options.retry ?? 0) : 0;
+    for (let attempt = 0; ; attempt++) {
+      const timer = AbortSignal.timeout(timeout + extraTimeout);
+      try {
+        return (await api(path, { ...rest, signal: signal ? AbortSignal.any([signal, timer]) : timer } as FetchOptions<"json">)) as T;
+      } catch (error) {
+        const mapped = mapError(error, timer);
+        const retryable = mapped instanceof VQueueNetworkError || (mapped instanceof VQueueClientError && [502, 503, 504].includes(mapped.status));
+        if (attempt >= retries || !retryable || signal?.aborted) throw mapped;
+        await new Promise((done) => setTimeout(done, options.retryDelay ?? 200));
+      }
+    }
+  }
+
+  const q = (queue: string) => `/api/v1/queues/${encodeURIComponent(queue)}`;
+  const c = (queue: string, consumer: string) => `${q(queue)}/consumers/${encodeURIComponent(consumer)}`;
+
+  const client: VQueueClient = {
+    health: () => request("/health", { idempotent: true }),
+    queues: () => request("/api/v1/queues", { idempotent: true }),
+    queue: (queue) => request(q(queue), { idempotent: true }),
+    consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
+
+    async consume<T>(queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<ConsumeResult<T>> {
+      const query = { max_messages: opts.maxMessages ?? 1, timeout_ms: opts.timeoutMs ?? 0 };
+      const common = { query, signal: opts.signal, extraTimeout: query.timeout_ms };
+      if (opts.format === "binary") {
+        let cursor: string | undefined;
+        const body = await request<ArrayBuffer>(`${c(queue, consumer)}/messages`, {
+          ...common,
+          headers: { accept: BATCH_CONTENT_TYPE },
+          responseType: "arrayBuffer",
+          onResponse: ({ response }) => {
+            cursor = response.headers.get("x-vq-cursor") ?? undefined;
+          },
+        });
+        const messages = decodeBatch(new Uint8Array(body)).map((r) => fromBatchRecord<T>(r, opts.json ?? false));
+        return { messages, cursor };
+      }
+      const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
+      return { messages: body.messages.map((m) => fromJSONMessage<T>(m, opts.json ?? false)), cursor: body.cursor ?? undefined };
+    },
+
+    commit: (queue, consumer, cursor, opts = {}) =>
+      request(`${c(queue, consumer)}/commit`, { method: "POST", idempotent: true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
+
+    rewind: (queue, consumer, opts = {}) => request(`${c(queue, consumer)}/rewind`, { method: "POST", idempotent: true, signal: opts.signal }),
+
+    produce(queue, messages, opts = {}) {
+      const list = Array.isArray(messages) ? messages : [messages];
+      const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
+      const format = opts.format ?? (hasBytes ? "binary" : "json");
+      if (format === "binary") {
+        const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : JSON.stringify(m))));
+        return request(`${q(queue)}/messages`, { method: "POST", body: batch, headers: { "content-type": BATCH_CONTENT_TYPE }, signal: opts.signal });
+      }
+      if (hasBytes) {
+        // JSON with bytes: every message goes as base64 of its bytes (text as UTF-8).
+        const encoder = new TextEncoder();
+        const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : JSON.stringify(m))));
+        return request(`${q(queue)}/messages`, { method: "POST", body: { messages: encoded, encoding: "base64" }, signal: opts.signal });
+      }
+      return request(`${q(queue)}/messages`, { method: "POST", body: { messages: list }, signal: opts.signal });
+    },
+
+    deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
+
+    subscribe: (queue, consumer, opts) => subscribe(client, queue, consumer, opts),
+  };
+  return client;
+}
+
+// --- Internal helpers ---
+
+function basicAuth(username: string, password: string): string {
+  // RFC 7617 with charset UTF-8: base64 of the UTF-8 bytes of "user:pass".
+  const bytes = new TextEncoder().encode(`${username}:${password}`);
+  return `Basic ${toBase64(bytes)}`;
+}
+
+function mapError(error: unknown, timer: AbortSignal): unknown {
+  if (isAbortError(error) && !timer.aborted) return error;
+  const fetchError = error as FetchError<ErrorResponse | undefined>;
+  const response = fetchError?.response;
+  if (response) {
+    const body = fetchError.data;
+    if (body && typeof body === "object" && "error" in body && body.error?.code) {
+      return new VQueueClientError(response.status, body.error.code, body.error.message, { cause: error });
+    }
+    return new VQueueClientError(response.status, "E_RESPONSE", `HTTP ${response.status} ${response.statusText}`.trim(), { cause: error });
+  }
+  if (timer.aborted) return new VQueueNetworkError("The request timed out.", true, { cause: error });
+  if (isAbortError(error) || isAbortError(fetchError?.cause)) return fetchError?.cause ?? error;
+  const reason = (fetchError?.cause as Error | undefined)?.message ?? (error as Error)?.message ?? String(error);
+  return new VQueueNetworkError(`No answer from the server: ${reason}`, false, { cause: error });
+}

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "pathe";
+
+const CLI = resolve(import.meta.dirname, "../../adapters/cli.ts");
+
+/** A free loopback port (asked of the OS, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  dir: string;
+  /** Stops the process (SIGTERM: graceful; SIGKILL: a crash). */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  restart(signal?: NodeJS.Signals): Promise<void>;
+  remove(): Promise<void>;
+}
+
+/** The standalone server (`v-queue serve`) in its own process, on a free loopback port. */
+export async function startServerProcess(config: Record<string, unknown> = {}): Promise<ServerProcess> {
+  const root = mkdtempSync(join(tmpdir(), "vq-client-"));
+  const dir = join(root, "data");
+  const configFile = join(root, "vqueue.config.json");
+  writeFileSync(configFile, JSON.stringify({ durability: "none", syncCommits: true, ...config }));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+
+  const start = async () => {
+    child = spawn(process.execPath, ["--import", "jiti/register", CLI, "serve", "--dir", dir, "--port", String(port), "--config", configFile, "--log-level", "warn"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NODE_ENV: "test" },
+    });
+    let output = "";
+    child.stdout!.on("data", (d) => (output += d));
+    child.stderr!.on("data", (d) => (output += d));
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+      if (ok) return;
+      if (Date.now() > deadline) throw new Error(`server did not start: ${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child!.once("exit", r));
+    child.kill(signal);
+    await exited;
+  };
+  await start();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dir,
+    stop,
+    async restart(signal) {
+      await stop(signal);
+      await start();
+    },
+    async remove() {
+      await stop("SIGKILL");
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, VQueueClientError, VQueueNetworkError, type ClientMessage } from "../../client/index";
+import { freePort, startServerProcess, type ServerProcess } from "./_server-process";
+
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServerProcess({
+    auth: {
+      users: [
+        { username: "admin", password: "s3cret" },
+        { username: "reader", password: "r", read: true, write: false },
+      ],
+    },
+  });
+}, 30_000);
+afterAll(async () => {
+  await server?.remove();
+});
+
+const admin = () => createClient({ baseURL: server.url, auth: { username: "admin", password: "s3cret" } });
+
+describe("client SDK against the standalone server", () => {
+  it("covers every endpoint with typed results", async () => {
+    const client = admin();
+    expect(await client.health()).toMatchObject({ status: "ok" });
+    const produced = await client.produce("orders", ["text", { id: 1, tags: ["a"] }, 42, null]);
+    expect(produced).toMatchObject({ queue: "orders", count: 4, first: { part: 0, seq: 1 }, last: { seq: 4 } });
+    const bytes = Uint8Array.from([0, 1, 2, 253, 254, 255]);
+    expect((await client.produce("orders", bytes)).count).toBe(1);
+    expect((await client.produce("orders", [bytes, "mixed"], { format: "json" })).count).toBe(2);
+    expect((await client.queues()).queues).toContain("orders");
+    expect(await client.queue("orders")).toMatchObject({ name: "orders", id: 0, count_pushed: 7, messages: 7, parts: 1 });
+
+    const first = await client.consume("orders", "billing", { maxMessages: 4 });
+    expect(first.messages.map((m) => m.data)).toEqual(["text", '{"id":1,"tags":["a"]}', "42", "null"]);
+    expect(first.messages.map((m) => m.type)).toEqual(["string", "string", "string", "string"]);
+    expect(first.cursor).toBe(first.messages[3]!.cursor);
+    await client.commit("orders", "billing", first.messages[1]!.cursor);
+    let consumers = (await client.consumers("orders")).consumers;
+    expect(consumers).toEqual([expect.objectContaining({ name: "billing", count_popped: 2, lag: 5 })]);
+
+    await client.produce("events", [{ id: 1, tags: ["a"] }, [1, 2]]);
+    const parsed = await client.consume<{ id: number }>("events", "parser", { maxMessages: 2, json: true });
+    expect(parsed.messages.map((m) => m.data)).toEqual([{ id: 1, tags: ["a"] }, [1, 2]]);
+    await client.consume("orders", "parser", { maxMessages: 2 });
+
+    const binary = await client.consume("orders", "billing", { maxMessages: 10, format: "binary" });
+    expect(binary.messages.map((m) => m.data)).toEqual([bytes, bytes, new TextEncoder().encode("mixed")]);
+    expect(binary.messages.map((m) => m.type)).toEqual(["object", "object", "object"]);
+    expect(binary.cursor).toBe(binary.messages.at(-1)!.cursor);
+    await client.commit("orders", "billing");
+    consumers = (await client.consumers("orders")).consumers;
+    expect(consumers.find((c) => c.name === "billing")).toMatchObject({ count_popped: 7, lag: 0 });
+
+    // Rewind: what was handed out but not committed comes again.
+    const handed = await client.consume("orders", "parser", { maxMessages: 3 });
+    expect(handed.messages.map((m) => m.seq)).toEqual([3, 4, 5]);
+    await client.rewind("orders", "parser");
+    expect((await client.consume("orders", "parser", { maxMessages: 1 })).messages[0]!.seq).toBe(1);
+
+    expect(await client.deleteConsumer("orders", "parser")).toEqual({ queue: "orders", consumer: "parser", deleted: true });
+    expect((await client.consumers("orders")).consumers.map((c) => c.name)).toEqual(["billing"]);
+  });
+
+  it("long-polls: waits for a message pushed later, and ends on the caller's abort", async () => {
+    const client = admin();
+    await client.produce("polls", "first");
+    expect((await client.consume("polls", "c")).messages.map((m) => m.data)).toEqual(["first"]);
+    const started = Date.now();
+    const waiting = client.consume("polls", "c", { timeoutMs: 10_000, maxMessages: 5 }).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 200));
+    await client.produce("polls", "late");
+    const result = await waiting;
+    expect(result.messages?.map((m: ClientMessage) => m.data)).toEqual(["late"]);
+    expect(Date.now() - started).toBeLessThan(5_000);
+
+    const controller = new AbortController();
+    const aborted = client.consume("polls", "c", { timeoutMs: 10_000, signal: controller.signal }).catch((e: unknown) => e);
+    setTimeout(() => controller.abort(), 100);
+    const error = (await aborted) as Error;
+    expect(error.name).toBe("AbortError");
+  });
+
+  it("types API errors and tells network errors apart", async () => {
+    const anonymous = createClient({ baseURL: server.url });
+    await expect(anonymous.queues()).rejects.toMatchObject({ name: "VQueueClientError", status: 401, code: "E_AUTH" });
+    const wrong = createClient({ baseURL: server.url, auth: { username: "admin", password: "nope" } });
+    await expect(wrong.queues()).rejects.toBeInstanceOf(VQueueClientError);
+    const reader = createClient({ baseURL: server.url, auth: { username: "reader", password: "r" } });
+    await expect(reader.produce("orders", "x")).rejects.toMatchObject({ status: 403, code: "E_FORBIDDEN" });
+    await expect(admin().queue("no_such_queue")).rejects.toMatchObject({ status: 404, code: "E_NOT_FOUND" });
+    await expect(admin().consume("orders", "bad;name")).rejects.toMatchObject({ status: 400, code: "E_NAME" });
+    const down = createClient({ baseURL: `http://127.0.0.1:${await freePort()}` });
+    const error = await down.health().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(VQueueNetworkError);
+    expect((error as VQueueNetworkError).timeout).toBe(false);
+  });
+
+  it("subscribes: receives messages pushed after it started, commits what the loop finished, stops on abort", async () => {
+    const client = admin();
+    const controller = new AbortController();
+    const seen: unknown[] = [];
+    const loop = (async () => {
+      for await (const message of client.subscribe("live", "worker", { signal: controller.signal, pollTimeoutMs: 2000 })) {
+        seen.push(message.data);
+        if (seen.length === 3) controller.abort();
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    // The queue does not exist yet: the subscriber waits for it.
+    await client.produce("live", ["one", "two"]);
+    await new Promise((r) => setTimeout(r, 200));
+    await client.produce("live", "three");
+    await loop;
+    expect(seen).toEqual(["one", "two", "three"]);
+    const worker = (await client.consumers("live")).consumers.find((c) => c.name === "worker");
+    expect(worker).toMatchObject({ count_popped: 3, lag: 0 });
+  });
+
+  it("subscribe: a throw in the loop body commits nothing past the message that failed", async () => {
+    const client = admin();
+    await client.produce("fragile", ["a", "b", "c", "d"]);
+    const failing = (async () => {
+      for await (const message of client.subscribe("fragile", "w")) if (message.data === "c") throw new Error("boom");
+    })();
+    await expect(failing).rejects.toThrow("boom");
+    expect((await client.consumers("fragile")).consumers[0]).toMatchObject({ count_popped: 2 });
+    const controller = new AbortController();
+    const rest: unknown[] = [];
+    for await (const message of client.subscribe("fragile", "w", { signal: controller.signal })) {
+      rest.push(message.data);
+      if (message.data === "d") controller.abort();
+    }
+    expect(rest).toEqual(["c", "d"]);
+  });
+
+  it("subscribe survives a server crash and restart: nothing lost, nothing handed to the loop or committed twice", async () => {
+    const commits: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (url.includes("/commit")) commits.push(String(init?.body ?? ""));
+      return fetch(input, init);
+    };
+    const client = createClient({ baseURL: server.url, auth: { username: "admin", password: "s3cret" }, fetch: recording });
+    const total = 300;
+    await client.produce("durable", Array.from({ length: total }, (_, i) => `m${i}`));
+    const controller = new AbortController();
+    const seen: string[] = [];
+    let restarted: Promise<void> | undefined;
+    let reconnects = 0;
+    const options = { signal: controller.signal, maxMessages: 20, pollTimeoutMs: 500, backoff: { min: 50, max: 500 }, onReconnect: () => reconnects++ };
+    for await (const message of client.subscribe("durable", "w", options)) {
+      seen.push(message.data as string);
+      if (seen.length === 100) restarted = server.restart("SIGKILL");
+      if (seen.length === 150) await restarted;
+      if (seen.length === total) controller.abort();
+    }
+    expect(reconnects).toBeGreaterThan(0);
+    expect(seen).toEqual(Array.from({ length: total }, (_, i) => `m${i}`));
+    expect(new Set(commits).size).toBe(commits.length);
+    const w = (await client.consumers("durable")).consumers.find((c) => c.name === "w");
+    expect(w).toMatchObject({ count_popped: total, lag: 0 });
+  }, 60_000);
+});

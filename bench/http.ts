@@ -14,10 +14,13 @@ import { Agent, request } from "node:http";
 import { createServer as createNetServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import type { default as Redis } from "ioredis";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
 import { formatRate, formatTable, progress, removeDir, tempDir } from "./util";
 
-const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 3;
+const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 2;
+/** Each throughput figure is the median of this many runs (the machine is shared and noisy). */
+const REPEATS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 3);
 const CONCURRENCY = 4;
 const BATCH = 1000;
 const SIZE = 100;
@@ -35,7 +38,7 @@ interface Row {
 }
 
 export async function runHttpBench(): Promise<void> {
-  console.log(`\n## HTTP API (v-queue/server in a child process, ${CONCURRENCY} concurrent clients, ${SIZE}-byte messages, ${SECONDS} s per part)\n`);
+  console.log(`\n## HTTP API (v-queue/server in a child process, ${CONCURRENCY} concurrent clients, ${SIZE}-byte messages, median of ${REPEATS} runs of ${SECONDS} s)\n`);
   const rows: Row[] = [];
   const agent = new Agent({ keepAlive: true, maxSockets: PARKED + 64 });
   const payloads = Array.from({ length: BATCH }, (_, i) => `${i}`.padEnd(SIZE, "x"));
@@ -48,8 +51,7 @@ export async function runHttpBench(): Promise<void> {
     progress("bare node:http ...");
     const bare = await startChild("bare");
     try {
-      const n = await runFor(CONCURRENCY * 8, async () => void (await call(agent, bare.port, "GET", "/")));
-      bareRate = n / SECONDS;
+      bareRate = await medianOf(async () => (await runFor(CONCURRENCY * 8, async () => void (await call(agent, bare.port, "GET", "/")))) / SECONDS);
     } finally {
       await bare.stop();
     }
@@ -79,17 +81,20 @@ export async function runHttpBench(): Promise<void> {
     ] as const) {
       if (!PARTS.has("produce") && !PARTS.has("consume")) break;
       progress(`HTTP produce (${label}) ...`);
-      const n = await runFor(CONCURRENCY, async () => {
-        const res = await call(agent, server.port, "POST", `/api/v1/queues/bench/messages`, body, { "content-type": type });
-        if (res.status !== 201) throw new Error(`produce: ${res.status} ${res.body}`);
+      const rate = await medianOf(async () => {
+        const n = await runFor(CONCURRENCY, async () => {
+          const res = await call(agent, server.port, "POST", `/api/v1/queues/bench/messages`, body, { "content-type": type });
+          if (res.status !== 201) throw new Error(`produce: ${res.status} ${res.body}`);
+        });
+        return (n * BATCH) / SECONDS;
       });
-      const rate = (n * BATCH) / SECONDS;
       rows.push({ scenario: `v-queue HTTP produce, ${label}, batches of 1000 (msgs/s)`, value: formatRate(rate), ratio: `${(rate / redisProduce).toFixed(2)}x Redis`, target: ">= 2x Redis" });
     }
     for (const binary of [false, true]) {
       if (!PARTS.has("consume")) break;
       progress(`HTTP consume (${binary ? "binary" : "JSON"}) ...`);
-      const rate = await consumeRate(agent, server.port, binary);
+      let run = 0;
+      const rate = await medianOf(() => consumeRate(agent, server.port, `${binary ? "bin" : "json"}${run++}-`, binary));
       rows.push({
         scenario: `v-queue HTTP consume, ${binary ? "binary" : "JSON"}, batches of 1000, each committed (msgs/s)`,
         value: formatRate(rate),
@@ -115,8 +120,7 @@ export async function runHttpBench(): Promise<void> {
  * CONCURRENCY consumers, each reading the whole queue in batches of 1000; each batch is
  * committed, by the next request (`?commit=`), or by a last POST .../commit.
  */
-async function consumeRate(agent: Agent, port: number, binary: boolean): Promise<number> {
-  const tag = binary ? "bin" : "json";
+async function consumeRate(agent: Agent, port: number, tag: string, binary: boolean): Promise<number> {
   const start = performance.now();
   const deadline = start + SECONDS * 1000;
   const counts = await Promise.all(
@@ -183,7 +187,7 @@ async function longPollLatency(agent: Agent, port: number) {
 }
 
 async function measureRedis(payloads: string[]): Promise<{ produce: number; consume: number }> {
-  const { default: Redis } = await import("ioredis");
+  const { default: RedisClient } = await import("ioredis");
   const port = await freePort();
   const dir = tempDir("redis");
   const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir], { stdio: "ignore" });
@@ -192,42 +196,51 @@ async function measureRedis(payloads: string[]): Promise<{ produce: number; cons
     child.once("exit", (code) => reject(new Error(`redis-server exited (${code})`)));
   });
   exited.catch(() => {});
-  const clients = Array.from({ length: CONCURRENCY }, () => new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null }));
+  const clients = Array.from({ length: CONCURRENCY }, () => new RedisClient({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null }));
   // Connection errors surface through the awaited calls; without a listener ioredis also prints them.
   for (const client of clients) client.on("error", () => {});
   try {
     await Promise.race([exited, waitFor(async () => void (await clients[0]!.connect()), 5000)]);
     await Promise.all(clients.slice(1).map((c) => c.connect()));
     progress("Redis XADD pipelined ...");
-    const produced = await runFor(CONCURRENCY, async (i) => {
-      const pipeline = clients[i]!.pipeline();
-      for (const p of payloads) pipeline.xadd("bench", "*", "d", p);
-      await pipeline.exec();
+    const produce = await medianOf(async () => {
+      const produced = await runFor(CONCURRENCY, async (i) => {
+        const pipeline = clients[i]!.pipeline();
+        for (const p of payloads) pipeline.xadd("bench", "*", "d", p);
+        await pipeline.exec();
+      });
+      return (produced * BATCH) / SECONDS;
     });
-    await clients[0]!.xgroup("CREATE", "bench", "g", "0");
     progress("Redis XREADGROUP COUNT 1000 ...");
-    const start = performance.now();
-    const deadline = start + SECONDS * 1000;
-    const counts = await Promise.all(
-      clients.map(async (client, i) => {
-        let n = 0;
-        while (performance.now() < deadline) {
-          const res = (await client.xreadgroup("GROUP", "g", `c${i}`, "COUNT", BATCH, "NOACK", "STREAMS", "bench", ">")) as [string, unknown[]][] | null;
-          const got = res?.[0]?.[1].length ?? 0;
-          if (got === 0) break;
-          n += got;
-        }
-        return n;
-      }),
-    );
-    const consumed = counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
-    return { produce: (produced * BATCH) / SECONDS, consume: consumed };
+    let run = 0;
+    const consume = await medianOf(() => redisConsume(clients, `g${run++}`));
+    return { produce, consume };
   } finally {
     for (const c of clients) c.disconnect();
     child.kill("SIGKILL");
     await new Promise((r) => (child.exitCode === null ? child.once("exit", r) : r(undefined)));
     removeDir(dir);
   }
+}
+
+/** A consumer group of CONCURRENCY consumers reading the stream in batches of 1000 (NOACK). */
+async function redisConsume(clients: Redis[], group: string): Promise<number> {
+  await clients[0]!.xgroup("CREATE", "bench", group, "0");
+  const start = performance.now();
+  const deadline = start + SECONDS * 1000;
+  const counts = await Promise.all(
+    clients.map(async (client, i) => {
+      let n = 0;
+      while (performance.now() < deadline) {
+        const res = (await client.xreadgroup("GROUP", group, `c${i}`, "COUNT", BATCH, "NOACK", "STREAMS", "bench", ">")) as [string, unknown[]][] | null;
+        const got = res?.[0]?.[1].length ?? 0;
+        if (got === 0) break;
+        n += got;
+      }
+      return n;
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
 }
 
 // --- Harness ---
@@ -273,6 +286,13 @@ async function startChild(mode: keyof typeof CHILD_CODE, dir?: string): Promise<
         child.kill("SIGTERM");
       }),
   };
+}
+
+/** The median of REPEATS runs of `measure`. */
+async function medianOf(measure: () => Promise<number>): Promise<number> {
+  const values: number[] = [];
+  for (let i = 0; i < REPEATS; i++) values.push(await measure());
+  return percentile(values, 50);
 }
 
 /** Runs `task` in `concurrency` loops for SECONDS; returns how many completed. */

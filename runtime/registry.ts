@@ -92,6 +92,8 @@ export class QueueRegistry {
   }
 
   #consumerSlot(queue: string, name: string, create: boolean): Promise<ConsumerSlot> {
+    // Closing: the slots were stopped; a new one would keep a long poll (and the close) waiting.
+    if (this.#closing) return Promise.reject(new ApiError(503, "E_SHUTDOWN", "The server is shutting down."));
     const key = `${queue}\u0000${name}`;
     let slot = this.#consumers.get(key);
     if (!slot) {
@@ -120,7 +122,9 @@ export class QueueRegistry {
    */
   async deleteConsumer(queue: string, name: string): Promise<void> {
     const key = `${queue}\u0000${name}`;
-    const slot = await this.#consumerSlot(queue, name, false);
+    let slot = await this.#consumerSlot(queue, name, false);
+    // Closed as idle just now: its close runs without our removal; reopen it (after that close).
+    while (slot.stopped) slot = await this.#consumerSlot(queue, name, false);
     this.#consumers.delete(key);
     const driver = await this.driver();
     const closed = slot.stop("deleted", async () => {

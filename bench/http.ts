@@ -65,10 +65,12 @@ export async function runHttpBench(): Promise<void> {
   });
   const redisProduce = redis?.produce ?? REDIS.produce;
   const redisConsume = redis?.consume ?? REDIS.consume;
+  const redisConsume1 = redis?.consume1 ?? REDIS.consume;
   const redisNote = redis ? "measured now" : "issue figure (redis-server not available: baseline skipped)";
   if (redis) {
     rows.push({ scenario: "Redis Streams XADD, pipelined 1000 (msgs/s)", value: formatRate(redis.produce), ratio: "-", target: "baseline" });
-    rows.push({ scenario: "Redis Streams XREADGROUP COUNT 1000 (msgs/s)", value: formatRate(redis.consume), ratio: "-", target: "baseline" });
+    rows.push({ scenario: `Redis Streams XREADGROUP COUNT 1000, ${CONCURRENCY} consumers (msgs/s)`, value: formatRate(redis.consume), ratio: "-", target: "baseline" });
+    rows.push({ scenario: "Redis Streams XREADGROUP COUNT 1000, 1 consumer (msgs/s)", value: formatRate(redis.consume1), ratio: "-", target: "baseline" });
   } else rows.push({ scenario: "Redis Streams", value: "skipped", ratio: "-", target: redisNote });
 
   // 3. v-queue over HTTP.
@@ -90,17 +92,20 @@ export async function runHttpBench(): Promise<void> {
       });
       rows.push({ scenario: `v-queue HTTP produce, ${label}, batches of 1000 (msgs/s)`, value: formatRate(rate), ratio: `${(rate / redisProduce).toFixed(2)}x Redis`, target: ">= 2x Redis" });
     }
-    for (const binary of [false, true]) {
-      if (!PARTS.has("consume")) break;
-      progress(`HTTP consume (${binary ? "binary" : "JSON"}) ...`);
-      let run = 0;
-      const rate = await medianOf(() => consumeRate(agent, server.port, `${binary ? "bin" : "json"}${run++}-`, binary));
-      rows.push({
-        scenario: `v-queue HTTP consume, ${binary ? "binary" : "JSON"}, batches of 1000, each committed (msgs/s)`,
-        value: formatRate(rate),
-        ratio: `${(rate / redisConsume).toFixed(2)}x Redis`,
-        target: ">= 2x Redis",
-      });
+    let run = 0;
+    for (const consumers of [CONCURRENCY, 1]) {
+      for (const binary of [false, true]) {
+        if (!PARTS.has("consume")) break;
+        progress(`HTTP consume (${binary ? "binary" : "JSON"}, ${consumers} consumers) ...`);
+        const rate = await medianOf(() => consumeRate(agent, server.port, `c${run++}-`, binary, consumers));
+        const reference = consumers === 1 ? redisConsume1 : redisConsume;
+        rows.push({
+          scenario: `v-queue HTTP consume, ${binary ? "binary" : "JSON"}, ${consumers} consumer${consumers === 1 ? "" : "s"}, batches of 1000, each committed (msgs/s)`,
+          value: formatRate(rate),
+          ratio: `${(rate / reference).toFixed(2)}x Redis`,
+          target: ">= 2x Redis",
+        });
+      }
     }
     const lat = PARTS.has("latency") ? (progress(`long-poll latency, ${PARKED} polls parked ...`), await longPollLatency(agent, server.port)) : undefined;
     if (lat) rows.push({ scenario: `push -> parked long poll, ${PARKED} others parked: p50 / p99 (ms)`, value: `${lat.single.p50.toFixed(2)} / ${lat.single.p99.toFixed(2)}`, ratio: "-", target: "p99 < 5 ms" });
@@ -117,14 +122,14 @@ export async function runHttpBench(): Promise<void> {
 // --- Scenarios ---
 
 /**
- * CONCURRENCY consumers, each reading the whole queue in batches of 1000; each batch is
+ * `consumers` consumers, each reading the whole queue in batches of 1000; each batch is
  * committed, by the next request (`?commit=`), or by a last POST .../commit.
  */
-async function consumeRate(agent: Agent, port: number, tag: string, binary: boolean): Promise<number> {
+async function consumeRate(agent: Agent, port: number, tag: string, binary: boolean, consumers: number): Promise<number> {
   const start = performance.now();
   const deadline = start + SECONDS * 1000;
   const counts = await Promise.all(
-    Array.from({ length: CONCURRENCY }, async (_, c) => {
+    Array.from({ length: consumers }, async (_, c) => {
       let n = 0;
       let cursor: string | null = null;
       const base = `/api/v1/queues/bench/consumers/${tag}${c}`;
@@ -186,7 +191,7 @@ async function longPollLatency(agent: Agent, port: number) {
   };
 }
 
-async function measureRedis(payloads: string[]): Promise<{ produce: number; consume: number }> {
+async function measureRedis(payloads: string[]): Promise<{ produce: number; consume: number; consume1: number }> {
   const { default: RedisClient } = await import("ioredis");
   const port = await freePort();
   const dir = tempDir("redis");
@@ -214,7 +219,8 @@ async function measureRedis(payloads: string[]): Promise<{ produce: number; cons
     progress("Redis XREADGROUP COUNT 1000 ...");
     let run = 0;
     const consume = await medianOf(() => redisConsume(clients, `g${run++}`));
-    return { produce, consume };
+    const consume1 = await medianOf(() => redisConsume(clients.slice(0, 1), `g${run++}`));
+    return { produce, consume, consume1 };
   } finally {
     for (const c of clients) c.disconnect();
     child.kill("SIGKILL");
@@ -223,7 +229,7 @@ async function measureRedis(payloads: string[]): Promise<{ produce: number; cons
   }
 }
 
-/** A consumer group of CONCURRENCY consumers reading the stream in batches of 1000 (NOACK). */
+/** A consumer group of `clients.length` consumers reading the stream in batches of 1000 (NOACK). */
 async function redisConsume(clients: Redis[], group: string): Promise<number> {
   await clients[0]!.xgroup("CREATE", "bench", group, "0");
   const start = performance.now();

@@ -5,7 +5,7 @@
 import { loadConfig } from "c12";
 import { createDefu } from "defu";
 import { isAbsolute } from "pathe";
-import type { AuthOptions, AuthUser, QueueAppLimits } from "../runtime/index";
+import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Durability, StartPosition } from "../src/options";
 
 export type LogLevel = "error" | "warn" | "info" | "debug" | "trace";
@@ -27,6 +27,8 @@ export interface VQueueConfig {
   /** Basic auth users and rights; on when users are given, unless `false` (or `--no-auth`). */
   auth?: AuthOptions | false;
   limits?: Partial<QueueAppLimits>;
+  /** CORS for browser clients on other origins, e.g. `{ "origin": ["https://app.example.com"] }`. @default off */
+  cors?: CorsOptions | false;
   /** @default "info" */
   logLevel?: LogLevel;
 }

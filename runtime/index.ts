@@ -3,6 +3,7 @@
  * Use it as `app.fetch(request)`, mount it into another h3 app, or serve it (`v-queue/server`).
  */
 import { H3 } from "h3";
+import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { openAPIDocument } from "./openapi";
 import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
@@ -14,6 +15,7 @@ import { registerProduceRoutes } from "./routes/produce";
 import { registerQueueRoutes } from "./routes/queues";
 
 export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions } from "./options";
+export type { CorsOptions } from "./cors";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
 export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "./binary";
@@ -56,6 +58,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     },
   });
 
+  if (resolved.cors) app.use(corsMiddleware(resolved.cors));
   app.get("/health", () => json({ status: "ok", version: resolved.version }));
   app.get("/api/v1/openapi.json", defineRoute(ctx, () => json(openAPIDocument(resolved))));
   registerQueueRoutes(app, ctx);

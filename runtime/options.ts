@@ -1,4 +1,5 @@
 import { defu } from "defu";
+import { resolveCors, type CorsOptions } from "./cors";
 import type { QueueDriver } from "../src/driver";
 import type { QueueProblem } from "../src/errors";
 import type { Durability, StartPosition } from "../src/options";
@@ -62,6 +63,8 @@ export interface QueueAppOptions {
   limits?: Partial<QueueAppLimits>;
   /** A consumer nobody used for this long is closed (its lock released). 0 keeps them open. @default 300000 */
   consumerIdleMs?: number;
+  /** CORS for pages on other origins (the client SDK in a browser). @default off */
+  cors?: CorsOptions | false;
   /** Reported by `/health`. @default the package version */
   version?: string;
   /** Where faults (5xx) and recovery problems are logged. @default console */
@@ -82,6 +85,7 @@ export interface ResolvedQueueAppOptions {
   auth: ResolvedAuth | undefined;
   limits: QueueAppLimits;
   consumerIdleMs: number;
+  cors: CorsOptions | undefined;
   version: string;
   logger: Pick<Console, "error" | "warn">;
   onProblem: (problem: QueueProblem) => void;
@@ -120,6 +124,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     auth: resolveAuth(options.auth),
     limits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
+    cors: resolveCors(options.cors),
     version: options.version ?? pkg.version,
     logger,
     onProblem: (problem) => logger.warn(`[v-queue] ${problem.code} in queue ${problem.queue}: ${problem.message}`),

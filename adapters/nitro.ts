@@ -61,6 +61,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   const { name = "default", ...rest } = options;
   if (!/^[\w-]+$/.test(name)) throw new TypeError(`[v-queue] [nitro] Invalid instance name ${JSON.stringify(name)}: letters, digits, '_' and '-' only.`);
   const prefix = normalizePrefix(rest.prefix ?? "/_queue");
+  if (!prefix) throw new TypeError("[v-queue] [nitro] `prefix` must not be empty: the API would take every route of the app.");
   return {
     name: "v-queue",
     setup(nitro) {

@@ -13,8 +13,7 @@
  * import this file by package name, so the host's bundler resolves it from the app and both
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
-import { normalizeMessage, type MessageInput, type MessagePosition } from "../src/message";
-import { BATCH_CONTENT_TYPE, encodeProduceBatch } from "../runtime/binary";
+import type { MessageInput, MessagePosition } from "../src/message";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { resolveStorageDriver } from "./storage";
 
@@ -136,8 +135,9 @@ export interface VQueueInstance {
   /** The API's handler (routes without the prefix), created once with the driver. */
   readonly handler: Promise<QueueHandler>;
   /**
-   * A request to the API inside the process (no socket), authenticated as the server itself.
-   * `input` is a path of the API without the prefix, e.g. `/api/v1/queues`.
+   * A request to the API inside the process (no socket). Auth applies as for any request:
+   * send an `authorization` header when it is on. `input` is a path of the API without the
+   * prefix, e.g. `/api/v1/queues`.
    */
   fetch(input: string, init?: RequestInit): Promise<Response>;
   /** Pushes messages to `queue` (created if missing) through the same open writer as the API. */
@@ -175,14 +175,9 @@ export async function vQueueFetch(name: string, request: Request, signal?: Abort
 function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: string): VQueueInstance {
   const { prefix, dir, storage, auth, ...appOptions } = options;
   const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
-  // Server code goes through the same handler (so the same writers and locks) as this user.
-  const internal = { username: `v-queue-internal-${randomHex(8)}`, password: randomHex(32) };
-  const internalAuth = `Basic ${btoa(`${internal.username}:${internal.password}`)}`;
-  const withInternalUser = auth && auth.enabled !== false && (auth.users?.length ?? 0) > 0 ? { ...auth, users: [...auth.users!, { ...internal, read: true, write: true }] } : auth;
-
   const handler = (async () => {
     const driver = storage ? await resolveStorageDriver(storage) : undefined;
-    return createQueueHandler({ ...appOptions, driver, dir, auth: withInternalUser });
+    return createQueueHandler({ ...appOptions, driver, dir, auth });
   })();
   handler.catch((error: unknown) => console.error(`[v-queue] [nitro] Cannot open "${name}":`, error));
 
@@ -210,20 +205,12 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     prefix,
     handler,
     async fetch(input: string, init: RequestInit = {}) {
-      const headers = new Headers(init.headers);
-      if (withInternalUser) headers.set("authorization", internalAuth);
-      return (await handler).fetch(new Request(new URL(input, "http://v-queue.internal"), { ...init, headers }));
+      return (await handler).fetch(new Request(new URL(input, "http://v-queue.internal"), init));
     },
     async push(queue: string, messages: MessageInput | MessageInput[]) {
-      const list = (Array.isArray(messages) ? messages : [messages]).map((m) => normalizeMessage(m as MessageInput));
-      const response = await instance.fetch(`/api/v1/queues/${encodeURIComponent(queue)}/messages`, {
-        method: "POST",
-        headers: { "content-type": BATCH_CONTENT_TYPE },
-        body: encodeProduceBatch(list),
-      });
-      const body = (await response.json()) as VQueuePushResult | { error: { code: string; message: string } };
-      if ("error" in body) throw Object.assign(new Error(`[v-queue] ${body.error.message}`), { code: body.error.code, status: response.status });
-      return body;
+      // Straight to the engine, through the same open writer as the API: no HTTP, no auth.
+      const positions = await (await handler).push(queue, messages);
+      return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);
@@ -248,10 +235,6 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
 
 function normalizePrefix(prefix: string): string {
   return `/${prefix}`.replace(/\/{2,}/g, "/").replace(/\/+$/, "");
-}
-
-function randomHex(bytes: number): string {
-  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /**

@@ -31,6 +31,7 @@ const suites = [
   { name: "engine", run: runEngineBench },
   optional("http", "http.ts", "runHttpBench"),
   optional("unstorage", "unstorage.ts", "runUnstorageBench"),
+  optional("client", "client.ts", "runClientBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

@@ -1,5 +1,4 @@
 import { formatCursor, positionAfter } from "../src/cursor";
-import { utf8Length } from "../src/message";
 import type { BatchRecord } from "../runtime/binary";
 import type { MessageJSON } from "../runtime/api";
 import { fromBase64 } from "../runtime/codec";
@@ -23,8 +22,7 @@ export function fromJSONMessage<T>(message: MessageJSON, parseJSON: boolean): Cl
 }
 
 export function fromBatchRecord<T>(record: BatchRecord, parseJSON: boolean): ClientMessage<T> {
-  const size = typeof record.data === "string" ? utf8Length(record.data) : record.data.length;
-  const cursor = formatCursor(positionAfter({ part: record.part, offset: record.offset, seq: record.seq, size }));
+  const cursor = formatCursor(positionAfter(record));
   const data = typeof record.data === "string" && parseJSON ? (JSON.parse(record.data) as T) : record.data;
   return { part: record.part, offset: record.offset, seq: record.seq, type: record.type, data, cursor };
 }

@@ -47,9 +47,10 @@ export async function* subscribe<T>(
   /** The last message the server handed out since the last rewind: a commit may not go past it. */
   let handedOut: ClientMessage<T> | undefined;
 
+  const canCommit = () => !!done && uncommitted && !!handedOut && !isBefore(handedOut, done);
   const commitDone = async () => {
-    if (!done || !uncommitted || !handedOut || isBefore(handedOut, done)) return;
-    await client.commit(queue, consumer, done.cursor);
+    if (!canCommit()) return;
+    await client.commit(queue, consumer, done!.cursor);
     uncommitted = false;
   };
 
@@ -66,7 +67,10 @@ export async function* subscribe<T>(
           });
           needRewind = false;
         }
-        ({ messages: batch } = await client.consume<T>(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal, format, json }));
+        // What the body finished is committed in the same request, before the server waits.
+        const piggyback = canCommit() ? done!.cursor : undefined;
+        ({ messages: batch } = await client.consume<T>(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal, format, json, commit: piggyback }));
+        if (piggyback) uncommitted = false;
         handedOut = batch.at(-1) ?? handedOut;
         // What the body finished before (the last batch, or before a reconnect) is saved now.
         await commitDone();
@@ -89,8 +93,7 @@ export async function* subscribe<T>(
         if (commit === "message") await commitDone().catch(() => (needRewind = true));
         if (signal?.aborted) return;
       }
-      // The batch is finished: save it now rather than after the next (long) poll.
-      await commitDone().catch(() => (needRewind = true));
+      // The batch is finished: it is committed by the next poll's request, sent right away.
     }
   } finally {
     // Best effort: save what the body finished. If it fails, those messages come again.

@@ -74,6 +74,8 @@ export interface BatchRecord {
   seq: number;
   offset: number;
   data: string | Uint8Array;
+  /** Body size in bytes (UTF-8 for text). */
+  size: number;
 }
 
 /** Parses a batch; throws 400 `E_BODY` on any framing error. Bodies of `O` records are views into `buf`. */
@@ -109,6 +111,7 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
       seq: view.getUint32(at + 9, true),
       offset: view.getUint32(at + 13, true) + view.getUint32(at + 17, true) * 0x1_0000_0000,
       data,
+      size: length,
     };
     at = start + length;
   }

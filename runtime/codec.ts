@@ -31,11 +31,13 @@ export function toBase64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
-const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// A flat character class: a grouped, repeated pattern overflows the regexp stack on
+// multi-MiB messages.
+const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Decodes standard base64 (with padding); undefined when it is not. */
 export function fromBase64(text: string): Uint8Array | undefined {
-  if (!BASE64_RE.test(text)) return undefined;
+  if (text.length % 4 !== 0 || !BASE64_RE.test(text)) return undefined;
   if (NodeBuffer) {
     const b = NodeBuffer.from(text, "base64");
     return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);

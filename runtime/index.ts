@@ -3,6 +3,8 @@
  * Use it as `app.fetch(request)`, mount it into another h3 app, or serve it (`v-queue/server`).
  */
 import { H3 } from "h3";
+import type { MessageInput, MessagePosition } from "../src/message";
+import { assertName } from "../src/names";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { openAPIDocument } from "./openapi";
@@ -26,6 +28,12 @@ export type { MessageJSON } from "./codec";
 export interface QueueHandler {
   app: H3;
   fetch(request: Request): Promise<Response>;
+  /**
+   * Pushes to `queue` (created if missing) from server code, without HTTP and without auth,
+   * through the same open writer as the API. Strings as text, bytes as `O` records, other
+   * JSON values as their JSON text.
+   */
+  push(queue: string, messages: MessageInput | MessageInput[]): Promise<MessagePosition[]>;
   /** Ends long polls, waits for requests in flight (writes included), closes every queue file. */
   close(): Promise<void>;
 }
@@ -79,6 +87,10 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
   return {
     app,
     fetch: (request) => Promise.resolve(app.fetch(request)),
+    push: async (queue, messages) => {
+      assertName(queue, "queue");
+      return registry.push(queue, Array.isArray(messages) ? messages : [messages]);
+    },
     close: () => registry.close(),
   };
 }

@@ -1,6 +1,7 @@
 import { QueueConsumer } from "../src/consumer";
 import type { QueueDriver } from "../src/driver";
-import type { Message } from "../src/message";
+import type { Message, MessageInput, MessagePosition } from "../src/message";
+import { VQueueError } from "../src/errors";
 import { popInfoPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
 import { ApiError } from "./errors";
@@ -72,6 +73,20 @@ export class QueueRegistry {
       writer.catch(() => this.#writers.get(queue) === writer && this.#writers.delete(queue));
     }
     return writer;
+  }
+
+  /**
+   * Pushes through the queue's one writer (opened on first use). A writer that failed on
+   * storage is dropped, so the next push reopens the queue (and recovery runs).
+   */
+  async push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
+    const writer = await this.writer(queue);
+    try {
+      return await writer.pushBatch(messages);
+    } catch (error) {
+      if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
+      throw error;
+    }
   }
 
   /** Forgets a writer that failed (it refuses pushes after a storage error), so the next push reopens. */

@@ -1,6 +1,5 @@
 import type { H3 } from "h3";
-import { VQueueError } from "../../src/errors";
-import type { MessageInput, MessagePosition } from "../../src/message";
+import type { MessageInput } from "../../src/message";
 import { authorize } from "../auth";
 import { BATCH_CONTENT_TYPE, decodeProduceBatch } from "../binary";
 import { fromBase64 } from "../codec";
@@ -29,14 +28,7 @@ export function registerProduceRoutes(app: H3, ctx: RouteContext): void {
       const body = await readBodyLimited(event.req, limits.maxBodyBytes);
       const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages);
       if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
-      const writer = await ctx.registry.writer(queue);
-      let positions: MessagePosition[];
-      try {
-        positions = await writer.pushBatch(messages);
-      } catch (error) {
-        if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await ctx.registry.dropWriter(queue, writer);
-        throw error;
-      }
+      const positions = await ctx.registry.push(queue, messages);
       return json({ queue, count: positions.length, first: positions[0], last: positions.at(-1) }, 201);
     }),
   );

@@ -14,6 +14,8 @@ export type LogLevel = "error" | "warn" | "info" | "debug" | "trace";
 export interface VQueueConfig {
   /** Data directory. @default "./queues" */
   dir?: string;
+  /** Other storage instead of files in `dir`, e.g. `redis://127.0.0.1:6379/0` (see `resolveStorageDriver`). */
+  storage?: string;
   /** @default "127.0.0.1" */
   host?: string;
   /** @default 9093 */
@@ -36,6 +38,7 @@ export interface VQueueConfig {
 export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "start" | "syncCommits" | "logLevel">> {
   auth: AuthOptions | false;
   limits: Partial<QueueAppLimits>;
+  storage?: string;
   /** The config file that was read, if any. */
   configFile?: string;
 }
@@ -83,10 +86,11 @@ export async function loadServeConfig(options: LoadServeConfigOptions = {}): Pro
   return resolved;
 }
 
-/** `VQUEUE_DIR`, `VQUEUE_HOST`, `VQUEUE_PORT`, `VQUEUE_DURABILITY`, `VQUEUE_LOG_LEVEL`, `VQUEUE_NO_AUTH=1`, `VQUEUE_USERS="alice:secret,bob:pw"` (full rights). */
+/** `VQUEUE_DIR`, `VQUEUE_STORAGE`, `VQUEUE_HOST`, `VQUEUE_PORT`, `VQUEUE_DURABILITY`, `VQUEUE_LOG_LEVEL`, `VQUEUE_NO_AUTH=1`, `VQUEUE_USERS="alice:secret,bob:pw"` (full rights). */
 export function envConfig(env: Record<string, string | undefined>): VQueueConfig {
   const config: VQueueConfig = {};
   if (env.VQUEUE_DIR) config.dir = env.VQUEUE_DIR;
+  if (env.VQUEUE_STORAGE) config.storage = env.VQUEUE_STORAGE;
   if (env.VQUEUE_HOST) config.host = env.VQUEUE_HOST;
   if (env.VQUEUE_PORT) config.port = Number(env.VQUEUE_PORT);
   if (env.VQUEUE_DURABILITY) config.durability = env.VQUEUE_DURABILITY as Durability;

@@ -8,8 +8,14 @@ import { toNodeHandler } from "h3/node";
 import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import fsDriver from "./drivers/fs";
+import { resolveStorageDriver } from "./storage";
 
 export interface ServeOptions extends QueueAppOptions {
+  /**
+   * Other storage than files in `dir`: a spec for `resolveStorageDriver` (`redis://host:port/db`,
+   * `memory:`, `unstorage-fs:./dir`, ...). Ignored when `driver` is given.
+   */
+  storage?: string;
   /** Interface to bind. Give "0.0.0.0" (or "::") to accept other machines. @default "127.0.0.1" */
   host?: string;
   /** @default 9093 (as the Rust v-queue-server); 0 picks a free port */
@@ -33,11 +39,11 @@ export interface QueueServer {
 
 /** Serves the HTTP API of the queues in `dir` (or on `driver`). */
 export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
-  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, logRequests = false, ...appOptions } = options;
+  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, logRequests = false, storage, ...appOptions } = options;
   const handler = createQueueHandler({
     logger: { error: (message: unknown, ...args: unknown[]) => consola.error(message, ...args), warn: (message: unknown, ...args: unknown[]) => consola.warn(message, ...args) },
     ...appOptions,
-    driver: appOptions.driver ?? fsDriver({ dir: appOptions.dir ?? "./queues" }),
+    driver: appOptions.driver ?? (storage ? await resolveStorageDriver(storage) : fsDriver({ dir: appOptions.dir ?? "./queues" })),
   });
   let listener: Listener;
   try {

@@ -15,6 +15,7 @@ import { defineRoute, type RouteContext } from "./route";
 import { registerConsumeRoutes } from "./routes/consume";
 import { registerProduceRoutes } from "./routes/produce";
 import { registerQueueRoutes } from "./routes/queues";
+import type { HealthResponse } from "./api";
 
 export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions } from "./options";
 export type { CorsOptions } from "./cors";
@@ -67,7 +68,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
   });
 
   if (resolved.cors) app.use(corsMiddleware(resolved.cors));
-  app.get("/health", () => json({ status: "ok", version: resolved.version }));
+  app.get("/health", () => json<HealthResponse>({ status: "ok", version: resolved.version }));
   app.get("/api/v1/openapi.json", defineRoute(ctx, () => json(openAPIDocument(resolved))));
   registerQueueRoutes(app, ctx);
   registerProduceRoutes(app, ctx);

@@ -71,6 +71,7 @@ export function mediaType(value: string | null): string {
   return (value ?? "").split(";")[0]!.trim().toLowerCase();
 }
 
-export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
+/** A JSON response; `T` is the body's shape from `api.ts`, checked where the route builds it. */
+export function json<T>(body: T, status = 200, headers?: Record<string, string>): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
 }

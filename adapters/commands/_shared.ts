@@ -1,11 +1,15 @@
 import type { ArgsDef } from "citty";
 import { consola } from "consola";
 import { VQueueError } from "../../src/errors";
+import type { QueueDriver } from "../../src/driver";
 import type { LogLevel } from "../config";
+import fsDriver from "../drivers/fs";
+import { resolveStorageDriver } from "../storage";
 
 /** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
 export const targetArgs = {
   dir: { type: "string", description: "Data directory (direct access to the files)", default: "./queues", valueHint: "path" },
+  storage: { type: "string", description: "Other storage instead of --dir: fs:<dir>, memory:, redis://host:port/db, unstorage-fs:<dir>", valueHint: "spec" },
   url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
 } as const satisfies ArgsDef;
@@ -26,6 +30,19 @@ export function explain(error: unknown, what: string): never {
   }
   throw error;
 }
+
+/** The storage of `--storage`, else the fs driver on `--dir`. */
+export async function openStorage(args: { dir?: string; storage?: string }): Promise<QueueDriver> {
+  if (!args.storage) return fsDriver({ dir: args.dir ?? "./queues" });
+  try {
+    return await resolveStorageDriver(args.storage);
+  } catch (error) {
+    throw new CliError(`Invalid --storage ${JSON.stringify(args.storage)}: ${(error as Error).message.replace(/^\[v-queue\] /, "")}`);
+  }
+}
+
+/** Where `--dir`/`--storage` point, for messages. */
+export const storageLabel = (args: { dir?: string; storage?: string }): string => args.storage ?? args.dir ?? "./queues";
 
 /** A small HTTP client for --url. */
 export function httpClient(baseURL: string, user: string | undefined) {

@@ -4,8 +4,7 @@ import { BATCH_CONTENT_TYPE, decodeBatch } from "../../runtime/index";
 import { QueueConsumer } from "../../src/consumer";
 import { formatCursor, positionAfter } from "../../src/cursor";
 import type { StartPosition } from "../../src/options";
-import fsDriver from "../drivers/fs";
-import { CliError, explain, httpClient, progress, targetArgs } from "./_shared";
+import { CliError, explain, httpClient, openStorage, progress, storageLabel, targetArgs } from "./_shared";
 
 interface Printable {
   part: number;
@@ -82,10 +81,11 @@ async function runConsume(args: Record<string, unknown>, consumer: string, defau
       // A peek leaves the server's consumer where it was.
       if (!commit) await rewind();
     } else {
-      const dir = args.dir as string;
-      const reader = await QueueConsumer.open(queue, consumer, { driver: fsDriver({ dir }), start: from, create: true }).catch((error: unknown) =>
-        explain(error, `Cannot open consumer "${consumer}" of "${queue}" in ${dir}`),
-      );
+      const driver = await openStorage(args);
+      const reader = await QueueConsumer.open(queue, consumer, { driver, start: from, create: true }).catch(async (error: unknown) => {
+        await driver.dispose?.();
+        return explain(error, `Cannot open consumer "${consumer}" of "${queue}" in ${storageLabel(args)}`);
+      });
       try {
         while (count < max && !stop.signal.aborted) {
           const batch = await reader.read({ max: Math.min(1000, max - count) });
@@ -98,6 +98,7 @@ async function runConsume(args: Record<string, unknown>, consumer: string, defau
         }
       } finally {
         await reader.close();
+        await driver.dispose?.();
       }
     }
   } finally {

@@ -6,8 +6,7 @@ import { consola } from "consola";
 import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../../runtime/index";
 import type { Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
-import fsDriver from "../drivers/fs";
-import { CliError, explain, httpClient, progress, targetArgs } from "./_shared";
+import { CliError, explain, httpClient, openStorage, progress, storageLabel, targetArgs } from "./_shared";
 
 export const push = defineCommand({
   meta: { name: "push", description: "Push messages: the arguments (one message each), a file (--file), or stdin lines (--stdin)" },
@@ -28,7 +27,7 @@ export const push = defineCommand({
     const fromStdin = args.stdin || (!args.file && words.length === 0 && !process.stdin.isTTY);
     if (!args.file && words.length === 0 && !fromStdin) throw new CliError("Nothing to push: give messages, --file PATH or --stdin.");
 
-    const sink = args.url ? httpSink(args.url, args.user, args.queue) : await directSink(args.dir, args.queue, (args.durability ?? "fsync") as Durability);
+    const sink = args.url ? httpSink(args.url, args.user, args.queue) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability);
     const bar = progress(`push ${args.queue}`);
     let count = 0;
     try {
@@ -69,13 +68,20 @@ interface Sink {
   close(): Promise<void>;
 }
 
-async function directSink(dir: string, queue: string, durability: Durability): Promise<Sink> {
-  const writer = await QueueWriter.open(queue, { driver: fsDriver({ dir }), durability }).catch((error: unknown) => explain(error, `Cannot open queue "${queue}" in ${dir}`));
+async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability): Promise<Sink> {
+  const driver = await openStorage(target);
+  const writer = await QueueWriter.open(queue, { driver, durability }).catch(async (error: unknown) => {
+    await driver.dispose?.();
+    return explain(error, `Cannot open queue "${queue}" in ${storageLabel(target)}`);
+  });
   return {
     write: async (batch) => {
       await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
     },
-    close: () => writer.close(),
+    close: async () => {
+      await writer.close();
+      await driver.dispose?.();
+    },
   };
 }
 

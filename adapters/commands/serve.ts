@@ -10,6 +10,7 @@ export const serve = defineCommand({
   args: {
     dir: { type: "string", description: "Data directory [default: ./queues]", valueHint: "path" },
     "data-dir": { type: "string", description: "Same as --dir (the Rust server's name)", valueHint: "path" },
+    storage: { type: "string", description: "Other storage instead of --dir: memory:, redis://host:port/db, unstorage-fs:<dir>", valueHint: "spec" },
     port: { type: "string", description: "Port [default: 9093]", valueHint: "port" },
     host: { type: "string", description: "Interface [default: 127.0.0.1; 0.0.0.0 for all]", valueHint: "host" },
     bind: { type: "string", description: "host:port (the Rust server's option)", valueHint: "host:port" },
@@ -27,6 +28,7 @@ export const serve = defineCommand({
       overrides.port = Number(args.port);
     }
     if (args.dir ?? args["data-dir"]) overrides.dir = args.dir ?? args["data-dir"];
+    if (args.storage) overrides.storage = args.storage;
     if (args.durability) overrides.durability = args.durability as VQueueConfig["durability"];
     if (args["log-level"]) overrides.logLevel = args["log-level"] as LogLevel;
     if (args.auth === false) overrides.auth = false;
@@ -44,7 +46,7 @@ export const serve = defineCommand({
       throw error;
     });
     if (config.configFile) consola.info(`Config: ${config.configFile}`);
-    consola.success(`v-queue serving ${resolve(config.dir)} on ${server.url} (durability ${config.durability}, auth ${authOn ? "on" : "off"})`);
+    consola.success(`v-queue serving ${config.storage ?? resolve(config.dir)} on ${server.url} (durability ${config.durability}, auth ${authOn ? "on" : "off"})`);
     if (!authOn && !["127.0.0.1", "localhost", "::1"].includes(config.host)) consola.warn(`Auth is off and ${config.host} is not loopback: anyone who can reach it can read and write.`);
   },
 });

@@ -1,8 +1,7 @@
 import { defineCommand } from "citty";
 import { consola } from "consola";
 import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
-import fsDriver from "../drivers/fs";
-import { CliError, explain, httpClient, targetArgs } from "./_shared";
+import { CliError, explain, httpClient, openStorage, storageLabel, targetArgs } from "./_shared";
 
 export const stat = defineCommand({
   meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
@@ -13,19 +12,23 @@ export const stat = defineCommand({
   },
   async run({ args }) {
     if (args.url) return statOverHttp(args.url, args.user, args.queue, args.json);
-    const driver = fsDriver({ dir: args.dir });
-    const names = args.queue ? [args.queue] : await listQueues(driver);
-    const stats: QueueStats[] = [];
-    for (const name of names) {
-      const queue = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
-      if (!queue) throw new CliError(`Queue "${name}" not found in ${args.dir}.`);
-      stats.push(queue);
-    }
-    if (args.json) return console.log(JSON.stringify(stats, null, 2));
-    if (stats.length === 0) return consola.info(`No queues in ${args.dir}.`);
-    for (const q of stats) {
-      console.log(`${q.name}: ${q.messages} messages, ${q.bytes} bytes in ${q.parts.length} part${q.parts.length === 1 ? "" : "s"} (current part ${q.currentPart}, ${q.currentCount} messages)`);
-      for (const c of q.consumers) console.log(`  consumer ${c.name}: part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}`);
+    const driver = await openStorage(args);
+    try {
+      const names = args.queue ? [args.queue] : await listQueues(driver);
+      const stats: QueueStats[] = [];
+      for (const name of names) {
+        const queue = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
+        if (!queue) throw new CliError(`Queue "${name}" not found in ${storageLabel(args)}.`);
+        stats.push(queue);
+      }
+      if (args.json) return console.log(JSON.stringify(stats, null, 2));
+      if (stats.length === 0) return consola.info(`No queues in ${storageLabel(args)}.`);
+      for (const q of stats) {
+        console.log(`${q.name}: ${q.messages} messages, ${q.bytes} bytes in ${q.parts.length} part${q.parts.length === 1 ? "" : "s"} (current part ${q.currentPart}, ${q.currentCount} messages)`);
+        for (const c of q.consumers) console.log(`  consumer ${c.name}: part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}`);
+      }
+    } finally {
+      await driver.dispose?.();
     }
   },
 });

@@ -6,6 +6,7 @@ import { messageToJSON } from "../codec";
 import { ApiError } from "../errors";
 import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
+import type { CommitResponse, ConsumeResponse, RewindResponse } from "../api";
 
 const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
 const COMMIT_BODY_LIMIT = 4096;
@@ -40,7 +41,7 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
         if (cursor) headers["x-vq-cursor"] = cursor;
         return new Response(encodeBatch(messages), { headers });
       }
-      return json({ queue, consumer, count: messages.length, cursor: cursor ?? null, messages: messages.map(messageToJSON) });
+      return json<ConsumeResponse>({ queue, consumer, count: messages.length, cursor: cursor ?? null, messages: messages.map(messageToJSON) });
     }),
   );
 
@@ -53,7 +54,7 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       const cursor = await commitCursor(event.req, event.url);
       const slot = await ctx.registry.consumer(queue, consumer, false);
       const committed = await slot.commit(cursor);
-      return json({ queue, consumer, committed });
+      return json<CommitResponse>({ queue, consumer, committed });
     }),
   );
 
@@ -69,7 +70,7 @@ function registerRewind(app: H3, ctx: RouteContext): void {
       const consumer = nameParam(event, "consumer");
       authorize(principal, "read", queue);
       const slot = await ctx.registry.consumer(queue, consumer, false);
-      return json({ queue, consumer, cursor: await slot.rewind() });
+      return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
     }),
   );
 }

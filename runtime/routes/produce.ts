@@ -6,6 +6,7 @@ import { fromBase64 } from "../codec";
 import { ApiError } from "../errors";
 import { json, mediaType, nameParam, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
+import type { ProduceResponse } from "../api";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -29,7 +30,7 @@ export function registerProduceRoutes(app: H3, ctx: RouteContext): void {
       const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages);
       if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
       const positions = await ctx.registry.push(queue, messages);
-      return json({ queue, count: positions.length, first: positions[0], last: positions.at(-1) }, 201);
+      return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
     }),
   );
 }

@@ -5,6 +5,7 @@ import { authorize, can } from "../auth";
 import { ApiError } from "../errors";
 import { json, nameParam } from "../request";
 import { defineRoute, type RouteContext } from "../route";
+import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../api";
 
 /** Listing and inspecting queues and consumers, and deleting a consumer. */
 export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
@@ -12,7 +13,7 @@ export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
     "/api/v1/queues",
     defineRoute(ctx, async (_event, principal) => {
       const names = await listQueues(await ctx.registry.driver());
-      return json({ queues: names.filter((q) => can(principal, "read", q) || can(principal, "write", q)) });
+      return json<QueueListResponse>({ queues: names.filter((q) => can(principal, "read", q) || can(principal, "write", q)) });
     }),
   );
 
@@ -23,7 +24,7 @@ export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
       authorize(principal, "read", queue);
       const stats = await inspectQueue(await ctx.registry.driver(), queue);
       if (!stats) throw notFound(queue);
-      return json({
+      return json<QueueInfoResponse>({
         // The Rust server's fields: the current part and the records in it.
         name: stats.name,
         id: stats.currentPart,
@@ -46,7 +47,7 @@ export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
       const driver = await ctx.registry.driver();
       if (!(await inspectQueue(driver, queue))) throw notFound(queue);
       const consumers = await listConsumers(driver, queue);
-      return json({
+      return json<ConsumerListResponse>({
         queue,
         consumers: consumers.map((c) => ({
           name: c.name,
@@ -67,7 +68,7 @@ export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
       const consumer = nameParam(event, "consumer");
       authorize(principal, "read", queue);
       await ctx.registry.deleteConsumer(queue, consumer);
-      return json({ queue, consumer, deleted: true });
+      return json<DeleteConsumerResponse>({ queue, consumer, deleted: true });
     }),
   );
 }

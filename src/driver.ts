@@ -56,7 +56,10 @@ export interface DriverLock {
   release(): Promise<void>;
 }
 
-/** A typed identity helper, unstorage-style: `export default defineDriver((opts) => ({ ... }))`. */
-export function defineDriver<Options = void>(factory: (options: Options) => QueueDriver): (options: Options) => QueueDriver {
+/**
+ * A typed identity helper, unstorage-style: `export default defineDriver((opts = {}) => ({ ... }))`.
+ * The factory keeps its own signature (an optional `opts` stays optional).
+ */
+export function defineDriver<Factory extends (...args: never[]) => QueueDriver>(factory: Factory): Factory {
   return factory;
 }

@@ -185,7 +185,13 @@ export class QueueConsumer {
     let changed = false;
     let wake: ((value: boolean) => void) | undefined;
     // Listen before checking, so a write between the check and the wait is not missed.
-    const off = onQueueChange(this.#key, () => {
+    const off = onQueueChange(this.#key, (hint) => {
+      // Written and announced by the writer in this process: readable up to its edge now.
+      if (hint && hint.part === this.#read.part && !this.#finished) {
+        if (hint.edge > this.#limit) this.#limit = hint.edge;
+        const tail = hint.tail;
+        if (tail && this.#read.position >= tail.start && this.#read.position < hint.edge) this.#cache = { buf: tail.data, pos: tail.start };
+      }
       changed = true;
       wake?.(true);
     });

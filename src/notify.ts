@@ -3,7 +3,15 @@
  * the same storage in this process wake at once, without touching the storage.
  * Keyed by the driver's `storageKey` and the queue name.
  */
-type Listener = () => void;
+/** What the writer knows after a batch: readers of that part may read up to `edge` at once. */
+export interface ChangeHint {
+  part: number;
+  edge: number;
+  /** The bytes just written, `[start, edge)` of the part, when the writer kept them. */
+  tail?: { start: number; data: Uint8Array };
+}
+
+type Listener = (hint?: ChangeHint) => void;
 
 const listeners = new Map<string, Set<Listener>>();
 const writers = new Map<string, number>();
@@ -20,10 +28,15 @@ export function onQueueChange(key: string, listener: Listener): () => void {
   };
 }
 
-export function emitQueueChange(key: string): void {
+export function emitQueueChange(key: string, hint?: ChangeHint): void {
   const set = listeners.get(key);
   if (!set) return;
-  for (const listener of [...set]) listener();
+  for (const listener of [...set]) listener(hint);
+}
+
+/** Whether anyone in this process waits on this queue (the writer then keeps its batch bytes for them). */
+export function hasListeners(key: string): boolean {
+  return listeners.has(key);
 }
 
 /** Whether a writer of this queue is open in this process (then waits need no polling). */

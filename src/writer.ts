@@ -3,7 +3,7 @@ import { VQueueError } from "./errors";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
 import { assertName } from "./names";
-import { emitQueueChange, queueKey, registerLocalWriter } from "./notify";
+import { emitQueueChange, hasListeners, queueKey, registerLocalWriter, type ChangeHint } from "./notify";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { partDir, partPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
 import { HEADER_SIZE, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
@@ -171,8 +171,8 @@ export class QueueWriter {
         } catch (error) {
           this.#failure = error;
           for (const p of batch) p.reject(this.#failedError());
+          emitQueueChange(this.#key);
         }
-        emitQueueChange(this.#key);
       }
     } finally {
       this.#flushing = undefined;
@@ -186,9 +186,17 @@ export class QueueWriter {
     let view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     let used = 0;
     const start = { part: this.#part, edge: this.#edge, count: this.#count };
+    // Waiting readers in this process get the batch's bytes with the wake-up, and need no I/O
+    // to read them: kept when the batch went out in one write (the scratch buffer is reused).
+    const readersWaiting = hasListeners(this.#key);
+    let tail: ChangeHint["tail"];
+    let writes = 0;
+    let announced = false;
 
     const writeOut = async () => {
       if (used === 0) return;
+      if (readersWaiting) tail = writes === 0 && this.#part === start.part ? { start: this.#edge, data: buf.slice(0, used) } : undefined;
+      writes++;
       await this.#partFile!.write(this.#edge, buf.subarray(0, used));
       this.#edge += used;
       used = 0;
@@ -230,11 +238,15 @@ export class QueueWriter {
       await writeOut();
       if (durability === "fsync") await this.#partFile!.sync();
       else if (durability === "interval") this.#unsynced = true;
+      // Readers may have it now (as durable as promised); the info line is a hint and follows.
+      announced = true;
+      emitQueueChange(this.#key, { part: this.#part, edge: this.#edge, tail });
       await this.#writePushInfo();
       return results;
     } catch (error) {
-      // Best effort: leave the part as it was before this batch, so a rejected push is not in it.
-      if (this.#part === start.part) {
+      // Best effort: leave the part as it was before this batch, so a rejected push is not in
+      // it; unless readers were already told of it.
+      if (this.#part === start.part && !announced) {
         await this.#partFile?.truncate(start.edge).catch(() => {});
         this.#edge = start.edge;
         this.#count = start.count;

@@ -84,7 +84,8 @@ export async function scanPart(file: FileHandle, options: ScanOptions, visit: Re
         if (i + HEADER_SIZE + header.length > buf.length) {
           // The body runs past this chunk: re-read from here, large enough to hold it.
           if (i === 0) {
-            want = HEADER_SIZE + header.length;
+            // A whole chunk from here (or more, for a large record): the records after it come with it.
+            want = Math.max(HEADER_SIZE + header.length, Math.min(chunkSize, limit - pos));
             buf = await file.read(pos, want);
             view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
             if (cache) {

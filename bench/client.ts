@@ -5,11 +5,10 @@
  * child process. One sequential loop each, so the ratio compares like with like.
  */
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createClient } from "v-queue/client";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "v-queue/runtime";
-import { formatRate, formatTable, median, progress, removeDir, tempDir } from "./util";
+import { formatRate, formatTable, freePort, median, progress, removeDir, tempDir } from "./util";
 
 const MESSAGES = Math.round(200_000 * (Number(process.env.VQ_BENCH_SCALE) || 1));
 const REPEATS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 3);
@@ -91,12 +90,3 @@ async function waitForHealth(baseURL: string): Promise<void> {
   throw new Error("the server did not start");
 }
 
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}

@@ -11,12 +11,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { Agent, request } from "node:http";
-import { createServer as createNetServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { default as Redis } from "ioredis";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
-import { formatRate, formatTable, progress, removeDir, tempDir } from "./util";
+import { formatRate, formatTable, freePort, progress, removeDir, tempDir } from "./util";
 
 const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 2;
 /** Each throughput figure is the median of this many runs (the machine is shared and noisy). */
@@ -343,16 +342,6 @@ function percentile(values: number[], p: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createNetServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor(fn: () => Promise<void>, ms: number): Promise<void> {
   const deadline = Date.now() + ms;

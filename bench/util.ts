@@ -3,6 +3,7 @@
  * The machine is shared and noisy, so every figure is the median of a few repeats.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -93,4 +94,16 @@ export function formatTable(headers: string[], rows: string[][], markdown = fals
 /** Progress lines go to stderr, so stdout holds only the results. */
 export function progress(text: string): void {
   process.stderr.write(`  ${text}\n`);
+}
+
+/** A free loopback port (asked of the OS, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -1,5 +1,6 @@
 import { getRouterParam, type H3Event } from "h3";
 import { NAME_RULE, isValidName } from "../src/names";
+import { authorize, type Principal } from "./auth";
 import { ApiError } from "./errors";
 
 /**
@@ -20,6 +21,14 @@ export function nameParam(event: H3Event, param: "queue" | "consumer"): string {
     throw new ApiError(400, "E_NAME", `Invalid ${param} name ${shown}: use ${NAME_RULE}.`);
   }
   return name;
+}
+
+/** `{queue}` and `{consumer}` of a consumer route, checked, once `principal` may read the queue. */
+export function consumerParams(event: H3Event, principal: Principal | undefined): { queue: string; consumer: string } {
+  const queue = nameParam(event, "queue");
+  const consumer = nameParam(event, "consumer");
+  authorize(principal, "read", queue);
+  return { queue, consumer };
 }
 
 /** An integer query parameter in [min, max], or `fallback` when absent. */

@@ -1,21 +1,11 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import fsDriver from "../adapters/drivers/fs";
 import { QueueConsumer } from "../src/consumer";
 import { QueueWriter } from "../src/writer";
 import { startChild } from "./helpers/spawn";
+import { useTempDirs } from "./helpers/tmp";
 
-const dirs: string[] = [];
-const freshDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), "vq-proc-"));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+const freshDir = useTempDirs("vq-proc-");
 
 describe("across processes", () => {
   it("refuses a second writer while the first lives, and frees the lock when it is killed -9", async () => {

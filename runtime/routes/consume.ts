@@ -1,10 +1,9 @@
 import type { H3 } from "h3";
 import { formatCursor, positionAfter } from "../../src/cursor";
-import { authorize } from "../auth";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
 import { messageToJSON } from "../codec";
 import { ApiError } from "../errors";
-import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
+import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
 import type { CommitResponse, ConsumeResponse, RewindResponse } from "../api";
 
@@ -20,9 +19,7 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
     defineRoute(ctx, async (event, principal) => {
       // A HEAD would hand messages out and drop them: only GET consumes.
       if (event.req.method !== "GET") throw new ApiError(405, "E_METHOD", "Consume with GET.", { allow: "GET" });
-      const queue = nameParam(event, "queue");
-      const consumer = nameParam(event, "consumer");
-      authorize(principal, "read", queue);
+      const { queue, consumer } = consumerParams(event, principal);
       const max = intParam(event.url, "max_messages", 1, limits.maxMessages, limits.defaultMessages);
       const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
       const binaryType = acceptsBinary(event.req.headers.get("accept"));
@@ -48,9 +45,7 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
   app.post(
     "/api/v1/queues/:queue/consumers/:consumer/commit",
     defineRoute(ctx, async (event, principal) => {
-      const queue = nameParam(event, "queue");
-      const consumer = nameParam(event, "consumer");
-      authorize(principal, "read", queue);
+      const { queue, consumer } = consumerParams(event, principal);
       const cursor = await commitCursor(event.req, event.url);
       const slot = await ctx.registry.consumer(queue, consumer, false);
       const committed = await slot.commit(cursor);
@@ -66,9 +61,7 @@ function registerRewind(app: H3, ctx: RouteContext): void {
   app.post(
     "/api/v1/queues/:queue/consumers/:consumer/rewind",
     defineRoute(ctx, async (event, principal) => {
-      const queue = nameParam(event, "queue");
-      const consumer = nameParam(event, "consumer");
-      authorize(principal, "read", queue);
+      const { queue, consumer } = consumerParams(event, principal);
       const slot = await ctx.registry.consumer(queue, consumer, false);
       return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
     }),

@@ -3,7 +3,7 @@ import { formatCursor } from "../../src/cursor";
 import { inspectQueue, listConsumers, listQueues } from "../../src/inspect";
 import { authorize, can } from "../auth";
 import { ApiError } from "../errors";
-import { json, nameParam } from "../request";
+import { consumerParams, json, nameParam } from "../request";
 import { defineRoute, type RouteContext } from "../route";
 import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../api";
 
@@ -64,9 +64,7 @@ export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
   app.delete(
     "/api/v1/queues/:queue/consumers/:consumer",
     defineRoute(ctx, async (event, principal) => {
-      const queue = nameParam(event, "queue");
-      const consumer = nameParam(event, "consumer");
-      authorize(principal, "read", queue);
+      const { queue, consumer } = consumerParams(event, principal);
       await ctx.registry.deleteConsumer(queue, consumer);
       return json<DeleteConsumerResponse>({ queue, consumer, deleted: true });
     }),

@@ -1,22 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "pathe";
+import { freePort } from "../helpers/net";
+
+export { freePort };
 
 const CLI = resolve(import.meta.dirname, "../../adapters/cli.ts");
 
 /** A free loopback port (asked of the OS, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
 
 export interface ServerProcess {
   url: string;

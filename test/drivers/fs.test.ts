@@ -1,21 +1,12 @@
-import { mkdtemp, readdir, readFile, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, symlink } from "node:fs/promises";
 import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { describeEngine } from "./utils";
 
-const dirs: string[] = [];
-const freshDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), "vq-fs-"));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+const freshDir = useTempDirs("vq-fs-");
 
 describeEngine("fs", async () => {
   const dir = await freshDir();
@@ -47,8 +38,7 @@ describe("fs driver", () => {
     const writer = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
     // The same directory through a symlink: another storage key, so no in-process wake-up,
     // as if the consumer were in another process.
-    const link = `${dir}-link`;
-    dirs.push(link);
+    const link = join(await freshDir(), "link");
     await symlink(dir, link);
     const consumer = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir: link }), pollIntervalMs: 600_000 });
     const started = Date.now();
@@ -70,6 +60,7 @@ describe("fs driver", () => {
 });
 
 import { crc32Ascii } from "../../src/crc32";
+import { useTempDirs } from "../helpers/tmp";
 function crcLine(text: string): number {
   return crc32Ascii(text);
 }

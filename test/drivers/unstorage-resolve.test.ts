@@ -1,22 +1,14 @@
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { resolveStorageDriver } from "../../adapters/storage";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
 
-const dirs: string[] = [];
-const freshDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), "vq-resolve-"));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+const freshDir = useTempDirs("vq-resolve-");
 
 describe("resolveStorageDriver", () => {
   it("maps paths, fs: and file: to the fs driver", async () => {

@@ -4,10 +4,10 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { promisify } from "node:util";
 import { join, resolve } from "pathe";
+import { freePort } from "../helpers/net";
 
 const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -103,13 +103,3 @@ export function lockFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith(".lock"));
 }
 
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? done(address.port) : fail(new Error("no port"))));
-    });
-  });
-}

@@ -1,0 +1,17 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+import { afterAll } from "vitest";
+
+/** Fresh temp directories for one test file, all removed after its tests. */
+export function useTempDirs(prefix: string): () => Promise<string> {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+  return async () => {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
+}

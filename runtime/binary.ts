@@ -33,10 +33,10 @@ export function encodeBatch(messages: Message[]): Uint8Array<ArrayBuffer> {
   view.setUint32(4, messages.length, true);
   let at = BATCH_HEADER;
   for (const m of messages) {
-    const isText = typeof m.data === "string";
     const body = at + RECORD_HEADER;
-    const length = isText ? encoder.encodeInto(m.data as string, buf.subarray(body, body + m.size)).written : (buf.set(m.data as Uint8Array, body), m.size);
-    buf[at] = isText ? TYPE_S : TYPE_O;
+    // Text may come decoded (a string) or raw (its UTF-8 bytes, from `read({ raw: true })`).
+    const length = typeof m.data === "string" ? encoder.encodeInto(m.data, buf.subarray(body, body + m.size)).written : (buf.set(m.data, body), m.size);
+    buf[at] = m.type === "string" ? TYPE_S : TYPE_O;
     view.setUint32(at + 1, length, true);
     view.setUint32(at + 5, m.part, true);
     view.setUint32(at + 9, m.seq, true);

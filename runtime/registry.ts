@@ -13,6 +13,8 @@ export interface PollOptions {
   timeoutMs: number;
   /** The request's signal: a client that goes away ends its wait. */
   signal?: AbortSignal;
+  /** Text bodies as undecoded bytes (see the engine's `read({ raw })`). */
+  raw?: boolean;
 }
 
 /**
@@ -213,7 +215,7 @@ export class ConsumerSlot {
    * Reads up to `max` messages; when there are none, waits up to `timeoutMs` for the first.
    * Messages read for a client that has gone away are handed out again (rewind).
    */
-  async poll({ max, maxBytes, timeoutMs, signal }: PollOptions): Promise<Message[]> {
+  async poll({ max, maxBytes, timeoutMs, signal, raw }: PollOptions): Promise<Message[]> {
     this.#active++;
     const linked = linkSignals(signal, this.#stop.signal);
     const deadline = Date.now() + timeoutMs;
@@ -222,7 +224,7 @@ export class ConsumerSlot {
       try {
         for (;;) {
           if (this.#stopReason) return this.#ended();
-          const messages = await this.consumer.read({ max, maxBytes });
+          const messages = await this.consumer.read({ max, maxBytes, raw });
           if (messages.length > 0) {
             if (signal?.aborted) {
               // Nobody will receive them: hand them out again (at-least-once, never lost).

@@ -16,6 +16,12 @@ export interface ReadOptions {
   max?: number;
   /** Stop once the bodies add up to this many bytes (at least one message is returned). @default 1048576 */
   maxBytes?: number;
+  /**
+   * Hand text (`S`) bodies out as their UTF-8 bytes, undecoded (`type` still says "string"):
+   * for callers that pass bodies on as bytes, e.g. a binary HTTP response.
+   * @default false
+   */
+  raw?: boolean;
 }
 
 export interface WaitOptions {
@@ -123,6 +129,7 @@ export class QueueConsumer {
     this.#assertOpen();
     const max = options.max ?? 100;
     const maxBytes = options.maxBytes ?? 1024 * 1024;
+    const decode = !options.raw;
     checkInteger("max", max, 1, 1_000_000);
     checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
     const out: Message[] = [];
@@ -157,7 +164,7 @@ export class QueueConsumer {
             type: header.type,
             // Plain views, no copy: chunks are never reused or written to, so a view stays
             // valid (it keeps its chunk alive while referenced).
-            data: header.type === "string" ? decoder.decode(new Uint8Array(buf.buffer, buf.byteOffset + start, header.length)) : new Uint8Array(buf.buffer, buf.byteOffset + start, header.length),
+            data: decode && header.type === "string" ? decoder.decode(new Uint8Array(buf.buffer, buf.byteOffset + start, header.length)) : new Uint8Array(buf.buffer, buf.byteOffset + start, header.length),
             size: header.length,
             crc: header.crc,
           });

@@ -30,7 +30,8 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       }
       const slot = await ctx.registry.consumer(queue, consumer);
       if (commit !== null) await slot.commit(commit);
-      const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal });
+      // A binary answer carries bodies as bytes: no need to decode text only to encode it again.
+      const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: binaryType !== undefined });
       const last = messages.at(-1);
       const cursor = last ? formatCursor(positionAfter(last)) : undefined;
       if (binaryType) {

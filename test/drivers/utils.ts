@@ -46,6 +46,18 @@ export function describeEngine(name: string, setup: () => Promise<EngineTestCont
       expect(await c.read()).toEqual([]);
     });
 
+    it("hands text out undecoded with raw: true", async () => {
+      const { driver } = await setup();
+      const q = await writer(driver);
+      await q.pushBatch(["héllo", new Uint8Array([7])]);
+      const c = await consumer(driver);
+      const got = await c.read({ max: 10, raw: true });
+      expect(got.map((m) => [m.type, m.data])).toEqual([
+        ["string", new TextEncoder().encode("héllo")],
+        ["object", new Uint8Array([7])],
+      ]);
+    });
+
     it("writes concurrent pushes in one batch, in call order", async () => {
       const { driver } = await setup();
       const q = await writer(driver);

@@ -8,6 +8,7 @@ import { hasLocalWriter, onQueueChange, queueKey } from "./notify";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
 import { consumerLockPath, partDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
 import { HEADER_SIZE } from "./record";
+import { consumerLag } from "./inspect";
 import { listParts, readPushInfo, readQueueInfo } from "./recovery";
 import { scanPart, type ChunkCache } from "./scan";
 
@@ -433,17 +434,5 @@ export class QueueConsumer {
 /** Opens consumer `name` of `queue`. See `QueueConsumer`. */
 export function openConsumer(queue: string, name: string, options?: ConsumerOptions): Promise<QueueConsumer> {
   return QueueConsumer.open(queue, name, options);
-}
-
-/** Messages pushed after `position`, counted from the push info lines of the parts. */
-export async function consumerLag(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<number> {
-  let lag = 0;
-  for (const part of await listParts(driver, queue)) {
-    if (part < position.part) continue;
-    const push = await readPushInfo(driver, queue, part);
-    const count = push?.count ?? 0;
-    lag += part === position.part ? Math.max(0, count - position.count) : count;
-  }
-  return lag;
 }
 

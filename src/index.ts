@@ -1,7 +1,7 @@
 export { QueueWriter, openQueue } from "./writer";
-export { QueueConsumer, openConsumer, consumerLag } from "./consumer";
+export { QueueConsumer, openConsumer } from "./consumer";
 export type { ReadOptions, WaitOptions, IterateOptions } from "./consumer";
-export { listQueues, inspectQueue, listConsumers } from "./inspect";
+export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
 export type { QueueStats, ConsumerStats } from "./inspect";
 export { VQueueError } from "./errors";
 export type { VQueueErrorCode, QueueProblem } from "./errors";

@@ -1,4 +1,3 @@
-import { consumerLag } from "./consumer";
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { parsePopInfo } from "./info";
@@ -42,15 +41,10 @@ export async function listQueues(driver: QueueDriver): Promise<string[]> {
 /** Parts, totals and consumers of a queue, or undefined if there is no such queue. */
 export async function inspectQueue(driver: QueueDriver, queue: string): Promise<QueueStats | undefined> {
   assertName(queue, "queue");
-  const ids = await listParts(driver, queue);
+  const parts = await readParts(driver, queue);
   const info = await readQueueInfo(driver, queue, ignoreProblems);
-  if (!info && ids.length === 0) return undefined;
-  const parts: QueueStats["parts"] = [];
-  for (const id of ids) {
-    const push = await readPushInfo(driver, queue, id);
-    parts.push({ id, bytes: push?.edge ?? 0, messages: push?.count ?? 0 });
-  }
-  const currentPart = Math.max(info?.part ?? 0, ids.at(-1) ?? 0);
+  if (!info && parts.length === 0) return undefined;
+  const currentPart = Math.max(info?.part ?? 0, parts.at(-1)?.id ?? 0);
   return {
     name: queue,
     currentPart,
@@ -58,12 +52,18 @@ export async function inspectQueue(driver: QueueDriver, queue: string): Promise<
     parts,
     messages: parts.reduce((sum, p) => sum + p.messages, 0),
     bytes: parts.reduce((sum, p) => sum + p.bytes, 0),
-    consumers: await listConsumers(driver, queue),
+    consumers: await listConsumers(driver, queue, parts),
   };
 }
 
-/** The consumers of a queue with their saved positions and lag. */
-export async function listConsumers(driver: QueueDriver, queue: string): Promise<ConsumerStats[]> {
+/** Messages pushed after `position`, counted from the push info lines of the parts. */
+export async function consumerLag(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<number> {
+  return lagAfter(await readParts(driver, queue), position);
+}
+
+/** The consumers of a queue with their saved positions and lag (`parts` if already read). */
+export async function listConsumers(driver: QueueDriver, queue: string, parts?: QueueStats["parts"]): Promise<ConsumerStats[]> {
+  const counts = parts ?? (await readParts(driver, queue));
   const out: ConsumerStats[] = [];
   for (const entry of await driver.list("")) {
     const name = consumerOfPopFile(queue, entry);
@@ -72,7 +72,28 @@ export async function listConsumers(driver: QueueDriver, queue: string): Promise
     const pop = bytes && parsePopInfo(decoder.decode(bytes), queue, name);
     if (!pop) continue; // the crate's empty leftovers, or damaged
     const position = { part: pop.part, position: pop.position, count: pop.count };
-    out.push({ name, ...position, lag: await consumerLag(driver, queue, position) });
+    out.push({ name, ...position, lag: lagAfter(counts, position) });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+// --- Internal helpers ---
+
+/** Every part with its size and record count, from the push info lines (read once per call). */
+async function readParts(driver: QueueDriver, queue: string): Promise<QueueStats["parts"]> {
+  const parts: QueueStats["parts"] = [];
+  for (const id of await listParts(driver, queue)) {
+    const push = await readPushInfo(driver, queue, id);
+    parts.push({ id, bytes: push?.edge ?? 0, messages: push?.count ?? 0 });
+  }
+  return parts;
+}
+
+function lagAfter(parts: QueueStats["parts"], position: ConsumerPosition): number {
+  let lag = 0;
+  for (const part of parts) {
+    if (part.id === position.part) lag += Math.max(0, part.messages - position.count);
+    else if (part.id > position.part) lag += part.messages;
+  }
+  return lag;
 }

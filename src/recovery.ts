@@ -2,6 +2,7 @@ import type { FileHandle, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { parsePushInfo, parseQueueInfo, type PushInfo, type QueueInfo } from "./info";
 import { partOfDir, pushInfoPath, queueInfoPath } from "./paths";
+import { HEADER_SIZE } from "./record";
 import { scanPart } from "./scan";
 
 const decoder = new TextDecoder();
@@ -81,7 +82,7 @@ export async function recoverPart(
         onProblem({ code: "BAD_RECORD", queue, part, offset: tail.offset, bytes: tail.bytes, message: `Skipped ${tail.bytes} damaged bytes at offset ${tail.offset} of part ${part}.` });
         tail = undefined;
       }
-      edge = header.offset + 25 + header.length;
+      edge = header.offset + HEADER_SIZE + header.length;
       count = header.seq;
       return true;
     },

@@ -1,6 +1,6 @@
 import type { H3 } from "h3";
 import { formatCursor } from "../../src/cursor";
-import { inspectQueue, listConsumers, listQueues } from "../../src/inspect";
+import { inspectQueue, listQueues } from "../../src/inspect";
 import { authorize, can } from "../auth";
 import { ApiError } from "../errors";
 import { consumerParams, json, nameParam } from "../request";
@@ -45,8 +45,9 @@ export function registerQueueRoutes(app: H3, ctx: RouteContext): void {
       const queue = nameParam(event, "queue");
       authorize(principal, "read", queue);
       const driver = await ctx.registry.driver();
-      if (!(await inspectQueue(driver, queue))) throw notFound(queue);
-      const consumers = await listConsumers(driver, queue);
+      const stats = await inspectQueue(driver, queue);
+      if (!stats) throw notFound(queue);
+      const consumers = stats.consumers;
       return json<ConsumerListResponse>({
         queue,
         consumers: consumers.map((c) => ({

@@ -18,13 +18,16 @@ export const BATCH_MAGIC = 0x31425156; // "VQB1" read as a little-endian u32
 export const BATCH_HEADER = 8;
 export const RECORD_HEADER = 21;
 
+/** What a frame needs of a message: text may be a string or its UTF-8 bytes (`size` is the byte length). */
+export type FramedMessage = Pick<Message, "type" | "data" | "size" | "part" | "seq" | "offset">;
+
 const TYPE_S = 0x53;
 const TYPE_O = 0x4f;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /** Frames messages as read by a consumer. */
-export function encodeBatch(messages: Message[]): Uint8Array<ArrayBuffer> {
+export function encodeBatch(messages: FramedMessage[]): Uint8Array<ArrayBuffer> {
   let total = BATCH_HEADER;
   for (const m of messages) total += RECORD_HEADER + m.size;
   const buf = new Uint8Array(total);
@@ -49,22 +52,12 @@ export function encodeBatch(messages: Message[]): Uint8Array<ArrayBuffer> {
 
 /** Frames messages to produce (positions zero). */
 export function encodeProduceBatch(messages: (string | Uint8Array)[]): Uint8Array<ArrayBuffer> {
-  const bodies = messages.map((m) => (typeof m === "string" ? encoder.encode(m) : m));
-  let total = BATCH_HEADER;
-  for (const b of bodies) total += RECORD_HEADER + b.length;
-  const buf = new Uint8Array(total);
-  const view = new DataView(buf.buffer);
-  view.setUint32(0, BATCH_MAGIC, true);
-  view.setUint32(4, messages.length, true);
-  let at = BATCH_HEADER;
-  for (let i = 0; i < bodies.length; i++) {
-    const b = bodies[i]!;
-    buf[at] = typeof messages[i] === "string" ? TYPE_S : TYPE_O;
-    view.setUint32(at + 1, b.length, true);
-    buf.set(b, at + RECORD_HEADER);
-    at += RECORD_HEADER + b.length;
-  }
-  return buf;
+  return encodeBatch(
+    messages.map((m) => {
+      const data = typeof m === "string" ? encoder.encode(m) : m;
+      return { type: typeof m === "string" ? "string" : "object", data, size: data.length, part: 0, seq: 0, offset: 0 };
+    }),
+  );
 }
 
 /** Decoded record of a consume response. */

@@ -13,7 +13,8 @@
  * import this file by package name, so the host's bundler resolves it from the app and both
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
-import type { MessageInput, MessagePosition } from "../src/message";
+import type { MessageInput } from "../src/message";
+import type { ProduceResponse } from "../runtime/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { resolveStorageDriver } from "./storage";
 
@@ -121,12 +122,7 @@ function nitro2HandlerCode(name: string): string {
 // --- Runtime: one instance per name and server process ---
 
 /** What `push` answers: the body of the API's produce response. */
-export interface VQueuePushResult {
-  queue: string;
-  count: number;
-  first: MessagePosition;
-  last: MessagePosition;
-}
+export type VQueuePushResult = ProduceResponse;
 
 /** One mounted v-queue: the HTTP handler and its open queues. */
 export interface VQueueInstance {

@@ -13,7 +13,18 @@ describeEngine("fs", async () => {
   return { driver: fsDriver({ dir }), reopen: () => fsDriver({ dir }) };
 });
 
+// Small reads and writes run inline by default; the same suite with every call in the pool.
+describeEngine("fs, all I/O in the thread pool", async () => {
+  const dir = await freshDir();
+  return { driver: fsDriver({ dir, inlineIOBytes: 0 }), reopen: () => fsDriver({ dir, inlineIOBytes: 0 }) };
+});
+
 describe("fs driver", () => {
+  it("checks inlineIOBytes", () => {
+    expect(() => fsDriver({ inlineIOBytes: -1 })).toThrow(/inlineIOBytes must be an integer >= 0 \(got -1\)/);
+    expect(() => fsDriver({ inlineIOBytes: 1.5 })).toThrow(expect.objectContaining({ code: "E_OPTION" }));
+  });
+
   it("lays the queue out as the crate does, and removes its lock file on close", async () => {
     const dir = await freshDir();
     const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });

@@ -4,7 +4,7 @@ import { VQueueError } from "./errors";
 import { formatPopInfo, parsePopInfo, parsePushInfo, parseQueueInfo } from "./info";
 import type { Message } from "./message";
 import { assertName } from "./names";
-import { hasLocalWriter, onQueueChange, queueKey } from "./notify";
+import { hasLocalWriter, localWriterEdge, onQueueChange, queueKey } from "./notify";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
 import { consumerLockPath, partDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
 import { HEADER_SIZE } from "./record";
@@ -136,7 +136,7 @@ export class QueueConsumer {
     const out: Message[] = [];
     let bytes = 0;
     for (;;) {
-      if (this.#read.position >= this.#limit && !(await this.#refresh())) return out;
+      if (this.#read.position >= this.#limit && !(this.#localEdge() ?? (await this.#refresh()))) return out;
       const part = this.#read.part;
       let count = this.#read.count;
       const result = await scanPart(
@@ -204,7 +204,7 @@ export class QueueConsumer {
       wake?.(true);
     });
     try {
-      if (this.#read.position < this.#limit || (await this.#refresh()) || changed) return true;
+      if (this.#read.position < this.#limit || (this.#localEdge() ?? (await this.#refresh())) || changed) return true;
       if (timeoutMs === 0) return false;
       return await new Promise<boolean>((resolve) => {
         const cleanups: (() => void)[] = [];
@@ -359,6 +359,17 @@ export class QueueConsumer {
   }
 
   /** Learns whether more can be read: the part grew, or a newer part exists. Cheap: two small reads. */
+  /**
+   * Whether there is more to read, from what the writer in this process last announced (no
+   * I/O); undefined when that does not tell (no writer here, or it is on another part).
+   */
+  #localEdge(): boolean | undefined {
+    const edge = localWriterEdge(this.#key);
+    if (!edge || this.#finished || edge.part !== this.#read.part) return undefined;
+    if (edge.edge > this.#limit) this.#limit = edge.edge;
+    return this.#read.position < this.#limit;
+  }
+
   async #refresh(): Promise<boolean> {
     const part = this.#read.part;
     if (!this.#finished) {

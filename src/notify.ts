@@ -15,6 +15,8 @@ type Listener = (hint?: ChangeHint) => void;
 
 const listeners = new Map<string, Set<Listener>>();
 const writers = new Map<string, number>();
+/** The last batch each writer in this process announced: where its current part ends. */
+const edges = new Map<string, { part: number; edge: number }>();
 
 export const queueKey = (storageKey: string, queue: string): string => `${storageKey}\u0000${queue}`;
 
@@ -29,6 +31,8 @@ export function onQueueChange(key: string, listener: Listener): () => void {
 }
 
 export function emitQueueChange(key: string, hint?: ChangeHint): void {
+  if (hint && writers.has(key)) edges.set(key, { part: hint.part, edge: hint.edge });
+  else edges.delete(key);
   const set = listeners.get(key);
   if (!set) return;
   for (const listener of [...set]) listener(hint);
@@ -44,12 +48,22 @@ export function hasLocalWriter(key: string): boolean {
   return (writers.get(key) ?? 0) > 0;
 }
 
+/**
+ * Where the writer of this queue in this process has written up to, as of its last batch:
+ * readers of that part know its end without reading the info file. Undefined when there is
+ * no writer here, or it has not written since it opened.
+ */
+export function localWriterEdge(key: string): { part: number; edge: number } | undefined {
+  return edges.get(key);
+}
+
 export function registerLocalWriter(key: string): () => void {
   writers.set(key, (writers.get(key) ?? 0) + 1);
   return () => {
     const n = (writers.get(key) ?? 1) - 1;
     if (n > 0) writers.set(key, n);
     else writers.delete(key);
+    edges.delete(key);
     // Waiters re-check: they must now poll for a writer elsewhere.
     emitQueueChange(key);
   };

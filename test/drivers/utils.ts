@@ -185,6 +185,38 @@ export function describeEngine(name: string, setup: () => Promise<EngineTestCont
       expect(await aborted).toBe(false);
     });
 
+    it("knows the writer's end from the writer in its process: no info-file read at the end of the queue", async () => {
+      const { driver } = await setup();
+      const infoReads: string[] = [];
+      // The same driver, recording which files are read (the consumer's I/O is what is checked).
+      const counted: QueueDriver = {
+        ...driver,
+        async open(path, options) {
+          const handle = await driver.open(path, options);
+          return handle && { ...handle, read: (position, length) => (path.endsWith("_info_push") && infoReads.push(path), handle.read(position, length)) };
+        },
+      };
+      const q = await writer(driver);
+      await q.push("one");
+      const c = await consumer(counted);
+      expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["one"]);
+      expect(await c.wait({ timeoutMs: 0 })).toBe(false);
+      await q.push("two");
+      const before = infoReads.length;
+      expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["two"]);
+      expect(await c.read({ max: 10 })).toEqual([]);
+      expect(await c.wait({ timeoutMs: 0 })).toBe(false);
+      expect(infoReads.length).toBe(before);
+      // Without a writer in this process, the info file is the source again.
+      await q.close();
+      const other = await writer(driver);
+      await other.push("three");
+      await other.close();
+      const read = infoReads.length;
+      expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["three"]);
+      expect(infoReads.length).toBeGreaterThan(read);
+    });
+
     it("sees pushes of a writer on another driver instance by polling the info file", async () => {
       const ctx = await setup();
       const c = await consumer(ctx.driver, "q", "c", { pollIntervalMs: 10 }).catch(async (error) => {

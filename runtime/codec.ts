@@ -1,6 +1,3 @@
-import { formatCursor, positionAfter } from "../src/cursor";
-import type { Message } from "../src/message";
-
 /** A message as the JSON API gives it. */
 export interface MessageJSON {
   part: number;
@@ -13,12 +10,6 @@ export interface MessageJSON {
   encoding?: "base64";
   /** Commits up to and including this message. */
   cursor: string;
-}
-
-export function messageToJSON(m: Message): MessageJSON {
-  const cursor = formatCursor(positionAfter(m));
-  if (typeof m.data === "string") return { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, cursor };
-  return { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: toBase64(m.data), encoding: "base64", cursor };
 }
 
 type NodeBuffer = { from(...args: unknown[]): Uint8Array & { toString(encoding: string): string } };

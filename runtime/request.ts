@@ -81,6 +81,8 @@ export function mediaType(value: string | null): string {
 }
 
 /** A JSON response; `T` is the body's shape from `api.ts`, checked where the route builds it. */
+export const JSON_TYPE = "application/json; charset=utf-8";
+
 export function json<T>(body: T, status = 200, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }

@@ -1,11 +1,11 @@
 import type { H3 } from "h3";
 import { formatCursor, positionAfter } from "../../src/cursor";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
-import { messageToJSON } from "../codec";
+import { encodeConsumeJSON } from "../consume-json";
 import { ApiError } from "../errors";
-import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
+import { consumerParams, intParam, json, JSON_TYPE, mediaType, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
-import type { CommitResponse, ConsumeResponse, RewindResponse } from "../api";
+import type { CommitResponse, RewindResponse } from "../api";
 
 const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
 const COMMIT_BODY_LIMIT = 4096;
@@ -30,8 +30,8 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       }
       const slot = await ctx.registry.consumer(queue, consumer);
       if (commit !== null) await slot.commit(commit);
-      // A binary answer carries bodies as bytes: no need to decode text only to encode it again.
-      const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: binaryType !== undefined });
+      // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
+      const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true });
       const last = messages.at(-1);
       const cursor = last ? formatCursor(positionAfter(last)) : undefined;
       if (binaryType) {
@@ -39,7 +39,7 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
         if (cursor) headers["x-vq-cursor"] = cursor;
         return new Response(encodeBatch(messages), { headers });
       }
-      return json<ConsumeResponse>({ queue, consumer, count: messages.length, cursor: cursor ?? null, messages: messages.map(messageToJSON) });
+      return new Response(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
     }),
   );
 

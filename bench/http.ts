@@ -54,21 +54,28 @@ export async function runHttpBench(): Promise<void> {
     const bare = await startChild("bare");
     try {
       bareRate = await medianOf(async () => (await runFor(CONCURRENCY * 8, async () => void (await call(agent, bare.port, "GET", "/")))) / SECONDS);
+      rows.push({ scenario: "bare node:http 'ok' (requests/s, 32 clients)", value: formatRate(bareRate), ratio: "1.00x", target: "ceiling" });
+      if (PARTS.has("latency")) {
+        progress(`bare node:http round trip, ${PARKED} requests parked ...`);
+        const trip = await bareRoundTrip(agent, bare.port);
+        rows.push({ scenario: `bare node:http one POST round trip, ${PARKED} others parked: p50 / p99 (ms)`, value: `${trip.p50.toFixed(2)} / ${trip.p99.toFixed(2)}`, ratio: "-", target: "floor" });
+      }
     } finally {
       await bare.stop();
     }
-    rows.push({ scenario: "bare node:http 'ok' (requests/s, 32 clients)", value: formatRate(bareRate), ratio: "1.00x", target: "ceiling" });
   }
 
   // 2. Redis Streams, measured here when possible.
-  const redis = await (PARTS.has("redis") ? measureRedis(payloads) : Promise.reject(new Error("not selected"))).catch((error: Error) => {
+  let skipped = "not selected (VQ_BENCH_HTTP_PARTS)";
+  const redis = await (PARTS.has("redis") ? measureRedis(payloads) : Promise.reject(new Error(skipped))).catch((error: Error) => {
+    skipped = error.message;
     progress(`Redis baseline skipped: ${error.message}`);
     return undefined;
   });
   const redisProduce = redis?.produce ?? REDIS.produce;
   const redisConsume = redis?.consume.ack ?? REDIS.consume;
   const redisConsume1 = redis?.consume1.ack ?? REDIS.consume;
-  const redisNote = redis ? "measured now" : "issue figure (redis-server not available: baseline skipped)";
+  const redisNote = redis ? "measured now" : `the issue's figures (baseline skipped: ${skipped})`;
   if (redis) {
     rows.push({ scenario: "Redis Streams XADD, pipelined 1000 (msgs/s)", value: formatRate(redis.produce), ratio: "-", target: "baseline" });
     for (const [consumers, rates] of [[CONCURRENCY, redis.consume], [1, redis.consume1]] as const) {
@@ -203,6 +210,21 @@ interface RedisConsumeRates {
   noack: number;
 }
 
+/** The latency floor: one small POST to a bare server, sampled as the long-poll deliveries are. */
+async function bareRoundTrip(agent: Agent, port: number) {
+  const parked = Array.from({ length: PARKED }, () => call(agent, port, "GET", "/park").catch(() => {}));
+  await sleep(1000);
+  const trips: number[] = [];
+  for (let i = 0; i < LATENCY_WARMUP + LATENCY_SAMPLES; i++) {
+    await sleep(3);
+    const t0 = performance.now();
+    await call(agent, port, "POST", "/", `m${i}`, { "content-type": "text/plain" });
+    if (i >= LATENCY_WARMUP) trips.push(performance.now() - t0);
+  }
+  void parked; // answered by no one: they end when the server stops
+  return { p50: percentile(trips, 50), p99: percentile(trips, 99) };
+}
+
 async function measureRedis(payloads: string[]): Promise<{ produce: number; consume: RedisConsumeRates; consume1: RedisConsumeRates }> {
   const { default: RedisClient } = await import("ioredis");
   const port = await freePort();
@@ -281,7 +303,8 @@ interface Child {
  */
 const CHILD_CODE = {
   bare: `import { createServer } from "node:http";
-const server = createServer((req, res) => res.end("ok"));
+// "/park" is never answered: the parked long polls of the latency floor.
+const server = createServer((req, res) => (req.url === "/park" ? undefined : req.resume().once("end", () => res.end("ok"))));
 server.listen(0, "127.0.0.1", () => console.log(JSON.stringify({ port: server.address().port })));
 process.once("SIGTERM", () => process.exit(0));`,
   vqueue: `import { serveQueues } from "v-queue/server";

@@ -25,10 +25,20 @@ export interface SubscribeOptions extends Pick<ConsumeOptions, "format" | "json"
   onReconnect?: (error: unknown, delayMs: number) => void;
 }
 
+/** How long a finished batch waits for the next one before it is committed on its own. */
+const QUIET_AFTER_MS = 50;
+
+interface NextBatch<T> {
+  batch: Promise<ClientMessage<T>[]>;
+  settled: boolean;
+  abort: AbortController;
+}
+
 /**
  * Long-polls in a loop and yields messages one by one. Starts (and restarts, after a
  * reconnect) from the consumer's committed position, and skips what this loop already
  * finished, so a server restart neither loses a message nor hands the loop one twice.
+ * The next batch is requested while the loop body works on the current one.
  */
 export async function* subscribe<T>(
   client: VQueueClient,
@@ -41,39 +51,64 @@ export async function* subscribe<T>(
   const maxDelay = options.backoff?.max ?? 5000;
   let delay = minDelay;
   let needRewind = true;
-  /** The last message the loop body finished, and whether it is committed. */
+  /** The last message the loop body finished, and the last one the server confirmed committed. */
   let done: ClientMessage<T> | undefined;
-  let uncommitted = false;
+  let committed: ClientMessage<T> | undefined;
   /** The last message the server handed out since the last rewind: a commit may not go past it. */
   let handedOut: ClientMessage<T> | undefined;
+  /** The request for the next batch, sent before the loop body starts on the current one. */
+  let next: NextBatch<T> | undefined;
 
-  const canCommit = () => !!done && uncommitted && !!handedOut && !isBefore(handedOut, done);
+  const canCommit = () => !!done && done !== committed && !!handedOut && !isBefore(handedOut, done);
+  const markCommitted = (message: ClientMessage<T>) => {
+    if (!committed || isBefore(committed, message)) committed = message;
+  };
   const commitDone = async () => {
     if (!canCommit()) return;
-    await client.commit(queue, consumer, done!.cursor);
-    uncommitted = false;
+    const target = done!;
+    await client.commit(queue, consumer, target.cursor);
+    markCommitted(target);
+  };
+  /** One long poll; what the body finished is committed in the same request, before the server waits. */
+  const poll = (abort?: AbortController): Promise<ClientMessage<T>[]> => {
+    const target = canCommit() ? done : undefined;
+    const requestSignal = abort ? (signal ? AbortSignal.any([signal, abort.signal]) : abort.signal) : signal;
+    return client.consume<T>(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages }) => {
+      if (target) markCommitted(target);
+      handedOut = messages.at(-1) ?? handedOut;
+      return messages;
+    });
+  };
+  /** Drops the request for the next batch: what it handed out is handed out again after a rewind. */
+  const dropNext = () => {
+    if (!next) return;
+    next.abort.abort();
+    next.batch.catch(() => {});
+    next = undefined;
   };
 
   try {
     while (!signal?.aborted) {
       let batch: ClientMessage<T>[];
       try {
-        // After a (re)connect, hand out again everything after the committed position.
-        if (needRewind) {
-          handedOut = undefined;
-          // A consumer (or queue) that does not exist yet has nothing to hand out again.
-          await client.rewind(queue, consumer, { signal }).catch((error: unknown) => {
-            if (!(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
-          });
-          needRewind = false;
+        if (next) {
+          const pending = next;
+          next = undefined;
+          batch = await pending.batch;
+        } else {
+          // After a (re)connect, hand out again everything after the committed position.
+          if (needRewind) {
+            handedOut = undefined;
+            // A consumer (or queue) that does not exist yet has nothing to hand out again.
+            await client.rewind(queue, consumer, { signal }).catch((error: unknown) => {
+              if (!(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
+            });
+            needRewind = false;
+          }
+          batch = await poll();
+          // What the body finished before a reconnect could not go with that request: saved now.
+          await commitDone();
         }
-        // What the body finished is committed in the same request, before the server waits.
-        const piggyback = canCommit() ? done!.cursor : undefined;
-        ({ messages: batch } = await client.consume<T>(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal, format, json, commit: piggyback }));
-        if (piggyback) uncommitted = false;
-        handedOut = batch.at(-1) ?? handedOut;
-        // What the body finished before (the last batch, or before a reconnect) is saved now.
-        await commitDone();
         delay = minDelay;
       } catch (error) {
         if (signal?.aborted) return;
@@ -84,20 +119,36 @@ export async function* subscribe<T>(
         needRewind = true;
         continue;
       }
+      if (batch.length > 0) {
+        const abort = new AbortController();
+        const pending: NextBatch<T> = { batch: poll(abort), settled: false, abort };
+        pending.batch.then(
+          () => (pending.settled = true),
+          () => (pending.settled = true),
+        );
+        next = pending;
+      }
       for (const message of batch) {
         // Already finished by this loop (handed out again after a reconnect): skip it.
         if (done && !isBefore(done, message)) continue;
         yield message;
         done = message;
-        uncommitted = true;
         if (commit === "message") await commitDone().catch(() => (needRewind = true));
         if (signal?.aborted) return;
       }
-      // The batch is finished: it is committed by the next poll's request, sent right away.
+      // The batch is finished. When the next one comes soon, its successor's request commits
+      // this one; on a quiet queue (the next request is parked on the server), commit it now.
+      if (next && !next.settled) {
+        await Promise.race([next.batch.catch(() => {}), sleep(QUIET_AFTER_MS, signal)]);
+        if (!next.settled) await commitDone().catch(() => (needRewind = true));
+      }
+      if (needRewind) dropNext();
     }
   } finally {
-    // Best effort: save what the body finished. If it fails, those messages come again.
+    // Best effort: save what the body finished (before dropping the next request, whose
+    // cancellation makes the server hand its batch out again). If it fails, those come again.
     await commitDone().catch(() => {});
+    dropNext();
   }
 }
 

@@ -134,6 +134,32 @@ describe("client SDK against the standalone server", () => {
     expect(rest).toEqual(["c", "d"]);
   });
 
+  it("subscribe fetches the next batch while the body works: a break loses none of it, a quiet queue still commits", async () => {
+    const client = admin();
+    await client.produce("ahead", Array.from({ length: 10 }, (_, i) => `m${i}`));
+    const first: unknown[] = [];
+    for await (const message of client.subscribe("ahead", "w", { maxMessages: 5 })) {
+      if (message.data === "m3") break; // m5..m9 were already requested and handed out
+      first.push(message.data);
+    }
+    expect(first).toEqual(["m0", "m1", "m2"]);
+    expect((await client.consumers("ahead")).consumers[0]).toMatchObject({ count_popped: 3 });
+    // The next loop gets everything after the last finished message, promptly.
+    const controller = new AbortController();
+    const rest: unknown[] = [];
+    const started = Date.now();
+    const loop = (async () => {
+      for await (const message of client.subscribe("ahead", "w", { signal: controller.signal, maxMessages: 5, pollTimeoutMs: 20_000 })) rest.push(message.data);
+    })();
+    while (rest.length < 7 && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 20));
+    expect(rest).toEqual(["m3", "m4", "m5", "m6", "m7", "m8", "m9"]);
+    // Nothing more comes: the finished batch is committed while the next poll waits.
+    await expect.poll(async () => (await client.consumers("ahead")).consumers[0]?.count_popped, { timeout: 5000 }).toBe(10);
+    expect(Date.now() - started).toBeLessThan(5000);
+    controller.abort();
+    await loop;
+  });
+
   it("subscribe survives a server crash and restart: nothing lost, nothing handed to the loop or committed twice", async () => {
     const commits: string[] = [];
     const recording: typeof fetch = async (input, init) => {

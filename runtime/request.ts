@@ -1,3 +1,4 @@
+import { FastResponse } from "srvx";
 import { getRouterParam, type H3Event } from "h3";
 import { NAME_RULE, isValidName } from "../src/names";
 import { authorize, type Principal } from "./auth";
@@ -49,6 +50,10 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
   const tooLarge = () => new ApiError(413, "E_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes.`);
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
+  // On Node (h3 v2 over srvx), the Node request itself: a web stream around it costs more than
+  // a small body's whole handling. Only while nobody has started on the body.
+  const node = (request as NodeBackedRequest).runtime?.node?.req;
+  if (node && !request.bodyUsed && !node.readableEnded && typeof node.on === "function") return readNodeBody(node, limit, tooLarge);
   if (!request.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -65,6 +70,49 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
     }
     chunks.push(value);
   }
+  return concat(chunks, total);
+}
+
+/** What runtime/ needs of a Node `IncomingMessage` (no Node types here: the runtime is web-standard). */
+interface NodeBody {
+  readonly readableEnded: boolean;
+  on(event: string, listener: (chunk?: never) => void): unknown;
+  off(event: string, listener: (chunk?: never) => void): unknown;
+  resume(): unknown;
+}
+
+interface NodeBackedRequest {
+  runtime?: { node?: { req?: NodeBody } };
+}
+
+function readNodeBody(req: NodeBody, limit: number, tooLarge: () => ApiError): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    const listeners: [string, (chunk?: never) => void][] = [
+      [
+        "data",
+        (chunk?: Uint8Array) => {
+          total += chunk!.length;
+          if (total <= limit) return void chunks.push(chunk!);
+          // The rest is read and dropped, as Node does with a body nobody reads; the 413 goes out now.
+          done();
+          req.resume();
+          reject(tooLarge());
+        },
+      ],
+      ["end", () => (done(), resolve(concat(chunks, total)))],
+      ["error", (error?: Error) => (done(), reject(error))],
+      ["close", () => (done(), reject(new ApiError(400, "E_BODY", "The request body was cut off.")))],
+    ];
+    const done = () => {
+      for (const [event, listener] of listeners) req.off(event, listener);
+    };
+    for (const [event, listener] of listeners) req.on(event, listener);
+  });
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let at = 0;
@@ -80,9 +128,13 @@ export function mediaType(value: string | null): string {
   return (value ?? "").split(";")[0]!.trim().toLowerCase();
 }
 
-/** A JSON response; `T` is the body's shape from `api.ts`, checked where the route builds it. */
+/**
+ * A JSON response; `T` is the body's shape from `api.ts`, checked where the route builds it.
+ * Responses are srvx's `FastResponse`, as h3's own: on Node the body goes to the socket as it
+ * is, with no web stream around it; elsewhere it is the platform's `Response`.
+ */
 export const JSON_TYPE = "application/json; charset=utf-8";
 
 export function json<T>(body: T, status = 200, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
+  return new FastResponse(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }

@@ -1,3 +1,4 @@
+import { FastResponse } from "srvx";
 import type { H3 } from "h3";
 import { formatCursor, positionAfter } from "../../src/cursor";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
@@ -37,9 +38,9 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       if (binaryType) {
         const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
         if (cursor) headers["x-vq-cursor"] = cursor;
-        return new Response(encodeBatch(messages), { headers });
+        return new FastResponse(encodeBatch(messages), { headers });
       }
-      return new Response(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
+      return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
     }),
   );
 

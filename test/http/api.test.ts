@@ -257,4 +257,21 @@ describe("the app without a socket", () => {
       await handler.close();
     }
   });
+
+  it("limits web-stream bodies too (no Node request under it): by length and while streaming", async () => {
+    const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none", limits: { maxBodyBytes: 1024 } });
+    try {
+      const post = (body: BodyInit) => handler.fetch(new Request("http://x/api/v1/queues/q/messages", { method: "POST", body, headers: { "content-type": "application/octet-stream" }, duplex: "half" } as RequestInit));
+      let res = await post(new Uint8Array(1025));
+      expect(res.status).toBe(413);
+      let sent = 0;
+      res = await post(new ReadableStream<Uint8Array>({ pull: (c) => (sent++ < 4 ? c.enqueue(new Uint8Array(512)) : c.close()) }));
+      expect(res.status).toBe(413);
+      expect(await errorCode(res)).toBe("E_TOO_LARGE");
+      res = await post(new ReadableStream<Uint8Array>({ pull: (c) => (sent++ < 6 ? c.enqueue(new Uint8Array(512)) : c.close()) }));
+      expect(res.status).toBe(201);
+    } finally {
+      await handler.close();
+    }
+  });
 });

@@ -139,7 +139,7 @@ export async function* subscribe<T>(
       // The batch is finished. When the next one comes soon, its successor's request commits
       // this one; on a quiet queue (the next request is parked on the server), commit it now.
       if (next && !next.settled) {
-        await Promise.race([next.batch.catch(() => {}), sleep(QUIET_AFTER_MS, signal)]);
+        await settledWithin(next.batch, QUIET_AFTER_MS);
         if (!next.settled) await commitDone().catch(() => (needRewind = true));
       }
       if (needRewind) dropNext();
@@ -168,6 +168,18 @@ function isRecoverable(error: unknown): boolean {
 /** Whether `a` comes strictly before `b` in the queue. */
 function isBefore(a: ClientMessage<unknown>, b: ClientMessage<unknown>): boolean {
   return a.part < b.part || (a.part === b.part && a.offset < b.offset);
+}
+
+/** Resolves when `promise` settles or after `ms`, whichever comes first (no timer left behind). */
+function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    promise.then(done, done);
+  });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

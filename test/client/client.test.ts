@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, VQueueClientError, VQueueNetworkError, type ClientMessage } from "../../client/index";
 import { freePort, startServerProcess, type ServerProcess } from "./_server-process";
@@ -158,6 +159,20 @@ describe("client SDK against the standalone server", () => {
     expect(Date.now() - started).toBeLessThan(5000);
     controller.abort();
     await loop;
+  });
+
+  it("subscribe over many batches leaves no listener behind on the caller's signal", async () => {
+    const client = admin();
+    await client.produce("many", Array.from({ length: 400 }, (_, i) => `m${i}`));
+    const controller = new AbortController();
+    let seen = 0;
+    let most = 0;
+    for await (const _message of client.subscribe("many", "w", { signal: controller.signal, maxMessages: 10 })) {
+      most = Math.max(most, getEventListeners(controller.signal, "abort").length);
+      if (++seen === 400) controller.abort();
+    }
+    expect(seen).toBe(400);
+    expect(most).toBeLessThanOrEqual(2);
   });
 
   it("subscribe survives a server crash and restart: nothing lost, nothing handed to the loop or committed twice", async () => {

@@ -1,4 +1,4 @@
-import { formatCursor, positionAfter } from "../src/cursor";
+import { cursorAfter } from "../src/cursor";
 import type { BatchRecord } from "../runtime/binary";
 import type { MessageJSON } from "../runtime/api";
 import { fromBase64 } from "../runtime/codec";
@@ -22,7 +22,7 @@ export function fromJSONMessage<T>(message: MessageJSON, parseJSON: boolean): Cl
 }
 
 export function fromBatchRecord<T>(record: BatchRecord, parseJSON: boolean): ClientMessage<T> {
-  const cursor = formatCursor(positionAfter(record));
+  const cursor = cursorAfter(record);
   const data = typeof record.data === "string" && parseJSON ? (JSON.parse(record.data) as T) : record.data;
   return { part: record.part, offset: record.offset, seq: record.seq, type: record.type, data, cursor };
 }

@@ -16,7 +16,12 @@ export function positionAfter(message: Pick<Message, "part" | "offset" | "seq" |
 
 /** An opaque-looking, URL-safe cursor for a position: `<part>.<position>.<count>`. */
 export function formatCursor(position: ConsumerPosition): string {
-  return `${position.part}.${position.position}.${position.count}`;
+  return position.part + "." + position.position + "." + position.count;
+}
+
+/** `formatCursor(positionAfter(message))`, without the object in between (once per message handed out). */
+export function cursorAfter(message: Pick<Message, "part" | "offset" | "seq" | "size">): string {
+  return message.part + "." + (message.offset + HEADER_SIZE + message.size) + "." + message.seq;
 }
 
 export function parseCursor(cursor: string): ConsumerPosition {

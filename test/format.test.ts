@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { crc32, crc32Ascii } from "../src/crc32";
 import { formatPopInfo, formatPushInfo, formatQueueInfo, parsePopInfo, parsePushInfo, parseQueueInfo } from "../src/info";
 import { isValidName } from "../src/names";
-import { formatCursor, parseCursor } from "../src/cursor";
+import { cursorAfter, formatCursor, parseCursor, positionAfter } from "../src/cursor";
 
 describe("crc32", () => {
   it("matches zlib for every length around the native threshold, with and without a seed", () => {
@@ -44,6 +44,13 @@ describe("names and cursors", () => {
   it("accepts names safe in files and info lines only", () => {
     for (const good of ["a", "basic_q", "individuals-flow", "v1.2", "x".repeat(128)]) expect(isValidName(good)).toBe(true);
     for (const bad of ["", ".", "..", "a..b", "c..", "a b", "a;b", "a/b", "a\\b", "é", "x".repeat(129), "a\nb", 5]) expect(isValidName(bad)).toBe(false);
+  });
+
+  it("gives the cursor after a message: the next record's offset and the message's seq", () => {
+    for (const m of [{ part: 0, offset: 0, seq: 1, size: 0 }, { part: 7, offset: 123_456_789, seq: 4_000_000_000, size: 70_000 }]) {
+      expect(cursorAfter(m)).toBe(formatCursor(positionAfter(m)));
+    }
+    expect(cursorAfter({ part: 2, offset: 100, seq: 9, size: 5 })).toBe("2.130.9");
   });
 
   it("round-trips cursors and rejects malformed ones", () => {

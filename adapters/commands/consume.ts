@@ -2,7 +2,7 @@ import { defineCommand, type ArgsDef } from "citty";
 import { consola } from "consola";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../runtime/index";
 import { QueueConsumer } from "../../src/consumer";
-import { formatCursor, positionAfter } from "../../src/cursor";
+import { cursorAfter } from "../../src/cursor";
 import type { StartPosition } from "../../src/options";
 import { CliError, explain, httpClient, openStorage, progress, storageLabel, targetArgs } from "./_shared";
 
@@ -45,7 +45,7 @@ async function runConsume(args: Record<string, unknown>, consumer: string, defau
   const print = (m: Printable) => {
     const text = typeof m.data === "string" ? m.data : Buffer.from(m.data).toString("base64");
     if (args.json) {
-      const cursor = formatCursor(positionAfter({ ...m, size: typeof m.data === "string" ? Buffer.byteLength(m.data) : m.data.length }));
+      const cursor = cursorAfter({ ...m, size: typeof m.data === "string" ? Buffer.byteLength(m.data) : m.data.length });
       process.stdout.write(`${JSON.stringify({ part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: text, ...(m.type === "object" ? { encoding: "base64" } : {}), cursor })}\n`);
     } else process.stdout.write(`${text}\n`);
     count++;

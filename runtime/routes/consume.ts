@@ -1,6 +1,6 @@
 import { FastResponse } from "srvx";
 import type { H3 } from "h3";
-import { formatCursor, positionAfter } from "../../src/cursor";
+import { cursorAfter } from "../../src/cursor";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
 import { encodeConsumeJSON } from "../consume-json";
 import { ApiError } from "../errors";
@@ -34,7 +34,7 @@ export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
       // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
       const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true });
       const last = messages.at(-1);
-      const cursor = last ? formatCursor(positionAfter(last)) : undefined;
+      const cursor = last ? cursorAfter(last) : undefined;
       if (binaryType) {
         const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
         if (cursor) headers["x-vq-cursor"] = cursor;

@@ -79,10 +79,13 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
   return jsonError(status, code, message, headers);
 }
 
+/** The content type of every JSON answer. */
+export const JSON_TYPE = "application/json; charset=utf-8";
+
 export function jsonError(status: number, code: HttpErrorCode, message: string, headers?: Record<string, string>): Response {
   return new Response(JSON.stringify({ error: { code, message } }), {
     status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+    headers: { "content-type": JSON_TYPE, ...headers },
   });
 }
 

@@ -2,7 +2,7 @@ import { FastResponse } from "srvx";
 import { getRouterParam, type H3Event } from "h3";
 import { NAME_RULE, isValidName } from "../src/names";
 import { authorize, type Principal } from "./auth";
-import { ApiError } from "./errors";
+import { ApiError, JSON_TYPE } from "./errors";
 
 /**
  * A queue or consumer name from the path, percent-decoded, then checked against the engine's
@@ -133,8 +133,6 @@ export function mediaType(value: string | null): string {
  * Responses are srvx's `FastResponse`, as h3's own: on Node the body goes to the socket as it
  * is, with no web stream around it; elsewhere it is the platform's `Response`.
  */
-export const JSON_TYPE = "application/json; charset=utf-8";
-
 export function json<T>(body: T, status = 200, headers?: Record<string, string>): Response {
   return new FastResponse(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }

@@ -358,7 +358,6 @@ export class QueueConsumer {
     if (!this.#partFile) this.#finished = true; // a missing part reads as empty
   }
 
-  /** Learns whether more can be read: the part grew, or a newer part exists. Cheap: two small reads. */
   /**
    * Whether there is more to read, from what the writer in this process last announced (no
    * I/O); undefined when that does not tell (no writer here, or it is on another part).
@@ -370,6 +369,7 @@ export class QueueConsumer {
     return this.#read.position < this.#limit;
   }
 
+  /** Learns whether more can be read: the part grew, or a newer part exists. Cheap: two small reads. */
   async #refresh(): Promise<boolean> {
     const part = this.#read.part;
     if (!this.#finished) {

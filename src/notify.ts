@@ -63,8 +63,8 @@ export function registerLocalWriter(key: string): () => void {
     const n = (writers.get(key) ?? 1) - 1;
     if (n > 0) writers.set(key, n);
     else writers.delete(key);
-    edges.delete(key);
-    // Waiters re-check: they must now poll for a writer elsewhere.
+    // Waiters re-check: they must now poll for a writer elsewhere. (A change without a hint
+    // also forgets the writer's edge.)
     emitQueueChange(key);
   };
 }

@@ -3,8 +3,8 @@ import type { H3 } from "h3";
 import { cursorAfter } from "../../src/cursor";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
 import { encodeConsumeJSON } from "../consume-json";
-import { ApiError } from "../errors";
-import { consumerParams, intParam, json, JSON_TYPE, mediaType, readBodyLimited } from "../request";
+import { ApiError, JSON_TYPE } from "../errors";
+import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
 import type { CommitResponse, RewindResponse } from "../api";
 

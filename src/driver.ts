@@ -22,6 +22,12 @@ export interface QueueDriver {
    * dies (kill -9 included). Resolves undefined when another holder has it.
    */
   lock(path: string): Promise<DriverLock | undefined>;
+  /**
+   * Whether someone holds the lock named by `path`, without taking it (a reader must not
+   * keep a writer from opening). Optional: without it, readers assume the writer is alive
+   * and trust the info lines.
+   */
+  isLocked?(path: string): Promise<boolean>;
   /** Makes a directory's entries durable (new files and parts). Optional. */
   syncDir?(dir: string): Promise<void>;
   /**

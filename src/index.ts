@@ -11,6 +11,6 @@ export type { Message, MessageInput, MessagePosition, JsonValue } from "./messag
 export { messageJSON } from "./message";
 export { formatCursor, parseCursor, positionAfter } from "./cursor";
 export type { ConsumerPosition } from "./cursor";
-export { isValidName, assertName, NAME_RULE } from "./names";
+export { isValidName, isValidQueueName, isValidConsumerName, assertName, nameRule, NAME_RULE } from "./names";
 export type { QueueOptions, ConsumerOptions, ResolvedQueueOptions, ResolvedConsumerOptions, Durability, StartPosition } from "./options";
 export { crc32 } from "./crc32";

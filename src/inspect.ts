@@ -1,11 +1,12 @@
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { parsePopInfo } from "./info";
-import { assertName, isValidName } from "./names";
-import { consumerOfPopFile, popInfoPath } from "./paths";
-import { listParts, readPushInfo, readQueueInfo } from "./recovery";
+import { assertName } from "./names";
+import { consumerOfPopFile, popInfoPath, queueOfInfoFile } from "./paths";
+import { readPartEnd } from "./position";
+import { isWriterGone, listParts, readQueueInfo } from "./recovery";
 
-/** What `inspectQueue` tells about a queue, from its info lines (no part is scanned). */
+/** What `inspectQueue` tells about a queue, from its info lines (and its part files once its writer is gone). */
 export interface QueueStats {
   name: string;
   /** The writer's current part. */
@@ -27,13 +28,15 @@ export interface ConsumerStats extends ConsumerPosition {
 const decoder = new TextDecoder();
 const ignoreProblems = () => {};
 
-/** Names of the queues in the storage (any queue with an info file, the crate's included). */
+/**
+ * Names of the queues in the storage (any queue with an info file, the crate's included).
+ * Files that are no valid queue's info file are not queues (names.ts).
+ */
 export async function listQueues(driver: QueueDriver): Promise<string[]> {
   const names: string[] = [];
   for (const entry of await driver.list("")) {
-    if (!entry.endsWith("_info_queue")) continue;
-    const name = entry.slice(0, -"_info_queue".length);
-    if (isValidName(name)) names.push(name);
+    const name = queueOfInfoFile(entry);
+    if (name !== undefined) names.push(name);
   }
   return names.sort();
 }
@@ -41,8 +44,8 @@ export async function listQueues(driver: QueueDriver): Promise<string[]> {
 /** Parts, totals and consumers of a queue, or undefined if there is no such queue. */
 export async function inspectQueue(driver: QueueDriver, queue: string): Promise<QueueStats | undefined> {
   assertName(queue, "queue");
-  const parts = await readParts(driver, queue);
   const info = await readQueueInfo(driver, queue, ignoreProblems);
+  const parts = await readParts(driver, queue, info?.part);
   if (!info && parts.length === 0) return undefined;
   const currentPart = Math.max(info?.part ?? 0, parts.at(-1)?.id ?? 0);
   return {
@@ -63,14 +66,14 @@ export async function consumerLag(driver: QueueDriver, queue: string, position: 
 
 /** The consumers of a queue with their saved positions and lag (`parts` if already read). */
 export async function listConsumers(driver: QueueDriver, queue: string, parts?: QueueStats["parts"]): Promise<ConsumerStats[]> {
+  assertName(queue, "queue");
   const counts = parts ?? (await readParts(driver, queue));
   const out: ConsumerStats[] = [];
   for (const entry of await driver.list("")) {
     const name = consumerOfPopFile(queue, entry);
-    if (name === undefined || !isValidName(name)) continue;
-    const bytes = await driver.readFile(popInfoPath(queue, name));
-    const pop = bytes && parsePopInfo(decoder.decode(bytes), queue, name);
-    if (!pop) continue; // the crate's empty leftovers, or damaged
+    if (name === undefined) continue;
+    const pop = await readPop(driver, queue, name);
+    if (!pop) continue; // the crate's empty leftovers, damaged, or not a file
     const position = { part: pop.part, position: pop.position, count: pop.count };
     out.push({ name, ...position, lag: lagAfter(counts, position) });
   }
@@ -79,12 +82,32 @@ export async function listConsumers(driver: QueueDriver, queue: string, parts?: 
 
 // --- Internal helpers ---
 
-/** Every part with its size and record count, from the push info lines (read once per call). */
-async function readParts(driver: QueueDriver, queue: string): Promise<QueueStats["parts"]> {
+/**
+ * A consumer's saved position, or undefined. Listing shows what is there: an entry that
+ * cannot be read as a position file (a directory of some other program's, say) is skipped.
+ */
+async function readPop(driver: QueueDriver, queue: string, name: string) {
+  try {
+    const bytes = await driver.readFile(popInfoPath(queue, name));
+    return bytes && parsePopInfo(decoder.decode(bytes), queue, name);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Every part with its size and record count: from the push info lines while a writer
+ * appends, from the part files where nobody does (parts before the current one, and every
+ * part once the writer is gone), so messages past a lagging line are counted.
+ */
+async function readParts(driver: QueueDriver, queue: string, infoPart?: number): Promise<QueueStats["parts"]> {
+  const ids = await listParts(driver, queue);
+  const current = Math.max(infoPart ?? -1, ids.at(-1) ?? -1);
+  const gone = ids.length > 0 && (await isWriterGone(driver, queue));
   const parts: QueueStats["parts"] = [];
-  for (const id of await listParts(driver, queue)) {
-    const push = await readPushInfo(driver, queue, id);
-    parts.push({ id, bytes: push?.edge ?? 0, messages: push?.count ?? 0 });
+  for (const id of ids) {
+    const end = await readPartEnd(driver, queue, id, gone || id !== current);
+    parts.push({ id, bytes: end.edge, messages: end.count });
   }
   return parts;
 }

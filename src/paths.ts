@@ -1,5 +1,9 @@
+import { isValidConsumerName, isValidQueueName } from "./names";
+
+const QUEUE_INFO_SUFFIX = "_info_queue";
+
 /** Where each file of a queue lives, relative to the driver's base directory (FORMAT.md). */
-export const queueInfoPath = (q: string): string => `${q}_info_queue`;
+export const queueInfoPath = (q: string): string => `${q}${QUEUE_INFO_SUFFIX}`;
 export const partDir = (q: string, part: number): string => `${q}-${part}`;
 export const partPath = (q: string, part: number): string => `${q}-${part}/${q}_queue`;
 export const pushInfoPath = (q: string, part: number): string => `${q}-${part}/${q}_info_push`;
@@ -7,11 +11,19 @@ export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}
 export const writerLockPath = (q: string): string => `${q}_queue.lock`;
 export const consumerLockPath = (q: string, c: string): string => `${q}_info_pop_${c}.lock`;
 
-/** The consumer name of a `Q_info_pop_C` file name, if it is one of queue `q`. */
+/** The consumer name of a `Q_info_pop_C` file name, if it is one of queue `q` (see names.ts). */
 export function consumerOfPopFile(q: string, fileName: string): string | undefined {
   const prefix = `${q}_info_pop_`;
-  if (!fileName.startsWith(prefix) || fileName.endsWith(".lock")) return undefined;
-  return fileName.slice(prefix.length);
+  if (!fileName.startsWith(prefix)) return undefined;
+  const name = fileName.slice(prefix.length);
+  return isValidConsumerName(name, q) ? name : undefined;
+}
+
+/** The queue name of a `Q_info_queue` file name, if it is one of a valid queue. */
+export function queueOfInfoFile(fileName: string): string | undefined {
+  if (!fileName.endsWith(QUEUE_INFO_SUFFIX)) return undefined;
+  const name = fileName.slice(0, -QUEUE_INFO_SUFFIX.length);
+  return isValidQueueName(name) ? name : undefined;
 }
 
 /** The part id of a `Q-<id>` directory name, if it is one of queue `q`. */

@@ -1,12 +1,14 @@
 import type { FileHandle, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { parsePushInfo, parseQueueInfo, type PushInfo, type QueueInfo } from "./info";
-import { partOfDir, pushInfoPath, queueInfoPath } from "./paths";
+import { partOfDir, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
 import { HEADER_SIZE } from "./record";
 import { scanPart } from "./scan";
 
 const decoder = new TextDecoder();
 const RECOVERY_CHUNK = 4 * 1024 * 1024;
+/** Reads of an info line before it counts as damaged (see `readInfoLine`). */
+const INFO_READS = 3;
 
 /** Part ids of a queue, ascending, from its `Q-<id>` directories. */
 export async function listParts(driver: QueueDriver, queue: string): Promise<number[]> {
@@ -18,23 +20,80 @@ export async function listParts(driver: QueueDriver, queue: string): Promise<num
   return ids.sort((a, b) => a - b);
 }
 
+/**
+ * An info line: `value` when it parses, `damaged` when the file exists but does not parse.
+ * A line that fails is read again before it counts: a writer in another process rewrites it
+ * in place, and a read at that instant can see half of the old line and half of the new.
+ */
+export async function readInfoLine<T>(
+  read: () => Promise<Uint8Array | undefined>,
+  parse: (text: string) => T | undefined,
+): Promise<{ value: T | undefined; damaged: boolean }> {
+  for (let attempt = 1; ; attempt++) {
+    const bytes = await read();
+    if (!bytes) return { value: undefined, damaged: false };
+    const value = parse(decoder.decode(bytes));
+    if (value !== undefined) return { value, damaged: false };
+    if (attempt >= INFO_READS) return { value: undefined, damaged: bytes.length > 0 };
+    await new Promise((resolve) => setTimeout(resolve, attempt));
+  }
+}
+
 /** The queue info line, or undefined when the file is missing or its crc fails (reported). */
 export async function readQueueInfo(
   driver: QueueDriver,
   queue: string,
   onProblem: (problem: QueueProblem) => void,
 ): Promise<QueueInfo | undefined> {
-  const bytes = await driver.readFile(queueInfoPath(queue));
-  if (!bytes) return undefined;
-  const info = parseQueueInfo(decoder.decode(bytes), queue);
-  if (!info) onProblem({ code: "BAD_INFO", queue, message: `${queueInfoPath(queue)} is unreadable or its crc fails; using the part directories.` });
-  return info;
+  const { value, damaged } = await readInfoLine(() => driver.readFile(queueInfoPath(queue)), (text) => parseQueueInfo(text, queue));
+  if (damaged) onProblem({ code: "BAD_INFO", queue, message: `${queueInfoPath(queue)} is unreadable or its crc fails; using the part directories.` });
+  return value;
 }
 
 /** A part's push info line, or undefined when missing or damaged. */
 export async function readPushInfo(driver: QueueDriver, queue: string, part: number): Promise<PushInfo | undefined> {
-  const bytes = await driver.readFile(pushInfoPath(queue, part));
-  return bytes ? parsePushInfo(decoder.decode(bytes), queue) : undefined;
+  return (await readInfoLine(() => driver.readFile(pushInfoPath(queue, part)), (text) => parsePushInfo(text, queue))).value;
+}
+
+/**
+ * Whether the queue's writer is gone (closed, or died): then no one appends to its parts, and
+ * the part files, not the info lines, say where each part ends. False while a writer holds
+ * the lock (its info line is the high-water mark: bytes past it may not be durable yet), and
+ * when the driver cannot tell.
+ */
+export async function isWriterGone(driver: QueueDriver, queue: string): Promise<boolean> {
+  if (!driver.isLocked) return false;
+  return !(await driver.isLocked(writerLockPath(queue)));
+}
+
+export interface PartEnd {
+  /** Byte size of the valid records. */
+  edge: number;
+  /** Sequence number of the last valid record (0 for none). */
+  count: number;
+  /** Damage followed by valid records, kept in place (readers skip it). */
+  damage: { offset: number; bytes: number }[];
+  /** Bytes at the end that are no whole valid record: a torn write, or damage. */
+  tail?: { offset: number; bytes: number };
+}
+
+/** Scans a part from a known record boundary (`from`, `count`) to `size` for its real end. */
+export async function scanPartEnd(file: FileHandle, from: number, count: number, size: number): Promise<PartEnd> {
+  const end: PartEnd = { edge: from, count, damage: [] };
+  let skipped: { offset: number; bytes: number } | undefined;
+  await scanPart(
+    file,
+    { from, limit: size, chunkSize: RECOVERY_CHUNK, onSkip: (offset, bytes) => (skipped = { offset, bytes }) },
+    (_buf, _view, _at, header) => {
+      if (skipped) end.damage.push(skipped);
+      skipped = undefined;
+      end.edge = header.offset + HEADER_SIZE + header.length;
+      end.count = header.seq;
+      return true;
+    },
+  );
+  if (skipped) end.tail = skipped;
+  return end;
 }
 
 export interface RecoveredPart {
@@ -64,32 +123,14 @@ export async function recoverPart(
   if (hint && !trusted) {
     onProblem({ code: "BAD_INFO", queue, part, message: `Push info says ${hint.edge} bytes but part ${part} has ${size}; rescanning it.` });
   }
-  let edge = trusted?.edge ?? 0;
-  let count = trusted?.count ?? 0;
-  let tail: { offset: number; bytes: number } | undefined;
-  await scanPart(
-    file,
-    {
-      from: edge,
-      limit: size,
-      chunkSize: RECOVERY_CHUNK,
-      onSkip: (offset, bytes) => {
-        tail = { offset, bytes };
-      },
-    },
-    (_buf, _view, _at, header) => {
-      if (tail) {
-        onProblem({ code: "BAD_RECORD", queue, part, offset: tail.offset, bytes: tail.bytes, message: `Skipped ${tail.bytes} damaged bytes at offset ${tail.offset} of part ${part}.` });
-        tail = undefined;
-      }
-      edge = header.offset + HEADER_SIZE + header.length;
-      count = header.seq;
-      return true;
-    },
-  );
-  if (tail) {
-    onProblem({ code: "TORN_TAIL", queue, part, offset: tail.offset, bytes: tail.bytes, message: `Cut off ${tail.bytes} bytes of an incomplete or damaged record at the end of part ${part} (offset ${tail.offset}).` });
-    await file.truncate(edge);
+  const end = await scanPartEnd(file, trusted?.edge ?? 0, trusted?.count ?? 0, size);
+  for (const { offset, bytes } of end.damage) {
+    onProblem({ code: "BAD_RECORD", queue, part, offset, bytes, message: `Skipped ${bytes} damaged bytes at offset ${offset} of part ${part}.` });
   }
-  return { edge, count, infoStale: !hint || hint.edge !== edge || hint.count !== count };
+  if (end.tail) {
+    const { offset, bytes } = end.tail;
+    onProblem({ code: "TORN_TAIL", queue, part, offset, bytes, message: `Cut off ${bytes} bytes of an incomplete or damaged record at the end of part ${part} (offset ${offset}).` });
+    await file.truncate(end.edge);
+  }
+  return { edge: end.edge, count: end.count, infoStale: !hint || hint.edge !== end.edge || hint.count !== end.count };
 }

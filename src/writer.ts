@@ -1,5 +1,6 @@
 import type { DriverLock, FileHandle, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
+import { openShared } from "./handles";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
 import { assertName } from "./names";
@@ -267,11 +268,11 @@ export class QueueWriter {
     const info = await readQueueInfo(driver, this.name, onProblem);
     if (info === undefined && parts.length === 0) {
       if (!create) throw new VQueueError("E_NOT_FOUND", `Queue "${this.name}" does not exist.`);
-      this.#queueInfoFile = await driver.open(queueInfoPath(this.name), { create: true });
+      this.#queueInfoFile = await openShared(driver, queueInfoPath(this.name), { create: true });
       await this.#startPart(0);
       return;
     }
-    this.#queueInfoFile = await driver.open(queueInfoPath(this.name), { create: true });
+    this.#queueInfoFile = await openShared(driver, queueInfoPath(this.name), { create: true });
     const current = Math.max(info?.part ?? -1, parts.at(-1) ?? -1);
     if (!parts.includes(current)) {
       // The info line names a part whose directory is gone: start it afresh.
@@ -279,8 +280,8 @@ export class QueueWriter {
       return;
     }
     this.#part = current;
-    this.#partFile = await driver.open(partPath(this.name, current), { create: true });
-    this.#pushInfoFile = await driver.open(pushInfoPath(this.name, current), { create: true });
+    this.#partFile = await openShared(driver, partPath(this.name, current), { create: true });
+    this.#pushInfoFile = await openShared(driver, pushInfoPath(this.name, current), { create: true });
     const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
     this.#edge = recovered.edge;
     this.#count = recovered.count;
@@ -303,8 +304,8 @@ export class QueueWriter {
   async #startPart(part: number): Promise<void> {
     const driver = this.#driver;
     await driver.mkdir(partDir(this.name, part));
-    const partFile = await driver.open(partPath(this.name, part), { create: true });
-    const pushInfoFile = await driver.open(pushInfoPath(this.name, part), { create: true });
+    const partFile = await openShared(driver, partPath(this.name, part), { create: true });
+    const pushInfoFile = await openShared(driver, pushInfoPath(this.name, part), { create: true });
     this.#partFile = partFile;
     this.#pushInfoFile = pushInfoFile;
     this.#part = part;

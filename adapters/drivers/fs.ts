@@ -3,7 +3,7 @@ import { mkdir, open, readFile, readdir, rm, type FileHandle as NodeFileHandle }
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type FileHandle } from "../../src/driver";
 import { VQueueError } from "../../src/errors";
-import { acquirePidLock } from "./utils/pid-lock";
+import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
 
 const DRIVER_NAME = "fs";
 
@@ -88,6 +88,9 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     async lock(path) {
       await ensureBase();
       return acquirePidLock(abs(path));
+    },
+    isLocked(path) {
+      return isPidLockHeld(abs(path));
     },
     async syncDir(dir) {
       const handle = await open(abs(dir), "r");

@@ -82,6 +82,9 @@ const memoryDriver = defineDriver((options: MemoryDriverOptions = {}) => {
         },
       };
     },
+    async isLocked(path) {
+      return locks.has(path);
+    },
     watch(_dir, onChange) {
       watchers.add(onChange);
       return () => watchers.delete(onChange);

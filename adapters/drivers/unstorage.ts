@@ -119,6 +119,11 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
     lock(path) {
       return acquireLock(storage, ctx.keyOf(path), `${storageKey}\u0000${path}`, leaseMs);
     },
+    async isLocked(path) {
+      if (localLocks.has(`${storageKey}\u0000${path}`)) return true;
+      const held = parseLock(await storage.getItemRaw(ctx.keyOf(path)));
+      return held !== undefined && held.expires > Date.now();
+    },
     async dispose() {
       if (options.disposeStorage) await (storage as { dispose?: () => unknown }).dispose?.();
     },
@@ -181,7 +186,10 @@ function createChunkedHandle(ctx: Context, key: string, known: Chunk[] | undefin
     return chunks;
   };
   const fetchChunk = async (chunk: Chunk): Promise<Uint8Array | undefined> => {
-    if (cache?.start === chunk.start && (Number.isNaN(chunk.length) || cache.data.length === chunk.length)) return cache.data;
+    if (cache?.start === chunk.start && (Number.isNaN(chunk.length) || cache.data.length === chunk.length)) {
+      chunk.length = cache.data.length; // a chunk just relisted learns its length from the cache too
+      return cache.data;
+    }
     const data = toBytes(await storage.getItemRaw(chunkKey(key, chunk.start)));
     if (!data) return undefined;
     chunk.length = data.length;

@@ -54,6 +54,12 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
   return undefined;
 }
 
+/** Whether a live process holds the lock at `path` (a stale or empty lock file is not held). */
+export async function isPidLockHeld(path: string): Promise<boolean> {
+  const owner = await readOwner(path);
+  return owner !== undefined && (await isOwnerAlive(owner));
+}
+
 async function releasePidLock(path: string, me: string): Promise<void> {
   // Only remove the file if it is still ours.
   if ((await readOwner(path)) === me) await unlink(path).catch(() => {});

@@ -1,6 +1,6 @@
 import { FastResponse } from "srvx";
 import { getRouterParam, type H3Event } from "h3";
-import { NAME_RULE, isValidName } from "../src/names";
+import { isValidName, nameRule } from "../src/names";
 import { authorize, type Principal } from "./auth";
 import { ApiError, JSON_TYPE } from "./errors";
 
@@ -16,10 +16,10 @@ export function nameParam(event: H3Event, param: "queue" | "consumer"): string {
   } catch {
     throw new ApiError(400, "E_NAME", `Invalid ${param} name: bad percent-encoding.`);
   }
-  if (!isValidName(name)) {
+  if (!isValidName(name, param)) {
     const text: string = name;
     const shown = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
-    throw new ApiError(400, "E_NAME", `Invalid ${param} name ${shown}: use ${NAME_RULE}.`);
+    throw new ApiError(400, "E_NAME", `Invalid ${param} name ${shown}: use ${nameRule(param)}.`);
   }
   return name;
 }

@@ -1,0 +1,165 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "pathe";
+import { describe, expect, it } from "vitest";
+import fsDriver from "../adapters/drivers/fs";
+import memoryDriver from "../adapters/drivers/memory";
+import { QueueConsumer } from "../src/consumer";
+import { inspectQueue, listConsumers, listQueues } from "../src/inspect";
+import { isValidConsumerName, isValidQueueName } from "../src/names";
+import { consumerLockPath, consumerOfPopFile, partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath, queueOfInfoFile, writerLockPath } from "../src/paths";
+import { QueueWriter } from "../src/writer";
+import { errorCode, startServer } from "./http/_server";
+import { useTempDirs } from "./helpers/tmp";
+
+const freshDir = useTempDirs("vq-names-");
+
+/** Pieces that spell the layout's own suffixes, so generated names try hard to collide. */
+const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push"];
+
+/** A deterministic generator (mulberry32): a failure replays with the same seed. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function names(seed: number, count: number): string[] {
+  const next = random(seed);
+  const out = new Set<string>();
+  while (out.size < count) {
+    const n = 1 + Math.floor(next() * 4);
+    let name = "";
+    for (let i = 0; i < n; i++) name += TOKENS[Math.floor(next() * TOKENS.length)];
+    out.add(name);
+  }
+  return [...out];
+}
+
+const PARTS = [0, 1, 2, 10, 12];
+
+/** Every path a (queue, consumer, part, kind) gives, with what it is the path of. */
+function layout(queues: string[], consumers: string[]): Map<string, string[]> {
+  const paths = new Map<string, string[]>();
+  const add = (path: string, what: string) => {
+    const owners = paths.get(path);
+    if (owners) owners.push(what);
+    else paths.set(path, [what]);
+  };
+  for (const q of queues) {
+    add(queueInfoPath(q), `queue-info ${q}`);
+    add(writerLockPath(q), `writer-lock ${q}`);
+    for (const part of PARTS) {
+      add(partDir(q, part), `part-dir ${q} ${part}`);
+      add(partPath(q, part), `part ${q} ${part}`);
+      add(pushInfoPath(q, part), `push-info ${q} ${part}`);
+    }
+    for (const c of consumers) {
+      if (!isValidConsumerName(c, q)) continue;
+      add(popInfoPath(q, c), `pop ${q} ${c}`);
+      add(consumerLockPath(q, c), `consumer-lock ${q} ${c}`);
+    }
+  }
+  return paths;
+}
+
+describe("names map one-to-one onto the crate's flat layout", () => {
+  it("no two distinct (queue, consumer, part, kind of file) give one path, over generated names", () => {
+    for (let seed = 1; seed <= 10; seed++) {
+      const generated = names(seed, 120);
+      const queues = generated.filter((n) => isValidQueueName(n));
+      const consumers = generated.filter((n) => isValidConsumerName(n));
+      expect(queues.length).toBeGreaterThan(20);
+      expect(consumers.length).toBeGreaterThan(20);
+      const shared = [...layout(queues, consumers)].filter(([, owners]) => owners.length > 1);
+      expect(shared).toEqual([]);
+    }
+  });
+
+  it("reads each top-level name back as exactly what made it, and nothing else", () => {
+    const generated = names(99, 120);
+    const queues = generated.filter((n) => isValidQueueName(n));
+    const consumers = generated.filter((n) => isValidConsumerName(n));
+    const top = [...layout(queues, consumers).keys()].filter((p) => !p.includes("/"));
+    for (const entry of top) {
+      const owner = queueOfInfoFile(entry);
+      if (owner !== undefined) expect(queueInfoPath(owner)).toBe(entry);
+      for (const q of queues) {
+        const c = consumerOfPopFile(q, entry);
+        if (c !== undefined) expect(popInfoPath(q, c), `${q} ${entry}`).toBe(entry);
+        const part = partOfDir(q, entry);
+        if (part !== undefined) expect(partDir(q, part)).toBe(entry);
+      }
+    }
+  });
+
+  it("refuses the names of the issue with E_NAME and the rule in words", async () => {
+    const driver = memoryDriver();
+    for (const queue of ["orders_info_pop_b", "x_info_queue", "a_info", "y_info_push"]) {
+      await expect(QueueWriter.open(queue, { driver })).rejects.toMatchObject({ code: "E_NAME", message: expect.stringContaining('may not contain "_info_"') });
+    }
+    const q = await QueueWriter.open("orders", { driver });
+    await q.push("x");
+    await expect(QueueConsumer.open("orders", "billing.lock", { driver })).rejects.toMatchObject({ code: "E_NAME", message: expect.stringContaining('".lock"') });
+    await expect(QueueConsumer.open("orders", "c".repeat(128), { driver })).resolves.toBeDefined();
+    await expect(QueueConsumer.open("q".repeat(128), "c".repeat(128), { driver })).rejects.toMatchObject({ code: "E_NAME" });
+    await q.close();
+  });
+
+  it("listing finds exactly the queues and consumers that exist, whatever names they have", async () => {
+    for (let seed = 1; seed <= 5; seed++) {
+      const driver = memoryDriver();
+      const generated = names(1000 + seed, 40);
+      const queues = generated.filter((n) => isValidQueueName(n)).slice(0, 8);
+      const consumerNames = generated.filter((n) => isValidConsumerName(n)).slice(0, 6);
+      const expected = new Map<string, string[]>();
+      for (const queue of queues) {
+        const q = await QueueWriter.open(queue, { driver });
+        await q.push(`in ${queue}`);
+        await q.close();
+        const mine = consumerNames.filter((c, i) => (i + queue.length) % 2 === 0 && isValidConsumerName(c, queue));
+        for (const name of mine) await (await QueueConsumer.open(queue, name, { driver })).close();
+        expected.set(queue, mine.sort((a, b) => a.localeCompare(b)));
+      }
+      expect(await listQueues(driver)).toEqual([...queues].sort());
+      for (const [queue, mine] of expected) {
+        expect((await listConsumers(driver, queue)).map((c) => c.name), queue).toEqual(mine);
+        expect((await inspectQueue(driver, queue))?.messages, queue).toBe(1);
+      }
+    }
+  });
+
+  it("a crate-made queue whose name the rule refuses breaks no listing or inspection of another queue", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir });
+    const q = await QueueWriter.open("orders", { driver });
+    await q.push("x");
+    await q.close();
+    await (await QueueConsumer.open("orders", "billing", { driver })).close();
+    // What the crate (which accepts any name) leaves for queue "orders_info_pop_b" and consumer "x_info_queue".
+    await mkdir(join(dir, "orders_info_pop_b-0"), { recursive: true });
+    await mkdir(join(dir, "orders_info_pop_x_info_queue"), { recursive: true });
+    expect(await listQueues(driver)).toEqual(["orders"]);
+    expect((await listConsumers(driver, "orders")).map((c) => c.name)).toEqual(["billing"]);
+    expect((await inspectQueue(driver, "orders"))?.consumers.map((c) => c.name)).toEqual(["billing"]);
+  });
+
+  it("over HTTP: refuses colliding names with 400 E_NAME, and lists despite foreign entries", async () => {
+    const s = await startServer();
+    expect((await s.post("/api/v1/queues/orders/messages", "x")).status).toBe(201);
+    let res = await s.post("/api/v1/queues/orders_info_pop_b/messages", "x");
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe("E_NAME");
+    res = await s.get("/api/v1/queues/orders/consumers/billing.lock/messages?timeout=0");
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe("E_NAME");
+    res = await s.del("/api/v1/queues/orders/consumers/billing.lock");
+    expect(res.status).toBe(400);
+    await mkdir(join(s.dir, "orders_info_pop_b-0"), { recursive: true });
+    expect((await s.get("/api/v1/queues/orders")).status).toBe(200);
+    expect((await s.get("/api/v1/queues/orders/consumers")).status).toBe(200);
+    expect(((await (await s.get("/api/v1/queues")).json()) as { queues: { name: string }[] } | string[])).toBeDefined();
+  });
+});

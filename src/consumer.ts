@@ -351,6 +351,8 @@ export class QueueConsumer {
     const size = this.#limit;
     this.#read = { part, position: at, count };
     this.#limit = at;
+    // The chunk read holds the torn bytes, which the next writer replaces: never serve them again.
+    this.#cache = { buf: undefined, pos: 0 };
     if (this.#tail?.at === at && this.#tail.size === size) return;
     this.#tail = { at, size };
     this.options.onProblem({
@@ -415,6 +417,7 @@ export class QueueConsumer {
     this.#limit = 0;
     this.#limitFromFile = false;
     this.#tail = undefined;
+    this.#dirCheckedAt = 0;
     this.#finished = !this.#partFile; // a missing part reads as empty
   }
 

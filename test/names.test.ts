@@ -152,7 +152,7 @@ describe("names map one-to-one onto the crate's flat layout", () => {
     let res = await s.post("/api/v1/queues/orders_info_pop_b/messages", "x");
     expect(res.status).toBe(400);
     expect(await errorCode(res)).toBe("E_NAME");
-    res = await s.get("/api/v1/queues/orders/consumers/billing.lock/messages?timeout=0");
+    res = await s.get("/api/v1/queues/orders/consumers/billing.lock/messages?timeout_ms=0");
     expect(res.status).toBe(400);
     expect(await errorCode(res)).toBe("E_NAME");
     res = await s.del("/api/v1/queues/orders/consumers/billing.lock");

@@ -1,0 +1,238 @@
+import { appendFile, readFile, readdir, rm, symlink, truncate, writeFile } from "node:fs/promises";
+import { join } from "pathe";
+import { describe, expect, it } from "vitest";
+import fsDriver from "../adapters/drivers/fs";
+import memoryDriver from "../adapters/drivers/memory";
+import { serveQueues } from "../adapters/server";
+import { QueueConsumer } from "../src/consumer";
+import type { QueueDriver } from "../src/driver";
+import type { QueueProblem } from "../src/errors";
+import { formatPopInfo, formatPushInfo, formatQueueInfo } from "../src/info";
+import { inspectQueue } from "../src/inspect";
+import { QueueWriter } from "../src/writer";
+import { useTempDirs } from "./helpers/tmp";
+
+const freshDir = useTempDirs("vq-recover-");
+const texts = (messages: { data: unknown }[]) => messages.map((m) => m.data);
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `m${from + i}`);
+
+/** A queue "orders" on disk with `count` messages in part 0, and its writer closed. */
+async function queueOnDisk(count: number, options: { keepInfoAt?: number } = {}) {
+  const dir = await freshDir();
+  const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+  let lagging: Buffer | undefined;
+  for (let i = 0; i < count; i++) {
+    await q.push(`m${i}`);
+    if (i + 1 === options.keepInfoAt) lagging = await readFile(join(dir, "orders-0/orders_info_push"));
+  }
+  await q.close();
+  return { dir, lagging };
+}
+
+const problemsOf = () => {
+  const problems: QueueProblem[] = [];
+  return { problems, onProblem: (p: QueueProblem) => problems.push(p) };
+};
+
+describe("readers take the part files as the truth once the writer is gone", () => {
+  it("delivers fsynced messages past a push info line that lags (lost in a power cut), and counts them", async () => {
+    const { dir, lagging } = await queueOnDisk(6, { keepInfoAt: 2 });
+    await writeFile(join(dir, "orders-0/orders_info_push"), lagging!);
+    const driver = fsDriver({ dir });
+    const c = await QueueConsumer.open("orders", "c", { driver });
+    expect(texts(await c.read({ max: 100 }))).toEqual(range(0, 6));
+    expect((await inspectQueue(driver, "orders"))?.messages).toBe(6);
+    expect((await inspectQueue(driver, "orders"))?.consumers[0]?.lag).toBe(6);
+    expect(await c.lag()).toBe(6);
+    await c.close();
+  });
+
+  it("delivers them when the push info line is deleted or damaged", async () => {
+    for (const damage of ["delete", "garbage", "bad-crc"] as const) {
+      const { dir } = await queueOnDisk(4);
+      const info = join(dir, "orders-0/orders_info_push");
+      if (damage === "delete") await rm(info);
+      else await writeFile(info, damage === "garbage" ? "\u0000\u0001zz" : "orders;999;4;12345\n");
+      const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }) });
+      expect(texts(await c.read({ max: 100 })), damage).toEqual(range(0, 4));
+      await c.close();
+    }
+  });
+
+  it("finds parts newer than a stale (valid) queue line", async () => {
+    const dir = await freshDir();
+    for (let part = 0; part < 3; part++) {
+      const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+      await q.push(`m${part}`);
+      await q.close();
+    }
+    expect((await readdir(dir)).filter((e) => e.startsWith("orders-")).sort()).toEqual(["orders-0", "orders-1", "orders-2"]);
+    await writeFile(join(dir, "orders_info_queue"), formatQueueInfo({ queue: "orders", part: 0 }));
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }) });
+    expect(texts(await c.read({ max: 100 }))).toEqual(range(0, 3));
+    await c.close();
+  });
+
+  it("while a writer holds the lock, its info line is the high-water mark: bytes past it are not handed out", async () => {
+    const dir = await freshDir();
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+    await q.push("m0");
+    // Bytes past the line, as a write in flight leaves them (here: the next record, copied by hand).
+    const part = join(dir, "orders-0/orders_queue");
+    const record = await readFile(part);
+    const fake = Buffer.from(record);
+    fake.writeBigUInt64LE(BigInt(record.length), 0);
+    await appendFile(part, fake);
+    // The same directory through a symlink: another storage key, as from another process.
+    const link = join(await freshDir(), "link");
+    await symlink(dir, link);
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir: link }) });
+    expect(texts(await c.read())).toEqual(["m0"]);
+    expect(await c.read()).toEqual([]);
+    expect(await c.wait({ timeoutMs: 0 })).toBe(false);
+    await c.close();
+    await q.close();
+  });
+
+  it("stops before a torn tail once the writer is gone, says so once, and goes on when a writer cuts it and appends", async () => {
+    const { dir } = await queueOnDisk(3);
+    const part = join(dir, "orders-0/orders_queue");
+    const whole = await readFile(part);
+    await appendFile(part, whole.subarray(0, 30)); // half a record
+    await truncate(join(dir, "orders-0/orders_info_push"), 0);
+    const { problems, onProblem } = problemsOf();
+    const link = join(await freshDir(), "link");
+    await symlink(dir, link);
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir: link }), onProblem, pollIntervalMs: 10 });
+    expect(texts(await c.read({ max: 100 }))).toEqual(range(0, 3));
+    expect(await c.read()).toEqual([]);
+    expect(await c.wait({ timeoutMs: 50 })).toBe(false);
+    expect(problems.filter((p) => p.code === "TORN_TAIL")).toHaveLength(1);
+    expect(c.position.position).toBe(whole.length);
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }), rollOnOpen: false });
+    await q.push("m3");
+    expect(await c.wait({ timeoutMs: 5000 })).toBe(true);
+    expect(texts(await c.read())).toEqual(["m3"]);
+    await q.close();
+    await c.close();
+  });
+});
+
+describe("a saved position is checked", () => {
+  it("a position in a part that does not exist: reported, resumed at the next existing part", async () => {
+    const dir = await freshDir();
+    for (let part = 0; part < 3; part++) {
+      const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+      await q.push(`m${part}`);
+      await q.close();
+    }
+    await rm(join(dir, "orders-1"), { recursive: true });
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 1, position: 0, count: 0 }));
+    const { problems, onProblem } = problemsOf();
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }), onProblem });
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(texts(await c.read())).toEqual(["m2"]);
+    await c.close();
+  });
+
+  it("a position past the end of its part (a truncated part): reported, resumed after the last valid record, and new messages flow", async () => {
+    const { dir } = await queueOnDisk(5);
+    const part = join(dir, "orders-0/orders_queue");
+    const size = (await readFile(part)).length;
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 0, position: size, count: 5 }));
+    await truncate(part, Math.floor(size / 2));
+    await writeFile(join(dir, "orders-0/orders_info_push"), formatPushInfo({ queue: "orders", edge: size, count: 5 }));
+    const { problems, onProblem } = problemsOf();
+    const driver = fsDriver({ dir });
+    const c = await QueueConsumer.open("orders", "c", { driver, onProblem });
+    expect(problems.map((p) => p.code)).toContain("BAD_POSITION");
+    expect(c.committed.position).toBeLessThanOrEqual(Math.floor(size / 2));
+    expect(await c.read()).toEqual([]);
+    const q = await QueueWriter.open("orders", { driver, onProblem });
+    await q.push("later");
+    expect(await c.wait({ timeoutMs: 5000 })).toBe(true);
+    expect(texts(await c.read())).toEqual(["later"]);
+    await c.commit();
+    expect(await c.lag()).toBe(0);
+    await q.close();
+    await c.close();
+  });
+});
+
+describe("cursors name positions in the queue, across processes", () => {
+  it("a reopened consumer takes a cursor the earlier one handed out, and goes on after it", async () => {
+    const driver = memoryDriver();
+    const q = await QueueWriter.open("orders", { driver });
+    await q.pushBatch(range(0, 6));
+    let c = await QueueConsumer.open("orders", "c", { driver });
+    const handed = await c.read({ max: 4 });
+    await c.close(); // nothing committed: as if the process died
+    c = await QueueConsumer.open("orders", "c", { driver });
+    await c.commit(handed.at(-1)!);
+    expect(c.committed).toEqual({ part: 0, position: handed.at(-1)!.offset + 25 + handed.at(-1)!.size, count: 4 });
+    expect(texts(await c.read())).toEqual(["m4", "m5"]);
+    await c.close();
+    c = await QueueConsumer.open("orders", "c", { driver });
+    expect(texts(await c.read())).toEqual(["m4", "m5"]);
+    await c.close();
+    await q.close();
+  });
+
+  it("refuses a cursor past the end, inside a record, or with a wrong count", async () => {
+    const driver = memoryDriver();
+    const q = await QueueWriter.open("orders", { driver });
+    await q.pushBatch(range(0, 3));
+    const c = await QueueConsumer.open("orders", "c", { driver });
+    const edge = q.position.edge;
+    for (const cursor of [`0.${edge + 27}.4`, `0.${edge - 3}.3`, `0.${edge}.2`, `1.0.1`, `3.27.1`]) {
+      await expect(c.commit(cursor), cursor).rejects.toMatchObject({ code: "E_CURSOR" });
+    }
+    expect(c.committed.count).toBe(0);
+    await c.commit(`0.${edge}.3`);
+    expect(c.committed.count).toBe(3);
+    await c.close();
+    await q.close();
+  });
+
+  it("over HTTP: a commit after a server restart with a cursor the previous server handed out is taken", async () => {
+    const dir = await freshDir();
+    const start = () => serveQueues({ dir, port: 0, logger: { error: () => {}, warn: () => {} } });
+    let server = await start();
+    await fetch(`${server.url}/api/v1/queues/orders/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: range(0, 5) }) });
+    const got = (await (await fetch(`${server.url}/api/v1/queues/orders/consumers/c/messages?max_messages=3&timeout_ms=0`)).json()) as { cursor: string };
+    await server.close();
+    server = await start();
+    try {
+      const res = await fetch(`${server.url}/api/v1/queues/orders/consumers/c/commit`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cursor: got.cursor }) });
+      expect(res.status).toBe(200);
+      const next = (await (await fetch(`${server.url}/api/v1/queues/orders/consumers/c/messages?max_messages=10&timeout_ms=0`)).json()) as { messages: { data: string }[] };
+      expect(next.messages.map((m) => m.data)).toEqual(["m3", "m4"]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("info lines read while another process rewrites them", () => {
+  it("a line caught half-written is read again, not reported as BAD_INFO", async () => {
+    const base = memoryDriver();
+    const q = await QueueWriter.open("orders", { driver: base });
+    await q.push("m0");
+    let torn = 2;
+    // What a reader sees in the instant a writer rewrites the line in place: part old, part new.
+    const tearing: QueueDriver = {
+      ...base,
+      async readFile(path) {
+        const bytes = await base.readFile(path);
+        if (bytes && path === "orders_info_queue" && torn-- > 0) return Uint8Array.from([...bytes.subarray(0, 9), 0x39, ...bytes.subarray(10)]);
+        return bytes;
+      },
+    };
+    const { problems, onProblem } = problemsOf();
+    const c = await QueueConsumer.open("orders", "c", { driver: tearing, onProblem });
+    expect(problems).toEqual([]);
+    expect(texts(await c.read())).toEqual(["m0"]);
+    await c.close();
+    await q.close();
+  });
+});

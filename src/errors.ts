@@ -42,7 +42,7 @@ export class VQueueError extends Error {
  * `onProblem` option so that an operator sees it and the queue keeps going.
  */
 export interface QueueProblem {
-  code: "TORN_TAIL" | "BAD_RECORD" | "BAD_INFO" | "BAD_POSITION";
+  code: "TORN_TAIL" | "BAD_RECORD" | "BAD_INFO" | "BAD_POSITION" | "UNSUPPORTED_PART";
   message: string;
   queue: string;
   part?: number;

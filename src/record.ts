@@ -7,6 +7,8 @@ import { crc32Range } from "./crc32";
  */
 export const HEADER_SIZE = 25;
 export const MAGIC = 0xeeeffeee; // bytes EE FE EF EE read as a little-endian u32
+/** The crate 0.3.x's v3 records (FORMAT.md): not read yet, but recognised so that nothing destroys them. */
+export const MAGIC_V3 = 0xeeeffe33; // bytes 33 FE EF EE
 export const TYPE_STRING = 0x53; // "S"
 export const TYPE_OBJECT = 0x4f; // "O"
 /** The crate refuses bodies of 2^31 bytes or more. */

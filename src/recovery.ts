@@ -2,7 +2,7 @@ import type { FileHandle, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { parsePushInfo, parseQueueInfo, type PushInfo, type QueueInfo } from "./info";
 import { partOfDir, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
-import { HEADER_SIZE } from "./record";
+import { HEADER_SIZE, MAGIC_V3 } from "./record";
 import { scanPart } from "./scan";
 
 const decoder = new TextDecoder();
@@ -103,6 +103,11 @@ export interface RecoveredPart {
   count: number;
   /** The push info line did not match the part and must be rewritten. */
   infoStale: boolean;
+  /**
+   * The part holds records of a format this version does not read (the crate 0.3.x's v3):
+   * it was left as it is, and the writer must start a new part instead of appending.
+   */
+  unsupported?: boolean;
 }
 
 /**
@@ -127,10 +132,22 @@ export async function recoverPart(
   for (const { offset, bytes } of end.damage) {
     onProblem({ code: "BAD_RECORD", queue, part, offset, bytes, message: `Skipped ${bytes} damaged bytes at offset ${offset} of part ${part}.` });
   }
+  if (end.tail && (await isV3Record(file, end.tail.offset))) {
+    onProblem({ code: "UNSUPPORTED_PART", queue, part, offset: end.tail.offset, message: `Part ${part} holds v3 records (crate 0.3.x) from offset ${end.tail.offset}, which this version does not read; it is left untouched and a new part is started.` });
+    return { edge: end.edge, count: end.count, infoStale: false, unsupported: true };
+  }
   if (end.tail) {
     const { offset, bytes } = end.tail;
     onProblem({ code: "TORN_TAIL", queue, part, offset, bytes, message: `Cut off ${bytes} bytes of an incomplete or damaged record at the end of part ${part} (offset ${offset}).` });
     await file.truncate(end.edge);
   }
   return { edge: end.edge, count: end.count, infoStale: !hint || hint.edge !== end.edge || hint.count !== end.count };
+}
+
+/** Whether a v3 record header (crate 0.3.x) starts at `offset`: its magic, and its own offset. */
+async function isV3Record(file: FileHandle, offset: number): Promise<boolean> {
+  const head = await file.read(offset, HEADER_SIZE);
+  if (head.length < HEADER_SIZE) return false;
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  return view.getUint32(12, true) === MAGIC_V3 && Number(view.getBigUint64(0, true)) === offset;
 }

@@ -283,6 +283,12 @@ export class QueueWriter {
     this.#partFile = await openShared(driver, partPath(this.name, current), { create: true });
     this.#pushInfoFile = await openShared(driver, pushInfoPath(this.name, current), { create: true });
     const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
+    if (recovered.unsupported) {
+      // Another format's part (left as it is): new records go to a new part of their own.
+      await this.#closeFiles({ keepQueueInfo: true });
+      await this.#startPart(current + 1);
+      return;
+    }
     this.#edge = recovered.edge;
     this.#count = recovered.count;
     if (recovered.infoStale) await this.#writePushInfo();
@@ -355,9 +361,10 @@ export class QueueWriter {
     }
   }
 
-  async #closeFiles(): Promise<void> {
-    const files = [this.#partFile, this.#pushInfoFile, this.#queueInfoFile];
-    this.#partFile = this.#pushInfoFile = this.#queueInfoFile = undefined;
+  async #closeFiles(options: { keepQueueInfo?: boolean } = {}): Promise<void> {
+    const files = [this.#partFile, this.#pushInfoFile, options.keepQueueInfo ? undefined : this.#queueInfoFile];
+    this.#partFile = this.#pushInfoFile = undefined;
+    if (!options.keepQueueInfo) this.#queueInfoFile = undefined;
     await Promise.all(files.map((file) => file?.close()));
   }
 }

@@ -10,8 +10,8 @@ import { inspectQueue, listQueues } from "../src/inspect";
 import type { Message } from "../src/message";
 import { QueueWriter } from "../src/writer";
 
-/** Queue directories written by the Rust crate v_queue 0.2.7 (see FORMAT.md). */
-const FIXTURES = resolve(import.meta.dirname, "../../shared/fixtures/v_queue-0.2.7");
+/** Queue directories written by the Rust crate v_queue 0.2.7 (see its README.md). */
+const FIXTURES = resolve(import.meta.dirname, "fixtures/v_queue-0.2.7");
 const dirs: string[] = [];
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
@@ -48,8 +48,11 @@ async function drain(consumer: QueueConsumer): Promise<Message[]> {
 const msgs = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `msg-${from + i}`);
 
 describe("queues written by the crate v_queue 0.2.7", () => {
-  it("has the fixtures beside the project (../shared/fixtures)", () => {
-    expect(existsSync(FIXTURES)).toBe(true);
+  it("has the crate's fixtures in the project (test/fixtures/v_queue-0.2.7)", () => {
+    for (const name of ["basic", "basic-c1-first", "iflow"]) {
+      expect(existsSync(join(FIXTURES, `${name}.tar`)), `${name}.tar`).toBe(true);
+      expect(existsSync(join(FIXTURES, `${name}.c1.jsonl`)), `${name}.c1.jsonl`).toBe(true);
+    }
   });
 
   for (const [tar, queue] of [

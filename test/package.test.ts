@@ -1,0 +1,127 @@
+import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "pathe";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useTempDirs } from "./helpers/tmp";
+
+/**
+ * The package as a user gets it: `npm pack` of the built project, installed from the tarball
+ * into an empty folder (its dependencies from the npm registry or npm's cache), then used
+ * from there, with nothing of this checkout in reach: the library from a Node script, the
+ * `v-queue` bin through npx, and `v-queue serve` over HTTP.
+ *
+ * Needs `npm run build` first (as the README's quick start does); it builds once itself when
+ * dist/ is missing. It does not rebuild an existing dist/: other suites may be reading it.
+ */
+
+const root = resolve(import.meta.dirname, "..");
+const run = promisify(execFile);
+const tempDir = useTempDirs("vq-package-");
+const TIMEOUT = 240_000;
+
+let app: string;
+let packed: { filename: string; files: { path: string }[] };
+
+beforeAll(async () => {
+  if (!existsSync(join(root, "dist", "cli.mjs"))) await run("npm", ["run", "build"], { cwd: root, timeout: 180_000 });
+  const work = await tempDir();
+  // --ignore-scripts: no prepack rebuild (see above).
+  const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: root, timeout: 60_000 });
+  [packed] = JSON.parse(stdout) as [typeof packed];
+  const tarball = join(work, packed.filename);
+  app = join(work, "app");
+  await mkdir(app);
+  await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  await run("npm", ["install", tarball, "--prefer-offline", "--no-audit", "--no-fund"], { cwd: app, timeout: 180_000 });
+}, TIMEOUT);
+
+describe("the packed package, installed from its tarball into an empty folder", () => {
+  it("ships the bin and every entry of `exports`, and no sources or tests", async () => {
+    const files = packed.files.map((f) => f.path);
+    const pkg = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { bin: Record<string, string>; exports: Record<string, Record<string, string> | string> };
+    const wanted = [...Object.values(pkg.bin), ...Object.values(pkg.exports).flatMap((entry) => (typeof entry === "string" ? [entry] : Object.values(entry)))];
+    for (const file of wanted) expect(files, file).toContain(file.replace(/^\.\//, ""));
+    expect(files).toContain("dist/cli.mjs");
+    expect(files.filter((f) => /^(src|test|adapters|runtime|client|bench|playground)\//.test(f))).toEqual([]);
+  });
+
+  it(
+    "imports every entry and pushes and reads a message with the library",
+    async () => {
+      const pkg = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { exports: Record<string, unknown> };
+      const entries = Object.keys(pkg.exports)
+        .filter((key) => key !== "./package.json")
+        .map((key) => `v-queue${key.slice(1)}`);
+      const data = join(app, "queues");
+      const script = `
+        import { openQueue, openConsumer, inspectQueue } from "v-queue";
+        import fsDriver from "v-queue/drivers/fs";
+        for (const entry of ${JSON.stringify(entries)}) await import(entry);
+        const dir = ${JSON.stringify(data)};
+        const queue = await openQueue("orders", { dir });
+        const landed = await queue.push({ id: 1, item: "book" });
+        const consumer = await openConsumer("orders", "billing", { dir });
+        const [message] = await consumer.read();
+        await consumer.commit();
+        await consumer.close();
+        await queue.close();
+        const stats = await inspectQueue(fsDriver({ dir }), "orders");
+        console.log(JSON.stringify({ landed, data: message.data, type: message.type, messages: stats.messages }));
+      `;
+      await writeFile(join(app, "use.mjs"), script);
+      const { stdout } = await run(process.execPath, ["use.mjs"], { cwd: app, timeout: 60_000 });
+      expect(JSON.parse(stdout)).toEqual({ landed: { part: 0, offset: 0, seq: 1 }, data: '{"id":1,"item":"book"}', type: "string", messages: 1 });
+      expect(existsSync(join(data, "orders-0", "orders_queue"))).toBe(true);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "runs the bin: `npx v-queue --version`, and `v-queue serve` produces and consumes over HTTP",
+    async () => {
+      const version = (JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string }).version;
+      const { stdout } = await run("npx", ["--no-install", "v-queue", "--version"], { cwd: app, timeout: 60_000 });
+      expect(stdout.trim()).toBe(version);
+
+      const server = spawn(process.execPath, [join(app, "node_modules", ".bin", "v-queue"), "serve", "--dir", "served", "--port", "0", "--no-auth"], {
+        cwd: app,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const exited = new Promise<number | null>((done) => server.on("exit", (code) => done(code)));
+      try {
+        let output = "";
+        const url = await new Promise<string>((done, fail) => {
+          const timer = setTimeout(() => fail(new Error(`no URL printed in 60 s: ${output}`)), 60_000);
+          const onData = (chunk: Buffer) => {
+            output += chunk.toString("utf8");
+            const found = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+            if (found) {
+              clearTimeout(timer);
+              done(found[1]!);
+            }
+          };
+          server.stdout!.on("data", onData);
+          server.stderr!.on("data", onData);
+          void exited.then((code) => fail(new Error(`v-queue serve exited (${code}): ${output}`)));
+        });
+        expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: "ok", version });
+        const produced = await fetch(`${url}/api/v1/queues/orders/messages`, { method: "POST", body: "hello", headers: { "content-type": "text/plain" } });
+        expect(produced.status).toBe(201);
+        const consumed = await fetch(`${url}/api/v1/queues/orders/consumers/billing/messages?max_messages=10&timeout_ms=5000`);
+        expect(await consumed.json()).toMatchObject({ count: 1, messages: [{ type: "string", data: "hello" }] });
+        expect((await fetch(`${url}/api/v1/queues/orders/consumers/billing/commit`, { method: "POST" })).ok).toBe(true);
+        expect(existsSync(join(app, "served", "orders-0", "orders_queue"))).toBe(true);
+        server.kill("SIGTERM");
+        expect(await exited).toBe(0);
+      } finally {
+        if (server.exitCode === null && server.signalCode === null) {
+          server.kill("SIGKILL");
+          await exited;
+        }
+      }
+    },
+    TIMEOUT,
+  );
+});

@@ -11,7 +11,7 @@ import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type Resolv
 import { consumerLockPath, partDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
 import { checkSavedPosition, isRecordBoundary, readPartEnd } from "./position";
 import { HEADER_SIZE } from "./record";
-import { isWriterGone, listParts, readInfoLine, readQueueInfo } from "./recovery";
+import { isV3Record, isWriterGone, listParts, readInfoLine, readQueueInfo } from "./recovery";
 import { scanPart, type ChunkCache } from "./scan";
 
 export interface ReadOptions {
@@ -337,7 +337,7 @@ export class QueueConsumer {
         },
       );
       if (tailAt !== undefined) {
-        this.#holdAtTail(part, tailAt, count);
+        await this.#holdAtTail(part, tailAt, count);
         return out;
       }
       this.#read = { part, position: result.next, count };
@@ -347,7 +347,7 @@ export class QueueConsumer {
   }
 
   /** Stops before the incomplete end of a part whose writer is gone, and says so once. */
-  #holdAtTail(part: number, at: number, count: number): void {
+  async #holdAtTail(part: number, at: number, count: number): Promise<void> {
     const size = this.#limit;
     this.#read = { part, position: at, count };
     this.#limit = at;
@@ -355,6 +355,17 @@ export class QueueConsumer {
     this.#cache = { buf: undefined, pos: 0 };
     if (this.#tail?.at === at && this.#tail.size === size) return;
     this.#tail = { at, size };
+    if (await isV3Record(this.#partFile!, at)) {
+      this.options.onProblem({
+        code: "UNSUPPORTED_PART",
+        queue: this.queue,
+        part,
+        offset: at,
+        bytes: size - at,
+        message: `Consumer "${this.name}" stops at offset ${at} of part ${part}: it holds v3 records (crate 0.3.x), which this version does not read.`,
+      });
+      return;
+    }
     this.options.onProblem({
       code: "TORN_TAIL",
       queue: this.queue,

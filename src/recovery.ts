@@ -145,7 +145,7 @@ export async function recoverPart(
 }
 
 /** Whether a v3 record header (crate 0.3.x) starts at `offset`: its magic, and its own offset. */
-async function isV3Record(file: FileHandle, offset: number): Promise<boolean> {
+export async function isV3Record(file: FileHandle, offset: number): Promise<boolean> {
   const head = await file.read(offset, HEADER_SIZE);
   if (head.length < HEADER_SIZE) return false;
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);

@@ -1,4 +1,4 @@
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
@@ -125,22 +125,26 @@ describe("parts written by the crate 0.3.x (v3), not supported yet", () => {
     expect(setup.problems).toEqual([expect.objectContaining({ code: "BAD_RECORD", part: 1, offset: 0, bytes: bytes.length })]);
   });
 
-  it("the current part is v3 with a push info line v-queue cannot parse: a consumer sees nothing there and reports nothing", async () => {
+  it("the current part is v3 with a push info line v-queue cannot parse: a consumer stops there and says why, once", async () => {
     const bytes = part(V3_MAGIC);
     const setup = await queueWithPart1(bytes, UNPARSEABLE_INFO);
     const { data, position } = await readAll(setup);
     expect(data).toEqual(["v2-a", "v2-b"]);
     expect(position).toEqual({ part: 1, position: 0, count: 0 });
-    expect(setup.problems).toEqual([]);
+    expect(setup.problems).toEqual([expect.objectContaining({ code: "UNSUPPORTED_PART", part: 1, offset: 0, bytes: bytes.length })]);
   });
 
-  it("the current part is v3 with a push info line v-queue cannot parse: a v-queue writer opening the queue cuts it off (TORN_TAIL)", async () => {
-    // The README warns: do not open a v-queue writer on a queue the crate 0.3.x has written.
+  it("the current part is v3 with a push info line v-queue cannot parse: a v-queue writer leaves it untouched and starts a new part", async () => {
     const bytes = part(V3_MAGIC);
     const setup = await queueWithPart1(bytes, UNPARSEABLE_INFO);
     const writer = await QueueWriter.open("q", { driver: fsDriver({ dir: setup.dir }), onProblem: setup.onProblem });
+    await writer.push("after");
     await writer.close();
-    expect(setup.problems).toEqual([expect.objectContaining({ code: "TORN_TAIL", part: 1, offset: 0, bytes: bytes.length })]);
-    expect((await stat(join(setup.dir, "q-1", "q_queue"))).size).toBe(0);
+    expect(setup.problems).toEqual([expect.objectContaining({ code: "UNSUPPORTED_PART", part: 1, offset: 0 })]);
+    expect(await readFile(join(setup.dir, "q-1", "q_queue"))).toEqual(bytes);
+    expect(await readFile(join(setup.dir, "q-1", "q_info_push"), "utf8")).toBe(UNPARSEABLE_INFO);
+    setup.problems.length = 0;
+    expect((await readAll(setup, "fresh")).data).toEqual(["v2-a", "v2-b", "after"]);
+    expect(setup.problems).toEqual([expect.objectContaining({ code: "BAD_RECORD", part: 1, offset: 0, bytes: bytes.length })]);
   });
 });

@@ -4,6 +4,7 @@ import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../adapters/drivers/fs";
 import { QueueConsumer } from "../src/consumer";
+import type { QueueDriver } from "../src/driver";
 import { QueueWriter } from "../src/writer";
 import { useTempDirs } from "./helpers/tmp";
 
@@ -37,14 +38,29 @@ describe.runIf(process.platform === "linux")("file descriptors", () => {
     // libuv opens one inotify descriptor for the first fs.watch of the process, and keeps it.
     watch(dir).close();
     const before = openFds();
-    // Another storage key: it polls and watches, and its refreshes race its reads.
-    const consumer = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir: link }), pollIntervalMs: 1 });
+    // Another storage key: it polls and watches, and its refreshes race its reads. Opens are
+    // slowed down so that they overlap, and every handle is counted until it is closed.
+    const base = fsDriver({ dir: link });
+    let unclosed = 0;
+    const driver: QueueDriver = {
+      ...base,
+      async open(path, options) {
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        const handle = await base.open(path, options);
+        if (!handle) return handle;
+        unclosed++;
+        let closed = false;
+        return { ...handle, close: () => (closed ? Promise.resolve() : ((closed = true), unclosed--, handle.close())) };
+      },
+    };
+    const consumer = await QueueConsumer.open("orders", "c", { driver, pollIntervalMs: 1 });
     const seen: unknown[] = [];
     const reading = (async () => {
       while (seen.length < 401) {
         const batch = await consumer.read({ max: 7 });
         seen.push(...batch.map((m) => m.data));
-        if (batch.length === 0) await consumer.wait({ timeoutMs: 1000 });
+        // Short waits: a wait that times out leaves its last check running into the next read.
+        if (batch.length === 0) await consumer.wait({ timeoutMs: 2 });
       }
     })();
     for (let i = 0; i < 400; i++) {
@@ -55,6 +71,7 @@ describe.runIf(process.platform === "linux")("file descriptors", () => {
     expect(seen).toHaveLength(401);
     expect(writer.position.part).toBeGreaterThan(10);
     await consumer.close();
+    expect(unclosed).toBe(0);
     expect(openFds()).toBeLessThanOrEqual(before);
     await writer.close();
   });

@@ -44,8 +44,8 @@ export interface QueueOptions extends CommonOptions {
   /** Largest message body accepted by `push`. @default 67108864 (64 MiB) */
   maxMessageBytes?: number;
   /**
-   * Start a new part when opening a queue whose current part is not empty, as the crate
-   * does (its readers expect it).
+   * Start a new part when opening a queue whose current part is not empty (the crate 0.2.x
+   * starts one on every reopen, 0.3.x reuses an empty current part; its readers expect it).
    * @default true
    */
   rollOnOpen?: boolean;

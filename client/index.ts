@@ -18,12 +18,12 @@ import type {
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
 import { toBase64 } from "../runtime/codec";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
-import { fromBatchRecord, fromJSONMessage, type ClientMessage } from "./messages";
+import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 
 export type * from "../runtime/api";
 export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
-export type { ClientMessage } from "./messages";
+export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { SubscribeOptions } from "./subscribe";
 
 export interface ClientOptions {
@@ -55,13 +55,18 @@ export interface ConsumeOptions {
   signal?: AbortSignal;
   /** `"binary"`: a compact binary batch instead of JSON (faster, no base64). @default "json" */
   format?: "json" | "binary";
-  /** Parse text messages as JSON. @default false */
+  /**
+   * Parse text messages as JSON: each is then `{ json: true, data: T }`, or, when it is not
+   * valid JSON, `{ json: false, data: text, error }` (the rest of the batch is still parsed).
+   * Bytes are never parsed. @default false
+   */
   json?: boolean;
   /** A cursor to commit first, in the same request (saves a round trip per batch). */
   commit?: string;
 }
 
-export interface ConsumeResult<T = unknown> {
+/** `ConsumeResult` of a plain consume; `ConsumeResult<T>` of one with `json: true`. */
+export interface ConsumeResult<T = never> {
   messages: ClientMessage<T>[];
   /** Commits everything in this batch; undefined when it is empty. */
   cursor: string | undefined;
@@ -81,7 +86,11 @@ export interface VQueueClient {
   queues(): Promise<QueueListResponse>;
   queue(queue: string): Promise<QueueInfoResponse>;
   consumers(queue: string): Promise<ConsumerListResponse>;
-  consume<T = unknown>(queue: string, consumer: string, options?: ConsumeOptions): Promise<ConsumeResult<T>>;
+  /** Text as strings, bytes as Uint8Arrays: narrow `data` on `type`. */
+  consume(queue: string, consumer: string, options?: ConsumeOptions & { json?: false }): Promise<ConsumeResult>;
+  /** Text parsed as JSON, typed `T` (not checked: the queue is trusted to hold `T`s): narrow on `json`. */
+  consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: true }): Promise<ConsumeResult<T>>;
+  consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: boolean }): Promise<ConsumeResult<T> | ConsumeResult>;
   /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent. */
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
@@ -89,7 +98,9 @@ export interface VQueueClient {
   produce(queue: string, messages: ProduceMessage | ProduceMessage[], options?: ProduceOptions): Promise<ProduceResponse>;
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
-  subscribe<T = unknown>(queue: string, consumer: string, options?: SubscribeOptions): AsyncGenerator<ClientMessage<T>, void, undefined>;
+  subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
+  subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: true }): AsyncGenerator<ClientMessage<T>, void, undefined>;
+  subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: boolean }): AsyncGenerator<ClientMessage<T> | ClientMessage, void, undefined>;
 }
 
 export function createClient(options: ClientOptions): VQueueClient {
@@ -125,7 +136,8 @@ export function createClient(options: ClientOptions): VQueueClient {
     queue: (queue) => request(q(queue), { idempotent: true }),
     consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
 
-    async consume<T>(queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<ConsumeResult<T>> {
+    // One implementation for the overloads: what `json` makes of the messages is in their types.
+    consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined }> => {
       const query: Record<string, string | number> = { max_messages: opts.maxMessages ?? 1, timeout_ms: opts.timeoutMs ?? 0 };
       if (opts.commit) query.commit = opts.commit;
       const timeoutMs = query.timeout_ms as number;
@@ -140,12 +152,12 @@ export function createClient(options: ClientOptions): VQueueClient {
             cursor = response.headers.get("x-vq-cursor") ?? undefined;
           },
         });
-        const messages = decodeBatch(new Uint8Array(body)).map((r) => fromBatchRecord<T>(r, opts.json ?? false));
+        const messages = decodeBatch(new Uint8Array(body)).map((r) => fromBatchRecord(r, opts.json ?? false));
         return { messages, cursor };
       }
       const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
-      return { messages: body.messages.map((m) => fromJSONMessage<T>(m, opts.json ?? false)), cursor: body.cursor ?? undefined };
-    },
+      return { messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), cursor: body.cursor ?? undefined };
+    }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
       request(`${c(queue, consumer)}/commit`, { method: "POST", idempotent: true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
@@ -171,7 +183,7 @@ export function createClient(options: ClientOptions): VQueueClient {
 
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
 
-    subscribe: (queue, consumer, opts) => subscribe(client, queue, consumer, opts),
+    subscribe: ((queue: string, consumer: string, opts?: SubscribeOptions) => subscribe(client, queue, consumer, opts)) as VQueueClient["subscribe"],
   };
   return client;
 }

@@ -63,6 +63,26 @@ describe("client SDK against the standalone server", () => {
     expect((await client.consumers("orders")).consumers.map((c) => c.name)).toEqual(["billing"]);
   });
 
+  it("json: true hands out text that is not JSON as text with its parse error, the rest of the batch parsed", async () => {
+    const client = admin();
+    await client.produce("mixed", ['{"id":1}', "plain text", new Uint8Array([7]), "[2]"], { format: "binary" });
+    for (const format of ["json", "binary"] as const) {
+      const { messages, cursor } = await client.consume<{ id: number } | number[]>("mixed", format, { maxMessages: 4, format, json: true });
+      expect(messages.map((m) => m.json)).toEqual([true, false, undefined, true]);
+      expect(messages.map((m) => m.data)).toEqual([{ id: 1 }, "plain text", Uint8Array.from([7]), [2]]);
+      const text = messages[1]!;
+      expect(text.type === "string" && !text.json && text.error).toBeInstanceOf(SyntaxError);
+      expect(cursor).toBe(messages[3]!.cursor);
+    }
+    const controller = new AbortController();
+    const seen: unknown[] = [];
+    for await (const m of client.subscribe<{ id: number } | number[]>("mixed", "loop", { signal: controller.signal, json: true })) {
+      seen.push(m.json ? m.data : m.type);
+      if (seen.length === 4) controller.abort();
+    }
+    expect(seen).toEqual([{ id: 1 }, "string", "object", [2]]);
+  });
+
   it("long-polls: waits for a message pushed later, and ends on the caller's abort", async () => {
     const client = admin();
     await client.produce("polls", "first");

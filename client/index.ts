@@ -19,11 +19,13 @@ import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/
 import { toBase64 } from "../runtime/codec";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
+import { toJSONText, type ProduceInput } from "./produce";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 
 export type * from "../runtime/api";
 export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
+export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
 
 export interface ClientOptions {
@@ -72,9 +74,6 @@ export interface ConsumeResult<T = never> {
   cursor: string | undefined;
 }
 
-/** What `produce` takes: text, bytes, or any JSON value (sent as its JSON text). */
-export type ProduceMessage = string | Uint8Array | ArrayBuffer | null | boolean | number | object;
-
 export interface ProduceOptions {
   signal?: AbortSignal;
   /** `"binary"` sends a binary batch; `"json"` a JSON body (bytes as base64). @default "binary" when there are bytes, else "json" */
@@ -95,7 +94,12 @@ export interface VQueueClient {
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
-  produce(queue: string, messages: ProduceMessage | ProduceMessage[], options?: ProduceOptions): Promise<ProduceResponse>;
+  /**
+   * One message, or an array of them (a batch; a JSON array as one message goes in one: `[[1, 2]]`).
+   * Text, bytes, or a JSON value; anything else (a Date, a Map, undefined...) is refused, by
+   * the types and with a TypeError, rather than sent changed.
+   */
+  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions): Promise<ProduceResponse>;
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
   subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
@@ -164,21 +168,24 @@ export function createClient(options: ClientOptions): VQueueClient {
 
     rewind: (queue, consumer, opts = {}) => request(`${c(queue, consumer)}/rewind`, { method: "POST", idempotent: true, signal: opts.signal }),
 
-    produce(queue, messages, opts = {}) {
-      const list = Array.isArray(messages) ? messages : [messages];
+    // async: a message refused by toJSONText rejects the promise rather than throwing.
+    async produce(queue: string, messages: unknown, opts: ProduceOptions = {}) {
+      const list: unknown[] = Array.isArray(messages) ? messages : [messages];
       const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
       const format = opts.format ?? (hasBytes ? "binary" : "json");
       if (format === "binary") {
-        const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : JSON.stringify(m))));
+        const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : toJSONText(m))));
         return request(`${q(queue)}/messages`, { method: "POST", body: batch, headers: { "content-type": BATCH_CONTENT_TYPE }, signal: opts.signal });
       }
       if (hasBytes) {
         // JSON with bytes: every message goes as base64 of its bytes (text as UTF-8).
         const encoder = new TextEncoder();
-        const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : JSON.stringify(m))));
+        const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : toJSONText(m))));
         return request(`${q(queue)}/messages`, { method: "POST", body: { messages: encoded, encoding: "base64" }, signal: opts.signal });
       }
-      return request(`${q(queue)}/messages`, { method: "POST", body: { messages: list }, signal: opts.signal });
+      // Serialised here, in one pass that also checks every message.
+      const body = toJSONText({ messages: list });
+      return request(`${q(queue)}/messages`, { method: "POST", body, headers: { "content-type": "application/json" }, signal: opts.signal });
     },
 
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),

@@ -83,6 +83,19 @@ describe("client SDK against the standalone server", () => {
     expect(seen).toEqual([{ id: 1 }, "string", "object", [2]]);
   });
 
+  it("produce refuses what is not text, bytes or JSON, in either format, and pushes nothing", async () => {
+    const client = admin();
+    for (const format of ["json", "binary"] as const) {
+      for (const bad of [new Date(0), { at: new Date(0) }, new Map(), [1, undefined], Number.NaN, undefined]) {
+        // @ts-expect-error each is refused by the types too
+        await expect(client.produce("strict", ["fine", bad], { format })).rejects.toThrow(TypeError);
+      }
+    }
+    await expect(client.queue("strict")).rejects.toMatchObject({ status: 404 });
+    expect((await client.produce("strict", { at: new Date(0).toISOString(), note: undefined })).count).toBe(1);
+    expect((await client.consume("strict", "c")).messages[0]!.data).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
+  });
+
   it("long-polls: waits for a message pushed later, and ends on the caller's abort", async () => {
     const client = admin();
     await client.produce("polls", "first");

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { createClient, type ClientMessage, type ConsumeResult, type MessageJSON } from "../../client/index";
+import { createClient, type ClientMessage, type ConsumeResult, type JsonValue, type MessageJSON, type ProduceMessage } from "../../client/index";
 
 /**
  * The client's public types. Checked by `npm run typecheck` (tsc covers test/): an
@@ -103,5 +103,43 @@ describe("ClientMessage is a discriminated union that narrows", () => {
     expectTypeOf(client.subscribe("q", "c")).toEqualTypeOf<AsyncGenerator<ClientMessage, void, undefined>>();
     expectTypeOf(client.subscribe<Order>("q", "c", { json: true })).toEqualTypeOf<AsyncGenerator<ClientMessage<Order>, void, undefined>>();
     expectTypeOf(client.subscribe("q", "c", { json: true })).toEqualTypeOf<AsyncGenerator<ClientMessage<unknown>, void, undefined>>();
+  });
+});
+
+describe("produce takes text, bytes and JSON values, and nothing else", () => {
+  it("accepts strings, bytes, JSON values, interfaces of them, and batches", async () => {
+    const client = stubClient();
+    const order: Order = { id: 1, item: "book" };
+    const json: JsonValue = { a: [1, null, { b: true }] };
+    const annotated: ProduceMessage[] = ["x", new Uint8Array(1), json];
+    const batch = ["text", order, 42, null, true, [1, "two"], new Uint8Array([1]), new ArrayBuffer(2)] as const;
+    for (const input of [order, json, annotated, batch, [order, order], "text", 0, false, null] as const) {
+      expect((await client.produce("q", input)).count).toBe(1);
+    }
+    await client.produce("q", { id: 1, item: "book", note: undefined });
+    await client.produce("q", [[1, 2]]);
+  });
+
+  it("refuses what is not text, bytes or JSON", async () => {
+    const client = stubClient();
+    const refused = (promise: Promise<unknown>) => expect(promise).rejects.toBeInstanceOf(TypeError);
+    // @ts-expect-error a Date is not a JSON value
+    await refused(client.produce("q", new Date()));
+    // @ts-expect-error nor inside one
+    await refused(client.produce("q", [{ id: 1, at: new Date() }]));
+    // @ts-expect-error undefined is no message
+    await refused(client.produce("q", undefined));
+    // @ts-expect-error a function
+    await refused(client.produce("q", () => 1));
+    // @ts-expect-error a bigint
+    await refused(client.produce("q", 1n));
+    // @ts-expect-error a Map (it would go as `{}`)
+    await refused(client.produce("q", new Map([["a", 1]])));
+    // @ts-expect-error bytes inside JSON (they would go as `{"0":1}`)
+    await refused(client.produce("q", { bytes: new Uint8Array([1]) }));
+    // @ts-expect-error undefined in a JSON array (it would go as null)
+    await refused(client.produce("q", [[1, undefined]]));
+    // @ts-expect-error unknown: check what it is first
+    await refused(client.produce("q", undefined as unknown));
   });
 });

@@ -89,7 +89,8 @@ export interface VQueueClient {
   consume(queue: string, consumer: string, options?: ConsumeOptions & { json?: false }): Promise<ConsumeResult>;
   /** Text parsed as JSON, typed `T` (not checked: the queue is trusted to hold `T`s): narrow on `json`. */
   consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: true }): Promise<ConsumeResult<T>>;
-  consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: boolean }): Promise<ConsumeResult<T> | ConsumeResult>;
+  /** `json` known at run time only: either kind. */
+  consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions): Promise<ConsumeResult<T> | ConsumeResult>;
   /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent. */
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
@@ -104,7 +105,7 @@ export interface VQueueClient {
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
   subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
   subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: true }): AsyncGenerator<ClientMessage<T>, void, undefined>;
-  subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: boolean }): AsyncGenerator<ClientMessage<T> | ClientMessage, void, undefined>;
+  subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions): AsyncGenerator<ClientMessage<T> | ClientMessage, void, undefined>;
 }
 
 export function createClient(options: ClientOptions): VQueueClient {

@@ -73,7 +73,7 @@ export async function* subscribe(
   const poll = (abort?: AbortController): Promise<AnyClientMessage[]> => {
     const target = canCommit() ? done : undefined;
     const requestSignal = abort ? (signal ? AbortSignal.any([signal, abort.signal]) : abort.signal) : signal;
-    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json: json ?? false, commit: target?.cursor }).then(({ messages }) => {
+    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages }) => {
       if (target) markCommitted(target);
       handedOut = messages.at(-1) ?? handedOut;
       return messages;

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { createClient, type ClientMessage, type ConsumeResult, type JsonValue, type MessageJSON, type ProduceMessage } from "../../client/index";
+import { createClient, type ClientMessage, type ConsumeOptions, type ConsumeResult, type JsonValue, type MessageJSON, type ProduceMessage, type SubscribeOptions } from "../../client/index";
 
 /**
  * The client's public types. Checked by `npm run typecheck` (tsc covers test/): an
@@ -96,6 +96,11 @@ describe("ClientMessage is a discriminated union that narrows", () => {
     const result = await client.consume<Order>("q", "c", { json });
     expectTypeOf(result).toEqualTypeOf<ConsumeResult<Order> | ConsumeResult>();
     for (const m of result.messages) if (m.json) expectTypeOf(m.data).toEqualTypeOf<Order>();
+    // Options typed as ConsumeOptions (`json?: boolean`) are fine too.
+    const options: ConsumeOptions = { maxMessages: 2 };
+    expectTypeOf(await client.consume("q", "c", options)).toEqualTypeOf<ConsumeResult<unknown> | ConsumeResult>();
+    const subscribeOptions: SubscribeOptions = { maxMessages: 2 };
+    expectTypeOf(client.subscribe("q", "c", subscribeOptions)).toEqualTypeOf<AsyncGenerator<ClientMessage<unknown> | ClientMessage, void, undefined>>();
   });
 
   it("types subscribe's messages the same way", () => {

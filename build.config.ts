@@ -1,4 +1,16 @@
+import type { Plugin } from "rollup";
 import { defineBuildConfig } from "unbuild";
+
+/**
+ * The engine's QueueWriter and QueueConsumer declare `[Symbol.asyncDispose]`, a symbol that
+ * TypeScript knows from @types/node or lib "esnext.disposable" only: a project with neither
+ * (a browser app on lib ES2022) failed on our .d.mts under `skipLibCheck: false`. Those
+ * declarations now declare the symbol themselves, as @types/node does (so either merges).
+ */
+const declareAsyncDispose: Plugin = {
+  name: "v-queue:declare-async-dispose",
+  renderChunk: (code) => (code.includes("[Symbol.asyncDispose]") ? `${code}\ndeclare global {\n    interface SymbolConstructor {\n        readonly asyncDispose: unique symbol;\n    }\n}\n` : null),
+};
 
 export default defineBuildConfig({
   entries: [
@@ -17,4 +29,9 @@ export default defineBuildConfig({
   ],
   declaration: "node16",
   rollup: { emitCJS: false },
+  hooks: {
+    "rollup:dts:options": (_ctx, options) => {
+      options.plugins.push(declareAsyncDispose);
+    },
+  },
 });

@@ -18,12 +18,14 @@ import type {
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
 import { toBase64 } from "../runtime/codec";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
-import { fromBatchRecord, fromJSONMessage, type ClientMessage } from "./messages";
+import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
+import { toJSONText, type ProduceInput } from "./produce";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 
 export type * from "../runtime/api";
 export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
-export type { ClientMessage } from "./messages";
+export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
+export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
 
 export interface ClientOptions {
@@ -55,20 +57,22 @@ export interface ConsumeOptions {
   signal?: AbortSignal;
   /** `"binary"`: a compact binary batch instead of JSON (faster, no base64). @default "json" */
   format?: "json" | "binary";
-  /** Parse text messages as JSON. @default false */
+  /**
+   * Parse text messages as JSON: each is then `{ json: true, data: T }`, or, when it is not
+   * valid JSON, `{ json: false, data: text, error }` (the rest of the batch is still parsed).
+   * Bytes are never parsed. @default false
+   */
   json?: boolean;
   /** A cursor to commit first, in the same request (saves a round trip per batch). */
   commit?: string;
 }
 
-export interface ConsumeResult<T = unknown> {
+/** `ConsumeResult` of a plain consume; `ConsumeResult<T>` of one with `json: true`. */
+export interface ConsumeResult<T = never> {
   messages: ClientMessage<T>[];
   /** Commits everything in this batch; undefined when it is empty. */
   cursor: string | undefined;
 }
-
-/** What `produce` takes: text, bytes, or any JSON value (sent as its JSON text). */
-export type ProduceMessage = string | Uint8Array | ArrayBuffer | null | boolean | number | object;
 
 export interface ProduceOptions {
   signal?: AbortSignal;
@@ -81,15 +85,27 @@ export interface VQueueClient {
   queues(): Promise<QueueListResponse>;
   queue(queue: string): Promise<QueueInfoResponse>;
   consumers(queue: string): Promise<ConsumerListResponse>;
-  consume<T = unknown>(queue: string, consumer: string, options?: ConsumeOptions): Promise<ConsumeResult<T>>;
+  /** Text as strings, bytes as Uint8Arrays: narrow `data` on `type`. */
+  consume(queue: string, consumer: string, options?: ConsumeOptions & { json?: false }): Promise<ConsumeResult>;
+  /** Text parsed as JSON, typed `T` (not checked: the queue is trusted to hold `T`s): narrow on `json`. */
+  consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: true }): Promise<ConsumeResult<T>>;
+  /** `json` known at run time only: either kind. */
+  consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions): Promise<ConsumeResult<T> | ConsumeResult>;
   /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent. */
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
-  produce(queue: string, messages: ProduceMessage | ProduceMessage[], options?: ProduceOptions): Promise<ProduceResponse>;
+  /**
+   * One message, or an array of them (a batch; a JSON array as one message goes in one: `[[1, 2]]`).
+   * Text, bytes, or a JSON value; anything else (a Date, a Map, undefined...) is refused, by
+   * the types and with a TypeError, rather than sent changed.
+   */
+  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions): Promise<ProduceResponse>;
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
-  subscribe<T = unknown>(queue: string, consumer: string, options?: SubscribeOptions): AsyncGenerator<ClientMessage<T>, void, undefined>;
+  subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
+  subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: true }): AsyncGenerator<ClientMessage<T>, void, undefined>;
+  subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions): AsyncGenerator<ClientMessage<T> | ClientMessage, void, undefined>;
 }
 
 export function createClient(options: ClientOptions): VQueueClient {
@@ -125,7 +141,8 @@ export function createClient(options: ClientOptions): VQueueClient {
     queue: (queue) => request(q(queue), { idempotent: true }),
     consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
 
-    async consume<T>(queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<ConsumeResult<T>> {
+    // One implementation for the overloads: what `json` makes of the messages is in their types.
+    consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined }> => {
       const query: Record<string, string | number> = { max_messages: opts.maxMessages ?? 1, timeout_ms: opts.timeoutMs ?? 0 };
       if (opts.commit) query.commit = opts.commit;
       const timeoutMs = query.timeout_ms as number;
@@ -140,38 +157,41 @@ export function createClient(options: ClientOptions): VQueueClient {
             cursor = response.headers.get("x-vq-cursor") ?? undefined;
           },
         });
-        const messages = decodeBatch(new Uint8Array(body)).map((r) => fromBatchRecord<T>(r, opts.json ?? false));
+        const messages = decodeBatch(new Uint8Array(body)).map((r) => fromBatchRecord(r, opts.json ?? false));
         return { messages, cursor };
       }
       const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
-      return { messages: body.messages.map((m) => fromJSONMessage<T>(m, opts.json ?? false)), cursor: body.cursor ?? undefined };
-    },
+      return { messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), cursor: body.cursor ?? undefined };
+    }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
       request(`${c(queue, consumer)}/commit`, { method: "POST", idempotent: true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
 
     rewind: (queue, consumer, opts = {}) => request(`${c(queue, consumer)}/rewind`, { method: "POST", idempotent: true, signal: opts.signal }),
 
-    produce(queue, messages, opts = {}) {
-      const list = Array.isArray(messages) ? messages : [messages];
+    // async: a message refused by toJSONText rejects the promise rather than throwing.
+    async produce(queue: string, messages: unknown, opts: ProduceOptions = {}) {
+      const list: unknown[] = Array.isArray(messages) ? messages : [messages];
       const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
       const format = opts.format ?? (hasBytes ? "binary" : "json");
       if (format === "binary") {
-        const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : JSON.stringify(m))));
+        const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : toJSONText(m))));
         return request(`${q(queue)}/messages`, { method: "POST", body: batch, headers: { "content-type": BATCH_CONTENT_TYPE }, signal: opts.signal });
       }
       if (hasBytes) {
         // JSON with bytes: every message goes as base64 of its bytes (text as UTF-8).
         const encoder = new TextEncoder();
-        const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : JSON.stringify(m))));
+        const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : toJSONText(m))));
         return request(`${q(queue)}/messages`, { method: "POST", body: { messages: encoded, encoding: "base64" }, signal: opts.signal });
       }
-      return request(`${q(queue)}/messages`, { method: "POST", body: { messages: list }, signal: opts.signal });
+      // Serialised here, in one pass that also checks every message.
+      const body = toJSONText({ messages: list });
+      return request(`${q(queue)}/messages`, { method: "POST", body, headers: { "content-type": "application/json" }, signal: opts.signal });
     },
 
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
 
-    subscribe: (queue, consumer, opts) => subscribe(client, queue, consumer, opts),
+    subscribe: ((queue: string, consumer: string, opts?: SubscribeOptions) => subscribe(client, queue, consumer, opts)) as VQueueClient["subscribe"],
   };
   return client;
 }

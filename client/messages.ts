@@ -3,27 +3,76 @@ import type { BatchRecord } from "../runtime/binary";
 import type { MessageJSON } from "../runtime/api";
 import { fromBase64 } from "../runtime/codec";
 
-/** A message as the client hands it out. */
-export interface ClientMessage<T = unknown> {
+/** Where a message is, and how to commit it. */
+interface MessageMeta {
   part: number;
   offset: number;
   seq: number;
-  /** `string` for text (JSON included), `object` for bytes. */
-  type: "string" | "object";
-  /** Text as a string (parsed when `json: true`), bytes as a Uint8Array. */
-  data: string | Uint8Array | T;
   /** Commits this message and everything before it. */
   cursor: string;
 }
 
-export function fromJSONMessage<T>(message: MessageJSON, parseJSON: boolean): ClientMessage<T> {
-  const data = message.encoding === "base64" ? fromBase64(message.data)! : parseJSON ? (JSON.parse(message.data) as T) : message.data;
-  return { part: message.part, offset: message.offset, seq: message.seq, type: message.type, data, cursor: message.cursor };
+/** A text message (JSON included, as its text). */
+export interface TextMessage extends MessageMeta {
+  type: "string";
+  data: string;
+  /** Only set with `json: true`. */
+  json?: undefined;
 }
 
-export function fromBatchRecord<T>(record: BatchRecord, parseJSON: boolean): ClientMessage<T> {
+/** A bytes message: never parsed, `json: true` or not. */
+export interface BytesMessage extends MessageMeta {
+  type: "object";
+  data: Uint8Array;
+  json?: undefined;
+}
+
+/** With `json: true`: a text message parsed as JSON. */
+export interface ParsedMessage<T> extends MessageMeta {
+  type: "string";
+  json: true;
+  data: T;
+}
+
+/**
+ * With `json: true`: a text message that is not valid JSON. It comes as its text with the
+ * parse error rather than failing its batch: one bad message must not stop a consumer.
+ */
+export interface UnparsedMessage extends MessageMeta {
+  type: "string";
+  json: false;
+  data: string;
+  error: SyntaxError;
+}
+
+/**
+ * A message as the client hands it out, narrowed by `type` ("string" | "object") and, with
+ * `json: true`, by `json`. `ClientMessage` is one of a plain consume (text or bytes);
+ * `ClientMessage<T>` one of `json: true`, where text parsed as JSON is a `T`.
+ */
+export type ClientMessage<T = never> = [T] extends [never] ? TextMessage | BytesMessage : ParsedMessage<T> | UnparsedMessage | BytesMessage;
+
+/** Either kind: what the client's internals pass along without looking at `data`. */
+export type AnyClientMessage = ClientMessage | ClientMessage<unknown>;
+
+export function fromJSONMessage(message: MessageJSON, parseJSON: boolean): AnyClientMessage {
+  const { part, offset, seq, cursor } = message;
+  if (message.encoding === "base64") return { part, offset, seq, type: "object", data: fromBase64(message.data)!, cursor };
+  return textMessage(part, offset, seq, message.data, cursor, parseJSON);
+}
+
+export function fromBatchRecord(record: BatchRecord, parseJSON: boolean): AnyClientMessage {
+  const { part, offset, seq } = record;
   const cursor = cursorAfter(record);
-  const data = typeof record.data === "string" && parseJSON ? (JSON.parse(record.data) as T) : record.data;
-  return { part: record.part, offset: record.offset, seq: record.seq, type: record.type, data, cursor };
+  if (typeof record.data !== "string") return { part, offset, seq, type: "object", data: record.data, cursor };
+  return textMessage(part, offset, seq, record.data, cursor, parseJSON);
 }
 
+function textMessage(part: number, offset: number, seq: number, data: string, cursor: string, parseJSON: boolean): AnyClientMessage {
+  if (!parseJSON) return { part, offset, seq, type: "string", data, cursor };
+  try {
+    return { part, offset, seq, type: "string", json: true, data: JSON.parse(data) as unknown, cursor };
+  } catch (error) {
+    return { part, offset, seq, type: "string", json: false, data, error: error as SyntaxError, cursor };
+  }
+}

@@ -1,6 +1,6 @@
 import { VQueueClientError, VQueueNetworkError } from "./errors";
 import type { ConsumeOptions, VQueueClient } from "./index";
-import type { ClientMessage } from "./messages";
+import type { AnyClientMessage } from "./messages";
 
 export interface SubscribeOptions extends Pick<ConsumeOptions, "format" | "json"> {
   /** Stops the loop (the iterator then ends; nothing is thrown). */
@@ -28,8 +28,8 @@ export interface SubscribeOptions extends Pick<ConsumeOptions, "format" | "json"
 /** How long a finished batch waits for the next one before it is committed on its own. */
 const QUIET_AFTER_MS = 50;
 
-interface NextBatch<T> {
-  batch: Promise<ClientMessage<T>[]>;
+interface NextBatch {
+  batch: Promise<AnyClientMessage[]>;
   settled: boolean;
   abort: AbortController;
 }
@@ -40,27 +40,27 @@ interface NextBatch<T> {
  * finished, so a server restart neither loses a message nor hands the loop one twice.
  * The next batch is requested while the loop body works on the current one.
  */
-export async function* subscribe<T>(
+export async function* subscribe(
   client: VQueueClient,
   queue: string,
   consumer: string,
   options: SubscribeOptions = {},
-): AsyncGenerator<ClientMessage<T>, void, undefined> {
+): AsyncGenerator<AnyClientMessage, void, undefined> {
   const { signal, maxMessages = 100, pollTimeoutMs = 25_000, commit = "batch", format, json } = options;
   const minDelay = options.backoff?.min ?? 100;
   const maxDelay = options.backoff?.max ?? 5000;
   let delay = minDelay;
   let needRewind = true;
   /** The last message the loop body finished, and the last one the server confirmed committed. */
-  let done: ClientMessage<T> | undefined;
-  let committed: ClientMessage<T> | undefined;
+  let done: AnyClientMessage | undefined;
+  let committed: AnyClientMessage | undefined;
   /** The last message the server handed out since the last rewind: a commit may not go past it. */
-  let handedOut: ClientMessage<T> | undefined;
+  let handedOut: AnyClientMessage | undefined;
   /** The request for the next batch, sent before the loop body starts on the current one. */
-  let next: NextBatch<T> | undefined;
+  let next: NextBatch | undefined;
 
   const canCommit = () => !!done && done !== committed && !!handedOut && !isBefore(handedOut, done);
-  const markCommitted = (message: ClientMessage<T>) => {
+  const markCommitted = (message: AnyClientMessage) => {
     if (!committed || isBefore(committed, message)) committed = message;
   };
   const commitDone = async () => {
@@ -70,10 +70,10 @@ export async function* subscribe<T>(
     markCommitted(target);
   };
   /** One long poll; what the body finished is committed in the same request, before the server waits. */
-  const poll = (abort?: AbortController): Promise<ClientMessage<T>[]> => {
+  const poll = (abort?: AbortController): Promise<AnyClientMessage[]> => {
     const target = canCommit() ? done : undefined;
     const requestSignal = abort ? (signal ? AbortSignal.any([signal, abort.signal]) : abort.signal) : signal;
-    return client.consume<T>(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages }) => {
+    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages }) => {
       if (target) markCommitted(target);
       handedOut = messages.at(-1) ?? handedOut;
       return messages;
@@ -89,7 +89,7 @@ export async function* subscribe<T>(
 
   try {
     while (!signal?.aborted) {
-      let batch: ClientMessage<T>[];
+      let batch: AnyClientMessage[];
       try {
         if (next) {
           const pending = next;
@@ -121,7 +121,7 @@ export async function* subscribe<T>(
       }
       if (batch.length > 0) {
         const abort = new AbortController();
-        const pending: NextBatch<T> = { batch: poll(abort), settled: false, abort };
+        const pending: NextBatch = { batch: poll(abort), settled: false, abort };
         pending.batch.then(
           () => (pending.settled = true),
           () => (pending.settled = true),
@@ -166,7 +166,7 @@ function isRecoverable(error: unknown): boolean {
 }
 
 /** Whether `a` comes strictly before `b` in the queue. */
-function isBefore(a: ClientMessage<unknown>, b: ClientMessage<unknown>): boolean {
+function isBefore(a: AnyClientMessage, b: AnyClientMessage): boolean {
   return a.part < b.part || (a.part === b.part && a.offset < b.offset);
 }
 

@@ -63,6 +63,39 @@ describe("client SDK against the standalone server", () => {
     expect((await client.consumers("orders")).consumers.map((c) => c.name)).toEqual(["billing"]);
   });
 
+  it("json: true hands out text that is not JSON as text with its parse error, the rest of the batch parsed", async () => {
+    const client = admin();
+    await client.produce("mixed", ['{"id":1}', "plain text", new Uint8Array([7]), "[2]"], { format: "binary" });
+    for (const format of ["json", "binary"] as const) {
+      const { messages, cursor } = await client.consume<{ id: number } | number[]>("mixed", format, { maxMessages: 4, format, json: true });
+      expect(messages.map((m) => m.json)).toEqual([true, false, undefined, true]);
+      expect(messages.map((m) => m.data)).toEqual([{ id: 1 }, "plain text", Uint8Array.from([7]), [2]]);
+      const text = messages[1]!;
+      expect(text.type === "string" && !text.json && text.error).toBeInstanceOf(SyntaxError);
+      expect(cursor).toBe(messages[3]!.cursor);
+    }
+    const controller = new AbortController();
+    const seen: unknown[] = [];
+    for await (const m of client.subscribe<{ id: number } | number[]>("mixed", "loop", { signal: controller.signal, json: true })) {
+      seen.push(m.json ? m.data : m.type);
+      if (seen.length === 4) controller.abort();
+    }
+    expect(seen).toEqual([{ id: 1 }, "string", "object", [2]]);
+  });
+
+  it("produce refuses what is not text, bytes or JSON, in either format, and pushes nothing", async () => {
+    const client = admin();
+    for (const format of ["json", "binary"] as const) {
+      for (const bad of [new Date(0), { at: new Date(0) }, new Map(), [1, undefined], Number.NaN, undefined]) {
+        // @ts-expect-error each is refused by the types too
+        await expect(client.produce("strict", ["fine", bad], { format })).rejects.toThrow(TypeError);
+      }
+    }
+    await expect(client.queue("strict")).rejects.toMatchObject({ status: 404 });
+    expect((await client.produce("strict", { at: new Date(0).toISOString(), note: undefined })).count).toBe(1);
+    expect((await client.consume("strict", "c")).messages[0]!.data).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
+  });
+
   it("long-polls: waits for a message pushed later, and ends on the caller's abort", async () => {
     const client = admin();
     await client.produce("polls", "first");

@@ -1,0 +1,67 @@
+import type { JsonValue } from "../src/message";
+
+export type { JsonValue };
+
+/** One message `produce` takes: text, bytes, or a JSON value (sent as its JSON text). */
+export type ProduceMessage = string | Uint8Array | ArrayBuffer | JsonValue;
+
+/**
+ * What `produce` checks its argument against: `M` itself when it is a message or an array of
+ * messages (a batch), with `never` at each place that is not text, bytes or JSON. Generic so
+ * that interfaces pass (they have no index signature, so they are no `JsonValue`), while a
+ * Date, a Map, a function, undefined, a bigint, or bytes inside JSON do not: JSON would send
+ * them changed (as a string, `{}`, nothing or null) or not at all.
+ */
+export type ProduceInput<M> = M extends readonly unknown[] ? { [I in keyof M]: MessageInput<M[I]> } : MessageInput<M>;
+
+type MessageInput<T> = T extends Uint8Array | ArrayBuffer ? T : JsonInput<T>;
+
+type JsonInput<T> = T extends JsonValue
+  ? T
+  : T extends bigint | symbol | undefined | ((...args: never[]) => unknown)
+    ? never
+    : T extends readonly unknown[]
+      ? { [I in keyof T]: JsonInput<T[I]> }
+      : T extends object
+        ? { [K in keyof T]: T[K] extends undefined ? T[K] : JsonInput<T[K]> }
+        : never;
+
+/**
+ * The JSON text of a message, refusing with a TypeError what the types refuse (and what they
+ * cannot see: a non-plain object, a number that is not finite) instead of sending it changed.
+ */
+export function toJSONText(value: unknown): string {
+  return JSON.stringify(value, strictReplacer);
+}
+
+function strictReplacer(this: unknown, key: string, value: unknown): unknown {
+  // `value` is after toJSON (a Date is a string by then): look at the original.
+  const original = (this as Record<string, unknown>)[key];
+  const refuse = (what: string) => {
+    const where = key !== "" && !Array.isArray(this) ? ` (at "${key}")` : "";
+    throw new TypeError(`A message must be text, bytes or a JSON value, not ${what}${where}.`);
+  };
+  switch (typeof original) {
+    case "function":
+    case "symbol":
+    case "bigint":
+      return refuse(`a ${typeof original}`);
+    case "undefined":
+      // A missing property is fine; undefined in an array would go as null, alone as nothing.
+      if (key === "" || Array.isArray(this)) refuse("undefined");
+      return value;
+    case "number":
+      if (!Number.isFinite(original)) refuse(String(original));
+      return value;
+    case "object":
+      if (original !== null && !Array.isArray(original) && !isPlainObject(original)) refuse(`a ${original.constructor?.name ?? "non-plain object"}`);
+      return value;
+  }
+  return value;
+}
+
+/** An object literal (or `Object.create(null)`), from any realm: not a Date, Map, class instance... */
+function isPlainObject(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === null || Object.getPrototypeOf(proto) === null;
+}

@@ -8,12 +8,14 @@ const NAME_RE = /^[A-Za-z0-9._-]{1,128}$/;
  * mapping from (queue, consumer, part, kind of file) to a path one-to-one:
  * - a queue name never holds `_info_` nor ends in `_info`, so the first `_info_` of a file
  *   name is where its queue name ends (`Q_info_pop_C` cannot be read as another queue's file);
- * - a consumer name never ends in `.lock`, so a position file is never another's lock file;
+ * - a consumer name never ends in `.lock`, so a position file is never another's lock file,
+ *   and never holds `_info_`, so the last `_info_pop_` of a position file is where the consumer
+ *   name starts: even a queue the crate made under a name these rules refuse keeps its files;
  * - `Q-<part>` ends in digits and holds no `_info_`: it is no info or lock file.
  */
 export const NAME_RULE = "1 to 128 characters from A-Z a-z 0-9 . _ -, not '.' and without '..'";
 export const QUEUE_NAME_RULE = `${NAME_RULE}; a queue name may not contain "_info_" nor end in "_info" (those spell the queue's own files)`;
-export const CONSUMER_NAME_RULE = `${NAME_RULE}; a consumer name may not end in ".lock" (that spells a lock file), and queue and consumer names together stay within ${255 - 15} characters (one file name)`;
+export const CONSUMER_NAME_RULE = `${NAME_RULE}; a consumer name may not contain "_info_" nor end in ".lock" (those spell other files), and queue and consumer names together stay within ${255 - 15} characters (one file name)`;
 
 /** Longest file name on common file systems; `Q_info_pop_C.lock` must fit. */
 const MAX_FILE_NAME = 255;
@@ -34,7 +36,7 @@ export function isValidQueueName(name: unknown): name is string {
 
 /** True for a consumer name that is safe and spells no lock file; `queue` also checks the pair's file name length. */
 export function isValidConsumerName(name: unknown, queue?: string): name is string {
-  if (!isSafeName(name) || name.endsWith(".lock")) return false;
+  if (!isSafeName(name) || name.endsWith(".lock") || name.includes("_info_")) return false;
   return queue === undefined || queue.length + name.length + POP_LOCK_EXTRA <= MAX_FILE_NAME;
 }
 

@@ -103,6 +103,9 @@ describe("names map one-to-one onto the crate's flat layout", () => {
     const q = await QueueWriter.open("orders", { driver });
     await q.push("x");
     await expect(QueueConsumer.open("orders", "billing.lock", { driver })).rejects.toMatchObject({ code: "E_NAME", message: expect.stringContaining('".lock"') });
+    for (const consumer of ["b_info_pop_c", "x_info_queue"]) {
+      await expect(QueueConsumer.open("orders", consumer, { driver })).rejects.toMatchObject({ code: "E_NAME", message: expect.stringContaining('"_info_"') });
+    }
     await expect(QueueConsumer.open("orders", "c".repeat(128), { driver })).resolves.toBeDefined();
     await expect(QueueConsumer.open("q".repeat(128), "c".repeat(128), { driver })).rejects.toMatchObject({ code: "E_NAME" });
     await q.close();
@@ -161,5 +164,16 @@ describe("names map one-to-one onto the crate's flat layout", () => {
     expect((await s.get("/api/v1/queues/orders")).status).toBe(200);
     expect((await s.get("/api/v1/queues/orders/consumers")).status).toBe(200);
     expect(((await (await s.get("/api/v1/queues")).json()) as { queues: { name: string }[] } | string[])).toBeDefined();
+  });
+});
+
+describe("a queue the crate made under a name v-queue refuses keeps its files", () => {
+  it("no valid (queue, consumer) of v-queue spells a file of a crate queue whose name holds _info_", () => {
+    const generated = names(4242, 120);
+    const safe = generated.filter((n) => /^[A-Za-z0-9._-]{1,128}$/.test(n) && !n.includes(".."));
+    const crateQueues = safe.filter((n) => !isValidQueueName(n));
+    const ours = new Set<string>();
+    for (const q of safe.filter((n) => isValidQueueName(n))) for (const c of safe) if (isValidConsumerName(c, q)) ours.add(popInfoPath(q, c)).add(consumerLockPath(q, c));
+    for (const q of crateQueues) for (const c of safe) expect(ours.has(popInfoPath(q, c)), `${q} ${c}`).toBe(false);
   });
 });

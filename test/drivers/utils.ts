@@ -46,6 +46,36 @@ export function describeEngine(name: string, setup: () => Promise<EngineTestCont
       expect(await c.read()).toEqual([]);
     });
 
+    it("tells whether a lock is held without taking it (isLocked), across driver instances", async () => {
+      const ctx = await setup();
+      const other = ctx.reopen();
+      expect(await ctx.driver.isLocked!("q_queue.lock")).toBe(false);
+      const lock = await ctx.driver.lock("q_queue.lock");
+      expect(lock).toBeDefined();
+      expect(await other.isLocked!("q_queue.lock")).toBe(true);
+      expect(await other.isLocked!("q_queue.lock")).toBe(true); // asking did not take it
+      await lock!.release();
+      expect(await other.isLocked!("q_queue.lock")).toBe(false);
+      const again = await other.lock("q_queue.lock");
+      expect(again).toBeDefined();
+      await again!.release();
+    });
+
+    it("once the writer is gone, a consumer on another driver instance reads records past a lagging push info line", async () => {
+      const ctx = await setup();
+      const q = await writer(ctx.driver);
+      await q.pushBatch(["a", "b"]);
+      const lagging = await ctx.driver.readFile("q-0/q_info_push");
+      await q.pushBatch(["c", "d"]);
+      await q.close();
+      const file = await ctx.driver.open("q-0/q_info_push", { create: false });
+      await file!.write(0, lagging!);
+      await file!.close();
+      const c = await consumer(ctx.reopen());
+      expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["a", "b", "c", "d"]);
+      expect((await inspectQueue(ctx.reopen(), "q"))?.messages).toBe(4);
+    });
+
     it("hands text out undecoded with raw: true", async () => {
       const { driver } = await setup();
       const q = await writer(driver);

@@ -1,5 +1,6 @@
 import type { ResolvedAuth } from "./options";
 import { ApiError } from "./errors";
+import { utf8Strict } from "./utf8";
 
 export type Right = "read" | "write";
 
@@ -23,8 +24,8 @@ export async function authenticate(request: Request, auth: ResolvedAuth): Promis
   if (!match) throw new ApiError(401, "E_AUTH", "Authentication required (HTTP Basic).", challenge);
   let decoded: string;
   try {
-    // RFC 7617: user-pass is UTF-8 (we announce charset="UTF-8").
-    decoded = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(match[1]!), (c) => c.charCodeAt(0)));
+    // RFC 7617: user-pass is UTF-8 (we announce charset="UTF-8"); a leading U+FEFF is part of the name.
+    decoded = utf8Strict.decode(Uint8Array.from(atob(match[1]!), (c) => c.charCodeAt(0)));
   } catch {
     throw new ApiError(401, "E_AUTH", "Malformed Basic credentials.", challenge);
   }

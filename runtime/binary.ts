@@ -12,6 +12,7 @@
  */
 import type { Message, MessageInput } from "../src/message";
 import { ApiError } from "./errors";
+import { utf8Strict } from "./utf8";
 
 export const BATCH_CONTENT_TYPE = "application/vnd.v-queue.batch";
 export const BATCH_MAGIC = 0x31425156; // "VQB1" read as a little-endian u32
@@ -24,7 +25,6 @@ export type FramedMessage = Pick<Message, "type" | "data" | "size" | "part" | "s
 const TYPE_S = 0x53;
 const TYPE_O = 0x4f;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /** Frames messages as read by a consumer. */
 export function encodeBatch(messages: FramedMessage[]): Uint8Array<ArrayBuffer> {
@@ -93,7 +93,7 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
     let data: string | Uint8Array = body;
     if (type === TYPE_S) {
       try {
-        data = decoder.decode(body);
+        data = utf8Strict.decode(body);
       } catch {
         throw bad(`record ${i} is marked text ('S') but is not valid UTF-8`);
       }

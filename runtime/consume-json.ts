@@ -4,15 +4,16 @@
  * Text records are UTF-8 on disk and UTF-8 in the response: a pure-ASCII body is copied
  * (escaping `"`, `\` and control characters) without ever becoming a JS string, which is
  * what made JSON consume cost several times the binary one. Other text goes through
- * TextDecoder and JSON.stringify (invalid UTF-8 becomes U+FFFD, as `read()` gives it).
+ * TextDecoder and JSON.stringify (invalid UTF-8 becomes U+FFFD, as `read()` gives it; a
+ * leading U+FEFF is kept: it is data).
  * The result is byte for byte `JSON.stringify` of the same `ConsumeResponse`.
  */
 import { HEADER_SIZE } from "../src/record";
 import type { Message } from "../src/message";
 import { toBase64 } from "./codec";
+import { utf8 } from "./utf8";
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 const Q = 0x22; // "
 const BACKSLASH = 0x5c;
@@ -74,7 +75,7 @@ export function encodeConsumeJSON(queue: string, consumer: string, messages: Mes
       at = put(buf, at, STRING_DATA);
       const end = bytes === undefined ? -1 : putAsciiJsonString(buf, at, bytes);
       if (end >= 0) at = end;
-      else at += encoder.encodeInto(JSON.stringify(data ?? decoder.decode(bytes)), buf.subarray(at)).written;
+      else at += encoder.encodeInto(JSON.stringify(data ?? utf8.decode(bytes)), buf.subarray(at)).written;
     }
     // The cursor after this message: "<part>.<offset of the next record>.<seq>".
     at = put(buf, at, CURSOR);

@@ -21,6 +21,8 @@ export type HttpErrorCode =
   | "E_MEDIA_TYPE"
   /** The server is shutting down (503). */
   | "E_SHUTDOWN"
+  /** Out of file descriptors (EMFILE/ENFILE), or `maxConsumers` busy at once: retry after `Retry-After` seconds (503). */
+  | "E_BUSY"
   /** An unexpected fault, logged by the server (500). */
   | "E_INTERNAL";
 
@@ -54,7 +56,9 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
 export function errorResponse(error: unknown, logger: Pick<Console, "error">): Response {
   // h3 wraps what a handler throws: the original is in `cause`.
   const cause = (error as { cause?: unknown })?.cause;
-  const err = error instanceof ApiError || VQueueError.isError(error) ? error : cause instanceof ApiError || VQueueError.isError(cause) ? cause : error;
+  const picked = error instanceof ApiError || VQueueError.isError(error) ? error : cause instanceof ApiError || VQueueError.isError(cause) ? cause : error;
+  // Out of file descriptors, however wrapped (the engine's E_IO included): a 503 to retry, not a fault.
+  const err = !(picked instanceof ApiError) && isTooManyFiles(error) ? tooManyFilesError() : picked;
   let status: number;
   let code: HttpErrorCode;
   let message: string;
@@ -75,7 +79,8 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
     code = "E_INTERNAL";
     message = "Internal server error (logged by the server).";
   }
-  if (status >= 500) logger.error("[v-queue] [http]", err);
+  // E_BUSY is expected under load, and the registry warns when it starts.
+  if (status >= 500 && code !== "E_BUSY") logger.error("[v-queue] [http]", err);
   return jsonError(status, code, message, headers);
 }
 
@@ -87,6 +92,28 @@ export function jsonError(status: number, code: HttpErrorCode, message: string, 
     status,
     headers: { "content-type": JSON_TYPE, ...headers },
   });
+}
+
+/** Seconds a client is told to wait after a 503 `E_BUSY`: idle consumers close meanwhile. */
+export const BUSY_RETRY_AFTER = 1;
+
+/** 503 `E_BUSY` with `Retry-After`. */
+export function busyError(message: string): ApiError {
+  return new ApiError(503, "E_BUSY", message, { "retry-after": String(BUSY_RETRY_AFTER) });
+}
+
+function tooManyFilesError(): ApiError {
+  return busyError("The server has too many open files (EMFILE): retry later.");
+}
+
+/** True for EMFILE/ENFILE (the process or the system is out of file descriptors), anywhere in the `cause` chain. */
+export function isTooManyFiles(error: unknown): boolean {
+  // Bounded: a cause chain may loop.
+  for (let e = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "EMFILE" || code === "ENFILE") return true;
+  }
+  return false;
 }
 
 function isHttpError(value: unknown): value is { status: number; message: string } {

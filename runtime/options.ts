@@ -61,8 +61,21 @@ export interface QueueAppOptions {
   /** Basic auth; `false` or no users: no auth. */
   auth?: AuthOptions | false;
   limits?: Partial<QueueAppLimits>;
-  /** A consumer nobody used for this long is closed (its lock released). 0 keeps them open. @default 300000 */
+  /**
+   * A consumer nobody used for this long is closed (its lock and files released). Shorter
+   * above half of `maxConsumers`: at the cap, a second. 0 keeps them open (until the cap
+   * needs room). @default 300000
+   */
   consumerIdleMs?: number;
+  /**
+   * Most consumers open at once; each holds a few file descriptors while open. Opening one
+   * more at the cap first closes the least recently used idle one; when none is idle, the
+   * request is answered 503 `E_BUSY` with `Retry-After`. Keep it well below the fd limit
+   * (`ulimit -n`) divided by the files a consumer holds. Running out of descriptors anyway
+   * (EMFILE) closes idle consumers at once and lowers the cap for a minute.
+   * @default 256
+   */
+  maxConsumers?: number;
   /** CORS for pages on other origins (the client SDK in a browser). @default off */
   cors?: CorsOptions | false;
   /** Reported by `/health`. @default the package version */
@@ -85,6 +98,7 @@ export interface ResolvedQueueAppOptions {
   auth: ResolvedAuth | undefined;
   limits: QueueAppLimits;
   consumerIdleMs: number;
+  maxConsumers: number;
   cors: CorsOptions | undefined;
   version: string;
   logger: Pick<Console, "error" | "warn">;
@@ -114,6 +128,14 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
   if (limits.defaultTimeoutMs > limits.maxTimeoutMs) {
     throw new TypeError("[v-queue] [http] `limits.defaultTimeoutMs` must not exceed `limits.maxTimeoutMs`.");
   }
+  const consumerIdleMs = options.consumerIdleMs ?? 300_000;
+  if (!Number.isInteger(consumerIdleMs) || consumerIdleMs < 0) {
+    throw new TypeError(`[v-queue] [http] Invalid \`consumerIdleMs\`: ${JSON.stringify(consumerIdleMs)}, expected an integer >= 0.`);
+  }
+  const maxConsumers = options.maxConsumers ?? 256;
+  if (!Number.isInteger(maxConsumers) || maxConsumers < 1) {
+    throw new TypeError(`[v-queue] [http] Invalid \`maxConsumers\`: ${JSON.stringify(maxConsumers)}, expected an integer >= 1.`);
+  }
   const logger = options.logger ?? console;
   return {
     driver: options.driver,
@@ -123,7 +145,8 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     syncCommits: options.syncCommits ?? true,
     auth: resolveAuth(options.auth),
     limits,
-    consumerIdleMs: options.consumerIdleMs ?? 300_000,
+    consumerIdleMs,
+    maxConsumers,
     cors: resolveCors(options.cors),
     version: options.version ?? pkg.version,
     logger,

@@ -4,7 +4,7 @@ import type { Message, MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { popInfoPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
-import { ApiError } from "./errors";
+import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 
 export interface PollOptions {
@@ -17,6 +17,17 @@ export interface PollOptions {
   raw?: boolean;
 }
 
+/** A consumer in the registry: opening, then open (`slot` set). */
+interface SlotEntry {
+  promise: Promise<ConsumerSlot>;
+  slot?: ConsumerSlot;
+}
+
+/** A slot handed out this recently is never closed to make room: its request is about to use it. */
+const HANDOUT_GRACE_MS = 1000;
+/** How long the lower cap set by an EMFILE holds (renewed by each one). */
+const PRESSURE_MS = 60_000;
+
 /**
  * The queues an app has open: one writer per queue (opened on first produce) and one reader
  * per consumer name (opened on first consume), as the engine's locks allow. Closed by `close()`.
@@ -25,8 +36,11 @@ export class QueueRegistry {
   readonly options: ResolvedQueueAppOptions;
   #driver: Promise<QueueDriver> | undefined;
   #writers = new Map<string, Promise<QueueWriter>>();
-  #consumers = new Map<string, Promise<ConsumerSlot>>();
+  #consumers = new Map<string, SlotEntry>();
   #closingSlots = new Map<string, Promise<void>>();
+  /** After an EMFILE: fewer consumers open than `maxConsumers`, until `#pressureUntil`. */
+  #pressureCap = Infinity;
+  #pressureUntil = 0;
   #sweep: ReturnType<typeof setInterval> | undefined;
   #inflight = 0;
   #drained: (() => void) | undefined;
@@ -35,7 +49,8 @@ export class QueueRegistry {
   constructor(options: ResolvedQueueAppOptions) {
     this.options = options;
     if (options.consumerIdleMs > 0) {
-      this.#sweep = setInterval(() => void this.#closeIdle(), Math.min(options.consumerIdleMs, 60_000));
+      // Often enough for the shorter idle time near the cap; a pass only walks the map.
+      this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));
       (this.#sweep as { unref?: () => void }).unref?.();
     }
   }
@@ -69,7 +84,7 @@ export class QueueRegistry {
     let writer = this.#writers.get(queue);
     if (!writer) {
       writer = this.driver().then((driver) =>
-        QueueWriter.open(queue, { driver, durability: this.options.durability, onProblem: this.options.onProblem }),
+        this.#relieved(() => QueueWriter.open(queue, { driver, durability: this.options.durability, onProblem: this.options.onProblem })),
       );
       this.#writers.set(queue, writer);
       writer.catch(() => this.#writers.get(queue) === writer && this.#writers.delete(queue));
@@ -87,6 +102,7 @@ export class QueueRegistry {
       return await writer.pushBatch(messages);
     } catch (error) {
       if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
+      if (isTooManyFiles(error)) void this.#relieve();
       throw error;
     }
   }
@@ -104,7 +120,10 @@ export class QueueRegistry {
     for (;;) {
       const slot = await this.#consumerSlot(queue, name, create);
       // Closed as idle just now: open it again (unless the whole app is closing).
-      if (!slot.stopped || this.#closing) return slot;
+      if (!slot.stopped || this.#closing) {
+        slot.lastUsed = Date.now(); // in use from now: not closed to make room (HANDOUT_GRACE_MS)
+        return slot;
+      }
     }
   }
 
@@ -112,25 +131,28 @@ export class QueueRegistry {
     // Closing: the slots were stopped; a new one would keep a long poll (and the close) waiting.
     if (this.#closing) return Promise.reject(new ApiError(503, "E_SHUTDOWN", "The server is shutting down."));
     const key = `${queue}\u0000${name}`;
-    let slot = this.#consumers.get(key);
-    if (!slot) {
-      const pendingClose = this.#closingSlots.get(key);
-      slot = (async () => {
-        await pendingClose;
-        const driver = await this.driver();
-        const consumer = await QueueConsumer.open(queue, name, {
+    const existing = this.#consumers.get(key);
+    if (existing) return existing.promise;
+    const pendingClose = this.#closingSlots.get(key);
+    const entry = {} as SlotEntry;
+    entry.promise = (async () => {
+      await pendingClose;
+      await this.#makeRoom();
+      const driver = await this.driver();
+      const consumer = await this.#relieved(() =>
+        QueueConsumer.open(queue, name, {
           driver,
           create,
           start: this.options.start,
           syncCommits: this.options.syncCommits,
           onProblem: this.options.onProblem,
-        });
-        return new ConsumerSlot(consumer);
-      })();
-      this.#consumers.set(key, slot);
-      slot.catch(() => this.#consumers.get(key) === slot && this.#consumers.delete(key));
-    }
-    return slot;
+        }),
+      );
+      return (entry.slot = new ConsumerSlot(consumer, () => void this.#relieve()));
+    })();
+    this.#consumers.set(key, entry);
+    entry.promise.catch(() => this.#consumers.get(key) === entry && this.#consumers.delete(key));
+    return entry.promise;
   }
 
   /**
@@ -159,9 +181,9 @@ export class QueueRegistry {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       if (this.#sweep) clearInterval(this.#sweep);
-      const slots = [...this.#consumers.values()];
+      const entries = [...this.#consumers.values()];
       this.#consumers.clear();
-      const stopping = slots.map((s) => s.then((slot) => slot.stop("closed"), () => {}));
+      const stopping = entries.map((e) => e.promise.then((slot) => slot.stop("closed"), () => {}));
       if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
       await Promise.all([...stopping, ...this.#closingSlots.values()]);
       const writers = [...this.#writers.values()];
@@ -172,17 +194,80 @@ export class QueueRegistry {
     return this.#closing;
   }
 
-  async #closeIdle(): Promise<void> {
+  /** The most consumers open at once: `maxConsumers`, or less for a while after an EMFILE. */
+  #cap(): number {
+    return Date.now() < this.#pressureUntil ? Math.min(this.#pressureCap, this.options.maxConsumers) : this.options.maxConsumers;
+  }
+
+  /** `consumerIdleMs`, shorter the fuller the cap is past half: at the cap, a second. */
+  #idleLimit(): number {
+    const idleMs = this.options.consumerIdleMs;
+    const fill = this.#consumers.size / this.#cap();
+    return fill <= 0.5 ? idleMs : Math.min(idleMs, Math.max(HANDOUT_GRACE_MS, Math.round(idleMs * 2 * (1 - fill))));
+  }
+
+  #closeIdle(): void {
+    const limit = this.#idleLimit();
     const now = Date.now();
-    for (const [key, pending] of this.#consumers) {
-      const slot = await pending.catch(() => undefined);
-      if (!slot || !slot.idle || now - slot.lastUsed < this.options.consumerIdleMs) continue;
-      if (this.#consumers.get(key) !== pending) continue;
-      this.#consumers.delete(key);
-      const closed = slot.stop("closed");
-      this.#closingSlots.set(key, closed);
-      void closed.finally(() => this.#closingSlots.get(key) === closed && this.#closingSlots.delete(key));
+    for (const [key, entry] of this.#consumers) {
+      if (entry.slot?.idle && now - entry.slot.lastUsed >= limit) void this.#closeSlot(key, entry);
     }
+  }
+
+  /** Before opening one more consumer (counted in already): at the cap, closes the least recently used idle ones, or refuses (503). */
+  async #makeRoom(): Promise<void> {
+    const cap = this.#cap();
+    const excess = this.#consumers.size - cap;
+    if (excess <= 0) return;
+    const closing = this.#closeLeastUsed(excess);
+    if (closing.length < excess) throw busyError(`${cap} consumers are open and in use, the most this server keeps open at once: retry later.`);
+    await Promise.all(closing);
+  }
+
+  /**
+   * Out of file descriptors (EMFILE): lowers the cap below the consumers open now, for a
+   * while, and closes idle ones (least recently used first) down to it.
+   */
+  async #relieve(): Promise<void> {
+    const now = Date.now();
+    const open = this.#consumers.size;
+    this.#pressureCap = Math.max(1, Math.min(this.#cap(), Math.floor((open * 3) / 4)));
+    if (now >= this.#pressureUntil) {
+      this.options.logger.warn(`[v-queue] [http] Too many open files with ${open} consumers open: closing idle ones, keeping at most ${this.#pressureCap} open for a minute. Raise the fd limit (ulimit -n) or lower \`maxConsumers\`.`);
+    }
+    this.#pressureUntil = now + PRESSURE_MS;
+    await Promise.all(this.#closeLeastUsed(open - this.#pressureCap));
+  }
+
+  /** Runs `open`; on EMFILE, makes room (`#relieve`) and tries once more. */
+  async #relieved<T>(open: () => Promise<T>): Promise<T> {
+    try {
+      return await open();
+    } catch (error) {
+      if (!isTooManyFiles(error) || this.#closing) throw error;
+      await this.#relieve();
+      return open();
+    }
+  }
+
+  /** Closes up to `count` idle slots, least recently used first (none handed out just now). */
+  #closeLeastUsed(count: number): Promise<void>[] {
+    if (count <= 0) return [];
+    const now = Date.now();
+    const idle = [...this.#consumers].filter(([, e]) => e.slot?.idle && now - e.slot.lastUsed >= HANDOUT_GRACE_MS);
+    idle.sort(([, a], [, b]) => a.slot!.lastUsed - b.slot!.lastUsed);
+    return idle.slice(0, count).map(([key, entry]) => this.#closeSlot(key, entry));
+  }
+
+  /** Closes an idle slot; never rejects (a failed close is logged). */
+  #closeSlot(key: string, entry: SlotEntry): Promise<void> {
+    this.#consumers.delete(key);
+    const closed: Promise<void> = entry
+      .slot!.stop("closed")
+      .catch((error: unknown) => this.options.logger.error("[v-queue] [http] closing an idle consumer:", error))
+      .finally(() => this.#closingSlots.get(key) === closed && this.#closingSlots.delete(key));
+    this.#closingSlots.set(key, closed);
+    return closed;
   }
 }
 
@@ -199,8 +284,12 @@ export class ConsumerSlot {
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
 
-  constructor(consumer: QueueConsumer) {
+  readonly #onTooManyFiles: () => void;
+
+  /** `onTooManyFiles`: a read ran out of file descriptors (the registry makes room). */
+  constructor(consumer: QueueConsumer, onTooManyFiles: () => void = () => {}) {
     this.consumer = consumer;
+    this.#onTooManyFiles = onTooManyFiles;
   }
 
   get idle(): boolean {
@@ -240,6 +329,9 @@ export class ConsumerSlot {
       } finally {
         this.#mutex.release();
       }
+    } catch (error) {
+      if (isTooManyFiles(error)) this.#onTooManyFiles();
+      throw error;
     } finally {
       linked.dispose();
       this.#active--;

@@ -51,9 +51,12 @@ export function normalizeMessage(input: MessageInput): EncodedInput {
   }
 }
 
+// A leading U+FEFF is the message's, as `read()` gives it: bytes and text parse alike.
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+
 /** Parses a text message as JSON. */
 export function messageJSON<T = unknown>(message: Pick<Message, "data">): T {
-  const text = typeof message.data === "string" ? message.data : new TextDecoder().decode(message.data);
+  const text = typeof message.data === "string" ? message.data : utf8.decode(message.data);
   return JSON.parse(text) as T;
 }
 

@@ -6,6 +6,7 @@ import { encodeConsumeJSON } from "../consume-json";
 import { ApiError, JSON_TYPE } from "../errors";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
+import { utf8 } from "../utf8";
 import type { CommitResponse, RewindResponse } from "../api";
 
 const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
@@ -84,7 +85,7 @@ function acceptsBinary(accept: string | null): string | undefined {
 async function commitCursor(request: Request, url: URL): Promise<string | undefined> {
   let cursor: unknown = url.searchParams.get("cursor") ?? undefined;
   const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
-  const text = new TextDecoder().decode(body).trim();
+  const text = utf8.decode(body).trim();
   if (text.length > 0) {
     if (cursor !== undefined) throw new ApiError(400, "E_PARAM", "Give the cursor either in the query or in the body, not both.");
     if (mediaType(request.headers.get("content-type")) === "application/json" || text.startsWith("{")) {

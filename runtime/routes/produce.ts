@@ -6,9 +6,8 @@ import { fromBase64 } from "../codec";
 import { ApiError } from "../errors";
 import { json, mediaType, nameParam, readBodyLimited } from "../request";
 import { defineRoute, type RouteContext } from "../route";
+import { utf8Strict } from "../utf8";
 import type { ProduceResponse } from "../api";
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * The producer API. The body's content type says what it holds:
@@ -40,7 +39,7 @@ function parseMessages(type: string, body: Uint8Array, maxMessages: number): Mes
   if (type === BATCH_CONTENT_TYPE) return decodeProduceBatch(body, maxMessages);
   if (type === "" || type.startsWith("text/") || type === "application/x-www-form-urlencoded") {
     try {
-      return [utf8.decode(body)];
+      return [utf8Strict.decode(body)];
     } catch {
       throw new ApiError(400, "E_BODY", "A text body must be valid UTF-8 (send bytes as application/octet-stream).");
     }
@@ -51,7 +50,9 @@ function parseMessages(type: string, body: Uint8Array, maxMessages: number): Mes
 function parseJSONBody(body: Uint8Array, maxMessages: number): MessageInput[] {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(utf8.decode(body));
+    // A BOM before the envelope is no message's: RFC 8259 lets a parser skip it.
+    const text = utf8Strict.decode(body);
+    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { link, lstat, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 
 /**
@@ -24,8 +24,10 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
     const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     await writeFile(tmp, me);
     try {
+      // The file's identity, for the release: the link below names the same inode.
+      const { dev, ino } = await lstat(tmp);
       await link(tmp, path);
-      return { release: () => releasePidLock(path, me) };
+      return { release: () => releasePidLock(path, dev, ino) };
     } catch (error) {
       if (!isCode(error, "EEXIST")) throw error;
     } finally {
@@ -60,9 +62,20 @@ export async function isPidLockHeld(path: string): Promise<boolean> {
   return owner !== undefined && (await isOwnerAlive(owner));
 }
 
-async function releasePidLock(path: string, me: string): Promise<void> {
-  // Only remove the file if it is still ours.
-  if ((await readOwner(path)) === me) await unlink(path).catch(() => {});
+/**
+ * Removes the lock file if it is still ours: the same inode, checked with lstat, which needs
+ * no file descriptor. (Reading the file did: a process out of them (EMFILE) failed to release
+ * and held the lock, while alive, for good.)
+ */
+async function releasePidLock(path: string, dev: number, ino: number): Promise<void> {
+  let stat;
+  try {
+    stat = await lstat(path);
+  } catch (error) {
+    if (isCode(error, "ENOENT")) return;
+    throw error;
+  }
+  if (stat.dev === dev && stat.ino === ino) await unlink(path).catch(() => {});
 }
 
 async function readOwner(path: string): Promise<string | undefined> {

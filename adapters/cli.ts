@@ -5,19 +5,21 @@ import { consume, tail } from "./commands/consume";
 import { push } from "./commands/push";
 import { serve } from "./commands/serve";
 import { stat } from "./commands/stat";
-import { CliError } from "./commands/_shared";
+import { describeError } from "./commands/_errors";
 
 const commands = { serve, push, consume, tail, stat } as Record<string, CommandDef>;
 
-// A user error is one clear line and exit code 1; anything else keeps its stack (citty prints it).
+// An expected error (bad input, bad config, a file that is not there, a lock held...) is one
+// clear message and exit code 1; only a real bug keeps its stack (citty prints it).
 for (const command of Object.values(commands)) {
   const run = command.run!;
   command.run = async (context) => {
     try {
       return await run(context);
     } catch (error) {
-      if (!(error instanceof CliError)) throw error;
-      consola.error(error.message);
+      const message = describeError(error);
+      if (message === undefined) throw error;
+      consola.error(message);
       process.exit(1);
     }
   };

@@ -7,6 +7,7 @@ import { consola } from "consola";
 import { toNodeHandler } from "h3/node";
 import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
+import { checkDataDir } from "./data-dir";
 import fsDriver from "./drivers/fs";
 import { resolveStorageDriver } from "./storage";
 
@@ -40,6 +41,8 @@ export interface QueueServer {
 /** Serves the HTTP API of the queues in `dir` (or on `driver`). */
 export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
   const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, logRequests = false, storage, ...appOptions } = options;
+  // A data directory that is a file, or not writable, fails here rather than on the first write.
+  if (!appOptions.driver && !storage) await checkDataDir(appOptions.dir ?? "./queues", { create: true, writable: true });
   const handler = createQueueHandler({
     logger: { error: (message: unknown, ...args: unknown[]) => consola.error(message, ...args), warn: (message: unknown, ...args: unknown[]) => consola.warn(message, ...args) },
     ...appOptions,

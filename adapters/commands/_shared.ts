@@ -1,10 +1,13 @@
 import type { ArgsDef } from "citty";
 import { consola } from "consola";
-import { VQueueError } from "../../src/errors";
 import type { QueueDriver } from "../../src/driver";
 import type { LogLevel } from "../config";
+import { checkDataDir } from "../data-dir";
 import fsDriver from "../drivers/fs";
 import { resolveStorageDriver } from "../storage";
+import { CliError } from "./_errors";
+
+export { CliError, explain } from "./_errors";
 
 /** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
 export const targetArgs = {
@@ -16,24 +19,12 @@ export const targetArgs = {
 
 export const CONSOLA_LEVELS: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
 
-/** A user-facing error: printed as one line, exit code 1. */
-export class CliError extends Error {
-  override name = "CliError";
-}
-
-/** Explains the usual engine errors in CLI terms. */
-export function explain(error: unknown, what: string): never {
-  if (VQueueError.isError(error)) {
-    const message = error.message.replace(/^\[v-queue\] /, "");
-    if (error.code === "E_LOCKED") throw new CliError(`${message}\nIf a server is running on this directory, go through it: --url http://127.0.0.1:9093`);
-    throw new CliError(`${what}: ${message}`);
-  }
-  throw error;
-}
-
 /** The storage of `--storage`, else the fs driver on `--dir`. */
 export async function openStorage(args: { dir?: string; storage?: string }): Promise<QueueDriver> {
-  if (!args.storage) return fsDriver({ dir: args.dir ?? "./queues" });
+  if (!args.storage) {
+    await checkDataDir(args.dir ?? "./queues");
+    return fsDriver({ dir: args.dir ?? "./queues" });
+  }
   try {
     return await resolveStorageDriver(args.storage);
   } catch (error) {

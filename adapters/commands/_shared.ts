@@ -1,5 +1,5 @@
 import type { ArgsDef } from "citty";
-import { consola } from "consola";
+import { consola, createConsola } from "consola";
 import type { QueueDriver } from "../../src/driver";
 import type { LogLevel } from "../config";
 import { checkDataDir } from "../data-dir";
@@ -16,6 +16,15 @@ export const targetArgs = {
   url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
 } as const satisfies ArgsDef;
+
+/**
+ * The commands' own messages go to stderr: stdout is for the data (messages, JSON). At info
+ * level whatever NODE_ENV says (consola would drop to warnings under NODE_ENV=test or CI).
+ */
+export const log = createConsola({ stdout: process.stderr, stderr: process.stderr, level: 3 });
+
+/** `1 message`, `2 messages`, `1,000 messages`. */
+export const plural = (count: number, noun: string): string => `${count.toLocaleString("en")} ${noun}${count === 1 ? "" : "s"}`;
 
 export const CONSOLA_LEVELS: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
 
@@ -57,6 +66,9 @@ export function httpClient(baseURL: string, user: string | undefined) {
   };
 }
 
+/** `push orders: 1 message (10/s)`. */
+export const progressLine = (label: string, count: number, seconds: number): string => `${label}: ${plural(count, "message")} (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)`;
+
 /** A one-line progress display on stderr (only on a terminal), updated at most 5 times a second. */
 export function progress(label: string): { tick(count: number): void; done(): void } {
   const tty = process.stderr.isTTY === true && consola.level >= 3;
@@ -64,8 +76,7 @@ export function progress(label: string): { tick(count: number): void; done(): vo
   let last = 0;
   let shown = false;
   const render = (count: number) => {
-    const seconds = (performance.now() - start) / 1000;
-    process.stderr.write(`\r${label}: ${count.toLocaleString("en")} messages (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)\u001b[K`);
+    process.stderr.write(`\r${progressLine(label, count, (performance.now() - start) / 1000)}\u001b[K`);
     shown = true;
   };
   return {

@@ -5,6 +5,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
+import { serveQueues, type QueueServer } from "../../adapters/server";
 
 export const BIN = fileURLToPath(new URL("../../bin/v-queue.mjs", import.meta.url));
 const DIST = fileURLToPath(new URL("../../dist/cli.mjs", import.meta.url));
@@ -18,7 +20,8 @@ export interface CliRun {
 function cleanEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
   // vitest sets TEST and may set CI / FORCE_COLOR: the CLI must decide on colour by itself.
-  for (const key of ["NO_COLOR", "FORCE_COLOR", "TEST", "CI", "CONSOLA_LEVEL", "VQUEUE_USER", "VQUEUE_DIR", "VQUEUE_PORT", "VQUEUE_USERS"]) delete base[key];
+  for (const key of ["NO_COLOR", "FORCE_COLOR", "TEST", "CI", "NODE_ENV", "CONSOLA_LEVEL", "VQUEUE_USER", "VQUEUE_DIR", "VQUEUE_PORT", "VQUEUE_USERS"]) delete base[key];
+  for (const key of Object.keys(base)) if (key.startsWith("VITEST")) delete base[key];
   return { ...base, ...env };
 }
 
@@ -57,3 +60,15 @@ export async function until(read: () => CliRun, predicate: (run: CliRun) => bool
 export const STACK = /^\s+at .+[:(]/m;
 // eslint-disable-next-line no-control-regex
 export const ANSI = /\u001b\[/;
+
+/** A server (in this process) on a fresh data directory for the tests of a `describe`. */
+export function useServer(tempDir: () => Promise<string>): { dir: string; url: string } {
+  const state = { dir: "", url: "", server: undefined as QueueServer | undefined };
+  beforeAll(async () => {
+    state.dir = await tempDir();
+    state.server = await serveQueues({ dir: state.dir, port: 0, durability: "none", logger: { error: () => {}, warn: () => {} } });
+    state.url = state.server.url;
+  });
+  afterAll(() => state.server?.close());
+  return state;
+}

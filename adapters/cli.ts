@@ -1,4 +1,4 @@
-import { defineCommand, runMain, type CommandDef } from "citty";
+import { defineCommand, renderUsage, runMain, type CommandDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
 import { consume, tail } from "./commands/consume";
@@ -30,4 +30,19 @@ export const main = defineCommand({
   subCommands: commands,
 });
 
-runMain(main);
+/** Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or TERM=dumb. */
+function useColor(stream: { isTTY?: boolean } = process.stdout, env: Record<string, string | undefined> = process.env): boolean {
+  if (env.NO_COLOR || env.TERM === "dumb") return false;
+  return stream.isTTY === true || (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== "0");
+}
+
+// citty colours its help whenever NO_COLOR is not exactly "1", even into a pipe or a file.
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*m/g;
+
+runMain(main, {
+  showUsage: async (cmd, parent) => {
+    const text = await renderUsage(cmd, parent);
+    console.log(`${useColor() ? text : text.replace(ANSI, "")}\n`);
+  },
+});

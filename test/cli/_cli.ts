@@ -33,8 +33,10 @@ export function startCli(args: string[], options: { env?: Record<string, string 
   let stderr = "";
   child.stdout!.setEncoding("utf8").on("data", (c: string) => (stdout += c));
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  const output = (): CliRun => ({ code: child.exitCode, stdout, stderr });
-  const exited = new Promise<CliRun>((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+  // `code` is set once the output is complete too ("close", not "exit").
+  let code: number | null = null;
+  const output = (): CliRun => ({ code, stdout, stderr });
+  const exited = new Promise<CliRun>((resolve) => child.once("close", (exitCode) => resolve({ code: (code = exitCode ?? -1), stdout, stderr })));
   return { child, output, exited };
 }
 
@@ -45,13 +47,14 @@ export function cli(args: string[], options: { env?: Record<string, string | und
   return run.exited;
 }
 
-/** Waits until `predicate` holds for the output so far. */
+/** Waits until `predicate` holds for the output so far (fails once the process has exited without it). */
 export async function until(read: () => CliRun, predicate: (run: CliRun) => boolean, timeoutMs = 20_000): Promise<CliRun> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const run = read();
     if (predicate(run)) return run;
-    if (Date.now() > deadline) throw new Error(`timed out; stdout: ${run.stdout}\nstderr: ${run.stderr}`);
+    // Exited without it: no use waiting.
+    if (Date.now() > deadline || run.code !== null) throw new Error(`${run.code === null ? "timed out" : `exited with ${run.code}`}; stdout: ${run.stdout}\nstderr: ${run.stderr}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

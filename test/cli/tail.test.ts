@@ -19,7 +19,8 @@ const lines = (text: string) => text.split("\n").filter(Boolean);
 async function startTail(args: string[]) {
   const run = startCli(["tail", ...args]);
   run.child.stdin!.end();
-  await until(run.output, (r) => r.stderr.includes("Following"));
+  // Following, or already printing (or failed): what it printed is checked by the caller.
+  await until(run.output, (r) => r.stderr.includes("Following") || r.stdout.length > 0 || r.code !== null, 5000).catch(() => {});
   return {
     output: run.output,
     stop: async () => {

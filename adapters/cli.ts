@@ -1,23 +1,25 @@
-import { defineCommand, runMain, type CommandDef } from "citty";
+import { defineCommand, renderUsage, runMain, type CommandDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
 import { consume, tail } from "./commands/consume";
 import { push } from "./commands/push";
 import { serve } from "./commands/serve";
 import { stat } from "./commands/stat";
-import { CliError } from "./commands/_shared";
+import { describeError } from "./commands/_errors";
 
 const commands = { serve, push, consume, tail, stat } as Record<string, CommandDef>;
 
-// A user error is one clear line and exit code 1; anything else keeps its stack (citty prints it).
+// An expected error (bad input, bad config, a file that is not there, a lock held...) is one
+// clear message and exit code 1; only a real bug keeps its stack (citty prints it).
 for (const command of Object.values(commands)) {
   const run = command.run!;
   command.run = async (context) => {
     try {
       return await run(context);
     } catch (error) {
-      if (!(error instanceof CliError)) throw error;
-      consola.error(error.message);
+      const message = describeError(error);
+      if (message === undefined) throw error;
+      consola.error(message);
       process.exit(1);
     }
   };
@@ -28,4 +30,19 @@ export const main = defineCommand({
   subCommands: commands,
 });
 
-runMain(main);
+/** Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or TERM=dumb. */
+function useColor(stream: { isTTY?: boolean } = process.stdout, env: Record<string, string | undefined> = process.env): boolean {
+  if (env.NO_COLOR || env.TERM === "dumb") return false;
+  return stream.isTTY === true || (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== "0");
+}
+
+// citty colours its help whenever NO_COLOR is not exactly "1", even into a pipe or a file.
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*m/g;
+
+runMain(main, {
+  showUsage: async (cmd, parent) => {
+    const text = await renderUsage(cmd, parent);
+    console.log(`${useColor() ? text : text.replace(ANSI, "")}\n`);
+  },
+});

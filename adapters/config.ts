@@ -7,8 +7,11 @@ import { createDefu } from "defu";
 import { isAbsolute } from "pathe";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Durability, StartPosition } from "../src/options";
+import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
 
-export type LogLevel = "error" | "warn" | "info" | "debug" | "trace";
+export { ConfigError } from "./config-schema";
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** What a config file may hold (`export default { ... }` in `vqueue.config.ts`, or JSON). */
 export interface VQueueConfig {
@@ -81,8 +84,11 @@ export async function loadServeConfig(options: LoadServeConfigOptions = {}): Pro
   });
   const resolved = config as ResolvedServeConfig;
   // c12 gives back the bare name when no file was found, the absolute path when one was.
-  if (configFile && isAbsolute(configFile)) resolved.configFile = configFile;
-  validate(resolved);
+  const file = configFile && isAbsolute(configFile) ? configFile : undefined;
+  // The whole merged config against one schema: every problem at once, before anything starts.
+  const problems = configProblems(resolved);
+  if (problems.length > 0) throw new ConfigError(problems, file);
+  if (file) resolved.configFile = file;
   return resolved;
 }
 
@@ -107,7 +113,7 @@ export function parseUsers(text: string): AuthUser[] {
     .filter((s) => s.trim())
     .map((entry) => {
       const colon = entry.indexOf(":");
-      if (colon <= 0) throw new Error(`Invalid user ${JSON.stringify(entry)} in VQUEUE_USERS: expected "name:password".`);
+      if (colon <= 0) throw new ConfigError([`Invalid user ${JSON.stringify(entry)} in VQUEUE_USERS: expected "name:password".`]);
       return { username: entry.slice(0, colon).trim(), password: entry.slice(colon + 1) };
     });
 }
@@ -115,16 +121,9 @@ export function parseUsers(text: string): AuthUser[] {
 /** `"0.0.0.0:9093"`, `"[::1]:9093"` or `":9093"` (the Rust server's `--bind`). */
 export function parseBind(bind: string): { host?: string; port?: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*))(?::(\d{1,5}))?$/.exec(bind);
-  if (!match) throw new Error(`Invalid --bind ${JSON.stringify(bind)}: expected host:port.`);
+  if (!match) throw new ConfigError([`Invalid --bind ${JSON.stringify(bind)}: expected host:port.`]);
   const host = match[1] ?? match[2];
   return { host: host || undefined, port: match[3] ? Number(match[3]) : undefined };
-}
-
-function validate(config: ResolvedServeConfig): void {
-  if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new Error(`Invalid port ${JSON.stringify(config.port)}: use 0..65535.`);
-  if (!["fsync", "interval", "none"].includes(config.durability)) throw new Error(`Invalid durability ${JSON.stringify(config.durability)}: use fsync, interval or none.`);
-  if (!["error", "warn", "info", "debug", "trace"].includes(config.logLevel)) throw new Error(`Invalid log level ${JSON.stringify(config.logLevel)}: use error, warn, info, debug or trace.`);
-  if (!["earliest", "latest"].includes(config.start)) throw new Error(`Invalid start ${JSON.stringify(config.start)}: use earliest or latest.`);
 }
 
 /** Merges layers like defu, except that a higher layer's array replaces a lower one's (users are not concatenated). */

@@ -7,6 +7,7 @@ import { consola } from "consola";
 import { toNodeHandler } from "h3/node";
 import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
+import { checkDataDir } from "./data-dir";
 import fsDriver from "./drivers/fs";
 import { resolveStorageDriver } from "./storage";
 
@@ -24,8 +25,6 @@ export interface ServeOptions extends QueueAppOptions {
   handleSignals?: boolean;
   /** Print the URL once listening. @default false */
   showURL?: boolean;
-  /** Log each request (method, path, status, time) at debug level. @default false */
-  logRequests?: boolean;
 }
 
 export interface QueueServer {
@@ -39,23 +38,18 @@ export interface QueueServer {
 
 /** Serves the HTTP API of the queues in `dir` (or on `driver`). */
 export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
-  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, logRequests = false, storage, ...appOptions } = options;
+  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, storage, ...appOptions } = options;
+  // A data directory that is a file, or not writable, fails here rather than on the first write.
+  if (!appOptions.driver && !storage) await checkDataDir(appOptions.dir ?? "./queues", { create: true, writable: true });
   const handler = createQueueHandler({
-    logger: { error: (message: unknown, ...args: unknown[]) => consola.error(message, ...args), warn: (message: unknown, ...args: unknown[]) => consola.warn(message, ...args) },
+    // consola's level (`--log-level`) decides which of these lines are printed.
+    logger: { error: (m, ...a) => consola.error(m, ...a), warn: (m, ...a) => consola.warn(m, ...a), info: (m, ...a) => consola.info(m, ...a), debug: (m, ...a) => consola.debug(m, ...a) },
     ...appOptions,
     driver: appOptions.driver ?? (storage ? await resolveStorageDriver(storage) : fsDriver({ dir: appOptions.dir ?? "./queues" })),
   });
   let listener: Listener;
   try {
-    const nodeHandler = toNodeHandler(handler.app);
-    const requestListener: RequestListener = logRequests
-      ? (req, res) => {
-          const start = performance.now();
-          res.once("finish", () => consola.debug(`${req.method} ${req.url} ${res.statusCode} ${(performance.now() - start).toFixed(1)} ms`));
-          return nodeHandler(req, res);
-        }
-      : nodeHandler;
-    listener = await listen(requestListener, {
+    listener = await listen(toNodeHandler(handler.app) as RequestListener, {
       hostname: host,
       port,
       // listhen's own SIGTERM handling exits at once: we close the queues first (below).

@@ -7,6 +7,7 @@ import type { MessageInput, MessagePosition } from "../src/message";
 import { assertName } from "../src/names";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
+import { requestLogMiddleware } from "./log";
 import { openAPIDocument } from "./openapi";
 import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
 import { QueueRegistry } from "./registry";
@@ -19,6 +20,7 @@ import type { HealthResponse } from "./api";
 
 export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions } from "./options";
 export type { CorsOptions } from "./cors";
+export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
 export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "./binary";
@@ -68,6 +70,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
   });
 
   if (resolved.cors) app.use(corsMiddleware(resolved.cors));
+  if (resolved.logRequests) app.use(requestLogMiddleware(resolved.logger));
   app.get("/health", () => json<HealthResponse>({ status: "ok", version: resolved.version }));
   app.get("/api/v1/openapi.json", defineRoute(ctx, () => json(openAPIDocument(resolved))));
   registerQueueRoutes(app, ctx);

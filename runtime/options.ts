@@ -1,5 +1,6 @@
 import { defu } from "defu";
 import { resolveCors, type CorsOptions } from "./cors";
+import type { QueueAppLogger } from "./log";
 import type { QueueDriver } from "../src/driver";
 import type { QueueProblem } from "../src/errors";
 import type { Durability, StartPosition } from "../src/options";
@@ -80,8 +81,10 @@ export interface QueueAppOptions {
   cors?: CorsOptions | false;
   /** Reported by `/health`. @default the package version */
   version?: string;
-  /** Where faults (5xx) and recovery problems are logged. @default console */
-  logger?: Pick<Console, "error" | "warn">;
+  /** Where faults (5xx) and recovery problems are logged, and requests with `logRequests`. @default console */
+  logger?: QueueAppLogger;
+  /** Log requests (see runtime/log.ts): 401/403 at warn, those that change state at info, the rest at debug. @default false */
+  logRequests?: boolean;
 }
 
 export interface ResolvedAuth {
@@ -101,7 +104,8 @@ export interface ResolvedQueueAppOptions {
   maxConsumers: number;
   cors: CorsOptions | undefined;
   version: string;
-  logger: Pick<Console, "error" | "warn">;
+  logger: QueueAppLogger;
+  logRequests: boolean;
   onProblem: (problem: QueueProblem) => void;
 }
 
@@ -150,6 +154,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     cors: resolveCors(options.cors),
     version: options.version ?? pkg.version,
     logger,
+    logRequests: options.logRequests ?? false,
     onProblem: (problem) => logger.warn(`[v-queue] ${problem.code} in queue ${problem.queue}: ${problem.message}`),
   };
 }

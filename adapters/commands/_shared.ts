@@ -1,10 +1,13 @@
 import type { ArgsDef } from "citty";
-import { consola } from "consola";
-import { VQueueError } from "../../src/errors";
+import { consola, createConsola } from "consola";
 import type { QueueDriver } from "../../src/driver";
 import type { LogLevel } from "../config";
+import { checkDataDir } from "../data-dir";
 import fsDriver from "../drivers/fs";
 import { resolveStorageDriver } from "../storage";
+import { CliError } from "./_errors";
+
+export { CliError, explain } from "./_errors";
 
 /** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
 export const targetArgs = {
@@ -14,26 +17,23 @@ export const targetArgs = {
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
 } as const satisfies ArgsDef;
 
+/**
+ * The commands' own messages go to stderr: stdout is for the data (messages, JSON). At info
+ * level whatever NODE_ENV says (consola would drop to warnings under NODE_ENV=test or CI).
+ */
+export const log = createConsola({ stdout: process.stderr, stderr: process.stderr, level: 3 });
+
+/** `1 message`, `2 messages`, `1,000 messages`. */
+export const plural = (count: number, noun: string): string => `${count.toLocaleString("en")} ${noun}${count === 1 ? "" : "s"}`;
+
 export const CONSOLA_LEVELS: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
-
-/** A user-facing error: printed as one line, exit code 1. */
-export class CliError extends Error {
-  override name = "CliError";
-}
-
-/** Explains the usual engine errors in CLI terms. */
-export function explain(error: unknown, what: string): never {
-  if (VQueueError.isError(error)) {
-    const message = error.message.replace(/^\[v-queue\] /, "");
-    if (error.code === "E_LOCKED") throw new CliError(`${message}\nIf a server is running on this directory, go through it: --url http://127.0.0.1:9093`);
-    throw new CliError(`${what}: ${message}`);
-  }
-  throw error;
-}
 
 /** The storage of `--storage`, else the fs driver on `--dir`. */
 export async function openStorage(args: { dir?: string; storage?: string }): Promise<QueueDriver> {
-  if (!args.storage) return fsDriver({ dir: args.dir ?? "./queues" });
+  if (!args.storage) {
+    await checkDataDir(args.dir ?? "./queues");
+    return fsDriver({ dir: args.dir ?? "./queues" });
+  }
   try {
     return await resolveStorageDriver(args.storage);
   } catch (error) {
@@ -66,6 +66,9 @@ export function httpClient(baseURL: string, user: string | undefined) {
   };
 }
 
+/** `push orders: 1 message (10/s)`. */
+export const progressLine = (label: string, count: number, seconds: number): string => `${label}: ${plural(count, "message")} (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)`;
+
 /** A one-line progress display on stderr (only on a terminal), updated at most 5 times a second. */
 export function progress(label: string): { tick(count: number): void; done(): void } {
   const tty = process.stderr.isTTY === true && consola.level >= 3;
@@ -73,8 +76,7 @@ export function progress(label: string): { tick(count: number): void; done(): vo
   let last = 0;
   let shown = false;
   const render = (count: number) => {
-    const seconds = (performance.now() - start) / 1000;
-    process.stderr.write(`\r${label}: ${count.toLocaleString("en")} messages (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)\u001b[K`);
+    process.stderr.write(`\r${progressLine(label, count, (performance.now() - start) / 1000)}\u001b[K`);
     shown = true;
   };
   return {

@@ -2,11 +2,10 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
-import { consola } from "consola";
 import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../../runtime/index";
 import type { Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
-import { CliError, explain, httpClient, openStorage, progress, storageLabel, targetArgs } from "./_shared";
+import { CliError, explain, httpClient, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
 
 export const push = defineCommand({
   meta: { name: "push", description: "Push messages: the arguments (one message each), a file (--file), or stdin lines (--stdin)" },
@@ -59,7 +58,7 @@ export const push = defineCommand({
       bar.done();
       await sink.close();
     }
-    consola.success(`Pushed ${count} message${count === 1 ? "" : "s"} to ${args.queue}.`);
+    log.success(`Pushed ${plural(count, "message")} to ${args.queue}.`);
   },
 });
 

@@ -16,7 +16,7 @@ export const serve = defineCommand({
     bind: { type: "string", description: "host:port (the Rust server's option)", valueHint: "host:port" },
     auth: { type: "boolean", description: "Basic auth with the configured users (--no-auth turns it off)" },
     config: { type: "string", description: "Config file [default: vqueue.config.* or .vqueuerc in the current directory]", valueHint: "file" },
-    "log-level": { type: "string", description: "error, warn, info, debug (logs each request) or trace [default: info]", valueHint: "level" },
+    "log-level": { type: "string", description: "error, warn (refused logins), info (+ each produce, commit, rewind, delete), debug (+ every request) or trace [default: info]", valueHint: "level" },
     durability: { type: "string", description: "fsync, interval or none [default: fsync]", valueHint: "mode" },
   },
   async run({ args }) {
@@ -41,7 +41,7 @@ export const serve = defineCommand({
     consola.level = CONSOLA_LEVELS[config.logLevel];
     if (args.auth === true && !config.auth) throw new CliError("--auth needs users: give them in the config file (auth.users) or VQUEUE_USERS=name:password.");
     const authOn = config.auth !== false && (config.auth.users?.length ?? 0) > 0 && config.auth.enabled !== false;
-    const server = await serveQueues({ ...config, handleSignals: true, logRequests: config.logLevel === "debug" || config.logLevel === "trace" }).catch((error: NodeJS.ErrnoException) => {
+    const server = await serveQueues({ ...config, handleSignals: true, logRequests: true }).catch((error: NodeJS.ErrnoException) => {
       if (error.code === "EADDRINUSE" || /available port/.test(error.message)) throw new CliError(`Port ${config.port} on ${config.host} is taken: pick another with --port.`);
       throw error;
     });

@@ -1,62 +1,77 @@
 import { defineCommand } from "citty";
-import { consola } from "consola";
+import { formatCursor } from "../../src/cursor";
 import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
-import { CliError, explain, httpClient, openStorage, storageLabel, targetArgs } from "./_shared";
+import type { ConsumerListResponse, QueueInfoResponse, QueueListResponse } from "../../runtime/api";
+import { CliError, explain, httpClient, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
+
+/**
+ * What `stat --json` prints for each queue, on the files and through `--url` alike (the API
+ * does not give each part's size, so neither does this: `parts` is how many there are).
+ */
+export interface QueueStat {
+  name: string;
+  /** The part being written, and the records in it. */
+  currentPart: number;
+  currentCount: number;
+  parts: number;
+  messages: number;
+  bytes: number;
+  /** `count`: records read in `part`; `lag`: messages pushed and not committed; `cursor`: the saved position as a cursor. */
+  consumers: { name: string; part: number; position: number; count: number; lag: number; cursor: string }[];
+}
 
 export const stat = defineCommand({
   meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
   args: {
     queue: { type: "positional", required: false, description: "One queue (default: all)" },
-    json: { type: "boolean", description: "Print JSON" },
+    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, consumers: [{ name, part, position, count, lag, cursor }] }]" },
     ...targetArgs,
   },
   async run({ args }) {
-    if (args.url) return statOverHttp(args.url, args.user, args.queue, args.json);
-    const driver = await openStorage(args);
-    try {
-      const names = args.queue ? [args.queue] : await listQueues(driver);
-      const stats: QueueStats[] = [];
-      for (const name of names) {
-        const queue = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
-        if (!queue) throw new CliError(`Queue "${name}" not found in ${storageLabel(args)}.`);
-        stats.push(queue);
-      }
-      if (args.json) return console.log(JSON.stringify(stats, null, 2));
-      if (stats.length === 0) return consola.info(`No queues in ${storageLabel(args)}.`);
-      for (const q of stats) {
-        console.log(`${q.name}: ${q.messages} messages, ${q.bytes} bytes in ${q.parts.length} part${q.parts.length === 1 ? "" : "s"} (current part ${q.currentPart}, ${q.currentCount} messages)`);
-        for (const c of q.consumers) console.log(`  consumer ${c.name}: part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}`);
-      }
-    } finally {
-      await driver.dispose?.();
+    const stats = args.url ? await statOverHttp(args.url, args.user, args.queue) : await statDirect(args, args.queue);
+    if (args.json) return console.log(JSON.stringify(stats, null, 2));
+    if (stats.length === 0) return log.info(`No queues in ${args.url ?? storageLabel(args)}.`);
+    for (const q of stats) {
+      console.log(`${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.parts, "part")} (current part ${q.currentPart}, ${plural(q.currentCount, "message")})`);
+      for (const c of q.consumers) console.log(`  consumer ${c.name}: part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}`);
     }
   },
 });
 
-async function statOverHttp(url: string, user: string | undefined, queue: string | undefined, json: boolean | undefined): Promise<void> {
-  const call = httpClient(url, user);
-  const names = queue ? [queue] : ((await (await call("/api/v1/queues")).json()) as { queues: string[] }).queues;
-  const out: HttpQueueStat[] = [];
-  for (const name of names) {
-    const q = encodeURIComponent(name);
-    const info = (await (await call(`/api/v1/queues/${q}`)).json()) as Omit<HttpQueueStat, "consumers">;
-    const { consumers } = (await (await call(`/api/v1/queues/${q}/consumers`)).json()) as Pick<HttpQueueStat, "consumers">;
-    out.push({ ...info, consumers });
-  }
-  if (json) return console.log(JSON.stringify(out, null, 2));
-  if (out.length === 0) return consola.info(`No queues on ${url}.`);
-  for (const q of out) {
-    console.log(`${q.name}: ${q.messages} messages, ${q.bytes} bytes in ${q.parts} parts (current part ${q.id}, ${q.count_pushed} messages)`);
-    for (const c of q.consumers) console.log(`  consumer ${c.name}: part ${c.part}, position ${c.position}, read ${c.count_popped} in part, lag ${c.lag}`);
+async function statDirect(target: { dir?: string; storage?: string }, queue: string | undefined): Promise<QueueStat[]> {
+  const driver = await openStorage(target);
+  try {
+    const names = queue ? [queue] : await listQueues(driver);
+    const out: QueueStat[] = [];
+    for (const name of names) {
+      const q: QueueStats | undefined = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
+      if (!q) throw new CliError(`Queue "${name}" not found in ${storageLabel(target)}.`);
+      const consumers = q.consumers.map((c) => ({ name: c.name, part: c.part, position: c.position, count: c.count, lag: c.lag, cursor: formatCursor(c) }));
+      out.push({ name: q.name, currentPart: q.currentPart, currentCount: q.currentCount, parts: q.parts.length, messages: q.messages, bytes: q.bytes, consumers });
+    }
+    return out;
+  } finally {
+    await driver.dispose?.();
   }
 }
 
-interface HttpQueueStat {
-  name: string;
-  id: number;
-  count_pushed: number;
-  parts: number;
-  messages: number;
-  bytes: number;
-  consumers: { name: string; part: number; position: number; count_popped: number; lag: number }[];
+async function statOverHttp(url: string, user: string | undefined, queue: string | undefined): Promise<QueueStat[]> {
+  const call = httpClient(url, user);
+  const names = queue ? [queue] : ((await (await call("/api/v1/queues")).json()) as QueueListResponse).queues;
+  const out: QueueStat[] = [];
+  for (const name of names) {
+    const q = encodeURIComponent(name);
+    const info = (await (await call(`/api/v1/queues/${q}`)).json()) as QueueInfoResponse;
+    const { consumers } = (await (await call(`/api/v1/queues/${q}/consumers`)).json()) as ConsumerListResponse;
+    out.push({
+      name: info.name,
+      currentPart: info.id,
+      currentCount: info.count_pushed,
+      parts: info.parts,
+      messages: info.messages,
+      bytes: info.bytes,
+      consumers: consumers.map((c) => ({ name: c.name, part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor })),
+    });
+  }
+  return out;
 }

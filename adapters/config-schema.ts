@@ -1,0 +1,157 @@
+/**
+ * The one schema of the server's configuration (`vqueue.config.*`, env, flags, merged), checked
+ * as a whole at start: every problem is reported at once, so a bad setup fails before serving
+ * rather than with a 500 on the first request.
+ */
+import { isValidName } from "../src/names";
+import { DEFAULT_LIMITS } from "../runtime/options";
+
+/** A configuration that cannot be served; `problems` lists each one. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  readonly code = "E_CONFIG";
+  constructor(
+    readonly problems: string[],
+    source?: string,
+  ) {
+    const where = source ? `${source}: ` : "";
+    super(problems.length === 1 ? `${where}${problems[0]}` : `${where}${problems.length} problems in the configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+/** Checks `value` at `path`, adding a sentence per problem to `out`. */
+type Rule = (value: unknown, path: string, out: string[]) => void;
+
+const show = (value: unknown): string => (value === undefined ? "undefined" : typeof value === "number" && !Number.isFinite(value) ? String(value) : JSON.stringify(value));
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const orList = (values: readonly string[]) => `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
+
+const oneOf =
+  (values: readonly string[]): Rule =>
+  (v, path, out) => {
+    if (!values.includes(v as string)) out.push(`Invalid ${path} ${show(v)}: use ${orList(values)}.`);
+  };
+
+const text =
+  ({ nonEmpty = false } = {}): Rule =>
+  (v, path, out) => {
+    if (typeof v !== "string" || (nonEmpty && v.length === 0)) out.push(`Invalid ${path} ${show(v)}: expected a${nonEmpty ? " non-empty" : ""} string.`);
+  };
+
+const bool: Rule = (v, path, out) => {
+  if (typeof v !== "boolean") out.push(`Invalid ${path} ${show(v)}: expected true or false.`);
+};
+
+const int =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Rule =>
+  (v, path, out) => {
+    if (!Number.isInteger(v) || (v as number) < min || (v as number) > max) out.push(`Invalid ${path} ${show(v)}: use an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? " up" : ` to ${max}`}.`);
+  };
+
+/** An object with these keys only; `required` ones must be there. */
+const object =
+  (shape: Record<string, Rule>, required: string[] = []): Rule =>
+  (v, path, out) => {
+    if (!isObject(v)) return void out.push(`Invalid ${path || "configuration"} ${show(v)}: expected an object.`);
+    const at = (key: string) => (path ? `${path}.${key}` : key);
+    for (const key of Object.keys(v)) if (!(key in shape)) out.push(`Unknown key ${show(at(key))}${suggest(key, Object.keys(shape))}.`);
+    for (const [key, rule] of Object.entries(shape)) {
+      if (v[key] !== undefined) rule(v[key], at(key), out);
+      else if (required.includes(key)) out.push(`Missing ${at(key)}.`);
+    }
+  };
+
+/** `false` (off) or what `rule` takes. */
+const orFalse =
+  (rule: Rule): Rule =>
+  (v, path, out) => {
+    if (v !== false) rule(v, path, out);
+  };
+
+const arrayOf =
+  (rule: Rule): Rule =>
+  (v, path, out) => {
+    if (!Array.isArray(v)) return void out.push(`Invalid ${path} ${show(v)}: expected a list.`);
+    v.forEach((item, i) => rule(item, `${path}[${i}]`, out));
+  };
+
+/** A right: true (every queue), false, or a list of queue names. */
+const right: Rule = (v, path, out) => {
+  if (typeof v === "boolean" || (Array.isArray(v) && v.every((q) => typeof q === "string" && isValidName(q)))) return;
+  out.push(`Invalid ${path} ${show(v)}: use true (every queue), false or a list of queue names, e.g. ["orders"].`);
+};
+
+const username: Rule = (v, path, out) => {
+  if (typeof v !== "string" || v.length === 0 || v.includes(":")) out.push(`Invalid ${path} ${show(v)}: a non-empty string without ':' (RFC 7617).`);
+};
+
+const user = object({ username, password: text(), read: right, write: right }, ["username", "password"]);
+
+const users: Rule = (v, path, out) => {
+  arrayOf(user)(v, path, out);
+  if (!Array.isArray(v)) return;
+  const seen = new Set<unknown>();
+  v.forEach((u: { username?: unknown } | undefined, i) => {
+    if (typeof u?.username !== "string") return;
+    if (seen.has(u.username)) out.push(`Invalid ${path}[${i}].username ${show(u.username)}: given twice.`);
+    seen.add(u.username);
+  });
+};
+
+const auth = orFalse((v, path, out) => {
+  object({ enabled: bool, realm: text(), users }, [])(v, path, out);
+  if (isObject(v) && v.enabled === true && !(Array.isArray(v.users) && v.users.length > 0)) out.push(`Invalid ${path}: enabled without users, nobody could log in.`);
+});
+
+const limits: Rule = (v, path, out) => {
+  object(Object.fromEntries(Object.keys(DEFAULT_LIMITS).map((key) => [key, int(0)])))(v, path, out);
+  if (!isObject(v)) return;
+  const l = { ...DEFAULT_LIMITS, ...v };
+  if (l.defaultMessages < 1 || l.defaultMessages > l.maxMessages) out.push(`Invalid ${path}.defaultMessages ${show(l.defaultMessages)}: use 1..maxMessages (${show(l.maxMessages)}).`);
+  if (l.defaultTimeoutMs > l.maxTimeoutMs) out.push(`Invalid ${path}.defaultTimeoutMs ${show(l.defaultTimeoutMs)}: at most maxTimeoutMs (${show(l.maxTimeoutMs)}).`);
+};
+
+const origin: Rule = (v, path, out) => {
+  if (v === "*" || (Array.isArray(v) && v.every((o) => typeof o === "string"))) return;
+  out.push(`Invalid ${path} ${show(v)}: use "*" or a list of origins, e.g. ["https://app.example.com"].`);
+};
+
+export const LOG_LEVELS = ["error", "warn", "info", "debug", "trace"] as const;
+
+/** Every key a config may hold, and what it takes. */
+const config = object({
+  dir: text({ nonEmpty: true }),
+  storage: text({ nonEmpty: true }),
+  host: text({ nonEmpty: true }),
+  port: int(0, 65535),
+  durability: oneOf(["fsync", "interval", "none"]),
+  start: oneOf(["earliest", "latest"]),
+  syncCommits: bool,
+  auth,
+  limits,
+  cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),
+  logLevel: oneOf(LOG_LEVELS),
+});
+
+/** Every problem of a (merged) configuration; [] when it is good. */
+export function configProblems(value: unknown): string[] {
+  const out: string[] = [];
+  config(value, "", out);
+  return out;
+}
+
+/** ` (did you mean "x"?)` for a key one or two edits away from a known one. */
+function suggest(key: string, known: string[]): string {
+  const near = known.find((k) => distance(k.toLowerCase(), key.toLowerCase()) <= 2);
+  return near ? ` (did you mean "${near}"?)` : "";
+}
+
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}

@@ -1,0 +1,122 @@
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "pathe";
+import { describe, expect, it } from "vitest";
+import { configProblems } from "../../adapters/config-schema";
+import { loadServeConfig } from "../../adapters/config";
+import { useTempDirs } from "../helpers/tmp";
+import { cli, STACK } from "./_cli";
+
+const tempDir = useTempDirs("vq-cli-setup-");
+
+describe("the config schema", () => {
+  it("reports every problem of a config at once, each with its path", async () => {
+    const cwd = await tempDir();
+    writeFileSync(
+      join(cwd, "vqueue.config.json"),
+      JSON.stringify({
+        durabilty: "none",
+        port: "9093",
+        auth: { users: [{ username: "a" }, { username: "b", password: "p", read: "orders" }, { username: "a", password: "q", write: [1] }] },
+        limits: { maxMessages: -1 },
+        cors: { origin: "https://x.example" },
+      }),
+    );
+    const error = (await loadServeConfig({ cwd, env: {} }).catch((e: unknown) => e)) as { code: string; problems: string[]; message: string };
+    expect(error.code).toBe("E_CONFIG");
+    expect(error.problems).toEqual([
+      'Unknown key "durabilty" (did you mean "durability"?).',
+      'Invalid port "9093": use an integer from 0 to 65535.',
+      "Missing auth.users[0].password.",
+      'Invalid auth.users[1].read "orders": use true (every queue), false or a list of queue names, e.g. ["orders"].',
+      'Invalid auth.users[2].write [1]: use true (every queue), false or a list of queue names, e.g. ["orders"].',
+      'Invalid auth.users[2].username "a": given twice.',
+      "Invalid limits.maxMessages -1: use an integer from 0 up.",
+      "Invalid limits.defaultMessages 1: use 1..maxMessages (-1).",
+      'Invalid cors.origin "https://x.example": use "*" or a list of origins, e.g. ["https://app.example.com"].',
+    ]);
+    expect(error.message).toContain(join(cwd, "vqueue.config.json"));
+  });
+
+  it("takes every valid key", () => {
+    expect(
+      configProblems({
+        dir: "./q",
+        storage: "memory:",
+        host: "::1",
+        port: 0,
+        durability: "interval",
+        start: "latest",
+        syncCommits: false,
+        auth: { enabled: true, realm: "r", users: [{ username: "u", password: "", read: ["orders"], write: false }] },
+        limits: { maxBodyBytes: 1, maxMessages: 5, defaultMessages: 5, maxTimeoutMs: 10, defaultTimeoutMs: 10, maxResponseBytes: 1, maxBatchMessages: 1 },
+        cors: { origin: "*", maxAge: 0 },
+        logLevel: "trace",
+      }),
+    ).toEqual([]);
+    expect(configProblems({ auth: false, cors: false })).toEqual([]);
+  });
+});
+
+describe("v-queue serve fails at start with a clear message", () => {
+  const serve = async (args: string[], config?: unknown) => {
+    const root = await tempDir();
+    if (config !== undefined) writeFileSync(join(root, "conf.json"), JSON.stringify(config));
+    const run = await cli(["serve", "--port", "0", ...(config === undefined ? [] : ["--config", join(root, "conf.json")]), ...args], { cwd: root });
+    expect(run.code).toBe(1);
+    expect(run.stdout + run.stderr).not.toMatch(STACK);
+    expect(run.stdout + run.stderr).not.toContain("serving");
+    return run.stdout + run.stderr;
+  };
+
+  it("on a --dir that is a file", async () => {
+    const root = await tempDir();
+    writeFileSync(join(root, "file"), "x");
+    expect(await serve(["--dir", join(root, "file")])).toContain(`Data directory ${join(root, "file")} is not a directory.`);
+  });
+
+  it.runIf(process.platform === "linux")("on a data directory where no file can be created", async () => {
+    // Root may write anywhere on a normal mount: /proc is a directory nobody can create files in.
+    expect(await serve(["--dir", "/proc"])).toMatch(/Data directory \/proc is not writable \(E[A-Z]+\)\./);
+  });
+
+  it("on a config with a user without a password, an unknown key and a wrong type: all of them", async () => {
+    const output = await serve([], { durabilty: "none", auth: { users: [{ username: "admin" }, { username: "billing", password: "s3cret", read: "orders" }] } });
+    expect(output).toContain("3 problems in the configuration");
+    expect(output).toContain('Unknown key "durabilty" (did you mean "durability"?)');
+    expect(output).toContain("Missing auth.users[0].password.");
+    expect(output).toContain('Invalid auth.users[1].read "orders"');
+    expect(output).not.toContain("s3cret");
+  });
+
+  it("on a bad value from the environment", async () => {
+    const root = await tempDir();
+    const run = await cli(["serve", "--dir", join(root, "d")], { cwd: root, env: { VQUEUE_PORT: "abc", VQUEUE_DURABILITY: "always" } });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("Invalid port NaN");
+    expect(run.stderr).toContain('Invalid durability "always"');
+    expect(run.stderr).not.toMatch(STACK);
+  });
+});
+
+describe("direct commands on a bad --dir", () => {
+  it("push --dir /etc/passwd (a file): one line, exit 1", async () => {
+    const root = await tempDir();
+    writeFileSync(join(root, "file"), "x");
+    for (const args of [["push", "q", "hello"], ["consume", "q", "c"], ["tail", "q"], ["stat"]]) {
+      const run = await cli([...args, "--dir", join(root, "file")]);
+      expect(run.code, args.join(" ")).toBe(1);
+      expect(run.stderr).toContain(`Data directory ${join(root, "file")} is not a directory.`);
+      expect(run.stderr).not.toMatch(STACK);
+    }
+  });
+
+  it("push into a directory it cannot create: the system's message, no stack", async () => {
+    const root = await tempDir();
+    writeFileSync(join(root, "file"), "x");
+    const run = await cli(["push", "q", "hello", "--dir", join(root, "file", "sub")]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/ENOTDIR/);
+    expect(run.stderr).not.toMatch(STACK);
+    expect(existsSync(join(root, "file", "sub"))).toBe(false);
+  });
+});

@@ -127,6 +127,8 @@ const config = object({
   durability: oneOf(["fsync", "interval", "none"]),
   start: oneOf(["earliest", "latest"]),
   syncCommits: bool,
+  maxConsumers: int(1),
+  consumerIdleMs: int(0),
   auth,
   limits,
   cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),

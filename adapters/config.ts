@@ -29,6 +29,10 @@ export interface VQueueConfig {
   start?: StartPosition;
   /** @default true */
   syncCommits?: boolean;
+  /** Consumers open at once; keep it well under `ulimit -n`. @default 256 */
+  maxConsumers?: number;
+  /** Close a consumer unused this long (sooner near `maxConsumers`). @default 300000 */
+  consumerIdleMs?: number;
   /** Basic auth users and rights; on when users are given, unless `false` (or `--no-auth`). */
   auth?: AuthOptions | false;
   limits?: Partial<QueueAppLimits>;

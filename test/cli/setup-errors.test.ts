@@ -47,6 +47,8 @@ describe("the config schema", () => {
         durability: "interval",
         start: "latest",
         syncCommits: false,
+        maxConsumers: 32,
+        consumerIdleMs: 0,
         auth: { enabled: true, realm: "r", users: [{ username: "u", password: "", read: ["orders"], write: false }] },
         limits: { maxBodyBytes: 1, maxMessages: 5, defaultMessages: 5, maxTimeoutMs: 10, defaultTimeoutMs: 10, maxResponseBytes: 1, maxBatchMessages: 1 },
         cors: { origin: "*", maxAge: 0 },
@@ -54,6 +56,7 @@ describe("the config schema", () => {
       }),
     ).toEqual([]);
     expect(configProblems({ auth: false, cors: false })).toEqual([]);
+    expect(configProblems({ maxConsumers: 0, consumerIdleMs: -1 })).toEqual(["Invalid maxConsumers 0: use an integer from 1 up.", "Invalid consumerIdleMs -1: use an integer from 0 up."]);
   });
 });
 

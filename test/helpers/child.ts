@@ -5,6 +5,8 @@
  * - `hold-writer <dir> <queue>` / `hold-consumer <dir> <queue> <consumer>`: opens, prints `ready`, waits.
  * - `read-commit <dir> <queue> <consumer> <n>`: reads n messages, commits, prints them as JSON, exits.
  * - `push <dir> <queue> <message>`: pushes one message and exits.
+ * - `lease-pusher <dir> <run> <leaseMs>`: a writer on unstorage over files in <dir> (a lease lock),
+ *   pushing `<run>-<i>` one at a time, printing `ack <i>` or `err <code>` for each, until killed.
  */
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
@@ -56,6 +58,24 @@ switch (mode) {
     await queue.push(args[1]!);
     await queue.close();
     break;
+  }
+  case "lease-pusher": {
+    const [run, leaseMs] = args;
+    const { createStorage } = await import("unstorage");
+    const { default: unstorageFs } = await import("unstorage/drivers/fs");
+    const { default: unstorageDriver } = await import("../../adapters/drivers/unstorage");
+    const leased = unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir! }) }), lockLeaseMs: Number(leaseMs) });
+    const queue = await QueueWriter.open("lease", { driver: leased, durability: "fsync", onProblem: () => {} });
+    out("ready");
+    for (let i = 0; ; i++) {
+      try {
+        await queue.push(`${run}-${i}`);
+        out(`ack ${i}`);
+      } catch (error) {
+        out(`err ${(error as { code?: string }).code ?? String(error)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
   default:
     throw new Error(`unknown mode ${mode}`);

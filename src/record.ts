@@ -51,12 +51,6 @@ export function writeRecord(
   return crc;
 }
 
-export const enum HeaderCheck {
-  Ok,
-  /** Not a header: no magic, unknown type, or a stored offset that is not where it lies. */
-  NotHeader,
-}
-
 /**
  * Parses the header at `at` of `buf`, which holds the part bytes from file offset
  * `bufOffset`. Returns undefined when the bytes there cannot be a header.

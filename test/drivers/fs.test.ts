@@ -4,17 +4,17 @@ import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
-import { describeEngine } from "./utils";
+import { describeEngineOnDriver } from "./engine-suite";
 
 const freshDir = useTempDirs("vq-fs-");
 
-describeEngine("fs", async () => {
+describeEngineOnDriver("fs", async () => {
   const dir = await freshDir();
   return { driver: fsDriver({ dir }), reopen: () => fsDriver({ dir }) };
 });
 
 // Small reads and writes run inline by default; the same suite with every call in the pool.
-describeEngine("fs, all I/O in the thread pool", async () => {
+describeEngineOnDriver("fs, all I/O in the thread pool", async () => {
   const dir = await freshDir();
   return { driver: fsDriver({ dir, inlineIOBytes: 0 }), reopen: () => fsDriver({ dir, inlineIOBytes: 0 }) };
 });

@@ -1,8 +1,8 @@
-import { describeEngine } from "./utils";
+import { describeEngineOnDriver } from "./engine-suite";
 import memoryDriver from "../../adapters/drivers/memory";
 
 let n = 0;
-describeEngine("memory", () => {
+describeEngineOnDriver("memory", () => {
   const name = `test-${++n}`;
   return { driver: memoryDriver({ name }), reopen: () => memoryDriver({ name }) };
 });

@@ -6,7 +6,7 @@ import fsStorageDriver from "unstorage/drivers/fs";
 import { afterAll, describe, expect, it } from "vitest";
 import unstorageDriver from "../../adapters/drivers/unstorage";
 import { QueueWriter } from "../../src/writer";
-import { describeEngine } from "./utils";
+import { describeEngineOnDriver } from "./engine-suite";
 import { describeUnstorageDriver } from "./unstorage-suite";
 
 const dirs: string[] = [];
@@ -21,7 +21,7 @@ afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
-describeEngine("unstorage (fs)", async () => {
+describeEngineOnDriver("unstorage (fs)", async () => {
   const dir = await freshDir();
   return { driver: unstorageDriver({ storage: storageOn(dir) }), reopen: () => unstorageDriver({ storage: storageOn(dir) }) };
 });

@@ -1,10 +1,10 @@
 import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
 import unstorageDriver from "../../adapters/drivers/unstorage";
-import { describeEngine } from "./utils";
+import { describeEngineOnDriver } from "./engine-suite";
 import { describeUnstorageDriver } from "./unstorage-suite";
 
-describeEngine("unstorage (memory)", () => {
+describeEngineOnDriver("unstorage (memory)", () => {
   const storage = createStorage();
   return { driver: unstorageDriver({ storage }), reopen: () => unstorageDriver({ storage }) };
 });

@@ -9,7 +9,7 @@ import { resolveStorageDriver } from "../../adapters/storage";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { hasRedisServer, startRedisServer, type RedisServer } from "../helpers/redis";
-import { describeEngine } from "./utils";
+import { describeEngineOnDriver } from "./engine-suite";
 import { describeUnstorageDriver } from "./unstorage-suite";
 
 // `.ci/run` installs Debian's redis-server; there a missing binary is a failure, elsewhere a skip.
@@ -43,7 +43,7 @@ describe.skipIf(!available)("over a real redis-server", () => {
   });
 
   // Each test gets its own key prefix on the one server; a reopen is a new connection.
-  describeEngine(
+  describeEngineOnDriver(
     "unstorage (redis)",
     () => {
       const base = `engine-${++n}`;

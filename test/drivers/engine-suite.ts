@@ -18,7 +18,7 @@ export interface EngineTestContext {
  * The engine's behaviour, run against one driver. Every driver test file calls this
  * (unstorage-style `testDriver`), and adds what is specific to its storage.
  */
-export function describeEngine(name: string, setup: () => Promise<EngineTestContext> | EngineTestContext, cleanup?: () => Promise<void>): void {
+export function describeEngineOnDriver(name: string, setup: () => Promise<EngineTestContext> | EngineTestContext, cleanup?: () => Promise<void>): void {
   describe(`engine on ${name}`, () => {
     const open: { close(): Promise<void> }[] = [];
     const track = <T extends { close(): Promise<void> }>(x: T): T => (open.push(x), x);

@@ -1,3 +1,5 @@
+// Over 300 lines: one class whose batching, part rolling and recovery share the writer's
+// position and files; split, each piece would reach into the others' state.
 import type { DriverLock, FileHandle, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { openShared } from "./handles";

@@ -5,6 +5,7 @@ import { queueHub } from "./hub";
 import { consumerLag } from "./inspect";
 import { iterateMessages } from "./iterate";
 import type { Message } from "./message";
+import { openLocked } from "./locked";
 import { assertName } from "./names";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
 import { consumerLockPath } from "./paths";
@@ -81,19 +82,14 @@ export class QueueConsumer {
     assertName(queue, "queue");
     assertName(name, "consumer", queue);
     const resolved = resolveConsumerOptions(options);
-    const lock = await resolved.driver.lock(consumerLockPath(queue, name));
-    if (!lock) {
-      throw new VQueueError("E_LOCKED", `Consumer "${name}" of queue "${queue}" is already open (in this or another process). One reader per consumer name.`);
-    }
-    const consumer = new QueueConsumer(queue, name, resolved, lock);
-    try {
-      await consumer.#init();
-    } catch (error) {
-      await consumer.#reader.close().catch(() => {});
-      await lock.release().catch(() => {});
-      throw error;
-    }
-    return consumer;
+    return openLocked(
+      resolved.driver,
+      consumerLockPath(queue, name),
+      `Consumer "${name}" of queue "${queue}" is already open (in this or another process). One reader per consumer name.`,
+      (lock) => new QueueConsumer(queue, name, resolved, lock),
+      (consumer) => consumer.#init(),
+      (consumer) => consumer.#reader.close(),
+    );
   }
 
   /** Where the next `read` starts. */

@@ -5,6 +5,7 @@ import { VQueueError } from "./errors";
 import { openShared } from "./handles";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
+import { openLocked } from "./locked";
 import { assertName } from "./names";
 import { queueHub, type ChangeHint, type QueueHub } from "./hub";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
@@ -63,21 +64,15 @@ export class QueueWriter {
   static async open(name: string, options: QueueOptions = {}): Promise<QueueWriter> {
     assertName(name, "queue");
     const resolved = resolveQueueOptions(options);
-    const lock = await resolved.driver.lock(writerLockPath(name));
-    if (!lock) {
-      throw new VQueueError(
-        "E_LOCKED",
-        `Queue "${name}" already has a writer (in this or another process). One writer per queue: close the other one first.`,
-      );
-    }
-    const writer = new QueueWriter(name, resolved, lock);
-    try {
-      await writer.#init();
-    } catch (error) {
-      await writer.#closeFiles().catch(() => {});
-      await lock.release().catch(() => {});
-      throw error;
-    }
+    const writer = await openLocked(
+      resolved.driver,
+      writerLockPath(name),
+      `Queue "${name}" already has a writer (in this or another process). One writer per queue: close the other one first.`,
+      (lock) => new QueueWriter(name, resolved, lock),
+      (opened) => opened.#init(),
+      (opened) => opened.#closeFiles(),
+    );
+    const lock = writer.#lock;
     // Taken once open (a hub nobody uses is let go): held by the registration from here on.
     writer.#hub = queueHub(resolved.driver, name);
     writer.#unregister = writer.#hub.registerWriter();

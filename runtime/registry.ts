@@ -55,10 +55,6 @@ export class QueueRegistry {
     }
   }
 
-  get closing(): boolean {
-    return this.#closing !== undefined;
-  }
-
   /** The storage: the given driver, or the Node fs driver on `dir` (loaded on first use). */
   driver(): Promise<QueueDriver> {
     this.#driver ??= this.options.driver

@@ -1,4 +1,4 @@
-import type { H3Event, Middleware } from "h3";
+import { handleCors, type H3Event, type Middleware } from "h3";
 
 /**
  * CORS (Fetch standard), so that pages on other origins can use the API with the client SDK.
@@ -11,41 +11,27 @@ export interface CorsOptions {
   maxAge?: number;
 }
 
-const METHODS = "GET, HEAD, POST, DELETE, OPTIONS";
-const ALLOWED_HEADERS = "authorization, content-type, accept";
+const METHODS = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"];
+const ALLOWED_HEADERS = ["authorization", "content-type", "accept"];
 // The binary consume response carries its cursor and count in headers.
-const EXPOSED_HEADERS = "x-vq-cursor, x-vq-count";
+const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count"];
 
 export function corsMiddleware(options: CorsOptions): Middleware {
   const maxAge = String(options.maxAge ?? 600);
   const allowed = (origin: string) =>
     options.origin === "*" ? true : typeof options.origin === "function" ? options.origin(origin) : options.origin.includes(origin);
 
-  return async (event: H3Event, next) => {
+  return (event: H3Event, next) => {
     const origin = event.req.headers.get("origin");
-    // Not a cross-origin call we serve: no CORS headers, so the browser refuses it.
+    // Not a cross-origin call we serve: no CORS headers, so the browser refuses it (h3's
+    // handleCors would still answer its preflight, and send `vary` to any caller).
     if (!origin || !allowed(origin)) return next();
-    const cors: Record<string, string> = {
-      // A specific origin, not "*", whenever we can: Basic auth (an Authorization header) needs it.
-      "access-control-allow-origin": options.origin === "*" ? "*" : origin,
-      "access-control-expose-headers": EXPOSED_HEADERS,
-      vary: "origin",
-    };
-    if (event.req.method === "OPTIONS" && event.req.headers.has("access-control-request-method")) {
-      return new Response(null, {
-        status: 204,
-        headers: { ...cors, "access-control-allow-methods": METHODS, "access-control-allow-headers": ALLOWED_HEADERS, "access-control-max-age": maxAge },
-      });
-    }
-    const response = await next();
-    // On every answer, errors included (h3 does not merge staged headers into a 4xx Response).
-    if (!(response instanceof Response)) {
-      for (const [name, value] of Object.entries(cors)) event.res.headers.set(name, value);
-      return response;
-    }
-    const headers = new Headers(response.headers);
-    for (const [name, value] of Object.entries(cors)) headers.set(name, value);
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    // h3 stages the headers for every answer, errors included, and answers a preflight (204).
+    // A specific origin, not "*", whenever we can: Basic auth (an Authorization header) needs it.
+    const preflight = handleCors(event, { origin: options.origin === "*" ? "*" : [origin], methods: METHODS, allowHeaders: ALLOWED_HEADERS, exposeHeaders: EXPOSED_HEADERS, maxAge });
+    // With "*" too the answer depends on the Origin header (none: no CORS headers); h3 leaves `vary` out then.
+    if (options.origin === "*") for (const headers of [event.res.headers, event.res.errHeaders]) headers.append("vary", "origin");
+    return preflight || next();
   };
 }
 

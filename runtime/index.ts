@@ -8,15 +8,10 @@ import { assertName } from "../src/names";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { requestLogMiddleware } from "./log";
-import { openAPIDocument } from "./openapi";
 import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
 import { QueueRegistry } from "./registry";
-import { json } from "./request";
-import { defineRoute, type RouteContext } from "./route";
-import { registerConsumeRoutes } from "./routes/consume";
-import { registerProduceRoutes } from "./routes/produce";
-import { registerQueueRoutes } from "./routes/queues";
-import type { HealthResponse } from "./api";
+import { registerRoutes, type RouteContext } from "./route";
+import { apiRoutes } from "./routes";
 
 export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions } from "./options";
 export type { CorsOptions } from "./cors";
@@ -41,19 +36,6 @@ export interface QueueHandler {
   close(): Promise<void>;
 }
 
-const ROUTES: [RegExp, string][] = [
-  [/\/health$/, "GET"],
-  [/\/api\/v1\/openapi\.json$/, "GET"],
-  [/\/api\/v1\/queues$/, "GET"],
-  [/\/api\/v1\/queues\/[^/]+$/, "GET"],
-  [/\/api\/v1\/queues\/[^/]+\/messages$/, "POST"],
-  [/\/api\/v1\/queues\/[^/]+\/consumers$/, "GET"],
-  [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+$/, "DELETE"],
-  [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+\/messages$/, "GET"],
-  [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+\/commit$/, "POST"],
-  [/\/api\/v1\/queues\/[^/]+\/consumers\/[^/]+\/rewind$/, "POST"],
-];
-
 /** Creates the app and its registry of open queues. */
 export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler {
   const resolved = resolveQueueAppOptions(options);
@@ -71,22 +53,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
 
   if (resolved.cors) app.use(corsMiddleware(resolved.cors));
   if (resolved.logRequests) app.use(requestLogMiddleware(resolved.logger));
-  app.get("/health", () => json<HealthResponse>({ status: "ok", version: resolved.version }));
-  app.get("/api/v1/openapi.json", defineRoute(ctx, () => json(openAPIDocument(resolved))));
-  registerQueueRoutes(app, ctx);
-  registerProduceRoutes(app, ctx);
-  registerConsumeRoutes(app, ctx);
-
-  // Anything else: 405 when the path exists with another method, else 404; both as JSON.
-  app.all("/**", (event) => {
-    const path = event.url.pathname;
-    const allowed = ROUTES.filter(([re]) => re.test(path)).map(([, method]) => method);
-    if (allowed.length > 0) {
-      if (allowed.includes("GET") && !path.endsWith("/messages")) allowed.push("HEAD");
-      return jsonError(405, "E_METHOD", `Method ${event.req.method} is not allowed on ${path}: use ${allowed.join(", ")}.`, { allow: allowed.join(", ") });
-    }
-    return jsonError(404, "E_ROUTE", `No route for ${event.req.method} ${path}.`);
-  });
+  registerRoutes(app, ctx, apiRoutes(ctx));
 
   return {
     app,
@@ -98,20 +65,3 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     close: () => registry.close(),
   };
 }
-
-/**
- * The HTTP API as an h3 app. Its queues stay open for the app's life: call `closeQueueApp(app)`
- * (or use `createQueueHandler`, which returns `close`) to release them.
- */
-export function createQueueApp(options: QueueAppOptions = {}): H3 {
-  const handler = createQueueHandler(options);
-  closers.set(handler.app, handler.close);
-  return handler.app;
-}
-
-/** Closes the queues of an app made by `createQueueApp`. */
-export async function closeQueueApp(app: H3): Promise<void> {
-  await closers.get(app)?.();
-}
-
-const closers = new WeakMap<H3, () => Promise<void>>();

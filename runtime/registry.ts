@@ -1,21 +1,12 @@
 import { QueueConsumer } from "../src/consumer";
 import type { QueueDriver } from "../src/driver";
-import type { Message, MessageInput, MessagePosition } from "../src/message";
+import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { popInfoPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
+import { ConsumerSlot } from "./consumer-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
-
-export interface PollOptions {
-  max: number;
-  maxBytes: number;
-  timeoutMs: number;
-  /** The request's signal: a client that goes away ends its wait. */
-  signal?: AbortSignal;
-  /** Text bodies as undecoded bytes (see the engine's `read({ raw })`). */
-  raw?: boolean;
-}
 
 /** A consumer in the registry: opening, then open (`slot` set). */
 interface SlotEntry {
@@ -53,10 +44,6 @@ export class QueueRegistry {
       this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));
       (this.#sweep as { unref?: () => void }).unref?.();
     }
-  }
-
-  get closing(): boolean {
-    return this.#closing !== undefined;
   }
 
   /** The storage: the given driver, or the Node fs driver on `dir` (loaded on first use). */
@@ -269,181 +256,4 @@ export class QueueRegistry {
     this.#closingSlots.set(key, closed);
     return closed;
   }
-}
-
-/**
- * One open consumer and the requests using it: reads are serialized (one at a time, in
- * arrival order); a request that is aborted while queued leaves the line.
- */
-export class ConsumerSlot {
-  readonly consumer: QueueConsumer;
-  lastUsed = Date.now();
-  #active = 0;
-  #mutex = new Mutex();
-  #stop = new AbortController();
-  #stopReason: "closed" | "deleted" | undefined;
-  #stopped: Promise<void> | undefined;
-
-  readonly #onTooManyFiles: () => void;
-
-  /** `onTooManyFiles`: a read ran out of file descriptors (the registry makes room). */
-  constructor(consumer: QueueConsumer, onTooManyFiles: () => void = () => {}) {
-    this.consumer = consumer;
-    this.#onTooManyFiles = onTooManyFiles;
-  }
-
-  get idle(): boolean {
-    return this.#active === 0 && this.#mutex.idle;
-  }
-
-  get stopped(): boolean {
-    return this.#stopReason !== undefined;
-  }
-
-  /**
-   * Reads up to `max` messages; when there are none, waits up to `timeoutMs` for the first.
-   * Messages read for a client that has gone away are handed out again (rewind).
-   */
-  async poll({ max, maxBytes, timeoutMs, signal, raw }: PollOptions): Promise<Message[]> {
-    this.#active++;
-    const linked = linkSignals(signal, this.#stop.signal);
-    const deadline = Date.now() + timeoutMs;
-    try {
-      if (!(await this.#mutex.acquire(linked.signal))) return this.#ended();
-      try {
-        for (;;) {
-          if (this.#stopReason) return this.#ended();
-          const messages = await this.consumer.read({ max, maxBytes, raw });
-          if (messages.length > 0) {
-            if (signal?.aborted) {
-              // Nobody will receive them: hand them out again (at-least-once, never lost).
-              await this.consumer.rewind();
-              return [];
-            }
-            return messages;
-          }
-          const remaining = deadline - Date.now();
-          if (remaining <= 0 || linked.signal.aborted) return this.#ended();
-          if (!(await this.consumer.wait({ signal: linked.signal, timeoutMs: remaining }))) return this.#ended();
-        }
-      } finally {
-        this.#mutex.release();
-      }
-    } catch (error) {
-      if (isTooManyFiles(error)) this.#onTooManyFiles();
-      throw error;
-    } finally {
-      linked.dispose();
-      this.#active--;
-      this.lastUsed = Date.now();
-    }
-  }
-
-  /** Commits everything handed out, or up to `cursor`. */
-  async commit(cursor?: string): Promise<string> {
-    if (this.#stopReason) this.#ended();
-    this.#active++;
-    try {
-      await this.consumer.commit(cursor);
-      return cursor ?? this.consumer.cursor;
-    } finally {
-      this.#active--;
-      this.lastUsed = Date.now();
-    }
-  }
-
-  /** Hands out again everything after the saved position (after a client lost a batch). Returns that position's cursor. */
-  async rewind(): Promise<string> {
-    if (this.#stopReason) this.#ended();
-    this.#active++;
-    try {
-      await this.#mutex.acquire();
-      try {
-        await this.consumer.rewind();
-        return this.consumer.cursor;
-      } finally {
-        this.#mutex.release();
-      }
-    } finally {
-      this.#active--;
-      this.lastUsed = Date.now();
-    }
-  }
-
-  /** Ends the waits, lets the current read finish, runs `then` with the consumer still locked, closes it. */
-  stop(reason: "closed" | "deleted", then?: () => Promise<void>): Promise<void> {
-    this.#stopped ??= (async () => {
-      this.#stopReason = reason;
-      this.#stop.abort();
-      await this.#mutex.acquire();
-      try {
-        await then?.();
-      } finally {
-        await this.consumer.close();
-      }
-    })();
-    return this.#stopped;
-  }
-
-  #ended(): Message[] {
-    if (this.#stopReason === "deleted") {
-      throw new ApiError(404, "E_NOT_FOUND", `Consumer "${this.consumer.name}" of queue "${this.consumer.queue}" was deleted.`);
-    }
-    return [];
-  }
-}
-
-// --- Internal helpers ---
-
-/** A FIFO lock whose waiters can give up (abort). */
-class Mutex {
-  #locked = false;
-  #waiters: (() => void)[] = [];
-
-  get idle(): boolean {
-    return !this.#locked;
-  }
-
-  acquire(signal?: AbortSignal): Promise<boolean> {
-    if (!this.#locked) {
-      this.#locked = true;
-      return Promise.resolve(true);
-    }
-    if (signal?.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const onAbort = () => {
-        const i = this.#waiters.indexOf(grant);
-        if (i >= 0) this.#waiters.splice(i, 1);
-        resolve(false);
-      };
-      const grant = () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve(true);
-      };
-      this.#waiters.push(grant);
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
-  }
-
-  release(): void {
-    const next = this.#waiters.shift();
-    if (next) next();
-    else this.#locked = false;
-  }
-}
-
-/** One signal that aborts when either does; `dispose` removes the listeners (settled: later aborts are no-ops). */
-function linkSignals(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
-  const controller = new AbortController();
-  const abort = () => controller.abort();
-  if (a?.aborted || b.aborted) controller.abort();
-  a?.addEventListener("abort", abort, { once: true });
-  b.addEventListener("abort", abort, { once: true });
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      a?.removeEventListener("abort", abort);
-      b.removeEventListener("abort", abort);
-    },
-  };
 }

@@ -1,6 +1,6 @@
-import type { H3Event } from "h3";
+import type { H3, H3Event } from "h3";
 import { authenticate, type Principal } from "./auth";
-import { errorResponse } from "./errors";
+import { errorResponse, jsonError } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 import type { QueueRegistry } from "./registry";
 
@@ -12,15 +12,33 @@ export interface RouteContext {
 export type RouteHandler = (event: H3Event, principal: Principal | undefined) => Response | Promise<Response>;
 
 /**
+ * One row of the route table (`routes/index.ts`): registration, the 405 answers and the
+ * OpenAPI document all come from it. Ours rather than h3's `defineRoute`, which (2.0.8)
+ * drops `meta` and adds a validation wrapper we have no schema for.
+ */
+export interface ApiRoute {
+  method: "GET" | "POST" | "DELETE";
+  /** An h3 pattern: `:queue` and `:consumer` are also the OpenAPI path parameters. */
+  route: string;
+  /** The OpenAPI operation object (summary, parameters, requestBody, responses). */
+  openapi: Record<string, unknown>;
+  handler: RouteHandler;
+  /** `/health` only: no auth, not counted in (answers while the app closes), no error wrapping. */
+  open?: true;
+  /** A GET that HEAD must not stand for (a consume would hand messages out): `Allow` leaves HEAD out. */
+  noHead?: true;
+}
+
+/**
  * Wraps an API handler: counts it in (graceful close waits for it), checks Basic auth, and
  * turns anything thrown into the JSON error body. Done here rather than in h3's `onError`
  * so it also holds when the app is mounted into another h3 app (which has its own).
  */
-export function defineRoute(ctx: RouteContext, handler: RouteHandler, { auth = true }: { auth?: boolean } = {}): (event: H3Event) => Promise<Response> {
+export function apiHandler(ctx: RouteContext, handler: RouteHandler): (event: H3Event) => Promise<Response> {
   return async (event) => {
     let done: (() => void) | undefined;
     try {
-      const principal = auth && ctx.options.auth ? await authenticate(event.req, ctx.options.auth) : undefined;
+      const principal = ctx.options.auth ? await authenticate(event.req, ctx.options.auth) : undefined;
       done = ctx.registry.enter();
       return await handler(event, principal);
     } catch (error) {
@@ -29,4 +47,39 @@ export function defineRoute(ctx: RouteContext, handler: RouteHandler, { auth = t
       done?.();
     }
   };
+}
+
+/** Registers every route of the table, then the JSON 405 (with `Allow`) and 404 for anything else. */
+export function registerRoutes(app: H3, ctx: RouteContext, routes: ApiRoute[]): void {
+  for (const route of routes) {
+    app.on(route.method, route.route, route.open ? (event) => route.handler(event, undefined) : apiHandler(ctx, route.handler));
+  }
+  const patterns = routes.map((route) => ({ route, re: pathRegExp(route.route) }));
+  app.all("/**", (event) => {
+    const path = event.url.pathname;
+    const allowed = allowedMethods(patterns.filter(({ re }) => re.test(path)).map(({ route }) => route));
+    if (allowed.length > 0) {
+      return jsonError(405, "E_METHOD", `Method ${event.req.method} is not allowed on ${path}: use ${allowed.join(", ")}.`, { allow: allowed.join(", ") });
+    }
+    return jsonError(404, "E_ROUTE", `No route for ${event.req.method} ${path}.`);
+  });
+}
+
+/** The methods of the routes matching a path, HEAD after them when a GET stands for it. */
+export function allowedMethods(matching: ApiRoute[]): string[] {
+  const methods: string[] = [...new Set(matching.map((route) => route.method))];
+  if (matching.some((route) => route.method === "GET" && !route.noHead)) methods.push("HEAD");
+  return methods;
+}
+
+/**
+ * A route's pattern as a RegExp on the path's end only: mounted under a prefix in another
+ * h3 app, the path still carries that prefix.
+ */
+export function pathRegExp(route: string): RegExp {
+  const source = route
+    .split("/")
+    .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("/");
+  return new RegExp(`${source}$`);
 }

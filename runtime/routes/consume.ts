@@ -1,11 +1,11 @@
 import { FastResponse } from "srvx";
-import type { H3 } from "h3";
 import { cursorAfter } from "../../src/cursor";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
 import { encodeConsumeJSON } from "../consume-json";
 import { ApiError, JSON_TYPE } from "../errors";
+import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
-import { defineRoute, type RouteContext } from "../route";
+import type { ApiRoute, RouteContext } from "../route";
 import { utf8 } from "../utf8";
 import type { CommitResponse, RewindResponse } from "../api";
 
@@ -13,62 +13,90 @@ const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
 const COMMIT_BODY_LIMIT = 4096;
 
 /** Long-poll consume, commit and rewind. */
-export function registerConsumeRoutes(app: H3, ctx: RouteContext): void {
+export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
-
-  app.get(
-    "/api/v1/queues/:queue/consumers/:consumer/messages",
-    defineRoute(ctx, async (event, principal) => {
+  return [
+    {
+      method: "GET",
+      route: "/api/v1/queues/:queue/consumers/:consumer/messages",
       // A HEAD would hand messages out and drop them: only GET consumes.
-      if (event.req.method !== "GET") throw new ApiError(405, "E_METHOD", "Consume with GET.", { allow: "GET" });
-      const { queue, consumer } = consumerParams(event, principal);
-      const max = intParam(event.url, "max_messages", 1, limits.maxMessages, limits.defaultMessages);
-      const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
-      const binaryType = acceptsBinary(event.req.headers.get("accept"));
-      // Optional: commit the previous batch in the same round trip.
-      const commit = event.url.searchParams.get("commit");
-      if (commit !== null && !CURSOR_RE.test(commit)) {
-        throw new ApiError(400, "E_PARAM", `Invalid commit ${JSON.stringify(commit)}: expected a cursor "<part>.<position>.<count>".`);
-      }
-      const slot = await ctx.registry.consumer(queue, consumer);
-      if (commit !== null) await slot.commit(commit);
-      // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
-      const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true });
-      const last = messages.at(-1);
-      const cursor = last ? cursorAfter(last) : undefined;
-      if (binaryType) {
-        const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
-        if (cursor) headers["x-vq-cursor"] = cursor;
-        return new FastResponse(encodeBatch(messages), { headers });
-      }
-      return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
-    }),
-  );
-
-  app.post(
-    "/api/v1/queues/:queue/consumers/:consumer/commit",
-    defineRoute(ctx, async (event, principal) => {
-      const { queue, consumer } = consumerParams(event, principal);
-      const cursor = await commitCursor(event.req, event.url);
-      const slot = await ctx.registry.consumer(queue, consumer, false);
-      const committed = await slot.commit(cursor);
-      return json<CommitResponse>({ queue, consumer, committed });
-    }),
-  );
-
-  registerRewind(app, ctx);
-}
-
-/** Registered by registerConsumeRoutes: `POST .../rewind`. */
-function registerRewind(app: H3, ctx: RouteContext): void {
-  app.post(
-    "/api/v1/queues/:queue/consumers/:consumer/rewind",
-    defineRoute(ctx, async (event, principal) => {
-      const { queue, consumer } = consumerParams(event, principal);
-      const slot = await ctx.registry.consumer(queue, consumer, false);
-      return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
-    }),
-  );
+      noHead: true,
+      openapi: {
+        summary: "Long-poll consume: answers at once when messages are there, else waits up to timeout_ms for the first; creates the consumer",
+        parameters: [
+          { name: "max_messages", in: "query", schema: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: limits.defaultMessages } },
+          { name: "timeout_ms", in: "query", schema: { type: "integer", minimum: 0, maximum: limits.maxTimeoutMs, default: limits.defaultTimeoutMs } },
+          { name: "commit", in: "query", description: "A cursor to commit before reading (the previous batch's): one round trip per batch", schema: { type: "string" } },
+        ],
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": {
+            description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor`,
+            content: {
+              ...jsonContent({ type: "object", properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
+              [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
+            },
+          },
+        },
+      },
+      handler: async (event, principal) => {
+        // h3 routes no HEAD here; a host that did would lose the messages handed out.
+        if (event.req.method !== "GET") throw new ApiError(405, "E_METHOD", "Consume with GET.", { allow: "GET" });
+        const { queue, consumer } = consumerParams(event, principal);
+        const max = intParam(event.url, "max_messages", 1, limits.maxMessages, limits.defaultMessages);
+        const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
+        const binaryType = acceptsBinary(event.req.headers.get("accept"));
+        // Optional: commit the previous batch in the same round trip.
+        const commit = event.url.searchParams.get("commit");
+        if (commit !== null && !CURSOR_RE.test(commit)) {
+          throw new ApiError(400, "E_PARAM", `Invalid commit ${JSON.stringify(commit)}: expected a cursor "<part>.<position>.<count>".`);
+        }
+        const slot = await ctx.registry.consumer(queue, consumer);
+        if (commit !== null) await slot.commit(commit);
+        // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
+        const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true });
+        const last = messages.at(-1);
+        const cursor = last ? cursorAfter(last) : undefined;
+        if (binaryType) {
+          const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
+          if (cursor) headers["x-vq-cursor"] = cursor;
+          return new FastResponse(encodeBatch(messages), { headers });
+        }
+        return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
+      },
+    },
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/consumers/:consumer/commit",
+      openapi: {
+        summary: "Commit: no body commits everything handed out; a cursor commits up to its message. Idempotent.",
+        parameters: [{ name: "cursor", in: "query", schema: { type: "string" } }],
+        requestBody: { required: false, content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } } },
+        responses: { ...errorResponses, "409": errorRef, "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) } },
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const cursor = await commitCursor(event.req, event.url);
+        const slot = await ctx.registry.consumer(queue, consumer, false);
+        const committed = await slot.commit(cursor);
+        return json<CommitResponse>({ queue, consumer, committed });
+      },
+    },
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/consumers/:consumer/rewind",
+      openapi: {
+        summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
+        responses: { ...errorResponses, "409": errorRef, "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const slot = await ctx.registry.consumer(queue, consumer, false);
+        return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
+      },
+    },
+  ];
 }
 
 /** The binary media type the client asked for, if any. */

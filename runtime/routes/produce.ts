@@ -1,11 +1,11 @@
-import type { H3 } from "h3";
 import type { MessageInput } from "../../src/message";
 import { authorize } from "../auth";
 import { BATCH_CONTENT_TYPE, decodeProduceBatch } from "../binary";
 import { fromBase64 } from "../codec";
 import { ApiError } from "../errors";
+import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { json, mediaType, nameParam, readBodyLimited } from "../request";
-import { defineRoute, type RouteContext } from "../route";
+import type { ApiRoute, RouteContext } from "../route";
 import { utf8Strict } from "../utf8";
 import type { ProduceResponse } from "../api";
 
@@ -18,20 +18,42 @@ import type { ProduceResponse } from "../api";
  * - `text/*`, `application/x-www-form-urlencoded` (curl -d) or none: one text message.
  * - anything else (`application/octet-stream`, ...): one bytes message.
  */
-export function registerProduceRoutes(app: H3, ctx: RouteContext): void {
+export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
-  app.post(
-    "/api/v1/queues/:queue/messages",
-    defineRoute(ctx, async (event, principal) => {
-      const queue = nameParam(event, "queue");
-      authorize(principal, "write", queue);
-      const body = await readBodyLimited(event.req, limits.maxBodyBytes);
-      const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages);
-      if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
-      const positions = await ctx.registry.push(queue, messages);
-      return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
-    }),
-  );
+  return [
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/messages",
+      openapi: {
+        summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
+        requestBody: {
+          required: true,
+          description: `At most ${limits.maxBodyBytes} bytes and ${limits.maxBatchMessages} messages.`,
+          content: {
+            "application/json": { schema: { type: "object", properties: { message: {}, messages: { type: "array" }, encoding: { const: "base64" } } } },
+            "text/plain": { schema: { type: "string" } },
+            "application/octet-stream": { schema: { type: "string", format: "binary" } },
+            [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary", description: "VQB1 batch framing (README)" } },
+          },
+        },
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "413": errorRef,
+          "201": { description: "written", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" } } }) },
+        },
+      },
+      handler: async (event, principal) => {
+        const queue = nameParam(event, "queue");
+        authorize(principal, "write", queue);
+        const body = await readBodyLimited(event.req, limits.maxBodyBytes);
+        const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages);
+        if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
+        const positions = await ctx.registry.push(queue, messages);
+        return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
+      },
+    },
+  ];
 }
 
 function parseMessages(type: string, body: Uint8Array, maxMessages: number): MessageInput[] {

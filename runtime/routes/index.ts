@@ -1,0 +1,37 @@
+import { jsonContent, openAPIDocument } from "../openapi";
+import { json } from "../request";
+import type { ApiRoute, RouteContext } from "../route";
+import type { HealthResponse } from "../api";
+import { consumeRoutes } from "./consume";
+import { produceRoutes } from "./produce";
+import { queueRoutes } from "./queues";
+
+/**
+ * The route table: every route of the API, once. `registerRoutes` registers it (and answers
+ * 405 from it), the OpenAPI document lists it, in this order.
+ */
+export function apiRoutes(ctx: RouteContext): ApiRoute[] {
+  const routes: ApiRoute[] = [
+    {
+      method: "GET",
+      route: "/health",
+      open: true,
+      openapi: {
+        summary: "Liveness (never behind auth)",
+        security: [],
+        responses: { "200": { description: "ok", content: jsonContent({ type: "object", properties: { status: { const: "ok" }, version: { type: "string" } } }) } },
+      },
+      handler: () => json<HealthResponse>({ status: "ok", version: ctx.options.version }),
+    },
+    {
+      method: "GET",
+      route: "/api/v1/openapi.json",
+      openapi: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } },
+      handler: () => json(openAPIDocument(ctx.options, routes)),
+    },
+    ...queueRoutes(ctx),
+    ...produceRoutes(ctx),
+    ...consumeRoutes(ctx),
+  ];
+  return routes;
+}

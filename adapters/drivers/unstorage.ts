@@ -381,15 +381,22 @@ async function acquireLock(storage: UnstorageLike, key: string, local: string, l
   }
   let released = false;
   let refreshing: Promise<void> | undefined;
+  // Until when nobody else can have taken the lock: the expiry of the last stamp we wrote,
+  // less a third of the lease for clocks that disagree and writes in flight.
+  let safeUntil = Date.now() + leaseMs - Math.floor(leaseMs / 3);
+  const lost = new AbortController();
+  const lose = () => {
+    if (lost.signal.aborted) return;
+    clearInterval(timer);
+    lost.abort(new VQueueError("E_LOCKED", `[${DRIVER_NAME}] Lost the lock ${JSON.stringify(key)}: its lease ran out (the holder was paused or cut off) and another holder took it.`));
+  };
   const refresh = async () => {
     const held = parseLock(await storage.getItemRaw(key));
-    if (released) return;
-    if (held?.owner !== owner) {
-      clearInterval(timer);
-      console.warn(`[v-queue] [${DRIVER_NAME}] Lost the lock ${JSON.stringify(key)}: another holder took it after the lease ran out.`);
-      return;
-    }
+    if (released || lost.signal.aborted) return;
+    if (held?.owner !== owner || held.expires <= Date.now()) return lose();
+    const at = Date.now();
     await storage.setItemRaw(key, stamp());
+    safeUntil = at + leaseMs - Math.floor(leaseMs / 3);
   };
   const timer = setInterval(() => {
     refreshing ??= refresh()
@@ -398,11 +405,18 @@ async function acquireLock(storage: UnstorageLike, key: string, local: string, l
   }, Math.floor(leaseMs / 3));
   (timer as { unref?: () => void }).unref?.();
   return {
+    lost: lost.signal,
+    async assertHeld() {
+      if (!lost.signal.aborted && Date.now() < safeUntil) return;
+      // Stale (we were paused, or refreshes failed): ask the storage before any write.
+      if (!lost.signal.aborted) await (refreshing ??= refresh().finally(() => (refreshing = undefined)));
+      if (lost.signal.aborted) throw lost.signal.reason;
+    },
     async release() {
       if (released) return;
       released = true;
       clearInterval(timer);
-      await refreshing;
+      await refreshing?.catch(() => {});
       try {
         if (parseLock(await storage.getItemRaw(key))?.owner === owner) await storage.removeItem(key);
       } finally {

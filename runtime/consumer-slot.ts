@@ -52,21 +52,16 @@ export class ConsumerSlot {
     try {
       if (!(await this.#mutex.acquire(linked.signal))) return this.#ended();
       try {
-        for (;;) {
-          if (this.#stopReason) return this.#ended();
-          const messages = await this.consumer.read({ max, maxBytes, raw });
-          if (messages.length > 0) {
-            if (signal?.aborted) {
-              // Nobody will receive them: hand them out again (at-least-once, never lost).
-              await this.consumer.rewind();
-              return [];
-            }
-            return messages;
-          }
-          const remaining = deadline - Date.now();
-          if (remaining <= 0 || linked.signal.aborted) return this.#ended();
-          if (!(await this.consumer.wait({ signal: linked.signal, timeoutMs: remaining }))) return this.#ended();
+        if (this.#stopReason) return this.#ended();
+        // The time spent queued for the mutex counts against the client's timeout.
+        const messages = await this.consumer.poll({ max, maxBytes, raw, signal: linked.signal, timeoutMs: Math.max(0, deadline - Date.now()) });
+        if (messages.length === 0) return this.#ended();
+        if (signal?.aborted) {
+          // Nobody will receive them: hand them out again (at-least-once, never lost).
+          await this.consumer.rewind();
+          return [];
         }
+        return messages;
       } finally {
         this.#mutex.release();
       }

@@ -10,8 +10,8 @@
  */
 import { HEADER_SIZE } from "../src/record";
 import type { Message } from "../src/message";
-import { toBase64 } from "./codec";
-import { utf8 } from "./utf8";
+import { toBase64 } from "../protocol/base64";
+import { utf8 } from "../protocol/utf8";
 
 const encoder = new TextEncoder();
 

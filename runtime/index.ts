@@ -16,16 +16,16 @@ import { defineRoute, type RouteContext } from "./route";
 import { registerConsumeRoutes } from "./routes/consume";
 import { registerProduceRoutes } from "./routes/produce";
 import { registerQueueRoutes } from "./routes/queues";
-import type { HealthResponse } from "./api";
+import type { HealthResponse } from "../protocol/api";
 
 export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions } from "./options";
 export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
-export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "./binary";
-export type { BatchRecord } from "./binary";
-export type { MessageJSON } from "./codec";
+export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "../protocol/binary";
+export type { BatchRecord } from "../protocol/binary";
+export type { MessageJSON } from "../protocol/api";
 
 /** The app and the handle that closes its queues. */
 export interface QueueHandler {

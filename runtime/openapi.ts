@@ -1,4 +1,4 @@
-import { BATCH_CONTENT_TYPE } from "./binary";
+import { BATCH_CONTENT_TYPE } from "../protocol/binary";
 import type { ResolvedQueueAppOptions } from "./options";
 
 const name = { in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._-]{1,128}$" } } as const;

@@ -1,4 +1,4 @@
-import { cursorAfter } from "../../src/cursor";
+import { cursorAfter } from "../../protocol/cursor";
 
 /** A message as the commands print it (from the engine or from a binary batch of the API). */
 export interface Printable {

@@ -3,7 +3,7 @@
  * Both sides behave the same: `next` reads (and, following, waits), `commit` saves the position
  * after what was read, `close` ends the session.
  */
-import { BATCH_CONTENT_TYPE, decodeBatch } from "../../runtime/index";
+import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { QueueConsumer } from "../../src/consumer";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";

@@ -2,7 +2,7 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
-import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../../runtime/index";
+import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../../protocol/binary";
 import type { Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
 import { CliError, explain, httpClient, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";

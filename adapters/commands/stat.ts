@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
-import { formatCursor } from "../../src/cursor";
+import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
-import type { ConsumerListResponse, QueueInfoResponse, QueueListResponse } from "../../runtime/api";
+import type { ConsumerListResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
 import { CliError, explain, httpClient, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
 
 /**

@@ -1,11 +1,11 @@
 import type { H3 } from "h3";
-import { formatCursor } from "../../src/cursor";
+import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import { authorize, can } from "../auth";
 import { ApiError } from "../errors";
 import { consumerParams, json, nameParam } from "../request";
 import { defineRoute, type RouteContext } from "../route";
-import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../api";
+import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
 
 /** Listing and inspecting queues and consumers, and deleting a consumer. */
 export function registerQueueRoutes(app: H3, ctx: RouteContext): void {

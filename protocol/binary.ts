@@ -11,6 +11,7 @@
  * A consume response also carries the commit cursor in the `x-vq-cursor` header.
  */
 import type { Message } from "../src/message";
+import type { MessageJSON, MessagePositionJSON } from "./api";
 import { ProtocolError } from "./errors";
 import { utf8Strict } from "./utf8";
 
@@ -60,12 +61,9 @@ export function encodeProduceBatch(messages: (string | Uint8Array)[]): Uint8Arra
   );
 }
 
-/** Decoded record of a consume response. */
-export interface BatchRecord {
-  type: "string" | "object";
-  part: number;
-  seq: number;
-  offset: number;
+/** Decoded record of a consume response: the JSON API's message fields, with bytes as bytes and no cursor (it is `cursorAfter(record)`). */
+export interface BatchRecord extends MessagePositionJSON {
+  type: MessageJSON["type"];
   data: string | Uint8Array;
   /** Body size in bytes (UTF-8 for text). */
   size: number;

@@ -77,7 +77,7 @@ export function encodeConsumeJSON(queue: string, consumer: string, messages: Mes
       if (end >= 0) at = end;
       else at += encoder.encodeInto(JSON.stringify(data ?? utf8.decode(bytes)), buf.subarray(at)).written;
     }
-    // The cursor after this message: "<part>.<offset of the next record>.<seq>".
+    // cursorAfter(m) (protocol/cursor.ts), written as bytes; test/protocol/cursor.test.ts checks they agree.
     at = put(buf, at, CURSOR);
     at = putInteger(buf, at, m.part);
     buf[at++] = 0x2e; // .

@@ -18,4 +18,34 @@ export default tseslint.config(
       "no-restricted-imports": ["error", { patterns: [{ group: ["node:*"], message: "src/ is the portable engine: Node code belongs in adapters/." }] }],
     },
   },
+  {
+    // The wire format is shared by the server, the client and the CLI: it imports none of them.
+    files: ["protocol/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["node:*"], message: "protocol/ runs wherever the client does: no Node built-ins." },
+            { group: ["**/runtime/**", "**/client/**", "**/adapters/**"], message: "protocol/ is below the server, the client and the CLI: they import it, not the reverse." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The client runs in browsers: the wire format from protocol/, nothing of the server's.
+    files: ["client/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["node:*"], message: "v-queue/client runs in browsers and workers: no Node built-ins." },
+            { group: ["**/runtime/**", "**/adapters/**"], message: "The client shares only protocol/ (and the engine's pure types) with the server." },
+          ],
+        },
+      ],
+    },
+  },
 );

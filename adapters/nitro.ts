@@ -14,7 +14,7 @@
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
 import type { MessageInput } from "../src/message";
-import type { ProduceResponse } from "../runtime/api";
+import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { resolveStorageDriver } from "./storage";
 

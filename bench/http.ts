@@ -15,7 +15,7 @@ import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { default as Redis } from "ioredis";
-import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
+import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../protocol/binary";
 import { formatRate, formatTable, freePort, progress, removeDir, tempDir } from "./util";
 
 const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 2;

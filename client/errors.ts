@@ -1,6 +1,9 @@
-import type { HttpErrorCode } from "../runtime/api";
+import type { HttpErrorCode } from "../protocol/api";
 
-/** The server answered with an error: `status`, and the API's `code` and `message`. */
+/**
+ * The server answered with an error: `status`, and the API's `code` and `message`. `E_RESPONSE`:
+ * an answer the client cannot read (an error without the API's body, a malformed binary batch).
+ */
 export class VQueueClientError extends Error {
   override name = "VQueueClientError";
   constructor(

@@ -14,15 +14,16 @@ import type {
   QueueListResponse,
   ProduceResponse,
   RewindResponse,
-} from "../runtime/api";
-import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../runtime/binary";
-import { toBase64 } from "../runtime/codec";
+} from "../protocol/api";
+import { toBase64 } from "../protocol/base64";
+import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord } from "../protocol/binary";
+import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
 import { toJSONText, type ProduceInput } from "./produce";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 
-export type * from "../runtime/api";
+export type * from "../protocol/api";
 export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
@@ -149,15 +150,17 @@ export function createClient(options: ClientOptions): VQueueClient {
       const common = { query, signal: opts.signal, extraTimeout: timeoutMs };
       if (opts.format === "binary") {
         let cursor: string | undefined;
+        let status = 0;
         const body = await request<ArrayBuffer>(`${c(queue, consumer)}/messages`, {
           ...common,
           headers: { accept: BATCH_CONTENT_TYPE },
           responseType: "arrayBuffer",
           onResponse: ({ response }) => {
             cursor = response.headers.get("x-vq-cursor") ?? undefined;
+            status = response.status;
           },
         });
-        const messages = decodeBatch(new Uint8Array(body)).map((r) => fromBatchRecord(r, opts.json ?? false));
+        const messages = decodeResponseBatch(new Uint8Array(body), status).map((r) => fromBatchRecord(r, opts.json ?? false));
         return { messages, cursor };
       }
       const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
@@ -202,6 +205,16 @@ function basicAuth(username: string, password: string): string {
   // RFC 7617 with charset UTF-8: base64 of the UTF-8 bytes of "user:pass".
   const bytes = new TextEncoder().encode(`${username}:${password}`);
   return `Basic ${toBase64(bytes)}`;
+}
+
+/** A binary batch from the server; one the format refuses is the server's fault, told as `E_RESPONSE`. */
+function decodeResponseBatch(body: Uint8Array, status: number): BatchRecord[] {
+  try {
+    return decodeBatch(body);
+  } catch (error) {
+    if (ProtocolError.isError(error)) throw new VQueueClientError(status, "E_RESPONSE", `Unreadable response: ${error.message}`, { cause: error });
+    throw error;
+  }
 }
 
 function mapError(error: unknown, timer: AbortSignal): unknown {

@@ -1,16 +1,10 @@
-import { cursorAfter } from "../src/cursor";
-import type { BatchRecord } from "../runtime/binary";
-import type { MessageJSON } from "../runtime/api";
-import { fromBase64 } from "../runtime/codec";
+import type { MessageJSON } from "../protocol/api";
+import { fromBase64 } from "../protocol/base64";
+import type { BatchRecord } from "../protocol/binary";
+import { cursorAfter } from "../protocol/cursor";
 
-/** Where a message is, and how to commit it. */
-interface MessageMeta {
-  part: number;
-  offset: number;
-  seq: number;
-  /** Commits this message and everything before it. */
-  cursor: string;
-}
+/** Where a message is, and how to commit it: the API's own fields (`protocol/api.ts`). */
+type MessageMeta = Pick<MessageJSON, "part" | "offset" | "seq" | "cursor">;
 
 /** A text message (JSON included, as its text). */
 export interface TextMessage extends MessageMeta {

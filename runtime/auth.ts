@@ -1,6 +1,6 @@
 import type { ResolvedAuth } from "./options";
 import { ApiError } from "./errors";
-import { utf8Strict } from "./utf8";
+import { utf8Strict } from "../protocol/utf8";
 
 export type Right = "read" | "write";
 

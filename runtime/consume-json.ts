@@ -10,8 +10,8 @@
  */
 import { HEADER_SIZE } from "../src/record";
 import type { Message } from "../src/message";
-import { toBase64 } from "./codec";
-import { utf8 } from "./utf8";
+import { toBase64 } from "../protocol/base64";
+import { utf8 } from "../protocol/utf8";
 
 const encoder = new TextEncoder();
 
@@ -77,7 +77,7 @@ export function encodeConsumeJSON(queue: string, consumer: string, messages: Mes
       if (end >= 0) at = end;
       else at += encoder.encodeInto(JSON.stringify(data ?? utf8.decode(bytes)), buf.subarray(at)).written;
     }
-    // The cursor after this message: "<part>.<offset of the next record>.<seq>".
+    // cursorAfter(m) (protocol/cursor.ts), written as bytes; test/protocol/cursor.test.ts checks they agree.
     at = put(buf, at, CURSOR);
     at = putInteger(buf, at, m.part);
     buf[at++] = 0x2e; // .

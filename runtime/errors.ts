@@ -1,30 +1,8 @@
+import type { HttpErrorCode } from "../protocol/api";
+import { ProtocolError } from "../protocol/errors";
 import { VQueueError, type VQueueErrorCode } from "../src/errors";
 
-/** Codes of errors made by the HTTP layer itself (the engine's `E_*` codes pass through). */
-export type HttpErrorCode =
-  | VQueueErrorCode
-  /** No or wrong credentials (401). */
-  | "E_AUTH"
-  /** Authenticated, but without the right for this queue (403). */
-  | "E_FORBIDDEN"
-  /** No such route (404). */
-  | "E_ROUTE"
-  /** The route exists, not with this method (405). */
-  | "E_METHOD"
-  /** A query parameter or header is missing, malformed or out of range (400). */
-  | "E_PARAM"
-  /** The body is not valid for this route (400). */
-  | "E_BODY"
-  /** The body is larger than `limits.maxBodyBytes` (413). */
-  | "E_TOO_LARGE"
-  /** A content type this route does not take (415). */
-  | "E_MEDIA_TYPE"
-  /** The server is shutting down (503). */
-  | "E_SHUTDOWN"
-  /** Out of file descriptors (EMFILE/ENFILE), or `maxConsumers` busy at once: retry after `Retry-After` seconds (503). */
-  | "E_BUSY"
-  /** An unexpected fault, logged by the server (500). */
-  | "E_INTERNAL";
+export type { HttpErrorCode };
 
 /** An error answered with `{ "error": { "code", "message" } }` and `status`. */
 export class ApiError extends Error {
@@ -56,9 +34,12 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
 export function errorResponse(error: unknown, logger: Pick<Console, "error">): Response {
   // h3 wraps what a handler throws: the original is in `cause`.
   const cause = (error as { cause?: unknown })?.cause;
-  const picked = error instanceof ApiError || VQueueError.isError(error) ? error : cause instanceof ApiError || VQueueError.isError(cause) ? cause : error;
+  const known = (e: unknown) => e instanceof ApiError || VQueueError.isError(e) || ProtocolError.isError(e);
+  const picked = known(error) ? error : known(cause) ? cause : error;
+  // A body the wire format refuses (a binary batch): the client's fault.
+  const mapped = ProtocolError.isError(picked) ? fromProtocolError(picked) : picked;
   // Out of file descriptors, however wrapped (the engine's E_IO included): a 503 to retry, not a fault.
-  const err = !(picked instanceof ApiError) && isTooManyFiles(error) ? tooManyFilesError() : picked;
+  const err = !(mapped instanceof ApiError) && isTooManyFiles(error) ? tooManyFilesError() : mapped;
   let status: number;
   let code: HttpErrorCode;
   let message: string;
@@ -100,6 +81,11 @@ export const BUSY_RETRY_AFTER = 1;
 /** 503 `E_BUSY` with `Retry-After`. */
 export function busyError(message: string): ApiError {
   return new ApiError(503, "E_BUSY", message, { "retry-after": String(BUSY_RETRY_AFTER) });
+}
+
+/** A request body the wire format refuses: 400 `E_BODY`, or 413 when it holds too many messages. */
+export function fromProtocolError(error: ProtocolError): ApiError {
+  return error.code === "E_TOO_MANY" ? new ApiError(413, "E_TOO_LARGE", error.message) : new ApiError(400, "E_BODY", error.message);
 }
 
 function tooManyFilesError(): ApiError {

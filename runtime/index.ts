@@ -18,9 +18,10 @@ export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
-export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "./binary";
-export type { BatchRecord } from "./binary";
-export type { MessageJSON } from "./codec";
+export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "../protocol/binary";
+export type { BatchRecord } from "../protocol/binary";
+export { ProtocolError } from "../protocol/errors";
+export type { MessageJSON } from "../protocol/api";
 
 /** The app and the handle that closes its queues. */
 export interface QueueHandler {

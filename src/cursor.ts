@@ -24,8 +24,11 @@ export function cursorAfter(message: Pick<Message, "part" | "offset" | "seq" | "
   return message.part + "." + (message.offset + HEADER_SIZE + message.size) + "." + message.seq;
 }
 
+/** A well-formed cursor (not necessarily one of this queue): the one pattern the engine, the server and the CLI check. */
+export const CURSOR_RE = /^(\d{1,15})\.(\d{1,15})\.(\d{1,10})$/;
+
 export function parseCursor(cursor: string): ConsumerPosition {
-  const match = typeof cursor === "string" ? /^(\d{1,15})\.(\d{1,15})\.(\d{1,10})$/.exec(cursor) : null;
+  const match = typeof cursor === "string" ? CURSOR_RE.exec(cursor) : null;
   if (!match) {
     throw new VQueueError("E_CURSOR", `Invalid cursor ${JSON.stringify(cursor)}: expected "<part>.<position>.<count>" as returned with a message.`);
   }

@@ -1,3 +1,4 @@
+import { VQueueClientError, VQueueNetworkError } from "../../client/errors";
 import { VQueueError } from "../../src/errors";
 
 /** A user-facing error: printed as a clear message (no stack), exit code 1. */
@@ -22,15 +23,26 @@ export function explain(error: unknown, what: string): never {
 /**
  * The message to print for an expected error, or undefined for a bug (which keeps its stack).
  * Expected: our own errors, the engine's (`VQueueError`), a bad configuration (`E_CONFIG`), the
- * option checks of the HTTP app (`[v-queue] ...` TypeErrors) and the system's (`EACCES`, ...).
+ * option checks of the HTTP app (`[v-queue] ...` TypeErrors), the system's (`EACCES`, ...) and,
+ * with `--url`, the client's: a server's error answer and no answer at all.
  */
 export function describeError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
   if (error instanceof CliError || (error as { code?: unknown }).code === "E_CONFIG") return error.message;
   if (VQueueError.isError(error)) return error.code === "E_LOCKED" ? `${stripPrefix(error.message)}\n${LOCKED_HINT}` : stripPrefix(error.message);
   if (isSystemError(error)) return error.message;
+  if (error instanceof VQueueClientError) return `The server answered ${error.status} ${error.code}: ${error.message}`;
+  // fetch says "fetch failed": what failed (ECONNREFUSED 127.0.0.1:9093, ...) is deeper in `cause`.
+  if (error instanceof VQueueNetworkError) return error.timeout ? error.message : `No answer from the server: ${deepestCause(error).message}`;
   if (error instanceof TypeError && error.message.startsWith("[v-queue]")) return stripPrefix(error.message);
   return undefined;
+}
+
+/** The last Error of a `cause` chain (bounded: a chain may loop). */
+function deepestCause(error: Error): Error {
+  let deepest = error;
+  for (let e: unknown = error.cause, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) deepest = e;
+  return deepest;
 }
 
 /** An error of a system call (`EACCES: permission denied, open '...'`): its message says it all. */

@@ -1,13 +1,9 @@
-import { cursorAfter } from "../../src/cursor";
+import type { MessageJSON } from "../../protocol/api";
+import type { BatchRecord } from "../../protocol/binary";
+import { cursorAfter } from "../../protocol/cursor";
 
-/** A message as the commands print it (from the engine or from a binary batch of the API). */
-export interface Printable {
-  part: number;
-  offset: number;
-  seq: number;
-  type: "string" | "object";
-  data: string | Uint8Array;
-}
+/** A message as the commands print it: the engine's `Message` and the client's messages both are one. */
+export type Printable = Pick<BatchRecord, "part" | "offset" | "seq" | "type" | "data">;
 
 /** What marks a bytes message in text output: `base64:` then the bytes in base64. */
 export const BYTES_MARKER = "base64:";
@@ -22,5 +18,6 @@ export function formatMessage(m: Printable, json: boolean): string {
   const data = bytes ? Buffer.from(m.data as Uint8Array).toString("base64") : (m.data as string);
   if (!json) return bytes ? `${BYTES_MARKER}${data}\n` : `${data}\n`;
   const cursor = cursorAfter({ ...m, size: bytes ? (m.data as Uint8Array).length : Buffer.byteLength(m.data as string) });
-  return `${JSON.stringify({ part: m.part, offset: m.offset, seq: m.seq, type: m.type, data, ...(bytes ? { encoding: "base64" } : {}), cursor })}\n`;
+  const line: MessageJSON = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data, ...(bytes ? { encoding: "base64" as const } : {}), cursor };
+  return `${JSON.stringify(line)}\n`;
 }

@@ -1,5 +1,6 @@
 import type { ArgsDef } from "citty";
 import { consola, createConsola } from "consola";
+import { createClient, type VQueueClient } from "../../client/index";
 import type { QueueDriver } from "../../src/driver";
 import type { LogLevel } from "../config";
 import { checkDataDir } from "../data-dir";
@@ -44,26 +45,16 @@ export async function openStorage(args: { dir?: string; storage?: string }): Pro
 /** Where `--dir`/`--storage` point, for messages. */
 export const storageLabel = (args: { dir?: string; storage?: string }): string => args.storage ?? args.dir ?? "./queues";
 
-/** A small HTTP client for --url. */
-export function httpClient(baseURL: string, user: string | undefined) {
-  const base = baseURL.replace(/\/+$/, "");
-  const headers: Record<string, string> = {};
+/**
+ * The client SDK on `--url`, with `--user` (or VQUEUE_USER), `name:password`, as Basic auth.
+ * Its errors (`VQueueClientError`, `VQueueNetworkError`) are told to the user by describeError.
+ */
+export function apiClient(url: string, user: string | undefined): VQueueClient {
   const credentials = user ?? process.env.VQUEUE_USER;
-  if (credentials) headers.authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
-  return async (path: string, init: RequestInit = {}): Promise<Response> => {
-    let res: Response;
-    try {
-      res = await fetch(base + path, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
-    } catch (error) {
-      if ((error as Error).name === "AbortError") throw error;
-      throw new CliError(`Cannot reach ${base}: ${((error as Error).cause as Error)?.message ?? (error as Error).message}`);
-    }
-    if (!res.ok) {
-      const body = (await res.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
-      throw new CliError(`${init.method ?? "GET"} ${path}: ${res.status} ${body?.error?.code ?? ""} ${body?.error?.message ?? res.statusText}`.trim());
-    }
-    return res;
-  };
+  const colon = credentials?.indexOf(":") ?? -1;
+  const auth = credentials === undefined || credentials === "" ? undefined : { username: colon < 0 ? credentials : credentials.slice(0, colon), password: colon < 0 ? "" : credentials.slice(colon + 1) };
+  // Long: a command waits as long as the server works (a large push); long polls add their own wait.
+  return createClient({ baseURL: url, auth, timeout: 300_000 });
 }
 
 /** `push orders: 1 message (10/s)`. */

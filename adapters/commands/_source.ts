@@ -3,12 +3,12 @@
  * Both sides behave the same: `next` reads (and, following, waits), `commit` saves the position
  * after what was read, `close` ends the session.
  */
-import { BATCH_CONTENT_TYPE, decodeBatch } from "../../runtime/index";
+import { VQueueClientError, isAbortError, type ClientMessage, type ConsumeResult, type VQueueClient } from "../../client/index";
 import { QueueConsumer } from "../../src/consumer";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";
 import type { Printable } from "./_print";
-import { explain, httpClient, openStorage, storageLabel } from "./_shared";
+import { apiClient, explain, openStorage, storageLabel } from "./_shared";
 
 export interface MessageSource {
   /** Up to `max` messages; `[]` when there are none (following: only once `signal` is aborted). */
@@ -62,57 +62,84 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
 /** The most messages asked for in one request (the server's default `maxMessages` is 10000). */
 export const HTTP_BATCH = 1000;
 
-/** Reads through a server (`--url`): long polls of binary batches, each committed by the next request. */
+/** Reads through a server (`--url`) with the client SDK: long polls of binary batches, each committed by the next request. */
 export async function openHttpSource(url: string, user: string | undefined, o: SourceOptions): Promise<MessageSource> {
-  const call = httpClient(url, user);
-  const queuePath = `/api/v1/queues/${encodeURIComponent(o.queue)}`;
-  const base = `${queuePath}/consumers/${encodeURIComponent(o.consumer)}`;
-  const poll = async (max: number, timeoutMs: number, commit: string | null, signal?: AbortSignal) => {
-    const res = await call(`${base}/messages?max_messages=${max}&timeout_ms=${timeoutMs}${commit ? `&commit=${commit}` : ""}`, { headers: { accept: BATCH_CONTENT_TYPE }, signal });
-    return { records: decodeBatch(new Uint8Array(await res.arrayBuffer())) as Printable[], cursor: res.headers.get("x-vq-cursor") };
-  };
+  const client = apiClient(url, user);
+  const { queue, consumer } = o;
+  const poll: Poll = (max, timeoutMs, commit, signal) => client.consume(queue, consumer, { format: "binary", maxMessages: max, timeoutMs, commit, signal });
   // A new session: what an earlier client was handed and did not commit comes again.
   const rewind = () =>
-    call(`${base}/rewind`, { method: "POST" }).catch((error: Error) => {
-      if (!/ 404 /.test(error.message)) throw error; // a new consumer: nothing to rewind
+    client.rewind(queue, consumer).catch((error: unknown) => {
+      if (!(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error; // a new consumer: nothing to rewind
     });
-  const consumerLag = async (): Promise<number | undefined> => {
-    const { consumers } = (await (await call(`${queuePath}/consumers`)).json()) as { consumers: { name: string; lag: number }[] };
-    return consumers.find((c) => c.name === o.consumer)?.lag;
-  };
+  const consumerLag = async (): Promise<number | undefined> => (await client.consumers(queue)).consumers.find((c) => c.name === consumer)?.lag;
 
   if (!o.ephemeral) await rewind();
   // The API has no per-request start: a new consumer starts where the server's `start` says
   // (the earliest message by default). For `latest`, its backlog is read and committed unprinted.
-  if (o.from === "latest" && (o.ephemeral || (await consumerLag()) === undefined)) await skipBacklog(poll, consumerLag, (cursor) => call(`${base}/commit?cursor=${cursor}`, { method: "POST" }));
+  if (o.from === "latest" && (o.ephemeral || (await consumerLag()) === undefined)) await skipBacklog(poll, consumerLag, (cursor) => client.commit(queue, consumer, cursor));
+  if (o.ephemeral) return subscribeSource(client, o);
 
-  let handedOut: string | null = null;
-  let pending: string | null = null;
+  let handedOut: string | undefined;
+  let pending: string | undefined;
   return {
     async next(max, signal) {
       for (;;) {
-        const got = await poll(max, o.follow ? 30_000 : 0, pending, signal).catch((error: Error) => {
-          if (error.name === "AbortError") return undefined;
+        const got = await poll(max, o.follow ? 30_000 : 0, pending, signal).catch((error: unknown) => {
+          if (isAbortError(error)) return undefined;
           throw error;
         });
         if (!got) return [];
-        pending = null;
+        pending = undefined;
         if (got.cursor) handedOut = got.cursor;
-        if (got.records.length > 0 || !o.follow) return got.records;
+        if (got.messages.length > 0 || !o.follow) return got.messages;
       }
     },
     // Sent with the next request (`?commit=`), or by close.
     commit: async () => void (pending = handedOut),
     async close() {
-      if (o.ephemeral) return void (await call(base, { method: "DELETE" }));
-      if (pending) await call(`${base}/commit?cursor=${pending}`, { method: "POST" });
+      if (pending) await client.commit(queue, consumer, pending);
       // A peek leaves the server's consumer where it was.
       if (!o.commit) await rewind();
     },
   };
 }
 
-type Poll = (max: number, timeoutMs: number, commit: string | null) => Promise<{ records: Printable[]; cursor: string | null }>;
+/**
+ * A tail through a server: the client's subscribe loop on a throwaway consumer (already at the
+ * end of the queue), one message per `next`, and the consumer deleted on close.
+ */
+function subscribeSource(client: VQueueClient, o: SourceOptions): MessageSource {
+  let messages: AsyncGenerator<ClientMessage, void, undefined> | undefined;
+  return {
+    async next(max, signal) {
+      // A lost server ends the tail with its error, as it always did, rather than a silent
+      // reconnect loop: a throw in onReconnect ends subscribe with it.
+      messages ??= client.subscribe(o.queue, o.consumer, {
+        signal,
+        format: "binary",
+        maxMessages: max,
+        pollTimeoutMs: 30_000,
+        onReconnect: (error) => {
+          throw error;
+        },
+      });
+      const got = await messages.next();
+      return got.done ? [] : [got.value];
+    },
+    // Nothing to keep: the consumer goes with close.
+    commit: async () => {},
+    async close() {
+      try {
+        await messages?.return();
+      } finally {
+        await client.deleteConsumer(o.queue, o.consumer);
+      }
+    },
+  };
+}
+
+type Poll = (max: number, timeoutMs: number, commit: string | undefined, signal?: AbortSignal) => Promise<ConsumeResult>;
 
 /**
  * Moves a consumer just created through the API to the end of its queue: the first request
@@ -120,14 +147,14 @@ type Poll = (max: number, timeoutMs: number, commit: string | null) => Promise<{
  * and committed. Messages pushed in between those two requests are skipped too.
  */
 async function skipBacklog(poll: Poll, lag: () => Promise<number | undefined>, commit: (cursor: string) => Promise<unknown>): Promise<void> {
-  const first = await poll(1, 0, null);
+  const first = await poll(1, 0, undefined);
   let cursor = first.cursor;
-  let left = ((await lag()) ?? 0) - first.records.length;
+  let left = ((await lag()) ?? 0) - first.messages.length;
   while (left > 0) {
     const got = await poll(Math.min(HTTP_BATCH, left), 0, cursor);
-    if (got.records.length === 0) break;
+    if (got.messages.length === 0) break;
     cursor = got.cursor ?? cursor;
-    left -= got.records.length;
+    left -= got.messages.length;
   }
   if (cursor) await commit(cursor);
 }

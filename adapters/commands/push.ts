@@ -2,10 +2,9 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
-import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../../runtime/index";
 import type { Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
-import { CliError, explain, httpClient, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
+import { apiClient, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
 
 export const push = defineCommand({
   meta: { name: "push", description: "Push messages: the arguments (one message each), a file (--file), or stdin lines (--stdin)" },
@@ -85,15 +84,10 @@ async function directSink(target: { dir?: string; storage?: string }, queue: str
 }
 
 function httpSink(url: string, user: string | undefined, queue: string): Sink {
-  const call = httpClient(url, user);
+  const client = apiClient(url, user);
   return {
-    write: async (batch) => {
-      await call(`/api/v1/queues/${encodeURIComponent(queue)}/messages`, {
-        method: "POST",
-        body: encodeProduceBatch(batch),
-        headers: { "content-type": BATCH_CONTENT_TYPE },
-      });
-    },
+    // Binary: text stays text and bytes stay bytes (JSON would make every message base64 once one is bytes).
+    write: async (batch) => void (await client.produce(queue, batch, { format: "binary" })),
     close: async () => {},
   };
 }

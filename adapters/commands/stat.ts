@@ -1,8 +1,8 @@
 import { defineCommand } from "citty";
-import { formatCursor } from "../../src/cursor";
+import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
-import type { ConsumerListResponse, QueueInfoResponse, QueueListResponse } from "../../runtime/api";
-import { CliError, explain, httpClient, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
+import type { ConsumerInfo } from "../../protocol/api";
+import { apiClient, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
 
 /**
  * What `stat --json` prints for each queue, on the files and through `--url` alike (the API
@@ -16,8 +16,8 @@ export interface QueueStat {
   parts: number;
   messages: number;
   bytes: number;
-  /** `count`: records read in `part`; `lag`: messages pushed and not committed; `cursor`: the saved position as a cursor. */
-  consumers: { name: string; part: number; position: number; count: number; lag: number; cursor: string }[];
+  /** The API's consumer fields (`count` is its `count_popped`: records read in `part`). */
+  consumers: (Pick<ConsumerInfo, "name" | "part" | "position" | "lag" | "cursor"> & { count: number })[];
 }
 
 export const stat = defineCommand({
@@ -56,13 +56,12 @@ async function statDirect(target: { dir?: string; storage?: string }, queue: str
 }
 
 async function statOverHttp(url: string, user: string | undefined, queue: string | undefined): Promise<QueueStat[]> {
-  const call = httpClient(url, user);
-  const names = queue ? [queue] : ((await (await call("/api/v1/queues")).json()) as QueueListResponse).queues;
+  const client = apiClient(url, user);
+  const names = queue ? [queue] : (await client.queues()).queues;
   const out: QueueStat[] = [];
   for (const name of names) {
-    const q = encodeURIComponent(name);
-    const info = (await (await call(`/api/v1/queues/${q}`)).json()) as QueueInfoResponse;
-    const { consumers } = (await (await call(`/api/v1/queues/${q}/consumers`)).json()) as ConsumerListResponse;
+    const info = await client.queue(name);
+    const { consumers } = await client.consumers(name);
     out.push({
       name: info.name,
       currentPart: info.id,

@@ -1,15 +1,14 @@
 import { FastResponse } from "srvx";
-import { cursorAfter } from "../../src/cursor";
-import { BATCH_CONTENT_TYPE, encodeBatch } from "../binary";
+import type { CommitResponse, RewindResponse } from "../../protocol/api";
+import { BATCH_CONTENT_TYPE, encodeBatch } from "../../protocol/binary";
+import { cursorAfter, isCursor } from "../../protocol/cursor";
+import { utf8 } from "../../protocol/utf8";
 import { encodeConsumeJSON } from "../consume-json";
 import { ApiError, JSON_TYPE } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import { utf8 } from "../utf8";
-import type { CommitResponse, RewindResponse } from "../api";
 
-const CURSOR_RE = /^\d{1,15}\.\d{1,15}\.\d{1,10}$/;
 const COMMIT_BODY_LIMIT = 4096;
 
 /** Long-poll consume, commit and rewind. */
@@ -49,7 +48,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const binaryType = acceptsBinary(event.req.headers.get("accept"));
         // Optional: commit the previous batch in the same round trip.
         const commit = event.url.searchParams.get("commit");
-        if (commit !== null && !CURSOR_RE.test(commit)) {
+        if (commit !== null && !isCursor(commit)) {
           throw new ApiError(400, "E_PARAM", `Invalid commit ${JSON.stringify(commit)}: expected a cursor "<part>.<position>.<count>".`);
         }
         const slot = await ctx.registry.consumer(queue, consumer);
@@ -130,7 +129,7 @@ async function commitCursor(request: Request, url: URL): Promise<string | undefi
     } else cursor = text;
   }
   if (cursor === undefined || cursor === null) return undefined;
-  if (typeof cursor !== "string" || !CURSOR_RE.test(cursor)) {
+  if (!isCursor(cursor)) {
     throw new ApiError(400, "E_PARAM", `Invalid cursor ${JSON.stringify(cursor)}: expected "<part>.<position>.<count>" as given with a message.`);
   }
   return cursor;

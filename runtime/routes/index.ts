@@ -1,7 +1,7 @@
 import { jsonContent, openAPIDocument } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { HealthResponse } from "../api";
+import type { HealthResponse } from "../../protocol/api";
 import { consumeRoutes } from "./consume";
 import { produceRoutes } from "./produce";
 import { queueRoutes } from "./queues";

@@ -1,20 +1,20 @@
 import type { MessageInput } from "../../src/message";
 import { authorize } from "../auth";
-import { BATCH_CONTENT_TYPE, decodeProduceBatch } from "../binary";
-import { fromBase64 } from "../codec";
+import type { ProduceResponse } from "../../protocol/api";
+import { fromBase64 } from "../../protocol/base64";
+import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
+import { utf8Strict } from "../../protocol/utf8";
 import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import { utf8Strict } from "../utf8";
-import type { ProduceResponse } from "../api";
 
 /**
  * The producer API. The body's content type says what it holds:
  * - `application/json`: `{"message": X}` or `{"messages": [X, ...]}`; a string X is stored as
  *   text, any other JSON value as its JSON text; with `"encoding": "base64"` every X is a base64
  *   string stored as bytes.
- * - `application/vnd.v-queue.batch`: a binary batch (see binary.ts).
+ * - `application/vnd.v-queue.batch`: a binary batch (see protocol/binary.ts).
  * - `text/*`, `application/x-www-form-urlencoded` (curl -d) or none: one text message.
  * - anything else (`application/octet-stream`, ...): one bytes message.
  */
@@ -58,7 +58,8 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
 
 function parseMessages(type: string, body: Uint8Array, maxMessages: number): MessageInput[] {
   if (type === "application/json") return parseJSONBody(body, maxMessages);
-  if (type === BATCH_CONTENT_TYPE) return decodeProduceBatch(body, maxMessages);
+  // A framing error is a ProtocolError: errorResponse makes it a 400 (413 for too many).
+  if (type === BATCH_CONTENT_TYPE) return decodeBatch(body, maxMessages).map((r) => r.data);
   if (type === "" || type.startsWith("text/") || type === "application/x-www-form-urlencoded") {
     try {
       return [utf8Strict.decode(body)];

@@ -1,11 +1,11 @@
-import { formatCursor } from "../../src/cursor";
+import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import { authorize, can } from "../auth";
 import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../api";
+import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
 
 /** Listing and inspecting queues and consumers, and deleting a consumer. */
 export function queueRoutes(ctx: RouteContext): ApiRoute[] {

@@ -1,11 +1,53 @@
 /**
- * The shapes of the HTTP API's JSON bodies: one source of truth for the server's routes and
- * the client SDK (`v-queue/client`). Type-only: importing it costs nothing at run time.
+ * The shapes of the HTTP API's JSON bodies and its error codes: one source of truth for the
+ * server's routes, the client SDK (`v-queue/client`) and the CLI. Type-only: importing it
+ * costs nothing at run time.
  */
-import type { MessageJSON } from "./codec";
-import type { HttpErrorCode } from "./errors";
+import type { VQueueErrorCode } from "../src/errors";
 
-export type { MessageJSON, HttpErrorCode };
+/** The codes of error bodies: the engine's `E_*` codes pass through, and the HTTP layer's own. */
+export type HttpErrorCode =
+  | VQueueErrorCode
+  /** No or wrong credentials (401). */
+  | "E_AUTH"
+  /** Authenticated, but without the right for this queue (403). */
+  | "E_FORBIDDEN"
+  /** No such route (404). */
+  | "E_ROUTE"
+  /** The route exists, not with this method (405). */
+  | "E_METHOD"
+  /** A query parameter or header is missing, malformed or out of range (400). */
+  | "E_PARAM"
+  /** The body is not valid for this route (400). */
+  | "E_BODY"
+  /** The body is larger than `limits.maxBodyBytes` (413). */
+  | "E_TOO_LARGE"
+  /** A content type this route does not take (415). */
+  | "E_MEDIA_TYPE"
+  /** The server is shutting down (503). */
+  | "E_SHUTDOWN"
+  /** Out of file descriptors (EMFILE/ENFILE), or `maxConsumers` busy at once: retry after `Retry-After` seconds (503). */
+  | "E_BUSY"
+  /** An unexpected fault, logged by the server (500). */
+  | "E_INTERNAL";
+
+/** Where a message is in its queue (and where a produced one landed): what every message shape shares. */
+export interface MessagePositionJSON {
+  part: number;
+  offset: number;
+  seq: number;
+}
+
+/** A message as the JSON API gives it. */
+export interface MessageJSON extends MessagePositionJSON {
+  type: "string" | "object";
+  /** Text for `string` messages; base64 for `object` (bytes) messages. */
+  data: string;
+  /** Present (`"base64"`) when `data` is base64. */
+  encoding?: "base64";
+  /** Commits up to and including this message. */
+  cursor: string;
+}
 
 /** `GET /health` */
 export interface HealthResponse {
@@ -76,13 +118,6 @@ export interface RewindResponse {
   consumer: string;
   /** Where the next consume starts again: the committed position, as a cursor. */
   cursor: string;
-}
-
-/** Where a message landed. */
-export interface MessagePositionJSON {
-  part: number;
-  offset: number;
-  seq: number;
 }
 
 /** `POST /api/v1/queues/{queue}/messages` (201) */

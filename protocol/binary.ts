@@ -10,8 +10,9 @@
  * In a produce body, `part`, `seq` and `offset` are ignored (send zeros).
  * A consume response also carries the commit cursor in the `x-vq-cursor` header.
  */
-import type { Message, MessageInput } from "../src/message";
-import { ApiError } from "./errors";
+import type { Message } from "../src/message";
+import type { MessageJSON, MessagePositionJSON } from "./api";
+import { ProtocolError } from "./errors";
 import { utf8Strict } from "./utf8";
 
 export const BATCH_CONTENT_TYPE = "application/vnd.v-queue.batch";
@@ -60,25 +61,26 @@ export function encodeProduceBatch(messages: (string | Uint8Array)[]): Uint8Arra
   );
 }
 
-/** Decoded record of a consume response. */
-export interface BatchRecord {
-  type: "string" | "object";
-  part: number;
-  seq: number;
-  offset: number;
+/** Decoded record of a consume response: the JSON API's message fields, with bytes as bytes and no cursor (it is `cursorAfter(record)`). */
+export interface BatchRecord extends MessagePositionJSON {
+  type: MessageJSON["type"];
   data: string | Uint8Array;
   /** Body size in bytes (UTF-8 for text). */
   size: number;
 }
 
-/** Parses a batch; throws 400 `E_BODY` on any framing error. Bodies of `O` records are views into `buf`. */
+/**
+ * Parses a batch; throws a `ProtocolError`: `E_BODY` on any framing error, `E_TOO_MANY` (checked
+ * first, before anything is decoded) when it holds more than `maxMessages`. Bodies of `O`
+ * records are views into `buf`.
+ */
 export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEGER): BatchRecord[] {
-  const bad = (why: string) => new ApiError(400, "E_BODY", `Invalid ${BATCH_CONTENT_TYPE} body: ${why}.`);
+  const bad = (why: string) => new ProtocolError("E_BODY", `Invalid ${BATCH_CONTENT_TYPE} body: ${why}.`);
   if (buf.length < BATCH_HEADER) throw bad("shorter than its 8-byte header");
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (view.getUint32(0, true) !== BATCH_MAGIC) throw bad('it does not start with "VQB1"');
   const count = view.getUint32(4, true);
-  if (count > maxMessages) throw new ApiError(413, "E_TOO_LARGE", `Too many messages in one request: ${count}, the limit is ${maxMessages}.`);
+  if (count > maxMessages) throw new ProtocolError("E_TOO_MANY", `Too many messages in one request: ${count}, the limit is ${maxMessages}.`);
   if (count > (buf.length - BATCH_HEADER) / RECORD_HEADER) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
   const out: BatchRecord[] = new Array(count);
   let at = BATCH_HEADER;
@@ -110,9 +112,4 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
   }
   if (at !== buf.length) throw bad(`${buf.length - at} bytes after the last record`);
   return out;
-}
-
-/** The messages of a produce batch, as the writer takes them. */
-export function decodeProduceBatch(buf: Uint8Array, maxMessages: number): MessageInput[] {
-  return decodeBatch(buf, maxMessages).map((r) => r.data);
 }

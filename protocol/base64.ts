@@ -1,17 +1,7 @@
-/** A message as the JSON API gives it. */
-export interface MessageJSON {
-  part: number;
-  offset: number;
-  seq: number;
-  type: "string" | "object";
-  /** Text for `string` messages; base64 for `object` (bytes) messages. */
-  data: string;
-  /** Present (`"base64"`) when `data` is base64. */
-  encoding?: "base64";
-  /** Commits up to and including this message. */
-  cursor: string;
-}
-
+/**
+ * Standard base64 (with padding), as the JSON API carries bytes: Node's Buffer when there is
+ * one (several times faster on large bodies), else btoa/atob (browsers, workers).
+ */
 type NodeBuffer = { from(...args: unknown[]): Uint8Array & { toString(encoding: string): string } };
 const NodeBuffer = (globalThis as { Buffer?: NodeBuffer }).Buffer;
 

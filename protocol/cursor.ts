@@ -1,0 +1,14 @@
+/**
+ * Cursors on the wire: `<part>.<position>.<count>`, the position after a message, handed out
+ * with each one and taken back by commit.
+ */
+// Written once, in the engine: its consumer takes and checks cursors, and the formula needs the
+// record header size. Re-exported here, the other way round would make src/ import protocol/.
+import { CURSOR_RE } from "../src/cursor";
+
+export { CURSOR_RE, cursorAfter, formatCursor, parseCursor } from "../src/cursor";
+
+/** Whether `value` is a well-formed cursor (not whether it names a position of any queue). */
+export function isCursor(value: unknown): value is string {
+  return typeof value === "string" && CURSOR_RE.test(value);
+}

@@ -11,6 +11,8 @@
  * A consume response also carries the commit cursor in the `x-vq-cursor` header.
  */
 import type { Message } from "../src/message";
+// The record type bytes of the on-disk format, the same on the wire.
+import { TYPE_OBJECT, TYPE_STRING } from "../src/record";
 import type { MessageJSON, MessagePositionJSON } from "./api";
 import { ProtocolError } from "./errors";
 import { utf8Strict } from "./utf8";
@@ -23,8 +25,6 @@ export const RECORD_HEADER = 21;
 /** What a frame needs of a message: text may be a string or its UTF-8 bytes (`size` is the byte length). */
 export type FramedMessage = Pick<Message, "type" | "data" | "size" | "part" | "seq" | "offset">;
 
-const TYPE_S = 0x53;
-const TYPE_O = 0x4f;
 const encoder = new TextEncoder();
 
 /** Frames messages as read by a consumer. */
@@ -40,7 +40,7 @@ export function encodeBatch(messages: FramedMessage[]): Uint8Array<ArrayBuffer> 
     const body = at + RECORD_HEADER;
     // Text may come decoded (a string) or raw (its UTF-8 bytes, from `read({ raw: true })`).
     const length = typeof m.data === "string" ? encoder.encodeInto(m.data, buf.subarray(body, body + m.size)).written : (buf.set(m.data, body), m.size);
-    buf[at] = m.type === "string" ? TYPE_S : TYPE_O;
+    buf[at] = m.type === "string" ? TYPE_STRING : TYPE_OBJECT;
     view.setUint32(at + 1, length, true);
     view.setUint32(at + 5, m.part, true);
     view.setUint32(at + 9, m.seq, true);
@@ -90,10 +90,10 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
     const length = view.getUint32(at + 1, true);
     const start = at + RECORD_HEADER;
     if (start + length > buf.length) throw bad(`record ${i} is cut off`);
-    if (type !== TYPE_S && type !== TYPE_O) throw bad(`record ${i} has type 0x${type!.toString(16)}, expected 'S' or 'O'`);
+    if (type !== TYPE_STRING && type !== TYPE_OBJECT) throw bad(`record ${i} has type 0x${type!.toString(16)}, expected 'S' or 'O'`);
     const body = buf.subarray(start, start + length);
     let data: string | Uint8Array = body;
-    if (type === TYPE_S) {
+    if (type === TYPE_STRING) {
       try {
         data = utf8Strict.decode(body);
       } catch {
@@ -101,7 +101,7 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
       }
     }
     out[i] = {
-      type: type === TYPE_S ? "string" : "object",
+      type: type === TYPE_STRING ? "string" : "object",
       part: view.getUint32(at + 5, true),
       seq: view.getUint32(at + 9, true),
       offset: view.getUint32(at + 13, true) + view.getUint32(at + 17, true) * 0x1_0000_0000,

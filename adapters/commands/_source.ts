@@ -39,13 +39,8 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
     return explain(error, `Cannot open ${o.ephemeral ? "" : `consumer "${o.consumer}" of `}"${o.queue}" in ${storageLabel(target)}`);
   });
   return {
-    async next(max, signal) {
-      for (;;) {
-        const batch = await reader.read({ max });
-        if (batch.length > 0 || !o.follow || signal.aborted) return batch;
-        await reader.wait({ signal });
-      }
-    },
+    // Following waits as long as it takes (until the signal); otherwise what is there now.
+    next: (max, signal) => reader.poll({ max, signal, timeoutMs: o.follow ? undefined : 0 }),
     commit: async () => void (await reader.commit()),
     async close() {
       try {

@@ -22,12 +22,18 @@ export type VQueueErrorCode =
   /** The storage driver failed. */
   | "E_IO";
 
+/**
+ * Put before a line where it is printed (a log line, the CLI's error output, a warning), never
+ * into an error's `message`: the message says what happened, the printer says who says it.
+ */
+export const LOG_PREFIX = "[v-queue]";
+
 export class VQueueError extends Error {
   override name = "VQueueError";
   readonly code: VQueueErrorCode;
 
   constructor(code: VQueueErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`[v-queue] ${message}`, options);
+    super(message, options);
     this.code = code;
   }
 

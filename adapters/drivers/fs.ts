@@ -3,6 +3,7 @@ import { mkdir, open, readFile, readdir, rm, type FileHandle as NodeFileHandle }
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type FileHandle } from "../../src/driver";
 import { VQueueError } from "../../src/errors";
+import { DEFAULT_DIR } from "../defaults";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
 
 const DRIVER_NAME = "fs";
@@ -32,7 +33,7 @@ export interface FsDriverOptions {
  * `fdatasync`; locks are pid lock files that die with their process.
  */
 const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
-  const base = resolve(options.dir ?? "./queues");
+  const base = resolve(options.dir ?? DEFAULT_DIR);
   const inlineIOBytes = options.inlineIOBytes ?? 65_536;
   if (!Number.isSafeInteger(inlineIOBytes) || inlineIOBytes < 0) {
     throw new VQueueError("E_OPTION", `[fs] inlineIOBytes must be an integer >= 0 (got ${String(inlineIOBytes)}).`);

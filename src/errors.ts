@@ -56,3 +56,12 @@ export interface QueueProblem {
   /** Bytes stepped over (or cut off) at `offset`. */
   bytes?: number;
 }
+
+/**
+ * A storage failure as drivers report it: `E_IO`, with the storage's own error (and its `code`:
+ * `EACCES`, `EMFILE`, ...) kept as `cause`. Our own errors pass through unchanged.
+ */
+export function ioError(driver: string, error: unknown): VQueueError {
+  if (VQueueError.isError(error)) return error;
+  return new VQueueError("E_IO", `The ${driver} driver failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+}

@@ -2,13 +2,19 @@
  * Where the default storage comes from: one function (`resolveDriver`) and one file of
  * defaults, for the server, the CLI, the Node entry and Nitro; the runtime takes a driver only.
  */
-import { resolve } from "pathe";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "pathe";
+import { createStorage } from "unstorage";
 import { describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
+import unstorageDriver from "../../adapters/drivers/unstorage";
 import vQueue, { setupVQueue, useVQueue, type NitroLike } from "../../adapters/nitro";
 import { DEFAULT_DIR, NITRO_DEFAULT_DIR, fsDataDir, resolveDriver } from "../../adapters/storage";
 import { createQueueHandler } from "../../runtime/index";
 import { VQueueError } from "../../src/errors";
+import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
 
 describe("resolveDriver", () => {
   it("gives the driver as is, else the storage spec, else the fs driver on dir or the default", async () => {
@@ -74,5 +80,26 @@ describe("the Nitro module", () => {
     } finally {
       await instance.close();
     }
+  });
+});
+
+describe("storage failures", () => {
+  const tempDir = useTempDirs("vq-io-");
+
+  it("leave every driver as E_IO with the storage's own error (and code) as cause", async () => {
+    const root = await tempDir();
+    writeFileSync(join(root, "file"), "x");
+    const fs = fsDriver({ dir: join(root, "file", "sub") });
+    expect(await fs.open("q_info_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", message: expect.stringMatching(/^The fs driver failed: ENOTDIR/), cause: { code: "ENOTDIR" } });
+
+    const memory = memoryDriver({});
+    expect(await memory.open("q-0/q_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", cause: { code: "ENOENT" } });
+
+    const broken = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6379"), { code: "ECONNREFUSED" });
+    const storage = createStorage();
+    storage.getItemRaw = () => Promise.reject(broken);
+    const error = await QueueWriter.open("q", { driver: unstorageDriver({ storage }) }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "E_IO", message: "The unstorage driver failed: connect ECONNREFUSED 127.0.0.1:6379" });
+    expect((error as Error).cause).toBe(broken);
   });
 });

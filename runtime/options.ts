@@ -170,9 +170,8 @@ export function limitsProblems(limits: object, path = "limits"): string[] {
 }
 
 function authProblems(auth: AuthOptions | false | undefined): (string | undefined)[] {
-  if (!auth) return [];
-  const users = auth.users ?? [];
-  if (auth.enabled === false || (auth.enabled === undefined && users.length === 0)) return [];
+  const users = authUsers(auth);
+  if (!users) return [];
   if (users.length === 0) return ["Invalid auth: enabled without users, nobody could log in."];
   return users.flatMap((user, i) => [
     typeof user?.username !== "string" || user.username.length === 0 || user.username.includes(":")
@@ -183,11 +182,13 @@ function authProblems(auth: AuthOptions | false | undefined): (string | undefine
 }
 
 function resolveAuth(auth: AuthOptions | false | undefined): ResolvedAuth | undefined {
-  if (!auth) return undefined;
+  const users = authUsers(auth);
+  return users && { realm: (auth as AuthOptions).realm ?? "v-queue", users: users.map((user) => ({ username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true })) };
+}
+
+/** The users when auth is on (on by default once users are given), else undefined. */
+function authUsers(auth: AuthOptions | false | undefined): AuthUser[] | undefined {
+  if (!auth || auth.enabled === false) return undefined;
   const users = auth.users ?? [];
-  if (auth.enabled === false || (auth.enabled === undefined && users.length === 0)) return undefined;
-  return {
-    realm: auth.realm ?? "v-queue",
-    users: users.map((user) => ({ username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true })),
-  };
+  return auth.enabled === undefined && users.length === 0 ? undefined : users;
 }

@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { checkDurability, checkStart, requireDriver, type Durability, type StartPosition } from "../src/options";
+import { checkDriver, checkDurability, checkStart, type Durability, type StartPosition } from "../src/options";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -142,13 +142,12 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     integer(1)(resolved.maxConsumers, "maxConsumers"),
     ...limitsProblems(limits),
     ...authProblems(options.auth),
+    checkDriver(options.driver, "driver"),
   ]);
-  // Last: a test or a tool may check the other options without a storage.
-  const driver = requireDriver(options.driver);
   const logger = options.logger ?? console;
   return {
     ...resolved,
-    driver,
+    driver: options.driver!,
     auth: resolveAuth(options.auth),
     limits,
     cors: resolveCors(options.cors),

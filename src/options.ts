@@ -1,5 +1,5 @@
 import { defu } from "defu";
-import { checkOption, integer, oneOf, optionError, type Check } from "./check";
+import { checkOption, integer, oneOf, throwProblems, type Check } from "./check";
 import type { QueueDriver } from "./driver";
 import { LOG_PREFIX, type QueueProblem } from "./errors";
 import { MAX_BODY_SIZE } from "./record";
@@ -112,11 +112,13 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     create: true,
     onProblem: defaultProblemReporter,
   }) as ResolvedQueueOptions;
-  resolved.driver = requireDriver(options.driver);
-  checkOption("durability", resolved.durability, checkDurability);
-  checkInteger("fsyncIntervalMs", resolved.fsyncIntervalMs, 1, 3_600_000);
-  checkInteger("maxPartBytes", resolved.maxPartBytes, 1024, Number.MAX_SAFE_INTEGER);
-  checkInteger("maxMessageBytes", resolved.maxMessageBytes, 1, MAX_BODY_SIZE);
+  throwProblems([
+    checkDriver(options.driver, "driver"),
+    checkDurability(resolved.durability, "durability"),
+    integer(1, 3_600_000)(resolved.fsyncIntervalMs, "fsyncIntervalMs"),
+    integer(1024)(resolved.maxPartBytes, "maxPartBytes"),
+    integer(1, MAX_BODY_SIZE)(resolved.maxMessageBytes, "maxMessageBytes"),
+  ]);
   return resolved;
 }
 
@@ -129,10 +131,12 @@ export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsum
     create: true,
     onProblem: defaultProblemReporter,
   }) as ResolvedConsumerOptions;
-  resolved.driver = requireDriver(options.driver);
-  checkOption("start", resolved.start, checkStart);
-  checkInteger("pollIntervalMs", resolved.pollIntervalMs, 1, 3_600_000);
-  checkInteger("readChunkBytes", resolved.readChunkBytes, 4096, 1024 * 1024 * 1024);
+  throwProblems([
+    checkDriver(options.driver, "driver"),
+    checkStart(resolved.start, "start"),
+    integer(1, 3_600_000)(resolved.pollIntervalMs, "pollIntervalMs"),
+    integer(4096, 1024 * 1024 * 1024)(resolved.readChunkBytes, "readChunkBytes"),
+  ]);
   return resolved;
 }
 
@@ -141,9 +145,7 @@ export function checkInteger(name: string, value: unknown, min: number, max: num
 }
 
 /** The storage every layer needs (the engine's options, the HTTP runtime's): present and a driver. */
-export function requireDriver(driver: QueueDriver | undefined): QueueDriver {
-  if (!driver || typeof driver.open !== "function") {
-    throw optionError(`${driver ? "Invalid driver (it has no `open` method)" : "Missing driver"}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`);
-  }
-  return driver;
-}
+export const checkDriver: Check = (driver, name) =>
+  driver && typeof (driver as QueueDriver).open === "function"
+    ? undefined
+    : `${driver ? `Invalid ${name} (it has no \`open\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;

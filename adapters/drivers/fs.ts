@@ -2,6 +2,7 @@ import { constants, readSync, watch as fsWatch, writeSync } from "node:fs";
 import { mkdir, open, readFile, readdir, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type FileHandle } from "../../src/driver";
+import { optionError } from "../../src/check";
 import { ioError, VQueueError } from "../../src/errors";
 import { DEFAULT_DIR } from "../defaults";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
@@ -36,7 +37,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   const base = resolve(options.dir ?? DEFAULT_DIR);
   const inlineIOBytes = options.inlineIOBytes ?? 65_536;
   if (!Number.isSafeInteger(inlineIOBytes) || inlineIOBytes < 0) {
-    throw new VQueueError("E_OPTION", `[fs] inlineIOBytes must be an integer >= 0 (got ${String(inlineIOBytes)}).`);
+    throw optionError(`Invalid option of the fs driver: inlineIOBytes must be an integer >= 0 (got ${String(inlineIOBytes)}).`);
   }
   let ready: Promise<unknown> | undefined;
   const ensureBase = () => (ready ??= mkdir(base, { recursive: true }).catch(fail));
@@ -44,7 +45,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     const full = resolve(base, path);
     const rel = relative(base, full);
     if (rel.startsWith("..") || isAbsolute(rel)) {
-      throw new VQueueError("E_NAME", `[fs] Path ${JSON.stringify(path)} is outside the data directory.`);
+      throw new VQueueError("E_NAME", `Path ${JSON.stringify(path)} is outside the data directory of the fs driver.`);
     }
     return full;
   };

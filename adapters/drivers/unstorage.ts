@@ -1,5 +1,6 @@
 import type { Storage } from "unstorage";
 import { defineDriver, type DriverLock, type FileHandle } from "../../src/driver";
+import { checkOption, integer, optionError } from "../../src/check";
 import { ioError, VQueueError } from "../../src/errors";
 
 const DRIVER_NAME = "unstorage";
@@ -57,14 +58,14 @@ export interface UnstorageDriverOptions {
  */
 const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
   if (!options.storage || typeof options.storage.getItemRaw !== "function" || typeof options.storage.getKeys !== "function") {
-    throw new VQueueError("E_OPTION", `[${DRIVER_NAME}] Missing required option \`storage\` (an unstorage Storage).`);
+    throw optionError(`Missing required option \`storage\` of the ${DRIVER_NAME} driver (an unstorage Storage).`);
   }
   const storage = guarded(options.storage);
   const base = (options.base ?? "").replace(/[/\\]/g, ":").replace(/^:+|:+$/g, "");
   const maxChunkBytes = options.maxChunkBytes ?? 1024 * 1024;
   const leaseMs = options.lockLeaseMs ?? 10_000;
-  if (!Number.isSafeInteger(maxChunkBytes) || maxChunkBytes < 1) throw optionError("maxChunkBytes", maxChunkBytes);
-  if (!Number.isSafeInteger(leaseMs) || leaseMs < 30) throw optionError("lockLeaseMs", leaseMs);
+  checkOption("maxChunkBytes", maxChunkBytes, integer(1));
+  checkOption("lockLeaseMs", leaseMs, integer(30));
   const storageKey = `${DRIVER_NAME}:${options.key ?? storageId(options.storage)}:${base}`;
   const ctx: Context = { storage, maxChunkBytes, keyOf: (path) => joinKey(base, path) };
 
@@ -456,7 +457,7 @@ function toBytes(value: unknown): Uint8Array | undefined {
   }
   const data = (value as { type?: string; data?: unknown }).data;
   if ((value as { type?: string }).type === "Buffer" && Array.isArray(data)) return Uint8Array.from(data as number[]);
-  throw new VQueueError("E_IO", `[${DRIVER_NAME}] Unexpected value type from storage: ${typeof value}.`);
+  throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver failed: unexpected value type from storage: ${typeof value}.`);
 }
 
 function copyOf(bytes: Uint8Array | undefined): Uint8Array | undefined {
@@ -477,8 +478,4 @@ function storageId(storage: object): string {
   let id = storageIds.get(storage);
   if (id === undefined) storageIds.set(storage, (id = ++lastStorageId));
   return `#${id}`;
-}
-
-function optionError(name: string, value: unknown): VQueueError {
-  return new VQueueError("E_OPTION", `[${DRIVER_NAME}] Invalid option \`${name}\`: ${JSON.stringify(value)}.`);
 }

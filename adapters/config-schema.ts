@@ -3,8 +3,10 @@
  * as a whole at start: every problem is reported at once, so a bad setup fails before serving
  * rather than with a 500 on the first request.
  */
+import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/check";
 import { isValidName } from "../src/names";
-import { DEFAULT_LIMITS } from "../runtime/options";
+import { checkDurability, checkStart } from "../src/options";
+import { DEFAULT_LIMITS, limitsProblems } from "../runtime/options";
 
 /** A configuration that cannot be served; `problems` lists each one. */
 export class ConfigError extends Error {
@@ -22,15 +24,17 @@ export class ConfigError extends Error {
 /** Checks `value` at `path`, adding a sentence per problem to `out`. */
 type Rule = (value: unknown, path: string, out: string[]) => void;
 
-const show = (value: unknown): string => (value === undefined ? "undefined" : typeof value === "number" && !Number.isFinite(value) ? String(value) : JSON.stringify(value));
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-const orList = (values: readonly string[]) => `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
 
-const oneOf =
-  (values: readonly string[]): Rule =>
+/** A rule from a check shared with the engine and the HTTP runtime (same wording everywhere). */
+const rule =
+  (check: Check): Rule =>
   (v, path, out) => {
-    if (!values.includes(v as string)) out.push(`Invalid ${path} ${show(v)}: use ${orList(values)}.`);
+    const problem = check(v, path);
+    if (problem !== undefined) out.push(problem);
   };
+
+const oneOf = (values: readonly string[]): Rule => rule(oneOfCheck(values));
 
 const text =
   ({ nonEmpty = false } = {}): Rule =>
@@ -38,15 +42,9 @@ const text =
     if (typeof v !== "string" || (nonEmpty && v.length === 0)) out.push(`Invalid ${path} ${show(v)}: expected a${nonEmpty ? " non-empty" : ""} string.`);
   };
 
-const bool: Rule = (v, path, out) => {
-  if (typeof v !== "boolean") out.push(`Invalid ${path} ${show(v)}: expected true or false.`);
-};
+const bool: Rule = rule(boolean);
 
-const int =
-  (min: number, max = Number.MAX_SAFE_INTEGER): Rule =>
-  (v, path, out) => {
-    if (!Number.isInteger(v) || (v as number) < min || (v as number) > max) out.push(`Invalid ${path} ${show(v)}: use an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? " up" : ` to ${max}`}.`);
-  };
+const int = (min: number, max?: number): Rule => rule(integer(min, max));
 
 /** An object with these keys only; `required` ones must be there. */
 const object =
@@ -103,12 +101,10 @@ const auth = orFalse((v, path, out) => {
   if (isObject(v) && v.enabled === true && !(Array.isArray(v.users) && v.users.length > 0)) out.push(`Invalid ${path}: enabled without users, nobody could log in.`);
 });
 
+// Known keys here; values and how they relate: the HTTP runtime's own check.
 const limits: Rule = (v, path, out) => {
-  object(Object.fromEntries(Object.keys(DEFAULT_LIMITS).map((key) => [key, int(0)])))(v, path, out);
-  if (!isObject(v)) return;
-  const l = { ...DEFAULT_LIMITS, ...v };
-  if (l.defaultMessages < 1 || l.defaultMessages > l.maxMessages) out.push(`Invalid ${path}.defaultMessages ${show(l.defaultMessages)}: use 1..maxMessages (${show(l.maxMessages)}).`);
-  if (l.defaultTimeoutMs > l.maxTimeoutMs) out.push(`Invalid ${path}.defaultTimeoutMs ${show(l.defaultTimeoutMs)}: at most maxTimeoutMs (${show(l.maxTimeoutMs)}).`);
+  object(Object.fromEntries(Object.keys(DEFAULT_LIMITS).map((key) => [key, () => {}])))(v, path, out);
+  if (isObject(v)) out.push(...limitsProblems(Object.fromEntries(Object.entries(v).filter(([key]) => key in DEFAULT_LIMITS)), path));
 };
 
 const origin: Rule = (v, path, out) => {
@@ -124,8 +120,8 @@ const config = object({
   storage: text({ nonEmpty: true }),
   host: text({ nonEmpty: true }),
   port: int(0, 65535),
-  durability: oneOf(["fsync", "interval", "none"]),
-  start: oneOf(["earliest", "latest"]),
+  durability: rule(checkDurability),
+  start: rule(checkStart),
   syncCommits: bool,
   maxConsumers: int(1),
   consumerIdleMs: int(0),

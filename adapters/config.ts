@@ -8,6 +8,7 @@ import { isAbsolute } from "pathe";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Durability, StartPosition } from "../src/options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
+import { DEFAULT_DIR } from "./defaults";
 
 export { ConfigError } from "./config-schema";
 
@@ -51,7 +52,7 @@ export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" |
 }
 
 export const CONFIG_DEFAULTS: ResolvedServeConfig = {
-  dir: "./queues",
+  dir: DEFAULT_DIR,
   host: "127.0.0.1",
   port: 9093,
   durability: "fsync",

@@ -16,7 +16,10 @@
 import type { MessageInput } from "../src/message";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
-import { resolveStorageDriver } from "./storage";
+import { checkOption, optionError } from "../src/check";
+import { LOG_PREFIX } from "../src/errors";
+import { checkDurability, checkStart } from "../src/options";
+import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
 export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "start" | "syncCommits" | "consumerIdleMs" | "limits"> {
@@ -24,7 +27,7 @@ export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" |
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
   prefix?: string;
-  /** Data directory of the fs driver, relative to the server's working directory. @default ".data/v-queue" */
+  /** Data directory of the fs driver, relative to the server's working directory. @default ".data/v-queue" (`NITRO_DEFAULT_DIR`) */
   dir?: string;
   /** A storage spec instead of `dir`: `memory:`, `redis://host:6379/0`, `unstorage-fs:./dir`, ... (see `resolveStorageDriver`). */
   storage?: string;
@@ -59,9 +62,12 @@ export interface NitroModuleLike {
 /** The Nitro module. `options` are the build-time defaults; the runtime config (env) overrides them. */
 export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLike {
   const { name = "default", ...rest } = options;
-  if (!/^[\w-]+$/.test(name)) throw new TypeError(`[v-queue] [nitro] Invalid instance name ${JSON.stringify(name)}: letters, digits, '_' and '-' only.`);
+  if (!/^[\w-]+$/.test(name)) throw optionError(`Invalid name ${JSON.stringify(name)}: letters, digits, '_' and '-' only.`);
   const prefix = normalizePrefix(rest.prefix ?? "/_queue");
-  if (!prefix) throw new TypeError("[v-queue] [nitro] `prefix` must not be empty: the API would take every route of the app.");
+  if (!prefix) throw optionError(`Invalid prefix ${JSON.stringify(rest.prefix)}: give a path such as "/_queue" (an empty one would take every route of the app).`);
+  // The build-time values; the runtime config's are checked when the instance opens.
+  if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
+  if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
   return {
     name: "v-queue",
     setup(nitro) {
@@ -69,7 +75,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
       const runtimeConfig = nitro.options.runtimeConfig;
       const all = ((runtimeConfig.vQueue as Record<string, VQueueRuntimeOptions> | undefined) ??= {});
       // Every key present (even empty), so that env variables can override it at run time.
-      all[name] = { dir: ".data/v-queue", storage: "", auth: { users: [] }, limits: {}, ...all[name], ...JSON.parse(JSON.stringify(rest)), prefix };
+      all[name] = { dir: NITRO_DEFAULT_DIR, storage: "", auth: { users: [] }, limits: {}, ...all[name], ...JSON.parse(JSON.stringify(rest)), prefix };
 
       const id = `#v-queue/${name}`;
       const virtual = (nitro.options.virtual ??= {});
@@ -149,7 +155,7 @@ const registry = (): Registry => ((globalThis as { [REGISTRY]?: Registry })[REGI
 /** The instance `name` of this server process (set up by the module's plugin at start). */
 export function useVQueue(name = "default"): VQueueInstance {
   const instance = registry().get(name);
-  if (!instance) throw new Error(`[v-queue] [nitro] No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
+  if (!instance) throw optionError(`No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
   return instance;
 }
 
@@ -172,10 +178,10 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
   const { prefix, dir, storage, auth, ...appOptions } = options;
   const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
   const handler = (async () => {
-    const driver = storage ? await resolveStorageDriver(storage) : undefined;
-    return createQueueHandler({ ...appOptions, driver, dir, auth });
+    const driver = await resolveDriver({ storage, dir }, NITRO_DEFAULT_DIR);
+    return createQueueHandler({ ...appOptions, driver, auth });
   })();
-  handler.catch((error: unknown) => console.error(`[v-queue] [nitro] Cannot open "${name}":`, error));
+  handler.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -256,5 +262,5 @@ function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueue
   }
   const limits = o.limits as Record<string, unknown> | undefined;
   if (limits) for (const key of Object.keys(limits)) limits[key] = parse(limits[key]);
-  return { ...o, prefix: normalizePrefix(String(o.prefix ?? "/_queue")), dir: String(o.dir || ".data/v-queue"), storage: String(o.storage ?? "") } as VQueueRuntimeOptions;
+  return { ...o, prefix: normalizePrefix(String(o.prefix ?? "/_queue")), dir: String(o.dir ?? ""), storage: String(o.storage ?? "") } as VQueueRuntimeOptions;
 }

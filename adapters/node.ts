@@ -4,22 +4,26 @@
  * needs a `driver`.
  */
 import { QueueConsumer } from "../src/consumer";
-import type { ConsumerOptions, QueueOptions } from "../src/options";
+import type { ConsumerOptions as EngineConsumerOptions, QueueOptions as EngineQueueOptions } from "../src/options";
 import { QueueWriter } from "../src/writer";
-import fsDriver from "./drivers/fs";
+import { resolveDriver } from "./storage";
 
 export * from "../src/index";
 
+interface DirOption {
+  /** Data directory of the fs driver, used when no `driver` is given. @default "./queues" */
+  dir?: string;
+}
+
+export interface QueueOptions extends EngineQueueOptions, DirOption {}
+export interface ConsumerOptions extends EngineConsumerOptions, DirOption {}
+
 /** Opens a queue for writing, on `options.driver` or else the fs driver on `options.dir`. */
-export function openQueue(name: string, options: QueueOptions = {}): Promise<QueueWriter> {
-  return QueueWriter.open(name, withDefaultDriver(options));
+export async function openQueue(name: string, { dir, ...options }: QueueOptions = {}): Promise<QueueWriter> {
+  return QueueWriter.open(name, { ...options, driver: await resolveDriver({ driver: options.driver, dir }) });
 }
 
 /** Opens consumer `name` of `queue`, on `options.driver` or else the fs driver on `options.dir`. */
-export function openConsumer(queue: string, name: string, options: ConsumerOptions = {}): Promise<QueueConsumer> {
-  return QueueConsumer.open(queue, name, withDefaultDriver(options));
-}
-
-function withDefaultDriver<T extends QueueOptions | ConsumerOptions>(options: T): T {
-  return options.driver ? options : { ...options, driver: fsDriver({ dir: options.dir }) };
+export async function openConsumer(queue: string, name: string, { dir, ...options }: ConsumerOptions = {}): Promise<QueueConsumer> {
+  return QueueConsumer.open(queue, name, { ...options, driver: await resolveDriver({ driver: options.driver, dir }) });
 }

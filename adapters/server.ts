@@ -8,10 +8,11 @@ import { toNodeHandler } from "h3/node";
 import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkDataDir } from "./data-dir";
-import fsDriver from "./drivers/fs";
-import { resolveStorageDriver } from "./storage";
+import { fsDataDir, resolveDriver } from "./storage";
 
 export interface ServeOptions extends QueueAppOptions {
+  /** Data directory of the fs driver, when neither `driver` nor `storage` is given. @default "./queues" */
+  dir?: string;
   /**
    * Other storage than files in `dir`: a spec for `resolveStorageDriver` (`redis://host:port/db`,
    * `memory:`, `unstorage-fs:./dir`, ...). Ignored when `driver` is given.
@@ -38,14 +39,15 @@ export interface QueueServer {
 
 /** Serves the HTTP API of the queues in `dir` (or on `driver`). */
 export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
-  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, storage, ...appOptions } = options;
+  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, driver, storage, dir, ...appOptions } = options;
   // A data directory that is a file, or not writable, fails here rather than on the first write.
-  if (!appOptions.driver && !storage) await checkDataDir(appOptions.dir ?? "./queues", { create: true, writable: true });
+  const dataDir = fsDataDir({ driver, storage, dir });
+  if (dataDir) await checkDataDir(dataDir, { create: true, writable: true });
   const handler = createQueueHandler({
     // consola's level (`--log-level`) decides which of these lines are printed.
     logger: { error: (m, ...a) => consola.error(m, ...a), warn: (m, ...a) => consola.warn(m, ...a), info: (m, ...a) => consola.info(m, ...a), debug: (m, ...a) => consola.debug(m, ...a) },
     ...appOptions,
-    driver: appOptions.driver ?? (storage ? await resolveStorageDriver(storage) : fsDriver({ dir: appOptions.dir ?? "./queues" })),
+    driver: await resolveDriver({ driver, storage, dir }),
   });
   let listener: Listener;
   try {

@@ -1,8 +1,12 @@
 import { fileURLToPath } from "node:url";
 import type { QueueDriver } from "../src/driver";
-import { VQueueError } from "../src/errors";
+import { optionError, showValue } from "../src/check";
+import type { VQueueError } from "../src/errors";
+import { DEFAULT_DIR } from "./defaults";
 import fsDriver from "./drivers/fs";
 import memoryDriver from "./drivers/memory";
+
+export { DEFAULT_DIR, NITRO_DEFAULT_DIR } from "./defaults";
 
 /**
  * The storage specs `resolveStorageDriver` understands (the server's and the CLI's `--storage`).
@@ -15,6 +19,32 @@ export const STORAGE_SPECS = [
   "unstorage-memory:  (unstorage's memory driver; needs unstorage)",
 ] as const;
 
+/** What an adapter's options say about the storage: a driver, a storage spec, or a data directory. */
+export interface DriverSource {
+  driver?: QueueDriver;
+  /** A spec for `resolveStorageDriver` (`memory:`, `redis://...`, ...). */
+  storage?: string;
+  /** Data directory of the fs driver. */
+  dir?: string;
+}
+
+/**
+ * The one place an adapter's options become a driver: `driver` if given, else the `storage`
+ * spec, else the fs driver on `dir` (`defaultDir` when not given: `DEFAULT_DIR` for the CLI and
+ * the server, `NITRO_DEFAULT_DIR` for Nitro). An empty `storage` or `dir` counts as not given:
+ * an env variable can be emptied, not removed.
+ */
+export async function resolveDriver(source: DriverSource, defaultDir: string = DEFAULT_DIR): Promise<QueueDriver> {
+  if (source.driver) return source.driver;
+  if (source.storage) return resolveStorageDriver(source.storage);
+  return fsDriver({ dir: fsDataDir(source, defaultDir) });
+}
+
+/** The directory the fs driver of `resolveDriver` will use, or undefined when the storage is something else. */
+export function fsDataDir(source: DriverSource, defaultDir: string = DEFAULT_DIR): string | undefined {
+  return source.driver || source.storage ? undefined : source.dir || defaultDir;
+}
+
 /**
  * Turns a storage spec into a driver: a path or `fs:` gives the fs driver, `memory:` the
  * memory driver, `redis://` an unstorage Redis storage under the unstorage driver, and so
@@ -22,7 +52,7 @@ export const STORAGE_SPECS = [
  * imported only when a spec needs them. The driver's `dispose()` closes what it opened.
  *
  * @example
- * const driver = await resolveStorageDriver(process.env.VQ_STORAGE ?? "./queues");
+ * const driver = await resolveStorageDriver(process.env.VQ_STORAGE ?? DEFAULT_DIR);
  * const queue = await openQueue("orders", { driver });
  */
 export async function resolveStorageDriver(spec: string | QueueDriver): Promise<QueueDriver> {
@@ -89,10 +119,10 @@ async function importOptional<T>(name: string, load: () => Promise<T>): Promise<
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException)?.code === "ERR_MODULE_NOT_FOUND" || /Cannot find (module|package)/.test(String(error));
     if (!missing) throw error;
-    throw new VQueueError("E_OPTION", `[storage] Cannot import \`${name}\`. Install it (npm i unstorage${name === "ioredis" ? " ioredis" : ""}) to use this storage.`, { cause: error });
+    throw optionError(`Cannot import \`${name}\`. Install it (npm i unstorage${name === "ioredis" ? " ioredis" : ""}) to use this storage.`, { cause: error });
   }
 }
 
 function specError(spec: unknown): VQueueError {
-  return new VQueueError("E_OPTION", `[storage] Unknown storage ${JSON.stringify(spec)}. Use one of:\n  ${STORAGE_SPECS.join("\n  ")}`);
+  return optionError(`Invalid storage ${showValue(spec)}: use one of\n  ${STORAGE_SPECS.join("\n  ")}`);
 }

@@ -1,6 +1,6 @@
 import type { HttpErrorCode } from "../protocol/api";
 import { ProtocolError } from "../protocol/errors";
-import { VQueueError, type VQueueErrorCode } from "../src/errors";
+import { LOG_PREFIX, VQueueError, type VQueueErrorCode } from "../src/errors";
 
 export type { HttpErrorCode };
 
@@ -49,7 +49,7 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
   } else if (VQueueError.isError(err)) {
     status = ENGINE_STATUS[err.code] ?? 500;
     code = err.code;
-    message = err.message.replace(/^\[v-queue\] /, "");
+    message = err.message;
   } else if (isHttpError(err) && err.status < 500) {
     // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
     status = err.status;
@@ -61,7 +61,7 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
     message = "Internal server error (logged by the server).";
   }
   // E_BUSY is expected under load, and the registry warns when it starts.
-  if (status >= 500 && code !== "E_BUSY") logger.error("[v-queue] [http]", err);
+  if (status >= 500 && code !== "E_BUSY") logger.error(`${LOG_PREFIX} [http]`, err);
   return jsonError(status, code, message, headers);
 }
 

@@ -1,9 +1,10 @@
 import { defu } from "defu";
 import { resolveCors, type CorsOptions } from "./cors";
 import type { QueueAppLogger } from "./log";
+import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
-import type { QueueProblem } from "../src/errors";
-import type { Durability, StartPosition } from "../src/options";
+import { LOG_PREFIX, type QueueProblem } from "../src/errors";
+import { checkDriver, checkDurability, checkStart, type Durability, type StartPosition } from "../src/options";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -49,10 +50,11 @@ export interface QueueAppLimits {
 }
 
 export interface QueueAppOptions {
-  /** The storage. Either this or `dir`. */
+  /**
+   * The storage (required): `fsDriver({ dir })`, `memoryDriver()`, ... The adapters (the server,
+   * the CLI, Nitro) make it from their `dir` or `storage` option (see `resolveDriver`).
+   */
   driver?: QueueDriver;
-  /** Data directory for the Node fs driver (loaded on first use; Node only). @default "./queues" when no driver */
-  dir?: string;
   /** When a produce request is answered (see the engine's `Durability`). @default "fsync" */
   durability?: Durability;
   /** Where a consumer created by its first consume starts. @default "earliest" */
@@ -93,8 +95,7 @@ export interface ResolvedAuth {
 }
 
 export interface ResolvedQueueAppOptions {
-  driver?: QueueDriver;
-  dir: string;
+  driver: QueueDriver;
   durability: Durability;
   start: StartPosition;
   syncCommits: boolean;
@@ -119,59 +120,74 @@ export const DEFAULT_LIMITS: QueueAppLimits = {
   maxBatchMessages: 100_000,
 };
 
+/**
+ * The HTTP app's option schema: every option checked at once, before anything opens. A bad
+ * one is a `VQueueError` `E_OPTION` saying what was wrong and what is allowed (all of them
+ * when several are).
+ */
 export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQueueAppOptions {
   const limits = defu(options.limits, DEFAULT_LIMITS) as QueueAppLimits;
-  for (const [key, value] of Object.entries(limits)) {
-    if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
-      throw new TypeError(`[v-queue] [http] Invalid limit \`${key}\`: ${JSON.stringify(value)}, expected an integer >= 0.`);
-    }
-  }
-  if (limits.defaultMessages < 1 || limits.defaultMessages > limits.maxMessages) {
-    throw new TypeError("[v-queue] [http] `limits.defaultMessages` must be between 1 and `limits.maxMessages`.");
-  }
-  if (limits.defaultTimeoutMs > limits.maxTimeoutMs) {
-    throw new TypeError("[v-queue] [http] `limits.defaultTimeoutMs` must not exceed `limits.maxTimeoutMs`.");
-  }
-  const consumerIdleMs = options.consumerIdleMs ?? 300_000;
-  if (!Number.isInteger(consumerIdleMs) || consumerIdleMs < 0) {
-    throw new TypeError(`[v-queue] [http] Invalid \`consumerIdleMs\`: ${JSON.stringify(consumerIdleMs)}, expected an integer >= 0.`);
-  }
-  const maxConsumers = options.maxConsumers ?? 256;
-  if (!Number.isInteger(maxConsumers) || maxConsumers < 1) {
-    throw new TypeError(`[v-queue] [http] Invalid \`maxConsumers\`: ${JSON.stringify(maxConsumers)}, expected an integer >= 1.`);
-  }
-  const logger = options.logger ?? console;
-  return {
-    driver: options.driver,
-    dir: options.dir ?? "./queues",
+  const resolved = {
     durability: options.durability ?? "fsync",
     start: options.start ?? "earliest",
     syncCommits: options.syncCommits ?? true,
+    consumerIdleMs: options.consumerIdleMs ?? 300_000,
+    maxConsumers: options.maxConsumers ?? 256,
+  };
+  throwProblems([
+    checkDurability(resolved.durability, "durability"),
+    checkStart(resolved.start, "start"),
+    boolean(resolved.syncCommits, "syncCommits"),
+    integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
+    integer(1)(resolved.maxConsumers, "maxConsumers"),
+    ...limitsProblems(limits),
+    ...authProblems(options.auth),
+    checkDriver(options.driver, "driver"),
+  ]);
+  const logger = options.logger ?? console;
+  return {
+    ...resolved,
+    driver: options.driver!,
     auth: resolveAuth(options.auth),
     limits,
-    consumerIdleMs,
-    maxConsumers,
     cors: resolveCors(options.cors),
     version: options.version ?? pkg.version,
     logger,
     logRequests: options.logRequests ?? false,
-    onProblem: (problem) => logger.warn(`[v-queue] ${problem.code} in queue ${problem.queue}: ${problem.message}`),
+    onProblem: (problem) => logger.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`),
   };
 }
 
+/** What is wrong with `limits` (over the defaults; undefined ones are not given), at `path`: also the config schema's check. */
+export function limitsProblems(limits: object, path = "limits"): string[] {
+  const given = Object.entries(limits).filter(([, value]) => value !== undefined);
+  const problems = given.map(([key, value]) => integer(0)(value, `${path}.${key}`));
+  const l = { ...DEFAULT_LIMITS, ...Object.fromEntries(given) } as QueueAppLimits;
+  if (l.defaultMessages < 1 || l.defaultMessages > l.maxMessages) problems.push(`Invalid ${path}.defaultMessages ${showValue(l.defaultMessages)}: use 1..maxMessages (${showValue(l.maxMessages)}).`);
+  if (l.defaultTimeoutMs > l.maxTimeoutMs) problems.push(`Invalid ${path}.defaultTimeoutMs ${showValue(l.defaultTimeoutMs)}: at most maxTimeoutMs (${showValue(l.maxTimeoutMs)}).`);
+  return problems.filter((p) => p !== undefined);
+}
+
+function authProblems(auth: AuthOptions | false | undefined): (string | undefined)[] {
+  const users = authUsers(auth);
+  if (!users) return [];
+  if (users.length === 0) return ["Invalid auth: enabled without users, nobody could log in."];
+  return users.flatMap((user, i) => [
+    typeof user?.username !== "string" || user.username.length === 0 || user.username.includes(":")
+      ? `Invalid auth.users[${i}].username ${showValue(user?.username)}: a non-empty string without ':' (RFC 7617).`
+      : undefined,
+    typeof user?.password === "string" ? undefined : `Missing auth.users[${i}].password.`,
+  ]);
+}
+
 function resolveAuth(auth: AuthOptions | false | undefined): ResolvedAuth | undefined {
-  if (!auth) return undefined;
+  const users = authUsers(auth);
+  return users && { realm: (auth as AuthOptions).realm ?? "v-queue", users: users.map((user) => ({ username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true })) };
+}
+
+/** The users when auth is on (on by default once users are given), else undefined. */
+function authUsers(auth: AuthOptions | false | undefined): AuthUser[] | undefined {
+  if (!auth || auth.enabled === false) return undefined;
   const users = auth.users ?? [];
-  if (auth.enabled === false || (auth.enabled === undefined && users.length === 0)) return undefined;
-  if (users.length === 0) throw new TypeError("[v-queue] [http] Auth is enabled but `auth.users` is empty: nobody could log in.");
-  return {
-    realm: auth.realm ?? "v-queue",
-    users: users.map((user, i) => {
-      if (typeof user?.username !== "string" || user.username.length === 0 || user.username.includes(":")) {
-        throw new TypeError(`[v-queue] [http] auth.users[${i}]: \`username\` must be a non-empty string without ':' (RFC 7617).`);
-      }
-      if (typeof user.password !== "string") throw new TypeError(`[v-queue] [http] auth.users[${i}] (${user.username}): missing \`password\`.`);
-      return { username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true };
-    }),
-  };
+  return auth.enabled === undefined && users.length === 0 ? undefined : users;
 }

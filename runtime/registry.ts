@@ -46,11 +46,9 @@ export class QueueRegistry {
     }
   }
 
-  /** The storage: the given driver, or the Node fs driver on `dir` (loaded on first use). */
+  /** The storage: the driver of the options (the adapters make it from a `dir` or a storage spec). */
   driver(): Promise<QueueDriver> {
-    this.#driver ??= this.options.driver
-      ? Promise.resolve(this.options.driver)
-      : import("../adapters/drivers/fs").then((m) => m.default({ dir: this.options.dir }));
+    this.#driver ??= Promise.resolve(this.options.driver);
     return this.#driver;
   }
 

@@ -22,12 +22,18 @@ export type VQueueErrorCode =
   /** The storage driver failed. */
   | "E_IO";
 
+/**
+ * Put before a line where it is printed (a log line, the CLI's error output, a warning), never
+ * into an error's `message`: the message says what happened, the printer says who says it.
+ */
+export const LOG_PREFIX = "[v-queue]";
+
 export class VQueueError extends Error {
   override name = "VQueueError";
   readonly code: VQueueErrorCode;
 
   constructor(code: VQueueErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`[v-queue] ${message}`, options);
+    super(message, options);
     this.code = code;
   }
 
@@ -49,4 +55,13 @@ export interface QueueProblem {
   offset?: number;
   /** Bytes stepped over (or cut off) at `offset`. */
   bytes?: number;
+}
+
+/**
+ * A storage failure as drivers report it: `E_IO`, with the storage's own error (and its `code`:
+ * `EACCES`, `EMFILE`, ...) kept as `cause`. Our own errors pass through unchanged.
+ */
+export function ioError(driver: string, error: unknown): VQueueError {
+  if (VQueueError.isError(error)) return error;
+  return new VQueueError("E_IO", `The ${driver} driver failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }

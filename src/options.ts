@@ -1,7 +1,11 @@
 import { defu } from "defu";
+import { checkOption, integer, oneOf, throwProblems, type Check } from "./check";
 import type { QueueDriver } from "./driver";
-import { VQueueError, type QueueProblem } from "./errors";
+import { LOG_PREFIX, type QueueProblem } from "./errors";
 import { MAX_BODY_SIZE } from "./record";
+
+export const DURABILITIES = ["fsync", "interval", "none"] as const;
+export const START_POSITIONS = ["earliest", "latest"] as const;
 
 /**
  * When a push is acknowledged:
@@ -11,19 +15,22 @@ import { MAX_BODY_SIZE } from "./record";
  *   may lose up to that much; a process crash loses nothing acknowledged.
  * - `"none"`: after the write, never fsync'd (the crate's behaviour).
  */
-export type Durability = "fsync" | "interval" | "none";
+export type Durability = (typeof DURABILITIES)[number];
 
 /** Where a consumer that has no saved position starts. */
-export type StartPosition = "earliest" | "latest";
+export type StartPosition = (typeof START_POSITIONS)[number];
+
+/** The one check of `durability`: the engine's, the HTTP runtime's, the config schema's and Nitro's. */
+export const checkDurability: Check = oneOf(DURABILITIES);
+/** The one check of `start` (see `checkDurability`). */
+export const checkStart: Check = oneOf(START_POSITIONS);
 
 export interface CommonOptions {
-  /** The storage. On Node it defaults to the fs driver on `dir`. */
-  driver?: QueueDriver;
   /**
-   * Data directory for the default fs driver (Node only).
-   * @default "./queues"
+   * The storage: `fsDriver({ dir })`, `memoryDriver()`, ... Required by the engine; the
+   * `v-queue` entry on Node makes the fs driver on its `dir` option when none is given.
    */
-  dir?: string;
+  driver?: QueueDriver;
   /**
    * Called for damage that recovery stepped over (torn tails, bad records, bad info lines).
    * @default a console.warn line
@@ -92,7 +99,7 @@ export interface ResolvedConsumerOptions {
 }
 
 export const defaultProblemReporter = (problem: QueueProblem): void => {
-  console.warn(`[v-queue] ${problem.code} in queue ${problem.queue}: ${problem.message}`);
+  console.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`);
 };
 
 export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions {
@@ -105,13 +112,13 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     create: true,
     onProblem: defaultProblemReporter,
   }) as ResolvedQueueOptions;
-  resolved.driver = requireDriver(options.driver);
-  if (!["fsync", "interval", "none"].includes(resolved.durability)) {
-    throw new VQueueError("E_OPTION", `Invalid durability ${JSON.stringify(resolved.durability)}: use "fsync", "interval" or "none".`);
-  }
-  checkInteger("fsyncIntervalMs", resolved.fsyncIntervalMs, 1, 3_600_000);
-  checkInteger("maxPartBytes", resolved.maxPartBytes, 1024, Number.MAX_SAFE_INTEGER);
-  checkInteger("maxMessageBytes", resolved.maxMessageBytes, 1, MAX_BODY_SIZE);
+  throwProblems([
+    checkDriver(options.driver, "driver"),
+    checkDurability(resolved.durability, "durability"),
+    integer(1, 3_600_000)(resolved.fsyncIntervalMs, "fsyncIntervalMs"),
+    integer(1024)(resolved.maxPartBytes, "maxPartBytes"),
+    integer(1, MAX_BODY_SIZE)(resolved.maxMessageBytes, "maxMessageBytes"),
+  ]);
   return resolved;
 }
 
@@ -124,24 +131,21 @@ export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsum
     create: true,
     onProblem: defaultProblemReporter,
   }) as ResolvedConsumerOptions;
-  resolved.driver = requireDriver(options.driver);
-  if (resolved.start !== "earliest" && resolved.start !== "latest") {
-    throw new VQueueError("E_OPTION", `Invalid start ${JSON.stringify(resolved.start)}: use "earliest" or "latest".`);
-  }
-  checkInteger("pollIntervalMs", resolved.pollIntervalMs, 1, 3_600_000);
-  checkInteger("readChunkBytes", resolved.readChunkBytes, 4096, 1024 * 1024 * 1024);
+  throwProblems([
+    checkDriver(options.driver, "driver"),
+    checkStart(resolved.start, "start"),
+    integer(1, 3_600_000)(resolved.pollIntervalMs, "pollIntervalMs"),
+    integer(4096, 1024 * 1024 * 1024)(resolved.readChunkBytes, "readChunkBytes"),
+  ]);
   return resolved;
 }
 
 export function checkInteger(name: string, value: unknown, min: number, max: number): void {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}.`);
-  }
+  checkOption(name, value, integer(min, max));
 }
 
-function requireDriver(driver: QueueDriver | undefined): QueueDriver {
-  if (!driver || typeof driver.open !== "function") {
-    throw new VQueueError("E_OPTION", "Missing `driver`: pass one (e.g. `fsDriver({ dir })` from `v-queue/drivers/fs`, or `memoryDriver()`).");
-  }
-  return driver;
-}
+/** The storage every layer needs (the engine's options, the HTTP runtime's): present and a driver. */
+export const checkDriver: Check = (driver, name) =>
+  driver && typeof (driver as QueueDriver).open === "function"
+    ? undefined
+    : `${driver ? `Invalid ${name} (it has no \`open\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;

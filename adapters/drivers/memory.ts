@@ -1,4 +1,5 @@
 import { defineDriver, type DriverLock, type FileHandle } from "../../src/driver";
+import { ioError } from "../../src/errors";
 
 const DRIVER_NAME = "memory";
 
@@ -45,7 +46,8 @@ const memoryDriver = defineDriver((options: MemoryDriverOptions = {}) => {
       let file = files.get(path);
       if (!file) {
         if (!create) return undefined;
-        if (!dirs.has(parentOf(path))) throw enoent(path);
+        // As the fs driver reports a file created in a missing directory.
+        if (!dirs.has(parentOf(path))) throw ioError(DRIVER_NAME, enoent(path));
         file = { data: new Uint8Array(64), size: 0 };
         files.set(path, file);
       }

@@ -1,6 +1,7 @@
 import type { Storage } from "unstorage";
 import { defineDriver, type DriverLock, type FileHandle } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
+import { checkOption, integer, optionError } from "../../src/check";
+import { ioError, VQueueError } from "../../src/errors";
 
 const DRIVER_NAME = "unstorage";
 
@@ -56,16 +57,16 @@ export interface UnstorageDriverOptions {
  * const queue = await openQueue("orders", { driver: unstorageDriver({ storage, base: "vq" }) });
  */
 const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
-  const { storage } = options;
-  if (!storage || typeof storage.getItemRaw !== "function" || typeof storage.getKeys !== "function") {
-    throw new VQueueError("E_OPTION", `[${DRIVER_NAME}] Missing required option \`storage\` (an unstorage Storage).`);
+  if (!options.storage || typeof options.storage.getItemRaw !== "function" || typeof options.storage.getKeys !== "function") {
+    throw optionError(`Missing required option \`storage\` of the ${DRIVER_NAME} driver (an unstorage Storage).`);
   }
+  const storage = guarded(options.storage);
   const base = (options.base ?? "").replace(/[/\\]/g, ":").replace(/^:+|:+$/g, "");
   const maxChunkBytes = options.maxChunkBytes ?? 1024 * 1024;
   const leaseMs = options.lockLeaseMs ?? 10_000;
-  if (!Number.isSafeInteger(maxChunkBytes) || maxChunkBytes < 1) throw optionError("maxChunkBytes", maxChunkBytes);
-  if (!Number.isSafeInteger(leaseMs) || leaseMs < 30) throw optionError("lockLeaseMs", leaseMs);
-  const storageKey = `${DRIVER_NAME}:${options.key ?? storageId(storage)}:${base}`;
+  checkOption("maxChunkBytes", maxChunkBytes, integer(1));
+  checkOption("lockLeaseMs", leaseMs, integer(30));
+  const storageKey = `${DRIVER_NAME}:${options.key ?? storageId(options.storage)}:${base}`;
   const ctx: Context = { storage, maxChunkBytes, keyOf: (path) => joinKey(base, path) };
 
   return {
@@ -125,7 +126,7 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
       return held !== undefined && held.expires > Date.now();
     },
     async dispose() {
-      if (options.disposeStorage) await (storage as { dispose?: () => unknown }).dispose?.();
+      if (options.disposeStorage) await (options.storage as { dispose?: () => unknown }).dispose?.();
     },
   };
 });
@@ -133,6 +134,29 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
 export default unstorageDriver;
 
 // --- Internal helpers ---
+
+/**
+ * The storage with every failure turned into `E_IO` (the backend's error as `cause`): every
+ * call of the driver, its locks' included, goes through it.
+ */
+function guarded(storage: UnstorageLike): UnstorageLike {
+  const call =
+    <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await method.apply(storage, args);
+      } catch (error) {
+        throw ioError(DRIVER_NAME, error);
+      }
+    };
+  return {
+    getItemRaw: call(storage.getItemRaw),
+    setItemRaw: call(storage.setItemRaw),
+    getKeys: call(storage.getKeys),
+    removeItem: call(storage.removeItem),
+    hasItem: call(storage.hasItem),
+  } as UnstorageLike;
+}
 
 interface Context {
   storage: UnstorageLike;
@@ -447,7 +471,7 @@ function toBytes(value: unknown): Uint8Array | undefined {
   }
   const data = (value as { type?: string; data?: unknown }).data;
   if ((value as { type?: string }).type === "Buffer" && Array.isArray(data)) return Uint8Array.from(data as number[]);
-  throw new VQueueError("E_IO", `[${DRIVER_NAME}] Unexpected value type from storage: ${typeof value}.`);
+  throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver failed: unexpected value type from storage: ${typeof value}.`);
 }
 
 function copyOf(bytes: Uint8Array | undefined): Uint8Array | undefined {
@@ -468,8 +492,4 @@ function storageId(storage: object): string {
   let id = storageIds.get(storage);
   if (id === undefined) storageIds.set(storage, (id = ++lastStorageId));
   return `#${id}`;
-}
-
-function optionError(name: string, value: unknown): VQueueError {
-  return new VQueueError("E_OPTION", `[${DRIVER_NAME}] Invalid option \`${name}\`: ${JSON.stringify(value)}.`);
 }

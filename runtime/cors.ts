@@ -1,3 +1,4 @@
+import { optionError } from "../src/check";
 import { handleCors, type H3Event, type Middleware } from "h3";
 
 /**
@@ -40,6 +41,6 @@ export function resolveCors(cors: CorsOptions | false | undefined): CorsOptions 
   if (!cors) return undefined;
   const { origin } = cors;
   const ok = origin === "*" || typeof origin === "function" || (Array.isArray(origin) && origin.every((o) => typeof o === "string" && /^https?:\/\/[^/]+$/.test(o)));
-  if (!ok) throw new TypeError('[v-queue] [http] Invalid `cors.origin`: use "*", a list of origins like "https://app.example.com" (scheme and host, no path), or a function.');
+  if (!ok) throw optionError('Invalid `cors.origin`: use "*", a list of origins like "https://app.example.com" (scheme and host, no path), or a function.');
   return cors;
 }

@@ -355,7 +355,8 @@ export class QueueWriter {
 
   #failedError(): VQueueError {
     const cause = this.#failure;
-    return VQueueError.isError(cause)
+    // The engine's own refusals (a lost lock, ...) as they are; a storage failure says what now.
+    return VQueueError.isError(cause) && cause.code !== "E_IO"
       ? cause
       : new VQueueError("E_IO", `Queue "${this.name}" stopped after a storage error (${(cause as Error)?.message ?? cause}); reopen it to recover.`, { cause });
   }

@@ -12,9 +12,8 @@ const LOCKED_HINT = "If a server is running on this directory, go through it: --
 /** Explains the usual engine errors in CLI terms, with `what` was being done. */
 export function explain(error: unknown, what: string): never {
   if (VQueueError.isError(error)) {
-    const message = stripPrefix(error.message);
-    if (error.code === "E_LOCKED") throw new CliError(`${message}\n${LOCKED_HINT}`);
-    throw new CliError(`${what}: ${message}`);
+    if (error.code === "E_LOCKED") throw new CliError(`${error.message}\n${LOCKED_HINT}`);
+    throw new CliError(`${what}: ${error.message}`);
   }
   if (isSystemError(error)) throw new CliError(`${what}: ${error.message}`);
   throw error;
@@ -22,19 +21,18 @@ export function explain(error: unknown, what: string): never {
 
 /**
  * The message to print for an expected error, or undefined for a bug (which keeps its stack).
- * Expected: our own errors, the engine's (`VQueueError`), a bad configuration (`E_CONFIG`), the
- * option checks of the HTTP app (`[v-queue] ...` TypeErrors), the system's (`EACCES`, ...) and,
+ * Expected: our own errors, the engine's (`VQueueError`, option checks included), a bad
+ * configuration (`E_CONFIG`), the system's (`EACCES`, ...) and,
  * with `--url`, the client's: a server's error answer and no answer at all.
  */
 export function describeError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
   if (error instanceof CliError || (error as { code?: unknown }).code === "E_CONFIG") return error.message;
-  if (VQueueError.isError(error)) return error.code === "E_LOCKED" ? `${stripPrefix(error.message)}\n${LOCKED_HINT}` : stripPrefix(error.message);
+  if (VQueueError.isError(error)) return error.code === "E_LOCKED" ? `${error.message}\n${LOCKED_HINT}` : error.message;
   if (isSystemError(error)) return error.message;
   if (error instanceof VQueueClientError) return `The server answered ${error.status} ${error.code}: ${error.message}`;
   // fetch says "fetch failed": what failed (ECONNREFUSED 127.0.0.1:9093, ...) is deeper in `cause`.
   if (error instanceof VQueueNetworkError) return error.timeout ? error.message : `No answer from the server: ${deepestCause(error).message}`;
-  if (error instanceof TypeError && error.message.startsWith("[v-queue]")) return stripPrefix(error.message);
   return undefined;
 }
 
@@ -50,4 +48,3 @@ function isSystemError(error: unknown): error is NodeJS.ErrnoException {
   return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === "string" && typeof (error as NodeJS.ErrnoException).syscall === "string";
 }
 
-const stripPrefix = (message: string) => message.replace(/^(\[v-queue\] )+(\[http\] )?/, "");

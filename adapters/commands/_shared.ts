@@ -4,15 +4,15 @@ import { createClient, type VQueueClient } from "../../client/index";
 import type { QueueDriver } from "../../src/driver";
 import type { LogLevel } from "../config";
 import { checkDataDir } from "../data-dir";
-import fsDriver from "../drivers/fs";
-import { resolveStorageDriver } from "../storage";
+import { DEFAULT_DIR } from "../defaults";
+import { resolveDriver } from "../storage";
 import { CliError } from "./_errors";
 
 export { CliError, explain } from "./_errors";
 
 /** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
 export const targetArgs = {
-  dir: { type: "string", description: "Data directory (direct access to the files)", default: "./queues", valueHint: "path" },
+  dir: { type: "string", description: "Data directory (direct access to the files)", default: DEFAULT_DIR, valueHint: "path" },
   storage: { type: "string", description: "Other storage instead of --dir: fs:<dir>, memory:, redis://host:port/db, unstorage-fs:<dir>", valueHint: "spec" },
   url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
@@ -31,19 +31,16 @@ export const CONSOLA_LEVELS: Record<LogLevel, number> = { error: 0, warn: 1, inf
 
 /** The storage of `--storage`, else the fs driver on `--dir`. */
 export async function openStorage(args: { dir?: string; storage?: string }): Promise<QueueDriver> {
-  if (!args.storage) {
-    await checkDataDir(args.dir ?? "./queues");
-    return fsDriver({ dir: args.dir ?? "./queues" });
-  }
+  if (!args.storage) await checkDataDir(args.dir ?? DEFAULT_DIR);
   try {
-    return await resolveStorageDriver(args.storage);
+    return await resolveDriver(args);
   } catch (error) {
-    throw new CliError(`Invalid --storage ${JSON.stringify(args.storage)}: ${(error as Error).message.replace(/^\[v-queue\] /, "")}`);
+    throw new CliError(`Invalid --storage ${JSON.stringify(args.storage)}: ${(error as Error).message}`);
   }
 }
 
 /** Where `--dir`/`--storage` point, for messages. */
-export const storageLabel = (args: { dir?: string; storage?: string }): string => args.storage ?? args.dir ?? "./queues";
+export const storageLabel = (args: { dir?: string; storage?: string }): string => args.storage ?? args.dir ?? DEFAULT_DIR;
 
 /**
  * The client SDK on `--url`, with `--user` (or VQUEUE_USER), `name:password`, as Basic auth.

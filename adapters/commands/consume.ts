@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { defineCommand } from "citty";
-import type { StartPosition } from "../../src/options";
+import { checkOption } from "../../src/check";
+import { checkStart, type StartPosition } from "../../src/options";
 import { formatMessage } from "./_print";
 import { CliError, log, plural, progress, targetArgs } from "./_shared";
 import { openDirectSource, openHttpSource, HTTP_BATCH, type SourceOptions } from "./_source";
@@ -25,8 +26,8 @@ export const consume = defineCommand({
     ...targetArgs,
   },
   run: ({ args }) => {
-    const from = args.from ?? "earliest";
-    if (from !== "earliest" && from !== "latest") throw new CliError(`Invalid --from ${JSON.stringify(from)}: use earliest or latest.`);
+    const from = (args.from ?? "earliest") as StartPosition;
+    checkOption("--from", from, checkStart);
     return runRead(args, { queue: args.queue, consumer: args.consumer, from, follow: args.follow === true, commit: args.commit !== false, ephemeral: false });
   },
 });

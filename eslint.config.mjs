@@ -15,7 +15,15 @@ export default tseslint.config(
     // The engine runs anywhere (browser, edge, Node): it must not reach for Node built-ins.
     files: ["src/**/*.ts"],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [{ group: ["node:*"], message: "src/ is the portable engine: Node code belongs in adapters/." }] }],
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["node:*"], message: "src/ is the portable engine: Node code belongs in adapters/." },
+            { group: ["../**"], message: "src/ is the bottom room: it imports nothing of protocol/, runtime/, client/ or adapters/." },
+          ],
+        },
+      ],
     },
   },
   {
@@ -28,6 +36,22 @@ export default tseslint.config(
           patterns: [
             { group: ["node:*"], message: "protocol/ runs wherever the client does: no Node built-ins." },
             { group: ["**/runtime/**", "**/client/**", "**/adapters/**"], message: "protocol/ is below the server, the client and the CLI: they import it, not the reverse." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The HTTP API runs in any host with web-standard Request/Response (Nitro, Nuxt, workers):
+    // it takes a driver from its host, and knows nothing of the hosts, the CLI or the client.
+    files: ["runtime/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["node:*"], message: "runtime/ is web-standard: Node code belongs in adapters/." },
+            { group: ["**/adapters/**", "**/client/**"], message: "runtime/ imports src/ and protocol/ only: the hosts (adapters/) import it, not the reverse." },
           ],
         },
       ],

@@ -102,41 +102,33 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
   console.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`);
 };
 
+/** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
+export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true } as const;
+
+/** Defaults of the consumer's options (`ConsumerOptions`). */
+export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
+
 export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions {
-  const resolved = defu(options, {
-    durability: "fsync",
-    fsyncIntervalMs: 200,
-    maxPartBytes: 256 * 1024 * 1024,
-    maxMessageBytes: 64 * 1024 * 1024,
-    rollOnOpen: true,
-    create: true,
-    onProblem: defaultProblemReporter,
-  }) as ResolvedQueueOptions;
-  throwProblems([
-    checkDriver(options.driver, "driver"),
-    checkDurability(resolved.durability, "durability"),
-    integer(1, 3_600_000)(resolved.fsyncIntervalMs, "fsyncIntervalMs"),
-    integer(1024)(resolved.maxPartBytes, "maxPartBytes"),
-    integer(1, MAX_BODY_SIZE)(resolved.maxMessageBytes, "maxMessageBytes"),
+  return resolveOptions<ResolvedQueueOptions>(options, QUEUE_DEFAULTS, (o) => [
+    checkDurability(o.durability, "durability"),
+    integer(1, 3_600_000)(o.fsyncIntervalMs, "fsyncIntervalMs"),
+    integer(1024)(o.maxPartBytes, "maxPartBytes"),
+    integer(1, MAX_BODY_SIZE)(o.maxMessageBytes, "maxMessageBytes"),
   ]);
-  return resolved;
 }
 
 export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsumerOptions {
-  const resolved = defu(options, {
-    start: "earliest",
-    syncCommits: true,
-    pollIntervalMs: 100,
-    readChunkBytes: 1024 * 1024,
-    create: true,
-    onProblem: defaultProblemReporter,
-  }) as ResolvedConsumerOptions;
-  throwProblems([
-    checkDriver(options.driver, "driver"),
-    checkStart(resolved.start, "start"),
-    integer(1, 3_600_000)(resolved.pollIntervalMs, "pollIntervalMs"),
-    integer(4096, 1024 * 1024 * 1024)(resolved.readChunkBytes, "readChunkBytes"),
+  return resolveOptions<ResolvedConsumerOptions>(options, CONSUMER_DEFAULTS, (o) => [
+    checkStart(o.start, "start"),
+    integer(1, 3_600_000)(o.pollIntervalMs, "pollIntervalMs"),
+    integer(4096, 1024 * 1024 * 1024)(o.readChunkBytes, "readChunkBytes"),
   ]);
+}
+
+/** Options over their defaults, every problem (the driver's included) in one `E_OPTION`. */
+function resolveOptions<T extends CommonOptions>(options: CommonOptions, defaults: object, checks: (resolved: T) => (string | undefined)[]): T {
+  const resolved = defu(options, defaults, { onProblem: defaultProblemReporter }) as T;
+  throwProblems([checkDriver(options.driver, "driver"), ...checks(resolved)]);
   return resolved;
 }
 

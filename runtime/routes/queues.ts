@@ -1,6 +1,7 @@
+import type { H3Event } from "h3";
 import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect";
-import { authorize, can } from "../auth";
+import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam } from "../request";
@@ -36,10 +37,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         },
       },
       handler: async (event, principal) => {
-        const queue = nameParam(event, "queue");
-        authorize(principal, "read", queue);
-        const stats = await inspectQueue(await ctx.registry.driver(), queue);
-        if (!stats) throw notFound(queue);
+        const { stats } = await readableStats(ctx, event, principal);
         return json<QueueInfoResponse>({
           // The Rust server's fields: the current part and the records in it.
           name: stats.name,
@@ -59,10 +57,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues/:queue/consumers",
       openapi: { summary: "Consumers with their saved position and lag", responses: { ...errorResponses, "200": { description: "consumers" } } },
       handler: async (event, principal) => {
-        const queue = nameParam(event, "queue");
-        authorize(principal, "read", queue);
-        const stats = await inspectQueue(await ctx.registry.driver(), queue);
-        if (!stats) throw notFound(queue);
+        const { queue, stats } = await readableStats(ctx, event, principal);
         return json<ConsumerListResponse>({
           queue,
           consumers: stats.consumers.map((c) => ({
@@ -91,4 +86,13 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
 
 function notFound(queue: string): ApiError {
   return new ApiError(404, "E_NOT_FOUND", `Queue "${queue}" does not exist.`);
+}
+
+/** `{queue}` of the path, checked, read rights checked, and its stats (404 when there is no such queue). */
+async function readableStats(ctx: RouteContext, event: H3Event, principal: Principal | undefined) {
+  const queue = nameParam(event, "queue");
+  authorize(principal, "read", queue);
+  const stats = await inspectQueue(await ctx.registry.driver(), queue);
+  if (!stats) throw notFound(queue);
+  return { queue, stats };
 }

@@ -1,6 +1,6 @@
 export { QueueWriter, openQueue } from "./writer";
 export { QueueConsumer, openConsumer } from "./consumer";
-export type { ReadOptions, WaitOptions, IterateOptions } from "./consumer";
+export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./consumer";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
 export type { QueueStats, ConsumerStats } from "./inspect";
 export { VQueueError } from "./errors";

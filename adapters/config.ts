@@ -30,7 +30,7 @@ export interface VQueueConfig {
   start?: StartPosition;
   /** @default true */
   syncCommits?: boolean;
-  /** Consumers open at once; keep it well under `ulimit -n`. @default 256 */
+  /** Consumers open at once (see the runtime option). @default 4096 */
   maxConsumers?: number;
   /** Close a consumer unused this long (sooner near `maxConsumers`). @default 300000 */
   consumerIdleMs?: number;

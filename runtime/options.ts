@@ -71,12 +71,14 @@ export interface QueueAppOptions {
    */
   consumerIdleMs?: number;
   /**
-   * Most consumers open at once; each holds a few file descriptors while open. Opening one
-   * more at the cap first closes the least recently used idle one; when none is idle, the
-   * request is answered 503 `E_BUSY` with `Retry-After`. Keep it well below the fd limit
-   * (`ulimit -n`) divided by the files a consumer holds. Running out of descriptors anyway
-   * (EMFILE) closes idle consumers at once and lowers the cap for a minute.
-   * @default 256
+   * Most consumers open at once. Consumers of a queue share its open files (the engine opens
+   * each file once per process), so a consumer costs memory and a lock, and descriptors only
+   * for a part no other reader of this process is on. Opening one more at the cap first closes
+   * the least recently used idle one; when none is idle (long polls), the request is answered
+   * 503 `E_BUSY` with `Retry-After`. Running out of descriptors anyway (EMFILE) closes idle
+   * consumers at once and lowers the cap for a minute. 4096 lets a thousand long polls wait
+   * at once (each on its own consumer), as the benchmark does.
+   * @default 4096
    */
   maxConsumers?: number;
   /** CORS for pages on other origins (the client SDK in a browser). @default off */
@@ -132,7 +134,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     start: options.start ?? "earliest",
     syncCommits: options.syncCommits ?? true,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
-    maxConsumers: options.maxConsumers ?? 256,
+    maxConsumers: options.maxConsumers ?? 4096,
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),

@@ -184,7 +184,7 @@ describe("out of file descriptors", () => {
   });
 
   it("validates maxConsumers and consumerIdleMs", () => {
-    expect(resolveQueueAppOptions({ driver: memoryDriver({}) }).maxConsumers).toBe(256);
+    expect(resolveQueueAppOptions({ driver: memoryDriver({}) }).maxConsumers).toBe(4096);
     for (const maxConsumers of [0, -1, 1.5, Number.NaN, "8" as unknown as number]) {
       expect(() => resolveQueueAppOptions({ maxConsumers })).toThrow(/maxConsumers/);
     }

@@ -136,3 +136,26 @@ describe("long polling", () => {
     expect(await data(await s.get(poll(0, "c", 1)))).toEqual(["b"]);
   });
 });
+
+describe("many long polls at once", () => {
+  it("a thousand polls on their own consumers all wait (no 503 with the default options), and one push answers them all", async () => {
+    const { createQueueHandler } = await import("../../runtime/index");
+    const { default: memoryDriver } = await import("../../adapters/drivers/memory");
+    const handler = createQueueHandler({ driver: memoryDriver(), durability: "none", syncCommits: false, start: "latest", logger: { error: () => {}, warn: () => {} } });
+    const url = (path: string) => `http://vq.test/api/v1/queues/${path}`;
+    try {
+      await handler.fetch(new Request(url("q/messages"), { method: "POST", body: "before", headers: { "content-type": "text/plain" } }));
+      const polls = Array.from({ length: 1000 }, (_, i) => handler.fetch(new Request(url(`q/consumers/c${i}/messages?max_messages=10&timeout_ms=20000`))));
+      await sleep(500);
+      const t = performance.now();
+      await handler.fetch(new Request(url("q/messages"), { method: "POST", body: "wake", headers: { "content-type": "text/plain" } }));
+      const answers = await Promise.all(polls);
+      expect(answers.map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
+      const got = await Promise.all(answers.map(data));
+      expect(got.filter((d) => d.length !== 1 || d[0] !== "wake")).toEqual([]);
+      expect(performance.now() - t).toBeLessThan(15_000);
+    } finally {
+      await handler.close();
+    }
+  }, 60_000);
+});

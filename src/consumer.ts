@@ -88,7 +88,10 @@ export class QueueConsumer {
       `Consumer "${name}" of queue "${queue}" is already open (in this or another process). One reader per consumer name.`,
       (lock) => new QueueConsumer(queue, name, resolved, lock),
       (consumer) => consumer.#init(),
-      (consumer) => consumer.#reader.close(),
+      async (consumer) => {
+        await consumer.#reader.close();
+        await consumer.#positionFile.close();
+      },
     );
   }
 
@@ -240,6 +243,7 @@ export class QueueConsumer {
     this.#closed = true;
     await this.#commitChain;
     await this.#exclusive(() => this.#reader.close());
+    await this.#positionFile.close();
     await this.#lock.release();
   }
 

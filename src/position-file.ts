@@ -1,14 +1,17 @@
 import type { ConsumerPosition } from "./cursor";
-import type { DriverLock, QueueDriver } from "./driver";
+import type { DriverLock, FileHandle, QueueDriver } from "./driver";
 import { formatPopInfo, parsePopInfo } from "./info";
 import { popInfoPath } from "./paths";
 
 const decoder = new TextDecoder();
 const ascii = new TextEncoder();
+const IDLE_CLOSE_MS = 1000;
 
 /**
  * A consumer's saved position, `Q_info_pop_C` (FORMAT.md), rewritten in place as the crate
- * does. Opened for each write only: an idle consumer holds no descriptor for it.
+ * does. The file is kept open while the consumer commits (a commit per batch would otherwise
+ * pay an open and a close, each a thread-pool round trip on Node) and closed a second after
+ * the last commit: an idle consumer holds no descriptor for it.
  */
 export class PositionFile {
   readonly #driver: QueueDriver;
@@ -16,6 +19,8 @@ export class PositionFile {
   readonly #consumer: string;
   readonly #lock: DriverLock;
   readonly #sync: boolean;
+  #file: FileHandle | undefined;
+  #closeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(driver: QueueDriver, queue: string, consumer: string, lock: DriverLock, sync: boolean) {
     this.#driver = driver;
@@ -38,16 +43,23 @@ export class PositionFile {
     return pop ? { part: pop.part, position: pop.position, count: pop.count } : "unreadable";
   }
 
+  /** Writes `position` (one at a time: the consumer chains its commits). */
   async save(position: ConsumerPosition): Promise<void> {
+    clearTimeout(this.#closeTimer);
     // A holder whose lease ran out must not write over the new holder's position.
     await this.#lock.assertHeld?.();
     const line = formatPopInfo({ queue: this.#queue, consumer: this.#consumer, ...position });
-    const file = await this.#driver.open(popInfoPath(this.#queue, this.#consumer), { create: true });
-    try {
-      await file!.write(0, ascii.encode(line));
-      if (this.#sync) await file!.sync();
-    } finally {
-      await file!.close();
-    }
+    const file = (this.#file ??= await this.#driver.open(popInfoPath(this.#queue, this.#consumer), { create: true }));
+    await file!.write(0, ascii.encode(line));
+    if (this.#sync) await file!.sync();
+    this.#closeTimer = setTimeout(() => void this.close().catch(() => {}), IDLE_CLOSE_MS);
+    (this.#closeTimer as { unref?: () => void }).unref?.();
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.#closeTimer);
+    const file = this.#file;
+    this.#file = undefined;
+    await file?.close();
   }
 }

@@ -112,11 +112,9 @@ export class ConsumerSlot {
       this.#stopReason = reason;
       this.#stop.abort();
       await this.#mutex.acquire();
-      try {
-        await then?.();
-      } finally {
-        await this.consumer.close();
-      }
+      // `then` runs once the consumer's commits are done and its files closed, lock still held:
+      // a commit in flight cannot write the position file again after a delete removed it.
+      await this.consumer.close({ beforeRelease: then });
     })();
     return this.#stopped;
   }

@@ -7,45 +7,15 @@ import { iterateMessages } from "./iterate";
 import type { Message } from "./message";
 import { openLocked } from "./locked";
 import { assertName } from "./names";
-import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
+import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type IterateOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions, type WaitOptions } from "./options";
 import { consumerLockPath } from "./paths";
 import { PartReader } from "./part-reader";
-import { checkSavedPosition, readPartEnd } from "./position";
+import { checkSavedPosition, startPosition } from "./position";
 import { PositionFile } from "./position-file";
-import { isWriterGone, listParts, readQueueInfo } from "./recovery";
+import { listParts, readQueueInfo } from "./recovery";
 import { watchStorage } from "./watch";
 
-export interface ReadOptions {
-  /** Most messages to return. @default 100 */
-  max?: number;
-  /** Stop once the bodies add up to this many bytes (at least one message is returned). @default 1048576 */
-  maxBytes?: number;
-  /**
-   * Hand text (`S`) bodies out as their UTF-8 bytes, undecoded (`type` still says "string"):
-   * for callers that pass bodies on as bytes, e.g. a binary HTTP response.
-   * @default false
-   */
-  raw?: boolean;
-}
-
-export interface WaitOptions {
-  signal?: AbortSignal;
-  /** Give up after this long; `wait` then resolves false. @default no limit */
-  timeoutMs?: number;
-}
-
-export interface PollOptions extends ReadOptions, WaitOptions {}
-
-export interface IterateOptions extends ReadOptions {
-  signal?: AbortSignal;
-  /**
-   * Commit as the loop goes: a batch is committed once the loop body has finished with all
-   * of it, and on `break` (or a throw) everything before the message in hand is committed,
-   * so that message comes again (at-least-once).
-   * @default true
-   */
-  autoCommit?: boolean;
-}
+export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./options";
 
 /**
  * A named reader of a queue with a saved position (`Q_info_pop_C`). Any number of consumers
@@ -238,13 +208,21 @@ export class QueueConsumer {
     return consumerLag(this.#driver, this.queue, this.#committed);
   }
 
-  async close(): Promise<void> {
+  /**
+   * Waits for the commits in flight, closes the files and releases the lock. `beforeRelease`
+   * runs in between, while nobody else can open this consumer (e.g. to remove its files).
+   */
+  async close(options: { beforeRelease?: () => Promise<void> } = {}): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#commitChain;
-    await this.#exclusive(() => this.#reader.close());
-    await this.#positionFile.close();
-    await this.#lock.release();
+    try {
+      await this.#commitChain;
+      await this.#exclusive(() => this.#reader.close());
+      await this.#positionFile.close();
+      await options.beforeRelease?.();
+    } finally {
+      await this.#lock.release();
+    }
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -271,7 +249,7 @@ export class QueueConsumer {
     const parts = await listParts(driver, this.queue);
     const info = await readQueueInfo(driver, this.queue, onProblem);
     if (!info && parts.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${this.queue}" does not exist.`);
-    const startAt = () => this.#startPosition(parts, info?.part);
+    const startAt = () => startPosition(driver, this.queue, start, parts, info?.part);
     const loaded = await this.#positionFile.load();
     if (loaded === "missing" && !create) throw new VQueueError("E_NOT_FOUND", `Consumer "${this.name}" of queue "${this.queue}" does not exist.`);
     if (loaded === "unreadable") {
@@ -285,14 +263,6 @@ export class QueueConsumer {
     }
     this.#committed = saved;
     await this.#reader.openAt(saved);
-  }
-
-  /** Where a consumer with no (usable) saved position starts, by the `start` option. */
-  async #startPosition(parts: number[], infoPart: number | undefined): Promise<ConsumerPosition> {
-    if (this.options.start === "earliest") return { part: parts[0] ?? infoPart ?? 0, position: 0, count: 0 };
-    const part = Math.max(infoPart ?? 0, parts.at(-1) ?? 0);
-    const end = await readPartEnd(this.#driver, this.queue, part, await isWriterGone(this.#driver, this.queue));
-    return { part, position: end.edge, count: end.count };
   }
 }
 

@@ -141,3 +141,37 @@ export const checkDriver: Check = (driver, name) =>
   driver && typeof (driver as QueueDriver).open === "function"
     ? undefined
     : `${driver ? `Invalid ${name} (it has no \`open\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;
+
+// --- Options of a consumer's calls ---
+
+export interface ReadOptions {
+  /** Most messages to return. @default 100 */
+  max?: number;
+  /** Stop once the bodies add up to this many bytes (at least one message is returned). @default 1048576 */
+  maxBytes?: number;
+  /**
+   * Hand text (`S`) bodies out as their UTF-8 bytes, undecoded (`type` still says "string"):
+   * for callers that pass bodies on as bytes, e.g. a binary HTTP response.
+   * @default false
+   */
+  raw?: boolean;
+}
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  /** Give up after this long; `wait` then resolves false. @default no limit */
+  timeoutMs?: number;
+}
+
+export interface PollOptions extends ReadOptions, WaitOptions {}
+
+export interface IterateOptions extends ReadOptions {
+  signal?: AbortSignal;
+  /**
+   * Commit as the loop goes: a batch is committed once the loop body has finished with all
+   * of it, and on `break` (or a throw) everything before the message in hand is committed,
+   * so that message comes again (at-least-once).
+   * @default true
+   */
+  autoCommit?: boolean;
+}

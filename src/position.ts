@@ -4,7 +4,8 @@ import type { QueueProblem } from "./errors";
 import { openShared } from "./handles";
 import { partPath } from "./paths";
 import { HEADER_SIZE } from "./record";
-import { readPushInfo, scanPartEnd } from "./recovery";
+import type { StartPosition } from "./options";
+import { isWriterGone, readPushInfo, scanPartEnd } from "./recovery";
 import { scanPart } from "./scan";
 
 /**
@@ -92,4 +93,12 @@ export async function readPartEnd(driver: QueueDriver, queue: string, part: numb
   } finally {
     await file.close();
   }
+}
+
+/** Where a consumer with no (usable) saved position starts: the oldest part, or the current end. */
+export async function startPosition(driver: QueueDriver, queue: string, start: StartPosition, parts: number[], infoPart: number | undefined): Promise<ConsumerPosition> {
+  if (start === "earliest") return { part: parts[0] ?? infoPart ?? 0, position: 0, count: 0 };
+  const part = Math.max(infoPart ?? 0, parts.at(-1) ?? 0);
+  const end = await readPartEnd(driver, queue, part, await isWriterGone(driver, queue));
+  return { part, position: end.edge, count: end.count };
 }

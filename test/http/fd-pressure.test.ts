@@ -114,9 +114,10 @@ describe("out of file descriptors", () => {
     expect((await produce("m")).status).toBe(201);
     expect(await messages(await consume("c1"))).toEqual(["m"]);
     expect(await messages(await consume("c2"))).toEqual(["m"]);
-    // Consumers of one queue share the writer's files: opening them took no descriptor of their own.
+    // Consumers of one queue share the writer's open files, and let their position file go a
+    // second after writing it: then they hold no descriptor of their own.
+    await sleep(1100); // past that, and past the hand-out grace
     driver.limit = driver.open_; // nothing more opens (a new consumer must write its position file)
-    await sleep(1100); // past the hand-out grace
     expect(await messages(await consume("c2", 0))).toEqual([]); // c2 used again: c1 is the least recently used
     await sleep(1100);
     await expectBusy(await consume("c3"));
@@ -148,7 +149,8 @@ describe("out of file descriptors", () => {
   });
 
   it("keeps at most maxConsumers open: the least recently used idle one is closed to make room, or 503 when all are in use", async () => {
-    const { consume, produce, isClosed } = setup({ maxConsumers: 2 });
+    // No idle sweep (consumerIdleMs 0): which consumer goes is the cap's choice alone, not the clock's.
+    const { consume, produce, isClosed } = setup({ maxConsumers: 2, consumerIdleMs: 0 });
     expect((await produce("m")).status).toBe(201);
     expect(await messages(await consume("c1"))).toEqual(["m"]);
     expect(await messages(await consume("c2"))).toEqual(["m"]);

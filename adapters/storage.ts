@@ -57,7 +57,7 @@ export function fsDataDir(source: DriverSource, defaultDir: string = DEFAULT_DIR
  */
 export async function resolveStorageDriver(spec: string | QueueDriver): Promise<QueueDriver> {
   if (typeof spec !== "string") {
-    if (spec && typeof spec.open === "function" && typeof spec.lock === "function") return spec;
+    if (spec && typeof spec.openLog === "function" && typeof spec.lock === "function") return spec;
     throw specError(spec);
   }
   const text = spec.trim();

@@ -1,16 +1,22 @@
 /**
- * The storage a queue lives on: the few file operations the engine needs and no more.
- * Paths are relative to the driver's base, `/`-separated, never absolute, never `..`.
+ * The storage a queue lives on, as the engine uses it: an append-only log per part, small
+ * records rewritten whole (the info lines), listing, and locks. Nothing more: a driver for
+ * files, a key-value store, an object store or another engine provides exactly this.
+ * Paths are relative to the driver's base, `/`-separated, never absolute, never `..`; the
+ * engine names them (paths.ts), and a driver may map them to keys as it likes.
  *
- * Drivers: `v-queue/drivers/fs` (Node's fs, the default on Node), `v-queue/drivers/memory`.
+ * Drivers: `v-queue/drivers/fs` (Node's fs, the default on Node), `v-queue/drivers/memory`,
+ * `v-queue/drivers/unstorage`.
  */
 export interface QueueDriver {
   /** Short name for messages, e.g. "fs". */
   readonly name: string;
-  /** Opens a file for positional reads and writes; `create` makes it (empty) if missing. */
-  open(path: string, options: { create: boolean }): Promise<FileHandle | undefined>;
-  /** Reads a whole small file (info lines), or undefined if it does not exist. */
-  readFile(path: string): Promise<Uint8Array | undefined>;
+  /** A part's records (`Q-<id>/Q_queue`): an append-only log; `create` makes it empty if missing. */
+  openLog(path: string, options: { create: boolean }): Promise<LogFile | undefined>;
+  /** A small record (an info line), kept at hand to be read again and replaced; `create` makes it empty if missing. */
+  openRecord(path: string, options: { create: boolean }): Promise<RecordFile | undefined>;
+  /** Reads a small record once, or undefined if it does not exist. */
+  readRecord(path: string): Promise<Uint8Array | undefined>;
   /** Names in a directory ("" is the base), or [] when it does not exist. */
   list(dir: string): Promise<string[]>;
   /** Creates a directory and its parents. */
@@ -44,16 +50,31 @@ export interface QueueDriver {
   dispose?(): Promise<void>;
 }
 
-export interface FileHandle {
+/** A part's records: appended to, read by range, its torn tail cut off after a crash. */
+export interface LogFile {
   /** Current size in bytes. */
   size(): Promise<number>;
-  /** Reads up to `length` bytes at `position`; shorter at the end of the file. */
+  /** Reads up to `length` bytes at `position`; shorter at the end of the log. */
   read(position: number, length: number): Promise<Uint8Array>;
-  /** Writes all of `data` at `position`. */
-  write(position: number, data: Uint8Array): Promise<void>;
-  /** Cuts the file to `length` bytes. */
+  /** Appends all of `data`; `at` is where the log ends now (the writer knows it: a check, not a seek). */
+  append(at: number, data: Uint8Array): Promise<void>;
+  /** Cuts the log to `length` bytes (recovery: a torn tail; a failed append). */
   truncate(length: number): Promise<void>;
-  /** Makes written data durable (fdatasync). */
+  /** Makes what was appended durable (fdatasync). */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A small record rewritten whole: an info line. Only its first line counts (FORMAT.md): the
+ * fs driver rewrites it in place as the crate does, so bytes after that line may remain.
+ */
+export interface RecordFile {
+  /** The record's bytes now (another process may have replaced them since the last read). */
+  read(): Promise<Uint8Array>;
+  /** Makes the record start with `data`. */
+  replace(data: Uint8Array): Promise<void>;
+  /** Makes the last replace durable. */
   sync(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,35 +1,73 @@
-import type { FileHandle, QueueDriver } from "./driver";
+import type { LogFile, QueueDriver, RecordFile } from "./driver";
 
 /**
  * Open files shared by everyone in this process on the same storage: the writer of a queue
- * and all its consumers use one handle per part file and per info file, instead of one each
- * (300 consumers of a queue hold a few descriptors, not 1,200). Reads and writes are
+ * and all its consumers use one handle per part log and per info record, instead of one each
+ * (300 consumers of a queue hold a few descriptors, not 1,200). Reads and appends are
  * positional, so holders do not disturb each other; the file is closed when the last holder
  * lets go. A path removed and created again while held keeps the old file: part ids only
- * grow, and info files are rewritten in place, never replaced.
+ * grow, and info records are replaced in place, never removed while a queue lives.
  */
+interface Closable {
+  close(): Promise<void>;
+}
+
 interface Entry {
-  handle: Promise<FileHandle | undefined>;
+  handle: Promise<Closable | undefined>;
   refs: number;
 }
 
 const entries = new Map<string, Entry>();
 
+/** The part log at `path`, shared (see above); each call's handle is released by its own `close()`. */
+export function openSharedLog(driver: QueueDriver, path: string, options: { create: boolean }): Promise<LogFile | undefined> {
+  return openShared(driver, "log", path, options, () => driver.openLog(path, options), (handle, close) => ({
+    size: () => handle.size(),
+    read: (position, length) => handle.read(position, length),
+    append: (at, data) => handle.append(at, data),
+    truncate: (length) => handle.truncate(length),
+    sync: () => handle.sync(),
+    close,
+  }));
+}
+
+/** The info record at `path`, shared (see above). */
+export function openSharedRecord(driver: QueueDriver, path: string, options: { create: boolean }): Promise<RecordFile | undefined> {
+  return openShared(driver, "record", path, options, () => driver.openRecord(path, options), (handle, close) => ({
+    read: () => handle.read(),
+    replace: (data) => handle.replace(data),
+    sync: () => handle.sync(),
+    close,
+  }));
+}
+
+/** Handles open through the shared table right now (for tests that count descriptors). */
+export function sharedHandleCount(): number {
+  return entries.size;
+}
+
 /**
- * Opens `path` (and with `create`, makes it), or joins the handle already open; undefined
- * when it does not exist. Each call's handle is released by its own `close()`.
+ * Opens (with `create`, makes) or joins the handle already open; undefined when it does not
+ * exist. `wrap` gives each caller its own view whose `close` lets go of one reference.
  */
-export async function openShared(driver: QueueDriver, path: string, options: { create: boolean }): Promise<FileHandle | undefined> {
-  const key = `${driver.storageKey}\u0000${path}`;
+async function openShared<T extends Closable>(
+  driver: QueueDriver,
+  kind: string,
+  path: string,
+  options: { create: boolean },
+  open: () => Promise<T | undefined>,
+  wrap: (handle: T, close: () => Promise<void>) => T,
+): Promise<T | undefined> {
+  const key = `${driver.storageKey}\u0000${kind}\u0000${path}`;
   let entry = entries.get(key);
   if (!entry) {
-    entry = { handle: driver.open(path, options), refs: 0 };
+    entry = { handle: open(), refs: 0 };
     entries.set(key, entry);
   }
   entry.refs++;
-  let handle: FileHandle | undefined;
+  let handle: T | undefined;
   try {
-    handle = await entry.handle;
+    handle = (await entry.handle) as T | undefined;
   } catch (error) {
     forget(key, entry);
     throw error;
@@ -37,36 +75,21 @@ export async function openShared(driver: QueueDriver, path: string, options: { c
   if (!handle) {
     // Missing when a holder without `create` opened it; this caller may create it.
     forget(key, entry);
-    return options.create ? openShared(driver, path, options) : undefined;
+    return options.create ? openShared(driver, kind, path, options, open, wrap) : undefined;
   }
-  return share(key, entry, handle);
+  const joined = entry;
+  let released = false;
+  return wrap(handle, async () => {
+    if (released) return;
+    released = true;
+    if (--joined.refs > 0) return;
+    if (entries.get(key) === joined) entries.delete(key);
+    await handle.close();
+  });
 }
 
 /** Drops one reference to an entry whose open gave no handle (or failed). */
 function forget(key: string, entry: Entry): void {
   entry.refs--;
   if (entry.refs === 0 && entries.get(key) === entry) entries.delete(key);
-}
-
-function share(key: string, entry: Entry, handle: FileHandle): FileHandle {
-  let released = false;
-  return {
-    size: () => handle.size(),
-    read: (position, length) => handle.read(position, length),
-    write: (position, data) => handle.write(position, data),
-    truncate: (length) => handle.truncate(length),
-    sync: () => handle.sync(),
-    async close() {
-      if (released) return;
-      released = true;
-      if (--entry.refs > 0) return;
-      if (entries.get(key) === entry) entries.delete(key);
-      await handle.close();
-    },
-  };
-}
-
-/** Handles open through `openShared` right now (for tests that count descriptors). */
-export function sharedHandleCount(): number {
-  return entries.size;
 }

@@ -6,7 +6,7 @@ export type { QueueStats, ConsumerStats } from "./inspect";
 export { VQueueError } from "./errors";
 export type { VQueueErrorCode, QueueProblem } from "./errors";
 export { defineDriver } from "./driver";
-export type { QueueDriver, FileHandle, DriverLock } from "./driver";
+export type { QueueDriver, LogFile, RecordFile, DriverLock } from "./driver";
 export type { Message, MessageInput, MessagePosition, JsonValue } from "./message";
 export { messageJSON } from "./message";
 export { formatCursor, parseCursor, positionAfter } from "./cursor";

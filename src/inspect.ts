@@ -88,7 +88,7 @@ export async function listConsumers(driver: QueueDriver, queue: string, parts?: 
  */
 async function readPop(driver: QueueDriver, queue: string, name: string) {
   try {
-    const bytes = await driver.readFile(popInfoPath(queue, name));
+    const bytes = await driver.readRecord(popInfoPath(queue, name));
     return bytes && parsePopInfo(decoder.decode(bytes), queue, name);
   } catch {
     return undefined;

@@ -138,9 +138,9 @@ export function checkInteger(name: string, value: unknown, min: number, max: num
 
 /** The storage every layer needs (the engine's options, the HTTP runtime's): present and a driver. */
 export const checkDriver: Check = (driver, name) =>
-  driver && typeof (driver as QueueDriver).open === "function"
+  driver && typeof (driver as QueueDriver).openLog === "function"
     ? undefined
-    : `${driver ? `Invalid ${name} (it has no \`open\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;
+    : `${driver ? `Invalid ${name} (it has no \`openLog\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;
 
 // --- Options of a consumer's calls ---
 

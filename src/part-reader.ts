@@ -1,7 +1,7 @@
 import { comparePositions, formatCursor, type ConsumerPosition } from "./cursor";
-import type { FileHandle, QueueDriver } from "./driver";
+import type { LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
-import { openShared } from "./handles";
+import { openSharedLog, openSharedRecord } from "./handles";
 import type { ChangeHint } from "./hub";
 import { queueHub } from "./hub";
 import { parsePushInfo, parseQueueInfo } from "./info";
@@ -14,7 +14,6 @@ import { scanPart, type ChunkCache } from "./scan";
 
 // Bodies are bytes: a leading U+FEFF is part of the message, not a byte-order mark to drop.
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
-const INFO_READ = 256;
 /** At most one directory listing a second looks for parts that a dead writer's queue line does not name. */
 const DIR_CHECK_MS = 1000;
 
@@ -46,9 +45,9 @@ export class PartReader {
   #tail: { at: number; size: number } | undefined;
   #dirCheckedAt = 0;
   // Shared with the writer and the other consumers in this process (handles.ts).
-  #partFile: FileHandle | undefined;
-  #pushInfoFile: FileHandle | undefined;
-  #queueInfoFile: FileHandle | undefined;
+  #partFile: LogFile | undefined;
+  #pushInfoFile: RecordFile | undefined;
+  #queueInfoFile: RecordFile | undefined;
   /** The last chunk read from the reading part: most reads are served from it. */
   #cache: ChunkCache = { buf: undefined, pos: 0 };
 
@@ -78,8 +77,8 @@ export class PartReader {
     const old = [this.#partFile, this.#pushInfoFile];
     this.#partFile = this.#pushInfoFile = undefined;
     try {
-      this.#partFile = await openShared(this.#driver, partPath(this.#queue, position.part), { create: false });
-      this.#pushInfoFile = this.#partFile && (await openShared(this.#driver, pushInfoPath(this.#queue, position.part), { create: false }));
+      this.#partFile = await openSharedLog(this.#driver, partPath(this.#queue, position.part), { create: false });
+      this.#pushInfoFile = this.#partFile && (await openSharedRecord(this.#driver, pushInfoPath(this.#queue, position.part), { create: false }));
     } finally {
       await Promise.all(old.map((file) => file?.close()));
     }
@@ -170,7 +169,7 @@ export class PartReader {
     const writerGone = async () => (gone ??= await isWriterGone(this.#driver, this.#queue));
     if (!this.#finished) {
       const file = this.#partFile!;
-      const push = this.#pushInfoFile && (await readInfoLine(() => this.#pushInfoFile!.read(0, INFO_READ), (text) => parsePushInfo(text, this.#queue))).value;
+      const push = this.#pushInfoFile && (await readInfoLine(() => this.#pushInfoFile!.read(), (text) => parsePushInfo(text, this.#queue))).value;
       // While the file is read to its end (no writer), a lagging line says nothing new; a new writer's does.
       if (push && push.edge > this.#limit && (!this.#limitFromFile || !(await writerGone()))) {
         this.#limit = push.edge;
@@ -203,7 +202,7 @@ export class PartReader {
   async skipTo(target: ConsumerPosition): Promise<void> {
     if (comparePositions(target, this.#read) <= 0) return;
     const samePart = target.part === this.#read.part;
-    const file = samePart ? this.#partFile : await openShared(this.#driver, partPath(this.#queue, target.part), { create: false });
+    const file = samePart ? this.#partFile : await openSharedLog(this.#driver, partPath(this.#queue, target.part), { create: false });
     try {
       const from = samePart ? this.#read : { part: target.part, position: 0, count: 0 };
       if (!file || !(await isRecordBoundary(file, from, target))) {
@@ -248,8 +247,8 @@ export class PartReader {
   }
 
   async #newerPartExists(part: number, writerGone: () => Promise<boolean>): Promise<boolean> {
-    const file = (this.#queueInfoFile ??= await openShared(this.#driver, queueInfoPath(this.#queue), { create: false }));
-    const info = file && (await readInfoLine(() => file.read(0, INFO_READ), (text) => parseQueueInfo(text, this.#queue))).value;
+    const file = (this.#queueInfoFile ??= await openSharedRecord(this.#driver, queueInfoPath(this.#queue), { create: false }));
+    const info = file && (await readInfoLine(() => file.read(), (text) => parseQueueInfo(text, this.#queue))).value;
     if (info && info.part > part) return true;
     // The line is missing or damaged, or (once the writer is gone) may lag: ask the directory.
     if (info) {

@@ -1,5 +1,5 @@
 import type { ConsumerPosition } from "./cursor";
-import type { DriverLock, FileHandle, QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver, RecordFile } from "./driver";
 import { formatPopInfo, parsePopInfo } from "./info";
 import { popInfoPath } from "./paths";
 
@@ -19,7 +19,7 @@ export class PositionFile {
   readonly #consumer: string;
   readonly #lock: DriverLock;
   readonly #sync: boolean;
-  #file: FileHandle | undefined;
+  #file: RecordFile | undefined;
   #closeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(driver: QueueDriver, queue: string, consumer: string, lock: DriverLock, sync: boolean) {
@@ -36,7 +36,7 @@ export class PositionFile {
    * its line does not parse.
    */
   async load(): Promise<ConsumerPosition | "missing" | "empty" | "unreadable"> {
-    const bytes = await this.#driver.readFile(popInfoPath(this.#queue, this.#consumer));
+    const bytes = await this.#driver.readRecord(popInfoPath(this.#queue, this.#consumer));
     if (!bytes) return "missing";
     if (bytes.length === 0) return "empty";
     const pop = parsePopInfo(decoder.decode(bytes), this.#queue, this.#consumer);
@@ -49,8 +49,8 @@ export class PositionFile {
     // A holder whose lease ran out must not write over the new holder's position.
     await this.#lock.assertHeld?.();
     const line = formatPopInfo({ queue: this.#queue, consumer: this.#consumer, ...position });
-    const file = (this.#file ??= await this.#driver.open(popInfoPath(this.#queue, this.#consumer), { create: true }));
-    await file!.write(0, ascii.encode(line));
+    const file = (this.#file ??= await this.#driver.openRecord(popInfoPath(this.#queue, this.#consumer), { create: true }));
+    await file!.replace(ascii.encode(line));
     if (this.#sync) await file!.sync();
     this.#closeTimer = setTimeout(() => void this.close().catch(() => {}), IDLE_CLOSE_MS);
     (this.#closeTimer as { unref?: () => void }).unref?.();

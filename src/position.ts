@@ -1,7 +1,7 @@
 import type { ConsumerPosition } from "./cursor";
-import type { FileHandle, QueueDriver } from "./driver";
+import type { LogFile, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
-import { openShared } from "./handles";
+import { openSharedLog } from "./handles";
 import { partPath } from "./paths";
 import { HEADER_SIZE } from "./record";
 import type { StartPosition } from "./options";
@@ -31,7 +31,7 @@ export async function checkSavedPosition(
   fallback: () => Promise<ConsumerPosition>,
 ): Promise<ConsumerPosition> {
   const report = (message: string) => onProblem({ code: "BAD_POSITION", queue, part: saved.part, offset: saved.position, message: `Saved position of consumer "${consumer}" ${message}` });
-  const file = parts.includes(saved.part) ? await openShared(driver, partPath(queue, saved.part), { create: false }) : undefined;
+  const file = parts.includes(saved.part) ? await openSharedLog(driver, partPath(queue, saved.part), { create: false }) : undefined;
   if (!file) {
     // A part not made yet (the queue's newest, still empty) is a fine place to wait.
     const last = parts.at(-1);
@@ -61,7 +61,7 @@ export async function checkSavedPosition(
  * there: scans from `from`, a known record boundary of the same part (or its start).
  * A cursor that passes names a real position in the queue, handed out by any process.
  */
-export async function isRecordBoundary(file: FileHandle, from: ConsumerPosition, target: ConsumerPosition): Promise<boolean> {
+export async function isRecordBoundary(file: LogFile, from: ConsumerPosition, target: ConsumerPosition): Promise<boolean> {
   if (target.position === from.position) return target.count === from.count;
   if (target.position < from.position || target.position > (await file.size())) return false;
   let found = false;
@@ -82,7 +82,7 @@ export async function readPartEnd(driver: QueueDriver, queue: string, part: numb
   const push = await readPushInfo(driver, queue, part);
   const hint = { edge: push?.edge ?? 0, count: push?.count ?? 0 };
   if (!fromFile) return hint;
-  const file = await openShared(driver, partPath(queue, part), { create: false });
+  const file = await openSharedLog(driver, partPath(queue, part), { create: false });
   if (!file) return hint;
   try {
     const size = await file.size();

@@ -1,4 +1,4 @@
-import type { FileHandle, QueueDriver } from "./driver";
+import type { LogFile, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { parsePushInfo, parseQueueInfo, type PushInfo, type QueueInfo } from "./info";
 import { partOfDir, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
@@ -45,14 +45,14 @@ export async function readQueueInfo(
   queue: string,
   onProblem: (problem: QueueProblem) => void,
 ): Promise<QueueInfo | undefined> {
-  const { value, damaged } = await readInfoLine(() => driver.readFile(queueInfoPath(queue)), (text) => parseQueueInfo(text, queue));
+  const { value, damaged } = await readInfoLine(() => driver.readRecord(queueInfoPath(queue)), (text) => parseQueueInfo(text, queue));
   if (damaged) onProblem({ code: "BAD_INFO", queue, message: `${queueInfoPath(queue)} is unreadable or its crc fails; using the part directories.` });
   return value;
 }
 
 /** A part's push info line, or undefined when missing or damaged. */
 export async function readPushInfo(driver: QueueDriver, queue: string, part: number): Promise<PushInfo | undefined> {
-  return (await readInfoLine(() => driver.readFile(pushInfoPath(queue, part)), (text) => parsePushInfo(text, queue))).value;
+  return (await readInfoLine(() => driver.readRecord(pushInfoPath(queue, part)), (text) => parsePushInfo(text, queue))).value;
 }
 
 /**
@@ -78,7 +78,7 @@ export interface PartEnd {
 }
 
 /** Scans a part from a known record boundary (`from`, `count`) to `size` for its real end. */
-export async function scanPartEnd(file: FileHandle, from: number, count: number, size: number): Promise<PartEnd> {
+export async function scanPartEnd(file: LogFile, from: number, count: number, size: number): Promise<PartEnd> {
   const end: PartEnd = { edge: from, count, damage: [] };
   let skipped: { offset: number; bytes: number } | undefined;
   await scanPart(
@@ -119,7 +119,7 @@ export async function recoverPart(
   driver: QueueDriver,
   queue: string,
   part: number,
-  file: FileHandle,
+  file: LogFile,
   onProblem: (problem: QueueProblem) => void,
 ): Promise<RecoveredPart> {
   const size = await file.size();
@@ -145,7 +145,7 @@ export async function recoverPart(
 }
 
 /** Whether a v3 record header (crate 0.3.x) starts at `offset`: its magic, and its own offset. */
-export async function isV3Record(file: FileHandle, offset: number): Promise<boolean> {
+export async function isV3Record(file: LogFile, offset: number): Promise<boolean> {
   const head = await file.read(offset, HEADER_SIZE);
   if (head.length < HEADER_SIZE) return false;
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);

@@ -1,4 +1,4 @@
-import type { FileHandle } from "./driver";
+import type { LogFile } from "./driver";
 import { HEADER_SIZE, checkRecordCrc, findNextHeader, readHeader, type RecordHeader } from "./record";
 
 /**
@@ -40,7 +40,7 @@ export interface ScanResult {
   stopped: boolean;
 }
 
-export async function scanPart(file: FileHandle, options: ScanOptions, visit: RecordVisitor): Promise<ScanResult> {
+export async function scanPart(file: LogFile, options: ScanOptions, visit: RecordVisitor): Promise<ScanResult> {
   const { limit, chunkSize, onSkip } = options;
   let pos = options.from;
   let badFrom = -1; // start of a damaged region not yet reported

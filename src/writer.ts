@@ -1,8 +1,8 @@
 // Over 300 lines: one class whose batching, part rolling and recovery share the writer's
 // position and files; split, each piece would reach into the others' state.
-import type { DriverLock, FileHandle, QueueDriver } from "./driver";
+import type { DriverLock, LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError } from "./errors";
-import { openShared } from "./handles";
+import { openSharedLog, openSharedRecord } from "./handles";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
 import { openLocked } from "./locked";
@@ -39,9 +39,9 @@ export class QueueWriter {
   #part = 0;
   #edge = 0;
   #count = 0;
-  #partFile: FileHandle | undefined;
-  #pushInfoFile: FileHandle | undefined;
-  #queueInfoFile: FileHandle | undefined;
+  #partFile: LogFile | undefined;
+  #pushInfoFile: RecordFile | undefined;
+  #queueInfoFile: RecordFile | undefined;
 
   #pending: PendingPush[] = [];
   #flushing: Promise<void> | undefined;
@@ -201,7 +201,7 @@ export class QueueWriter {
       await this.#lock.assertHeld?.();
       if (readersWaiting) tail = writes === 0 && this.#part === start.part ? { start: this.#edge, data: buf.slice(0, used) } : undefined;
       writes++;
-      await this.#partFile!.write(this.#edge, buf.subarray(0, used));
+      await this.#partFile!.append(this.#edge, buf.subarray(0, used));
       this.#edge += used;
       used = 0;
       buf = this.#scratch;
@@ -263,7 +263,7 @@ export class QueueWriter {
 
   async #writePushInfo(): Promise<void> {
     const line = formatPushInfo({ queue: this.name, edge: this.#edge, count: this.#count });
-    await this.#pushInfoFile!.write(0, ascii.encode(line));
+    await this.#pushInfoFile!.replace(ascii.encode(line));
   }
 
   async #init(): Promise<void> {
@@ -273,11 +273,11 @@ export class QueueWriter {
     const info = await readQueueInfo(driver, this.name, onProblem);
     if (info === undefined && parts.length === 0) {
       if (!create) throw new VQueueError("E_NOT_FOUND", `Queue "${this.name}" does not exist.`);
-      this.#queueInfoFile = await openShared(driver, queueInfoPath(this.name), { create: true });
+      this.#queueInfoFile = await openSharedRecord(driver, queueInfoPath(this.name), { create: true });
       await this.#startPart(0);
       return;
     }
-    this.#queueInfoFile = await openShared(driver, queueInfoPath(this.name), { create: true });
+    this.#queueInfoFile = await openSharedRecord(driver, queueInfoPath(this.name), { create: true });
     const current = Math.max(info?.part ?? -1, parts.at(-1) ?? -1);
     if (!parts.includes(current)) {
       // The info line names a part whose directory is gone: start it afresh.
@@ -285,8 +285,8 @@ export class QueueWriter {
       return;
     }
     this.#part = current;
-    this.#partFile = await openShared(driver, partPath(this.name, current), { create: true });
-    this.#pushInfoFile = await openShared(driver, pushInfoPath(this.name, current), { create: true });
+    this.#partFile = await openSharedLog(driver, partPath(this.name, current), { create: true });
+    this.#pushInfoFile = await openSharedRecord(driver, pushInfoPath(this.name, current), { create: true });
     const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
     if (recovered.unsupported) {
       // Another format's part (left as it is): new records go to a new part of their own.
@@ -315,8 +315,8 @@ export class QueueWriter {
   async #startPart(part: number): Promise<void> {
     const driver = this.#driver;
     await driver.mkdir(partDir(this.name, part));
-    const partFile = await openShared(driver, partPath(this.name, part), { create: true });
-    const pushInfoFile = await openShared(driver, pushInfoPath(this.name, part), { create: true });
+    const partFile = await openSharedLog(driver, partPath(this.name, part), { create: true });
+    const pushInfoFile = await openSharedRecord(driver, pushInfoPath(this.name, part), { create: true });
     this.#partFile = partFile;
     this.#pushInfoFile = pushInfoFile;
     this.#part = part;
@@ -334,7 +334,7 @@ export class QueueWriter {
   }
 
   async #writeQueueInfo(): Promise<void> {
-    await this.#queueInfoFile!.write(0, ascii.encode(formatQueueInfo({ queue: this.name, part: this.#part })));
+    await this.#queueInfoFile!.replace(ascii.encode(formatQueueInfo({ queue: this.name, part: this.#part })));
     if (this.options.durability !== "none") await this.#queueInfoFile!.sync();
   }
 

@@ -44,16 +44,18 @@ describe.runIf(process.platform === "linux")("file descriptors", () => {
     // slowed down so that they overlap, and every handle is counted until it is closed.
     const base = fsDriver({ dir: link });
     let unclosed = 0;
+    const counted = async <T extends { close(): Promise<void> }>(open: () => Promise<T | undefined>): Promise<T | undefined> => {
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      const handle = await open();
+      if (!handle) return handle;
+      unclosed++;
+      let closed = false;
+      return { ...handle, close: () => (closed ? Promise.resolve() : ((closed = true), unclosed--, handle.close())) };
+    };
     const driver: QueueDriver = {
       ...base,
-      async open(path, options) {
-        await new Promise((resolve) => setTimeout(resolve, 3));
-        const handle = await base.open(path, options);
-        if (!handle) return handle;
-        unclosed++;
-        let closed = false;
-        return { ...handle, close: () => (closed ? Promise.resolve() : ((closed = true), unclosed--, handle.close())) };
-      },
+      openLog: (path, options) => counted(() => base.openLog(path, options)),
+      openRecord: (path, options) => counted(() => base.openRecord(path, options)),
     };
     const consumer = await QueueConsumer.open("orders", "c", { driver, pollIntervalMs: 1 });
     const seen: unknown[] = [];

@@ -222,8 +222,8 @@ describe("info lines read while another process rewrites them", () => {
     // What a reader sees in the instant a writer rewrites the line in place: part old, part new.
     const tearing: QueueDriver = {
       ...base,
-      async readFile(path) {
-        const bytes = await base.readFile(path);
+      async readRecord(path) {
+        const bytes = await base.readRecord(path);
         if (bytes && path === "orders_info_queue" && torn-- > 0) return Uint8Array.from([...bytes.subarray(0, 9), 0x39, ...bytes.subarray(10)]);
         return bytes;
       },

@@ -1,7 +1,7 @@
 import { constants, readSync, watch as fsWatch, writeSync } from "node:fs";
 import { mkdir, open, readFile, readdir, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
-import { defineDriver, type FileHandle } from "../../src/driver";
+import { defineDriver, type LogFile, type RecordFile } from "../../src/driver";
 import { optionError } from "../../src/check";
 import { ioError, VQueueError } from "../../src/errors";
 import { DEFAULT_DIR } from "../defaults";
@@ -50,22 +50,32 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     return full;
   };
 
+  /** Opens for positional reads and writes; with `create`, makes it (empty) if missing. */
+  const openFile = async (path: string, create: boolean): Promise<NodeFileHandle | undefined> => {
+    await ensureBase();
+    const full = abs(path);
+    try {
+      return await open(full, "r+");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") fail(error);
+      if (!create) return undefined;
+    }
+    // O_CREAT without O_TRUNC or O_APPEND: "w+" would truncate, "a+" ignores write positions.
+    return open(full, constants.O_RDWR | constants.O_CREAT, 0o644).catch(fail);
+  };
+
   return {
     name: DRIVER_NAME,
     storageKey: `${DRIVER_NAME}:${base}`,
-    async open(path, { create }) {
-      await ensureBase();
-      const full = abs(path);
-      try {
-        return createHandle(await open(full, "r+"), inlineIOBytes);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") fail(error);
-        if (!create) return undefined;
-      }
-      // O_CREAT without O_TRUNC or O_APPEND: "w+" would truncate, "a+" ignores write positions.
-      return createHandle(await open(full, constants.O_RDWR | constants.O_CREAT, 0o644).catch(fail), inlineIOBytes);
+    async openLog(path, { create }) {
+      const handle = await openFile(path, create);
+      return handle && createLog(handle, inlineIOBytes);
     },
-    async readFile(path) {
+    async openRecord(path, { create }) {
+      const handle = await openFile(path, create);
+      return handle && createRecord(handle);
+    },
+    async readRecord(path) {
       try {
         return await readFile(abs(path));
       } catch (error) {
@@ -127,39 +137,13 @@ function fail(error: unknown): never {
   throw ioError(DRIVER_NAME, error);
 }
 
-function createHandle(handle: NodeFileHandle, inlineIOBytes: number): FileHandle {
+function createLog(handle: NodeFileHandle, inlineIOBytes: number): LogFile {
   return {
     async size() {
       return (await handle.stat().catch(fail)).size;
     },
-    async read(position, length) {
-      const buffer = Buffer.allocUnsafe(length);
-      const inline = length <= inlineIOBytes;
-      let filled = 0;
-      try {
-        while (filled < length) {
-          const bytesRead = inline ? readSync(handle.fd, buffer, filled, length - filled, position + filled) : (await handle.read(buffer, filled, length - filled, position + filled)).bytesRead;
-          if (bytesRead === 0) break;
-          filled += bytesRead;
-        }
-      } catch (error) {
-        fail(error);
-      }
-      // A plain Uint8Array view: cheaper to slice than a Buffer, and the same on every driver.
-      return new Uint8Array(buffer.buffer, buffer.byteOffset, filled);
-    },
-    async write(position, data) {
-      const inline = data.length <= inlineIOBytes;
-      let written = 0;
-      try {
-        // A short write is continued, never ignored (FORMAT.md, bug 7).
-        while (written < data.length) {
-          written += inline ? writeSync(handle.fd, data, written, data.length - written, position + written) : (await handle.write(data, written, data.length - written, position + written)).bytesWritten;
-        }
-      } catch (error) {
-        fail(error);
-      }
-    },
+    read: (position, length) => readAt(handle, position, length, inlineIOBytes),
+    append: (at, data) => writeAt(handle, at, data, inlineIOBytes),
     async truncate(length) {
       await handle.truncate(length).catch(fail);
     },
@@ -170,4 +154,52 @@ function createHandle(handle: NodeFileHandle, inlineIOBytes: number): FileHandle
       await handle.close().catch(fail);
     },
   };
+}
+
+/** An info line's file, rewritten in place at offset 0 as the crate does (never renamed over). */
+function createRecord(handle: NodeFileHandle): RecordFile {
+  return {
+    // Info lines are short; the crate's leftovers after the first line are read too, and ignored.
+    read: () => readAt(handle, 0, RECORD_READ, RECORD_READ),
+    replace: (data) => writeAt(handle, 0, data, RECORD_READ),
+    async sync() {
+      await handle.datasync().catch(fail);
+    },
+    async close() {
+      await handle.close().catch(fail);
+    },
+  };
+}
+
+/** Bytes read of an info record: its line is far shorter (two names of at most 128 characters and three numbers). */
+const RECORD_READ = 1024;
+
+async function readAt(handle: NodeFileHandle, position: number, length: number, inlineIOBytes: number): Promise<Uint8Array> {
+  const buffer = Buffer.allocUnsafe(length);
+  const inline = length <= inlineIOBytes;
+  let filled = 0;
+  try {
+    while (filled < length) {
+      const bytesRead = inline ? readSync(handle.fd, buffer, filled, length - filled, position + filled) : (await handle.read(buffer, filled, length - filled, position + filled)).bytesRead;
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+  } catch (error) {
+    fail(error);
+  }
+  // A plain Uint8Array view: cheaper to slice than a Buffer, and the same on every driver.
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, filled);
+}
+
+async function writeAt(handle: NodeFileHandle, position: number, data: Uint8Array, inlineIOBytes: number): Promise<void> {
+  const inline = data.length <= inlineIOBytes;
+  let written = 0;
+  try {
+    // A short write is continued, never ignored (FORMAT.md, bug 7).
+    while (written < data.length) {
+      written += inline ? writeSync(handle.fd, data, written, data.length - written, position + written) : (await handle.write(data, written, data.length - written, position + written)).bytesWritten;
+    }
+  } catch (error) {
+    fail(error);
+  }
 }

@@ -1,4 +1,4 @@
-import { defineDriver, type DriverLock, type FileHandle } from "../../src/driver";
+import { defineDriver, type DriverLock, type LogFile, type RecordFile } from "../../src/driver";
 import { ioError } from "../../src/errors";
 
 const DRIVER_NAME = "memory";
@@ -39,21 +39,30 @@ const memoryDriver = defineDriver((options: MemoryDriverOptions = {}) => {
     for (const watcher of watchers) watcher();
   };
 
+  const openFile = (path: string, create: boolean): MemoryFile | undefined => {
+    let file = files.get(path);
+    if (!file) {
+      if (!create) return undefined;
+      // As the fs driver reports a file created in a missing directory.
+      if (!dirs.has(parentOf(path))) throw ioError(DRIVER_NAME, enoent(path));
+      file = { data: new Uint8Array(64), size: 0 };
+      files.set(path, file);
+    }
+    return file;
+  };
+
   return {
     name: DRIVER_NAME,
     storageKey: `${DRIVER_NAME}:${id}`,
-    async open(path, { create }) {
-      let file = files.get(path);
-      if (!file) {
-        if (!create) return undefined;
-        // As the fs driver reports a file created in a missing directory.
-        if (!dirs.has(parentOf(path))) throw ioError(DRIVER_NAME, enoent(path));
-        file = { data: new Uint8Array(64), size: 0 };
-        files.set(path, file);
-      }
-      return createHandle(file, changed);
+    async openLog(path, { create }) {
+      const file = openFile(path, create);
+      return file && createLog(file, changed);
     },
-    async readFile(path) {
+    async openRecord(path, { create }) {
+      const file = openFile(path, create);
+      return file && createRecord(file, changed);
+    },
+    async readRecord(path) {
       const file = files.get(path);
       return file ? file.data.slice(0, file.size) : undefined;
     },
@@ -98,7 +107,7 @@ export default memoryDriver;
 
 // --- Internal helpers ---
 
-function createHandle(file: MemoryFile, changed: () => void): FileHandle {
+function createLog(file: MemoryFile, changed: () => void): LogFile {
   return {
     async size() {
       return file.size;
@@ -107,16 +116,8 @@ function createHandle(file: MemoryFile, changed: () => void): FileHandle {
       // A copy, as a real read would give: callers may keep it.
       return file.data.slice(position, Math.min(position + length, file.size));
     },
-    async write(position, data) {
-      const end = position + data.length;
-      if (end > file.data.length) {
-        const grown = new Uint8Array(Math.max(end, file.data.length * 2));
-        grown.set(file.data.subarray(0, file.size));
-        file.data = grown;
-      }
-      if (position > file.size) file.data.fill(0, file.size, position);
-      file.data.set(data, position);
-      file.size = Math.max(file.size, end);
+    async append(at, data) {
+      writeAt(file, at, data);
       changed();
     },
     async truncate(length) {
@@ -131,6 +132,33 @@ function createHandle(file: MemoryFile, changed: () => void): FileHandle {
     async sync() {},
     async close() {},
   };
+}
+
+/** An info record, rewritten in place at offset 0 like the fs driver's (bytes after the new line may remain). */
+function createRecord(file: MemoryFile, changed: () => void): RecordFile {
+  return {
+    async read() {
+      return file.data.slice(0, file.size);
+    },
+    async replace(data) {
+      writeAt(file, 0, data);
+      changed();
+    },
+    async sync() {},
+    async close() {},
+  };
+}
+
+function writeAt(file: MemoryFile, position: number, data: Uint8Array): void {
+  const end = position + data.length;
+  if (end > file.data.length) {
+    const grown = new Uint8Array(Math.max(end, file.data.length * 2));
+    grown.set(file.data.subarray(0, file.size));
+    file.data = grown;
+  }
+  if (position > file.size) file.data.fill(0, file.size, position);
+  file.data.set(data, position);
+  file.size = Math.max(file.size, end);
 }
 
 function parentOf(path: string): string {

@@ -2,8 +2,8 @@ import { defineDriver } from "../../src/driver";
 import { checkOption, integer, optionError } from "../../src/check";
 import { ioError } from "../../src/errors";
 
-import { createChunkedHandle, createSmallHandle } from "./utils/unstorage-handles";
-import { copyOf, DRIVER_NAME, isChunked, joinKey, parentKey, toBytes, type Context, type UnstorageLike } from "./utils/unstorage-keys";
+import { createLogHandle, createRecordHandle } from "./utils/unstorage-handles";
+import { copyOf, DRIVER_NAME, joinKey, parentKey, toBytes, type Context, type UnstorageLike } from "./utils/unstorage-keys";
 import { acquireLock, localLocks, parseLock } from "./utils/unstorage-lock";
 
 export type { UnstorageLike } from "./utils/unstorage-keys";
@@ -72,28 +72,23 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
   return {
     name: DRIVER_NAME,
     storageKey,
-    async open(path, { create }) {
+    async openLog(path, { create }) {
       const key = ctx.keyOf(path);
-      if (isChunked(path)) {
-        if (await storage.hasItem(key)) return createChunkedHandle(ctx, key, undefined);
+      if (await storage.hasItem(key)) return createLogHandle(ctx, key, undefined);
+      if (!create) return undefined;
+      await storage.setItemRaw(key, new Uint8Array(0));
+      return createLogHandle(ctx, key, [{ start: 0, length: 0 }]);
+    },
+    async openRecord(path, { create }) {
+      const key = ctx.keyOf(path);
+      if (!(await storage.hasItem(key))) {
         if (!create) return undefined;
         await storage.setItemRaw(key, new Uint8Array(0));
-        return createChunkedHandle(ctx, key, [{ start: 0, length: 0 }]);
       }
-      let value = toBytes(await storage.getItemRaw(key));
-      if (!value) {
-        if (!create) return undefined;
-        value = new Uint8Array(0);
-        await storage.setItemRaw(key, value);
-      }
-      return createSmallHandle(ctx, key, value);
+      return createRecordHandle(ctx, key);
     },
-    async readFile(path) {
-      const key = ctx.keyOf(path);
-      if (!isChunked(path)) return copyOf(toBytes(await storage.getItemRaw(key)));
-      if (!(await storage.hasItem(key))) return undefined;
-      const handle = createChunkedHandle(ctx, key, undefined);
-      return handle.read(0, await handle.size());
+    async readRecord(path) {
+      return copyOf(toBytes(await storage.getItemRaw(ctx.keyOf(path))));
     },
     async list(dir) {
       const prefix = joinKey(base, dir);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { QueueDriver } from "../../src/driver";
+import { appendToLog, logSize, patchLog, replaceRecord } from "../helpers/damage";
 import { VQueueError } from "../../src/errors";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
@@ -65,12 +66,10 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       const ctx = await setup();
       const q = await writer(ctx.driver);
       await q.pushBatch(["a", "b"]);
-      const lagging = await ctx.driver.readFile("q-0/q_info_push");
+      const lagging = await ctx.driver.readRecord("q-0/q_info_push");
       await q.pushBatch(["c", "d"]);
       await q.close();
-      const file = await ctx.driver.open("q-0/q_info_push", { create: false });
-      await file!.write(0, lagging!);
-      await file!.close();
+      await replaceRecord(ctx.driver, "q-0/q_info_push", lagging!);
       const c = await consumer(ctx.reopen());
       expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["a", "b", "c", "d"]);
       expect((await inspectQueue(ctx.reopen(), "q"))?.messages).toBe(4);
@@ -221,9 +220,9 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       // The same driver, recording which files are read (the consumer's I/O is what is checked).
       const counted: QueueDriver = {
         ...driver,
-        async open(path, options) {
-          const handle = await driver.open(path, options);
-          return handle && { ...handle, read: (position, length) => (path.endsWith("_info_push") && infoReads.push(path), handle.read(position, length)) };
+        async openRecord(path, options) {
+          const handle = await driver.openRecord(path, options);
+          return handle && { ...handle, read: () => (path.endsWith("_info_push") && infoReads.push(path), handle.read()) };
         },
       };
       const q = await writer(driver);
@@ -347,11 +346,11 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       const q = await QueueWriter.open("q", { driver: ctx.driver, durability: "none" });
       const positions = await q.pushBatch(Array.from({ length: 20 }, (_, i) => `record-${i}`));
       await q.close();
-      const file = (await ctx.driver.open("q-0/q_queue", { create: false }))!;
       // Damage the body of record 5 and the header of record 12.
-      await file.write(positions[5]!.offset + 27, new Uint8Array([0x58]));
-      await file.write(positions[12]!.offset + 13, new Uint8Array([0x00]));
-      await file.close();
+      await patchLog(ctx.driver, "q-0/q_queue", [
+        [positions[5]!.offset + 27, new Uint8Array([0x58])],
+        [positions[12]!.offset + 13, new Uint8Array([0x00])],
+      ]);
       const problems: QueueProblem[] = [];
       const c = await consumer(ctx.reopen(), "q", "c", { onProblem: (p) => problems.push(p) });
       const got = await c.read({ max: 100 });
@@ -368,20 +367,18 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       await q.pushBatch(["one", "two"]);
       await q.close();
       // Simulate a crash mid-batch: a whole record past the info edge, then half a record.
-      const file = (await ctx.driver.open("q-0/q_queue", { create: false }))!;
-      const size = await file.size();
+      const size = await logSize(ctx.driver, "q-0/q_queue");
       const scratch = await QueueWriter.open("s", { driver: ctx.driver, durability: "none" });
       await scratch.pushBatch(["x", "three", "four"]);
       await scratch.close();
-      const source = (await ctx.driver.open("s-0/s_queue", { create: false }))!;
+      const source = (await ctx.driver.openLog("s-0/s_queue", { create: false }))!;
       const extra = await source.read(0, 1000);
       await source.close();
       // Re-address the copied records: rewrite them through a writer of "q"'s layout.
       const three = rebase(extra.subarray(26, 26 + 30), size, 3);
       const four = rebase(extra.subarray(56, 56 + 29), size + 30, 4);
-      await file.write(size, three);
-      await file.write(size + 30, four.subarray(0, 20));
-      await file.close();
+      await appendToLog(ctx.driver, "q-0/q_queue", three);
+      await appendToLog(ctx.driver, "q-0/q_queue", four.subarray(0, 20));
       const problems: QueueProblem[] = [];
       const reopened = await writer(ctx.reopen(), "q", { onProblem: (p) => problems.push(p) });
       expect(problems.map((p) => p.code)).toEqual(["TORN_TAIL"]);
@@ -397,9 +394,9 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       const q = await QueueWriter.open("q", { driver: ctx.driver, durability: "none" });
       await q.pushBatch(["a", "b", "c"]);
       await q.close();
-      const info = (await ctx.driver.open("q-0/q_info_push", { create: false }))!;
-      await info.write(2, new TextEncoder().encode("9"));
-      await info.close();
+      const line = (await ctx.driver.readRecord("q-0/q_info_push"))!;
+      line.set(new TextEncoder().encode("9"), 2);
+      await replaceRecord(ctx.driver, "q-0/q_info_push", line);
       const problems: QueueProblem[] = [];
       const reopened = await writer(ctx.reopen(), "q", { onProblem: (p) => problems.push(p) });
       await reopened.push("d");

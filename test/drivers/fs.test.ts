@@ -65,7 +65,8 @@ describe("fs driver", () => {
   it("never touches a path outside its directory", async () => {
     const dir = await freshDir();
     const driver = fsDriver({ dir });
-    await expect(driver.open("../escape", { create: true })).rejects.toMatchObject({ code: "E_NAME" });
+    await expect(driver.openLog("../escape", { create: true })).rejects.toMatchObject({ code: "E_NAME" });
+    await expect(driver.openRecord("../escape", { create: true })).rejects.toMatchObject({ code: "E_NAME" });
     await expect(driver.list("/etc")).rejects.toMatchObject({ code: "E_NAME" });
   });
 });

@@ -90,10 +90,10 @@ describe("storage failures", () => {
     const root = await tempDir();
     writeFileSync(join(root, "file"), "x");
     const fs = fsDriver({ dir: join(root, "file", "sub") });
-    expect(await fs.open("q_info_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", message: expect.stringMatching(/^The fs driver failed: ENOTDIR/), cause: { code: "ENOTDIR" } });
+    expect(await fs.openRecord("q_info_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", message: expect.stringMatching(/^The fs driver failed: ENOTDIR/), cause: { code: "ENOTDIR" } });
 
     const memory = memoryDriver({});
-    expect(await memory.open("q-0/q_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", cause: { code: "ENOENT" } });
+    expect(await memory.openLog("q-0/q_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", cause: { code: "ENOENT" } });
 
     const broken = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6379"), { code: "ECONNREFUSED" });
     const storage = createStorage();

@@ -23,9 +23,9 @@ function records(bodies: string[]): Uint8Array {
 describe("recovery", () => {
   it("scanPartEnd finds the end of the valid records, damage kept in place, and a torn tail", async () => {
     const whole = records(["a", "bb", "ccc"]);
-    const file = (await memoryDriver().open("p", { create: true }))!;
-    await file.write(0, whole);
-    await file.write(whole.length, whole.subarray(0, 10)); // half a header
+    const file = (await memoryDriver().openLog("p", { create: true }))!;
+    await file.append(0, whole);
+    await file.append(whole.length, whole.subarray(0, 10)); // half a header
     const end = await scanPartEnd(file, 0, 0, whole.length + 10);
     expect(end).toEqual({ edge: whole.length, count: 3, damage: [], tail: { offset: whole.length, bytes: 10 } });
   });
@@ -34,11 +34,11 @@ describe("recovery", () => {
     const driver = memoryDriver();
     const whole = records(["a", "bb"]);
     await driver.mkdir("q-0");
-    const file = (await driver.open("q-0/q_queue", { create: true }))!;
-    await file.write(0, whole);
-    await file.write(whole.length, new Uint8Array([1, 2, 3]));
-    const info = (await driver.open("q-0/q_info_push", { create: true }))!;
-    await info.write(0, text.encode(formatPushInfo({ queue: "q", edge: 26, count: 1 })));
+    const file = (await driver.openLog("q-0/q_queue", { create: true }))!;
+    await file.append(0, whole);
+    await file.append(whole.length, new Uint8Array([1, 2, 3]));
+    const info = (await driver.openRecord("q-0/q_info_push", { create: true }))!;
+    await info.replace(text.encode(formatPushInfo({ queue: "q", edge: 26, count: 1 })));
     const problems: QueueProblem[] = [];
     const recovered = await recoverPart(driver, "q", 0, file, (p) => problems.push(p));
     expect(recovered).toEqual({ edge: whole.length, count: 2, infoStale: true });

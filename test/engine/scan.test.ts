@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { FileHandle } from "../../src/driver";
+import type { LogFile } from "../../src/driver";
 import { HEADER_SIZE, TYPE_STRING, writeRecord } from "../../src/record";
 import { scanPart, type ChunkCache } from "../../src/scan";
 
 const text = new TextEncoder();
 
 /** A part file of records with these bodies, on the memory driver. */
-async function part(bodies: string[]): Promise<{ file: FileHandle; bytes: Uint8Array; ends: number[] }> {
+async function part(bodies: string[]): Promise<{ file: LogFile; bytes: Uint8Array; ends: number[] }> {
   const size = bodies.reduce((sum, b) => sum + HEADER_SIZE + text.encode(b).length, 0);
   const bytes = new Uint8Array(size);
   const view = new DataView(bytes.buffer);
@@ -20,12 +20,12 @@ async function part(bodies: string[]): Promise<{ file: FileHandle; bytes: Uint8A
     at += HEADER_SIZE + data.length;
     ends.push(at);
   });
-  const file = (await memoryDriver().open("p", { create: true }))!;
-  await file.write(0, bytes);
+  const file = (await memoryDriver().openLog("p", { create: true }))!;
+  await file.append(0, bytes);
   return { file, bytes, ends };
 }
 
-async function scan(file: FileHandle, from: number, limit: number, chunkSize = 64, cache?: ChunkCache) {
+async function scan(file: LogFile, from: number, limit: number, chunkSize = 64, cache?: ChunkCache) {
   const seen: number[] = [];
   const skips: [number, number][] = [];
   const result = await scanPart(file, { from, limit, chunkSize, cache, onSkip: (o, b) => skips.push([o, b]) }, (_b, _v, _a, h) => (seen.push(h.seq), true));
@@ -58,7 +58,8 @@ describe("scanPart", () => {
   it("steps over a damaged record (bad crc) to the next valid one, reporting the region once", async () => {
     const { file, bytes, ends } = await part(["a", "bb", "c"]);
     bytes[ends[0]! + HEADER_SIZE]! ^= 0xff; // a body byte of record 2
-    await file.write(0, bytes);
+    await file.truncate(0);
+    await file.append(0, bytes);
     const { seen, skips } = await scan(file, 0, bytes.length);
     expect(seen).toEqual([1, 3]);
     expect(skips).toEqual([[ends[0], ends[1]! - ends[0]!]]);
@@ -69,7 +70,7 @@ describe("scanPart", () => {
     const cache: ChunkCache = { buf: undefined, pos: 0 };
     await scan(file, 0, bytes.length, 1024, cache);
     let reads = 0;
-    const counting: FileHandle = { ...file, read: (p, l) => (reads++, file.read(p, l)) };
+    const counting: LogFile = { ...file, read: (p, l) => (reads++, file.read(p, l)) };
     expect((await scan(counting, 0, bytes.length, 1024, cache)).seen).toEqual([1, 2, 3]);
     expect(reads).toBe(0);
   });

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { FileHandle, QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { VQueueError } from "../../src/errors";
 import { errorResponse } from "../../runtime/errors";
@@ -22,25 +22,27 @@ function emfile(path: string): Error {
 /** The memory driver with at most `limit` handles open at once (`Infinity` until set), as a process under `ulimit -n`. */
 function limitedDriver(): QueueDriver & { open_: number; limit: number } {
   const inner = memoryDriver();
+  const limited = async <T extends { close(): Promise<void> }>(path: string, open: () => Promise<T | undefined>): Promise<T | undefined> => {
+    if (driver.open_ >= driver.limit) throw emfile(path);
+    const handle = await open();
+    if (!handle) return undefined;
+    driver.open_++;
+    let closed = false;
+    return {
+      ...handle,
+      close: async () => {
+        if (!closed) driver.open_--;
+        closed = true;
+        await handle.close();
+      },
+    };
+  };
   const driver = {
     ...inner,
     open_: 0,
     limit: Infinity,
-    async open(path: string, options: { create: boolean }): Promise<FileHandle | undefined> {
-      if (driver.open_ >= driver.limit) throw emfile(path);
-      const handle = await inner.open(path, options);
-      if (!handle) return undefined;
-      driver.open_++;
-      let closed = false;
-      return {
-        ...handle,
-        close: async () => {
-          if (!closed) driver.open_--;
-          closed = true;
-          await handle.close();
-        },
-      };
-    },
+    openLog: (path: string, options: { create: boolean }) => limited(path, () => inner.openLog(path, options)),
+    openRecord: (path: string, options: { create: boolean }) => limited(path, () => inner.openRecord(path, options)),
   };
   return driver;
 }

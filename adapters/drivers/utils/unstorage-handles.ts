@@ -1,13 +1,13 @@
-import type { FileHandle } from "../../../src/driver";
-import { CHUNK_RE, PAD, chunkKey, parentKey, toBytes, type Chunk, type Context } from "./unstorage-keys";
+import type { LogFile, RecordFile } from "../../../src/driver";
+import { VQueueError } from "../../../src/errors";
+import { CHUNK_RE, DRIVER_NAME, PAD, chunkKey, parentKey, toBytes, type Chunk, type Context } from "./unstorage-keys";
 
 /**
- * A part: chunk starts and lengths as far as known, and the last chunk fetched. Chunks are
- * immutable once written, except by `truncate` (crash recovery) and by writes inside the
- * file (which the engine does not do in normal running). A reader learns about appends by
+ * A part's log: chunk starts and lengths as far as known, and the last chunk fetched. Chunks
+ * are immutable once written, except by `truncate` (a torn tail, crash recovery). A reader learns about appends by
  * probing the key right after the last chunk it knows, and re-lists on a miss.
  */
-export function createChunkedHandle(ctx: Context, key: string, known: Chunk[] | undefined): FileHandle {
+export function createLogHandle(ctx: Context, key: string, known: Chunk[] | undefined): LogFile {
   const { storage, maxChunkBytes } = ctx;
   let chunks = known;
   let cache: { start: number; data: Uint8Array } | undefined;
@@ -102,40 +102,17 @@ export function createChunkedHandle(ctx: Context, key: string, known: Chunk[] | 
       }
       return filled === length ? out : out.subarray(0, filled);
     },
-    async write(position, data) {
+    async append(at, data) {
       const list = chunks ?? (await relist());
       const end = await settle(list);
-      if (position < end) {
-        // Inside the file: patch the chunks it covers, each under its own key.
-        const stop = Math.min(end, position + data.length);
-        for (const chunk of list) {
-          const chunkEnd = chunk.start + chunk.length;
-          if (chunkEnd <= position || chunk.start >= stop) continue;
-          cache = undefined;
-          const old = toBytes(await storage.getItemRaw(chunkKey(key, chunk.start))) ?? new Uint8Array(0);
-          const patched = new Uint8Array(Math.max(old.length, chunk.length));
-          patched.set(old);
-          const from = Math.max(position, chunk.start);
-          patched.set(data.subarray(from - position, Math.min(chunkEnd, stop) - position), from - chunk.start);
-          await storage.setItemRaw(chunkKey(key, chunk.start), patched);
-        }
-        if (stop === position + data.length) return;
-        data = data.subarray(stop - position);
-        position = stop;
-      }
-      if (position > end) {
-        // Past the end: the gap reads as zeros, as in a file.
-        await append(list, end, new Uint8Array(position - end));
-      }
-      await append(list, position, data);
+      // Only at the end: a chunk is immutable once written (a reader may hold it).
+      if (at !== end) throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot append at byte ${at} of ${JSON.stringify(key)}: the log ends at ${end}.`);
+      await append(list, at, data);
     },
     async truncate(length) {
       const list = chunks ?? (await relist());
       const end = await settle(list);
-      if (length >= end) {
-        if (length > end) await append(list, end, new Uint8Array(length - end));
-        return;
-      }
+      if (length >= end) return; // only a torn tail is ever cut
       // Later chunks go first, last one first, so a crash leaves a contiguous prefix.
       while (list.length > 1 && list.at(-1)!.start >= length) {
         await storage.removeItem(chunkKey(key, list.pop()!.start));
@@ -157,36 +134,20 @@ export function createChunkedHandle(ctx: Context, key: string, known: Chunk[] | 
   };
 }
 
-/**
- * An info file: one key, read fresh on every read (a poll). Writes patch the value this
- * handle last read or wrote: each info file has a single writer (the lock holder).
- */
-export function createSmallHandle(ctx: Context, key: string, initial: Uint8Array): FileHandle {
+/** An info record: one key, read fresh on every read (a poll), replaced whole. */
+export function createRecordHandle(ctx: Context, key: string): RecordFile {
   const { storage } = ctx;
-  let value = initial;
-  const load = async () => (value = toBytes(await storage.getItemRaw(key)) ?? new Uint8Array(0));
   return {
-    async size() {
-      return (await load()).length;
+    async read() {
+      return toBytes(await storage.getItemRaw(key)) ?? new Uint8Array(0);
     },
-    async read(position, length) {
-      return (await load()).slice(position, position + length);
+    async replace(data) {
+      // A copy: the memory backend keeps the very buffer it is given, and callers reuse theirs.
+      await storage.setItemRaw(key, data.slice());
     },
-    async write(position, data) {
-      const next = new Uint8Array(Math.max(value.length, position + data.length));
-      next.set(value);
-      next.set(data, position);
-      await storage.setItemRaw(key, next);
-      value = next;
+    async sync() {
+      // A finished setItemRaw is as durable as the backend makes it (README).
     },
-    async truncate(length) {
-      await load();
-      const next = new Uint8Array(length);
-      next.set(value.subarray(0, length));
-      await storage.setItemRaw(key, next);
-      value = next;
-    },
-    async sync() {},
     async close() {},
   };
 }

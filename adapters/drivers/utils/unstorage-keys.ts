@@ -26,12 +26,6 @@ export interface Chunk {
 export const PAD = 15; // offsets up to 10^15 - 1: keys sort in offset order
 export const CHUNK_RE = /~(\d{15})$/;
 
-/** Part files (`Q-<id>/Q_queue`) are the only appended files: they get chunks. */
-export function isChunked(path: string): boolean {
-  const cut = path.indexOf("/");
-  return cut > 0 && path.endsWith("_queue") && path.indexOf("/", cut + 1) < 0;
-}
-
 export function chunkKey(key: string, start: number): string {
   return start === 0 ? key : `${key}~${String(start).padStart(PAD, "0")}`;
 }

@@ -41,11 +41,6 @@ export function openSharedRecord(driver: QueueDriver, path: string, options: { c
   }));
 }
 
-/** Handles open through the shared table right now (for tests that count descriptors). */
-export function sharedHandleCount(): number {
-  return entries.size;
-}
-
 /**
  * Opens (with `create`, makes) or joins the handle already open; undefined when it does not
  * exist. `wrap` gives each caller its own view whose `close` lets go of one reference.

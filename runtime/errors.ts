@@ -27,7 +27,8 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
   // A well-formed cursor for messages this server has not handed out (malformed ones are 400 E_PARAM).
   E_CURSOR: 409,
   E_CORRUPT: 500,
-  E_IO: 500,
+  // The storage failed (the writer is reopened on the next push): a retry may succeed.
+  E_IO: 503,
 };
 
 /** The JSON error response for any thrown value; faults (5xx) are logged. */
@@ -47,7 +48,8 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
   if (err instanceof ApiError) {
     ({ status, code, message, headers } = err);
   } else if (VQueueError.isError(err)) {
-    status = ENGINE_STATUS[err.code] ?? 500;
+    // A full disk is the storage's, not a passing fault: 507 Insufficient Storage.
+    status = err.code === "E_IO" && isOutOfSpace(err) ? 507 : (ENGINE_STATUS[err.code] ?? 500);
     code = err.code;
     message = err.message;
   } else if (isHttpError(err) && err.status < 500) {
@@ -94,10 +96,18 @@ function tooManyFilesError(): ApiError {
 
 /** True for EMFILE/ENFILE (the process or the system is out of file descriptors), anywhere in the `cause` chain. */
 export function isTooManyFiles(error: unknown): boolean {
+  return hasCode(error, ["EMFILE", "ENFILE"]);
+}
+
+/** True for ENOSPC/EDQUOT (no space left, or over quota) anywhere in the `cause` chain. */
+function isOutOfSpace(error: unknown): boolean {
+  return hasCode(error, ["ENOSPC", "EDQUOT"]);
+}
+
+function hasCode(error: unknown, codes: string[]): boolean {
   // Bounded: a cause chain may loop.
   for (let e = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (code === "EMFILE" || code === "ENFILE") return true;
+    if (codes.includes((e as { code?: string }).code as string)) return true;
   }
   return false;
 }

@@ -106,8 +106,8 @@ describe("out of file descriptors", () => {
       await expectBusy(res);
     }
     expect(logger.error).not.toHaveBeenCalled();
-    // Other I/O faults stay 500 (and are logged).
-    expect(errorResponse(new VQueueError("E_IO", "disk", { cause: Object.assign(new Error("EIO"), { code: "EIO" }) }), logger).status).toBe(500);
+    // Other I/O faults are a 503 E_IO (a retry reopens the writer), and are logged.
+    expect(errorResponse(new VQueueError("E_IO", "disk", { cause: Object.assign(new Error("EIO"), { code: "EIO" }) }), logger).status).toBe(503);
     expect(logger.error).toHaveBeenCalledTimes(1);
   });
 

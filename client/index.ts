@@ -14,6 +14,8 @@ import type {
   QueueListResponse,
   ProduceResponse,
   RewindResponse,
+  SeekRequest,
+  SeekResponse,
 } from "../protocol/api";
 import { toBase64 } from "../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord } from "../protocol/binary";
@@ -96,6 +98,8 @@ export interface VQueueClient {
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
+  /** Moves the consumer (and saves it there): "earliest", "latest", a cursor, or `{ part, seq }` (that message comes next). */
+  seek(queue: string, consumer: string, to: SeekRequest["to"], options?: { signal?: AbortSignal }): Promise<SeekResponse>;
   /**
    * One message, or an array of them (a batch; a JSON array as one message goes in one: `[[1, 2]]`).
    * Text, bytes, or a JSON value; anything else (a Date, a Map, undefined...) is refused, by
@@ -171,6 +175,7 @@ export function createClient(options: ClientOptions): VQueueClient {
       request(`${c(queue, consumer)}/commit`, { method: "POST", idempotent: true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
 
     rewind: (queue, consumer, opts = {}) => request(`${c(queue, consumer)}/rewind`, { method: "POST", idempotent: true, signal: opts.signal }),
+    seek: (queue, consumer, to, opts = {}) => request(`${c(queue, consumer)}/seek`, { method: "POST", body: { to }, idempotent: true, signal: opts.signal }),
 
     // async: a message refused by toJSONText rejects the promise rather than throwing.
     async produce(queue: string, messages: unknown, opts: ProduceOptions = {}) {

@@ -113,6 +113,14 @@ export interface CommitResponse {
 }
 
 /** `POST /api/v1/queues/{queue}/consumers/{consumer}/rewind` */
+/** `POST .../seek` body: where to move the consumer (a cursor, or a message by part and sequence: it comes next). */
+export interface SeekRequest {
+  to: "earliest" | "latest" | (string & {}) | { part: number; seq: number };
+}
+
+/** `POST .../seek`: where the next consume starts, as a cursor (saved). */
+export type SeekResponse = RewindResponse;
+
 export interface RewindResponse {
   queue: string;
   consumer: string;

@@ -1,4 +1,5 @@
 import type { QueueConsumer } from "../src/consumer";
+import type { SeekTarget } from "../src/seek";
 import type { Message } from "../src/message";
 import { ApiError, isTooManyFiles } from "./errors";
 
@@ -89,13 +90,23 @@ export class ConsumerSlot {
   }
 
   /** Hands out again everything after the saved position (after a client lost a batch). Returns that position's cursor. */
-  async rewind(): Promise<string> {
+  rewind(): Promise<string> {
+    return this.#move(() => this.consumer.rewind());
+  }
+
+  /** Moves the consumer (see the engine's `seek`), between reads. Returns where it now is, as a cursor. */
+  seek(to: SeekTarget): Promise<string> {
+    return this.#move(() => this.consumer.seek(to));
+  }
+
+  /** Runs a move of the reading position between reads (one at a time with them). */
+  async #move(move: () => Promise<unknown>): Promise<string> {
     if (this.#stopReason) this.#ended();
     this.#active++;
     try {
       await this.#mutex.acquire();
       try {
-        await this.consumer.rewind();
+        await move();
         return this.consumer.cursor;
       } finally {
         this.#mutex.release();

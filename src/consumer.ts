@@ -12,6 +12,7 @@ import { consumerLockPath } from "./paths";
 import { PartReader } from "./part-reader";
 import { checkSavedPosition, startPosition } from "./position";
 import { PositionFile } from "./position-file";
+import { resolveSeek, type SeekTarget } from "./seek";
 import { listParts, readQueueInfo } from "./recovery";
 import { watchStorage } from "./watch";
 
@@ -186,6 +187,24 @@ export class QueueConsumer {
     });
     this.#commitChain = run.catch(() => {});
     return run;
+  }
+
+  /**
+   * Moves the consumer to the oldest message, the end, a cursor, or a message by part and
+   * sequence number, and saves that position (backwards too: what lies after it is handed out
+   * again). Resolves with the position.
+   */
+  async seek(to: SeekTarget): Promise<ConsumerPosition> {
+    this.#assertOpen();
+    const target = await resolveSeek(this.#driver, this.queue, to);
+    const run = this.#commitChain.then(async () => {
+      await this.#exclusive(() => this.#reader.openAt(target));
+      await this.#positionFile.save(target);
+      this.#committed = target;
+    });
+    this.#commitChain = run.catch(() => {});
+    await run;
+    return { ...target };
   }
 
   /** Hands out again everything after the saved position (e.g. after a failed batch). */

@@ -1,6 +1,7 @@
 export { QueueWriter, openQueue } from "./writer";
 export { QueueConsumer, openConsumer } from "./consumer";
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./consumer";
+export type { SeekTarget } from "./seek";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
 export type { QueueStats, ConsumerStats } from "./inspect";
 export { VQueueError } from "./errors";

@@ -1,5 +1,5 @@
 import { FastResponse } from "srvx";
-import type { CommitResponse, RewindResponse } from "../../protocol/api";
+import type { CommitResponse, RewindResponse, SeekRequest, SeekResponse } from "../../protocol/api";
 import { BATCH_CONTENT_TYPE, encodeBatch } from "../../protocol/binary";
 import { cursorAfter, isCursor } from "../../protocol/cursor";
 import { utf8 } from "../../protocol/utf8";
@@ -95,7 +95,46 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
       },
     },
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/consumers/:consumer/seek",
+      openapi: {
+        summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, or a message by part and sequence (it comes next); creates the consumer",
+        requestBody: {
+          required: true,
+          content: jsonContent({
+            type: "object",
+            required: ["to"],
+            properties: { to: { oneOf: [{ type: "string", description: '"earliest", "latest" or a cursor' }, { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } }] } },
+          }),
+        },
+        responses: { ...errorResponses, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const to = await seekTarget(event.req);
+        const slot = await ctx.registry.consumer(queue, consumer);
+        return json<SeekResponse>({ queue, consumer, cursor: await slot.seek(to) });
+      },
+    },
   ];
+}
+
+/** The `to` of a seek body: "earliest", "latest", a cursor, or `{ part, seq }`. */
+async function seekTarget(request: Request): Promise<SeekRequest["to"]> {
+  const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
+  let to: unknown;
+  try {
+    to = (JSON.parse(utf8.decode(body)) as { to?: unknown })?.to;
+  } catch {
+    throw new ApiError(400, "E_BODY", 'The seek body is not valid JSON: send {"to": "earliest"}, "latest", a cursor, or {"part": 0, "seq": 1}.');
+  }
+  if (to === "earliest" || to === "latest" || isCursor(to)) return to as string;
+  const target = to as { part?: unknown; seq?: unknown } | null;
+  if (target && typeof target === "object" && Number.isSafeInteger(target.part) && Number.isSafeInteger(target.seq) && (target.part as number) >= 0 && (target.seq as number) >= 1) {
+    return { part: target.part as number, seq: target.seq as number };
+  }
+  throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", or {"part": n >= 0, "seq": n >= 1}.`);
 }
 
 /** The binary media type the client asked for, if any. */

@@ -1,0 +1,43 @@
+import { defineCommand } from "citty";
+import type { SeekRequest } from "../../protocol/api";
+import { isCursor } from "../../protocol/cursor";
+import { QueueConsumer } from "../../src/consumer";
+import { formatCursor } from "../../src/cursor";
+import { apiClient, CliError, explain, log, openStorage, storageLabel, targetArgs } from "./_shared";
+
+export const seek = defineCommand({
+  meta: { name: "seek", description: "Move a consumer, and save it there: to the oldest message, the end, a cursor, or a message by part and sequence" },
+  args: {
+    queue: { type: "positional", required: true, description: "The queue" },
+    consumer: { type: "positional", required: true, description: "The consumer (created if missing)" },
+    to: { type: "positional", required: true, description: "earliest, latest, a cursor <part>.<position>.<count>, or <part>:<seq> (that message comes next)" },
+    ...targetArgs,
+  },
+  async run({ args }) {
+    const to = parseTarget(args.to);
+    const cursor = args.url ? (await apiClient(args.url, args.user).seek(args.queue, args.consumer, to)).cursor : await seekDirect(args, args.queue, args.consumer, to);
+    log.success(`Consumer "${args.consumer}" of "${args.queue}" is now at ${cursor}.`);
+  },
+});
+
+/** `earliest`, `latest`, a cursor, or `<part>:<seq>`. */
+function parseTarget(text: string): SeekRequest["to"] {
+  if (text === "earliest" || text === "latest" || isCursor(text)) return text;
+  const match = /^(\d{1,15}):(\d{1,10})$/.exec(text);
+  if (match && Number(match[2]) >= 1) return { part: Number(match[1]), seq: Number(match[2]) };
+  throw new CliError(`Invalid target ${JSON.stringify(text)}: use earliest, latest, a cursor <part>.<position>.<count>, or <part>:<seq> (seq from 1).`);
+}
+
+async function seekDirect(target: { dir?: string; storage?: string }, queue: string, name: string, to: SeekRequest["to"]): Promise<string> {
+  const driver = await openStorage(target);
+  try {
+    const consumer = await QueueConsumer.open(queue, name, { driver }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
+    try {
+      return formatCursor(await consumer.seek(to));
+    } finally {
+      await consumer.close();
+    }
+  } finally {
+    await driver.dispose?.();
+  }
+}

@@ -208,6 +208,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers/{consumer}/commit",
       "/api/v1/queues/{queue}/consumers/{consumer}/messages",
       "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
+      "/api/v1/queues/{queue}/consumers/{consumer}/seek",
       "/api/v1/queues/{queue}/messages",
       "/health",
     ]);

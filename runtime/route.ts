@@ -52,7 +52,10 @@ export function apiHandler(ctx: RouteContext, handler: RouteHandler): (event: H3
 /** Registers every route of the table, then the JSON 405 (with `Allow`) and 404 for anything else. */
 export function registerRoutes(app: H3, ctx: RouteContext, routes: ApiRoute[]): void {
   for (const route of routes) {
-    app.on(route.method, route.route, route.open ? (event) => route.handler(event, undefined) : apiHandler(ctx, route.handler));
+    const handler = route.open ? (event: H3Event) => route.handler(event, undefined) : apiHandler(ctx, route.handler);
+    app.on(route.method, route.route, handler);
+    // A GET answers HEAD too, as `Allow` says (h3 does not route HEAD to GET): the server sends the headers only.
+    if (route.method === "GET" && !route.noHead) app.on("HEAD", route.route, handler);
   }
   const patterns = routes.map((route) => ({ route, re: pathRegExp(route.route) }));
   app.all("/**", (event) => {

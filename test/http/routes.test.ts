@@ -1,3 +1,4 @@
+import { startServer } from "./_server";
 import { afterAll, describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
@@ -47,6 +48,18 @@ describe("the route table", () => {
       const body = res.headers.get("content-type")?.startsWith("application/json") ? await res.json() : {};
       // Its own answer (maybe 404 E_NOT_FOUND, 401...), not the table's 404 or 405.
       expect(body.error?.code ?? "", `${route.method} ${route.route}`).not.toMatch(/^E_(ROUTE|METHOD)$/);
+    }
+  });
+
+  it("answers HEAD wherever Allow names it, as the GET does, with no body over HTTP", async () => {
+    const s = await startServer();
+    for (const [route, allow] of Object.entries(ALLOW)) {
+      if (!allow.includes("HEAD")) continue;
+      const path = example(route);
+      const [get, head] = [await s.get(path), await s.get(path, { method: "HEAD" })];
+      expect(head.status, path).toBe(get.status);
+      expect(head.headers.get("content-type"), path).toBe(get.headers.get("content-type"));
+      expect(await head.text(), path).toBe("");
     }
   });
 

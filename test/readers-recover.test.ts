@@ -29,6 +29,17 @@ async function queueOnDisk(count: number, options: { keepInfoAt?: number } = {})
   return { dir, lagging };
 }
 
+/** A queue "orders" whose writer was opened three times: parts 0, 1 and 2, one message each (m0, m1, m2). */
+async function queueInThreeParts(): Promise<string> {
+  const dir = await freshDir();
+  for (let part = 0; part < 3; part++) {
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+    await q.push(`m${part}`);
+    await q.close();
+  }
+  return dir;
+}
+
 const problemsOf = () => {
   const problems: QueueProblem[] = [];
   return { problems, onProblem: (p: QueueProblem) => problems.push(p) };
@@ -60,12 +71,7 @@ describe("readers take the part files as the truth once the writer is gone", () 
   });
 
   it("finds parts newer than a stale (valid) queue line", async () => {
-    const dir = await freshDir();
-    for (let part = 0; part < 3; part++) {
-      const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
-      await q.push(`m${part}`);
-      await q.close();
-    }
+    const dir = await queueInThreeParts();
     expect((await readdir(dir)).filter((e) => e.startsWith("orders-")).sort()).toEqual(["orders-0", "orders-1", "orders-2"]);
     await writeFile(join(dir, "orders_info_queue"), formatQueueInfo({ queue: "orders", part: 0 }));
     const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }) });
@@ -120,12 +126,7 @@ describe("readers take the part files as the truth once the writer is gone", () 
 
 describe("a saved position is checked", () => {
   it("a position in a part that does not exist: reported, resumed at the next existing part", async () => {
-    const dir = await freshDir();
-    for (let part = 0; part < 3; part++) {
-      const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
-      await q.push(`m${part}`);
-      await q.close();
-    }
+    const dir = await queueInThreeParts();
     await rm(join(dir, "orders-1"), { recursive: true });
     await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 1, position: 0, count: 0 }));
     const { problems, onProblem } = problemsOf();

@@ -31,6 +31,17 @@ export function openSharedLog(driver: QueueDriver, path: string, options: { crea
   }));
 }
 
+/** Runs `use` on the part log at `path` (shared, let go after), or gives undefined when it does not exist. */
+export async function withSharedLog<T>(driver: QueueDriver, path: string, use: (log: LogFile) => Promise<T>): Promise<T | undefined> {
+  const log = await openSharedLog(driver, path, { create: false });
+  if (!log) return undefined;
+  try {
+    return await use(log);
+  } finally {
+    await log.close();
+  }
+}
+
 /** The info record at `path`, shared (see above). */
 export function openSharedRecord(driver: QueueDriver, path: string, options: { create: boolean }): Promise<RecordFile | undefined> {
   return openShared(driver, "record", path, options, () => driver.openRecord(path, options), (handle, close) => ({

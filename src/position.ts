@@ -1,7 +1,7 @@
 import type { ConsumerPosition } from "./cursor";
 import type { LogFile, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
-import { openSharedLog } from "./handles";
+import { withSharedLog } from "./handles";
 import { partPath } from "./paths";
 import { HEADER_SIZE } from "./record";
 import type { StartPosition } from "./options";
@@ -31,29 +31,27 @@ export async function checkSavedPosition(
   fallback: () => Promise<ConsumerPosition>,
 ): Promise<ConsumerPosition> {
   const report = (message: string) => onProblem({ code: "BAD_POSITION", queue, part: saved.part, offset: saved.position, message: `Saved position of consumer "${consumer}" ${message}` });
-  const file = parts.includes(saved.part) ? await openSharedLog(driver, partPath(queue, saved.part), { create: false }) : undefined;
-  if (!file) {
-    // A part not made yet (the queue's newest, still empty) is a fine place to wait.
-    const last = parts.at(-1);
-    if (saved.position === 0 && saved.count === 0 && (last === undefined || saved.part > last)) return saved;
-    const next = parts.find((id) => id > saved.part);
-    if (next !== undefined) {
-      report(`names part ${saved.part}, which does not exist; resuming at part ${next}.`);
-      return { part: next, position: 0, count: 0 };
-    }
-    const start = await fallback();
-    report(`names part ${saved.part}, which does not exist, and no later part does; starting over at part ${start.part}, byte ${start.position}.`);
-    return start;
+  const inPart = !parts.includes(saved.part)
+    ? undefined
+    : await withSharedLog(driver, partPath(queue, saved.part), async (file) => {
+        const size = await file.size();
+        if (saved.position <= size) return saved;
+        const end = await scanPartEnd(file, 0, 0, size);
+        report(`is byte ${saved.position} of part ${saved.part}, which has only ${size} bytes; resuming after its last valid record (byte ${end.edge}).`);
+        return { part: saved.part, position: end.edge, count: end.count };
+      });
+  if (inPart) return inPart;
+  // A part not made yet (the queue's newest, still empty) is a fine place to wait.
+  const last = parts.at(-1);
+  if (saved.position === 0 && saved.count === 0 && (last === undefined || saved.part > last)) return saved;
+  const next = parts.find((id) => id > saved.part);
+  if (next !== undefined) {
+    report(`names part ${saved.part}, which does not exist; resuming at part ${next}.`);
+    return { part: next, position: 0, count: 0 };
   }
-  try {
-    const size = await file.size();
-    if (saved.position <= size) return saved;
-    const end = await scanPartEnd(file, 0, 0, size);
-    report(`is byte ${saved.position} of part ${saved.part}, which has only ${size} bytes; resuming after its last valid record (byte ${end.edge}).`);
-    return { part: saved.part, position: end.edge, count: end.count };
-  } finally {
-    await file.close();
-  }
+  const start = await fallback();
+  report(`names part ${saved.part}, which does not exist, and no later part does; starting over at part ${start.part}, byte ${start.position}.`);
+  return start;
 }
 
 /**
@@ -82,17 +80,14 @@ export async function readPartEnd(driver: QueueDriver, queue: string, part: numb
   const push = await readPushInfo(driver, queue, part);
   const hint = { edge: push?.edge ?? 0, count: push?.count ?? 0 };
   if (!fromFile) return hint;
-  const file = await openSharedLog(driver, partPath(queue, part), { create: false });
-  if (!file) return hint;
-  try {
+  const end = await withSharedLog(driver, partPath(queue, part), async (file) => {
     const size = await file.size();
     const from = hint.edge <= size ? hint : { edge: 0, count: 0 };
     if (from.edge === size) return from;
-    const end = await scanPartEnd(file, from.edge, from.count, size);
-    return { edge: end.edge, count: end.count };
-  } finally {
-    await file.close();
-  }
+    const scanned = await scanPartEnd(file, from.edge, from.count, size);
+    return { edge: scanned.edge, count: scanned.count };
+  });
+  return end ?? hint;
 }
 
 /** Where a consumer with no (usable) saved position starts: the oldest part, or the current end. */

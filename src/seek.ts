@@ -1,7 +1,7 @@
 import { parseCursor, type ConsumerPosition } from "./cursor";
 import type { LogFile, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
-import { openSharedLog } from "./handles";
+import { withSharedLog } from "./handles";
 import { partPath } from "./paths";
 import { isRecordBoundary, startPosition } from "./position";
 import { HEADER_SIZE } from "./record";
@@ -26,7 +26,7 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
   }
   if (typeof target === "string") {
     const position = parseCursor(target);
-    if (!(await withPart(driver, queue, position.part, (log) => isRecordBoundary(log, { part: position.part, position: 0, count: 0 }, position)))) {
+    if (!(await withSharedLog(driver, partPath(queue, position.part), (log) => isRecordBoundary(log, { part: position.part, position: 0, count: 0 }, position)))) {
       throw new VQueueError("E_CURSOR", `Cannot seek to ${target}: it names no message end in queue "${queue}".`);
     }
     return position;
@@ -35,20 +35,9 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
   if (!Number.isSafeInteger(part) || part < 0 || !Number.isSafeInteger(seq) || seq < 1) {
     throw new VQueueError("E_CURSOR", `Cannot seek to ${JSON.stringify(target)}: use "earliest", "latest", a cursor, or { part, seq } with part >= 0 and seq >= 1.`);
   }
-  const found = await withPart(driver, queue, part, (log) => findSeq(log, part, seq));
+  const found = await withSharedLog(driver, partPath(queue, part), (log) => findSeq(log, part, seq));
   if (!found) throw new VQueueError("E_CURSOR", `Cannot seek to message ${seq} of part ${part} of queue "${queue}": there is no such message.`);
   return found;
-}
-
-/** Runs `use` on the part's log, or gives false when the part does not exist. */
-async function withPart<T>(driver: QueueDriver, queue: string, part: number, use: (log: LogFile) => Promise<T>): Promise<T | false> {
-  const log = await openSharedLog(driver, partPath(queue, part), { create: false });
-  if (!log) return false;
-  try {
-    return await use(log);
-  } finally {
-    await log.close();
-  }
 }
 
 /** The position before record `seq` of a part (or its end, right after record `seq - 1`). */

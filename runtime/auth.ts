@@ -20,19 +20,11 @@ const encoder = new TextEncoder();
  */
 export async function authenticate(request: Request, auth: ResolvedAuth): Promise<Principal> {
   const challenge = { "www-authenticate": `Basic realm="${auth.realm}", charset="UTF-8"` };
-  const header = request.headers.get("authorization") ?? "";
-  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!match) throw new ApiError(401, "E_AUTH", "Authentication required (HTTP Basic).", challenge);
-  let decoded: string;
-  try {
-    // RFC 7617: user-pass is UTF-8 (we announce charset="UTF-8"); a leading U+FEFF is part of the name.
-    decoded = utf8Strict.decode(Uint8Array.from(atob(match[1]!), (c) => c.charCodeAt(0)));
-  } catch {
-    throw new ApiError(401, "E_AUTH", "Malformed Basic credentials.", challenge);
-  }
-  const colon = decoded.indexOf(":");
-  if (colon < 0) throw new ApiError(401, "E_AUTH", "Malformed Basic credentials.", challenge);
-  const [user, pass] = await Promise.all([digest(decoded.slice(0, colon)), digest(decoded.slice(colon + 1))]);
+  // RFC 7617: user-pass is UTF-8 (we announce charset="UTF-8"); a leading U+FEFF is part of the name.
+  const credentials = basicCredentials(request.headers.get("authorization"), utf8Strict);
+  if (!credentials) throw new ApiError(401, "E_AUTH", "Authentication required (HTTP Basic).", challenge);
+  if (credentials === "malformed") throw new ApiError(401, "E_AUTH", "Malformed Basic credentials.", challenge);
+  const [user, pass] = await Promise.all([digest(credentials.user), digest(credentials.pass)]);
   let found: Principal | undefined;
   for (const candidate of await hashedUsers(auth)) {
     const ok = equal(user, candidate.user) & equal(pass, candidate.pass);
@@ -40,6 +32,23 @@ export async function authenticate(request: Request, auth: ResolvedAuth): Promis
   }
   if (!found) throw new ApiError(401, "E_AUTH", "Wrong username or password.", challenge);
   return found;
+}
+
+/**
+ * The user and password of a Basic `Authorization` header, decoded with `decoder`: undefined
+ * when there is no Basic header, "malformed" when it does not decode or has no colon.
+ */
+export function basicCredentials(header: string | null, decoder: TextDecoder): { user: string; pass: string } | "malformed" | undefined {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
+  if (!match) return undefined;
+  let decoded: string;
+  try {
+    decoded = decoder.decode(Uint8Array.from(atob(match[1]!), (c) => c.charCodeAt(0)));
+  } catch {
+    return "malformed";
+  }
+  const colon = decoded.indexOf(":");
+  return colon < 0 ? "malformed" : { user: decoded.slice(0, colon), pass: decoded.slice(colon + 1) };
 }
 
 /** Throws 403 unless `principal` has `right` on `queue` (any queue when `queue` is undefined). */

@@ -1,4 +1,5 @@
 import { getRequestIP, type H3Event, type Middleware } from "h3";
+import { basicCredentials } from "./auth";
 
 /** Where the app logs: faults and problems (`error`, `warn`); requests too with `info`/`debug`. */
 export interface QueueAppLogger {
@@ -44,14 +45,10 @@ function changesState(event: H3Event): boolean {
 
 /** The user name of Basic credentials, quoted (the password part is dropped). */
 function basicUsername(event: H3Event): string | undefined {
-  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(event.req.headers.get("authorization") ?? "");
-  if (!match) return undefined;
-  try {
-    const decoded = new TextDecoder().decode(Uint8Array.from(atob(match[1]!), (c) => c.charCodeAt(0)));
-    const colon = decoded.indexOf(":");
-    // Printable and short: a log line is not a place for whatever a client sends.
-    return colon < 0 ? undefined : JSON.stringify(decoded.slice(0, Math.min(colon, 64)));
-  } catch {
-    return undefined;
-  }
+  // Lenient: a name the login refuses is still shown as sent.
+  const credentials = basicCredentials(event.req.headers.get("authorization"), lenient);
+  // Printable and short: a log line is not a place for whatever a client sends.
+  return typeof credentials === "object" ? JSON.stringify(credentials.user.slice(0, 64)) : undefined;
 }
+
+const lenient = new TextDecoder();

@@ -83,7 +83,7 @@ const username: Rule = (v, path, out) => {
   if (typeof v !== "string" || v.length === 0 || v.includes(":")) out.push(`Invalid ${path} ${show(v)}: a non-empty string without ':' (RFC 7617).`);
 };
 
-const user = object({ username, password: text(), read: right, write: right }, ["username", "password"]);
+const user = object({ username, password: text(), read: right, write: right, admin: right }, ["username", "password"]);
 
 const users: Rule = (v, path, out) => {
   arrayOf(user)(v, path, out);

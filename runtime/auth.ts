@@ -2,13 +2,14 @@ import type { ResolvedAuth } from "./options";
 import { ApiError } from "./errors";
 import { utf8Strict } from "../protocol/utf8";
 
-export type Right = "read" | "write";
+export type Right = "read" | "write" | "admin";
 
 /** Who made a request: `undefined` when auth is off. */
 export interface Principal {
   username: string;
   read: boolean | string[];
   write: boolean | string[];
+  admin: boolean | string[];
 }
 
 const encoder = new TextEncoder();
@@ -84,7 +85,7 @@ function hashedUsers(auth: ResolvedAuth): Promise<HashedUser[]> {
       auth.users.map(async (u) => ({
         user: await digest(u.username),
         pass: await digest(u.password),
-        principal: { username: u.username, read: u.read, write: u.write },
+        principal: { username: u.username, read: u.read, write: u.write, admin: u.admin },
       })),
     );
     hashed.set(auth, users);

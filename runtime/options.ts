@@ -12,7 +12,7 @@ export interface AuthUser {
   username: string;
   password: string;
   /**
-   * May consume, commit, delete consumers and inspect: `true` for every queue, or a list of queue names.
+   * May consume, commit, seek and inspect: `true` for every queue, or a list of queue names.
    * @default true
    */
   read?: boolean | string[];
@@ -21,6 +21,12 @@ export interface AuthUser {
    * @default true
    */
   write?: boolean | string[];
+  /**
+   * May purge and delete queues, delete consumers and prune: `true` for every queue, or a list of queue names.
+   * @default true when `read` and `write` are both `true` (as by default), else false: a user
+   * limited in reading or writing is not given the power to delete by omission.
+   */
+  admin?: boolean | string[];
 }
 
 export interface AuthOptions {
@@ -184,7 +190,7 @@ function authProblems(auth: AuthOptions | false | undefined): (string | undefine
 
 function resolveAuth(auth: AuthOptions | false | undefined): ResolvedAuth | undefined {
   const users = authUsers(auth);
-  return users && { realm: (auth as AuthOptions).realm ?? "v-queue", users: users.map((user) => ({ username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true })) };
+  return users && { realm: (auth as AuthOptions).realm ?? "v-queue", users: users.map((user) => ({ username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true, admin: user.admin ?? ((user.read ?? true) === true && (user.write ?? true) === true) })) };
 }
 
 /** The users when auth is on (on by default once users are given), else undefined. */

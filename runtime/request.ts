@@ -1,7 +1,7 @@
 import { FastResponse } from "srvx";
 import { getRouterParam, type H3Event } from "h3";
 import { isValidName, nameRule } from "../src/names";
-import { authorize, type Principal } from "./auth";
+import { authorize, type Principal, type Right } from "./auth";
 import { ApiError, JSON_TYPE } from "./errors";
 
 /**
@@ -24,11 +24,11 @@ export function nameParam(event: H3Event, param: "queue" | "consumer"): string {
   return name;
 }
 
-/** `{queue}` and `{consumer}` of a consumer route, checked, once `principal` may read the queue. */
-export function consumerParams(event: H3Event, principal: Principal | undefined): { queue: string; consumer: string } {
+/** `{queue}` and `{consumer}` of a consumer route, checked, once `principal` has `right` on the queue. */
+export function consumerParams(event: H3Event, principal: Principal | undefined, right: Right = "read"): { queue: string; consumer: string } {
   const queue = nameParam(event, "queue");
   const consumer = nameParam(event, "consumer");
-  authorize(principal, "read", queue);
+  authorize(principal, right, queue);
   return { queue, consumer };
 }
 

@@ -74,9 +74,9 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "DELETE",
       route: "/api/v1/queues/:queue/consumers/:consumer",
-      openapi: { summary: "Delete a consumer (its saved position)", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
+      openapi: { summary: "Delete a consumer (its saved position); needs the admin right", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
       handler: async (event, principal) => {
-        const { queue, consumer } = consumerParams(event, principal);
+        const { queue, consumer } = consumerParams(event, principal, "admin");
         await ctx.registry.deleteConsumer(queue, consumer);
         return json<DeleteConsumerResponse>({ queue, consumer, deleted: true });
       },

@@ -64,12 +64,36 @@ describe("Basic auth and per-user rights", () => {
     expect((await s.get("/api/v1/queues/orders/consumers/c/commit", { method: "POST", headers: reader })).status).toBe(200);
     expect((await s.get("/api/v1/queues/orders", { headers: writer })).status).toBe(403);
     expect((await s.del("/api/v1/queues/orders/consumers/c", { headers: writer })).status).toBe(403);
+    // Deleting needs the admin right: a reader of the queue has none by default.
+    res = await s.del("/api/v1/queues/orders/consumers/c", { headers: reader });
+    expect(res.status).toBe(403);
+    expect((await res.json()).error.message).toContain("no admin right");
     expect((await s.del("/api/v1/queues/orders/consumers/c", { headers: admin })).status).toBe(200);
 
     await post("/api/v1/queues/zzz/messages", '{"message":"x"}', admin);
     // The list shows each user the queues they have a right on.
     expect(await (await s.get("/api/v1/queues", { headers: writer })).json()).toEqual({ queues: ["orders"] });
     expect(await (await s.get("/api/v1/queues", { headers: reader })).json()).toEqual({ queues: ["orders", "zzz"] });
+  });
+
+  it("gives the admin right to users with full read and write rights unless said otherwise, and only on the queues listed", async () => {
+    const s = await startServer({
+      auth: {
+        users: [
+          { username: "full", password: "f" },
+          { username: "noAdmin", password: "n", admin: false },
+          { username: "ordersAdmin", password: "o", read: ["orders"], write: false, admin: ["orders"] },
+        ],
+      },
+    });
+    for (const queue of ["orders", "other"]) {
+      await s.get(`/api/v1/queues/${queue}/messages`, { method: "POST", body: '{"message":"m"}', headers: { ...basic("full", "f"), ...jsonHeaders } });
+      expect((await s.get(`/api/v1/queues/${queue}/consumers/c/messages`, { headers: basic("full", "f") })).status).toBe(200);
+    }
+    expect((await s.del("/api/v1/queues/orders/consumers/c", { headers: basic("noAdmin", "n") })).status).toBe(403);
+    expect((await s.del("/api/v1/queues/other/consumers/c", { headers: basic("ordersAdmin", "o") })).status).toBe(403);
+    expect((await s.del("/api/v1/queues/orders/consumers/c", { headers: basic("ordersAdmin", "o") })).status).toBe(200);
+    expect((await s.del("/api/v1/queues/other/consumers/c", { headers: basic("full", "f") })).status).toBe(200);
   });
 
   it("is off with auth: false even when users are configured", async () => {

@@ -211,10 +211,8 @@ export class QueueRegistry {
 
   /** Resolves once no purge or delete of `queue` started before now is running (whatever its outcome). */
   #adminDone(queue: string): Promise<void> {
-    return (this.#admin.get(queue) ?? Promise.resolve()).then(
-      () => {},
-      () => {},
-    );
+    const noop = () => {};
+    return (this.#admin.get(queue) ?? Promise.resolve()).then(noop, noop);
   }
 
   /** Stops a slot (once open) that was taken out of the map; a failed open or close is nothing to stop. */

@@ -8,11 +8,13 @@ import type {
   ConsumeResponse,
   ConsumerListResponse,
   DeleteConsumerResponse,
+  DeleteQueueResponse,
   ErrorResponse,
   HealthResponse,
   QueueInfoResponse,
   QueueListResponse,
   ProduceResponse,
+  PurgeResponse,
   RewindResponse,
   SeekRequest,
   SeekResponse,
@@ -106,7 +108,12 @@ export interface VQueueClient {
    * the types and with a TypeError, rather than sent changed.
    */
   produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions): Promise<ProduceResponse>;
+  /** Deletes a consumer's saved position (the admin right; 409 while another process reads it). */
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
+  /** Deletes a queue: messages, consumers, files (the admin right; 409 while another process has it open). */
+  deleteQueue(queue: string): Promise<DeleteQueueResponse>;
+  /** Removes every message; the queue and its consumers stay, at the new start (the admin right; 409 as `deleteQueue`). */
+  purge(queue: string): Promise<PurgeResponse>;
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
   subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
   subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: true }): AsyncGenerator<ClientMessage<T>, void, undefined>;
@@ -198,6 +205,8 @@ export function createClient(options: ClientOptions): VQueueClient {
     },
 
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
+    deleteQueue: (queue) => request(q(queue), { method: "DELETE" }),
+    purge: (queue) => request(`${q(queue)}/purge`, { method: "POST" }),
 
     subscribe: ((queue: string, consumer: string, opts?: SubscribeOptions) => subscribe(client, queue, consumer, opts)) as VQueueClient["subscribe"],
   };

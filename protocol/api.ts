@@ -143,6 +143,26 @@ export interface DeleteConsumerResponse {
   deleted: true;
 }
 
+/** `DELETE /api/v1/queues/{queue}` (needs the admin right) */
+export interface DeleteQueueResponse {
+  queue: string;
+  deleted: true;
+  /** Parts removed, and the consumers whose saved positions went with them. */
+  parts: number;
+  consumers: string[];
+}
+
+/** `POST /api/v1/queues/{queue}/purge` (needs the admin right) */
+export interface PurgeResponse {
+  queue: string;
+  /** Messages, bytes and parts removed. */
+  messages: number;
+  bytes: number;
+  parts: number;
+  /** The new current part, where every consumer now is: ids never go back, so older cursors name nothing after it. */
+  part: number;
+}
+
 /** Every 4xx and 5xx body. */
 export interface ErrorResponse {
   error: { code: HttpErrorCode; message: string };

@@ -1,8 +1,9 @@
 import { QueueConsumer } from "../src/consumer";
+import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
 import type { QueueDriver } from "../src/driver";
 import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
-import { popInfoPath } from "../src/paths";
+import { purgeQueue, type PurgeResult } from "../src/purge";
 import { QueueWriter } from "../src/writer";
 import { ConsumerSlot } from "./consumer-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
@@ -29,6 +30,8 @@ export class QueueRegistry {
   #writers = new Map<string, Promise<QueueWriter>>();
   #consumers = new Map<string, SlotEntry>();
   #closingSlots = new Map<string, Promise<void>>();
+  /** A purge or delete of the queue in progress: its writer and consumers open only after it. */
+  #admin = new Map<string, Promise<unknown>>();
   /** After an EMFILE: fewer consumers open than `maxConsumers`, until `#pressureUntil`. */
   #pressureCap = Infinity;
   #pressureUntil = 0;
@@ -68,7 +71,8 @@ export class QueueRegistry {
   writer(queue: string): Promise<QueueWriter> {
     let writer = this.#writers.get(queue);
     if (!writer) {
-      writer = this.driver().then((driver) =>
+      const admin = this.#adminDone(queue);
+      writer = admin.then(() => this.driver()).then((driver) =>
         this.#relieved(() => QueueWriter.open(queue, { driver, durability: this.options.durability, onProblem: this.options.onProblem })),
       );
       this.#writers.set(queue, writer);
@@ -81,11 +85,13 @@ export class QueueRegistry {
    * Pushes through the queue's one writer (opened on first use). A writer that failed on
    * storage is dropped, so the next push reopens the queue (and recovery runs).
    */
-  async push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
+  async push(queue: string, messages: MessageInput[], retry = true): Promise<MessagePosition[]> {
     const writer = await this.writer(queue);
     try {
       return await writer.pushBatch(messages);
     } catch (error) {
+      // Closed under it (a purge or delete): nothing was written; once more with the next writer.
+      if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.push(queue, messages, false);
       if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
@@ -119,9 +125,11 @@ export class QueueRegistry {
     const existing = this.#consumers.get(key);
     if (existing) return existing.promise;
     const pendingClose = this.#closingSlots.get(key);
+    const admin = this.#adminDone(queue);
     const entry = {} as SlotEntry;
     entry.promise = (async () => {
       await pendingClose;
+      await admin;
       await this.#makeRoom();
       const driver = await this.driver();
       const consumer = await this.#relieved(() =>
@@ -141,25 +149,76 @@ export class QueueRegistry {
   }
 
   /**
-   * Deletes a consumer: ends its waits, removes its saved position, releases it.
-   * Holds the consumer's lock while removing, so no other process is using it.
+   * Deletes a consumer: ends the waits of this server's reader of it (404 for them), closes
+   * it, then the engine removes it (refused, 409, while another process has it open). A
+   * consume arriving meanwhile opens it again afterwards, as a new consumer.
    */
   async deleteConsumer(queue: string, name: string): Promise<void> {
     const key = `${queue}\u0000${name}`;
-    let slot = await this.#consumerSlot(queue, name, false);
-    // Closed as idle just now: its close runs without our removal; reopen it (after that close).
-    while (slot.stopped) slot = await this.#consumerSlot(queue, name, false);
+    const entry = this.#consumers.get(key);
     this.#consumers.delete(key);
-    const driver = await this.driver();
-    const closed = slot.stop("deleted", async () => {
-      await driver.remove(popInfoPath(queue, name));
-    });
-    this.#closingSlots.set(key, closed);
+    const pending = this.#closingSlots.get(key);
+    const deleted = (async () => {
+      await Promise.all([pending, entry && this.#stopEntry(entry, "deleted")]);
+      await deleteConsumer(await this.driver(), queue, name);
+    })();
+    this.#closingSlots.set(key, deleted);
     try {
-      await closed;
+      await deleted;
     } finally {
-      if (this.#closingSlots.get(key) === closed) this.#closingSlots.delete(key);
+      if (this.#closingSlots.get(key) === deleted) this.#closingSlots.delete(key);
     }
+  }
+
+  /** Deletes a queue (see `#administer`): waits on its consumers here end with 404. */
+  deleteQueue(queue: string): Promise<DeleteQueueResult> {
+    return this.#administer(queue, "deleted", (driver) => deleteQueue(driver, queue));
+  }
+
+  /** Purges a queue (see `#administer`): waits on its consumers here end empty. */
+  purgeQueue(queue: string): Promise<PurgeResult> {
+    return this.#administer(queue, "closed", (driver) => purgeQueue(driver, queue, { durability: this.options.durability, onProblem: this.options.onProblem }));
+  }
+
+  /**
+   * Runs a purge or delete of `queue`. This server's own writer and consumers of it are the
+   * server's, not another process's: they are closed first (pushes already handed to the
+   * writer are written, so they land before; parked polls end with `reason`), and new ones wait
+   * until it is done. A writer or consumer open in another process makes the engine refuse (409).
+   */
+  #administer<T>(queue: string, reason: "closed" | "deleted", run: (driver: QueueDriver) => Promise<T>): Promise<T> {
+    const previous = this.#adminDone(queue);
+    // Taken now, before anything waits: a writer or consumer asked for from here on waits for this.
+    const writer = this.#writers.get(queue);
+    this.#writers.delete(queue);
+    const closing: Promise<unknown>[] = writer ? [writer.then((w) => w.close(), () => {})] : [];
+    for (const [key, entry] of this.#consumers) {
+      if (!key.startsWith(`${queue}\u0000`)) continue;
+      this.#consumers.delete(key);
+      closing.push(this.#stopEntry(entry, reason));
+    }
+    for (const [key, closed] of this.#closingSlots) if (key.startsWith(`${queue}\u0000`)) closing.push(closed);
+    const op = (async () => {
+      await previous;
+      await Promise.all(closing);
+      return run(await this.driver());
+    })();
+    this.#admin.set(queue, op);
+    const clear = () => void (this.#admin.get(queue) === op && this.#admin.delete(queue));
+    op.then(clear, clear);
+    return op;
+  }
+
+  /** Resolves once no purge or delete of `queue` started before now is running (whatever its outcome). */
+  #adminDone(queue: string): Promise<void> {
+    const noop = () => {};
+    return (this.#admin.get(queue) ?? Promise.resolve()).then(noop, noop);
+  }
+
+  /** Stops a slot (once open) that was taken out of the map; a failed open or close is nothing to stop. */
+  async #stopEntry(entry: SlotEntry, reason: "closed" | "deleted"): Promise<void> {
+    const slot = await entry.promise.catch(() => undefined);
+    await slot?.stop(reason).catch((error: unknown) => this.options.logger.error("[v-queue] [http] closing a consumer:", error));
   }
 
   /** Ends every wait, lets requests in flight finish (their writes included), then closes every file. */

@@ -94,6 +94,20 @@ async function openShared<T extends Closable>(
   });
 }
 
+/**
+ * Forgets the shared handles of files that were just removed (`removed` says which paths), so
+ * that a queue deleted and created again in this process opens its new files, not the old
+ * ones (on fs an open descriptor keeps an unlinked file). Holders keep theirs until they close.
+ */
+export function forgetShared(driver: QueueDriver, removed: (path: string) => boolean): void {
+  const prefix = `${driver.storageKey}\u0000`;
+  for (const key of [...entries.keys()]) {
+    if (!key.startsWith(prefix)) continue;
+    const path = key.slice(key.indexOf("\u0000", prefix.length) + 1);
+    if (removed(path)) entries.delete(key);
+  }
+}
+
 /** Drops one reference to an entry whose open gave no handle (or failed). */
 function forget(key: string, entry: Entry): void {
   entry.refs--;

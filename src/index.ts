@@ -4,6 +4,10 @@ export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./co
 export type { SeekTarget } from "./seek";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
 export type { QueueStats, ConsumerStats } from "./inspect";
+export { purgeQueue } from "./purge";
+export type { PurgeResult } from "./purge";
+export { deleteQueue, deleteConsumer } from "./delete";
+export type { DeleteQueueResult } from "./delete";
 export { VQueueError } from "./errors";
 export type { VQueueErrorCode, QueueProblem } from "./errors";
 export { defineDriver } from "./driver";
@@ -13,5 +17,5 @@ export { messageJSON } from "./message";
 export { formatCursor, parseCursor, positionAfter } from "./cursor";
 export type { ConsumerPosition } from "./cursor";
 export { isValidName, isValidQueueName, isValidConsumerName, assertName, nameRule, NAME_RULE } from "./names";
-export type { QueueOptions, ConsumerOptions, ResolvedQueueOptions, ResolvedConsumerOptions, Durability, StartPosition } from "./options";
+export type { AdminOptions, QueueOptions, ConsumerOptions, ResolvedQueueOptions, ResolvedConsumerOptions, Durability, StartPosition } from "./options";
 export { crc32 } from "./crc32";

@@ -77,6 +77,20 @@ export interface ConsumerOptions extends CommonOptions {
   create?: boolean;
 }
 
+/** Options of `purgeQueue`, `deleteQueue` and `deleteConsumer` (the driver is their first argument). */
+export interface AdminOptions {
+  /** Reports damage met on the way (a bad queue info line). @default a console.warn line */
+  onProblem?: (problem: QueueProblem) => void;
+  /** `"none"` skips the fsyncs of a purge's new part and positions (tests); any other value syncs them. @default "fsync" */
+  durability?: Durability;
+}
+
+export interface ResolvedAdminOptions {
+  driver: QueueDriver;
+  onProblem: (problem: QueueProblem) => void;
+  durability: Durability;
+}
+
 export interface ResolvedQueueOptions {
   driver: QueueDriver;
   onProblem: (problem: QueueProblem) => void;
@@ -107,6 +121,13 @@ export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPa
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
+
+/** Defaults of the admin calls' options (`AdminOptions`). */
+export const ADMIN_DEFAULTS = { durability: "fsync" } as const;
+
+export function resolveAdminOptions(driver: QueueDriver, options: AdminOptions): ResolvedAdminOptions {
+  return resolveOptions<ResolvedAdminOptions>({ ...options, driver }, ADMIN_DEFAULTS, (o) => [checkDurability(o.durability, "durability")]);
+}
 
 export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions {
   return resolveOptions<ResolvedQueueOptions>(options, QUEUE_DEFAULTS, (o) => [

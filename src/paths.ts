@@ -19,6 +19,11 @@ export function consumerOfPopFile(q: string, fileName: string): string | undefin
   return isValidConsumerName(name, q) ? name : undefined;
 }
 
+/** The consumer name of a `Q_info_pop_C.lock` file name, if it is one of queue `q` (a consumer name never ends in `.lock`). */
+export function consumerOfLockFile(q: string, fileName: string): string | undefined {
+  return fileName.endsWith(".lock") ? consumerOfPopFile(q, fileName.slice(0, -".lock".length)) : undefined;
+}
+
 /** The queue name of a `Q_info_queue` file name, if it is one of a valid queue. */
 export function queueOfInfoFile(fileName: string): string | undefined {
   if (!fileName.endsWith(QUEUE_INFO_SUFFIX)) return undefined;

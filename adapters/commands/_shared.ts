@@ -6,7 +6,7 @@ import type { LogLevel } from "../config";
 import { checkDataDir } from "../data-dir";
 import { DEFAULT_DIR } from "../defaults";
 import { resolveDriver } from "../storage";
-import { CliError } from "./_errors";
+import { CliError, explain } from "./_errors";
 
 export { CliError, explain } from "./_errors";
 
@@ -17,6 +17,16 @@ export const targetArgs = {
   url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
 } as const satisfies ArgsDef;
+
+/** The confirmation flag of the destructive commands (purge, delete). */
+export const yesArg = {
+  yes: { type: "boolean", alias: "y", description: "Confirm: the command removes data and cannot be undone" },
+} as const satisfies ArgsDef;
+
+/** Refuses (exit 1) a destructive command without `--yes`: `what` says what it would do. */
+export function requireYes(yes: boolean | undefined, what: string): void {
+  if (!yes) throw new CliError(`Refusing to ${what} without --yes.`);
+}
 
 /**
  * The commands' own messages go to stderr: stdout is for the data (messages, JSON). At info
@@ -36,6 +46,16 @@ export async function openStorage(args: { dir?: string; storage?: string }): Pro
     return await resolveDriver(args);
   } catch (error) {
     throw new CliError(`Invalid --storage ${JSON.stringify(args.storage)}: ${(error as Error).message}`);
+  }
+}
+
+/** Runs `run` on the storage of `--dir`/`--storage`, then lets it go; engine errors told as `what` failed. */
+export async function withStorage<T>(target: { dir?: string; storage?: string }, what: string, run: (driver: QueueDriver) => Promise<T>): Promise<T> {
+  const driver = await openStorage(target);
+  try {
+    return await run(driver).catch((error: unknown) => explain(error, `${what} in ${storageLabel(target)}`));
+  } finally {
+    await driver.dispose?.();
   }
 }
 

@@ -6,9 +6,9 @@ import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { ConsumerListResponse, DeleteConsumerResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
+import type { ConsumerListResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
 
-/** Listing and inspecting queues and consumers, and deleting a consumer. */
+/** Listing and inspecting queues and consumers; purging and deleting them (the admin right). */
 export function queueRoutes(ctx: RouteContext): ApiRoute[] {
   return [
     {
@@ -73,6 +73,36 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     },
     {
       method: "DELETE",
+      route: "/api/v1/queues/:queue",
+      openapi: {
+        summary: "Delete a queue: its messages, consumers and files; needs the admin right. 409 while a writer or consumer of it is open in another process",
+        responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, deleted: { const: true }, parts: { type: "integer" }, consumers: { type: "array", items: { type: "string" } } } }) } },
+      },
+      handler: async (event, principal) => {
+        const queue = adminQueue(event, principal);
+        const { parts, consumers } = await ctx.registry.deleteQueue(queue);
+        return json<DeleteQueueResponse>({ queue, deleted: true, parts, consumers });
+      },
+    },
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/purge",
+      openapi: {
+        summary: "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process",
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": { description: "purged", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, messages: { type: "integer" }, bytes: { type: "integer" }, parts: { type: "integer" }, part: { type: "integer" } } }) },
+        },
+      },
+      handler: async (event, principal) => {
+        const queue = adminQueue(event, principal);
+        const { messages, bytes, parts, part } = await ctx.registry.purgeQueue(queue);
+        return json<PurgeResponse>({ queue, messages, bytes, parts, part });
+      },
+    },
+    {
+      method: "DELETE",
       route: "/api/v1/queues/:queue/consumers/:consumer",
       openapi: { summary: "Delete a consumer (its saved position); needs the admin right", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
       handler: async (event, principal) => {
@@ -86,6 +116,13 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
 
 function notFound(queue: string): ApiError {
   return new ApiError(404, "E_NOT_FOUND", `Queue "${queue}" does not exist.`);
+}
+
+/** `{queue}` of the path, checked, once `principal` has the admin right on it. */
+function adminQueue(event: H3Event, principal: Principal | undefined): string {
+  const queue = nameParam(event, "queue");
+  authorize(principal, "admin", queue);
+  return queue;
 }
 
 /** `{queue}` of the path, checked, read rights checked, and its stats (404 when there is no such queue). */

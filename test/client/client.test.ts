@@ -63,6 +63,20 @@ describe("client SDK against the standalone server", () => {
     expect((await client.consumers("orders")).consumers.map((c) => c.name)).toEqual(["billing"]);
   });
 
+  it("purges and deletes a queue (the admin right), with the server's errors as VQueueClientError", async () => {
+    const client = admin();
+    await client.produce("doomed", ["a", "b"]);
+    await client.consume("doomed", "c", { maxMessages: 1 });
+    expect(await client.purge("doomed")).toEqual({ queue: "doomed", messages: 2, bytes: 52, parts: 1, part: 1 });
+    await client.produce("doomed", "after");
+    expect((await client.consume("doomed", "c")).messages.map((m) => m.data)).toEqual(["after"]);
+    expect(await client.deleteQueue("doomed")).toEqual({ queue: "doomed", deleted: true, parts: 1, consumers: ["c"] });
+    expect((await client.queues()).queues).not.toContain("doomed");
+    await expect(client.deleteQueue("doomed")).rejects.toMatchObject({ status: 404, code: "E_NOT_FOUND" });
+    const reader = createClient({ baseURL: server.url, auth: { username: "reader", password: "r" } });
+    await expect(reader.purge("orders")).rejects.toMatchObject({ status: 403, code: "E_FORBIDDEN" });
+  });
+
   it("json: true hands out text that is not JSON as text with its parse error, the rest of the batch parsed", async () => {
     const client = admin();
     await client.produce("mixed", ['{"id":1}', "plain text", new Uint8Array([7]), "[2]"], { format: "binary" });

@@ -7,6 +7,7 @@ import { QueueWriter } from "../../src/writer";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
+import { adminTests } from "./admin-suite";
 
 export interface EngineTestContext {
   /** A driver on fresh, empty storage. */
@@ -404,6 +405,8 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["a", "b", "c", "d"]);
       expect((await inspectQueue(ctx.driver, "q"))!.parts[0]).toMatchObject({ messages: 3 });
     });
+
+    adminTests(setup);
   });
 }
 

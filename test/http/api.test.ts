@@ -210,6 +210,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
       "/api/v1/queues/{queue}/consumers/{consumer}/seek",
       "/api/v1/queues/{queue}/messages",
+      "/api/v1/queues/{queue}/purge",
       "/health",
     ]);
     const params = doc.paths["/api/v1/queues/{queue}/consumers/{consumer}/messages"].get.parameters;
@@ -221,9 +222,9 @@ describe("HTTP API, every endpoint on a real server", () => {
     let res = await s.get("/api/v1/nothing");
     expect(res.status).toBe(404);
     expect(await errorCode(res)).toBe("E_ROUTE");
-    res = await s.del("/api/v1/queues/q");
+    res = await s.post("/api/v1/queues/q");
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("GET, HEAD");
+    expect(res.headers.get("allow")).toBe("GET, DELETE, HEAD");
     expect(await errorCode(res)).toBe("E_METHOD");
     res = await s.get("/api/v1/queues/q/messages");
     expect(res.status).toBe(405);

@@ -21,6 +21,8 @@ describe("Basic auth and per-user rights", () => {
       ["POST", "/api/v1/queues/orders/consumers/c/rewind"],
       ["POST", "/api/v1/queues/orders/messages"],
       ["DELETE", "/api/v1/queues/orders/consumers/c"],
+      ["DELETE", "/api/v1/queues/orders"],
+      ["POST", "/api/v1/queues/orders/purge"],
     ];
     for (const [method, path] of routes) {
       const res = await s.get(path, { method, body: method === "POST" ? "x" : undefined });

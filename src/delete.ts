@@ -1,0 +1,73 @@
+import type { QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
+import { forgetShared } from "./handles";
+import { assertName } from "./names";
+import { resolveAdminOptions, type AdminOptions } from "./options";
+import { consumerOfPopFile, partDir, partOfDir, popInfoPath, queueInfoPath } from "./paths";
+import { lockConsumer, lockWholeQueue } from "./queue-locks";
+import { listParts } from "./recovery";
+
+/** What `deleteQueue` removed. */
+export interface DeleteQueueResult {
+  queue: string;
+  /** Parts and consumers (saved positions) removed. */
+  parts: number;
+  consumers: string[];
+}
+
+/**
+ * Removes a queue: its parts, its consumers' saved positions, its info file and its lock
+ * files (released last), and nothing of any other queue (names.ts: a file name belongs to one
+ * queue only). Refused (`E_LOCKED`) while its writer or a consumer is open, in this process or
+ * another; `E_NOT_FOUND` when nothing of it is left.
+ *
+ * Crash order: the consumers' positions first, then the parts (oldest first), and the queue
+ * info file last. Until that last step the queue is still listed and still opens, so a delete
+ * cut short is seen, and calling it again finishes the job. Positions go before parts: a
+ * writer that finds the part its info line names gone starts that part afresh, under the same
+ * id, and a position left in the old one would skip the new records.
+ */
+export async function deleteQueue(driver: QueueDriver, queue: string, options: AdminOptions = {}): Promise<DeleteQueueResult> {
+  assertName(queue, "queue");
+  resolveAdminOptions(driver, options);
+  const held = await lockWholeQueue(driver, queue, "delete");
+  try {
+    const parts = await listParts(driver, queue);
+    const info = await driver.readRecord(queueInfoPath(queue));
+    const positions = (await driver.list("")).filter((entry) => consumerOfPopFile(queue, entry) !== undefined);
+    if (info === undefined && parts.length === 0 && positions.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
+    for (const entry of positions) await driver.remove(entry);
+    for (const id of parts) await driver.remove(partDir(queue, id));
+    await driver.remove(queueInfoPath(queue));
+    await driver.syncDir?.("");
+    // Everything this queue had is gone: a queue of that name created later starts clean.
+    forgetShared(driver, (path) => path === queueInfoPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined);
+    return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
+  } finally {
+    await held.release();
+  }
+}
+
+/**
+ * Removes a consumer: its saved position (`Q_info_pop_C`) and its lock file. Refused
+ * (`E_LOCKED`) while it is open, in this process or another; `E_NOT_FOUND` when it has no
+ * saved position.
+ */
+export async function deleteConsumer(driver: QueueDriver, queue: string, consumer: string, options: AdminOptions = {}): Promise<void> {
+  assertName(queue, "queue");
+  assertName(consumer, "consumer", queue);
+  resolveAdminOptions(driver, options);
+  const lock = await lockConsumer(driver, queue, consumer, "delete");
+  try {
+    const path = popInfoPath(queue, consumer);
+    if ((await driver.readRecord(path)) === undefined) {
+      const queueExists = (await driver.readRecord(queueInfoPath(queue))) !== undefined || (await listParts(driver, queue)).length > 0;
+      throw new VQueueError("E_NOT_FOUND", queueExists ? `Consumer "${consumer}" of queue "${queue}" does not exist.` : `Queue "${queue}" does not exist.`);
+    }
+    await driver.remove(path);
+    forgetShared(driver, (p) => p === path);
+  } finally {
+    // Releasing removes the lock file.
+    await lock.release();
+  }
+}

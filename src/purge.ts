@@ -1,0 +1,97 @@
+import type { QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
+import { forgetShared } from "./handles";
+import { formatPopInfo, formatPushInfo, formatQueueInfo } from "./info";
+import { assertName } from "./names";
+import { resolveAdminOptions, type AdminOptions } from "./options";
+import { partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
+import { readPartEnd } from "./position";
+import { lockWholeQueue } from "./queue-locks";
+import { listParts, readQueueInfo } from "./recovery";
+
+/** What `purgeQueue` removed, and where the queue now starts. */
+export interface PurgeResult {
+  queue: string;
+  /** Messages, bytes and parts removed. */
+  messages: number;
+  bytes: number;
+  parts: number;
+  /** The new current part (empty): one past every part the queue had. */
+  part: number;
+}
+
+const ascii = new TextEncoder();
+
+/**
+ * Removes every message of a queue; the queue and its consumers stay, every consumer at the
+ * new start. Refused (`E_LOCKED`) while its writer or one of its consumers is open, in this
+ * process or another; `E_NOT_FOUND` when there is no such queue.
+ *
+ * Part ids never go back: the new, empty part is one past the last, so a cursor handed out
+ * before the purge can never name a message pushed after it. The steps are ordered so that a
+ * crash between any two leaves a queue that opens: the new part is made and named by the
+ * queue info line first, the consumers are moved to it, and only then do the old parts go
+ * (a consumer still in a removed part resumes at the next one, see `checkSavedPosition`).
+ */
+export async function purgeQueue(driver: QueueDriver, queue: string, options: AdminOptions = {}): Promise<PurgeResult> {
+  assertName(queue, "queue");
+  const { onProblem, durability } = resolveAdminOptions(driver, options);
+  const sync = durability !== "none";
+  const held = await lockWholeQueue(driver, queue, "purge");
+  try {
+    const parts = await listParts(driver, queue);
+    const info = await readQueueInfo(driver, queue, onProblem);
+    if (!info && parts.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
+    let messages = 0;
+    let bytes = 0;
+    for (const id of parts) {
+      // Nobody writes (we hold the writer's lock): the part files say where each part ends.
+      const end = await readPartEnd(driver, queue, id, true);
+      messages += end.count;
+      bytes += end.edge;
+    }
+    const next = Math.max(info?.part ?? -1, parts.at(-1) ?? -1) + 1;
+    await startEmptyPart(driver, queue, next, sync);
+    await writeLine(driver, queueInfoPath(queue), formatQueueInfo({ queue, part: next }), sync);
+    for (const consumer of held.consumers) {
+      const path = popInfoPath(queue, consumer);
+      // A consumer with only a lock file has no position to move.
+      if ((await driver.readRecord(path)) === undefined) continue;
+      await writeLine(driver, path, formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 }), sync);
+    }
+    for (const id of parts) await driver.remove(partDir(queue, id));
+    forgetShared(driver, (path) => parts.includes(partOfDir(queue, path.split("/")[0]!) ?? -1));
+    return { queue, messages, bytes, parts: parts.length, part: next };
+  } finally {
+    await held.release();
+  }
+}
+
+// --- Internal helpers ---
+
+/** A new empty part as the crate writes one: its directory, an empty `Q_queue`, `Q_info_push` `Q;0;0;<crc>`. */
+async function startEmptyPart(driver: QueueDriver, queue: string, part: number, sync: boolean): Promise<void> {
+  await driver.mkdir(partDir(queue, part));
+  const log = await driver.openLog(partPath(queue, part), { create: true });
+  try {
+    await log!.truncate(0);
+  } finally {
+    await log!.close();
+  }
+  await writeLine(driver, pushInfoPath(queue, part), formatPushInfo({ queue, edge: 0, count: 0 }), sync);
+  if (sync) {
+    await driver.syncDir?.(partDir(queue, part));
+    await driver.syncDir?.("");
+  }
+}
+
+/** Rewrites an info line in place (FORMAT.md: never renamed over), creating the file if missing. */
+async function writeLine(driver: QueueDriver, path: string, line: string, sync: boolean): Promise<void> {
+  const file = await driver.openRecord(path, { create: true });
+  try {
+    await file!.replace(ascii.encode(line));
+    if (sync) await file!.sync();
+  } finally {
+    await file!.close();
+  }
+}

@@ -1,3 +1,5 @@
+// Over 300 lines: the one owner of the server's open writers and consumer slots; opening, idling,
+// relieving EMFILE pressure and the admin calls that close them all share its maps.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
 import type { QueueDriver } from "../src/driver";

@@ -4,6 +4,7 @@ export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./co
 export type { SeekTarget } from "./seek";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
 export type { QueueStats, ConsumerStats } from "./inspect";
+export { invalidateTotals } from "./totals";
 export { VQueueError } from "./errors";
 export type { VQueueErrorCode, QueueProblem } from "./errors";
 export { defineDriver } from "./driver";

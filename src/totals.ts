@@ -89,8 +89,16 @@ class TotalsCache {
   /** The writer in this process finished part `part` with `end`, and now writes `next`. */
   seal(part: number, end: PartEnd, next: number): void {
     this.sealed.set(part, { bytes: end.edge, messages: end.count });
-    for (const id of [part, next]) if (!this.ids.includes(id)) this.ids = [...this.ids, id].sort((a, b) => a - b);
+    this.addId(part);
+    this.addId(next);
     this.changed();
+  }
+
+  /** Adds an existing part's id; parts are made in order, so it is usually appended. */
+  addId(id: number): void {
+    const last = this.ids.at(-1);
+    if (last === undefined || id > last) this.ids.push(id);
+    else if (!this.ids.includes(id)) this.ids = [...this.ids, id].sort((a, b) => a - b);
   }
 
   refresh(driver: QueueDriver, queue: string, live: () => Live | undefined): Promise<QueueTotals | undefined> {
@@ -111,7 +119,7 @@ class TotalsCache {
       for (const id of this.sealed.keys()) if (!listed.has(id)) this.sealed.delete(id);
       this.changed();
     }
-    if (live && !this.ids.includes(live.part)) this.ids = [...this.ids, live.part].sort((a, b) => a - b);
+    if (live) this.addId(live.part);
     const current = Math.max(named, this.ids.at(-1) ?? -1);
     if (current < 0) return undefined; // no info line and no part: no such queue
     // A part at or after the current one is not sealed (a queue deleted and made again restarts at 0).

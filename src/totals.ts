@@ -102,19 +102,20 @@ class TotalsCache {
   }
 
   refresh(driver: QueueDriver, queue: string, live: () => Live | undefined): Promise<QueueTotals | undefined> {
-    const run = this.#chain.then(() => this.#refresh(driver, queue, live()));
+    const run = this.#chain.then(() => this.#refresh(driver, queue, live));
     this.#chain = run.catch(() => {});
     return run;
   }
 
-  async #refresh(driver: QueueDriver, queue: string, live: Live | undefined): Promise<QueueTotals | undefined> {
+  async #refresh(driver: QueueDriver, queue: string, liveNow: () => Live | undefined): Promise<QueueTotals | undefined> {
+    const live = liveNow();
     const info = live ? undefined : await readQueueInfo(driver, queue, ignoreProblems);
     const named = live?.part ?? info?.part ?? -1;
     const now = Date.now();
     if (this.mustList || now - this.listedAt >= LIST_INTERVAL_MS || named > (this.ids.at(-1) ?? -1)) {
       this.mustList = false;
-      this.listedAt = now;
       this.ids = await listParts(driver, queue);
+      this.listedAt = now; // only once listed: a failed listing is tried again on the next call
       const listed = new Set(this.ids);
       for (const id of this.sealed.keys()) if (!listed.has(id)) this.sealed.delete(id);
       this.changed();
@@ -138,6 +139,9 @@ class TotalsCache {
       );
       this.changed();
     }
+    // The writer here rolled while this refresh waited for I/O: again, from its new part (nothing to measure).
+    const latest = liveNow();
+    if (live && latest && latest.part !== live.part) return this.#refresh(driver, queue, liveNow);
     let end: PartEnd | undefined;
     if (live) end = live;
     else if (this.ids.at(-1) === current) end = await readPartEnd(driver, queue, current, await isWriterGone(driver, queue));

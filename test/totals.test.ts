@@ -5,7 +5,7 @@ import fsDriver from "../adapters/drivers/fs";
 import type { ConsumerPosition } from "../src/cursor";
 import type { QueueDriver } from "../src/driver";
 import { QueueConsumer } from "../src/consumer";
-import { inspectQueue } from "../src/inspect";
+import { consumerLag, inspectQueue } from "../src/inspect";
 import { readPartEnd } from "../src/position";
 import { isWriterGone, listParts, readQueueInfo } from "../src/recovery";
 import { invalidateTotals, queueTotals, type PartTotals } from "../src/totals";
@@ -138,6 +138,25 @@ describe("running totals (issue 12)", () => {
       await writer.close();
     }
     expect(steady).toEqual([[], []]);
+  });
+
+  it("stay right when the writer here rolls while the first call walks the parts", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir });
+    const writer = await QueueWriter.open("q", { driver, durability: "none", maxPartBytes: 1024, onProblem: quiet });
+    const message = "x".repeat(487);
+    await writer.pushBatch(Array.from({ length: 399 }, () => message));
+    const start = { part: 0, position: 0, count: 0 };
+    for (let round = 0; round < 5; round++) {
+      invalidateTotals(driver, "q");
+      const before = writer.position;
+      const [lag] = await Promise.all([consumerLag(driver, "q", start), writer.pushBatch(Array.from({ length: 20 }, () => message))]);
+      expect(writer.position.part).toBeGreaterThan(before.part);
+      expect(lag).toBeGreaterThanOrEqual(399 + 20 * round);
+      expect(lag).toBeLessThanOrEqual(399 + 20 * (round + 1));
+      await expectTotalsEqualWalk(driver, "q", `round ${round}`);
+    }
+    await writer.close();
   });
 
   it("lag() in another process costs a few small reads, whatever the number of parts", async () => {

@@ -1,6 +1,7 @@
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { forgetShared } from "./handles";
+import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
 import { consumerOfPopFile, partDir, partOfDir, popInfoPath, queueInfoPath } from "./paths";
@@ -44,6 +45,8 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     forgetShared(driver, (path) => path === queueInfoPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined);
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
+    // Parts went (all or some, if cut short): this process's running totals start over.
+    invalidateTotals(driver, queue);
     await held.release();
   }
 }

@@ -8,6 +8,7 @@ export { purgeQueue } from "./purge";
 export type { PurgeResult } from "./purge";
 export { deleteQueue, deleteConsumer } from "./delete";
 export type { DeleteQueueResult } from "./delete";
+export { invalidateTotals } from "./totals";
 export { VQueueError } from "./errors";
 export type { VQueueErrorCode, QueueProblem } from "./errors";
 export { defineDriver } from "./driver";

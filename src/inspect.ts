@@ -3,8 +3,7 @@ import type { QueueDriver } from "./driver";
 import { parsePopInfo } from "./info";
 import { assertName } from "./names";
 import { consumerOfPopFile, popInfoPath, queueOfInfoFile } from "./paths";
-import { readPartEnd } from "./position";
-import { isWriterGone, listParts, readQueueInfo } from "./recovery";
+import { queueTotals } from "./totals";
 
 /** What `inspectQueue` tells about a queue, from its info lines (and its part files once its writer is gone). */
 export interface QueueStats {
@@ -26,7 +25,6 @@ export interface ConsumerStats extends ConsumerPosition {
 }
 
 const decoder = new TextDecoder();
-const ignoreProblems = () => {};
 
 /**
  * Names of the queues in the storage (any queue with an info file, the crate's included).
@@ -44,40 +42,29 @@ export async function listQueues(driver: QueueDriver): Promise<string[]> {
 /** Parts, totals and consumers of a queue, or undefined if there is no such queue. */
 export async function inspectQueue(driver: QueueDriver, queue: string): Promise<QueueStats | undefined> {
   assertName(queue, "queue");
-  const info = await readQueueInfo(driver, queue, ignoreProblems);
-  const parts = await readParts(driver, queue, info?.part);
-  if (!info && parts.length === 0) return undefined;
-  const currentPart = Math.max(info?.part ?? 0, parts.at(-1)?.id ?? 0);
+  const totals = await queueTotals(driver, queue);
+  if (!totals) return undefined;
   return {
     name: queue,
-    currentPart,
-    currentCount: parts.find((p) => p.id === currentPart)?.messages ?? 0,
-    parts,
-    messages: parts.reduce((sum, p) => sum + p.messages, 0),
-    bytes: parts.reduce((sum, p) => sum + p.bytes, 0),
-    consumers: await listConsumers(driver, queue, parts),
+    currentPart: totals.currentPart,
+    currentCount: totals.currentCount,
+    parts: totals.parts(),
+    messages: totals.messages,
+    bytes: totals.bytes,
+    consumers: await consumersOf(driver, queue, totals.lagAfter),
   };
 }
 
-/** Messages pushed after `position`, counted from the push info lines of the parts. */
+/** Messages pushed after `position`, from the queue's running totals (totals.ts). */
 export async function consumerLag(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<number> {
-  return lagAfter(await readParts(driver, queue), position);
+  return (await queueTotals(driver, queue))?.lagAfter(position) ?? 0;
 }
 
-/** The consumers of a queue with their saved positions and lag (`parts` if already read). */
+/** The consumers of a queue with their saved positions and lag (counted in `parts` if given). */
 export async function listConsumers(driver: QueueDriver, queue: string, parts?: QueueStats["parts"]): Promise<ConsumerStats[]> {
   assertName(queue, "queue");
-  const counts = parts ?? (await readParts(driver, queue));
-  const out: ConsumerStats[] = [];
-  for (const entry of await driver.list("")) {
-    const name = consumerOfPopFile(queue, entry);
-    if (name === undefined) continue;
-    const pop = await readPop(driver, queue, name);
-    if (!pop) continue; // the crate's empty leftovers, damaged, or not a file
-    const position = { part: pop.part, position: pop.position, count: pop.count };
-    out.push({ name, ...position, lag: lagAfter(counts, position) });
-  }
-  return out.sort((a, b) => a.name.localeCompare(b.name));
+  const totals = parts ? undefined : await queueTotals(driver, queue);
+  return consumersOf(driver, queue, (position) => (parts ? lagAfter(parts, position) : (totals?.lagAfter(position) ?? 0)));
 }
 
 // --- Internal helpers ---
@@ -95,21 +82,18 @@ async function readPop(driver: QueueDriver, queue: string, name: string) {
   }
 }
 
-/**
- * Every part with its size and record count: from the push info lines while a writer
- * appends, from the part files where nobody does (parts before the current one, and every
- * part once the writer is gone), so messages past a lagging line are counted.
- */
-async function readParts(driver: QueueDriver, queue: string, infoPart?: number): Promise<QueueStats["parts"]> {
-  const ids = await listParts(driver, queue);
-  const current = Math.max(infoPart ?? -1, ids.at(-1) ?? -1);
-  const gone = ids.length > 0 && (await isWriterGone(driver, queue));
-  const parts: QueueStats["parts"] = [];
-  for (const id of ids) {
-    const end = await readPartEnd(driver, queue, id, gone || id !== current);
-    parts.push({ id, bytes: end.edge, messages: end.count });
+/** The consumers' saved positions, each with its lag as `lag` counts it. */
+async function consumersOf(driver: QueueDriver, queue: string, lag: (position: ConsumerPosition) => number): Promise<ConsumerStats[]> {
+  const out: ConsumerStats[] = [];
+  for (const entry of await driver.list("")) {
+    const name = consumerOfPopFile(queue, entry);
+    if (name === undefined) continue;
+    const pop = await readPop(driver, queue, name);
+    if (!pop) continue; // the crate's empty leftovers, damaged, or not a file
+    const position = { part: pop.part, position: pop.position, count: pop.count };
+    out.push({ name, ...position, lag: lag(position) });
   }
-  return parts;
+  return out.sort((a, b) => a.name.localeCompare(b.name));
 }
 
 function lagAfter(parts: QueueStats["parts"], position: ConsumerPosition): number {

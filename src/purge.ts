@@ -1,6 +1,7 @@
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { forgetShared } from "./handles";
+import { invalidateTotals } from "./totals";
 import { formatPopInfo, formatPushInfo, formatQueueInfo } from "./info";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
@@ -63,6 +64,8 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
     forgetShared(driver, (path) => parts.includes(partOfDir(queue, path.split("/")[0]!) ?? -1));
     return { queue, messages, bytes, parts: parts.length, part: next };
   } finally {
+    // Parts went (all or some, if cut short): this process's running totals start over.
+    invalidateTotals(driver, queue);
     await held.release();
   }
 }

@@ -12,6 +12,7 @@ import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } fro
 import { partDir, partPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
 import { HEADER_SIZE, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
 import { listParts, readQueueInfo, recoverPart } from "./recovery";
+import { trackWriter, type WriterTotals } from "./totals";
 
 interface PendingPush {
   items: EncodedInput[];
@@ -35,6 +36,8 @@ export class QueueWriter {
   /** Shared with this queue's consumers in this process: they wake on its batches. */
   #hub!: QueueHub;
   #unregister: (() => void) | undefined;
+  /** Keeps the queue's running totals in this process (totals.ts) without I/O. */
+  #totals: WriterTotals | undefined;
 
   #part = 0;
   #edge = 0;
@@ -76,6 +79,8 @@ export class QueueWriter {
     // Taken once open (a hub nobody uses is let go): held by the registration from here on.
     writer.#hub = queueHub(resolved.driver, name);
     writer.#unregister = writer.#hub.registerWriter();
+    writer.#totals = trackWriter(resolved.driver, name);
+    writer.#totals.report(writer.#part, writer.#edge, writer.#count);
     // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
     lock.lost?.addEventListener("abort", () => writer.#stop(lock.lost!.reason), { once: true });
     if (resolved.durability === "interval") {
@@ -262,6 +267,7 @@ export class QueueWriter {
   }
 
   async #writePushInfo(): Promise<void> {
+    this.#totals?.report(this.#part, this.#edge, this.#count);
     const line = formatPushInfo({ queue: this.name, edge: this.#edge, count: this.#count });
     await this.#pushInfoFile!.replace(ascii.encode(line));
   }
@@ -349,6 +355,7 @@ export class QueueWriter {
   /** Refuses every push from now on with `error` (a lost lock). */
   #stop(error: unknown): void {
     this.#failure ??= error;
+    this.#totals?.release(); // another writer has the queue now: its info lines tell
     for (const p of this.#pending.splice(0)) p.reject(this.#failedError());
     this.#hub.emit();
   }
@@ -369,6 +376,7 @@ export class QueueWriter {
       if (this.#unsynced && !this.#failure) await this.#partFile?.sync();
     } finally {
       await this.#closeFiles();
+      this.#totals?.release();
       this.#unregister?.();
       await this.#lock.release();
     }

@@ -10,24 +10,15 @@ import { consumerLockPath, consumerOfPopFile, partDir, partOfDir, partPath, popI
 import { QueueWriter } from "../src/writer";
 import { errorCode, startServer } from "./http/_server";
 import { useTempDirs } from "./helpers/tmp";
+import { seededRandom } from "./helpers/random";
 
 const freshDir = useTempDirs("vq-names-");
 
 /** Pieces that spell the layout's own suffixes, so generated names try hard to collide. */
 const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push"];
 
-/** A deterministic generator (mulberry32): a failure replays with the same seed. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function names(seed: number, count: number): string[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const out = new Set<string>();
   while (out.size < count) {
     const n = 1 + Math.floor(next() * 4);

@@ -5,7 +5,7 @@
  */
 import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/check";
 import { isValidName } from "../src/names";
-import { checkDurability, checkStart } from "../src/options";
+import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { DEFAULT_LIMITS, limitsProblems } from "../runtime/options";
 
 /** A configuration that cannot be served; `problems` lists each one. */
@@ -121,6 +121,7 @@ const config = object({
   host: text({ nonEmpty: true }),
   port: int(0, 65535),
   durability: rule(checkDurability),
+  compression: rule(checkCompression),
   start: rule(checkStart),
   syncCommits: bool,
   maxConsumers: int(1),

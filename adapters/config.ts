@@ -6,7 +6,7 @@ import { loadConfig } from "c12";
 import { createDefu } from "defu";
 import { isAbsolute } from "pathe";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
-import type { Durability, StartPosition } from "../src/options";
+import type { Compression, Durability, StartPosition } from "../src/options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
 
@@ -26,6 +26,8 @@ export interface VQueueConfig {
   port?: number;
   /** @default "fsync" */
   durability?: Durability;
+  /** `"zstd"` writes new parts compressed (v3, unreadable by the crate 0.2.x). @default "none" */
+  compression?: Compression;
   /** Where a new consumer starts. @default "earliest" */
   start?: StartPosition;
   /** @default true */
@@ -43,7 +45,7 @@ export interface VQueueConfig {
   logLevel?: LogLevel;
 }
 
-export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "start" | "syncCommits" | "logLevel">> {
+export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "start" | "syncCommits" | "logLevel">> {
   auth: AuthOptions | false;
   limits: Partial<QueueAppLimits>;
   storage?: string;
@@ -56,6 +58,7 @@ export const CONFIG_DEFAULTS: ResolvedServeConfig = {
   host: "127.0.0.1",
   port: 9093,
   durability: "fsync",
+  compression: "none",
   start: "earliest",
   syncCommits: true,
   logLevel: "info",
@@ -105,6 +108,7 @@ export function envConfig(env: Record<string, string | undefined>): VQueueConfig
   if (env.VQUEUE_HOST) config.host = env.VQUEUE_HOST;
   if (env.VQUEUE_PORT) config.port = Number(env.VQUEUE_PORT);
   if (env.VQUEUE_DURABILITY) config.durability = env.VQUEUE_DURABILITY as Durability;
+  if (env.VQUEUE_COMPRESSION) config.compression = env.VQUEUE_COMPRESSION as Compression;
   if (env.VQUEUE_LOG_LEVEL) config.logLevel = env.VQUEUE_LOG_LEVEL as LogLevel;
   if (env.VQUEUE_USERS) config.auth = { users: parseUsers(env.VQUEUE_USERS) };
   if (env.VQUEUE_NO_AUTH && env.VQUEUE_NO_AUTH !== "0" && env.VQUEUE_NO_AUTH !== "false") config.auth = false;

@@ -18,11 +18,11 @@ import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkOption, optionError } from "../src/check";
 import { LOG_PREFIX } from "../src/errors";
-import { checkDurability, checkStart } from "../src/options";
+import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "start" | "syncCommits" | "consumerIdleMs" | "limits"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits"> {
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
@@ -67,6 +67,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   if (!prefix) throw optionError(`Invalid prefix ${JSON.stringify(rest.prefix)}: give a path such as "/_queue" (an empty one would take every route of the app).`);
   // The build-time values; the runtime config's are checked when the instance opens.
   if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
+  if (rest.compression !== undefined) checkOption("compression", rest.compression, checkCompression);
   if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
   return {
     name: "v-queue",
@@ -254,7 +255,7 @@ function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueue
   };
   // A deep copy: nitropack 2's runtime config is read-only.
   const copy = JSON.parse(JSON.stringify(options)) as Partial<VQueueRuntimeOptions>;
-  const o = Object.fromEntries(Object.entries(copy).map(([k, v]) => [k, ["dir", "storage", "prefix", "durability", "start"].includes(k) ? v : parse(v)]));
+  const o = Object.fromEntries(Object.entries(copy).map(([k, v]) => [k, ["dir", "storage", "prefix", "durability", "compression", "start"].includes(k) ? v : parse(v)]));
   const auth = o.auth as AuthOptions | false | undefined;
   if (auth) {
     auth.users = parse(auth.users) as AuthOptions["users"];

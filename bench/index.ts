@@ -33,6 +33,7 @@ const suites = [
   optional("unstorage", "unstorage.ts", "runUnstorageBench"),
   optional("client", "client.ts", "runClientBench"),
   optional("totals", "totals.ts", "runTotalsBench"),
+  optional("compression", "compression.ts", "runCompressionBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

@@ -81,7 +81,7 @@ export function encodeConsumeJSON(queue: string, consumer: string, messages: Mes
     at = put(buf, at, CURSOR);
     at = putInteger(buf, at, m.part);
     buf[at++] = 0x2e; // .
-    at = putInteger(buf, at, m.offset + HEADER_SIZE + m.size);
+    at = putInteger(buf, at, m.offset + HEADER_SIZE + (m.stored ?? m.size));
     buf[at++] = 0x2e;
     at = putInteger(buf, at, m.seq);
     buf[at++] = Q;

@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { checkDriver, checkDurability, checkStart, type Durability, type StartPosition } from "../src/options";
+import { checkCompression, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -63,6 +63,8 @@ export interface QueueAppOptions {
   driver?: QueueDriver;
   /** When a produce request is answered (see the engine's `Durability`). @default "fsync" */
   durability?: Durability;
+  /** How queues opened by produce requests write new parts (see the engine's `compression`). @default "none" */
+  compression?: Compression;
   /** Where a consumer created by its first consume starts. @default "earliest" */
   start?: StartPosition;
   /** fsync a consumer's position file on each commit. @default true */
@@ -105,6 +107,7 @@ export interface ResolvedAuth {
 export interface ResolvedQueueAppOptions {
   driver: QueueDriver;
   durability: Durability;
+  compression: Compression;
   start: StartPosition;
   syncCommits: boolean;
   auth: ResolvedAuth | undefined;
@@ -137,6 +140,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
   const limits = defu(options.limits, DEFAULT_LIMITS) as QueueAppLimits;
   const resolved = {
     durability: options.durability ?? "fsync",
+    compression: options.compression ?? "none",
     start: options.start ?? "earliest",
     syncCommits: options.syncCommits ?? true,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
@@ -144,6 +148,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),
+    checkCompression(resolved.compression, "compression"),
     checkStart(resolved.start, "start"),
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),

@@ -10,8 +10,8 @@ export interface ConsumerPosition {
 }
 
 /** The position right after `message`: committing it commits the message and all before it. */
-export function positionAfter(message: Pick<Message, "part" | "offset" | "seq" | "size">): ConsumerPosition {
-  return { part: message.part, position: message.offset + HEADER_SIZE + message.size, count: message.seq };
+export function positionAfter(message: Pick<Message, "part" | "offset" | "seq" | "size" | "stored">): ConsumerPosition {
+  return { part: message.part, position: message.offset + HEADER_SIZE + (message.stored ?? message.size), count: message.seq };
 }
 
 /** An opaque-looking, URL-safe cursor for a position: `<part>.<position>.<count>`. */
@@ -20,8 +20,8 @@ export function formatCursor(position: ConsumerPosition): string {
 }
 
 /** `formatCursor(positionAfter(message))`, without the object in between (once per message handed out). */
-export function cursorAfter(message: Pick<Message, "part" | "offset" | "seq" | "size">): string {
-  return message.part + "." + (message.offset + HEADER_SIZE + message.size) + "." + message.seq;
+export function cursorAfter(message: Pick<Message, "part" | "offset" | "seq" | "size" | "stored">): string {
+  return message.part + "." + (message.offset + HEADER_SIZE + (message.stored ?? message.size)) + "." + message.seq;
 }
 
 /** A well-formed cursor (not necessarily one of this queue): the one pattern the engine, the server and the CLI check. */

@@ -34,6 +34,12 @@ export interface QueueDriver {
    * and trust the info lines.
    */
   isLocked?(path: string): Promise<boolean>;
+  /**
+   * Writes a whole small file so that readers see all of it or none (a v3 part's dictionary):
+   * on files a temporary file, fsync (with `sync`) and a rename. Optional: without it the
+   * engine replaces the file in place.
+   */
+  writeAtomic?(path: string, data: Uint8Array, options: { sync: boolean }): Promise<void>;
   /** Makes a directory's entries durable (new files and parts). Optional. */
   syncDir?(dir: string): Promise<void>;
   /**

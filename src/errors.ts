@@ -48,7 +48,16 @@ export class VQueueError extends Error {
  * `onProblem` option so that an operator sees it and the queue keeps going.
  */
 export interface QueueProblem {
-  code: "TORN_TAIL" | "BAD_RECORD" | "BAD_INFO" | "BAD_POSITION" | "UNSUPPORTED_PART";
+  code:
+    | "TORN_TAIL"
+    | "BAD_RECORD"
+    | "BAD_INFO"
+    | "BAD_POSITION"
+    | "UNSUPPORTED_PART"
+    /** A compressed v3 body that does not decompress, or not to the length it announces: skipped. */
+    | "BAD_COMPRESSED"
+    /** A compressed v3 body in a part whose dictionary is nowhere to be found: skipped. */
+    | "NO_DICTIONARY";
   message: string;
   queue: string;
   part?: number;

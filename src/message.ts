@@ -23,6 +23,11 @@ export interface Message extends MessagePosition {
   data: string | Uint8Array;
   /** Body size in bytes. */
   size: number;
+  /**
+   * Bytes the body takes in the part, when that differs from `size`: a compressed body
+   * (v3, compression.ts). The position after the message counts these.
+   */
+  stored?: number;
   /** The record's CRC-32 (already checked). */
   crc: number;
 }

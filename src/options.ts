@@ -6,6 +6,7 @@ import { MAX_BODY_SIZE } from "./record";
 
 export const DURABILITIES = ["fsync", "interval", "none"] as const;
 export const START_POSITIONS = ["earliest", "latest"] as const;
+export const COMPRESSIONS = ["none", "zstd"] as const;
 
 /**
  * When a push is acknowledged:
@@ -17,6 +18,13 @@ export const START_POSITIONS = ["earliest", "latest"] as const;
  */
 export type Durability = (typeof DURABILITIES)[number];
 
+/**
+ * How new parts are written: `"none"`, v2 parts as the crate 0.2.x writes and reads them;
+ * `"zstd"`, v3 parts (crate 0.3.x) whose bodies are compressed with a per-part dictionary,
+ * which the crate 0.2.x cannot read.
+ */
+export type Compression = (typeof COMPRESSIONS)[number];
+
 /** Where a consumer that has no saved position starts. */
 export type StartPosition = (typeof START_POSITIONS)[number];
 
@@ -24,6 +32,8 @@ export type StartPosition = (typeof START_POSITIONS)[number];
 export const checkDurability: Check = oneOf(DURABILITIES);
 /** The one check of `start` (see `checkDurability`). */
 export const checkStart: Check = oneOf(START_POSITIONS);
+/** The one check of `compression` (see `checkDurability`). */
+export const checkCompression: Check = oneOf(COMPRESSIONS);
 
 export interface CommonOptions {
   /**
@@ -58,6 +68,25 @@ export interface QueueOptions extends CommonOptions {
   rollOnOpen?: boolean;
   /** Create the queue if it does not exist. @default true */
   create?: boolean;
+  /**
+   * `"zstd"` writes new parts as v3 with compressed bodies (README, "Compression"): readers
+   * of the crate 0.2.x cannot read those parts. Reading v3 parts needs no option.
+   * @default "none"
+   */
+  compression?: Compression;
+  /** zstd level of `compression: "zstd"`. @default 3 */
+  compressionLevel?: number;
+  /** Bodies under this many bytes are stored raw (as the crate does). @default 24 */
+  compressionMinBytes?: number;
+  /** Bytes of a part's first bodies (stored raw) that its dictionary is built from. @default 131072 */
+  compressionSampleBytes?: number;
+  /**
+   * A zstd dictionary made offline (e.g. `zstd --train` on sample messages): with it, every
+   * part is compressed from its first body with this dictionary (still written as the part's
+   * `Q_dict`), nothing is learnt. A trained dictionary (starting with 37 A4 30 EC) or raw
+   * content of 8 bytes to 1 MiB. @default undefined (each part builds its own)
+   */
+  compressionDictionary?: Uint8Array;
 }
 
 export interface ConsumerOptions extends CommonOptions {
@@ -100,6 +129,11 @@ export interface ResolvedQueueOptions {
   maxMessageBytes: number;
   rollOnOpen: boolean;
   create: boolean;
+  compression: Compression;
+  compressionLevel: number;
+  compressionMinBytes: number;
+  compressionSampleBytes: number;
+  compressionDictionary: Uint8Array | undefined;
 }
 
 export interface ResolvedConsumerOptions {
@@ -117,7 +151,7 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
 };
 
 /** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
-export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true } as const;
+export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024 } as const;
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
@@ -135,8 +169,25 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(1, 3_600_000)(o.fsyncIntervalMs, "fsyncIntervalMs"),
     integer(1024)(o.maxPartBytes, "maxPartBytes"),
     integer(1, MAX_BODY_SIZE)(o.maxMessageBytes, "maxMessageBytes"),
+    checkCompression(o.compression, "compression"),
+    integer(1, 19)(o.compressionLevel, "compressionLevel"),
+    integer(5, MAX_BODY_SIZE)(o.compressionMinBytes, "compressionMinBytes"),
+    integer(1024, 64 * 1024 * 1024)(o.compressionSampleBytes, "compressionSampleBytes"),
+    o.compressionDictionary === undefined ? undefined : checkDictionary(o.compressionDictionary, "compressionDictionary"),
   ]);
 }
+
+/** The largest dictionary accepted in `compressionDictionary`. */
+export const DICTIONARY_MAX_BYTES = 1024 * 1024;
+
+/** A dictionary for `compressionDictionary`: bytes, trained (zstd's magic) or at least 8 bytes of raw content, at most 1 MiB. */
+export const checkDictionary: Check = (value, name) => {
+  if (!(value instanceof Uint8Array)) return `Invalid ${name}: use a Uint8Array (the bytes of a dictionary file, e.g. made by \`zstd --train\`).`;
+  const trained = value[0] === 0x37 && value[1] === 0xa4 && value[2] === 0x30 && value[3] === 0xec;
+  if (value.length > DICTIONARY_MAX_BYTES) return `Invalid ${name} of ${value.length} bytes: use at most ${DICTIONARY_MAX_BYTES} bytes (1 MiB).`;
+  if (value.length < (trained ? 16 : 8)) return `Invalid ${name} of ${value.length} bytes: ${trained ? "a trained dictionary this short is truncated" : "use at least 8 bytes of content"}.`;
+  return undefined;
+};
 
 export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsumerOptions {
   return resolveOptions<ResolvedConsumerOptions>(options, CONSUMER_DEFAULTS, (o) => [

@@ -9,7 +9,8 @@ import type { Message } from "./message";
 import { partDir, partPath, pushInfoPath, queueInfoPath } from "./paths";
 import { isRecordBoundary } from "./position";
 import { HEADER_SIZE } from "./record";
-import { isV3Record, isWriterGone, listParts, readInfoLine } from "./recovery";
+import { PartDecoder } from "./compression";
+import { isWriterGone, listParts, readInfoLine } from "./recovery";
 import { scanPart, type ChunkCache } from "./scan";
 
 // Bodies are bytes: a leading U+FEFF is part of the message, not a byte-order mark to drop.
@@ -50,6 +51,10 @@ export class PartReader {
   #queueInfoFile: RecordFile | undefined;
   /** The last chunk read from the reading part: most reads are served from it. */
   #cache: ChunkCache = { buf: undefined, pos: 0 };
+  /** The reading part's dictionary, opened at its first compressed record (v3). */
+  #decoder: PartDecoder | undefined;
+  /** The reading part's push info line was found unparseable (reported once). */
+  #infoDamaged = false;
 
   constructor(queue: string, consumer: string, driver: QueueDriver, options: PartReaderOptions) {
     this.#queue = queue;
@@ -82,8 +87,10 @@ export class PartReader {
     } finally {
       await Promise.all(old.map((file) => file?.close()));
     }
+    if (this.#read.part !== position.part) this.#dropDecoder();
     this.#read = { ...position };
     this.#cache = { buf: undefined, pos: 0 };
+    this.#infoDamaged = false;
     this.#limit = 0;
     this.#limitFromFile = false;
     this.#tail = undefined;
@@ -102,6 +109,8 @@ export class PartReader {
       // With no writer left, a damaged end of the part may be a torn write: stop before it.
       const holdAtTail = this.#limitFromFile && !this.#finished;
       let tailAt: number | undefined;
+      let needDecoder: number | undefined;
+      const partDecoder = this.#decoder;
       const result = await scanPart(
         this.#partFile!,
         {
@@ -116,12 +125,28 @@ export class PartReader {
         },
         (buf, _view, at, header) => {
           const start = at + HEADER_SIZE;
-          const body = new Uint8Array(buf.buffer, buf.byteOffset + start, header.length);
+          let body = new Uint8Array(buf.buffer, buf.byteOffset + start, header.length);
+          if (header.compressed) {
+            // The dictionary is opened (I/O) between scans: stop before this record, come back.
+            if (!partDecoder) {
+              needDecoder = header.offset;
+              return false;
+            }
+            const decoded = partDecoder.decode(body);
+            if ("problem" in decoded) {
+              this.#report(decoded.problem, part, header.offset, HEADER_SIZE + header.length, `skipped record ${header.seq} at offset ${header.offset} of part ${part}: ${decoded.why}.`);
+              count = header.seq;
+              return true;
+            }
+            body = decoded.body;
+          }
           // Plain views, no copy: chunks are never reused or written to, so a view stays
           // valid (it keeps its chunk alive while referenced).
           const data = decode && header.type === "string" ? decoder.decode(body) : body;
-          out.push({ part, offset: header.offset, seq: header.seq, type: header.type, data, size: header.length, crc: header.crc });
-          bytes += header.length;
+          const message: Message = { part, offset: header.offset, seq: header.seq, type: header.type, data, size: body.length, crc: header.crc };
+          if (header.compressed) message.stored = header.length;
+          out.push(message);
+          bytes += body.length;
           count = header.seq;
           return out.length < max && bytes < maxBytes;
         },
@@ -129,6 +154,11 @@ export class PartReader {
       if (tailAt !== undefined) {
         await this.#holdAtTail(part, tailAt, count);
         return out;
+      }
+      if (needDecoder !== undefined) {
+        this.#read = { part, position: needDecoder, count };
+        this.#decoder = await PartDecoder.open(this.#driver, this.#queue, part);
+        continue;
       }
       this.#read = { part, position: result.next, count };
       // With room left, go on: the part may have grown, or the next part may hold more.
@@ -169,7 +199,13 @@ export class PartReader {
     const writerGone = async () => (gone ??= await isWriterGone(this.#driver, this.#queue));
     if (!this.#finished) {
       const file = this.#partFile!;
-      const push = this.#pushInfoFile && (await readInfoLine(() => this.#pushInfoFile!.read(), (text) => parsePushInfo(text, this.#queue))).value;
+      const line = this.#pushInfoFile && (await readInfoLine(() => this.#pushInfoFile!.read(), (text) => parsePushInfo(text, this.#queue)));
+      const push = line?.value;
+      if (line?.damaged && !this.#infoDamaged) {
+        // A hint that is missing, not a failure (a v3 line of the crate 0.3.x may look so): the part file says where it ends.
+        this.#infoDamaged = true;
+        this.#report("BAD_INFO", part, 0, 0, `cannot parse the push info line of part ${part} (a crate 0.3.x v3 line?); reading that part up to the end of its file.`);
+      }
       // While the file is read to its end (no writer), a lagging line says nothing new; a new writer's does.
       if (push && push.edge > this.#limit && (!this.#limitFromFile || !(await writerGone()))) {
         this.#limit = push.edge;
@@ -185,7 +221,7 @@ export class PartReader {
       } else {
         const size = await file.size();
         if (size <= this.#limit || (this.#tail?.at === this.#read.position && this.#tail.size === size)) return false;
-        if (!(await writerGone())) return false;
+        if (!this.#infoDamaged && !(await writerGone())) return false;
         // Bytes past the info line, and no writer to finish them: the file says what is there.
         this.#limit = size;
         this.#limitFromFile = true;
@@ -219,6 +255,7 @@ export class PartReader {
   async close(): Promise<void> {
     const files = [this.#partFile, this.#pushInfoFile, this.#queueInfoFile];
     this.#partFile = this.#pushInfoFile = this.#queueInfoFile = undefined;
+    this.#dropDecoder();
     await Promise.all(files.map((file) => file?.close()));
   }
 
@@ -233,10 +270,6 @@ export class PartReader {
     this.#cache = { buf: undefined, pos: 0 };
     if (this.#tail?.at === at && this.#tail.size === size) return;
     this.#tail = { at, size };
-    if (await isV3Record(this.#partFile!, at)) {
-      this.#report("UNSUPPORTED_PART", part, at, size - at, `stops at offset ${at} of part ${part}: it holds v3 records (crate 0.3.x), which this version does not read.`);
-      return;
-    }
     this.#report(
       "TORN_TAIL",
       part,
@@ -256,6 +289,11 @@ export class PartReader {
       this.#dirCheckedAt = Date.now();
     }
     return (await listParts(this.#driver, this.#queue)).some((id) => id > part);
+  }
+
+  #dropDecoder(): void {
+    this.#decoder?.free();
+    this.#decoder = undefined;
   }
 
   #report(code: QueueProblem["code"], part: number, offset: number, bytes: number, what: string): void {

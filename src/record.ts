@@ -7,10 +7,12 @@ import { crc32Range } from "./crc32";
  */
 export const HEADER_SIZE = 25;
 export const MAGIC = 0xeeeffeee; // bytes EE FE EF EE read as a little-endian u32
-/** The crate 0.3.x's v3 records (FORMAT.md): not read yet, but recognised so that nothing destroys them. */
+/** The crate 0.3.x's v3 records (FORMAT.md): the same header, this magic, maybe a compressed body. */
 export const MAGIC_V3 = 0xeeeffe33; // bytes 33 FE EF EE
 export const TYPE_STRING = 0x53; // "S"
 export const TYPE_OBJECT = 0x4f; // "O"
+/** Type-byte flag of a v3 record whose body is compressed (compression.ts); v2 never sets it. */
+export const TYPE_COMPRESSED = 0x80;
 /** The crate refuses bodies of 2^31 bytes or more. */
 export const MAX_BODY_SIZE = 0x7fffffff;
 
@@ -22,6 +24,10 @@ export interface RecordHeader {
   seq: number;
   type: RecordType;
   crc: number;
+  /** A v3 record (magic `33 FE EF EE`): each record says its own format. */
+  v3: boolean;
+  /** Its body is a u32 length and a zstd frame (v3 only; compression.ts). */
+  compressed: boolean;
 }
 
 /**
@@ -36,12 +42,13 @@ export function writeRecord(
   length: number,
   seq: number,
   typeByte: number,
+  magic = MAGIC,
 ): number {
   // u64 offset as two u32 halves: offsets stay below 2^53.
   view.setUint32(at, offset >>> 0, true);
   view.setUint32(at + 4, Math.floor(offset / 0x1_0000_0000), true);
   view.setUint32(at + 8, length, true);
-  view.setUint32(at + 12, MAGIC, true);
+  view.setUint32(at + 12, magic, true);
   view.setUint32(at + 16, seq, true);
   buf[at + 20] = typeByte;
   view.setUint32(at + 21, 0, true);
@@ -56,8 +63,12 @@ export function writeRecord(
  * `bufOffset`. Returns undefined when the bytes there cannot be a header.
  */
 export function readHeader(buf: Uint8Array, view: DataView, at: number, bufOffset: number): RecordHeader | undefined {
-  if (view.getUint32(at + 12, true) !== MAGIC) return undefined;
-  const type = buf[at + 20];
+  const magic = view.getUint32(at + 12, true);
+  const v3 = magic === MAGIC_V3;
+  if (magic !== MAGIC && !v3) return undefined;
+  const typeByte = buf[at + 20]!;
+  // Only v3 may set the compression flag: a v2 header with it is damage.
+  const type = v3 ? typeByte & ~TYPE_COMPRESSED : typeByte;
   if (type !== TYPE_STRING && type !== TYPE_OBJECT) return undefined;
   const offset = view.getUint32(at, true) + view.getUint32(at + 4, true) * 0x1_0000_0000;
   // The header names its own position: a cheap, strong check when resynchronising.
@@ -70,6 +81,8 @@ export function readHeader(buf: Uint8Array, view: DataView, at: number, bufOffse
     seq: view.getUint32(at + 16, true),
     type: type === TYPE_STRING ? "string" : "object",
     crc: view.getUint32(at + 21, true),
+    v3,
+    compressed: v3 && typeByte !== type,
   };
 }
 
@@ -82,12 +95,16 @@ export function checkRecordCrc(buf: Uint8Array, view: DataView, at: number, head
   return crc === stored;
 }
 
-/** Index of the next possible magic at or after `from` (the first byte of a candidate header), or -1. */
+/**
+ * Index of the next possible magic, v2 (`EE FE EF EE`) or v3 (`33 FE EF EE`), at or after
+ * `from` (the first byte of a candidate header), or -1. Which format it is, readHeader says.
+ */
 export function findNextHeader(buf: Uint8Array, from: number): number {
-  for (let i = Math.max(from, 0) + 12; i + 13 <= buf.length; i++) {
-    i = buf.indexOf(0xee, i);
-    if (i < 0 || i + 13 > buf.length) return -1;
-    if (buf[i + 1] === 0xfe && buf[i + 2] === 0xef && buf[i + 3] === 0xee) return i - 12;
+  for (let i = Math.max(from, 0) + 13; i + 12 <= buf.length; i++) {
+    i = buf.indexOf(0xfe, i);
+    if (i < 0 || i + 12 > buf.length) return -1;
+    const first = buf[i - 1];
+    if ((first === 0xee || first === 0x33) && buf[i + 1] === 0xef && buf[i + 2] === 0xee) return i - 13;
   }
   return -1;
 }

@@ -75,6 +75,8 @@ export interface PartEnd {
   damage: { offset: number; bytes: number }[];
   /** Bytes at the end that are no whole valid record: a torn write, or damage. */
   tail?: { offset: number; bytes: number };
+  /** A v3 record (crate 0.3.x, or compressed) was among those scanned. */
+  v3?: true;
 }
 
 /** Scans a part from a known record boundary (`from`, `count`) to `size` for its real end. */
@@ -89,6 +91,7 @@ export async function scanPartEnd(file: LogFile, from: number, count: number, si
       skipped = undefined;
       end.edge = header.offset + HEADER_SIZE + header.length;
       end.count = header.seq;
+      if (header.v3) end.v3 = true;
       return true;
     },
   );
@@ -104,10 +107,11 @@ export interface RecoveredPart {
   /** The push info line did not match the part and must be rewritten. */
   infoStale: boolean;
   /**
-   * The part holds records of a format this version does not read (the crate 0.3.x's v3):
-   * it was left as it is, and the writer must start a new part instead of appending.
+   * The part holds v3 records (the crate 0.3.x's, or compressed ones): it was left as it is,
+   * torn tail and info line included, and the writer must start a new part instead of
+   * appending (that would need the part's dictionary and format).
    */
-  unsupported?: boolean;
+  v3?: boolean;
 }
 
 /**
@@ -132,9 +136,13 @@ export async function recoverPart(
   for (const { offset, bytes } of end.damage) {
     onProblem({ code: "BAD_RECORD", queue, part, offset, bytes, message: `Skipped ${bytes} damaged bytes at offset ${offset} of part ${part}.` });
   }
-  if (end.tail && (await isV3Record(file, end.tail.offset))) {
-    onProblem({ code: "UNSUPPORTED_PART", queue, part, offset: end.tail.offset, message: `Part ${part} holds v3 records (crate 0.3.x) from offset ${end.tail.offset}, which this version does not read; it is left untouched and a new part is started.` });
-    return { edge: end.edge, count: end.count, infoStale: false, unsupported: true };
+  // A part is v2 or v3: its first record says which (or any scanned, or a torn v3 tail).
+  if (end.v3 || (await isV3Record(file, 0)) || (end.tail && (await isV3Record(file, end.tail.offset)))) {
+    if (end.tail) {
+      const { offset, bytes } = end.tail;
+      onProblem({ code: "TORN_TAIL", queue, part, offset, bytes, message: `Part ${part} (v3) ends in ${bytes} bytes that are no whole record (offset ${offset}); left in place, a new part is started.` });
+    }
+    return { edge: end.edge, count: end.count, infoStale: false, v3: true };
   }
   if (end.tail) {
     const { offset, bytes } = end.tail;

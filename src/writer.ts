@@ -10,7 +10,8 @@ import { assertName } from "./names";
 import { queueHub, type ChangeHint, type QueueHub } from "./hub";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { partDir, partPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
-import { HEADER_SIZE, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
+import { PartEncoder } from "./compression";
+import { HEADER_SIZE, MAGIC, MAGIC_V3, TYPE_COMPRESSED, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
 import { listParts, readQueueInfo, recoverPart } from "./recovery";
 import { trackWriter, type WriterTotals } from "./totals";
 
@@ -45,6 +46,8 @@ export class QueueWriter {
   #partFile: LogFile | undefined;
   #pushInfoFile: RecordFile | undefined;
   #queueInfoFile: RecordFile | undefined;
+  /** With `compression: "zstd"`: the current part is v3, its bodies compressed (compression.ts). */
+  #encoder: PartEncoder | undefined;
 
   #pending: PendingPush[] = [];
   #flushing: Promise<void> | undefined;
@@ -54,7 +57,7 @@ export class QueueWriter {
   #unsynced = false;
   #syncTimer: ReturnType<typeof setInterval> | undefined;
   #scratch = new Uint8Array(SCRATCH_BYTES);
-  #encoder = new TextEncoder();
+  #textEncoder = new TextEncoder();
 
   private constructor(name: string, options: ResolvedQueueOptions, lock: DriverLock) {
     this.name = name;
@@ -223,6 +226,11 @@ export class QueueWriter {
             await writeOut();
             await this.#rollPart();
           }
+          if (this.#encoder?.learnt) {
+            // The dictionary goes to storage before any record that uses it (FORMAT.md).
+            await writeOut();
+            await this.#encoder.prepare();
+          }
           const isText = typeof item === "string";
           const maxLength = isText ? item.length * 3 : item.length;
           if (used + HEADER_SIZE + maxLength > buf.length) {
@@ -233,10 +241,13 @@ export class QueueWriter {
             }
           }
           const at = used + HEADER_SIZE;
-          const length = isText ? encodeText(this.#encoder, item, buf, at) : (buf.set(item, at), item.length);
+          let length = isText ? encodeText(this.#textEncoder, item, buf, at) : (buf.set(item, at), item.length);
+          let typeByte = isText ? TYPE_STRING : TYPE_OBJECT;
+          const stored = this.#encoder?.encode(buf, view, at, length);
+          if (stored !== undefined) [length, typeByte] = [stored, typeByte | TYPE_COMPRESSED];
           const offset = this.#edge + used;
           const seq = ++this.#count;
-          writeRecord(buf, view, used, offset, length, seq, isText ? TYPE_STRING : TYPE_OBJECT);
+          writeRecord(buf, view, used, offset, length, seq, typeByte, this.#encoder ? MAGIC_V3 : MAGIC);
           used += HEADER_SIZE + length;
           const position = { part: this.#part, offset, seq };
           if (single) results[b] = position;
@@ -294,8 +305,9 @@ export class QueueWriter {
     this.#partFile = await openSharedLog(driver, partPath(this.name, current), { create: true });
     this.#pushInfoFile = await openSharedRecord(driver, pushInfoPath(this.name, current), { create: true });
     const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
-    if (recovered.unsupported) {
-      // Another format's part (left as it is): new records go to a new part of their own.
+    if (recovered.v3) {
+      // A v3 part (the crate 0.3.x's, or compressed by an earlier writer), left as it is:
+      // appending would need its dictionary and format; new records go to a new part.
       await this.#closeFiles({ keepQueueInfo: true });
       await this.#startPart(current + 1);
       return;
@@ -304,7 +316,9 @@ export class QueueWriter {
     this.#count = recovered.count;
     if (recovered.infoStale) await this.#writePushInfo();
     if (info?.part !== current) await this.#writeQueueInfo();
-    if (rollOnOpen && this.#edge > 0) await this.#rollPart();
+    // A part is v2 or v3: compressed records never go after v2 ones.
+    if ((rollOnOpen || this.#compressing) && this.#edge > 0) await this.#rollPart();
+    else this.#newEncoder();
   }
 
   /** Closes the current part for good and starts the next one. */
@@ -328,6 +342,7 @@ export class QueueWriter {
     this.#part = part;
     this.#edge = 0;
     this.#count = 0;
+    this.#newEncoder();
     await partFile!.truncate(0);
     await this.#writePushInfo();
     if (this.options.durability !== "none") {
@@ -337,6 +352,17 @@ export class QueueWriter {
     }
     // Readers follow the queue info line: name the new part only once it exists.
     await this.#writeQueueInfo();
+  }
+
+  get #compressing(): boolean {
+    return this.options.compression === "zstd";
+  }
+
+  /** The current part's encoder, when it is written compressed (v3). */
+  #newEncoder(): void {
+    this.#encoder?.free();
+    const { compression, compressionLevel: level, compressionMinBytes: minBytes, compressionSampleBytes: sampleBytes, compressionDictionary: dictionary, durability } = this.options;
+    this.#encoder = compression === "zstd" ? new PartEncoder({ driver: this.#driver, queue: this.name, part: this.#part, level, minBytes, sampleBytes, dictionary, sync: durability !== "none" }) : undefined;
   }
 
   async #writeQueueInfo(): Promise<void> {
@@ -384,6 +410,8 @@ export class QueueWriter {
 
   async #closeFiles(options: { keepQueueInfo?: boolean } = {}): Promise<void> {
     const files = [this.#partFile, this.#pushInfoFile, options.keepQueueInfo ? undefined : this.#queueInfoFile];
+    this.#encoder?.free();
+    this.#encoder = undefined;
     this.#partFile = this.#pushInfoFile = undefined;
     if (!options.keepQueueInfo) this.#queueInfoFile = undefined;
     await Promise.all(files.map((file) => file?.close()));

@@ -68,11 +68,21 @@ describe("the packed package, installed from its tarball into an empty folder", 
         await consumer.close();
         await queue.close();
         const stats = await inspectQueue(fsDriver({ dir }), "orders");
-        console.log(JSON.stringify({ landed, data: message.data, type: message.type, messages: stats.messages }));
+        // Compression loads zstd (the zstd-codec dependency) on first use, from the installed package.
+        const logs = await openQueue("logs", { dir, compression: "zstd", compressionSampleBytes: 1024 });
+        const lines = Array.from({ length: 60 }, (_, i) => JSON.stringify({ i, level: "info", msg: "request completed for user " + (i % 7) }));
+        await logs.pushBatch(lines);
+        await logs.close();
+        const reader = await openConsumer("logs", "c", { dir });
+        const back = await reader.read({ max: 100 });
+        await reader.close();
+        const compressed = back.filter((m) => m.stored !== undefined).length;
+        const same = back.map((m) => m.data).join() === lines.join();
+        console.log(JSON.stringify({ landed, data: message.data, type: message.type, messages: stats.messages, same, compressed: compressed > 20 }));
       `;
       await writeFile(join(app, "use.mjs"), script);
       const { stdout } = await run(process.execPath, ["use.mjs"], { cwd: app, timeout: 60_000 });
-      expect(JSON.parse(stdout)).toEqual({ landed: { part: 0, offset: 0, seq: 1 }, data: '{"id":1,"item":"book"}', type: "string", messages: 1 });
+      expect(JSON.parse(stdout)).toEqual({ landed: { part: 0, offset: 0, seq: 1 }, data: '{"id":1,"item":"book"}', type: "string", messages: 1, same: true, compressed: true });
       expect(existsSync(join(data, "orders-0", "orders_queue"))).toBe(true);
     },
     TIMEOUT,

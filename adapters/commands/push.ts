@@ -2,7 +2,7 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
-import type { Durability } from "../../src/options";
+import type { Compression, Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
 import { apiClient, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
 
@@ -16,6 +16,7 @@ export const push = defineCommand({
     stdin: { type: "boolean", description: "Push each line of stdin as a text message (the default when stdin is piped and nothing else is given)" },
     batch: { type: "string", description: "Messages per write (or request) [default: 1000]", valueHint: "n" },
     durability: { type: "string", description: "Direct mode: fsync, interval or none [default: fsync]", valueHint: "mode" },
+    compression: { type: "string", description: "Direct mode: none or zstd (new parts compressed, v3) [default: none]", valueHint: "codec" },
     ...targetArgs,
   },
   async run({ args }) {
@@ -25,7 +26,7 @@ export const push = defineCommand({
     const fromStdin = args.stdin || (!args.file && words.length === 0 && !process.stdin.isTTY);
     if (!args.file && words.length === 0 && !fromStdin) throw new CliError("Nothing to push: give messages, --file PATH or --stdin.");
 
-    const sink = args.url ? httpSink(args.url, args.user, args.queue) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability);
+    const sink = args.url ? httpSink(args.url, args.user, args.queue) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability, (args.compression ?? "none") as Compression);
     const bar = progress(`push ${args.queue}`);
     let count = 0;
     try {
@@ -66,9 +67,9 @@ interface Sink {
   close(): Promise<void>;
 }
 
-async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability): Promise<Sink> {
+async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability, compression: Compression): Promise<Sink> {
   const driver = await openStorage(target);
-  const writer = await QueueWriter.open(queue, { driver, durability }).catch(async (error: unknown) => {
+  const writer = await QueueWriter.open(queue, { driver, durability, compression }).catch(async (error: unknown) => {
     await driver.dispose?.();
     return explain(error, `Cannot open queue "${queue}" in ${storageLabel(target)}`);
   });

@@ -18,6 +18,7 @@ export const serve = defineCommand({
     config: { type: "string", description: "Config file [default: vqueue.config.* or .vqueuerc in the current directory]", valueHint: "file" },
     "log-level": { type: "string", description: "error, warn (refused logins), info (+ each produce, commit, rewind, delete), debug (+ every request) or trace [default: info]", valueHint: "level" },
     durability: { type: "string", description: "fsync, interval or none [default: fsync]", valueHint: "mode" },
+    compression: { type: "string", description: "none or zstd: zstd writes new parts compressed (v3; crate 0.2.x readers cannot read them) [default: none]", valueHint: "codec" },
   },
   async run({ args }) {
     const overrides: VQueueConfig = {};
@@ -30,6 +31,7 @@ export const serve = defineCommand({
     if (args.dir ?? args["data-dir"]) overrides.dir = args.dir ?? args["data-dir"];
     if (args.storage) overrides.storage = args.storage;
     if (args.durability) overrides.durability = args.durability as VQueueConfig["durability"];
+    if (args.compression) overrides.compression = args.compression as VQueueConfig["compression"];
     if (args["log-level"]) overrides.logLevel = args["log-level"] as LogLevel;
     if (args.auth === false) overrides.auth = false;
     let config;

@@ -1,5 +1,5 @@
 import { constants, readSync, watch as fsWatch, writeSync } from "node:fs";
-import { mkdir, open, readFile, readdir, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, rename, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type LogFile, type RecordFile } from "../../src/driver";
 import { optionError } from "../../src/check";
@@ -103,6 +103,24 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     },
     async isLocked(path) {
       return isPidLockHeld(abs(path)).catch(fail);
+    },
+    async writeAtomic(path, data, { sync }) {
+      const full = abs(path);
+      // A temporary name of this process's own, then a rename: readers see all of it or none.
+      const temp = `${full}.tmp-${process.pid}`;
+      try {
+        const handle = await open(temp, "w");
+        try {
+          await writeAt(handle, 0, data, 0);
+          if (sync) await handle.datasync();
+        } finally {
+          await handle.close();
+        }
+        await rename(temp, full);
+      } catch (error) {
+        await rm(temp, { force: true }).catch(() => {});
+        fail(error);
+      }
     },
     async syncDir(dir) {
       try {

@@ -66,6 +66,12 @@ const memoryDriver = defineDriver((options: MemoryDriverOptions = {}) => {
       const file = files.get(path);
       return file ? file.data.slice(0, file.size) : undefined;
     },
+    async writeAtomic(path, data) {
+      // One map entry set at once: atomic by nature; a new file object, as a rename gives.
+      if (!dirs.has(parentOf(path))) throw ioError(DRIVER_NAME, enoent(path));
+      files.set(path, { data: data.slice(), size: data.length });
+      changed();
+    },
     async list(dir) {
       const prefix = dir ? `${dir}/` : "";
       const names = new Set<string>();

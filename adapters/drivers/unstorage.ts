@@ -90,6 +90,10 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
     async readRecord(path) {
       return copyOf(toBytes(await storage.getItemRaw(ctx.keyOf(path))));
     },
+    async writeAtomic(path, data) {
+      // One key written with one call: a reader gets the old value or the new one.
+      await storage.setItemRaw(ctx.keyOf(path), data.slice());
+    },
     async list(dir) {
       const prefix = joinKey(base, dir);
       const names = new Set<string>();

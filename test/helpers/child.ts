@@ -1,7 +1,8 @@
 /**
  * A second process for the tests: `node --import jiti/register test/helpers/child.ts <mode> <dir> ...`.
- * - `pusher <dir> <run> <workers> <maxPartBytes>`: pushes `<run>-<i>` with fsync durability from
- *   several concurrent loops, printing `ack <i>` once each push resolves, until killed.
+ * - `pusher <dir> <run> <workers> <maxPartBytes> [zstd]`: pushes `<run>-<i>` with fsync durability from
+ *   several concurrent loops, printing `ack <i>` once each push resolves, until killed
+ *   (`zstd`: with compression, learning from the first 2 KiB of each part).
  * - `hold-writer <dir> <queue>` / `hold-consumer <dir> <queue> <consumer>`: opens, prints `ready`, waits.
  * - `read-commit <dir> <queue> <consumer> <n>`: reads n messages, commits, prints them as JSON, exits.
  * - `push <dir> <queue> <message>`: pushes one message and exits.
@@ -18,8 +19,9 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 
 switch (mode) {
   case "pusher": {
-    const [run, workers, maxPartBytes] = args;
-    const queue = await QueueWriter.open("crash", { driver, durability: "fsync", maxPartBytes: Number(maxPartBytes), onProblem: () => {} });
+    const [run, workers, maxPartBytes, compression] = args;
+    const zstd = compression === "zstd" ? ({ compression: "zstd", compressionSampleBytes: 2048 } as const) : {};
+    const queue = await QueueWriter.open("crash", { driver, durability: "fsync", maxPartBytes: Number(maxPartBytes), onProblem: () => {}, ...zstd });
     out("ready");
     let next = 0;
     await Promise.all(

@@ -122,6 +122,7 @@ const config = object({
   port: int(0, 65535),
   durability: rule(checkDurability),
   compression: rule(checkCompression),
+  compressionDictionary: text({ nonEmpty: true }),
   start: rule(checkStart),
   syncCommits: bool,
   maxConsumers: int(1),

@@ -4,7 +4,9 @@
  */
 import { loadConfig } from "c12";
 import { createDefu } from "defu";
-import { isAbsolute } from "pathe";
+import { readFile } from "node:fs/promises";
+import { isAbsolute, resolve } from "pathe";
+import { checkDictionary } from "../src/options";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Compression, Durability, StartPosition } from "../src/options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
@@ -28,6 +30,12 @@ export interface VQueueConfig {
   durability?: Durability;
   /** `"zstd"` writes new parts compressed (v3, unreadable by the crate 0.2.x). @default "none" */
   compression?: Compression;
+  /**
+   * A zstd dictionary file (e.g. made by `zstd --train`), read at start: with `compression:
+   * "zstd"`, every part is compressed with it (README, "Compression"). Relative to the current
+   * directory. @default none (each part builds its own)
+   */
+  compressionDictionary?: string;
   /** Where a new consumer starts. @default "earliest" */
   start?: StartPosition;
   /** @default true */
@@ -49,6 +57,7 @@ export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" |
   auth: AuthOptions | false;
   limits: Partial<QueueAppLimits>;
   storage?: string;
+  compressionDictionary?: string;
   /** The config file that was read, if any. */
   configFile?: string;
 }
@@ -109,10 +118,23 @@ export function envConfig(env: Record<string, string | undefined>): VQueueConfig
   if (env.VQUEUE_PORT) config.port = Number(env.VQUEUE_PORT);
   if (env.VQUEUE_DURABILITY) config.durability = env.VQUEUE_DURABILITY as Durability;
   if (env.VQUEUE_COMPRESSION) config.compression = env.VQUEUE_COMPRESSION as Compression;
+  if (env.VQUEUE_COMPRESSION_DICTIONARY) config.compressionDictionary = env.VQUEUE_COMPRESSION_DICTIONARY;
   if (env.VQUEUE_LOG_LEVEL) config.logLevel = env.VQUEUE_LOG_LEVEL as LogLevel;
   if (env.VQUEUE_USERS) config.auth = { users: parseUsers(env.VQUEUE_USERS) };
   if (env.VQUEUE_NO_AUTH && env.VQUEUE_NO_AUTH !== "0" && env.VQUEUE_NO_AUTH !== "false") config.auth = false;
   return config;
+}
+
+/** The bytes of the `compressionDictionary` file, checked as the engine checks the option; a ConfigError saying what is wrong. */
+export async function readCompressionDictionary(path: string, cwd = process.cwd()): Promise<Uint8Array> {
+  const file = resolve(cwd, path);
+  const bytes = await readFile(file).catch((error: NodeJS.ErrnoException) => {
+    const why = error.code === "ENOENT" ? "no such file" : error.code === "EISDIR" ? "it is a directory" : error.message;
+    throw new ConfigError([`Cannot read compressionDictionary ${JSON.stringify(path)} (${file}): ${why}. Make one with \`zstd --train -o ${path} <sample files>\`, or remove the option.`]);
+  });
+  const problem = checkDictionary(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), `compressionDictionary ${JSON.stringify(path)}`);
+  if (problem) throw new ConfigError([problem]);
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 /** `"alice:secret,bob:pw"` → users with full rights. */

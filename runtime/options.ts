@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { checkCompression, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
+import { checkCompression, checkDictionary, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -65,6 +65,8 @@ export interface QueueAppOptions {
   durability?: Durability;
   /** How queues opened by produce requests write new parts (see the engine's `compression`). @default "none" */
   compression?: Compression;
+  /** A zstd dictionary trained offline for every compressed part (see the engine's `compressionDictionary`). @default none */
+  compressionDictionary?: Uint8Array;
   /** Where a consumer created by its first consume starts. @default "earliest" */
   start?: StartPosition;
   /** fsync a consumer's position file on each commit. @default true */
@@ -108,6 +110,7 @@ export interface ResolvedQueueAppOptions {
   driver: QueueDriver;
   durability: Durability;
   compression: Compression;
+  compressionDictionary: Uint8Array | undefined;
   start: StartPosition;
   syncCommits: boolean;
   auth: ResolvedAuth | undefined;
@@ -141,6 +144,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
   const resolved = {
     durability: options.durability ?? "fsync",
     compression: options.compression ?? "none",
+    compressionDictionary: options.compressionDictionary,
     start: options.start ?? "earliest",
     syncCommits: options.syncCommits ?? true,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
@@ -149,6 +153,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
   throwProblems([
     checkDurability(resolved.durability, "durability"),
     checkCompression(resolved.compression, "compression"),
+    resolved.compressionDictionary === undefined ? undefined : checkDictionary(resolved.compressionDictionary, "compressionDictionary"),
     checkStart(resolved.start, "start"),
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),

@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { consola } from "consola";
 import { resolve } from "pathe";
-import { loadServeConfig, parseBind, type LogLevel, type VQueueConfig } from "../config";
+import { loadServeConfig, parseBind, readCompressionDictionary, type LogLevel, type VQueueConfig } from "../config";
 import { serveQueues } from "../server";
 import { CONSOLA_LEVELS, CliError } from "./_shared";
 
@@ -19,6 +19,7 @@ export const serve = defineCommand({
     "log-level": { type: "string", description: "error, warn (refused logins), info (+ each produce, commit, rewind, delete), debug (+ every request) or trace [default: info]", valueHint: "level" },
     durability: { type: "string", description: "fsync, interval or none [default: fsync]", valueHint: "mode" },
     compression: { type: "string", description: "none or zstd: zstd writes new parts compressed (v3; crate 0.2.x readers cannot read them) [default: none]", valueHint: "codec" },
+    "compression-dictionary": { type: "string", description: "A zstd dictionary file (e.g. from zstd --train) for every compressed part [default: each part builds its own]", valueHint: "file" },
   },
   async run({ args }) {
     const overrides: VQueueConfig = {};
@@ -32,18 +33,22 @@ export const serve = defineCommand({
     if (args.storage) overrides.storage = args.storage;
     if (args.durability) overrides.durability = args.durability as VQueueConfig["durability"];
     if (args.compression) overrides.compression = args.compression as VQueueConfig["compression"];
+    if (args["compression-dictionary"]) overrides.compressionDictionary = args["compression-dictionary"];
     if (args["log-level"]) overrides.logLevel = args["log-level"] as LogLevel;
     if (args.auth === false) overrides.auth = false;
     let config;
+    let compressionDictionary: Uint8Array | undefined;
     try {
       config = await loadServeConfig({ configFile: args.config, overrides });
+      // Read at start: a missing file stops the server here, not at the first compressed part.
+      if (config.compressionDictionary) compressionDictionary = await readCompressionDictionary(config.compressionDictionary);
     } catch (error) {
       throw new CliError((error as Error).message);
     }
     consola.level = CONSOLA_LEVELS[config.logLevel];
     if (args.auth === true && !config.auth) throw new CliError("--auth needs users: give them in the config file (auth.users) or VQUEUE_USERS=name:password.");
     const authOn = config.auth !== false && (config.auth.users?.length ?? 0) > 0 && config.auth.enabled !== false;
-    const server = await serveQueues({ ...config, handleSignals: true, logRequests: true }).catch((error: NodeJS.ErrnoException) => {
+    const server = await serveQueues({ ...config, compressionDictionary, handleSignals: true, logRequests: true }).catch((error: NodeJS.ErrnoException) => {
       if (error.code === "EADDRINUSE" || /available port/.test(error.message)) throw new CliError(`Port ${config.port} on ${config.host} is taken: pick another with --port.`);
       throw error;
     });

@@ -1,10 +1,10 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import { configProblems } from "../../adapters/config-schema";
 import { loadServeConfig } from "../../adapters/config";
 import { useTempDirs } from "../helpers/tmp";
-import { cli, STACK } from "./_cli";
+import { cli, STACK, startCli, until } from "./_cli";
 
 const tempDir = useTempDirs("vq-cli-setup-");
 
@@ -98,6 +98,37 @@ describe("v-queue serve fails at start with a clear message", () => {
     expect(run.stderr).toContain("Invalid port NaN");
     expect(run.stderr).toContain('Invalid durability "always"');
     expect(run.stderr).not.toMatch(STACK);
+  });
+});
+
+describe("serve with a compressionDictionary file", () => {
+  it("missing: a clear error at start, exit 1", async () => {
+    const root = await tempDir();
+    writeFileSync(join(root, "conf.json"), JSON.stringify({ compression: "zstd", compressionDictionary: "./logs.dict" }));
+    const run = await cli(["serve", "--port", "0", "--dir", join(root, "d"), "--config", join(root, "conf.json")], { cwd: root });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`Cannot read compressionDictionary "./logs.dict" (${join(root, "logs.dict")}): no such file`);
+    expect(run.stderr).not.toMatch(STACK);
+    writeFileSync(join(root, "tiny.dict"), "tiny");
+    const short = await cli(["serve", "--port", "0", "--dir", join(root, "d"), "--compression-dictionary", "tiny.dict"], { cwd: root, env: { VQUEUE_COMPRESSION: "zstd" } });
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain('Invalid compressionDictionary "tiny.dict" of 4 bytes: use at least 8 bytes of content.');
+  });
+
+  it("present: every compressed part gets it as its Q_dict", async () => {
+    const root = await tempDir();
+    const dict = readFileSync(join(import.meta.dirname, "..", "fixtures", "v3", "dict.trained"));
+    writeFileSync(join(root, "logs.dict"), dict);
+    const server = startCli(["serve", "--port", "0", "--dir", join(root, "d"), "--no-auth", "--compression", "zstd"], { cwd: root, env: { VQUEUE_COMPRESSION_DICTIONARY: "./logs.dict" } });
+    try {
+      const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec((await until(server.output, (r) => /on http:\/\/127/.test(r.stdout + r.stderr))).stdout + server.output().stderr)![1]!;
+      const line = JSON.stringify({ level: "info", service: "checkout", msg: "request completed in 12 ms", http: { method: "GET", status: 200 } });
+      expect((await fetch(`${url}/api/v1/queues/logs/messages`, { method: "POST", body: line, headers: { "content-type": "text/plain" } })).status).toBe(201);
+      expect(readFileSync(join(root, "d", "logs-0", "logs_dict"))).toEqual(dict);
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
   });
 });
 

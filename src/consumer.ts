@@ -190,13 +190,13 @@ export class QueueConsumer {
   }
 
   /**
-   * Moves the consumer to the oldest message, the end, a cursor, or a message by part and
-   * sequence number, and saves that position (backwards too: what lies after it is handed out
+   * Moves the consumer to the oldest message, the end, a cursor, a message by part and
+   * sequence number, or a time (see `SeekTarget` for its precision), and saves that position (backwards too: what lies after it is handed out
    * again). Resolves with the position.
    */
   async seek(to: SeekTarget): Promise<ConsumerPosition> {
     this.#assertOpen();
-    const target = await resolveSeek(this.#driver, this.queue, to);
+    const target = await resolveSeek(this.#driver, this.queue, to, this.options.onProblem);
     const run = this.#commitChain.then(async () => {
       await this.#exclusive(() => this.#reader.openAt(target));
       await this.#positionFile.save(target);

@@ -48,13 +48,22 @@ export class VQueueError extends Error {
  * `onProblem` option so that an operator sees it and the queue keeps going.
  */
 export interface QueueProblem {
-  code: "TORN_TAIL" | "BAD_RECORD" | "BAD_INFO" | "BAD_POSITION" | "UNSUPPORTED_PART";
+  /**
+   * `NO_INDEX`: a part has no usable index (part-index.ts), so it is scanned instead;
+   * `MISSED`: retention deleted messages a consumer had not read, `missed` says how many;
+   * `PRUNE_FAILED`: a background retention round failed (it is tried again later).
+   */
+  code: "TORN_TAIL" | "BAD_RECORD" | "BAD_INFO" | "BAD_POSITION" | "UNSUPPORTED_PART" | "NO_INDEX" | "MISSED" | "PRUNE_FAILED";
   message: string;
   queue: string;
   part?: number;
   offset?: number;
   /** Bytes stepped over (or cut off) at `offset`. */
   bytes?: number;
+  /** `MISSED`: messages deleted by retention before this consumer read them. */
+  missed?: number;
+  /** `MISSED`: the consumer this is about. */
+  consumer?: string;
 }
 
 /**

@@ -3,6 +3,7 @@ import { checkOption, integer, oneOf, throwProblems, type Check } from "./check"
 import type { QueueDriver } from "./driver";
 import { LOG_PREFIX, type QueueProblem } from "./errors";
 import { MAX_BODY_SIZE } from "./record";
+import { retentionProblems, type RetentionOptions } from "./retention-options";
 
 export const DURABILITIES = ["fsync", "interval", "none"] as const;
 export const START_POSITIONS = ["earliest", "latest"] as const;
@@ -58,6 +59,10 @@ export interface QueueOptions extends CommonOptions {
   rollOnOpen?: boolean;
   /** Create the queue if it does not exist. @default true */
   create?: boolean;
+  /** A part's index (part-index.ts) has an entry every this many records: seeks scan at most this many. @default 1000 */
+  indexInterval?: number;
+  /** Deletes old parts in the background (retention.ts). @default none: keep everything */
+  retention?: RetentionOptions;
 }
 
 export interface ConsumerOptions extends CommonOptions {
@@ -86,6 +91,8 @@ export interface ResolvedQueueOptions {
   maxMessageBytes: number;
   rollOnOpen: boolean;
   create: boolean;
+  indexInterval: number;
+  retention?: RetentionOptions;
 }
 
 export interface ResolvedConsumerOptions {
@@ -103,7 +110,7 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
 };
 
 /** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
-export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true } as const;
+export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000 } as const;
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
@@ -114,6 +121,8 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(1, 3_600_000)(o.fsyncIntervalMs, "fsyncIntervalMs"),
     integer(1024)(o.maxPartBytes, "maxPartBytes"),
     integer(1, MAX_BODY_SIZE)(o.maxMessageBytes, "maxMessageBytes"),
+    integer(1, 1_000_000_000)(o.indexInterval, "indexInterval"),
+    ...retentionProblems(o.retention),
   ]);
 }
 

@@ -7,6 +7,7 @@ import { QueueWriter } from "../../src/writer";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
+import { describeLifeOnDriver } from "./life-suite";
 
 export interface EngineTestContext {
   /** A driver on fresh, empty storage. */
@@ -20,6 +21,7 @@ export interface EngineTestContext {
  * (unstorage-style `testDriver`), and adds what is specific to its storage.
  */
 export function describeEngineOnDriver(name: string, setup: () => Promise<EngineTestContext> | EngineTestContext, cleanup?: () => Promise<void>): void {
+  describeLifeOnDriver(name, setup);
   describe(`engine on ${name}`, () => {
     const open: { close(): Promise<void> }[] = [];
     const track = <T extends { close(): Promise<void> }>(x: T): T => (open.push(x), x);

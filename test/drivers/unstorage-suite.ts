@@ -45,10 +45,10 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
     it("retention deletes a part's every key: its chunks, its index's chunks and its info line", async () => {
       const { storage } = await setup();
       const driver = unstorageDriver({ storage, maxChunkBytes: 64 });
-      let q = await QueueWriter.open("q", { driver, durability: "none", indexInterval: 2 });
+      const q = await QueueWriter.open("q", { driver, durability: "none", indexInterval: 2 });
       for (let i = 0; i < 6; i++) await q.push(`message ${i}`);
       await q.close();
-      q = track(await QueueWriter.open("q", { driver, durability: "none" }));
+      track(await QueueWriter.open("q", { driver, durability: "none" }));
       expect((await storage.getKeys("q-0")).filter((k) => k.includes("~")).length).toBeGreaterThan(4);
       expect((await pruneQueue(driver, "q", { maxParts: 1 })).deleted.map((p) => p.part)).toEqual([0]);
       expect((await storage.getKeys("")).filter((k) => k.startsWith("q-0"))).toEqual([]);

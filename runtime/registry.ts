@@ -69,7 +69,7 @@ export class QueueRegistry {
     let writer = this.#writers.get(queue);
     if (!writer) {
       writer = this.driver().then((driver) =>
-        this.#relieved(() => QueueWriter.open(queue, { driver, durability: this.options.durability, onProblem: this.options.onProblem })),
+        this.#relieved(() => QueueWriter.open(queue, { driver, durability: this.options.durability, onProblem: this.options.onProblem, retention: this.options.retentionFor(queue) })),
       );
       this.#writers.set(queue, writer);
       writer.catch(() => this.#writers.get(queue) === writer && this.#writers.delete(queue));

@@ -10,12 +10,12 @@ import { listParts, readQueueInfo } from "./recovery";
 /**
  * Where a consumer may be moved: the oldest message, the end (only what comes next), a
  * cursor (the position after a message, from any process), a message by its part and
- * sequence number (the consumer then reads it next), or a time (ms since the epoch, or a
- * Date): the consumer then reads every message written at or after it, and up to
+ * sequence number (the consumer then reads it next), or a time (ms since the epoch, an ISO
+ * 8601 string or a Date): the consumer then reads every message written at or after it, and up to
  * `indexInterval` messages before it (records carry no time: the part's index dates one
  * record in `indexInterval`, and the seek lands on the last dated one before the time).
  */
-export type SeekTarget = "earliest" | "latest" | (string & {}) | { part: number; seq: number } | { time: number | Date };
+export type SeekTarget = "earliest" | "latest" | (string & {}) | { part: number; seq: number } | { time: number | Date | string };
 
 const ignore = () => {};
 
@@ -54,9 +54,9 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
  * found by a binary search over the parts' indexes, then the entry before `time` in it.
  * A part without an index counts as older than any time (its times are unknown; reported).
  */
-async function seekTime(driver: QueueDriver, queue: string, when: number | Date, onProblem: (problem: QueueProblem) => void): Promise<ConsumerPosition> {
-  const time = when instanceof Date ? when.getTime() : when;
-  if (!Number.isFinite(time)) throw new VQueueError("E_CURSOR", `Cannot seek to time ${String(when)}: use ms since the epoch or a valid Date.`);
+async function seekTime(driver: QueueDriver, queue: string, when: number | Date | string, onProblem: (problem: QueueProblem) => void): Promise<ConsumerPosition> {
+  const time = when instanceof Date ? when.getTime() : typeof when === "string" ? Date.parse(when) : when;
+  if (!Number.isFinite(time)) throw new VQueueError("E_CURSOR", `Cannot seek to time ${JSON.stringify(when)}: use ms since the epoch, an ISO 8601 date or a valid Date.`);
   // Everything there was written before a time still to come: only what comes next.
   if (time > Date.now()) return resolveSeek(driver, queue, "latest");
   const info = await readQueueInfo(driver, queue, ignore);

@@ -21,7 +21,7 @@ export async function reportMissed(driver: QueueDriver, queue: string, consumer:
       consumer,
       part: from.part,
       missed,
-      message: `Consumer "${consumer}" missed ${exact ? "" : "at least "}${missed} message${missed === 1 ? "" : "s"}: retention deleted them (part ${from.part}${next - 1 > from.part ? ` to ${next - 1}` : ""}) before it read them; going on at part ${next}.`,
+      message: `Consumer "${consumer}" missed ${exact ? "" : "at least "}${missed} message${missed === 1 ? ": retention deleted it" : "s: retention deleted them"} (part ${from.part}${next - 1 > from.part ? ` to ${next - 1}` : ""}) before it read them; going on at part ${next}.`,
     });
   }
   return pruned.has(from.part);

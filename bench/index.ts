@@ -32,6 +32,7 @@ const suites = [
   optional("http", "http.ts", "runHttpBench"),
   optional("unstorage", "unstorage.ts", "runUnstorageBench"),
   optional("client", "client.ts", "runClientBench"),
+  optional("life", "life.ts", "runLifeBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

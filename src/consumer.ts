@@ -294,8 +294,11 @@ export class QueueConsumer {
       onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
     }
     let saved: ConsumerPosition;
-    if (typeof loaded === "object") saved = await checkSavedPosition(driver, this.queue, this.name, loaded, parts, onProblem, startAt);
-    else {
+    if (typeof loaded === "object") {
+      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, parts, onProblem, startAt);
+      // Told once: the position past the deleted parts is saved, so a reopen does not tell it again.
+      if (this.#missed > 0) await this.#positionFile.save(saved);
+    } else {
       saved = await startAt();
       await this.#positionFile.save(saved);
     }

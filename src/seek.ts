@@ -2,7 +2,7 @@ import { parseCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
 import { withSharedLog } from "./handles";
-import { entryAtOrBefore, entryBeforeTime, entryHolds, readPartIndex, reportNoIndex, scanToSeq, type IndexEntry } from "./part-index";
+import { entryAtOrBefore, entryBeforeTime, entryHolds, readLastIndexEntry, readPartIndex, reportNoIndex, scanToSeq } from "./part-index";
 import { partPath } from "./paths";
 import { isRecordBoundary, startPosition } from "./position";
 import { listParts, readQueueInfo } from "./recovery";
@@ -63,19 +63,18 @@ async function seekTime(driver: QueueDriver, queue: string, when: number | Date 
   const ids = await listParts(driver, queue);
   const newest = Math.max(info?.part ?? -1, ids.at(-1) ?? -1);
   if (newest < 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
-  const indexes = new Map<number, IndexEntry[] | undefined>();
-  const indexOf = async (part: number) => {
-    if (!indexes.has(part)) indexes.set(part, await readPartIndex(driver, queue, part));
-    const entries = indexes.get(part);
-    if (!entries) reportNoIndex(driver, queue, part, onProblem);
-    return entries;
+  // A probe reads only a part's last entry (one small read), the part found its whole index.
+  const lastTime = async (part: number) => {
+    const last = (await readLastIndexEntry(driver, queue, part)) ?? (await readPartIndex(driver, queue, part))?.at(-1); // a damaged tail: the entries before it
+    if (!last) reportNoIndex(driver, queue, part, onProblem);
+    return last?.time ?? Number.NEGATIVE_INFINITY;
   };
   let lo = 0;
   let hi = ids.length - 1;
   let at = ids.length; // the first part whose last write is at or after `time`
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const last = ids[mid] === newest ? Number.POSITIVE_INFINITY : ((await indexOf(ids[mid]!))?.at(-1)?.time ?? Number.NEGATIVE_INFINITY);
+    const last = ids[mid] === newest ? Number.POSITIVE_INFINITY : await lastTime(ids[mid]!);
     if (last >= time) {
       at = mid;
       hi = mid - 1;
@@ -83,7 +82,8 @@ async function seekTime(driver: QueueDriver, queue: string, when: number | Date 
   }
   const part = ids[at];
   if (part === undefined) return { part: newest, position: 0, count: 0 }; // the newest part is not made yet
-  const entries = await indexOf(part);
+  const entries = await readPartIndex(driver, queue, part);
+  if (!entries) reportNoIndex(driver, queue, part, onProblem);
   const entry = entries && entryBeforeTime(entries, time);
   const checked = entry && (await withSharedLog(driver, partPath(queue, part), (log) => entryHolds(log, entry)));
   return checked ? { part, position: entry.offset, count: entry.seq - 1 } : { part, position: 0, count: 0 };

@@ -211,6 +211,10 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       expect(c.takeMissed()).toBe(17);
       expect(c.takeMissed()).toBe(0);
       expect((await c.read({ max: 100 })).map((m) => m.data)).toEqual(texts(14, 20));
+      await c.close();
+      const again = await consumer(ctx.reopen(), "c", { onProblem: (p) => problems.push(p) }); // not committed: told once all the same
+      expect(problems.length).toBe(1);
+      expect((await again.read({ max: 1 })).map((m) => m.data)).toEqual(texts(1, 20));
       const quiet: QueueProblem[] = [];
       const d = await consumer(ctx.reopen(), "atEnd", { onProblem: (p) => quiet.push(p) });
       expect(quiet).toEqual([]);

@@ -198,8 +198,8 @@ export class QueueConsumer {
 
   /**
    * Moves the consumer to the oldest message, the end, a cursor, a message by part and
-   * sequence number, or a time (see `SeekTarget` for its precision), and saves that position (backwards too: what lies after it is handed out
-   * again). Resolves with the position.
+   * sequence number, or a time (see `SeekTarget` for its precision), and saves that position
+   * (backwards too: what lies after it is handed out again). Resolves with the position.
    */
   async seek(to: SeekTarget): Promise<ConsumerPosition> {
     this.#assertOpen();

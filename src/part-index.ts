@@ -153,7 +153,9 @@ export class PartIndexWriter {
   readonly #log: LogFile;
   readonly #interval: number;
   #size: number;
+  /** Seq of the last entry noted (pending included), and of the last one in the file. */
   #lastSeq: number;
+  #fileSeq: number;
   #lastTime: number;
   #pending: IndexEntry[] = [];
 
@@ -161,7 +163,7 @@ export class PartIndexWriter {
     this.#log = log;
     this.#interval = interval;
     this.#size = size;
-    this.#lastSeq = last?.seq ?? 0;
+    this.#lastSeq = this.#fileSeq = last?.seq ?? 0;
     this.#lastTime = last?.time ?? 0;
   }
 
@@ -187,7 +189,8 @@ export class PartIndexWriter {
     const writer = new PartIndexWriter(log, interval, size, kept.at(-1));
     const last = kept.at(-1) ?? { seq: 1, offset: 0, time: 0 };
     if (last.offset < end.edge) {
-      if (kept.length === 0 || parsed.damaged) onProblem({ code: "NO_INDEX", queue, part, message: `Rebuilt the index of part ${part} from the part (records after its last good entry are dated at this recovery).` });
+      // A damaged index is said; a missing one (a part of the crate's, of an older v-queue) is simply made.
+      if (parsed.damaged) onProblem({ code: "NO_INDEX", queue, part, message: `Rebuilt the damaged index of part ${part} from the part (records after its last good entry are dated at this recovery).` });
       await scanPart(partFile, { from: last.offset, limit: end.edge, chunkSize: 4 * 1024 * 1024, onSkip: () => {} }, (_buf, _view, _at, header) => {
         writer.note(header.seq, header.offset);
         return true;
@@ -199,7 +202,7 @@ export class PartIndexWriter {
 
   /** Notes record `seq` at `offset` (called for every record; cheap unless an entry is due). */
   note(seq: number, offset: number): void {
-    if (seq === 1 || seq - this.#lastSeq >= this.#interval) {
+    if (this.#lastSeq === 0 || seq - this.#lastSeq >= this.#interval) {
       this.#pending.push({ seq, offset, time: 0 });
       this.#lastSeq = seq;
     }
@@ -208,7 +211,7 @@ export class PartIndexWriter {
   /** Forgets entries noted for records after `count` (a batch that was not written). */
   rollback(count: number): void {
     this.#pending = this.#pending.filter((e) => e.seq <= count);
-    this.#lastSeq = Math.min(this.#lastSeq, this.#pending.at(-1)?.seq ?? this.#lastSeq);
+    this.#lastSeq = this.#pending.at(-1)?.seq ?? this.#fileSeq;
   }
 
   /** Appends the entries noted, dated now: call once their records are written. */
@@ -238,6 +241,7 @@ export class PartIndexWriter {
     const data = encodeEntries(entries);
     await this.#log.append(this.#size, data);
     this.#size += data.length;
+    this.#fileSeq = entries.at(-1)!.seq;
   }
 }
 

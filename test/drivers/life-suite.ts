@@ -4,7 +4,7 @@ import type { QueueProblem } from "../../src/errors";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { INDEX_ENTRY_SIZE, readPartIndex } from "../../src/part-index";
-import { appendToLog, logSize } from "../helpers/damage";
+import { appendToLog, logSize, patchLog } from "../helpers/damage";
 import { pruneQueue } from "../../src/retention";
 import { listParts } from "../../src/recovery";
 import type { EngineTestContext } from "./engine-suite";
@@ -58,13 +58,18 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       expect((await readPartIndex(ctx.driver, "q", 0))!.map((e) => e.seq)).toEqual([1, 11, 16, 26]);
     });
 
-    it("rebuilds the index of a part it recovers when the index is gone, and reports it", async () => {
+    it("rebuilds the index of a part it recovers when the index is gone (quietly) or damaged (reported)", async () => {
       const ctx = await setup();
-      const q = await writer(ctx.driver);
+      let q = await writer(ctx.driver);
       await q.pushBatch(texts(23));
       await q.close();
       await ctx.driver.remove("q-0/q_index");
       const problems: QueueProblem[] = [];
+      q = await writer(ctx.reopen(), { onProblem: (p) => problems.push(p), rollOnOpen: false });
+      expect(problems).toEqual([]);
+      await q.close();
+      expect((await readPartIndex(ctx.driver, "q", 0))!.map((e) => e.seq)).toEqual([1, 11, 21, 24]);
+      await patchLog(ctx.driver, "q-0/q_index", [[INDEX_ENTRY_SIZE + 3, new Uint8Array([0xff])]]); // entry 2 of 4 flipped
       await writer(ctx.reopen(), { onProblem: (p) => problems.push(p) });
       expect(problems.map((p) => p.code)).toEqual(["NO_INDEX"]);
       expect((await readPartIndex(ctx.driver, "q", 0))!.map((e) => e.seq)).toEqual([1, 11, 21, 24]);

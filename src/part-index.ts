@@ -105,34 +105,33 @@ export function sealedTime(entries: readonly IndexEntry[] | undefined, size: num
   return last && last.offset === size ? last.time : undefined;
 }
 
-/** The last entry at or before record `seq` (entries ascend), or undefined. */
-export function entryAtOrBefore(entries: readonly IndexEntry[], seq: number): IndexEntry | undefined {
-  let lo = 0;
-  let hi = entries.length - 1;
-  let found: IndexEntry | undefined;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (entries[mid]!.seq <= seq) {
-      found = entries[mid];
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
-}
-
-/** The last entry written strictly before `time` (a block that may hold records from `time` on), or the first one. */
-export function entryBeforeTime(entries: readonly IndexEntry[], time: number): IndexEntry {
-  let lo = 0;
-  let hi = entries.length - 1;
-  let found = entries[0]!;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (entries[mid]!.time < time) {
-      found = entries[mid]!;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
+/**
+ * The last entry of a part's index for which `isBefore` holds (entries ascend: it holds for a
+ * prefix), undefined when none does, or "none" when the part has no usable index. A binary
+ * search reading one entry per step, so a seek costs the same in a part of any size; an entry
+ * that fails its crc on the way makes it read the whole index instead (its valid prefix).
+ */
+export async function findEntry(driver: QueueDriver, queue: string, part: number, isBefore: (entry: IndexEntry) => boolean): Promise<IndexEntry | undefined | "none"> {
+  const searched = await withSharedLog(driver, partIndexPath(queue, part), async (log) => {
+    let lo = 0;
+    let hi = Math.floor((await log.size()) / INDEX_ENTRY_SIZE) - 1;
+    if (hi < 0) return "none";
+    let found: IndexEntry | undefined;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const entry = parseIndex(await log.read(mid * INDEX_ENTRY_SIZE, INDEX_ENTRY_SIZE)).entries[0];
+      if (!entry) return "damaged";
+      if (isBefore(entry)) {
+        found = entry;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return { found };
+  });
+  if (searched === undefined) return "none"; // no index file
+  if (searched !== "damaged") return searched === "none" ? "none" : searched.found;
+  const entries = await readPartIndex(driver, queue, part);
+  return entries ? entries.findLast(isBefore) : "none";
 }
 
 const reported = new Set<string>();

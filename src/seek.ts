@@ -2,7 +2,7 @@ import { parseCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
 import { withSharedLog } from "./handles";
-import { entryAtOrBefore, entryBeforeTime, entryHolds, readLastIndexEntry, readPartIndex, reportNoIndex, scanToSeq } from "./part-index";
+import { entryHolds, findEntry, readLastIndexEntry, readPartIndex, reportNoIndex, scanToSeq } from "./part-index";
 import { partPath } from "./paths";
 import { isRecordBoundary, startPosition } from "./position";
 import { listParts, readQueueInfo } from "./recovery";
@@ -39,11 +39,10 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
     throw new VQueueError("E_CURSOR", `Cannot seek to ${JSON.stringify(target)}: use "earliest", "latest", a cursor, { part, seq } with part >= 0 and seq >= 1, or { time }.`);
   }
   // One index read, then a scan of at most indexInterval records.
-  const entries = await readPartIndex(driver, queue, part);
+  const entry = await findEntry(driver, queue, part, (e) => e.seq <= seq);
   const found = await withSharedLog(driver, partPath(queue, part), async (log) => {
-    if (!entries) reportNoIndex(driver, queue, part, onProblem);
-    const from = entries && entryAtOrBefore(entries, seq);
-    return scanToSeq(log, part, from, seq);
+    if (entry === "none") reportNoIndex(driver, queue, part, onProblem);
+    return scanToSeq(log, part, entry === "none" ? undefined : entry, seq);
   });
   if (!found) throw new VQueueError("E_CURSOR", `Cannot seek to message ${seq} of part ${part} of queue "${queue}": there is no such message.`);
   return found;
@@ -82,9 +81,9 @@ async function seekTime(driver: QueueDriver, queue: string, when: number | Date 
   }
   const part = ids[at];
   if (part === undefined) return { part: newest, position: 0, count: 0 }; // the newest part is not made yet
-  const entries = await readPartIndex(driver, queue, part);
-  if (!entries) reportNoIndex(driver, queue, part, onProblem);
-  const entry = entries && entryBeforeTime(entries, time);
-  const checked = entry && (await withSharedLog(driver, partPath(queue, part), (log) => entryHolds(log, entry)));
+  // The last entry dated before the time (none: the part's start).
+  const entry = await findEntry(driver, queue, part, (e) => e.time < time);
+  if (entry === "none") reportNoIndex(driver, queue, part, onProblem);
+  const checked = entry && entry !== "none" && (await withSharedLog(driver, partPath(queue, part), (log) => entryHolds(log, entry)));
   return checked ? { part, position: entry.offset, count: entry.seq - 1 } : { part, position: 0, count: 0 };
 }

@@ -89,6 +89,12 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       await c.seek({ part: 0, seq: last.seq + 1 });
       expect((await c.read({ max: 1 }))[0]!.data).toBe(texts(1, last.seq)[0]);
       await expect(c.seek({ part: 0, seq: last.seq + 2 })).rejects.toMatchObject({ code: "E_CURSOR" });
+      // A damaged entry in the middle: the entries before it, then a longer scan; still exact.
+      await patchLog(driver, "q-0/q_index", [[2 * INDEX_ENTRY_SIZE + 9, new Uint8Array([0xee])]]);
+      for (const seq of [1, 14, 15, 16, last.seq]) {
+        await c.seek({ part: 0, seq });
+        expect((await c.read({ max: 1 }))[0]!.data).toBe(texts(1, seq - 1)[0]);
+      }
     });
 
     it("seeks by time to the last indexed message before it: never later than the first message at or after it", async () => {

@@ -6,7 +6,8 @@
 import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/check";
 import { isValidName } from "../src/names";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
-import { DEFAULT_LIMITS, limitsProblems } from "../runtime/options";
+import { DEFAULT_LIMITS, limitsProblems, queuesProblems } from "../runtime/options";
+import { retentionProblems } from "../src/retention-options";
 
 /** A configuration that cannot be served; `problems` lists each one. */
 export class ConfigError extends Error {
@@ -131,6 +132,9 @@ const config = object({
   limits,
   cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),
   logLevel: oneOf(LOG_LEVELS),
+  // The engine's and the runtime's own checks: one wording everywhere.
+  retention: (v, path, out) => void out.push(...retentionProblems(v, path)),
+  queues: (v, path, out) => void out.push(...queuesProblems(v, path)),
 });
 
 /** Every problem of a (merged) configuration; [] when it is good. */

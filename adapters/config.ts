@@ -9,6 +9,7 @@ import { isAbsolute, resolve } from "pathe";
 import { checkDictionary } from "../src/options";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Compression, Durability, StartPosition } from "../src/options";
+import type { RetentionOptions } from "../src/retention-options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
 
@@ -51,6 +52,10 @@ export interface VQueueConfig {
   cors?: CorsOptions | false;
   /** @default "info" */
   logLevel?: LogLevel;
+  /** Retention of every queue, e.g. `{ "maxAgeMs": 604800000, "maxBytes": 10e9 }` (see the README, "Retention"). @default none */
+  retention?: RetentionOptions;
+  /** Per-queue settings, replacing `retention` for the queues named: `{ "orders": { "retention": { "maxParts": 10 } } }`. */
+  queues?: Record<string, { retention?: RetentionOptions }>;
 }
 
 export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "start" | "syncCommits" | "logLevel">> {

@@ -16,13 +16,15 @@
 import type { MessageInput } from "../src/message";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
-import { checkOption, optionError } from "../src/check";
+import { checkOption, optionError, throwProblems } from "../src/check";
 import { LOG_PREFIX } from "../src/errors";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
+import { retentionProblems } from "../src/retention-options";
+import { queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues"> {
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
@@ -69,6 +71,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
   if (rest.compression !== undefined) checkOption("compression", rest.compression, checkCompression);
   if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
+  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues)]);
   return {
     name: "v-queue",
     setup(nitro) {

@@ -34,6 +34,7 @@ const suites = [
   optional("client", "client.ts", "runClientBench"),
   optional("totals", "totals.ts", "runTotalsBench"),
   optional("compression", "compression.ts", "runCompressionBench"),
+  optional("life", "life.ts", "runLifeBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

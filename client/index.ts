@@ -16,6 +16,8 @@ import type {
   ProduceResponse,
   PurgeResponse,
   RewindResponse,
+  PruneRequest,
+  PruneResponse,
   SeekRequest,
   SeekResponse,
 } from "../protocol/api";
@@ -77,6 +79,8 @@ export interface ConsumeResult<T = never> {
   messages: ClientMessage<T>[];
   /** Commits everything in this batch; undefined when it is empty. */
   cursor: string | undefined;
+  /** Messages retention deleted before this consumer read them, since its previous consume (0 almost always). */
+  missed: number;
 }
 
 export interface ProduceOptions {
@@ -100,7 +104,7 @@ export interface VQueueClient {
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
-  /** Moves the consumer (and saves it there): "earliest", "latest", a cursor, or `{ part, seq }` (that message comes next). */
+  /** Moves the consumer (and saves it there): "earliest", "latest", a cursor, `{ part, seq }` (that message comes next), or `{ time }` (an ISO date or ms). */
   seek(queue: string, consumer: string, to: SeekRequest["to"], options?: { signal?: AbortSignal }): Promise<SeekResponse>;
   /**
    * One message, or an array of them (a batch; a JSON array as one message goes in one: `[[1, 2]]`).
@@ -114,6 +118,8 @@ export interface VQueueClient {
   deleteQueue(queue: string): Promise<DeleteQueueResponse>;
   /** Removes every message; the queue and its consumers stay, at the new start (the admin right; 409 as `deleteQueue`). */
   purge(queue: string): Promise<PurgeResponse>;
+  /** Applies retention now (needs the admin right): the server's limits for the queue, or these. Answers what was deleted. */
+  prune(queue: string, limits?: PruneRequest, options?: { signal?: AbortSignal }): Promise<PruneResponse>;
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
   subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
   subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: true }): AsyncGenerator<ClientMessage<T>, void, undefined>;
@@ -154,13 +160,14 @@ export function createClient(options: ClientOptions): VQueueClient {
     consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
 
     // One implementation for the overloads: what `json` makes of the messages is in their types.
-    consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined }> => {
+    consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined; missed: number }> => {
       const query: Record<string, string | number> = { max_messages: opts.maxMessages ?? 1, timeout_ms: opts.timeoutMs ?? 0 };
       if (opts.commit) query.commit = opts.commit;
       const timeoutMs = query.timeout_ms as number;
       const common = { query, signal: opts.signal, extraTimeout: timeoutMs };
       if (opts.format === "binary") {
         let cursor: string | undefined;
+        let missed = 0;
         let status = 0;
         const body = await request<ArrayBuffer>(`${c(queue, consumer)}/messages`, {
           ...common,
@@ -168,14 +175,15 @@ export function createClient(options: ClientOptions): VQueueClient {
           responseType: "arrayBuffer",
           onResponse: ({ response }) => {
             cursor = response.headers.get("x-vq-cursor") ?? undefined;
+            missed = Number(response.headers.get("x-vq-missed") ?? 0) || 0;
             status = response.status;
           },
         });
         const messages = decodeResponseBatch(new Uint8Array(body), status).map((r) => fromBatchRecord(r, opts.json ?? false));
-        return { messages, cursor };
+        return { messages, cursor, missed };
       }
       const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
-      return { messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), cursor: body.cursor ?? undefined };
+      return { messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), cursor: body.cursor ?? undefined, missed: body.missed ?? 0 };
     }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
@@ -207,6 +215,7 @@ export function createClient(options: ClientOptions): VQueueClient {
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
     deleteQueue: (queue) => request(q(queue), { method: "DELETE" }),
     purge: (queue) => request(`${q(queue)}/purge`, { method: "POST" }),
+    prune: (queue, limits, opts = {}) => request(`${q(queue)}/prune`, { method: "POST", signal: opts.signal, ...(limits ? { body: limits } : {}) }),
 
     subscribe: ((queue: string, consumer: string, opts?: SubscribeOptions) => subscribe(client, queue, consumer, opts)) as VQueueClient["subscribe"],
   };

@@ -102,6 +102,12 @@ export interface ConsumeResponse {
   /** Commits everything in this response; null when it is empty. */
   cursor: string | null;
   messages: MessageJSON[];
+  /**
+   * Present when retention deleted messages this consumer had not read yet: how many, since
+   * the previous consume (it goes on at the oldest message left). The binary answer has it in
+   * the `x-vq-missed` header.
+   */
+  missed?: number;
 }
 
 /** `POST /api/v1/queues/{queue}/consumers/{consumer}/commit` */
@@ -113,9 +119,32 @@ export interface CommitResponse {
 }
 
 /** `POST /api/v1/queues/{queue}/consumers/{consumer}/rewind` */
-/** `POST .../seek` body: where to move the consumer (a cursor, or a message by part and sequence: it comes next). */
+/**
+ * `POST .../seek` body: where to move the consumer (a cursor, a message by part and sequence:
+ * it comes next, or a time: an ISO 8601 date or ms since the epoch; the consumer then gets
+ * every message written from then on, and up to the queue's `indexInterval` before it).
+ */
 export interface SeekRequest {
-  to: "earliest" | "latest" | (string & {}) | { part: number; seq: number };
+  to: "earliest" | "latest" | (string & {}) | { part: number; seq: number } | { time: string | number };
+}
+
+/** `POST /api/v1/queues/{queue}/prune` body (optional): limits that override the server's retention for this call. */
+export interface PruneRequest {
+  maxAgeMs?: number;
+  maxBytes?: number;
+  maxParts?: number;
+  deleteConsumed?: boolean;
+}
+
+/** `POST /api/v1/queues/{queue}/prune`: what was deleted (whole parts, oldest first). */
+export interface PruneResponse {
+  queue: string;
+  /** The part ids deleted. */
+  parts: number[];
+  messages: number;
+  bytes: number;
+  /** Why nothing could be deleted safely, when that is the case. */
+  refused?: string;
 }
 
 /** `POST .../seek`: where the next consume starts, as a cursor (saved). */

@@ -40,8 +40,8 @@ const MESSAGE_OVERHEAD = 200;
  * `JSON.stringify(ConsumeResponse)` as UTF-8 bytes, from messages read with `raw: true`
  * (text as its UTF-8 bytes; decoded strings are accepted too).
  */
-export function encodeConsumeJSON(queue: string, consumer: string, messages: Message[], cursor: string | undefined): Uint8Array<ArrayBuffer> {
-  const head = encoder.encode(`{"queue":${JSON.stringify(queue)},"consumer":${JSON.stringify(consumer)},"count":${messages.length},"cursor":${cursor === undefined ? "null" : JSON.stringify(cursor)},"messages":[`);
+export function encodeConsumeJSON(queue: string, consumer: string, messages: Message[], cursor: string | undefined, missed = 0): Uint8Array<ArrayBuffer> {
+  const head = encoder.encode(`{"queue":${JSON.stringify(queue)},"consumer":${JSON.stringify(consumer)},"count":${messages.length},"cursor":${cursor === undefined ? "null" : JSON.stringify(cursor)},${missed > 0 ? `"missed":${missed},` : ""}"messages":[`);
   // Exact for bytes and for text without escapes, plus room for the largest text to expand.
   let size = head.length + 2;
   let largestText = 0;

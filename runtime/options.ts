@@ -5,6 +5,8 @@ import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
 import { checkCompression, checkDictionary, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
+import { retentionProblems, type RetentionOptions } from "../src/retention-options";
+import { isValidQueueName } from "../src/names";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -95,6 +97,10 @@ export interface QueueAppOptions {
   cors?: CorsOptions | false;
   /** Reported by `/health`. @default the package version */
   version?: string;
+  /** Retention of every queue the server writes (see the engine's `RetentionOptions`), unless `queues` says otherwise. @default none */
+  retention?: RetentionOptions;
+  /** Per-queue settings: `{ orders: { retention: { maxAgeMs: 86400000 } } }` replaces `retention` for that queue. */
+  queues?: Record<string, { retention?: RetentionOptions }>;
   /** Where faults (5xx) and recovery problems are logged, and requests with `logRequests`. @default console */
   logger?: QueueAppLogger;
   /** Log requests (see runtime/log.ts): 401/403 at warn, those that change state at info, the rest at debug. @default false */
@@ -122,6 +128,8 @@ export interface ResolvedQueueAppOptions {
   logger: QueueAppLogger;
   logRequests: boolean;
   onProblem: (problem: QueueProblem) => void;
+  /** The retention of a queue: its own (`queues`), else the default (`retention`). */
+  retentionFor(queue: string): RetentionOptions | undefined;
 }
 
 export const DEFAULT_LIMITS: QueueAppLimits = {
@@ -161,6 +169,8 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     ...limitsProblems(limits),
     ...authProblems(options.auth),
     checkDriver(options.driver, "driver"),
+    ...retentionProblems(options.retention),
+    ...queuesProblems(options.queues),
   ]);
   const logger = options.logger ?? console;
   return {
@@ -173,7 +183,20 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     logger,
     logRequests: options.logRequests ?? false,
     onProblem: (problem) => logger.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`),
+    retentionFor: (queue) => (options.queues && Object.hasOwn(options.queues, queue) ? options.queues[queue]!.retention : options.retention),
   };
+}
+
+/** What is wrong with per-queue settings at `path` (also the config schema's check). */
+export function queuesProblems(queues: unknown, path = "queues"): string[] {
+  if (queues === undefined) return [];
+  if (typeof queues !== "object" || queues === null || Array.isArray(queues)) return [`Invalid ${path} ${showValue(queues)}: expected an object of queue names, e.g. { "orders": { "retention": { "maxAgeMs": 86400000 } } }.`];
+  return Object.entries(queues).flatMap(([name, settings]) => {
+    if (!isValidQueueName(name)) return [`Invalid queue name ${showValue(name)} in ${path}.`];
+    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... } }.`];
+    const unknown = Object.keys(settings).filter((key) => key !== "retention");
+    return [...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention.`), ...retentionProblems((settings as { retention?: unknown }).retention, `${path}.${name}.retention`)];
+  });
 }
 
 /** What is wrong with `limits` (over the defaults; undefined ones are not given), at `path`: also the config schema's check. */

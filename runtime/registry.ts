@@ -75,7 +75,16 @@ export class QueueRegistry {
     if (!writer) {
       const admin = this.#adminDone(queue);
       writer = admin.then(() => this.driver()).then((driver) =>
-        this.#relieved(() => QueueWriter.open(queue, { driver, durability: this.options.durability, compression: this.options.compression, compressionDictionary: this.options.compressionDictionary, onProblem: this.options.onProblem })),
+        this.#relieved(() =>
+          QueueWriter.open(queue, {
+            driver,
+            durability: this.options.durability,
+            compression: this.options.compression,
+            compressionDictionary: this.options.compressionDictionary,
+            retention: this.options.retentionFor(queue),
+            onProblem: this.options.onProblem,
+          }),
+        ),
       );
       this.#writers.set(queue, writer);
       writer.catch(() => this.#writers.get(queue) === writer && this.#writers.delete(queue));

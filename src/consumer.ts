@@ -1,6 +1,6 @@
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import type { DriverLock, QueueDriver } from "./driver";
-import { VQueueError } from "./errors";
+import { VQueueError, type QueueProblem } from "./errors";
 import { queueHub } from "./hub";
 import { consumerLag } from "./inspect";
 import { iterateMessages } from "./iterate";
@@ -37,6 +37,13 @@ export class QueueConsumer {
   /** Reads, refreshes and moves of the reader, one at a time (they swap file handles). */
   #serial: Promise<unknown> = Promise.resolve();
   #closed = false;
+  /** Messages retention deleted before this consumer read them, not yet taken (`takeMissed`). */
+  #missed = 0;
+  /** The consumer's problems pass here: `MISSED` is counted too. */
+  readonly #onProblem = (problem: QueueProblem): void => {
+    if (problem.code === "MISSED") this.#missed += problem.missed ?? 0;
+    this.options.onProblem(problem);
+  };
 
   private constructor(queue: string, name: string, options: ResolvedConsumerOptions, lock: DriverLock) {
     this.queue = queue;
@@ -44,7 +51,7 @@ export class QueueConsumer {
     this.options = options;
     this.#driver = options.driver;
     this.#lock = lock;
-    this.#reader = new PartReader(queue, name, options.driver, options);
+    this.#reader = new PartReader(queue, name, options.driver, { ...options, onProblem: this.#onProblem });
     this.#positionFile = new PositionFile(options.driver, queue, name, lock, options.syncCommits);
   }
 
@@ -190,13 +197,13 @@ export class QueueConsumer {
   }
 
   /**
-   * Moves the consumer to the oldest message, the end, a cursor, or a message by part and
-   * sequence number, and saves that position (backwards too: what lies after it is handed out
-   * again). Resolves with the position.
+   * Moves the consumer to the oldest message, the end, a cursor, a message by part and
+   * sequence number, or a time (see `SeekTarget` for its precision), and saves that position
+   * (backwards too: what lies after it is handed out again). Resolves with the position.
    */
   async seek(to: SeekTarget): Promise<ConsumerPosition> {
     this.#assertOpen();
-    const target = await resolveSeek(this.#driver, this.queue, to);
+    const target = await resolveSeek(this.#driver, this.queue, to, this.options.onProblem);
     const run = this.#commitChain.then(async () => {
       await this.#exclusive(() => this.#reader.openAt(target));
       await this.#positionFile.save(target);
@@ -220,6 +227,17 @@ export class QueueConsumer {
    */
   messages(options: IterateOptions = {}): AsyncGenerator<Message, void, undefined> {
     return iterateMessages(this, options);
+  }
+
+  /**
+   * How many messages retention deleted before this consumer read them, since the last call
+   * (each is also reported as a `MISSED` problem): for callers that pass it on, as the HTTP
+   * consume answer does.
+   */
+  takeMissed(): number {
+    const missed = this.#missed;
+    this.#missed = 0;
+    return missed;
   }
 
   /** Messages pushed but not yet committed by this consumer (from the info lines, or the part files when the writer is gone). */
@@ -264,7 +282,8 @@ export class QueueConsumer {
 
   async #init(): Promise<void> {
     const driver = this.#driver;
-    const { onProblem, create, start } = this.options;
+    const { create, start } = this.options;
+    const onProblem = this.#onProblem;
     const parts = await listParts(driver, this.queue);
     const info = await readQueueInfo(driver, this.queue, onProblem);
     if (!info && parts.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${this.queue}" does not exist.`);
@@ -275,8 +294,11 @@ export class QueueConsumer {
       onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
     }
     let saved: ConsumerPosition;
-    if (typeof loaded === "object") saved = await checkSavedPosition(driver, this.queue, this.name, loaded, parts, onProblem, startAt);
-    else {
+    if (typeof loaded === "object") {
+      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, parts, onProblem, startAt);
+      // Told once: the position past the deleted parts is saved, so a reopen does not tell it again.
+      if (this.#missed > 0) await this.#positionFile.save(saved);
+    } else {
       saved = await startAt();
       await this.#positionFile.save(saved);
     }

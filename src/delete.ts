@@ -4,7 +4,7 @@ import { forgetShared } from "./handles";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { consumerOfPopFile, partDir, partOfDir, popInfoPath, queueInfoPath } from "./paths";
+import { consumerOfPopFile, partDir, partOfDir, popInfoPath, prunedPath, queueInfoPath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
 
@@ -39,10 +39,12 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     if (info === undefined && parts.length === 0 && positions.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
     for (const entry of positions) await driver.remove(entry);
     for (const id of parts) await driver.remove(partDir(queue, id));
+    // Retention's record of deleted parts: a queue made later under this name reuses part ids.
+    await driver.remove(prunedPath(queue));
     await driver.remove(queueInfoPath(queue));
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
-    forgetShared(driver, (path) => path === queueInfoPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined);
+    forgetShared(driver, (path) => path === queueInfoPath(queue) || path === prunedPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined);
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.

@@ -57,13 +57,23 @@ export interface QueueProblem {
     /** A compressed v3 body that does not decompress, or not to the length it announces: skipped. */
     | "BAD_COMPRESSED"
     /** A compressed v3 body in a part whose dictionary is nowhere to be found: skipped. */
-    | "NO_DICTIONARY";
+    | "NO_DICTIONARY"
+    /** A part has no usable index (part-index.ts), so it is scanned instead. */
+    | "NO_INDEX"
+    /** Retention deleted messages a consumer had not read; `missed` says how many. */
+    | "MISSED"
+    /** A background retention round failed (it is tried again later). */
+    | "PRUNE_FAILED";
   message: string;
   queue: string;
   part?: number;
   offset?: number;
   /** Bytes stepped over (or cut off) at `offset`. */
   bytes?: number;
+  /** `MISSED`: messages deleted by retention before this consumer read them. */
+  missed?: number;
+  /** `MISSED`: the consumer this is about. */
+  consumer?: string;
 }
 
 /**

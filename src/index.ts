@@ -20,3 +20,7 @@ export type { ConsumerPosition } from "./cursor";
 export { isValidName, isValidQueueName, isValidConsumerName, assertName, nameRule, NAME_RULE } from "./names";
 export type { AdminOptions, QueueOptions, ConsumerOptions, ResolvedQueueOptions, ResolvedConsumerOptions, Durability, StartPosition } from "./options";
 export { crc32 } from "./crc32";
+export { pruneQueue } from "./retention";
+export type { PruneResult, PruneOptions } from "./retention";
+export type { RetentionOptions } from "./retention-options";
+export type { PrunedPart } from "./pruned";

@@ -3,6 +3,7 @@ import { checkOption, integer, oneOf, throwProblems, type Check } from "./check"
 import type { QueueDriver } from "./driver";
 import { LOG_PREFIX, type QueueProblem } from "./errors";
 import { MAX_BODY_SIZE } from "./record";
+import { retentionProblems, type RetentionOptions } from "./retention-options";
 
 export const DURABILITIES = ["fsync", "interval", "none"] as const;
 export const START_POSITIONS = ["earliest", "latest"] as const;
@@ -87,6 +88,10 @@ export interface QueueOptions extends CommonOptions {
    * content of 8 bytes to 1 MiB. @default undefined (each part builds its own)
    */
   compressionDictionary?: Uint8Array;
+  /** A part's index (part-index.ts) has an entry every this many records: seeks scan at most this many. @default 1000 */
+  indexInterval?: number;
+  /** Deletes old parts in the background (retention.ts). @default none: keep everything */
+  retention?: RetentionOptions;
 }
 
 export interface ConsumerOptions extends CommonOptions {
@@ -134,6 +139,8 @@ export interface ResolvedQueueOptions {
   compressionMinBytes: number;
   compressionSampleBytes: number;
   compressionDictionary: Uint8Array | undefined;
+  indexInterval: number;
+  retention?: RetentionOptions;
 }
 
 export interface ResolvedConsumerOptions {
@@ -151,7 +158,7 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
 };
 
 /** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
-export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024 } as const;
+export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024 } as const;
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
@@ -174,6 +181,8 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(5, MAX_BODY_SIZE)(o.compressionMinBytes, "compressionMinBytes"),
     integer(1024, 64 * 1024 * 1024)(o.compressionSampleBytes, "compressionSampleBytes"),
     o.compressionDictionary === undefined ? undefined : checkDictionary(o.compressionDictionary, "compressionDictionary"),
+    integer(1, 1_000_000_000)(o.indexInterval, "indexInterval"),
+    ...retentionProblems(o.retention),
   ]);
 }
 

@@ -12,6 +12,7 @@ import { HEADER_SIZE } from "./record";
 import { PartDecoder } from "./compression";
 import { isWriterGone, listParts, readInfoLine } from "./recovery";
 import { scanPart, type ChunkCache } from "./scan";
+import { reportMissed } from "./missed";
 
 // Bodies are bytes: a leading U+FEFF is part of the message, not a byte-order mark to drop.
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
@@ -111,6 +112,7 @@ export class PartReader {
       let tailAt: number | undefined;
       let needDecoder: number | undefined;
       const partDecoder = this.#decoder;
+      const skips: [offset: number, bytes: number][] = [];
       const result = await scanPart(
         this.#partFile!,
         {
@@ -120,7 +122,7 @@ export class PartReader {
           cache: this.#cache,
           onSkip: (offset, skipped) => {
             if (holdAtTail && offset + skipped >= this.#limit) return void (tailAt = offset);
-            this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
+            skips.push([offset, skipped]);
           },
         },
         (buf, _view, at, header) => {
@@ -155,6 +157,14 @@ export class PartReader {
         await this.#holdAtTail(part, tailAt, count);
         return out;
       }
+      if (skips.length > 0 && !(await listParts(this.#driver, this.#queue)).includes(part)) {
+        // Not damage: retention deleted the part under this reader (unstorage drops its chunks). On from the next part.
+        this.#read = { part, position: skips[0]![0], count };
+        this.#limit = this.#read.position;
+        this.#finished = true;
+        continue;
+      }
+      for (const [offset, skipped] of skips) this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
       if (needDecoder !== undefined) {
         this.#read = { part, position: needDecoder, count };
         this.#decoder = await PartDecoder.open(this.#driver, this.#queue, part);
@@ -228,8 +238,11 @@ export class PartReader {
         return this.#limit > this.#read.position;
       }
     }
-    const next = (await listParts(this.#driver, this.#queue)).find((id) => id > part);
+    const ids = await listParts(this.#driver, this.#queue);
+    const next = ids.find((id) => id > part);
     if (next === undefined) return false;
+    // Parts deleted by retention before this consumer was done with them: said, never silent.
+    if (next > part + 1 || !ids.includes(part)) await reportMissed(this.#driver, this.#queue, this.#consumer, this.#read, next, this.#options.onProblem);
     await this.openAt({ part: next, position: 0, count: 0 });
     return this.refresh();
   }

@@ -7,6 +7,10 @@ export const queueInfoPath = (q: string): string => `${q}${QUEUE_INFO_SUFFIX}`;
 export const partDir = (q: string, part: number): string => `${q}-${part}`;
 export const partPath = (q: string, part: number): string => `${q}-${part}/${q}_queue`;
 export const pushInfoPath = (q: string, part: number): string => `${q}-${part}/${q}_info_push`;
+/** v-queue's own sparse index of a part (part-index.ts); the crate ignores files it does not know in a part directory. */
+export const partIndexPath = (q: string, part: number): string => `${q}-${part}/${q}_index`;
+/** v-queue's record of the parts retention deleted (pruned.ts): no queue name holds `_info_`, and `pruned` is no `pop_`. */
+export const prunedPath = (q: string): string => `${q}_info_pruned`;
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
 export const writerLockPath = (q: string): string => `${q}_queue.lock`;
 export const consumerLockPath = (q: string, c: string): string => `${q}_info_pop_${c}.lock`;

@@ -7,6 +7,7 @@ import { HEADER_SIZE } from "./record";
 import type { StartPosition } from "./options";
 import { isWriterGone, readPushInfo, scanPartEnd } from "./recovery";
 import { scanPart } from "./scan";
+import { reportMissed } from "./missed";
 
 /**
  * Positions from outside the running consumer, checked against the part files: a saved
@@ -45,6 +46,7 @@ export async function checkSavedPosition(
   const last = parts.at(-1);
   if (saved.position === 0 && saved.count === 0 && (last === undefined || saved.part > last)) return saved;
   const next = parts.find((id) => id > saved.part);
+  if (next !== undefined && (await reportMissed(driver, queue, consumer, saved, next, onProblem))) return { part: next, position: 0, count: 0 };
   if (next !== undefined) {
     report(`names part ${saved.part}, which does not exist; resuming at part ${next}.`);
     return { part: next, position: 0, count: 0 };

@@ -14,6 +14,8 @@ import { PartEncoder } from "./compression";
 import { HEADER_SIZE, MAGIC, MAGIC_V3, TYPE_COMPRESSED, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
 import { listParts, readQueueInfo, recoverPart } from "./recovery";
 import { trackWriter, type WriterTotals } from "./totals";
+import { PartIndexWriter } from "./part-index";
+import { startRetention, type RetentionRunner } from "./retention-runner";
 
 interface PendingPush {
   items: EncodedInput[];
@@ -48,6 +50,10 @@ export class QueueWriter {
   #queueInfoFile: RecordFile | undefined;
   /** With `compression: "zstd"`: the current part is v3, its bodies compressed (compression.ts). */
   #encoder: PartEncoder | undefined;
+  /** The current part's sparse index (part-index.ts). */
+  #index: PartIndexWriter | undefined;
+  /** Background retention (retention-runner.ts), when the options ask for it. */
+  #retention: RetentionRunner | undefined;
 
   #pending: PendingPush[] = [];
   #flushing: Promise<void> | undefined;
@@ -86,6 +92,7 @@ export class QueueWriter {
     writer.#totals.report(writer.#part, writer.#edge, writer.#count);
     // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
     lock.lost?.addEventListener("abort", () => writer.#stop(lock.lost!.reason), { once: true });
+    writer.#retention = startRetention(resolved.driver, name, resolved.retention, resolved.onProblem);
     if (resolved.durability === "interval") {
       writer.#syncTimer = setInterval(() => void writer.#backgroundSync(), resolved.fsyncIntervalMs);
       (writer.#syncTimer as { unref?: () => void }).unref?.();
@@ -247,6 +254,7 @@ export class QueueWriter {
           if (stored !== undefined) [length, typeByte] = [stored, typeByte | TYPE_COMPRESSED];
           const offset = this.#edge + used;
           const seq = ++this.#count;
+          this.#index!.note(seq, offset);
           writeRecord(buf, view, used, offset, length, seq, typeByte, this.#encoder ? MAGIC_V3 : MAGIC);
           used += HEADER_SIZE + length;
           const position = { part: this.#part, offset, seq };
@@ -263,6 +271,7 @@ export class QueueWriter {
       announced = true;
       this.#hub.emit({ part: this.#part, edge: this.#edge, tail });
       await this.#writePushInfo();
+      await this.#index!.flush();
       return results;
     } catch (error) {
       // Best effort: leave the part as it was before this batch, so a rejected push is not in
@@ -270,6 +279,7 @@ export class QueueWriter {
       // Never after a lost lock: the file is another writer's now.
       if (this.#part === start.part && !announced && !this.#lock.lost?.aborted) {
         await this.#partFile?.truncate(start.edge).catch(() => {});
+        this.#index?.rollback(start.count);
         this.#edge = start.edge;
         this.#count = start.count;
       }
@@ -314,6 +324,7 @@ export class QueueWriter {
     }
     this.#edge = recovered.edge;
     this.#count = recovered.count;
+    this.#index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem);
     if (recovered.infoStale) await this.#writePushInfo();
     if (info?.part !== current) await this.#writeQueueInfo();
     // A part is v2 or v3: compressed records never go after v2 ones.
@@ -326,10 +337,11 @@ export class QueueWriter {
     if (this.options.durability !== "none") await this.#partFile!.sync();
     this.#unsynced = false;
     await this.#writePushInfo();
-    await this.#partFile!.close();
-    await this.#pushInfoFile!.close();
-    this.#partFile = this.#pushInfoFile = undefined;
+    await this.#index!.seal(this.#count + 1, this.#edge);
+    await Promise.all([this.#partFile!.close(), this.#pushInfoFile!.close(), this.#index!.close()]);
+    this.#partFile = this.#pushInfoFile = this.#index = undefined;
     await this.#startPart(this.#part + 1);
+    this.#retention?.kick();
   }
 
   async #startPart(part: number): Promise<void> {
@@ -339,6 +351,7 @@ export class QueueWriter {
     const pushInfoFile = await openSharedRecord(driver, pushInfoPath(this.name, part), { create: true });
     this.#partFile = partFile;
     this.#pushInfoFile = pushInfoFile;
+    this.#index = await PartIndexWriter.create(driver, this.name, part, this.options.indexInterval);
     this.#part = part;
     this.#edge = 0;
     this.#count = 0;
@@ -398,8 +411,10 @@ export class QueueWriter {
     await this.flush();
     this.#closed = true;
     if (this.#syncTimer) clearInterval(this.#syncTimer);
+    await this.#retention?.stop();
     try {
       if (this.#unsynced && !this.#failure) await this.#partFile?.sync();
+      if (!this.#failure) await this.#index?.seal(this.#count + 1, this.#edge);
     } finally {
       await this.#closeFiles();
       this.#totals?.release();
@@ -409,10 +424,10 @@ export class QueueWriter {
   }
 
   async #closeFiles(options: { keepQueueInfo?: boolean } = {}): Promise<void> {
-    const files = [this.#partFile, this.#pushInfoFile, options.keepQueueInfo ? undefined : this.#queueInfoFile];
+    const files = [this.#partFile, this.#pushInfoFile, this.#index, options.keepQueueInfo ? undefined : this.#queueInfoFile];
     this.#encoder?.free();
     this.#encoder = undefined;
-    this.#partFile = this.#pushInfoFile = undefined;
+    this.#partFile = this.#pushInfoFile = this.#index = undefined;
     if (!options.keepQueueInfo) this.#queueInfoFile = undefined;
     await Promise.all(files.map((file) => file?.close()));
   }

@@ -6,7 +6,7 @@ import memoryDriver from "../adapters/drivers/memory";
 import { QueueConsumer } from "../src/consumer";
 import { inspectQueue, listConsumers, listQueues } from "../src/inspect";
 import { isValidConsumerName, isValidQueueName } from "../src/names";
-import { consumerLockPath, consumerOfPopFile, partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath, queueOfInfoFile, writerLockPath } from "../src/paths";
+import { consumerLockPath, consumerOfPopFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, pushInfoPath, queueInfoPath, queueOfInfoFile, writerLockPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
 import { errorCode, startServer } from "./http/_server";
 import { useTempDirs } from "./helpers/tmp";
@@ -15,7 +15,7 @@ import { seededRandom } from "./helpers/random";
 const freshDir = useTempDirs("vq-names-");
 
 /** Pieces that spell the layout's own suffixes, so generated names try hard to collide. */
-const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push"];
+const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push", "_index", "index", "_info_pruned", "pruned"];
 
 function names(seed: number, count: number): string[] {
   const next = seededRandom(seed);
@@ -42,10 +42,12 @@ function layout(queues: string[], consumers: string[]): Map<string, string[]> {
   for (const q of queues) {
     add(queueInfoPath(q), `queue-info ${q}`);
     add(writerLockPath(q), `writer-lock ${q}`);
+    add(prunedPath(q), `pruned ${q}`);
     for (const part of PARTS) {
       add(partDir(q, part), `part-dir ${q} ${part}`);
       add(partPath(q, part), `part ${q} ${part}`);
       add(pushInfoPath(q, part), `push-info ${q} ${part}`);
+      add(partIndexPath(q, part), `part-index ${q} ${part}`);
     }
     for (const c of consumers) {
       if (!isValidConsumerName(c, q)) continue;

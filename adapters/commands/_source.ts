@@ -8,7 +8,7 @@ import { QueueConsumer } from "../../src/consumer";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";
 import type { Printable } from "./_print";
-import { apiClient, explain, openStorage, storageLabel } from "./_shared";
+import { apiClient, explain, log, openStorage, plural, storageLabel } from "./_shared";
 
 export interface MessageSource {
   /** Up to `max` messages; `[]` when there are none (following: only once `signal` is aborted). */
@@ -87,6 +87,8 @@ export async function openHttpSource(url: string, user: string | undefined, o: S
         if (!got) return [];
         pending = undefined;
         if (got.cursor) handedOut = got.cursor;
+        // As the engine's MISSED line says it on the files: never silent.
+        if (got.missed > 0) log.warn(`Consumer "${consumer}" missed ${plural(got.missed, "message")} of "${queue}": retention deleted them before they were read.`);
         if (got.messages.length > 0 || !o.follow) return got.messages;
       }
     },

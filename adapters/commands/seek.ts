@@ -6,11 +6,11 @@ import { formatCursor } from "../../src/cursor";
 import { apiClient, CliError, explain, log, openStorage, storageLabel, targetArgs } from "./_shared";
 
 export const seek = defineCommand({
-  meta: { name: "seek", description: "Move a consumer, and save it there: to the oldest message, the end, a cursor, or a message by part and sequence" },
+  meta: { name: "seek", description: "Move a consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence, or a time" },
   args: {
     queue: { type: "positional", required: true, description: "The queue" },
     consumer: { type: "positional", required: true, description: "The consumer (created if missing)" },
-    to: { type: "positional", required: true, description: "earliest, latest, a cursor <part>.<position>.<count>, or <part>:<seq> (that message comes next)" },
+    to: { type: "positional", required: true, description: "earliest, latest, a cursor <part>.<position>.<count>, <part>:<seq> (that message comes next), or time:<ISO date or ms> (every message from then on, and up to indexInterval before)" },
     ...targetArgs,
   },
   async run({ args }) {
@@ -20,12 +20,18 @@ export const seek = defineCommand({
   },
 });
 
-/** `earliest`, `latest`, a cursor, or `<part>:<seq>`. */
+/** `earliest`, `latest`, a cursor, `<part>:<seq>`, or `time:<ISO date or ms>`. */
 function parseTarget(text: string): SeekRequest["to"] {
+  if (text.startsWith("time:")) {
+    const time = text.slice(5);
+    if (/^\d{1,15}$/.test(time)) return { time: Number(time) };
+    if (Number.isFinite(Date.parse(time))) return { time };
+    throw new CliError(`Invalid time ${JSON.stringify(time)}: use an ISO 8601 date such as time:2026-12-03T10:00:00Z, or ms since the epoch.`);
+  }
   if (text === "earliest" || text === "latest" || isCursor(text)) return text;
   const match = /^(\d{1,15}):(\d{1,10})$/.exec(text);
   if (match && Number(match[2]) >= 1) return { part: Number(match[1]), seq: Number(match[2]) };
-  throw new CliError(`Invalid target ${JSON.stringify(text)}: use earliest, latest, a cursor <part>.<position>.<count>, or <part>:<seq> (seq from 1).`);
+  throw new CliError(`Invalid target ${JSON.stringify(text)}: use earliest, latest, a cursor <part>.<position>.<count>, <part>:<seq> (seq from 1), or time:<ISO date or ms>.`);
 }
 
 async function seekDirect(target: { dir?: string; storage?: string }, queue: string, name: string, to: SeekRequest["to"]): Promise<string> {

@@ -31,9 +31,9 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           "409": errorRef,
           "200": {
-            description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor`,
+            description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor, missed in x-vq-missed`,
             content: {
-              ...jsonContent({ type: "object", properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
+              ...jsonContent({ type: "object", properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, missed: { type: "integer", description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume" }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
               [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
             },
           },
@@ -57,12 +57,15 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true });
         const last = messages.at(-1);
         const cursor = last ? cursorAfter(last) : undefined;
+        // Retention deleted messages this consumer had not read: told, never silent.
+        const missed = slot.consumer.takeMissed();
         if (binaryType) {
           const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
           if (cursor) headers["x-vq-cursor"] = cursor;
+          if (missed > 0) headers["x-vq-missed"] = String(missed);
           return new FastResponse(encodeBatch(messages), { headers });
         }
-        return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
+        return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
       },
     },
     {
@@ -99,13 +102,13 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/seek",
       openapi: {
-        summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, or a message by part and sequence (it comes next); creates the consumer",
+        summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer",
         requestBody: {
           required: true,
           content: jsonContent({
             type: "object",
             required: ["to"],
-            properties: { to: { oneOf: [{ type: "string", description: '"earliest", "latest" or a cursor' }, { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } }] } },
+            properties: { to: { oneOf: [{ type: "string", description: '"earliest", "latest" or a cursor' }, { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } }, { type: "object", properties: { time: { oneOf: [{ type: "string", format: "date-time" }, { type: "integer", description: "ms since the epoch" }] } } }] } },
           }),
         },
         responses: { ...errorResponses, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
@@ -134,7 +137,9 @@ async function seekTarget(request: Request): Promise<SeekRequest["to"]> {
   if (target && typeof target === "object" && Number.isSafeInteger(target.part) && Number.isSafeInteger(target.seq) && (target.part as number) >= 0 && (target.seq as number) >= 1) {
     return { part: target.part as number, seq: target.seq as number };
   }
-  throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", or {"part": n >= 0, "seq": n >= 1}.`);
+  const time = (to as { time?: unknown } | null)?.time;
+  if ((typeof time === "number" && Number.isFinite(time)) || (typeof time === "string" && Number.isFinite(Date.parse(time)))) return { time: time as string | number };
+  throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", {"part": n >= 0, "seq": n >= 1}, or {"time": "2026-12-03T10:00:00Z" or ms since the epoch}.`);
 }
 
 /** The binary media type the client asked for, if any. */

@@ -4,6 +4,7 @@ import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
 import { consumeRoutes } from "./consume";
 import { produceRoutes } from "./produce";
+import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
 
 /**
@@ -32,6 +33,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...queueRoutes(ctx),
     ...produceRoutes(ctx),
     ...consumeRoutes(ctx),
+    ...pruneRoutes(ctx),
   ];
   return routes;
 }

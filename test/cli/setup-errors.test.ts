@@ -53,10 +53,30 @@ describe("the config schema", () => {
         limits: { maxBodyBytes: 1, maxMessages: 5, defaultMessages: 5, maxTimeoutMs: 10, defaultTimeoutMs: 10, maxResponseBytes: 1, maxBatchMessages: 1 },
         cors: { origin: "*", maxAge: 0 },
         logLevel: "trace",
+        retention: { maxAgeMs: 86_400_000, maxBytes: 1e10, maxParts: 100, deleteConsumed: true, intervalMs: 1000, maxPartsPerRound: 4 },
+        queues: { orders: { retention: { maxParts: 3 } }, audit: {} },
       }),
     ).toEqual([]);
     expect(configProblems({ auth: false, cors: false })).toEqual([]);
     expect(configProblems({ maxConsumers: 0, consumerIdleMs: -1 })).toEqual(["Invalid maxConsumers 0: use an integer from 1 up.", "Invalid consumerIdleMs -1: use an integer from 0 up."]);
+  });
+
+  it("checks retention, the default and each queue's, with the path of every problem", () => {
+    expect(
+      configProblems({
+        retention: { maxAgeMs: "1d", maxParts: 0, keep: 1 },
+        queues: { "bad name!": { retention: {} }, orders: { retention: { deleteConsumed: "yes" }, colour: "red" }, audit: 3 },
+      }),
+    ).toEqual([
+      'Invalid retention.maxAgeMs "1d": use an integer from 1 up.',
+      "Invalid retention.maxParts 0: use an integer from 1 up.",
+      'Unknown key "retention.keep": use maxAgeMs, maxBytes, maxParts, deleteConsumed, intervalMs, maxPartsPerRound.',
+      'Invalid queue name "bad name!" in queues.',
+      'Unknown key "queues.orders.colour": use retention.',
+      'Invalid queues.orders.retention.deleteConsumed "yes": use true or false.',
+      "Invalid queues.audit 3: expected { \"retention\": { ... } }.",
+    ]);
+    expect(configProblems({ retention: [1] })).toEqual([expect.stringMatching(/^Invalid retention \[1\]: expected an object/)]);
   });
 });
 

@@ -8,6 +8,7 @@ import { inspectQueue, listQueues } from "../../src/inspect";
 import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
 import { adminTests } from "./admin-suite";
+import { describeLifeOnDriver } from "./life-suite";
 
 export interface EngineTestContext {
   /** A driver on fresh, empty storage. */
@@ -21,6 +22,7 @@ export interface EngineTestContext {
  * (unstorage-style `testDriver`), and adds what is specific to its storage.
  */
 export function describeEngineOnDriver(name: string, setup: () => Promise<EngineTestContext> | EngineTestContext, cleanup?: () => Promise<void>): void {
+  describeLifeOnDriver(name, setup);
   describe(`engine on ${name}`, () => {
     const open: { close(): Promise<void> }[] = [];
     const track = <T extends { close(): Promise<void> }>(x: T): T => (open.push(x), x);

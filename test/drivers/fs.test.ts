@@ -30,7 +30,8 @@ describe("fs driver", () => {
     const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
     await q.push("x");
     expect((await readdir(dir)).sort()).toEqual(["orders-0", "orders_info_queue", "orders_queue.lock"]);
-    expect((await readdir(join(dir, "orders-0"))).sort()).toEqual(["orders_info_push", "orders_queue"]);
+    // The crate's two files, and v-queue's index beside them (the crate ignores it).
+    expect((await readdir(join(dir, "orders-0"))).sort()).toEqual(["orders_index", "orders_info_push", "orders_queue"]);
     await q.close();
     expect((await readdir(dir)).sort()).toEqual(["orders-0", "orders_info_queue"]);
     expect(await readFile(join(dir, "orders_info_queue"), "utf8")).toBe("orders;0;1469960409\n".replace("1469960409", String(crcLine("orders;0;"))));

@@ -38,7 +38,7 @@ describe("unstorage driver over fs", () => {
     await q.push("first");
     await q.push("second");
     expect((await readdir(join(dir, "vq"))).sort()).toEqual(["orders-0", "orders_info_queue", "orders_queue.lock"]);
-    expect((await readdir(join(dir, "vq/orders-0"))).sort()).toEqual(["orders_info_push", "orders_queue", "orders_queue~000000000000030"]);
+    expect((await readdir(join(dir, "vq/orders-0"))).sort()).toEqual(["orders_index", "orders_info_push", "orders_queue", "orders_queue~000000000000030"]);
     expect((await readFile(join(dir, "vq/orders-0/orders_queue"))).subarray(25).toString()).toBe("first");
     await q.close();
     expect(await readdir(join(dir, "vq"))).not.toContain("orders_queue.lock");

@@ -94,7 +94,7 @@ describe.skipIf(!available)("over a real redis-server", () => {
       await other.dispose?.();
       const redis = new Redis(server.url);
       try {
-        expect((await redis.keys("resolved:*")).sort()).toEqual(["resolved:q-0:q_info_push", "resolved:q-0:q_queue", "resolved:q_info_pop_c", "resolved:q_info_queue"]);
+        expect((await redis.keys("resolved:*")).sort()).toEqual(["resolved:q-0:q_index", "resolved:q-0:q_index~000000000000024", "resolved:q-0:q_info_push", "resolved:q-0:q_queue", "resolved:q_info_pop_c", "resolved:q_info_queue"]);
       } finally {
         redis.disconnect();
       }

@@ -47,7 +47,7 @@ describe("resolveStorageDriver", () => {
       await c.close();
       await driver.dispose?.();
     }
-    expect((await readdir(join(dir, "q-0"))).sort()).toEqual(["q_info_push", "q_queue"]);
+    expect((await readdir(join(dir, "q-0"))).sort()).toEqual(["q_index", "q_index~000000000000024", "q_info_push", "q_queue"]);
   });
 
   it("passes a driver through and explains a spec it does not know", async () => {

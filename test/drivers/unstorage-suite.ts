@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import unstorageDriver, { type UnstorageLike } from "../../adapters/drivers/unstorage";
 import { QueueConsumer } from "../../src/consumer";
 import type { QueueProblem } from "../../src/errors";
+import { pruneQueue } from "../../src/retention";
 import { QueueWriter } from "../../src/writer";
 
 export interface UnstorageTestContext {
@@ -41,6 +42,19 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
       expect((await c.read({ max: 10 })).map((m) => (m.data as string)[0])).toEqual(["a", "b", "c", "d"]);
     });
 
+    it("retention deletes a part's every key: its chunks, its index's chunks and its info line", async () => {
+      const { storage } = await setup();
+      const driver = unstorageDriver({ storage, maxChunkBytes: 64 });
+      const q = await QueueWriter.open("q", { driver, durability: "none", indexInterval: 2 });
+      for (let i = 0; i < 6; i++) await q.push(`message ${i}`);
+      await q.close();
+      track(await QueueWriter.open("q", { driver, durability: "none" }));
+      expect((await storage.getKeys("q-0")).filter((k) => k.includes("~")).length).toBeGreaterThan(4);
+      expect((await pruneQueue(driver, "q", { maxParts: 1 })).deleted.map((p) => p.part)).toEqual([0]);
+      expect((await storage.getKeys("")).filter((k) => k.startsWith("q-0"))).toEqual([]);
+      expect((await storage.getKeys("")).filter((k) => k.startsWith("q-1")).length).toBeGreaterThan(0);
+    });
+
     it("splits a write larger than maxChunkBytes and reads it back across chunks", async () => {
       const { storage } = await setup();
       const driver = unstorageDriver({ storage, maxChunkBytes: 1000 });
@@ -66,7 +80,7 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
         const doomed = await QueueWriter.open("q", { driver: unstorageDriver({ storage: dying.storage, lockLeaseMs: 150 }), durability: "none", rollOnOpen: false });
         void doomed.pushBatch(["three", "four"]).catch(() => {});
         await dying.dead;
-        const chunkKeys = () => storage.getKeys("q-0").then((keys) => keys.filter((k) => k.includes("~")).sort());
+        const chunkKeys = () => storage.getKeys("q-0").then((keys) => keys.filter((k) => k.includes("q_queue~")).sort());
         expect(await chunkKeys()).toEqual(["q-0:q_queue~000000000000056"]);
         await new Promise((resolve) => setTimeout(resolve, 200)); // its lock lease runs out
         const problems: QueueProblem[] = [];

@@ -6,18 +6,24 @@
  * - `hold-writer <dir> <queue>` / `hold-consumer <dir> <queue> <consumer>`: opens, prints `ready`, waits.
  * - `read-commit <dir> <queue> <consumer> <n>`: reads n messages, commits, prints them as JSON, exits.
  * - `push <dir> <queue> <message>`: pushes one message and exits.
+ * - `prune <dir> <queue> <maxParts>`: applies retention once, prints its result as JSON, exits.
  * - `lease-pusher <dir> <run> <leaseMs>`: a writer on unstorage over files in <dir> (a lease lock),
  *   pushing `<run>-<i>` one at a time, printing `ack <i>` or `err <code>` for each, until killed.
  */
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
+import { pruneQueue } from "../../src/retention";
 
 const [mode, dir, ...args] = process.argv.slice(2);
 const driver = fsDriver({ dir: dir! });
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
 switch (mode) {
+  case "prune": {
+    out(JSON.stringify(await pruneQueue(driver, args[0]!, { maxParts: Number(args[1]) })));
+    break;
+  }
   case "pusher": {
     const [run, workers, maxPartBytes, compression] = args;
     const zstd = compression === "zstd" ? ({ compression: "zstd", compressionSampleBytes: 2048 } as const) : {};

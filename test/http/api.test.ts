@@ -210,6 +210,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
       "/api/v1/queues/{queue}/consumers/{consumer}/seek",
       "/api/v1/queues/{queue}/messages",
+      "/api/v1/queues/{queue}/prune",
       "/api/v1/queues/{queue}/purge",
       "/health",
     ]);

@@ -22,6 +22,7 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/commit": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/rewind": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/seek": "POST",
+  "/api/v1/queues/:queue/prune": "POST",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 

@@ -1,0 +1,56 @@
+import type { PruneRequest, PruneResponse } from "../../protocol/api";
+import { utf8 } from "../../protocol/utf8";
+import { pruneQueue } from "../../src/retention";
+import { retentionProblems } from "../../src/retention-options";
+import { authorize } from "../auth";
+import { ApiError } from "../errors";
+import { errorResponses, jsonContent } from "../openapi";
+import { json, nameParam, readBodyLimited } from "../request";
+import type { ApiRoute, RouteContext } from "../route";
+
+const PRUNE_BODY_LIMIT = 4096;
+const LIMITS = ["maxAgeMs", "maxBytes", "maxParts", "deleteConsumed"] as const;
+
+/** Retention on demand: `POST /api/v1/queues/{queue}/prune`. */
+export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
+  return [
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/prune",
+      openapi: {
+        summary: "Apply retention now: delete whole sealed parts, oldest first, never the current one; the body's limits override the server's for this call; needs the admin right",
+        requestBody: {
+          required: false,
+          content: jsonContent({ type: "object", properties: { maxAgeMs: { type: "integer", minimum: 1 }, maxBytes: { type: "integer", minimum: 1 }, maxParts: { type: "integer", minimum: 1 }, deleteConsumed: { type: "boolean" } } }),
+        },
+        responses: {
+          ...errorResponses,
+          "200": { description: "what was deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, parts: { type: "array", items: { type: "integer" } }, messages: { type: "integer" }, bytes: { type: "integer" }, refused: { type: "string" } } }) },
+        },
+      },
+      handler: async (event, principal) => {
+        const queue = nameParam(event, "queue");
+        authorize(principal, "admin", queue);
+        const overrides = await pruneBody(event.req);
+        const result = await pruneQueue(await ctx.registry.driver(), queue, { ...ctx.options.retentionFor(queue), ...overrides });
+        return json<PruneResponse>({ queue, parts: result.deleted.map((p) => p.part), messages: result.messages, bytes: result.bytes, ...(result.refused ? { refused: result.refused } : {}) });
+      },
+    },
+  ];
+}
+
+/** The optional body: limits only (how often and how much per round are the server's business). */
+async function pruneBody(request: Request): Promise<PruneRequest> {
+  const text = utf8.decode(await readBodyLimited(request, PRUNE_BODY_LIMIT)).trim();
+  if (text.length === 0) return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new ApiError(400, "E_BODY", 'The prune body is not valid JSON: send nothing, or e.g. {"maxParts": 10}.');
+  }
+  const unknown = body && typeof body === "object" && !Array.isArray(body) ? Object.keys(body).filter((key) => !(LIMITS as readonly string[]).includes(key)) : [];
+  const problems = [...unknown.map((key) => `Unknown key ${JSON.stringify(key)}: use ${LIMITS.join(", ")}.`), ...retentionProblems(body, "body")];
+  if (problems.length > 0) throw new ApiError(400, "E_BODY", problems.join(" "));
+  return body as PruneRequest;
+}

@@ -1,0 +1,91 @@
+/**
+ * What retention deleted, `B/Q_info_pruned`: a v-queue file (no queue name holds `_info_`,
+ * and `pruned` is no consumer's `pop_` file: names.ts), so that a consumer whose messages were
+ * deleted before it read them is told exactly how many (`MISSED`). The pruner appends an entry
+ * per part *before* it deletes the part.
+ *
+ * Format: append-only, fixed-size entries of 32 bytes, little-endian:
+ *   0..8 u64 part id, 8..16 u64 messages in it, 16..24 u64 bytes, 24..28 zero, 28..32 CRC-32 of 0..28.
+ * A torn or damaged entry ends the reading. Bounded: past `MAX_ENTRIES` the file keeps the
+ * newest half (a consumer behind all of those is told "at least").
+ */
+import { crc32Range } from "./crc32";
+import type { ConsumerPosition } from "./cursor";
+import type { QueueDriver } from "./driver";
+import { withSharedLog } from "./handles";
+import { prunedPath } from "./paths";
+
+const ENTRY = 32;
+const MAX_ENTRIES = 65_536;
+
+export interface PrunedPart {
+  part: number;
+  messages: number;
+  bytes: number;
+}
+
+function encode(parts: readonly PrunedPart[]): Uint8Array {
+  const buf = new Uint8Array(parts.length * ENTRY);
+  const view = new DataView(buf.buffer);
+  parts.forEach((p, i) => {
+    const at = i * ENTRY;
+    view.setBigUint64(at, BigInt(p.part), true);
+    view.setBigUint64(at + 8, BigInt(p.messages), true);
+    view.setBigUint64(at + 16, BigInt(p.bytes), true);
+    view.setUint32(at + 28, crc32Range(buf, at, at + 28), true);
+  });
+  return buf;
+}
+
+function decode(bytes: Uint8Array): PrunedPart[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: PrunedPart[] = [];
+  for (let at = 0; at + ENTRY <= bytes.length; at += ENTRY) {
+    if (view.getUint32(at + 28, true) !== crc32Range(bytes, at, at + 28)) break;
+    out.push({ part: Number(view.getBigUint64(at, true)), messages: Number(view.getBigUint64(at + 8, true)), bytes: Number(view.getBigUint64(at + 16, true)) });
+  }
+  return out;
+}
+
+/** Parts retention deleted, by id (an id recorded twice, by two pruners at once, counts once). */
+export async function readPruned(driver: QueueDriver, queue: string): Promise<Map<number, PrunedPart>> {
+  const parts = (await withSharedLog(driver, prunedPath(queue), async (log) => decode(await log.read(0, await log.size())))) ?? [];
+  return new Map(parts.map((p) => [p.part, p]));
+}
+
+/** Records parts about to be deleted (call before deleting them). */
+export async function recordPruned(driver: QueueDriver, queue: string, parts: readonly PrunedPart[]): Promise<void> {
+  const log = (await driver.openLog(prunedPath(queue), { create: true }))!;
+  try {
+    let size = await log.size();
+    const whole = size - (size % ENTRY);
+    if (whole !== size) await log.truncate((size = whole)); // a torn entry: cut off, as the part files' tails are
+    if (size / ENTRY + parts.length > MAX_ENTRIES) {
+      const kept = decode(await log.read(0, size)).slice(-MAX_ENTRIES / 2);
+      await log.truncate(0);
+      await log.append(0, encode(kept));
+      size = kept.length * ENTRY;
+    }
+    await log.append(size, encode(parts));
+  } finally {
+    await log.close();
+  }
+}
+
+/**
+ * Messages a consumer at `from` missed by going on at part `to` (the oldest part left after
+ * its own): the rest of its part, if that was deleted, and every deleted part in between.
+ * `exact` is false when a part in between is in no record (older than the record keeps).
+ */
+export function missedBetween(pruned: Map<number, PrunedPart>, from: ConsumerPosition, to: number): { missed: number; exact: boolean } {
+  let missed = 0;
+  const own = pruned.get(from.part);
+  if (own) missed += Math.max(0, own.messages - from.count);
+  let known = 0;
+  for (const p of pruned.values()) {
+    if (p.part <= from.part || p.part >= to) continue;
+    missed += p.messages;
+    known++;
+  }
+  return { missed, exact: known === Math.max(0, to - from.part - 1) };
+}

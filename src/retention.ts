@@ -1,0 +1,105 @@
+import type { QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
+import { listConsumers } from "./inspect";
+import { assertName } from "./names";
+import { readPartIndex, sealedTime } from "./part-index";
+import { partDir } from "./paths";
+import { readPartEnd } from "./position";
+import { recordPruned, type PrunedPart } from "./pruned";
+import { listParts, readPushInfo, readQueueInfo } from "./recovery";
+import { retains, retentionProblems, type RetentionOptions } from "./retention-options";
+import { throwProblems } from "./check";
+import { invalidateTotals, queueTotals } from "./totals";
+
+export interface PruneResult {
+  queue: string;
+  /** The parts deleted, oldest first, with what they held. */
+  deleted: PrunedPart[];
+  messages: number;
+  bytes: number;
+  /** Why nothing could be deleted safely, when that is the case. */
+  refused?: string;
+}
+
+export interface PruneOptions {
+  /** Most parts to delete in this call. @default no limit */
+  limit?: number;
+  /** "Now" for `maxAgeMs` (tests). @default Date.now() */
+  now?: number;
+}
+
+/**
+ * Applies `retention` to a queue once, from any process (the writer's runs it in the
+ * background, `v-queue prune` and `POST .../prune` on demand). Deletes whole sealed parts,
+ * oldest first, while a limit asks for it; never the current part (the greater of the one
+ * `Q_info_queue` names and the newest part directory), and nothing when the queue line is
+ * damaged (which part is current is then not known for sure). Each part is recorded in
+ * `Q_info_pruned` (pruned.ts) before it is deleted, so that consumers are told what they missed.
+ */
+export async function pruneQueue(driver: QueueDriver, queue: string, retention: RetentionOptions, options: PruneOptions = {}): Promise<PruneResult> {
+  assertName(queue, "queue");
+  throwProblems(retentionProblems(retention));
+  const result: PruneResult = { queue, deleted: [], messages: 0, bytes: 0 };
+  let damaged = false;
+  const info = await readQueueInfo(driver, queue, () => (damaged = true));
+  const ids = await listParts(driver, queue);
+  if (!info && ids.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
+  if (damaged) return { ...result, refused: `the queue line of "${queue}" is damaged: which part is current is not known, so nothing is deleted` };
+  const current = Math.max(info?.part ?? -1, ids.at(-1) ?? -1);
+  const sealed = ids.filter((id) => id < current);
+  if (!retains(retention) || sealed.length === 0) return result;
+
+  const { maxAgeMs, maxBytes, maxParts, deleteConsumed } = retention;
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  const now = options.now ?? Date.now();
+  // Sizes of the sealed parts from the running totals (a sealed part never changes: measured
+  // once per process from its file), the parts that exist from the fresh listing above; of the
+  // current one from its line.
+  const known = new Map(((await queueTotals(driver, queue))?.parts() ?? []).map((p) => [p.id, p]));
+  const parts: PrunedPart[] = [];
+  for (const id of sealed) {
+    const cached = known.get(id);
+    if (cached) parts.push({ part: id, messages: cached.messages, bytes: cached.bytes });
+    else {
+      const end = await readPartEnd(driver, queue, id, true);
+      parts.push({ part: id, messages: end.count, bytes: end.edge });
+    }
+  }
+  let remainingParts = ids.includes(current) ? ids.length : ids.length + 1;
+  let remainingBytes = parts.reduce((sum, p) => sum + p.bytes, 0) + (maxBytes === undefined ? 0 : ((await readPushInfo(driver, queue, current))?.edge ?? 0));
+  const consumers = deleteConsumed ? await listConsumers(driver, queue, parts.map((p) => ({ id: p.part, bytes: p.bytes, messages: p.messages }))) : [];
+
+  const doomed: PrunedPart[] = [];
+  for (const p of parts) {
+    if (doomed.length >= limit) break;
+    const due =
+      (maxParts !== undefined && remainingParts > maxParts) ||
+      (maxBytes !== undefined && remainingBytes > maxBytes) ||
+      (consumers.length > 0 && consumers.every((c) => c.part > p.part || (c.part === p.part && c.count >= p.messages))) ||
+      (maxAgeMs !== undefined && isOlder(sealedTime(await readPartIndex(driver, queue, p.part), p.bytes), now - maxAgeMs));
+    if (!due) break;
+    doomed.push(p);
+    remainingParts--;
+    remainingBytes -= p.bytes;
+  }
+  if (doomed.length === 0) return result;
+  await recordPruned(driver, queue, doomed);
+  for (const p of doomed) {
+    // The directory and the files in it (unstorage: the chunk keys too). Readers that have the
+    // part open keep reading it where the storage allows (POSIX files, memory).
+    await driver.remove(partDir(queue, p.part));
+    result.deleted.push(p);
+    result.messages += p.messages;
+    result.bytes += p.bytes;
+  }
+  invalidateTotals(driver, queue, "listing");
+  // No directory fsync: a deletion lost in a power cut only keeps a part longer (it is in
+  // Q_info_pruned already, and goes at the next round), and an fsync here would compete with
+  // the pushes' own.
+  return result;
+}
+
+/** A part whose newest message's time is unknown (no index, or not sealed by v-queue) is never too old. */
+function isOlder(time: number | undefined, cutoff: number): boolean {
+  return time !== undefined && time < cutoff;
+}

@@ -1,3 +1,6 @@
+// Over 300 lines: one class that follows a consumer through the parts; reading a part, moving
+// to the next (deleted parts included), holding at a torn tail and v3 decoding share its
+// position, limit and open files.
 import { comparePositions, formatCursor, type ConsumerPosition } from "./cursor";
 import type { LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";

@@ -1,5 +1,5 @@
-// Over 300 lines: one class whose batching, part rolling and recovery share the writer's
-// position and files; split, each piece would reach into the others' state.
+// Over 300 lines: one class whose batching, part rolling, recovery, index notes and v3
+// encoding share the writer's position and files; split, each piece would reach into the others' state.
 import type { DriverLock, LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError } from "./errors";
 import { openSharedLog, openSharedRecord } from "./handles";

@@ -23,7 +23,14 @@ export interface SubscribeOptions extends Pick<ConsumeOptions, "format" | "json"
   backoff?: { min?: number; max?: number };
   /** Told about each error that the loop recovers from by reconnecting. */
   onReconnect?: (error: unknown, delayMs: number) => void;
+  /**
+   * Told when retention deleted messages this consumer had not read yet (the server's
+   * `missed`): the loop goes on at the oldest message left. Without it, a console.warn line.
+   */
+  onMissed?: (missed: number) => void;
 }
+
+const warnMissed = (missed: number) => console.warn(`[v-queue] ${missed} messages were deleted by retention before this consumer read them.`);
 
 /** How long a finished batch waits for the next one before it is committed on its own. */
 const QUIET_AFTER_MS = 50;
@@ -73,8 +80,9 @@ export async function* subscribe(
   const poll = (abort?: AbortController): Promise<AnyClientMessage[]> => {
     const target = canCommit() ? done : undefined;
     const requestSignal = abort ? (signal ? AbortSignal.any([signal, abort.signal]) : abort.signal) : signal;
-    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages }) => {
+    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages, missed }) => {
       if (target) markCommitted(target);
+      if (missed > 0) (options.onMissed ?? warnMissed)(missed);
       handedOut = messages.at(-1) ?? handedOut;
       return messages;
     });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { createClient } from "../../client/index";
+import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { listParts } from "../../src/recovery";
 import { basic, errorCode, jsonHeaders, startServer, type TestServer } from "./_server";
@@ -59,5 +60,27 @@ describe("POST /api/v1/queues/{queue}/prune", () => {
     expect((await vq.consume("q", "json", { maxMessages: 100 })).messages.map((m) => m.data)).toEqual(Array.from({ length: 10 }, (_, i) => `m${20 + i}`));
     const res = await s.post("/api/v1/queues/q/consumers/json/seek", JSON.stringify({ to: { time: "yesterday-ish" } }), jsonHeaders);
     expect(res.status).toBe(400);
+  });
+});
+
+describe("subscribe() and retention", () => {
+  it("tells onMissed how many messages retention deleted before the loop read them, and goes on at the oldest left", async () => {
+    const s = await startServer();
+    await partsOfTen(s, 3); // parts 0, 1, 2 (current)
+    const vq = createClient({ baseURL: s.url });
+    // The consumer's saved position is the start of part 0; then retention takes parts 0 and 1.
+    const early = await QueueConsumer.open("q", "sub", { driver: fsDriver({ dir: s.dir }) });
+    await early.commit();
+    await early.close();
+    await vq.prune("q", { maxParts: 1 });
+    const missed: number[] = [];
+    const abort = new AbortController();
+    const seen: unknown[] = [];
+    for await (const message of vq.subscribe("q", "sub", { signal: abort.signal, pollTimeoutMs: 200, onMissed: (n) => missed.push(n) })) {
+      seen.push(message.data);
+      if (seen.length === 10) abort.abort();
+    }
+    expect(missed).toEqual([20]);
+    expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => `m${20 + i}`));
   });
 });

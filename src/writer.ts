@@ -395,6 +395,7 @@ export class QueueWriter {
   #stop(error: unknown): void {
     this.#failure ??= error;
     this.#totals?.release(); // another writer has the queue now: its info lines tell
+    void this.#retention?.stop(); // and its retention: this one's limits no longer apply
     for (const p of this.#pending.splice(0)) p.reject(this.#failedError());
     this.#hub.emit();
   }

@@ -3,7 +3,7 @@ import type { QueueDriver } from "../../src/driver";
 import type { QueueProblem } from "../../src/errors";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
-import { INDEX_ENTRY_SIZE, readPartIndex } from "../../src/part-index";
+import { encodeEntries, INDEX_ENTRY_SIZE, readPartIndex } from "../../src/part-index";
 import { appendToLog, logSize, patchLog } from "../helpers/damage";
 import { pruneQueue } from "../../src/retention";
 import { listParts } from "../../src/recovery";
@@ -181,6 +181,23 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       expect((await pruneQueue(ctx.driver, "q", { maxAgeMs: 500_000 }, { now: 1_600_000 })).deleted.map((p) => p.part)).toEqual([0]);
       expect((await pruneQueue(ctx.driver, "q", { maxAgeMs: 500_000 }, { now: 2_400_000 })).deleted).toEqual([]);
       expect((await pruneQueue(ctx.driver, "q", { maxAgeMs: 500_000 }, { now: 9_600_000 })).deleted.map((p) => p.part)).toEqual([1]);
+    });
+
+    it("a compressed (v3) part left by a crash gets its index sealed when the next writer starts a new part: it ages out", async () => {
+      const ctx = await setup();
+      const dictionary = new TextEncoder().encode("message 000 message 001 ".repeat(40));
+      let q = await writer(ctx.driver, { compression: "zstd", compressionDictionary: dictionary });
+      await q.pushBatch(Array.from({ length: 25 }, (_, i) => `message ${String(i).padStart(3, "0")} `.repeat(8)));
+      await q.close();
+      // As a crash leaves it: no end entry.
+      const entries = (await readPartIndex(ctx.driver, "q", 0))!;
+      expect(entries.map((e) => e.seq)).toEqual([1, 11, 21, 26]);
+      await ctx.driver.remove("q-0/q_index");
+      await appendToLog(ctx.driver, "q-0/q_index", encodeEntries(entries.slice(0, -1)));
+      q = await writer(ctx.reopen(), { compression: "zstd", compressionDictionary: dictionary });
+      expect(q.position.part).toBe(1);
+      expect((await readPartIndex(ctx.driver, "q", 0))!.map((e) => e.seq)).toEqual([1, 11, 21, 26]);
+      expect((await pruneQueue(ctx.driver, "q", { maxAgeMs: 1 }, { now: Date.now() + 10_000 })).deleted.map((p) => p.part)).toEqual([0]);
     });
 
     it("a part without an index has no known age: age alone never deletes it", async () => {

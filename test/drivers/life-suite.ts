@@ -1,3 +1,5 @@
+// Over 300 lines: one suite per driver for the index, seeks, retention and missed messages; its
+// cases share the setup and helpers (partsOfTen, texts) and run on every driver from one place.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { QueueDriver } from "../../src/driver";
 import type { QueueProblem } from "../../src/errors";

@@ -264,7 +264,11 @@ function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueue
     auth.users = parse(auth.users) as AuthOptions["users"];
     auth.enabled = parse(auth.enabled) as boolean | undefined;
   }
-  const limits = o.limits as Record<string, unknown> | undefined;
-  if (limits) for (const key of Object.keys(limits)) limits[key] = parse(limits[key]);
+  const parseEach = (values: unknown) => {
+    if (values && typeof values === "object") for (const [key, value] of Object.entries(values)) (values as Record<string, unknown>)[key] = parse(value);
+  };
+  parseEach(o.limits);
+  parseEach(o.retention);
+  for (const settings of Object.values((o.queues ?? {}) as Record<string, { retention?: unknown }>)) parseEach(settings?.retention);
   return { ...o, prefix: normalizePrefix(String(o.prefix ?? "/_queue")), dir: String(o.dir ?? ""), storage: String(o.storage ?? "") } as VQueueRuntimeOptions;
 }

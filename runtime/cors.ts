@@ -14,8 +14,8 @@ export interface CorsOptions {
 
 const METHODS = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"];
 const ALLOWED_HEADERS = ["authorization", "content-type", "accept"];
-// The binary consume response carries its cursor and count in headers.
-const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count"];
+// The binary consume response carries its cursor, count and missed messages in headers.
+const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count", "x-vq-missed"];
 
 export function corsMiddleware(options: CorsOptions): Middleware {
   const maxAge = String(options.maxAge ?? 600);

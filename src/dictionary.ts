@@ -27,7 +27,8 @@ export interface FoundDictionary {
 /** The part's dictionary from the first place that has a non-empty one, or undefined. */
 export async function findDictionary(driver: QueueDriver, queue: string, part: number): Promise<FoundDictionary | undefined> {
   for (const path of dictPaths(queue, part)) {
-    const bytes = await driver.readRecord(path).catch(() => undefined);
+    // A storage error is thrown, not taken for "no dictionary": that would skip every compressed record of the part.
+    const bytes = await driver.readRecord(path);
     if (bytes && bytes.length > 0) return { path, bytes, trained: TRAINED_MAGIC.every((b, i) => bytes[i] === b) };
   }
   return undefined;

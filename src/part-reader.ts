@@ -170,7 +170,14 @@ export class PartReader {
       for (const [offset, skipped] of skips) this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
       if (needDecoder !== undefined) {
         this.#read = { part, position: needDecoder, count };
-        this.#decoder = await PartDecoder.open(this.#driver, this.#queue, part);
+        const opened = await PartDecoder.open(this.#driver, this.#queue, part);
+        if (!opened.dictionary && !(await listParts(this.#driver, this.#queue)).includes(part)) {
+          // Retention deleted the part, its dictionary with it, before this reader needed it: missed, not damage.
+          this.#limit = needDecoder;
+          this.#finished = true;
+          continue;
+        }
+        this.#decoder = opened;
         continue;
       }
       this.#read = { part, position: result.next, count };

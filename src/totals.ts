@@ -76,6 +76,8 @@ class TotalsCache {
   /** Part ids that exist, ascending: the last listing, plus the parts the writer here made since. */
   ids: number[] = [];
   listedAt = -Infinity;
+  /** The current part at the last refresh. */
+  current = -1;
   /** Set by `invalidateTotals(..., "listing")`: the next call lists the parts. */
   mustList = false;
   #sums: Sums | undefined;
@@ -123,6 +125,13 @@ class TotalsCache {
     if (live) this.addId(live.part);
     const current = Math.max(named, this.ids.at(-1) ?? -1);
     if (current < 0) return undefined; // no info line and no part: no such queue
+    // The current part never goes back but when the queue was deleted and made again (by another
+    // process): its parts reuse the ids, so nothing measured of the old ones holds.
+    if (current < this.current) {
+      this.sealed.clear();
+      this.changed();
+    }
+    this.current = current;
     // A part at or after the current one is not sealed (a queue deleted and made again restarts at 0).
     for (const id of this.sealed.keys()) {
       if (id < current) continue;

@@ -317,7 +317,10 @@ export class QueueWriter {
     const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
     if (recovered.v3) {
       // A v3 part (the crate 0.3.x's, or compressed by an earlier writer), left as it is:
-      // appending would need its dictionary and format; new records go to a new part.
+      // appending would need its dictionary and format; new records go to a new part. It is
+      // sealed all the same (a crash left its index without the end entry retention dates it by).
+      const index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem);
+      await index.seal(recovered.count + 1, recovered.edge).finally(() => index.close());
       await this.#closeFiles({ keepQueueInfo: true });
       await this.#startPart(current + 1);
       return;
@@ -395,6 +398,7 @@ export class QueueWriter {
   #stop(error: unknown): void {
     this.#failure ??= error;
     this.#totals?.release(); // another writer has the queue now: its info lines tell
+    void this.#retention?.stop(); // and its retention: this one's limits no longer apply
     for (const p of this.#pending.splice(0)) p.reject(this.#failedError());
     this.#hub.emit();
   }

@@ -143,6 +143,22 @@ describe('compression: "zstd"', () => {
     expect(got.map((m) => m.data)).toEqual([...lines, "short"]);
   });
 
+  it("a storage error while reading a part's dictionary fails the read, to be retried: no record is skipped as if there were none", async () => {
+    const dir = await tempDir();
+    const driver = fsDriver({ dir });
+    const q = await QueueWriter.open("q", { driver, durability: "none", compression: "zstd", compressionDictionary: new TextEncoder().encode(lines.slice(0, 20).join("")) });
+    await q.pushBatch(lines.slice(0, 50));
+    await q.close();
+    let failures = 1;
+    const flaky = { ...driver, readRecord: (path: string) => (path.endsWith("_dict") && failures-- > 0 ? Promise.reject(Object.assign(new Error("EMFILE: too many open files"), { code: "E_IO" })) : driver.readRecord(path)) };
+    const problems: QueueProblem[] = [];
+    const c = await QueueConsumer.open("q", "c", { driver: flaky, onProblem: (p) => problems.push(p) });
+    await expect(c.read({ max: 100 })).rejects.toThrow("EMFILE");
+    expect((await c.read({ max: 100 })).map((m) => m.data)).toEqual(lines.slice(0, 50));
+    expect(problems).toEqual([]);
+    await c.close();
+  });
+
   it("checks its options", async () => {
     const dir = await tempDir();
     const open = (compressionDictionary: unknown) => QueueWriter.open("q", { driver: fsDriver({ dir }), compression: "zstd", compressionDictionary: compressionDictionary as Uint8Array });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import unstorageDriver from "../adapters/drivers/unstorage";
 import { QueueConsumer } from "../src/consumer";
 import { QueueWriter } from "../src/writer";
+import { listParts } from "../src/recovery";
 import { useTempDirs } from "./helpers/tmp";
 import { startChild } from "./helpers/spawn";
 
@@ -25,6 +26,24 @@ describe("a lost lock stops its holder at once", () => {
     const reader = await QueueConsumer.open("q", "c", { driver: unstorageDriver({ storage }) });
     expect((await reader.read()).map((m) => m.data)).toEqual(["before"]);
     await reader.close();
+  });
+
+  it("a writer whose lease another holder took stops its background retention: the new holder's parts are not its to delete", async () => {
+    const storage = createStorage();
+    const driver = unstorageDriver({ storage, lockLeaseMs: 90 });
+    const q = await QueueWriter.open("q", { driver, durability: "none", retention: { maxParts: 2, intervalMs: 20 } });
+    await q.push("before");
+    const lockKey = (await storage.getKeys()).find((k) => k.endsWith("q_queue.lock"))!;
+    await storage.setItemRaw(lockKey, new TextEncoder().encode(`v-queue-lock someone-else ${Date.now() + 150}\n`));
+    await sleep(120);
+    await expect(q.push("after")).rejects.toMatchObject({ code: "E_LOCKED" });
+    await sleep(60); // the other holder's stamp ran out: a writer without retention takes the queue
+    const next = await QueueWriter.open("q", { driver: unstorageDriver({ storage, lockLeaseMs: 90, key: "another-process" }), durability: "none", maxPartBytes: 1024 });
+    for (let i = 0; i < 6; i++) await next.pushBatch(Array.from({ length: 4 }, () => "x".repeat(300)));
+    await sleep(100);
+    expect((await listParts(driver, "q")).length).toBeGreaterThan(2);
+    await next.close();
+    await q.close();
   });
 
   it("a consumer whose lease another holder took refuses to read or commit", async () => {

@@ -5,6 +5,7 @@ import fsDriver from "../adapters/drivers/fs";
 import type { ConsumerPosition } from "../src/cursor";
 import type { QueueDriver } from "../src/driver";
 import { QueueConsumer } from "../src/consumer";
+import { deleteQueue } from "../src/delete";
 import { consumerLag, inspectQueue } from "../src/inspect";
 import { readPartEnd } from "../src/position";
 import { isWriterGone, listParts, readQueueInfo } from "../src/recovery";
@@ -198,6 +199,23 @@ describe("running totals (issue 12)", () => {
     await expectTotalsEqualWalk(driver, "q", "made again");
     expect((await queueTotals(driver, "q"))?.messages).toBe(2);
     await writer.close();
+  });
+
+  it("forget a queue another process deleted and made again (part ids start over at 0) within about a second", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir });
+    const other = otherProcess(dir);
+    let writer = await QueueWriter.open("q", { driver, durability: "none", maxPartBytes: 1024, onProblem: quiet });
+    await writer.pushBatch(Array.from({ length: 12 }, () => "x".repeat(487))); // parts 0..5, two each
+    await writer.close();
+    await expectTotalsEqualWalk(driver, "q", "before");
+    await deleteQueue(other, "q");
+    writer = await QueueWriter.open("q", { driver: other, durability: "none", maxPartBytes: 1024, onProblem: quiet });
+    await writer.pushBatch(Array.from({ length: 9 }, () => "y".repeat(100))); // parts 0..1 of the new queue, other sizes
+    await writer.pushBatch(Array.from({ length: 9 }, () => "y".repeat(100)));
+    await writer.close();
+    aSecondLater();
+    await expectTotalsEqualWalk(driver, "q", "made again by another process");
   });
 });
 

@@ -83,6 +83,23 @@ describe("the Nitro module", () => {
   });
 });
 
+describe("the Nitro module's runtime config from env variables", () => {
+  it("parses nested retention values given as strings (Nitro v3 passes env overrides raw), as it does limits", async () => {
+    const instance = setupVQueue("retention-env-test", {
+      storage: "memory:",
+      durability: "none",
+      limits: { maxBatchMessages: "5" as never },
+      retention: { maxParts: "3" as never, deleteConsumed: "true" as never },
+      queues: { orders: { retention: { maxAgeMs: "86400000" as never } } },
+    });
+    try {
+      expect((await instance.push("q", ["a"])).count).toBe(1);
+    } finally {
+      await instance.close();
+    }
+  });
+});
+
 describe("storage failures", () => {
   const tempDir = useTempDirs("vq-io-");
 

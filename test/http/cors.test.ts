@@ -51,7 +51,8 @@ describe("CORS", () => {
     const call = app({ cors: { origin: [PAGE] }, auth });
     const expectCors = (res: Response) => {
       expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
-      expect(items(res, "access-control-expose-headers")).toEqual(["x-vq-cursor", "x-vq-count"]);
+      // x-vq-missed too: a page's binary consume must see what retention deleted before it read it.
+      expect(items(res, "access-control-expose-headers")).toEqual(["x-vq-cursor", "x-vq-count", "x-vq-missed"]);
       expect(items(res, "vary")).toContain("origin");
     };
     let res = await call("/api/v1/queues", { headers: { origin: PAGE } });

@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { checkCompression, checkDictionary, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
+import { checkCompression, checkDictionaryOption, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
 import pkg from "../package.json" with { type: "json" };
@@ -161,7 +161,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
   throwProblems([
     checkDurability(resolved.durability, "durability"),
     checkCompression(resolved.compression, "compression"),
-    resolved.compressionDictionary === undefined ? undefined : checkDictionary(resolved.compressionDictionary, "compressionDictionary"),
+    checkDictionaryOption(resolved.compressionDictionary, resolved.compression),
     checkStart(resolved.start, "start"),
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),

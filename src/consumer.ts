@@ -1,3 +1,5 @@
+// Over 300 lines: the facade of a consumer (read, wait, poll, commit, seek, lag, close) over its
+// reader, position file and lock; each call is a few lines, and they share its serial chain.
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";

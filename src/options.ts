@@ -180,10 +180,17 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(1, 19)(o.compressionLevel, "compressionLevel"),
     integer(5, MAX_BODY_SIZE)(o.compressionMinBytes, "compressionMinBytes"),
     integer(1024, 64 * 1024 * 1024)(o.compressionSampleBytes, "compressionSampleBytes"),
-    o.compressionDictionary === undefined ? undefined : checkDictionary(o.compressionDictionary, "compressionDictionary"),
+    checkDictionaryOption(o.compressionDictionary, o.compression),
     integer(1, 1_000_000_000)(o.indexInterval, "indexInterval"),
     ...retentionProblems(o.retention),
   ]);
+}
+
+/** `compressionDictionary`, when given: a valid dictionary, and of use (only `compression: "zstd"` compresses). */
+export function checkDictionaryOption(dictionary: unknown, compression: unknown): string | undefined {
+  if (dictionary === undefined) return undefined;
+  if (compression !== "zstd") return `Invalid compressionDictionary: it is used only with compression: "zstd" (compression is ${JSON.stringify(compression)}); set both, or neither.`;
+  return checkDictionary(dictionary, "compressionDictionary");
 }
 
 /** The largest dictionary accepted in `compressionDictionary`. */

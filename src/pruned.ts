@@ -67,6 +67,9 @@ export async function recordPruned(driver: QueueDriver, queue: string, parts: re
       size = kept.length * ENTRY;
     }
     await log.append(size, encode(parts));
+    // Durable before any part goes: a deletion that outlives a power cut without its record
+    // would turn a consumer's exact MISSED count into a BAD_POSITION. One fsync per round.
+    await log.sync();
   } finally {
     await log.close();
   }

@@ -167,6 +167,8 @@ describe('compression: "zstd"', () => {
     await expect(open(Uint8Array.of(0x37, 0xa4, 0x30, 0xec, 1, 2, 3, 4))).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("truncated") });
     await expect(open(new Uint8Array(1024 * 1024 + 1).fill(65))).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("at most 1048576") });
     await (await open(new Uint8Array(8).fill(65))).close();
+    // A dictionary without compression would be silently unused: refused.
+    await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), compressionDictionary: new Uint8Array(64).fill(65) })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining('only with compression: "zstd"') });
     await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), compression: "gzip" as "zstd" })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("compression") });
     await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), compressionLevel: 0 })).rejects.toMatchObject({ code: "E_OPTION" });
   });

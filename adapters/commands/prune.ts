@@ -2,7 +2,7 @@ import { defineCommand } from "citty";
 import type { PruneRequest } from "../../protocol/api";
 import { pruneQueue } from "../../src/retention";
 import { retains } from "../../src/retention-options";
-import { apiClient, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
+import { apiClient, CliError, log, plural, targetArgs, withStorage } from "./_shared";
 
 const DURATION: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SIZE: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
@@ -27,13 +27,8 @@ export const prune = defineCommand({
     if (args.url) result = await apiClient(args.url, args.user).prune(args.queue, retains(limits) ? limits : undefined);
     else {
       if (!retains(limits)) throw new CliError("Give at least one limit: --max-age, --max-bytes, --max-parts or --consumed (on the files there is no configured retention).");
-      const driver = await openStorage(args);
-      try {
-        const done = await pruneQueue(driver, args.queue, limits).catch((error: unknown) => explain(error, `Cannot prune "${args.queue}" in ${storageLabel(args)}`));
-        result = { parts: done.deleted.map((p) => p.part), messages: done.messages, bytes: done.bytes, refused: done.refused };
-      } finally {
-        await driver.dispose?.();
-      }
+      const done = await withStorage(args, `Cannot prune "${args.queue}"`, (driver) => pruneQueue(driver, args.queue, limits));
+      result = { parts: done.deleted.map((p) => p.part), messages: done.messages, bytes: done.bytes, refused: done.refused };
     }
     if (result.refused) log.warn(`Nothing deleted: ${result.refused}.`);
     else if (result.parts.length === 0) log.info(`Nothing to delete in "${args.queue}".`);

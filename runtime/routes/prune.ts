@@ -18,7 +18,7 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/prune",
       openapi: {
-        summary: "Apply retention now: delete whole sealed parts, oldest first, never the current one; the body's limits override the server's for this call; needs the admin right",
+        summary: "Apply retention now: delete whole sealed parts, oldest first, never the current one; a body with limits replaces the server's for this call (no body: the server's); needs the admin right",
         requestBody: {
           required: false,
           content: jsonContent({ type: "object", properties: { maxAgeMs: { type: "integer", minimum: 1 }, maxBytes: { type: "integer", minimum: 1 }, maxParts: { type: "integer", minimum: 1 }, deleteConsumed: { type: "boolean" } } }),
@@ -31,8 +31,10 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const queue = nameParam(event, "queue");
         authorize(principal, "admin", queue);
-        const overrides = await pruneBody(event.req);
-        const result = await pruneQueue(await ctx.registry.driver(), queue, { ...ctx.options.retentionFor(queue), ...overrides });
+        const given = await pruneBody(event.req);
+        // Limits given are the ones applied: merged with the server's, `{"maxParts": 10}` would also apply its maxAgeMs.
+        const limits = Object.keys(given).length > 0 ? given : (ctx.options.retentionFor(queue) ?? {});
+        const result = await pruneQueue(await ctx.registry.driver(), queue, limits);
         return json<PruneResponse>({ queue, parts: result.deleted.map((p) => p.part), messages: result.messages, bytes: result.bytes, ...(result.refused ? { refused: result.refused } : {}) });
       },
     },

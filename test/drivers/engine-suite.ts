@@ -1,3 +1,5 @@
+// Over 300 lines: the engine tests every driver must pass, in one suite so that each driver
+// file runs them all by one call; the purge, retention and admin suites live beside it.
 import { afterEach, describe, expect, it } from "vitest";
 import type { QueueDriver } from "../../src/driver";
 import { appendToLog, logSize, patchLog, replaceRecord } from "../helpers/damage";

@@ -63,6 +63,16 @@ describe("POST /api/v1/queues/{queue}/prune", () => {
   });
 });
 
+describe("POST /api/v1/queues/{queue}/prune with limits", () => {
+  it("applies the limits given in place of the server's, not merged with them", async () => {
+    const s = await startServer({ queues: { q: { retention: { maxParts: 1 } } } });
+    await partsOfTen(s, 4);
+    const res = await s.post("/api/v1/queues/q/prune", JSON.stringify({ maxBytes: 1_000_000 }), jsonHeaders);
+    expect(await res.json()).toMatchObject({ parts: [], messages: 0 });
+    expect(await listParts(fsDriver({ dir: s.dir }), "q")).toEqual([0, 1, 2, 3]);
+  });
+});
+
 describe("subscribe() and retention", () => {
   it("tells onMissed how many messages retention deleted before the loop read them, and goes on at the oldest left", async () => {
     const s = await startServer();

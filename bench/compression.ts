@@ -79,7 +79,7 @@ export async function runCompressionBench(): Promise<void> {
         samples.push[mode].push(await pushAll(dir, lines, optionsOf(mode)));
         samples.consume[mode].push(await consumeAll(dir, bodyBytes, optionsOf(mode)));
       });
-      if (crateDir && mode !== "none") samples.crate[mode].push(await consumeAll(crateDir, bodyBytes, optionsOf(mode), `c${run}`));
+      if (crateDir && mode !== "none") samples.crate[mode].push(await consumeAll(crateDir, bodyBytes, optionsOf(mode), `${mode}-${run}`));
     }
   }
   for (const what of ["push", "consume"] as const) {

@@ -21,6 +21,7 @@ export default defineBuildConfig({
     { input: "adapters/drivers/memory", name: "drivers/memory" },
     { input: "adapters/drivers/unstorage", name: "drivers/unstorage" },
     { input: "adapters/storage", name: "storage" },
+    { input: "adapters/zstd-native", name: "zstd-native" },
     { input: "runtime/index", name: "runtime/index" },
     { input: "adapters/server", name: "server" },
     { input: "client/index", name: "client" },

@@ -8,6 +8,7 @@ import { isValidName } from "../src/names";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { DEFAULT_LIMITS, limitsProblems, queuesProblems } from "../runtime/options";
 import { retentionProblems } from "../src/retention-options";
+import { ZSTD_CHOICES } from "./zstd-native";
 
 /** A configuration that cannot be served; `problems` lists each one. */
 export class ConfigError extends Error {
@@ -124,6 +125,7 @@ const config = object({
   durability: rule(checkDurability),
   compression: rule(checkCompression),
   compressionDictionary: text({ nonEmpty: true }),
+  zstd: oneOf(ZSTD_CHOICES),
   start: rule(checkStart),
   syncCommits: bool,
   maxConsumers: int(1),

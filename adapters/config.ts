@@ -12,6 +12,7 @@ import type { Compression, Durability, StartPosition } from "../src/options";
 import type { RetentionOptions } from "../src/retention-options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
+import type { ZstdChoice } from "./zstd-native";
 
 export { ConfigError } from "./config-schema";
 
@@ -37,6 +38,12 @@ export interface VQueueConfig {
    * directory. @default none (each part builds its own)
    */
   compressionDictionary?: string;
+  /**
+   * The zstd library: `"native"` (the npm package zstd-napi, built at install; fails to start
+   * without it), `"wasm"` (zstd-codec, WebAssembly) or `"auto"` (native when it loads, else wasm
+   * with a warning). Each reads the parts the other wrote. @default "auto"
+   */
+  zstd?: ZstdChoice;
   /** Where a new consumer starts. @default "earliest" */
   start?: StartPosition;
   /** @default true */
@@ -58,7 +65,7 @@ export interface VQueueConfig {
   queues?: Record<string, { retention?: RetentionOptions }>;
 }
 
-export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "start" | "syncCommits" | "logLevel">> {
+export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">> {
   auth: AuthOptions | false;
   limits: Partial<QueueAppLimits>;
   storage?: string;
@@ -73,6 +80,7 @@ export const CONFIG_DEFAULTS: ResolvedServeConfig = {
   port: 9093,
   durability: "fsync",
   compression: "none",
+  zstd: "auto",
   start: "earliest",
   syncCommits: true,
   logLevel: "info",
@@ -124,6 +132,7 @@ export function envConfig(env: Record<string, string | undefined>): VQueueConfig
   if (env.VQUEUE_DURABILITY) config.durability = env.VQUEUE_DURABILITY as Durability;
   if (env.VQUEUE_COMPRESSION) config.compression = env.VQUEUE_COMPRESSION as Compression;
   if (env.VQUEUE_COMPRESSION_DICTIONARY) config.compressionDictionary = env.VQUEUE_COMPRESSION_DICTIONARY;
+  if (env.VQUEUE_ZSTD) config.zstd = env.VQUEUE_ZSTD as ZstdChoice;
   if (env.VQUEUE_LOG_LEVEL) config.logLevel = env.VQUEUE_LOG_LEVEL as LogLevel;
   if (env.VQUEUE_USERS) config.auth = { users: parseUsers(env.VQUEUE_USERS) };
   if (env.VQUEUE_NO_AUTH && env.VQUEUE_NO_AUTH !== "0" && env.VQUEUE_NO_AUTH !== "false") config.auth = false;

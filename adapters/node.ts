@@ -1,12 +1,14 @@
 /**
  * The `v-queue` entry on Node: the engine, with the fs driver as the default storage
- * (`dir`, default `./queues`). Elsewhere `v-queue` resolves to the bare engine, which
- * needs a `driver`.
+ * (`dir`, default `./queues`) and the native zstd when it loads (`autoZstd`, else the
+ * WebAssembly one). Elsewhere `v-queue` resolves to the bare engine, which needs a `driver`
+ * and uses the WebAssembly zstd unless given another.
  */
 import { QueueConsumer } from "../src/consumer";
 import type { ConsumerOptions as EngineConsumerOptions, QueueOptions as EngineQueueOptions } from "../src/options";
 import { QueueWriter } from "../src/writer";
 import { resolveDriver } from "./storage";
+import { autoZstd } from "./zstd-native";
 
 export * from "../src/index";
 
@@ -18,12 +20,12 @@ interface DirOption {
 export interface QueueOptions extends EngineQueueOptions, DirOption {}
 export interface ConsumerOptions extends EngineConsumerOptions, DirOption {}
 
-/** Opens a queue for writing, on `options.driver` or else the fs driver on `options.dir`. */
+/** Opens a queue for writing, on `options.driver` or else the fs driver on `options.dir` (zstd: `autoZstd` unless given). */
 export async function openQueue(name: string, { dir, ...options }: QueueOptions = {}): Promise<QueueWriter> {
-  return QueueWriter.open(name, { ...options, driver: await resolveDriver({ driver: options.driver, dir }) });
+  return QueueWriter.open(name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
 }
 
-/** Opens consumer `name` of `queue`, on `options.driver` or else the fs driver on `options.dir`. */
+/** Opens consumer `name` of `queue`, on `options.driver` or else the fs driver on `options.dir` (zstd: `autoZstd` unless given). */
 export async function openConsumer(queue: string, name: string, { dir, ...options }: ConsumerOptions = {}): Promise<QueueConsumer> {
-  return QueueConsumer.open(queue, name, { ...options, driver: await resolveDriver({ driver: options.driver, dir }) });
+  return QueueConsumer.open(queue, name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
 }

@@ -9,8 +9,15 @@ import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkDataDir } from "./data-dir";
 import { fsDataDir, resolveDriver } from "./storage";
+import { selectZstd, type ZstdChoice } from "./zstd-native";
+import type { ZstdLoader } from "../src/zstd";
 
-export interface ServeOptions extends QueueAppOptions {
+export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
+  /**
+   * The zstd library (README, "Compression"): `"native"` (zstd-napi), `"wasm"` (zstd-codec),
+   * `"auto"` (native when it loads, else wasm with a warning), or a loader. @default "auto"
+   */
+  zstd?: ZstdChoice | ZstdLoader;
   /** Data directory of the fs driver, when neither `driver` nor `storage` is given. @default "./queues" */
   dir?: string;
   /**
@@ -39,14 +46,18 @@ export interface QueueServer {
 
 /** Serves the HTTP API of the queues in `dir` (or on `driver`). */
 export async function serveQueues(options: ServeOptions = {}): Promise<QueueServer> {
-  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, driver, storage, dir, ...appOptions } = options;
+  const { host = "127.0.0.1", port = 9093, handleSignals = false, showURL = false, driver, storage, dir, zstd = "auto", ...appOptions } = options;
   // A data directory that is a file, or not writable, fails here rather than on the first write.
   const dataDir = fsDataDir({ driver, storage, dir });
   if (dataDir) await checkDataDir(dataDir, { create: true, writable: true });
+  const zstdLoader = typeof zstd === "function" ? zstd : selectZstd(zstd, { report: (line) => consola.warn(line) });
+  // Asked for by name, the native zstd must be there: a missing one stops the server here, not at the first compressed part.
+  if (zstd === "native") await zstdLoader();
   const handler = createQueueHandler({
     // consola's level (`--log-level`) decides which of these lines are printed.
     logger: { error: (m, ...a) => consola.error(m, ...a), warn: (m, ...a) => consola.warn(m, ...a), info: (m, ...a) => consola.info(m, ...a), debug: (m, ...a) => consola.debug(m, ...a) },
     ...appOptions,
+    zstd: zstdLoader,
     driver: await resolveDriver({ driver, storage, dir }),
   });
   let listener: Listener;

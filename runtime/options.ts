@@ -4,7 +4,8 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { checkCompression, checkDictionaryOption, checkDriver, checkDurability, checkStart, type Compression, type Durability, type StartPosition } from "../src/options";
+import { checkCompression, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
+import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
 import pkg from "../package.json" with { type: "json" };
@@ -69,6 +70,8 @@ export interface QueueAppOptions {
   compression?: Compression;
   /** A zstd dictionary trained offline for every compressed part (see the engine's `compressionDictionary`). @default none */
   compressionDictionary?: Uint8Array;
+  /** The zstd implementation of the queues and consumers (see the engine's `zstd`). @default the WebAssembly one; the server's and the CLI's: the native one when it loads */
+  zstd?: ZstdLoader;
   /** Where a consumer created by its first consume starts. @default "earliest" */
   start?: StartPosition;
   /** fsync a consumer's position file on each commit. @default true */
@@ -117,6 +120,7 @@ export interface ResolvedQueueAppOptions {
   durability: Durability;
   compression: Compression;
   compressionDictionary: Uint8Array | undefined;
+  zstd: ZstdLoader | undefined;
   start: StartPosition;
   syncCommits: boolean;
   auth: ResolvedAuth | undefined;
@@ -153,6 +157,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     durability: options.durability ?? "fsync",
     compression: options.compression ?? "none",
     compressionDictionary: options.compressionDictionary,
+    zstd: options.zstd,
     start: options.start ?? "earliest",
     syncCommits: options.syncCommits ?? true,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
@@ -162,6 +167,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     checkDurability(resolved.durability, "durability"),
     checkCompression(resolved.compression, "compression"),
     checkDictionaryOption(resolved.compressionDictionary, resolved.compression),
+    resolved.zstd === undefined ? undefined : checkZstd(resolved.zstd, "zstd"),
     checkStart(resolved.start, "start"),
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),

@@ -81,6 +81,7 @@ export class QueueRegistry {
             durability: this.options.durability,
             compression: this.options.compression,
             compressionDictionary: this.options.compressionDictionary,
+            zstd: this.options.zstd,
             retention: this.options.retentionFor(queue),
             onProblem: this.options.onProblem,
           }),
@@ -149,6 +150,7 @@ export class QueueRegistry {
           create,
           start: this.options.start,
           syncCommits: this.options.syncCommits,
+          zstd: this.options.zstd,
           onProblem: this.options.onProblem,
         }),
       );

@@ -2,7 +2,7 @@ import { DICT_MAX_BYTES, dictPath, findDictionary, type FoundDictionary } from "
 import type { QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { partDir } from "./paths";
-import { loadZstd, type Compressor, type Decompressor } from "./zstd";
+import type { Compressor, Decompressor, ZstdLoader } from "./zstd";
 
 /**
  * Compressed bodies of v3 records (FORMAT.md, "v3 parts"): a record whose type byte has the
@@ -22,11 +22,11 @@ export class PartDecoder {
     this.#decompressor = decompressor;
   }
 
-  /** Looks for the part's dictionary (dictionary.ts); zstd is loaded only when there is one. */
-  static async open(driver: QueueDriver, queue: string, part: number): Promise<PartDecoder> {
+  /** Looks for the part's dictionary (dictionary.ts); zstd is loaded (`zstd()`) only when there is one. */
+  static async open(driver: QueueDriver, queue: string, part: number, zstd: ZstdLoader): Promise<PartDecoder> {
     const found = await findDictionary(driver, queue, part);
     if (!found) return new PartDecoder(undefined, undefined);
-    return new PartDecoder(found, (await loadZstd()).decompressor(found.bytes));
+    return new PartDecoder(found, (await zstd()).decompressor(found.bytes));
   }
 
   /** The body of a compressed record from its stored bytes, or what is wrong with them. */
@@ -56,6 +56,8 @@ export interface EncoderOptions {
   sync: boolean;
   /** A dictionary given by the user (trained offline): used for every body, nothing learnt. */
   dictionary?: Uint8Array;
+  /** The zstd implementation (the writer's option `zstd`). */
+  zstd: ZstdLoader;
 }
 
 /**
@@ -89,7 +91,7 @@ export class PartEncoder {
   async prepare(): Promise<void> {
     if (!this.learnt) return;
     const { driver, queue, part, level, sync } = this.#options;
-    const zstd = await loadZstd();
+    const zstd = await this.#options.zstd();
     // At least sampleBytes (1 KiB or more) were learnt: a dictionary is always built.
     const dict = this.#options.dictionary ?? zstd.train(this.#samples, DICT_MAX_BYTES)!;
     await writeAtomic(driver, dictPath(queue, part), dict, sync);

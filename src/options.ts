@@ -4,6 +4,7 @@ import type { QueueDriver } from "./driver";
 import { LOG_PREFIX, type QueueProblem } from "./errors";
 import { MAX_BODY_SIZE } from "./record";
 import { retentionProblems, type RetentionOptions } from "./retention-options";
+import { loadZstd, type ZstdLoader } from "./zstd";
 
 export const DURABILITIES = ["fsync", "interval", "none"] as const;
 export const START_POSITIONS = ["earliest", "latest"] as const;
@@ -47,6 +48,14 @@ export interface CommonOptions {
    * @default a console.warn line
    */
   onProblem?: (problem: QueueProblem) => void;
+  /**
+   * The zstd implementation, for writing compressed parts and reading them: a function that
+   * loads it, called at the first compressed part only. `nativeZstd` (`v-queue/zstd-native`,
+   * Node only) is several times faster (README, "Compression"); each reads the parts the other wrote.
+   * @default the WebAssembly zstd (`zstd-codec`); the `v-queue` entry on Node: the native one
+   * when it loads, else the WebAssembly one (`autoZstd`)
+   */
+  zstd?: ZstdLoader;
 }
 
 export interface QueueOptions extends CommonOptions {
@@ -141,11 +150,13 @@ export interface ResolvedQueueOptions {
   compressionDictionary: Uint8Array | undefined;
   indexInterval: number;
   retention?: RetentionOptions;
+  zstd: ZstdLoader;
 }
 
 export interface ResolvedConsumerOptions {
   driver: QueueDriver;
   onProblem: (problem: QueueProblem) => void;
+  zstd: ZstdLoader;
   start: StartPosition;
   syncCommits: boolean;
   pollIntervalMs: number;
@@ -215,8 +226,8 @@ export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsum
 
 /** Options over their defaults, every problem (the driver's included) in one `E_OPTION`. */
 function resolveOptions<T extends CommonOptions>(options: CommonOptions, defaults: object, checks: (resolved: T) => (string | undefined)[]): T {
-  const resolved = defu(options, defaults, { onProblem: defaultProblemReporter }) as T;
-  throwProblems([checkDriver(options.driver, "driver"), ...checks(resolved)]);
+  const resolved = defu(options, defaults, { onProblem: defaultProblemReporter, zstd: loadZstd }) as T;
+  throwProblems([checkDriver(options.driver, "driver"), checkZstd(resolved.zstd, "zstd"), ...checks(resolved)]);
   return resolved;
 }
 
@@ -229,6 +240,10 @@ export const checkDriver: Check = (driver, name) =>
   driver && typeof (driver as QueueDriver).openLog === "function"
     ? undefined
     : `${driver ? `Invalid ${name} (it has no \`openLog\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;
+
+/** The `zstd` option: a function that loads an implementation. */
+export const checkZstd: Check = (zstd, name) =>
+  typeof zstd === "function" ? undefined : `Invalid ${name}: use a function that loads a zstd implementation (e.g. \`nativeZstd\` from \`v-queue/zstd-native\`), or leave it out for the WebAssembly one.`;
 
 // --- Options of a consumer's calls ---
 

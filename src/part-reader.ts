@@ -16,6 +16,7 @@ import { PartDecoder } from "./compression";
 import { isWriterGone, listParts, readInfoLine } from "./recovery";
 import { scanPart, type ChunkCache } from "./scan";
 import { reportMissed } from "./missed";
+import type { ZstdLoader } from "./zstd";
 
 // Bodies are bytes: a leading U+FEFF is part of the message, not a byte-order mark to drop.
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
@@ -25,6 +26,7 @@ const DIR_CHECK_MS = 1000;
 export interface PartReaderOptions {
   onProblem: (problem: QueueProblem) => void;
   readChunkBytes: number;
+  zstd: ZstdLoader;
 }
 
 /**
@@ -170,7 +172,7 @@ export class PartReader {
       for (const [offset, skipped] of skips) this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
       if (needDecoder !== undefined) {
         this.#read = { part, position: needDecoder, count };
-        const opened = await PartDecoder.open(this.#driver, this.#queue, part);
+        const opened = await PartDecoder.open(this.#driver, this.#queue, part, this.#options.zstd);
         if (!opened.dictionary && !(await listParts(this.#driver, this.#queue)).includes(part)) {
           // Retention deleted the part, its dictionary with it, before this reader needed it: missed, not damage.
           this.#limit = needDecoder;

@@ -377,8 +377,8 @@ export class QueueWriter {
   /** The current part's encoder, when it is written compressed (v3). */
   #newEncoder(): void {
     this.#encoder?.free();
-    const { compression, compressionLevel: level, compressionMinBytes: minBytes, compressionSampleBytes: sampleBytes, compressionDictionary: dictionary, durability } = this.options;
-    this.#encoder = compression === "zstd" ? new PartEncoder({ driver: this.#driver, queue: this.name, part: this.#part, level, minBytes, sampleBytes, dictionary, sync: durability !== "none" }) : undefined;
+    const { compression, compressionLevel: level, compressionMinBytes: minBytes, compressionSampleBytes: sampleBytes, compressionDictionary: dictionary, durability, zstd } = this.options;
+    this.#encoder = compression === "zstd" ? new PartEncoder({ driver: this.#driver, queue: this.name, part: this.#part, level, minBytes, sampleBytes, dictionary, sync: durability !== "none", zstd }) : undefined;
   }
 
   async #writeQueueInfo(): Promise<void> {

@@ -1,10 +1,13 @@
 import { buildDictionary } from "./dictionary-builder";
 
 /**
- * zstd for the engine: the npm package `zstd-codec` (the reference C library compiled to
- * WebAssembly by emscripten, MIT), so it runs wherever the engine does, with no `node:`
- * import here. Loaded on first use only (`loadZstd`, a dynamic import): a queue without
- * compression never loads it.
+ * zstd for the engine: by default the npm package `zstd-codec` (the reference C library
+ * compiled to WebAssembly by emscripten, MIT), so it runs wherever the engine does, with no
+ * `node:` import here. Loaded on first use only (`loadZstd`, a dynamic import): a queue without
+ * compression never loads it. Another implementation of `Zstd` can be given to a writer or a
+ * consumer as its `zstd` option (a `ZstdLoader`): on Node, `v-queue/zstd-native` (the native
+ * library through the npm package `zstd-napi`), which the Node entry, the server and the CLI
+ * use when it loads. Each reads the other's frames (the same format, not byte for byte the same: other zstd versions).
  *
  * A dictionary is digested once (a CDict or a DDict) and reused for every message of its
  * part: re-digesting 16 KiB per message would cost more than compressing it. The package has
@@ -33,16 +36,22 @@ export interface Zstd {
   train(samples: Uint8Array[], maxBytes: number): Uint8Array | undefined;
 }
 
+/**
+ * Gives the zstd implementation, loading it on the first call (the option `zstd` of writers and
+ * consumers). Called when a part is compressed or read compressed, never for a queue without.
+ */
+export type ZstdLoader = () => Promise<Zstd>;
+
 let loading: Promise<Zstd> | undefined;
 
-/** The zstd module, loaded on the first call (later calls share it). */
-export function loadZstd(): Promise<Zstd> {
+/** The WebAssembly zstd (`zstd-codec`), loaded on the first call (later calls share it): the engine's default `zstd`. */
+export const loadZstd: ZstdLoader = () => {
   loading ??= instantiate().catch((error: unknown) => {
     loading = undefined;
     throw error;
   });
   return loading;
-}
+};
 
 async function instantiate(): Promise<Zstd> {
   const mod = (await import("zstd-codec")) as typeof import("zstd-codec") & { default?: typeof import("zstd-codec") };

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import { join } from "pathe";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import fsDriver from "../adapters/drivers/fs";
 import { QueueConsumer } from "../src/consumer";
 import type { QueueProblem } from "../src/errors";
@@ -11,6 +11,11 @@ import type { Message } from "../src/message";
 import { QueueWriter } from "../src/writer";
 import { startChild } from "./helpers/spawn";
 import { useTempDirs } from "./helpers/tmp";
+import { ZSTD_IMPLS, zstdImpl } from "./helpers/zstd";
+import { autoZstd, nativeZstd, selectZstd, type NapiBinding } from "../adapters/zstd-native";
+import { openConsumer, openQueue } from "../adapters/node";
+import { loadZstd } from "../src/zstd";
+import { createRequire } from "node:module";
 
 /** Writing with `compression: "zstd"`, checked against FORMAT.md's rules on the files themselves. */
 
@@ -54,10 +59,10 @@ async function writeQueue(dir: string, options: Parameters<typeof QueueWriter.op
   await writer.close();
 }
 
-describe('compression: "zstd"', () => {
+for (const { name, zstd, skip } of ZSTD_IMPLS) describe.skipIf(skip)(`compression: "zstd", zstd ${name}`, () => {
   it("writes v3 records by the rules: raw while learning, then the 0x80 flag, a u32 length and a zstd frame, crcs over the stored bytes", async () => {
     const dir = await tempDir();
-    await writeQueue(dir, { compression: "zstd", compressionSampleBytes: 16 * 1024 });
+    await writeQueue(dir, { zstd, compression: "zstd", compressionSampleBytes: 16 * 1024 });
     const records = parse(await readFile(join(dir, "q-0", "q_queue")));
     expect(records).toHaveLength(lines.length + 1);
     expect(records.every((r, i) => r.magic === "33feefee" && r.crcOk && r.seq === i + 1)).toBe(true);
@@ -83,7 +88,7 @@ describe('compression: "zstd"', () => {
     const prefix = `q;${records.reduce((n, r) => n + 25 + r.length, 0)};${records.length};`;
     expect(info).toBe(`${prefix}${crc32(prefix)}`);
 
-    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }) });
+    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }), zstd });
     const got: Message[] = [];
     for (let batch = await consumer.read({ max: 1000 }); batch.length > 0; batch = await consumer.read({ max: 1000 })) got.push(...batch);
     await consumer.close();
@@ -92,7 +97,7 @@ describe('compression: "zstd"', () => {
 
   it.skipIf(skipCli)("writes frames that the zstd CLI decompresses with the part's Q_dict", async () => {
     const dir = await tempDir();
-    await writeQueue(dir, { compression: "zstd", compressionSampleBytes: 8 * 1024 });
+    await writeQueue(dir, { zstd, compression: "zstd", compressionSampleBytes: 8 * 1024 });
     const records = parse(await readFile(join(dir, "q-0", "q_queue"))).filter((r) => r.type === 0xd3);
     for (const r of [records[0]!, records.at(-1)!]) {
       const frame = join(dir, `frame-${r.seq}.zst`);
@@ -116,7 +121,7 @@ describe('compression: "zstd"', () => {
   it("starts a new part rather than put compressed records after v2 ones (and v2 ones after v3)", async () => {
     const dir = await tempDir();
     await writeQueue(dir);
-    await writeQueue(dir, { compression: "zstd", rollOnOpen: false });
+    await writeQueue(dir, { zstd, compression: "zstd", rollOnOpen: false });
     await writeQueue(dir, { rollOnOpen: false });
     const magics = async (part: number) => new Set(parse(await readFile(join(dir, `q-${part}`, "q_queue"))).map((r) => r.magic));
     expect([await magics(0), await magics(1), await magics(2)]).toEqual([new Set(["eefeefee"]), new Set(["33feefee"]), new Set(["eefeefee"])]);
@@ -125,7 +130,7 @@ describe('compression: "zstd"', () => {
   it.skipIf(skipCli)("with compressionDictionary: every part gets that dictionary as its Q_dict, bodies compressed from the first, the CLI reads them", async () => {
     const dir = await tempDir();
     const trained = await readFile(join(FIXTURES, "dict.trained"));
-    await writeQueue(dir, { compression: "zstd", compressionDictionary: trained, maxPartBytes: 8 * 1024 });
+    await writeQueue(dir, { zstd, compression: "zstd", compressionDictionary: trained, maxPartBytes: 8 * 1024 });
     const parts = ["q-0", "q-1"];
     for (const part of parts) {
       expect(await readFile(join(dir, part, "q_dict"))).toEqual(trained);
@@ -136,7 +141,7 @@ describe('compression: "zstd"', () => {
       await writeFile(frame, r.body.subarray(4));
       expect(execFileSync(ZSTD_CLI, ["-d", "-c", "-D", join(dir, part, "q_dict"), frame]).toString()).toBe(lines[r.seq - 1 + (part === "q-0" ? 0 : parse(await readFile(join(dir, "q-0", "q_queue"))).length)]);
     }
-    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }) });
+    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }), zstd });
     const got: Message[] = [];
     for (let batch = await consumer.read({ max: 1000 }); batch.length > 0; batch = await consumer.read({ max: 1000 })) got.push(...batch);
     await consumer.close();
@@ -171,6 +176,7 @@ describe('compression: "zstd"', () => {
     await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), compressionDictionary: new Uint8Array(64).fill(65) })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining('only with compression: "zstd"') });
     await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), compression: "gzip" as "zstd" })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("compression") });
     await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), compressionLevel: 0 })).rejects.toMatchObject({ code: "E_OPTION" });
+    await expect(QueueWriter.open("q", { driver: fsDriver({ dir }), zstd: "native" as unknown as typeof zstd })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("Invalid zstd: use a function") });
   });
 
   it("a writer killed with SIGKILL mid-write leaves a readable queue: every acknowledged message, never a bad one", async () => {
@@ -178,14 +184,14 @@ describe('compression: "zstd"', () => {
     const acked: Set<number>[] = [];
     const problems: QueueProblem[] = [];
     for (let run = 0; run < 4; run++) {
-      const child = startChild("pusher", dir, String(run), "4", String(64 * 1024), "zstd");
+      const child = startChild("pusher", dir, String(run), "4", String(64 * 1024), "zstd", name);
       await child.waitFor((line) => line.startsWith("ack"));
       await new Promise((done) => setTimeout(done, 100 + Math.random() * 300));
       child.process.kill("SIGKILL");
       await child.exited;
       acked.push(new Set(child.lines.filter((l) => l.startsWith("ack ")).map((l) => Number(l.slice(4)))));
     }
-    const reader = await QueueConsumer.open("crash", "check", { driver: fsDriver({ dir }), onProblem: (p) => problems.push(p) });
+    const reader = await QueueConsumer.open("crash", "check", { driver: fsDriver({ dir }), onProblem: (p) => problems.push(p), zstd });
     const seen = acked.map(() => new Set<number>());
     for (let batch = await reader.read({ max: 5000 }); batch.length > 0; batch = await reader.read({ max: 5000 })) {
       for (const m of batch) {
@@ -198,4 +204,109 @@ describe('compression: "zstd"', () => {
     acked.forEach((set, run) => expect([...set].filter((i) => !seen[run]!.has(i)), `run ${run}`).toEqual([]));
     expect(problems.filter((p) => p.code === "BAD_COMPRESSED" || p.code === "NO_DICTIONARY")).toEqual([]);
   }, 60_000);
+});
+
+describe.skipIf(zstdImpl("native").skip)("the two zstd implementations (wasm: zstd-codec, native: zstd-napi)", () => {
+  const dict = Buffer.from(lines.slice(0, 40).join("\n"));
+
+  // Not byte for byte the same frames (zstd-napi bundles zstd 1.5.7, zstd-codec an older one), but the same format.
+  it("each reads the other's frames, of about the same size", async () => {
+    const [wasm, native] = [await loadZstd(), await nativeZstd()];
+    for (const level of [1, 3, 9]) {
+      const [cw, cn] = [wasm.compressor(dict, level), native.compressor(dict, level)];
+      const [dw, dn] = [wasm.decompressor(dict), native.decompressor(dict)];
+      for (const line of [lines[100]!, lines[599]!, "x".repeat(5000)]) {
+        const body = Buffer.from(line);
+        const [fw, fn] = [cw.compress(body), cn.compress(body)];
+        expect(Buffer.from(fn.subarray(0, 4)).toString("hex")).toBe("28b52ffd");
+        expect(fn.length).toBeLessThan(fw.length * 1.15 + 8);
+        expect(fw.length).toBeLessThan(fn.length * 1.15 + 8);
+        expect(Buffer.from(dn.decompress(fw, body.length)!).toString()).toBe(line);
+        expect(Buffer.from(dw.decompress(fn, body.length)!).toString()).toBe(line);
+        expect(dn.decompress(fw, body.length + 1)).toBeUndefined(); // another announced size
+      }
+      for (const x of [cw, cn, dw, dn]) x.free();
+    }
+  });
+
+  it("the native one is used when selected, not a silent fall-back: its binding compresses and decompresses the bodies", async () => {
+    const real = createRequire(import.meta.url)("zstd-napi/binding") as NapiBinding;
+    const calls = { compress: 0, decompress: 0 };
+    const counting: NapiBinding = {
+      ...real,
+      compressBound: (n) => real.compressBound(n),
+      versionString: () => real.versionString(),
+      CCtx: class {
+        readonly cctx = new real.CCtx();
+        compressUsingCDict(dst: Uint8Array, src: Uint8Array, d: object) {
+          calls.compress++;
+          return this.cctx.compressUsingCDict(dst, src, d);
+        }
+      },
+      DCtx: class {
+        readonly dctx = new real.DCtx();
+        decompressUsingDDict(dst: Uint8Array, src: Uint8Array, d: object) {
+          calls.decompress++;
+          return this.dctx.decompressUsingDDict(dst, src, d);
+        }
+      },
+    };
+    const report = vi.fn();
+    const zstd = selectZstd("native", { loadBinding: () => counting, report });
+    const dir = await tempDir();
+    await writeQueue(dir, { zstd, compression: "zstd", compressionSampleBytes: 8 * 1024 });
+    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }), zstd });
+    const got = (await consumer.read({ max: 1000 })).map((m) => m.data);
+    await consumer.close();
+    expect(got).toEqual([...lines, "short"]);
+    expect(calls.compress).toBeGreaterThan(400);
+    expect(calls.decompress).toBeGreaterThan(400);
+    expect(report).not.toHaveBeenCalled();
+  });
+
+  it("the Node entry (openQueue, openConsumer) uses the native one by default, where it loads", async () => {
+    expect(await autoZstd()).toBe(await nativeZstd());
+    expect(await autoZstd()).not.toBe(await loadZstd());
+    const dir = await tempDir();
+    const writer = await openQueue("q", { dir, durability: "none", compression: "zstd", compressionSampleBytes: 1024 });
+    await writer.pushBatch(lines);
+    await writer.close();
+    const consumer = await openConsumer("q", "c", { dir });
+    expect((await consumer.read({ max: 1000 })).map((m) => m.data)).toEqual(lines);
+    await consumer.close();
+  });
+});
+
+describe("choosing the zstd implementation", () => {
+  const missing = () => {
+    throw new Error("Cannot find module 'zstd-napi/binding'\nRequire stack:\n- /somewhere");
+  };
+
+  it('"auto" falls back to the WebAssembly one when the native one cannot load, saying so in one line, once', async () => {
+    const report = vi.fn();
+    const zstd = selectZstd("auto", { loadBinding: missing, report });
+    expect(await zstd()).toBe(await loadZstd());
+    expect(await zstd()).toBe(await loadZstd());
+    expect(report).toHaveBeenCalledTimes(1);
+    const line = report.mock.calls[0]![0] as string;
+    expect(line).not.toContain("\n");
+    expect(line).toMatch(/zstd-napi.*not available.*Cannot find module 'zstd-napi\/binding'.*WebAssembly/);
+  });
+
+  it('"native" fails, saying why and what to do, when it cannot load; "wasm" is the WebAssembly one; anything else is refused', async () => {
+    const report = vi.fn();
+    await expect(selectZstd("native", { loadBinding: missing, report })()).rejects.toThrow(/native zstd \(npm package zstd-napi.*cannot be loaded: Cannot find module 'zstd-napi\/binding'\. Reinstall it/);
+    expect(report).not.toHaveBeenCalled();
+    expect(selectZstd("wasm")).toBe(loadZstd);
+    expect(() => selectZstd("zlib" as "wasm")).toThrow('Invalid zstd "zlib": use one of "auto", "native", "wasm".');
+  });
+
+  it("a queue written with a fallen-back zstd is read back (the WebAssembly one, through the engine)", async () => {
+    const dir = await tempDir();
+    const zstd = selectZstd("auto", { loadBinding: missing, report: () => {} });
+    await writeQueue(dir, { zstd, compression: "zstd", compressionSampleBytes: 4 * 1024 });
+    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }), zstd });
+    expect((await consumer.read({ max: 1000 })).map((m) => m.data)).toEqual([...lines, "short"]);
+    await consumer.close();
+  });
 });

@@ -7,7 +7,8 @@ import { QueueConsumer } from "../src/consumer";
 import type { QueueProblem } from "../src/errors";
 import type { Message } from "../src/message";
 import { QueueWriter } from "../src/writer";
-import { loadZstd, type Zstd } from "../src/zstd";
+import { loadZstd, type Zstd, type ZstdLoader } from "../src/zstd";
+import { ZSTD_IMPLS } from "./helpers/zstd";
 import { useTempDirs } from "./helpers/tmp";
 
 /**
@@ -26,6 +27,8 @@ const V3_MAGIC = [0x33, 0xfe, 0xef, 0xee];
 const COMPRESSED = 0x80;
 
 let zstd: Zstd;
+/** The consumers' zstd: each implementation in turn for the compressed parts. */
+let readerZstd: ZstdLoader = loadZstd;
 let trained: Buffer;
 let message: Buffer;
 let cliFrame: Buffer;
@@ -118,7 +121,7 @@ async function drain(consumer: QueueConsumer): Promise<Message[]> {
 }
 
 async function readAll({ dir, onProblem }: Setup, name = "c"): Promise<{ data: unknown[]; position: QueueConsumer["position"] }> {
-  const consumer = await QueueConsumer.open("q", name, { driver: fsDriver({ dir }), onProblem });
+  const consumer = await QueueConsumer.open("q", name, { driver: fsDriver({ dir }), onProblem, zstd: readerZstd });
   const all = await drain(consumer);
   const position = consumer.position;
   await consumer.commit();
@@ -188,7 +191,12 @@ describe("uncompressed v3 parts (crate 0.3.x)", () => {
   });
 });
 
-describe("compressed v3 parts", () => {
+// Frames of the zstd CLI (fixtures) and of each implementation, read by that implementation.
+for (const impl of ZSTD_IMPLS) describe.skipIf(impl.skip)(`compressed v3 parts, zstd ${impl.name}`, () => {
+  beforeAll(async () => {
+    zstd = await impl.zstd();
+    readerZstd = impl.zstd;
+  });
   const mixed = () => part(raw("tiny"), { type: "S", body: stored(message.length, cliFrame), compressed: true }, compressed(LINE_A), raw(LINE_B), compressed(LINE_B));
 
   it.each(["q-1/q_dict", "q_dict-1", "q_dict_1"])("are read with a trained dictionary at %s (a frame of the zstd CLI among them)", async (path) => {
@@ -201,13 +209,13 @@ describe("compressed v3 parts", () => {
 
   it("hand out the body's size, and a cursor past the stored bytes", async () => {
     const setup = await queueWithPart1(part(compressed(LINE_A), raw("next")), undefined, { path: "q-1/q_dict", bytes: trained });
-    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), start: "latest" });
+    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), start: "latest", zstd: readerZstd });
     await consumer.seek({ part: 1, seq: 1 });
     const [first] = await consumer.read({ max: 1 });
     expect(first).toMatchObject({ data: LINE_A, size: LINE_A.length, seq: 1 });
     await consumer.commit(first);
     await consumer.close();
-    const again = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }) });
+    const again = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), zstd: readerZstd });
     expect((await drain(again)).map((m) => m.data)).toEqual(["next"]);
     await again.close();
   });

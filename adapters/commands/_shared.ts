@@ -6,6 +6,7 @@ import type { LogLevel } from "../config";
 import { checkDataDir } from "../data-dir";
 import { DEFAULT_DIR } from "../defaults";
 import { resolveDriver } from "../storage";
+import { selectZstd } from "../zstd-native";
 import { CliError, explain } from "./_errors";
 
 export { CliError, explain } from "./_errors";
@@ -36,6 +37,9 @@ export const log = createConsola({ stdout: process.stderr, stderr: process.stder
 
 /** `1 message`, `2 messages`, `1,000 messages`. */
 export const plural = (count: number, noun: string): string => `${count.toLocaleString("en")} ${noun}${count === 1 ? "" : "s"}`;
+
+/** The CLI's zstd (direct mode): the native one when it loads, else the WebAssembly one with a warning on stderr. */
+export const cliZstd = selectZstd("auto", { report: (line) => log.warn(line) });
 
 export const CONSOLA_LEVELS: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
 

@@ -8,7 +8,7 @@ import { QueueConsumer } from "../../src/consumer";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";
 import type { Printable } from "./_print";
-import { apiClient, explain, log, openStorage, plural, storageLabel } from "./_shared";
+import { apiClient, cliZstd, explain, log, openStorage, plural, storageLabel } from "./_shared";
 
 export interface MessageSource {
   /** Up to `max` messages; `[]` when there are none (following: only once `signal` is aborted). */
@@ -34,7 +34,7 @@ export interface SourceOptions {
 /** Reads on the files (`--dir`/`--storage`) through the engine's consumer. */
 export async function openDirectSource(target: { dir?: string; storage?: string }, o: SourceOptions): Promise<MessageSource> {
   const driver = await openStorage(target);
-  const reader = await QueueConsumer.open(o.queue, o.consumer, { driver, start: o.from, create: true, syncCommits: !o.ephemeral }).catch(async (error: unknown) => {
+  const reader = await QueueConsumer.open(o.queue, o.consumer, { driver, start: o.from, create: true, syncCommits: !o.ephemeral, zstd: cliZstd }).catch(async (error: unknown) => {
     await driver.dispose?.();
     return explain(error, `Cannot open ${o.ephemeral ? "" : `consumer "${o.consumer}" of `}"${o.queue}" in ${storageLabel(target)}`);
   });

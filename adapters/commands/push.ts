@@ -4,7 +4,7 @@ import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
 import type { Compression, Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
-import { apiClient, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
+import { apiClient, cliZstd, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
 
 export const push = defineCommand({
   meta: { name: "push", description: "Push messages: the arguments (one message each), a file (--file), or stdin lines (--stdin)" },
@@ -69,7 +69,7 @@ interface Sink {
 
 async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability, compression: Compression): Promise<Sink> {
   const driver = await openStorage(target);
-  const writer = await QueueWriter.open(queue, { driver, durability, compression }).catch(async (error: unknown) => {
+  const writer = await QueueWriter.open(queue, { driver, durability, compression, zstd: cliZstd }).catch(async (error: unknown) => {
     await driver.dispose?.();
     return explain(error, `Cannot open queue "${queue}" in ${storageLabel(target)}`);
   });

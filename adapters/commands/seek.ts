@@ -3,7 +3,7 @@ import type { SeekRequest } from "../../protocol/api";
 import { isCursor } from "../../protocol/cursor";
 import { QueueConsumer } from "../../src/consumer";
 import { formatCursor } from "../../src/cursor";
-import { apiClient, CliError, explain, log, openStorage, storageLabel, targetArgs } from "./_shared";
+import { apiClient, cliZstd, CliError, explain, log, openStorage, storageLabel, targetArgs } from "./_shared";
 
 export const seek = defineCommand({
   meta: { name: "seek", description: "Move a consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence, or a time" },
@@ -37,7 +37,7 @@ function parseTarget(text: string): SeekRequest["to"] {
 async function seekDirect(target: { dir?: string; storage?: string }, queue: string, name: string, to: SeekRequest["to"]): Promise<string> {
   const driver = await openStorage(target);
   try {
-    const consumer = await QueueConsumer.open(queue, name, { driver }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
+    const consumer = await QueueConsumer.open(queue, name, { driver, zstd: cliZstd }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
     try {
       return formatCursor(await consumer.seek(to));
     } finally {

@@ -20,6 +20,7 @@ export const serve = defineCommand({
     durability: { type: "string", description: "fsync, interval or none [default: fsync]", valueHint: "mode" },
     compression: { type: "string", description: "none or zstd: zstd writes new parts compressed (v3; crate 0.2.x readers cannot read them) [default: none]", valueHint: "codec" },
     "compression-dictionary": { type: "string", description: "A zstd dictionary file (e.g. from zstd --train) for every compressed part [default: each part builds its own]", valueHint: "file" },
+    zstd: { type: "string", description: "The zstd library: native (zstd-napi), wasm (zstd-codec) or auto (native when it loads, else wasm) [default: auto]", valueHint: "lib" },
   },
   async run({ args }) {
     const overrides: VQueueConfig = {};
@@ -34,6 +35,7 @@ export const serve = defineCommand({
     if (args.durability) overrides.durability = args.durability as VQueueConfig["durability"];
     if (args.compression) overrides.compression = args.compression as VQueueConfig["compression"];
     if (args["compression-dictionary"]) overrides.compressionDictionary = args["compression-dictionary"];
+    if (args.zstd) overrides.zstd = args.zstd as VQueueConfig["zstd"];
     if (args["log-level"]) overrides.logLevel = args["log-level"] as LogLevel;
     if (args.auth === false) overrides.auth = false;
     let config;

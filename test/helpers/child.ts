@@ -1,8 +1,8 @@
 /**
  * A second process for the tests: `node --import jiti/register test/helpers/child.ts <mode> <dir> ...`.
- * - `pusher <dir> <run> <workers> <maxPartBytes> [zstd]`: pushes `<run>-<i>` with fsync durability from
+ * - `pusher <dir> <run> <workers> <maxPartBytes> [zstd [wasm|native]]`: pushes `<run>-<i>` with fsync durability from
  *   several concurrent loops, printing `ack <i>` once each push resolves, until killed
- *   (`zstd`: with compression, learning from the first 2 KiB of each part).
+ *   (`zstd`: with compression, learning from the first 2 KiB of each part, with that zstd implementation).
  * - `hold-writer <dir> <queue>` / `hold-consumer <dir> <queue> <consumer>`: opens, prints `ready`, waits.
  * - `read-commit <dir> <queue> <consumer> <n>`: reads n messages, commits, prints them as JSON, exits.
  * - `push <dir> <queue> <message>`: pushes one message and exits.
@@ -14,6 +14,7 @@ import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { pruneQueue } from "../../src/retention";
+import { selectZstd, type ZstdChoice } from "../../adapters/zstd-native";
 
 const [mode, dir, ...args] = process.argv.slice(2);
 const driver = fsDriver({ dir: dir! });
@@ -25,8 +26,8 @@ switch (mode) {
     break;
   }
   case "pusher": {
-    const [run, workers, maxPartBytes, compression] = args;
-    const zstd = compression === "zstd" ? ({ compression: "zstd", compressionSampleBytes: 2048 } as const) : {};
+    const [run, workers, maxPartBytes, compression, impl = "wasm"] = args;
+    const zstd = compression === "zstd" ? ({ compression: "zstd", compressionSampleBytes: 2048, zstd: selectZstd(impl as ZstdChoice) } as const) : {};
     const queue = await QueueWriter.open("crash", { driver, durability: "fsync", maxPartBytes: Number(maxPartBytes), onProblem: () => {}, ...zstd });
     out("ready");
     let next = 0;

@@ -15,6 +15,10 @@ export type VQueueErrorCode =
   | "E_NOT_FOUND"
   /** The object was closed. */
   | "E_CLOSED"
+  /** A consumer name is opened as the other kind (ordered or shared) than it was created as. */
+  | "E_KIND"
+  /** A shared consumer's `nack` or `extend` names a lease that is no longer that worker's. */
+  | "E_LEASE"
   /** A commit names a message that was not handed out by this consumer. */
   | "E_CURSOR"
   /** A file is damaged beyond what recovery can skip. */

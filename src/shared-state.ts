@@ -33,8 +33,9 @@ export interface SharedSnapshot {
 }
 
 export const line = (fields: string): string => `${fields}${crc32Ascii(fields)}\n`;
-export const ackLine = (part: number, offset: number): string => line(`A;${part};${offset};`);
-export const deliveryLine = (part: number, offset: number, deliveries: number): string => line(`D;${part};${offset};${deliveries};`);
+const fieldsOf = (key: MessageKey): string => key.replace(".", ";");
+export const ackLine = (key: MessageKey): string => line(`A;${fieldsOf(key)};`);
+export const deliveryLine = (key: MessageKey, deliveries: number): string => line(`D;${fieldsOf(key)};${deliveries};`);
 
 /** Whether the message at `key` lies before `floor` (acknowledged through the pop line). */
 export function isBelow(key: MessageKey, floor: ConsumerPosition): boolean {

@@ -255,6 +255,8 @@ export class SharedConsumer {
       let room = Math.min(max - out.length, this.options.maxInFlight - scan.live);
       for (const entry of scan.available) {
         if (room <= 0) break;
+        // Back from a lease that ran out: that is its last failure.
+        if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
         if (entry.deliveries >= this.options.maxDeliveries) {
           await this.#deadLetter(entry);
           continue;

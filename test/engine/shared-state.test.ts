@@ -44,7 +44,7 @@ describe("a shared consumer's state files (fs)", () => {
     await c.close();
     // The snapshot: the header, m1's ack, m0's and m2's delivery counts.
     const lines = (await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean);
-    expect(lines.map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", `A;0;${m1!.offset}`, `D;0;0;1`, `D;0;${m2!.offset};1`]);
+    expect(lines.map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", "D;0;0;1", `A;0;${m1!.offset}`, `D;0;${m2!.offset};1`]);
     // What a crash in the middle of an append leaves: no crc, no newline.
     await appendFile(join(dir, sharedJournalPath("q", "s")), "A;0;999;12");
     const problems: QueueProblem[] = [];

@@ -67,7 +67,9 @@ export interface QueueProblem {
     /** Retention deleted messages a consumer had not read; `missed` says how many. */
     | "MISSED"
     /** A background retention round failed (it is tried again later). */
-    | "PRUNE_FAILED";
+    | "PRUNE_FAILED"
+    /** A shared consumer could not push a message to its dead-letter queue (it is tried again at the next poll). */
+    | "DEAD_LETTER_FAILED";
   message: string;
   queue: string;
   part?: number;

@@ -249,6 +249,7 @@ export class SharedConsumer {
   /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
   async #take(max: number, leaseMs: number): Promise<LeasedMessage[]> {
     const out: WindowEntry[] = [];
+    const failed = new Set<WindowEntry>();
     for (;;) {
       const now = Date.now();
       const scan = this.#window.scan(now, max - out.length);
@@ -258,7 +259,7 @@ export class SharedConsumer {
         // Back from a lease that ran out: that is its last failure.
         if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
         if (entry.deliveries >= this.options.maxDeliveries) {
-          await this.#deadLetter(entry);
+          if (!failed.has(entry)) await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
           continue;
         }
         entry.state = "leased";
@@ -306,7 +307,7 @@ export class SharedConsumer {
     const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
     if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
     // New messages matter only while there is room to hand them out.
-    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow) waits.push(this.#inner.wait({ signal: stop.signal }));
+    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow) waits.push(this.#inner.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
     try {
       await Promise.race(waits);
     } finally {
@@ -364,6 +365,13 @@ export class SharedConsumer {
       throw error;
     }
     await this.#ack(entry);
+  }
+
+  /** Not handed out either: it stays due, and the next poll tries the dead-letter queue again. */
+  #deadLetterFailed(entry: WindowEntry, error: unknown, failed: Set<WindowEntry>): void {
+    failed.add(entry);
+    const why = error instanceof Error ? error.message : String(error);
+    this.options.onProblem({ code: "DEAD_LETTER_FAILED", queue: this.queue, consumer: this.name, part: entry.end.part, message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.` });
   }
 
   /**

@@ -128,6 +128,25 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(back).toMatchObject({ data: "m0", deliveries: 1, seq: 1, part: 1 });
     });
 
+    it("a dead-letter queue that cannot be written keeps the message here, not handed out, and tries again", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const held = await QueueWriter.open("q.dead", { driver, ...quiet });
+      const problems: string[] = [];
+      const c = await shared(driver, { maxDeliveries: 1, onProblem: (p) => problems.push(p.code) });
+      const [m0] = await c.poll({ max: 1 });
+      await expect(c.nack(m0!, { error: "bad" })).rejects.toMatchObject({ code: "E_LOCKED" });
+      expect(bodies(await c.poll({ max: 5 }))).toEqual(["m1"]);
+      expect(problems).toEqual(["DEAD_LETTER_FAILED"]);
+      await held.close();
+      expect(await c.poll({ max: 5, timeoutMs: 0 })).toEqual([]);
+      expect(c.floor.count).toBe(1); // m0 moved and is acknowledged; m1 is leased
+      expect(c.stats).toEqual({ inFlight: 1, window: 1 });
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      expect((await dlq.read()).map((m) => parseDeadLetter(m)?.error)).toEqual(["bad"]);
+      await dlq.close();
+    });
+
     it("bytes survive the dead-letter queue and redrive", async () => {
       const { driver } = await setup();
       const q = await QueueWriter.open("q", { driver, ...quiet });

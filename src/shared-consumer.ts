@@ -1,9 +1,9 @@
 // Over 300 lines: the facade of a shared consumer (open, poll, wait, ack, nack, extend, dead
-// letters, group commit, close); the window, the state files, the options, the dead letters and
-// the iterator live in their own files, and these calls share one window and one write chain.
+// letters, close); the window, the state files, the group commit, the options, the dead-letter
+// format and the iterator live in their own files; these calls share one window.
 import { checkInteger } from "./options";
 import { QueueConsumer } from "./consumer";
-import { formatCursor, type ConsumerPosition } from "./cursor";
+import { comparePositions, formatCursor, type ConsumerPosition } from "./cursor";
 import { deadLetterOf } from "./dead-letter";
 import { VQueueError } from "./errors";
 import type { Message } from "./message";
@@ -11,6 +11,7 @@ import { assertName } from "./names";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
 import { ackLine, deliveryLine, isBelow, messageKey, SharedState, type SharedSnapshot } from "./shared-state";
 import { SharedWindow, type WindowEntry } from "./shared-window";
+import { GroupCommit } from "./group-commit";
 import { iterateShared, type SharedIterateOptions } from "./shared-iterate";
 import { QueueWriter } from "./writer";
 
@@ -77,9 +78,7 @@ export class SharedConsumer {
   #leaseSeq = 0;
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
-  #pending = "";
-  #waiters: { done: () => void; fail: (error: unknown) => void }[] = [];
-  #flushing: Promise<void> | undefined;
+  readonly #commits: GroupCommit;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
 
@@ -92,6 +91,10 @@ export class SharedConsumer {
     this.#state = state;
     this.#loaded = loaded;
     this.#floor = inner.committed;
+    this.#commits = new GroupCommit(
+      (lines) => state.append(lines),
+      () => this.#afterWrite(),
+    );
   }
 
   /** Opens (by default creates) shared consumer `name` of `queue`: `E_KIND` when the name is an ordered consumer's. */
@@ -220,8 +223,9 @@ export class SharedConsumer {
     this.#notify();
     try {
       await this.#serial.catch(() => {});
-      while (this.#flushing) await this.#flushing;
-      await this.#state.compact(this.#snapshotLines()).catch(() => {});
+      await this.#commits.idle();
+      await this.#afterWrite().catch(() => {});
+      await this.#compact().catch(() => {});
     } finally {
       await this.#state.close().catch(() => {});
       const dlq = await this.#dlq?.catch(() => undefined);
@@ -283,11 +287,11 @@ export class SharedConsumer {
         anyAcked ||= acked;
         this.#window.add(message, deliveries, acked);
       }
-      if (anyAcked) void this.#write("").catch(() => {});
+      if (anyAcked) void this.#commits.add("").catch(() => {});
     }
     if (out.length === 0) return [];
     // Counted before it goes out: a crash never forgets a delivery.
-    await this.#write(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
+    await this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
     return out.map((entry) => ({ ...entry.message!, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until }));
   }
 
@@ -340,10 +344,17 @@ export class SharedConsumer {
 
   #ack(entry: WindowEntry): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
+    const message = entry.message;
     entry.state = "acked";
     entry.message = undefined;
     entry.until = 0;
-    entry.acking = this.#write(ackLine(entry.key), () => (entry.persisted = true));
+    entry.acking = this.#commits
+      .add(ackLine(entry.key), () => (entry.persisted = true))
+      .catch((error: unknown) => {
+        // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
+        if (!entry.persisted) Object.assign(entry, { state: "ready", until: 0, message, acking: undefined });
+        throw error;
+      });
     this.#notify();
     return entry.acking;
   }
@@ -374,53 +385,23 @@ export class SharedConsumer {
     this.options.onProblem({ code: "DEAD_LETTER_FAILED", queue: this.queue, consumer: this.name, part: entry.end.part, message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.` });
   }
 
+  /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
+  async #afterWrite(): Promise<void> {
+    const last = this.#window.dropAcked();
+    if (last) this.#floor = last.end;
+    // Also a floor whose save failed before: tried again here.
+    if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
+    await this.#inner.commit(formatCursor(this.#floor));
+    if (this.#state.journalBytes > COMPACT_BYTES) await this.#compact();
+  }
+
   /**
-   * Group commit: lines given while a write runs go together in the next one. After each
-   * write the floor moves over the acknowledged front, and the journal is folded when large.
+   * A new snapshot of what is above the floor. Only once the floor is saved: the entries it
+   * passed have left the window, and their ack lines would be lost with the journal.
    */
-  #write(lines: string, written?: () => void): Promise<void> {
-    this.#pending += lines;
-    const done = new Promise<void>((resolve, reject) =>
-      this.#waiters.push({
-        done: () => {
-          written?.();
-          resolve();
-        },
-        fail: reject,
-      }),
-    );
-    this.#kick();
-    return done;
-  }
-
-  #kick(): void {
-    if (this.#flushing) return;
-    this.#flushing = this.#flush().finally(() => {
-      this.#flushing = undefined;
-      // Lines given after the last round looked for them, but before it ended.
-      if (this.#waiters.length > 0) this.#kick();
-    });
-  }
-
-  async #flush(): Promise<void> {
-    while (this.#waiters.length > 0) {
-      const lines = this.#pending;
-      const waiters = this.#waiters;
-      this.#pending = "";
-      this.#waiters = [];
-      try {
-        if (lines) await this.#state.append(lines);
-        for (const waiter of waiters) waiter.done();
-        const last = this.#window.dropAcked();
-        if (last) {
-          this.#floor = last.end;
-          await this.#inner.commit(formatCursor(last.end));
-          if (this.#state.journalBytes > COMPACT_BYTES) await this.#state.compact(this.#snapshotLines());
-        }
-      } catch (error) {
-        for (const waiter of waiters) waiter.fail(error);
-      }
-    }
+  async #compact(): Promise<void> {
+    if (comparePositions(this.#floor, this.#inner.committed) !== 0) return;
+    await this.#state.compact(this.#snapshotLines());
   }
 
   /** The state above the floor, as snapshot lines. */

@@ -67,6 +67,39 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect((await inspectQueue(driver, "q"))?.consumers.map((x) => x.name)).toEqual(["s"]);
     });
 
+    it("workers that nack, abandon (the lease runs out) and ack at random: one holder at a time, every message done", async () => {
+      const { driver } = await setup();
+      await fill(driver, 40);
+      const c = await shared(driver, { leaseMs: 40, maxDeliveries: 1000 });
+      const random = seededRandom(11);
+      const holder = new Map<string, number>(); // body -> held until (ms)
+      const done = new Set<string>();
+      const worker = async (id: number) => {
+        while (done.size < 40) {
+          for (const m of await c.poll({ max: 2, timeoutMs: 50 })) {
+            const body = m.data as string;
+            // Held until acked or nacked; an abandoned one until its lease ends.
+            const heldUntil = holder.get(body);
+            expect(heldUntil === undefined || Date.now() >= heldUntil, `${body} given to ${id} while with another`).toBe(true);
+            expect(done.has(body), `${body} acknowledged already`).toBe(false);
+            holder.set(body, Infinity);
+            await sleep(random() * 5);
+            const roll = random();
+            holder.delete(body);
+            if (roll < 0.2) await c.nack(m, { delayMs: 5 });
+            else if (roll < 0.3) holder.set(body, m.leaseUntil); // abandoned: its lease runs out
+            else {
+              await c.ack(m);
+              done.add(body);
+            }
+          }
+        }
+      };
+      await Promise.all([1, 2, 3].map(worker));
+      expect(done.size).toBe(40);
+      expect(c.floor.count).toBe(40);
+    });
+
     it("a message is with one worker at a time; a lease that runs out hands it to another; extend keeps it", async () => {
       const { driver } = await setup();
       await fill(driver, 2);

@@ -5,11 +5,11 @@ import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { inspectQueue, listConsumers } from "../../src/inspect";
-import { deleteConsumer } from "../../src/delete";
+import { deleteConsumer, deleteQueue } from "../../src/delete";
 import { parseDeadLetter, redrive } from "../../src/dead-letter";
 import { SharedConsumer, type LeasedMessage } from "../../src/shared-consumer";
 import type { SharedConsumerOptions } from "../../src/shared-options";
-import { popInfoPath, sharedStatePath } from "../../src/paths";
+import { popInfoPath, sharedJournalPath, sharedStatePath } from "../../src/paths";
 import { seededRandom } from "../helpers/random";
 import type { EngineTestContext } from "./engine-suite";
 
@@ -228,6 +228,18 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await deleteConsumer(driver, "q", "sh");
       expect(await driver.readRecord(sharedStatePath("q", "sh"))).toBeUndefined();
       await (await QueueConsumer.open("q", "sh", { driver, syncCommits: false })).close();
+    });
+
+    it("deleteQueue removes a shared consumer's state with the queue", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver);
+      await c.ack((await c.poll({ max: 2 }))[1]!);
+      await c.close();
+      expect(await driver.readRecord(sharedStatePath("q", "s"))).toBeDefined();
+      expect((await deleteQueue(driver, "q")).consumers).toEqual(["s"]);
+      expect(await driver.readRecord(sharedStatePath("q", "s"))).toBeUndefined();
+      expect(await driver.list("")).not.toContain(sharedJournalPath("q", "s"));
     });
 
     it("one object per name in a process; another opener elsewhere gets E_LOCKED", async () => {

@@ -104,11 +104,11 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const { driver } = await setup();
       await fill(driver, 2);
       const c = await shared(driver);
-      const [a] = await c.poll({ max: 1, leaseMs: 80 });
-      const [b] = await c.poll({ max: 1, leaseMs: 80 });
+      const [a] = await c.poll({ max: 1, leaseMs: 300 });
+      const [b] = await c.poll({ max: 1, leaseMs: 300 });
       expect([a!.data, b!.data]).toEqual(["m0", "m1"]);
       expect(await c.poll({ timeoutMs: 0 })).toEqual([]);
-      await c.extend(b!, { leaseMs: 1000 });
+      await c.extend(b!, { leaseMs: 5000 });
       const again = await c.poll({ max: 5, timeoutMs: 2000 });
       expect(bodies(again)).toEqual(["m0"]); // a's lease ran out, b's was extended
       expect(again[0]!.deliveries).toBe(2);
@@ -127,10 +127,10 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const c = await shared(driver);
       const [m] = await c.poll();
       const at = Date.now();
-      await c.nack(m!, { delayMs: 150 });
+      await c.nack(m!, { delayMs: 400 });
       expect(await c.poll({ timeoutMs: 50 })).toEqual([]);
-      const [again] = await c.poll({ timeoutMs: 2000 });
-      expect(Date.now() - at).toBeGreaterThanOrEqual(140);
+      const [again] = await c.poll({ timeoutMs: 5000 });
+      expect(Date.now() - at).toBeGreaterThanOrEqual(395);
       expect(again!.data).toBe("m0");
       expect(again!.deliveries).toBe(2);
     });

@@ -70,7 +70,7 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
     it("workers that nack, abandon (the lease runs out) and ack at random: one holder at a time, every message done", async () => {
       const { driver } = await setup();
       await fill(driver, 40);
-      const c = await shared(driver, { leaseMs: 40, maxDeliveries: 1000 });
+      const c = await shared(driver, { leaseMs: 200, maxDeliveries: 1000 });
       const random = seededRandom(11);
       const holder = new Map<string, number>(); // body -> held until (ms)
       const done = new Set<string>();
@@ -78,11 +78,11 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
         while (done.size < 40) {
           for (const m of await c.poll({ max: 2, timeoutMs: 50 })) {
             const body = m.data as string;
-            // Held until acked or nacked; an abandoned one until its lease ends.
+            // Held until acked or nacked, or else until its lease ends.
             const heldUntil = holder.get(body);
             expect(heldUntil === undefined || Date.now() >= heldUntil, `${body} given to ${id} while with another`).toBe(true);
             expect(done.has(body), `${body} acknowledged already`).toBe(false);
-            holder.set(body, Infinity);
+            holder.set(body, m.leaseUntil);
             await sleep(random() * 5);
             const roll = random();
             holder.delete(body);

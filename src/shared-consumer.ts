@@ -256,14 +256,18 @@ export class SharedConsumer {
     const failed = new Set<WindowEntry>();
     for (;;) {
       const now = Date.now();
-      const scan = this.#window.scan(now, max - out.length);
+      // Those that failed to move to the dead-letter queue take no place of the others.
+      const scan = this.#window.scan(now, max - out.length + failed.size);
       let room = Math.min(max - out.length, this.options.maxInFlight - scan.live);
+      let moved = false;
       for (const entry of scan.available) {
         if (room <= 0) break;
+        if (failed.has(entry)) continue;
         // Back from a lease that ran out: that is its last failure.
         if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
         if (entry.deliveries >= this.options.maxDeliveries) {
-          if (!failed.has(entry)) await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
+          await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
+          moved = true;
           continue;
         }
         entry.state = "leased";
@@ -273,6 +277,8 @@ export class SharedConsumer {
         out.push(entry);
         room--;
       }
+      // Dead letters took places of the scan: look again before reading more.
+      if (moved && room > 0) continue;
       const space = Math.min(room, this.options.maxAckWindow - this.#window.size);
       if (space <= 0 || this.#closed) break;
       const batch = await this.#inner.read({ max: space });

@@ -161,6 +161,25 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(back).toMatchObject({ data: "m0", deliveries: 1, seq: 1, part: 1 });
     });
 
+    it("a lease that runs out on the last delivery dead-letters the message, and the same poll goes on with the next", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver, { maxDeliveries: 2 });
+      expect((await c.poll({ max: 1, leaseMs: 20 }))[0]!.data).toBe("m0");
+      await sleep(30);
+      expect((await c.poll({ max: 1, leaseMs: 20 }))[0]).toMatchObject({ data: "m0", deliveries: 2 });
+      const [m1] = await c.poll({ max: 1 });
+      await c.nack(m1!); // ready again, behind m0 in the window
+      await sleep(40); // m0's second lease runs out
+      const started = Date.now();
+      const [next] = await c.poll({ max: 1, timeoutMs: 3000 });
+      expect(next).toMatchObject({ data: "m1", deliveries: 2 });
+      expect(Date.now() - started).toBeLessThan(1000);
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      expect((await dlq.read()).map((m) => [parseDeadLetter(m)?.data, parseDeadLetter(m)?.error])).toEqual([["m0", "its lease ran out (delivery 2)"]]);
+      await dlq.close();
+    });
+
     it("a dead-letter queue that cannot be written keeps the message here, not handed out, and tries again", async () => {
       const { driver } = await setup();
       await fill(driver, 2);

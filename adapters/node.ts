@@ -7,6 +7,8 @@
 import { QueueConsumer } from "../src/consumer";
 import type { ConsumerOptions as EngineConsumerOptions, QueueOptions as EngineQueueOptions } from "../src/options";
 import { QueueWriter } from "../src/writer";
+import { SharedConsumer } from "../src/shared-consumer";
+import type { SharedConsumerOptions as EngineSharedConsumerOptions } from "../src/shared-options";
 import { resolveDriver } from "./storage";
 import { autoZstd } from "./zstd-native";
 
@@ -19,6 +21,7 @@ interface DirOption {
 
 export interface QueueOptions extends EngineQueueOptions, DirOption {}
 export interface ConsumerOptions extends EngineConsumerOptions, DirOption {}
+export interface SharedConsumerOptions extends EngineSharedConsumerOptions, DirOption {}
 
 /** Opens a queue for writing, on `options.driver` or else the fs driver on `options.dir` (zstd: `autoZstd` unless given). */
 export async function openQueue(name: string, { dir, ...options }: QueueOptions = {}): Promise<QueueWriter> {
@@ -28,4 +31,9 @@ export async function openQueue(name: string, { dir, ...options }: QueueOptions 
 /** Opens consumer `name` of `queue`, on `options.driver` or else the fs driver on `options.dir` (zstd: `autoZstd` unless given). */
 export async function openConsumer(queue: string, name: string, { dir, ...options }: ConsumerOptions = {}): Promise<QueueConsumer> {
   return QueueConsumer.open(queue, name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
+}
+
+/** Opens shared consumer `name` of `queue` (README, "Shared consumers"), on `options.driver` or else the fs driver on `options.dir`. */
+export async function openSharedConsumer(queue: string, name: string, { dir, ...options }: SharedConsumerOptions = {}): Promise<SharedConsumer> {
+  return SharedConsumer.open(queue, name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
 }

@@ -26,6 +26,8 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
   E_CLOSED: 503,
   // A well-formed cursor for messages this server has not handed out (malformed ones are 400 E_PARAM).
   E_CURSOR: 409,
+  E_KIND: 409,
+  E_LEASE: 409,
   E_CORRUPT: 500,
   // The storage failed (the writer is reopened on the next push): a retry may succeed.
   E_IO: 503,

@@ -1,5 +1,6 @@
 // Over 300 lines: the facade of a consumer (read, wait, poll, commit, seek, lag, close) over its
 // reader, position file and lock; each call is a few lines, and they share its serial chain.
+import { checkConsumerKind, type ConsumerKind } from "./consumer-kind";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
@@ -47,8 +48,11 @@ export class QueueConsumer {
     this.options.onProblem(problem);
   };
 
-  private constructor(queue: string, name: string, options: ResolvedConsumerOptions, lock: DriverLock) {
+  readonly #kind: ConsumerKind;
+
+  private constructor(queue: string, name: string, options: ResolvedConsumerOptions, lock: DriverLock, kind: ConsumerKind) {
     this.queue = queue;
+    this.#kind = kind;
     this.name = name;
     this.options = options;
     this.#driver = options.driver;
@@ -57,8 +61,11 @@ export class QueueConsumer {
     this.#positionFile = new PositionFile(options.driver, queue, name, lock, options.syncCommits);
   }
 
-  /** Opens (and by default creates) consumer `name` of `queue`; takes the consumer's lock. */
-  static async open(queue: string, name: string, options: ConsumerOptions = {}): Promise<QueueConsumer> {
+  /**
+   * Opens (and by default creates) consumer `name` of `queue`; takes the consumer's lock.
+   * `kind` is internal: a shared consumer (shared-consumer.ts) reads through an ordered one.
+   */
+  static async open(queue: string, name: string, options: ConsumerOptions = {}, kind: ConsumerKind = "ordered"): Promise<QueueConsumer> {
     assertName(queue, "queue");
     assertName(name, "consumer", queue);
     const resolved = resolveConsumerOptions(options);
@@ -66,7 +73,7 @@ export class QueueConsumer {
       resolved.driver,
       consumerLockPath(queue, name),
       `Consumer "${name}" of queue "${queue}" is already open (in this or another process). One reader per consumer name.`,
-      (lock) => new QueueConsumer(queue, name, resolved, lock),
+      (lock) => new QueueConsumer(queue, name, resolved, lock, kind),
       (consumer) => consumer.#init(),
       async (consumer) => {
         await consumer.#reader.close();
@@ -292,6 +299,7 @@ export class QueueConsumer {
     const startAt = () => startPosition(driver, this.queue, start, parts, info?.part);
     const loaded = await this.#positionFile.load();
     if (loaded === "missing" && !create) throw new VQueueError("E_NOT_FOUND", `Consumer "${this.name}" of queue "${this.queue}" does not exist.`);
+    await checkConsumerKind(driver, this.queue, this.name, this.#kind, loaded === "missing", this.options.syncCommits);
     if (loaded === "unreadable") {
       onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
     }

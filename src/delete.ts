@@ -4,7 +4,7 @@ import { forgetShared } from "./handles";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { consumerOfPopFile, partDir, partOfDir, popInfoPath, prunedPath, queueInfoPath } from "./paths";
+import { consumerOfPopFile, consumerOfSharedFile, partDir, partOfDir, popInfoPath, prunedPath, queueInfoPath, sharedJournalPath, sharedStatePath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
 
@@ -35,16 +35,19 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
   try {
     const parts = await listParts(driver, queue);
     const info = await driver.readRecord(queueInfoPath(queue));
-    const positions = (await driver.list("")).filter((entry) => consumerOfPopFile(queue, entry) !== undefined);
+    const entries = await driver.list("");
+    const positions = entries.filter((entry) => consumerOfPopFile(queue, entry) !== undefined);
+    // Shared consumers' state (shared-state.ts) goes with their positions.
+    const sharedFiles = entries.filter((entry) => consumerOfSharedFile(queue, entry) !== undefined);
     if (info === undefined && parts.length === 0 && positions.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
-    for (const entry of positions) await driver.remove(entry);
+    for (const entry of [...positions, ...sharedFiles]) await driver.remove(entry);
     for (const id of parts) await driver.remove(partDir(queue, id));
     // Retention's record of deleted parts: a queue made later under this name reuses part ids.
     await driver.remove(prunedPath(queue));
     await driver.remove(queueInfoPath(queue));
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
-    forgetShared(driver, (path) => path === queueInfoPath(queue) || path === prunedPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined);
+    forgetShared(driver, (path) => path === queueInfoPath(queue) || path === prunedPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.
@@ -54,7 +57,8 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
 }
 
 /**
- * Removes a consumer: its saved position (`Q_info_pop_C`) and its lock file. Refused
+ * Removes a consumer: its saved position (`Q_info_pop_C`), a shared consumer's state
+ * (`Q_info_shared_C`, `Q_info_shlog_C`) and its lock file. Refused
  * (`E_LOCKED`) while it is open, in this process or another; `E_NOT_FOUND` when it has no
  * saved position.
  */
@@ -69,7 +73,10 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
       const queueExists = (await driver.readRecord(queueInfoPath(queue))) !== undefined || (await listParts(driver, queue)).length > 0;
       throw new VQueueError("E_NOT_FOUND", queueExists ? `Consumer "${consumer}" of queue "${queue}" does not exist.` : `Queue "${queue}" does not exist.`);
     }
+    // The position first: a delete cut short leaves a shared consumer's state, still shared.
     await driver.remove(path);
+    await driver.remove(sharedJournalPath(queue, consumer));
+    await driver.remove(sharedStatePath(queue, consumer));
     forgetShared(driver, (p) => p === path);
   } finally {
     // Releasing removes the lock file.

@@ -15,6 +15,10 @@ export type VQueueErrorCode =
   | "E_NOT_FOUND"
   /** The object was closed. */
   | "E_CLOSED"
+  /** A consumer name is opened as the other kind (ordered or shared) than it was created as. */
+  | "E_KIND"
+  /** A shared consumer's `nack` or `extend` names a lease that is no longer that worker's. */
+  | "E_LEASE"
   /** A commit names a message that was not handed out by this consumer. */
   | "E_CURSOR"
   /** A file is damaged beyond what recovery can skip. */
@@ -63,7 +67,9 @@ export interface QueueProblem {
     /** Retention deleted messages a consumer had not read; `missed` says how many. */
     | "MISSED"
     /** A background retention round failed (it is tried again later). */
-    | "PRUNE_FAILED";
+    | "PRUNE_FAILED"
+    /** A shared consumer could not push a message to its dead-letter queue (it is tried again at the next poll). */
+    | "DEAD_LETTER_FAILED";
   message: string;
   queue: string;
   part?: number;

@@ -12,6 +12,14 @@ export const partIndexPath = (q: string, part: number): string => `${q}-${part}/
 /** v-queue's record of the parts retention deleted (pruned.ts): no queue name holds `_info_`, and `pruned` is no `pop_`. */
 export const prunedPath = (q: string): string => `${q}_info_pruned`;
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
+/**
+ * A shared consumer's state beside its `Q_info_pop_C` (shared-state.ts): a snapshot, which also
+ * marks the name as shared, and a journal of what happened since. After the queue's `_info_`,
+ * `shared_` and `shlog_` are no `pop_`, `queue` or `pruned`, and neither prefixes the other; both
+ * are shorter than `pop_` plus `.lock`, so the pair's name length rule covers them.
+ */
+export const sharedStatePath = (q: string, c: string): string => `${q}_info_shared_${c}`;
+export const sharedJournalPath = (q: string, c: string): string => `${q}_info_shlog_${c}`;
 export const writerLockPath = (q: string): string => `${q}_queue.lock`;
 export const consumerLockPath = (q: string, c: string): string => `${q}_info_pop_${c}.lock`;
 
@@ -21,6 +29,17 @@ export function consumerOfPopFile(q: string, fileName: string): string | undefin
   if (!fileName.startsWith(prefix)) return undefined;
   const name = fileName.slice(prefix.length);
   return isValidConsumerName(name, q) ? name : undefined;
+}
+
+/** The consumer name of a shared consumer's `Q_info_shared_C` or `Q_info_shlog_C` file name, if it is one of queue `q`. */
+export function consumerOfSharedFile(q: string, fileName: string): string | undefined {
+  for (const prefix of [`${q}_info_shared_`, `${q}_info_shlog_`]) {
+    if (fileName.startsWith(prefix)) {
+      const name = fileName.slice(prefix.length);
+      return isValidConsumerName(name, q) ? name : undefined;
+    }
+  }
+  return undefined;
 }
 
 /** The consumer name of a `Q_info_pop_C.lock` file name, if it is one of queue `q` (a consumer name never ends in `.lock`). */

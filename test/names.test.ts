@@ -6,7 +6,7 @@ import memoryDriver from "../adapters/drivers/memory";
 import { QueueConsumer } from "../src/consumer";
 import { inspectQueue, listConsumers, listQueues } from "../src/inspect";
 import { isValidConsumerName, isValidQueueName } from "../src/names";
-import { consumerLockPath, consumerOfPopFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, pushInfoPath, queueInfoPath, queueOfInfoFile, writerLockPath } from "../src/paths";
+import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, pushInfoPath, queueInfoPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
 import { errorCode, startServer } from "./http/_server";
 import { useTempDirs } from "./helpers/tmp";
@@ -15,7 +15,7 @@ import { seededRandom } from "./helpers/random";
 const freshDir = useTempDirs("vq-names-");
 
 /** Pieces that spell the layout's own suffixes, so generated names try hard to collide. */
-const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push", "_index", "index", "_info_pruned", "pruned"];
+const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push", "_index", "index", "_info_pruned", "pruned", "shared", "_info_shared_", "shlog", "_info_shlog_", "_shared"];
 
 function names(seed: number, count: number): string[] {
   const next = seededRandom(seed);
@@ -53,6 +53,8 @@ function layout(queues: string[], consumers: string[]): Map<string, string[]> {
       if (!isValidConsumerName(c, q)) continue;
       add(popInfoPath(q, c), `pop ${q} ${c}`);
       add(consumerLockPath(q, c), `consumer-lock ${q} ${c}`);
+      add(sharedStatePath(q, c), `shared-state ${q} ${c}`);
+      add(sharedJournalPath(q, c), `shared-journal ${q} ${c}`);
     }
   }
   return paths;
@@ -82,6 +84,8 @@ describe("names map one-to-one onto the crate's flat layout", () => {
       for (const q of queues) {
         const c = consumerOfPopFile(q, entry);
         if (c !== undefined) expect(popInfoPath(q, c), `${q} ${entry}`).toBe(entry);
+        const s = consumerOfSharedFile(q, entry);
+        if (s !== undefined) expect([sharedStatePath(q, s), sharedJournalPath(q, s)], `${q} ${entry}`).toContain(entry);
         const part = partOfDir(q, entry);
         if (part !== undefined) expect(partDir(q, part)).toBe(entry);
       }
@@ -168,5 +172,17 @@ describe("a queue the crate made under a name v-queue refuses keeps its files", 
     const ours = new Set<string>();
     for (const q of safe.filter((n) => isValidQueueName(n))) for (const c of safe) if (isValidConsumerName(c, q)) ours.add(popInfoPath(q, c)).add(consumerLockPath(q, c));
     for (const q of crateQueues) for (const c of safe) expect(ours.has(popInfoPath(q, c)), `${q} ${c}`).toBe(false);
+  });
+});
+
+describe("a shared consumer's state files", () => {
+  it("fit in one file name whenever the pair's pop lock does, and are no other consumer's pop file", () => {
+    const q = "q".repeat(120);
+    const c = "c".repeat(255 - 15 - 120);
+    expect(isValidConsumerName(c, q)).toBe(true);
+    for (const path of [sharedStatePath(q, c), sharedJournalPath(q, c)]) {
+      expect(path.length).toBeLessThanOrEqual(consumerLockPath(q, c).length);
+      expect(consumerOfPopFile(q, path)).toBeUndefined();
+    }
   });
 });

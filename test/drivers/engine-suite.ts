@@ -10,6 +10,7 @@ import { inspectQueue, listQueues } from "../../src/inspect";
 import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
 import { adminTests } from "./admin-suite";
+import { sharedTests } from "./shared-suite";
 import { describeLifeOnDriver } from "./life-suite";
 import { ZSTD_PAIRS } from "../helpers/zstd";
 
@@ -436,6 +437,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
     });
 
     adminTests(setup);
+    sharedTests(setup);
   });
 }
 

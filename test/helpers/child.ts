@@ -7,12 +7,16 @@
  * - `read-commit <dir> <queue> <consumer> <n>`: reads n messages, commits, prints them as JSON, exits.
  * - `push <dir> <queue> <message>`: pushes one message and exits.
  * - `prune <dir> <queue> <maxParts>`: applies retention once, prints its result as JSON, exits.
+ * - `shared-worker <dir> <queue> <consumer>`: a shared consumer with fsync'd acks, polling and
+ *   printing `got <body>` per message, acking two in three (then `ack <body>`), leaving the rest leased, until killed.
+ * - `hold-shared <dir> <queue> <consumer>`: opens a shared consumer, prints `ready`, waits.
  * - `lease-pusher <dir> <run> <leaseMs>`: a writer on unstorage over files in <dir> (a lease lock),
  *   pushing `<run>-<i>` one at a time, printing `ack <i>` or `err <code>` for each, until killed.
  */
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
+import { SharedConsumer } from "../../src/shared-consumer";
 import { pruneQueue } from "../../src/retention";
 import { selectZstd, type ZstdChoice } from "../../adapters/zstd-native";
 
@@ -50,6 +54,27 @@ switch (mode) {
   }
   case "hold-consumer": {
     await QueueConsumer.open(args[0]!, args[1]!, { driver });
+    out("ready");
+    setInterval(() => {}, 1000);
+    break;
+  }
+  case "shared-worker": {
+    const shared = await SharedConsumer.open(args[0]!, args[1]!, { driver, leaseMs: 60_000, onProblem: () => {} });
+    out("ready");
+    for (;;) {
+      const batch = await shared.poll({ max: 4, timeoutMs: 100 });
+      await Promise.all(
+        batch.map(async (m) => {
+          out(`got ${m.data as string}`);
+          if (m.seq % 3 === 0) return;
+          await shared.ack(m);
+          out(`ack ${m.data as string}`);
+        }),
+      );
+    }
+  }
+  case "hold-shared": {
+    await SharedConsumer.open(args[0]!, args[1]!, { driver });
     out("ready");
     setInterval(() => {}, 1000);
     break;

@@ -1,0 +1,431 @@
+// Over 300 lines: the facade of a shared consumer (open, poll, wait, ack, nack, extend, dead
+// letters, close); the window, the state files, the group commit, the options, the dead-letter
+// format and the iterator live in their own files; these calls share one window.
+import { checkInteger } from "./options";
+import { QueueConsumer } from "./consumer";
+import { comparePositions, formatCursor, type ConsumerPosition } from "./cursor";
+import { deadLetterOf } from "./dead-letter";
+import { VQueueError } from "./errors";
+import type { Message } from "./message";
+import { assertName } from "./names";
+import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
+import { ackLine, deliveryLine, isBelow, messageKey, SharedState, type SharedSnapshot } from "./shared-state";
+import { SharedWindow, type WindowEntry } from "./shared-window";
+import { GroupCommit } from "./group-commit";
+import { iterateShared, type SharedIterateOptions } from "./shared-iterate";
+import { QueueWriter } from "./writer";
+
+/** A message leased to one worker: `ack`, `nack` or `extend` it with its `lease`. */
+export interface LeasedMessage extends Message {
+  /** Times it was handed out, this one included (kept across restarts). */
+  deliveries: number;
+  /** This hand-out's id: a later hand-out of the same message gets another. */
+  lease: number;
+  /** When the lease runs out (ms since the epoch); then the message goes to another worker. */
+  leaseUntil: number;
+}
+
+/** What names a lease: the message and its hand-out. */
+export type LeaseRef = Pick<LeasedMessage, "part" | "offset" | "lease">;
+
+export interface SharedPollOptions {
+  /** Most messages to lease. @default 10 */
+  max?: number;
+  /** This poll's lease time. @default the consumer's `leaseMs` */
+  leaseMs?: number;
+  signal?: AbortSignal;
+  /** Wait up to this long for the first message ([] then). @default no limit */
+  timeoutMs?: number;
+}
+
+export interface NackOptions {
+  /** The message comes again after this long. @default 0 */
+  delayMs?: number;
+  /** Why it failed: kept with a dead letter. */
+  error?: string;
+}
+
+/** The journal is folded into a new snapshot once it is this large and the floor has moved. */
+const COMPACT_BYTES = 64 * 1024;
+const MAX_ERROR_CHARS = 4096;
+
+const open = new Map<string, Promise<SharedConsumer>>();
+
+/**
+ * A consumer name that many workers share: each `poll` leases messages to its caller, one
+ * worker at a time per message, and each is acknowledged on its own (README, "Shared consumers").
+ * One object per (storage, queue, name) in a process: opening it again gives the same object
+ * (each `open` takes one `close`). It holds the consumer's lock, so another process gets
+ * `E_LOCKED` and reaches it through a server.
+ *
+ * State: the ack floor is the crate's pop line, kept by an ordered `QueueConsumer` whose reader
+ * is the read head; acks above the floor and delivery counts are in shared-state.ts; leases are
+ * in memory only (after a restart every unacknowledged message comes again).
+ */
+export class SharedConsumer {
+  readonly queue: string;
+  readonly name: string;
+  readonly options: ResolvedSharedOptions;
+  readonly #key: string;
+  readonly #inner: QueueConsumer;
+  readonly #state: SharedState;
+  readonly #window = new SharedWindow();
+  /** Acks and counts from the files, for messages the head has not read again yet. */
+  readonly #loaded: SharedSnapshot;
+  #floor: ConsumerPosition;
+  #refs = 1;
+  #closed = false;
+  #leaseSeq = 0;
+  /** Takes (scan, read ahead, dead letters) one at a time. */
+  #serial: Promise<unknown> = Promise.resolve();
+  readonly #commits: GroupCommit;
+  readonly #listeners = new Set<() => void>();
+  #dlq: Promise<QueueWriter> | undefined;
+
+  private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
+    this.queue = inner.queue;
+    this.name = inner.name;
+    this.options = options;
+    this.#key = key;
+    this.#inner = inner;
+    this.#state = state;
+    this.#loaded = loaded;
+    this.#floor = inner.committed;
+    this.#commits = new GroupCommit(
+      (lines) => state.append(lines),
+      () => this.#afterWrite(),
+    );
+  }
+
+  /** Opens (by default creates) shared consumer `name` of `queue`: `E_KIND` when the name is an ordered consumer's. */
+  static async open(queue: string, name: string, options: SharedConsumerOptions = {}): Promise<SharedConsumer> {
+    assertName(queue, "queue");
+    assertName(name, "consumer", queue);
+    const resolved = resolveSharedOptions(queue, options);
+    const key = `${resolved.driver.storageKey}\u0000${queue}\u0000${name}`;
+    const existing = open.get(key);
+    if (existing) {
+      const consumer = await existing;
+      consumer.#refs++;
+      return consumer;
+    }
+    const opening = (async () => {
+      const inner = await QueueConsumer.open(queue, name, resolved, "shared");
+      try {
+        const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits);
+        const consumer = new SharedConsumer(key, inner, state, await state.load(resolved.onProblem), resolved);
+        // A fresh snapshot of what is above the floor, and an empty journal (a torn line goes).
+        await state.compact(consumer.#snapshotLines());
+        return consumer;
+      } catch (error) {
+        await inner.close();
+        throw error;
+      }
+    })();
+    open.set(key, opening);
+    return opening.catch((error: unknown) => {
+      open.delete(key);
+      throw error;
+    });
+  }
+
+  /** The ack floor: every message before it is acknowledged (the crate's pop line). */
+  get floor(): ConsumerPosition {
+    return { ...this.#floor };
+  }
+
+  /** Leases running now, and messages tracked above the floor. */
+  get stats(): { inFlight: number; window: number } {
+    return { inFlight: this.#window.scan(Date.now(), 0).live, window: this.#window.size };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Leases up to `max` messages to the caller, waiting up to `timeoutMs` for the first:
+   * messages that came back (nacked, or whose lease ran out) first, oldest first, then new
+   * ones. Fewer (or none, after the wait) while `maxInFlight` leases run, or while the oldest
+   * unacknowledged message holds the window (`maxAckWindow`). A message due for its
+   * `maxDeliveries + 1`-th delivery goes to the dead-letter queue instead.
+   */
+  async poll(options: SharedPollOptions = {}): Promise<LeasedMessage[]> {
+    this.#assertOpen();
+    const { max = 10, leaseMs = this.options.leaseMs, signal, timeoutMs } = options;
+    checkInteger("max", max, 1, 1_000_000);
+    checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
+    if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    for (;;) {
+      const got = await this.#exclusive(() => this.#take(max, leaseMs));
+      if (got.length > 0 || signal?.aborted || this.#closed) return got;
+      const remaining = deadline === undefined ? undefined : deadline - Date.now();
+      if (remaining !== undefined && remaining <= 0) return [];
+      await this.#wait(remaining, signal);
+    }
+  }
+
+  /**
+   * Acknowledges a message: resolves once that is durable (journal line, fsync'd with
+   * `syncCommits`); concurrent acks share one write. Accepted from a worker whose lease ran
+   * out (the work is done); a message acknowledged already resolves at once.
+   */
+  ack(ref: LeaseRef): Promise<void> {
+    try {
+      this.#assertOpen();
+      const key = messageKey(ref.part, ref.offset);
+      const entry = this.#window.get(key);
+      if (entry) return this.#ack(entry);
+      if (isBelow(key, this.#floor)) return Promise.resolve();
+      throw new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries`. */
+  async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
+    this.#assertOpen();
+    const { delayMs = 0, error } = options;
+    checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    const entry = this.#leased(ref, "nack");
+    if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
+    if (entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    entry.state = "ready";
+    entry.until = Date.now() + delayMs;
+    this.#notify();
+  }
+
+  /** Keeps a lease for `leaseMs` more from now (a long job); resolves with its new end. */
+  async extend(ref: LeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
+    this.#assertOpen();
+    const { leaseMs = this.options.leaseMs } = options;
+    checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
+    const entry = this.#leased(ref, "extend");
+    entry.until = Date.now() + leaseMs;
+    return entry.until;
+  }
+
+  /** Leased messages as an async iterator: acked when the loop body is done with one, nacked when it throws or breaks. */
+  messages(options: SharedIterateOptions = {}): AsyncGenerator<LeasedMessage, void, undefined> {
+    return iterateShared(this, options);
+  }
+
+  /**
+   * Closes this handle; the last `close` of the process waits for the writes in flight, saves
+   * a snapshot and releases the lock. Leases end: their messages come again at the next open.
+   */
+  async close(): Promise<void> {
+    if (this.#closed || --this.#refs > 0) return;
+    this.#closed = true;
+    open.delete(this.#key);
+    this.#notify();
+    try {
+      await this.#serial.catch(() => {});
+      await this.#commits.idle();
+      await this.#afterWrite().catch(() => {});
+      await this.#compact().catch(() => {});
+    } finally {
+      await this.#state.close().catch(() => {});
+      const dlq = await this.#dlq?.catch(() => undefined);
+      await dlq?.close().catch(() => {});
+      await this.#inner.close();
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // --- Internals ---
+
+  #assertOpen(): void {
+    if (this.#closed) throw new VQueueError("E_CLOSED", `Shared consumer "${this.name}" of queue "${this.queue}" is closed.`);
+  }
+
+  #exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#serial.then(task);
+    this.#serial = run.catch(() => {});
+    return run;
+  }
+
+  /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
+  async #take(max: number, leaseMs: number): Promise<LeasedMessage[]> {
+    const out: WindowEntry[] = [];
+    const failed = new Set<WindowEntry>();
+    for (;;) {
+      const now = Date.now();
+      // Those that failed to move to the dead-letter queue take no place of the others.
+      const scan = this.#window.scan(now, max - out.length + failed.size);
+      let room = Math.min(max - out.length, this.options.maxInFlight - scan.live);
+      let moved = false;
+      for (const entry of scan.available) {
+        if (room <= 0) break;
+        if (failed.has(entry)) continue;
+        // Back from a lease that ran out: that is its last failure.
+        if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
+        if (entry.deliveries >= this.options.maxDeliveries) {
+          await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
+          moved = true;
+          continue;
+        }
+        entry.state = "leased";
+        entry.deliveries++;
+        entry.lease = ++this.#leaseSeq;
+        entry.until = now + leaseMs;
+        out.push(entry);
+        room--;
+      }
+      // Dead letters took places of the scan: look again before reading more.
+      if (moved && room > 0) continue;
+      const space = Math.min(room, this.options.maxAckWindow - this.#window.size);
+      if (space <= 0 || this.#closed) break;
+      const batch = await this.#inner.read({ max: space });
+      if (batch.length === 0) break;
+      let anyAcked = false;
+      for (const message of batch) {
+        const key = messageKey(message.part, message.offset);
+        const deliveries = this.#loaded.deliveries.get(key) ?? 0;
+        this.#loaded.deliveries.delete(key);
+        // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
+        const acked = this.#loaded.acked.delete(key);
+        anyAcked ||= acked;
+        this.#window.add(message, deliveries, acked);
+      }
+      if (anyAcked) void this.#commits.add("").catch(() => {});
+    }
+    if (out.length === 0) return [];
+    // Counted before it goes out: a crash never forgets a delivery.
+    await this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
+    return out.map((entry) => ({ ...entry.message!, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until }));
+  }
+
+  async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
+    const now = Date.now();
+    const { live, nextAt } = this.#window.scan(now, 0);
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) stop.abort();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let off = () => {};
+    const waits: Promise<unknown>[] = [
+      new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true })),
+      new Promise<void>((resolve) => (off = this.#onChange(resolve))),
+    ];
+    const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
+    if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
+    // New messages matter only while there is room to hand them out.
+    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow) waits.push(this.#inner.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
+    try {
+      await Promise.race(waits);
+    } finally {
+      stop.abort();
+      clearTimeout(timer);
+      off();
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  #onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Waiting polls look again: a lease ended, a message came back, a slot freed. */
+  #notify(): void {
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  #leased(ref: LeaseRef, what: string): WindowEntry {
+    const key = messageKey(ref.part, ref.offset);
+    const entry = this.#window.get(key);
+    if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until <= Date.now()) {
+      const why = !entry || entry.state === "acked" ? "it is acknowledged" : entry.lease !== ref.lease ? "it was handed out again since" : "the lease ran out";
+      throw new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
+    }
+    return entry;
+  }
+
+  #ack(entry: WindowEntry): Promise<void> {
+    if (entry.state === "acked") return entry.acking ?? Promise.resolve();
+    const message = entry.message;
+    entry.state = "acked";
+    entry.message = undefined;
+    entry.until = 0;
+    entry.acking = this.#commits
+      .add(ackLine(entry.key), () => (entry.persisted = true))
+      .catch((error: unknown) => {
+        // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
+        if (!entry.persisted) Object.assign(entry, { state: "ready", until: 0, message, acking: undefined });
+        throw error;
+      });
+    this.#notify();
+    return entry.acking;
+  }
+
+  /** Pushes a message to the dead-letter queue, then acknowledges it here (a crash in between: it may go twice). */
+  async #deadLetter(entry: WindowEntry): Promise<void> {
+    const message = entry.message!;
+    entry.state = "leased";
+    entry.until = Infinity; // held: no poll hands it out while it moves
+    entry.lease = ++this.#leaseSeq;
+    try {
+      const { driver, onProblem, zstd, syncCommits, deadLetterQueue } = this.options;
+      const writer = await (this.#dlq ??= QueueWriter.open(deadLetterQueue, { driver, onProblem, zstd, durability: syncCommits ? "fsync" : "none" }));
+      await writer.push(JSON.stringify(deadLetterOf(this.queue, this.name, message, entry.deliveries, entry.error)));
+    } catch (error) {
+      this.#dlq = undefined;
+      entry.state = "ready";
+      entry.until = 0;
+      throw error;
+    }
+    await this.#ack(entry);
+  }
+
+  /** Not handed out either: it stays due, and the next poll tries the dead-letter queue again. */
+  #deadLetterFailed(entry: WindowEntry, error: unknown, failed: Set<WindowEntry>): void {
+    failed.add(entry);
+    const why = error instanceof Error ? error.message : String(error);
+    this.options.onProblem({ code: "DEAD_LETTER_FAILED", queue: this.queue, consumer: this.name, part: entry.end.part, message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.` });
+  }
+
+  /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
+  async #afterWrite(): Promise<void> {
+    const last = this.#window.dropAcked();
+    if (last) this.#floor = last.end;
+    // Also a floor whose save failed before: tried again here.
+    if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
+    await this.#inner.commit(formatCursor(this.#floor));
+    if (this.#state.journalBytes > COMPACT_BYTES) await this.#compact();
+  }
+
+  /**
+   * A new snapshot of what is above the floor. Only once the floor is saved: the entries it
+   * passed have left the window, and their ack lines would be lost with the journal.
+   */
+  async #compact(): Promise<void> {
+    if (comparePositions(this.#floor, this.#inner.committed) !== 0) return;
+    await this.#state.compact(this.#snapshotLines());
+  }
+
+  /** The state above the floor, as snapshot lines. */
+  #snapshotLines(): string {
+    const floor = this.#inner.committed;
+    let lines = "";
+    for (const entry of this.#window.entries()) {
+      if (entry.state === "acked") {
+        if (entry.persisted) lines += ackLine(entry.key);
+      } else if (entry.deliveries > 0) lines += deliveryLine(entry.key, entry.deliveries);
+    }
+    for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
+    for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
+    return lines;
+  }
+}
+
+/** Opens shared consumer `name` of `queue`. See `SharedConsumer`. */
+export function openSharedConsumer(queue: string, name: string, options?: SharedConsumerOptions): Promise<SharedConsumer> {
+  return SharedConsumer.open(queue, name, options);
+}

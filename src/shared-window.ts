@@ -1,0 +1,98 @@
+import { positionAfter, type ConsumerPosition } from "./cursor";
+import type { Message } from "./message";
+import { messageKey, type MessageKey } from "./shared-state";
+
+/**
+ * The messages of a shared consumer between its ack floor and its read head, oldest first:
+ * what is leased, waiting to come again, or acknowledged out of order. Its length is capped
+ * by the consumer (`maxAckWindow`), so its memory is too: each entry keeps its message's body
+ * until it is acknowledged (then the body is dropped), to hand it out again without a re-read.
+ */
+
+export interface WindowEntry {
+  key: MessageKey;
+  /** The position after the message: the floor once it and all before it are acknowledged. */
+  end: ConsumerPosition;
+  /** The message as first read; `undefined` once acknowledged. */
+  message: Message | undefined;
+  /** Handed out this many times (counted at hand-out, kept across restarts). */
+  deliveries: number;
+  /** `ready`: may be handed out from `until` on; `leased`: with a worker until `until`; `acked`: done. */
+  state: "ready" | "leased" | "acked";
+  until: number;
+  /** The current lease's id (each hand-out gets a new one). */
+  lease: number;
+  /** Its ack line is written (only then may the floor pass it). */
+  persisted: boolean;
+  /** Resolves once the ack is durable (a second `ack` of the same message waits for it). */
+  acking?: Promise<void>;
+  /** The last error given to `nack`. */
+  error?: string;
+}
+
+export class SharedWindow {
+  #entries: WindowEntry[] = [];
+  #head = 0;
+  readonly #byKey = new Map<MessageKey, WindowEntry>();
+
+  get size(): number {
+    return this.#entries.length - this.#head;
+  }
+
+  get(key: MessageKey): WindowEntry | undefined {
+    return this.#byKey.get(key);
+  }
+
+  /** Adds the next message read at the head. */
+  add(message: Message, deliveries: number, acked: boolean): WindowEntry {
+    const key = messageKey(message.part, message.offset);
+    // Bytes are views into a 1 MiB read chunk: a copy, so a kept body does not keep the chunk.
+    const kept = typeof message.data === "string" ? message : { ...message, data: message.data.slice() };
+    const entry: WindowEntry = { key, end: positionAfter(message), message: acked ? undefined : kept, deliveries, state: acked ? "acked" : "ready", until: 0, lease: 0, persisted: acked };
+    this.#entries.push(entry);
+    this.#byKey.set(key, entry);
+    return entry;
+  }
+
+  /**
+   * One pass from the oldest: the leases still running, and the entries that may be handed
+   * out now (ready, or leased past their time), up to `max`. O(window size).
+   */
+  scan(now: number, max: number): { live: number; available: WindowEntry[]; nextAt: number | undefined } {
+    let live = 0;
+    let nextAt: number | undefined;
+    const available: WindowEntry[] = [];
+    for (let i = this.#head; i < this.#entries.length; i++) {
+      const entry = this.#entries[i]!;
+      if (entry.state === "acked") continue;
+      if (entry.until > now) {
+        if (entry.state === "leased") live++;
+        nextAt = nextAt === undefined ? entry.until : Math.min(nextAt, entry.until);
+      } else if (available.length < max) available.push(entry);
+    }
+    return { live, available, nextAt };
+  }
+
+  /** Every entry, oldest first (for a snapshot of the state). */
+  *entries(): IterableIterator<WindowEntry> {
+    for (let i = this.#head; i < this.#entries.length; i++) yield this.#entries[i]!;
+  }
+
+  /** Drops the oldest entries whose ack is written; returns the newest dropped (the floor moves after it). */
+  dropAcked(): WindowEntry | undefined {
+    let last: WindowEntry | undefined;
+    while (this.#head < this.#entries.length) {
+      const entry = this.#entries[this.#head]!;
+      if (entry.state !== "acked" || !entry.persisted) break;
+      this.#byKey.delete(entry.key);
+      this.#head++;
+      last = entry;
+    }
+    // Reclaim the dropped slots now and then (amortised O(1) per entry).
+    if (this.#head > 1024 && this.#head * 2 > this.#entries.length) {
+      this.#entries = this.#entries.slice(this.#head);
+      this.#head = 0;
+    }
+    return last;
+  }
+}

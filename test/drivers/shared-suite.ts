@@ -1,0 +1,340 @@
+// Shared consumers (src/shared-consumer.ts) on every driver: leases, acks, nacks, dead
+// letters, restarts, kinds, bounds and the crate-format floor.
+import { afterEach, describe, expect, it } from "vitest";
+import type { QueueDriver } from "../../src/driver";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { inspectQueue, listConsumers } from "../../src/inspect";
+import { deleteConsumer, deleteQueue } from "../../src/delete";
+import { parseDeadLetter, redrive } from "../../src/dead-letter";
+import { SharedConsumer, type LeasedMessage } from "../../src/shared-consumer";
+import type { SharedConsumerOptions } from "../../src/shared-options";
+import { popInfoPath, sharedJournalPath, sharedStatePath } from "../../src/paths";
+import { seededRandom } from "../helpers/random";
+import type { EngineTestContext } from "./engine-suite";
+
+const quiet = { durability: "none", onProblem: () => {} } as const;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const text = new TextDecoder();
+
+export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
+  describe("shared consumers", () => {
+    const opened: { close(): Promise<void>; closed: boolean }[] = [];
+    afterEach(async () => {
+      for (const x of opened.splice(0)) if (!x.closed) await x.close().catch(() => {});
+    });
+    const fill = async (driver: QueueDriver, count: number, queue = "q") => {
+      const q = await QueueWriter.open(queue, { driver, ...quiet });
+      if (count > 0) await q.pushBatch(Array.from({ length: count }, (_, i) => `m${i}`));
+      await q.close();
+    };
+    const shared = async (driver: QueueDriver, options: SharedConsumerOptions = {}, name = "s") => {
+      const c = await SharedConsumer.open("q", name, { driver, syncCommits: false, onProblem: () => {}, ...options });
+      opened.push(c);
+      return c;
+    };
+    const bodies = (messages: LeasedMessage[]) => messages.map((m) => m.data as string);
+
+    it("several workers with random failures: every message done, none lost; the floor reaches the end in crate format", async () => {
+      const { driver } = await setup();
+      await fill(driver, 60);
+      const c = await shared(driver, { leaseMs: 5000 });
+      const random = seededRandom(7);
+      const done = new Map<string, number>();
+      const worker = async () => {
+        for (;;) {
+          const batch = await c.poll({ max: 3, timeoutMs: 30 });
+          if (batch.length === 0) {
+            if (done.size === 60) return;
+            continue;
+          }
+          for (const m of batch) {
+            if (random() < 0.3) await c.nack(m, { error: "flaky" });
+            else {
+              await c.ack(m);
+              done.set(m.data as string, (done.get(m.data as string) ?? 0) + 1);
+            }
+          }
+        }
+      };
+      await Promise.all([worker(), worker(), worker(), worker()]);
+      expect([...done.keys()].sort()).toEqual(Array.from({ length: 60 }, (_, i) => `m${i}`).sort());
+      expect([...done.values()].every((n) => n === 1)).toBe(true);
+      expect(c.stats).toEqual({ inFlight: 0, window: 0 });
+      const line = text.decode(await driver.readRecord(popInfoPath("q", "s")));
+      expect(line).toMatch(/^q;s;\d+;60;0\n/);
+      expect((await listConsumers(driver, "q")).map((x) => [x.name, x.lag])).toEqual([["s", 0]]);
+      expect((await inspectQueue(driver, "q"))?.consumers.map((x) => x.name)).toEqual(["s"]);
+    });
+
+    it("workers that nack, abandon (the lease runs out) and ack at random: one holder at a time, every message done", async () => {
+      const { driver } = await setup();
+      await fill(driver, 40);
+      const c = await shared(driver, { leaseMs: 200, maxDeliveries: 1000 });
+      const random = seededRandom(11);
+      const holder = new Map<string, number>(); // body -> held until (ms)
+      const done = new Set<string>();
+      const worker = async (id: number) => {
+        while (done.size < 40) {
+          for (const m of await c.poll({ max: 2, timeoutMs: 50 })) {
+            const body = m.data as string;
+            // Held until acked or nacked, or else until its lease ends.
+            const heldUntil = holder.get(body);
+            expect(heldUntil === undefined || Date.now() >= heldUntil, `${body} given to ${id} while with another`).toBe(true);
+            expect(done.has(body), `${body} acknowledged already`).toBe(false);
+            holder.set(body, m.leaseUntil);
+            await sleep(random() * 5);
+            const roll = random();
+            holder.delete(body);
+            if (roll < 0.2) await c.nack(m, { delayMs: 5 });
+            else if (roll < 0.3) holder.set(body, m.leaseUntil); // abandoned: its lease runs out
+            else {
+              await c.ack(m);
+              done.add(body);
+            }
+          }
+        }
+      };
+      await Promise.all([1, 2, 3].map(worker));
+      expect(done.size).toBe(40);
+      expect(c.floor.count).toBe(40);
+    });
+
+    it("a message is with one worker at a time; a lease that runs out hands it to another; extend keeps it", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver);
+      const [a] = await c.poll({ max: 1, leaseMs: 300 });
+      const [b] = await c.poll({ max: 1, leaseMs: 300 });
+      expect([a!.data, b!.data]).toEqual(["m0", "m1"]);
+      expect(await c.poll({ timeoutMs: 0 })).toEqual([]);
+      await c.extend(b!, { leaseMs: 5000 });
+      const again = await c.poll({ max: 5, timeoutMs: 2000 });
+      expect(bodies(again)).toEqual(["m0"]); // a's lease ran out, b's was extended
+      expect(again[0]!.deliveries).toBe(2);
+      // The first worker lost its lease: its nack and extend are refused; a late ack is taken.
+      await expect(c.nack(a!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await expect(c.extend(a!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await c.ack(a!);
+      await c.ack(again[0]!); // acked already: a no-op
+      await c.ack(b!);
+      expect(c.floor.count).toBe(2);
+    });
+
+    it("nack with a delay is not handed out again early", async () => {
+      const { driver } = await setup();
+      await fill(driver, 1);
+      const c = await shared(driver);
+      const [m] = await c.poll();
+      const at = Date.now();
+      await c.nack(m!, { delayMs: 400 });
+      expect(await c.poll({ timeoutMs: 50 })).toEqual([]);
+      const [again] = await c.poll({ timeoutMs: 5000 });
+      expect(Date.now() - at).toBeGreaterThanOrEqual(395);
+      expect(again!.data).toBe("m0");
+      expect(again!.deliveries).toBe(2);
+    });
+
+    it("after maxDeliveries a message goes to the dead-letter queue with origin, deliveries and error; redrive brings it back", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver, { maxDeliveries: 2 });
+      for (let i = 0; i < 2; i++) {
+        const [m] = await c.poll({ max: 1 });
+        expect(m!.data).toBe("m0");
+        await c.nack(m!, { error: `boom ${i}` });
+      }
+      const [next] = await c.poll({ max: 1 });
+      expect(next!.data).toBe("m1");
+      await c.ack(next!);
+      expect(c.floor.count).toBe(2); // the dead letter is acknowledged here
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      const [dead] = await dlq.read();
+      await dlq.close();
+      const letter = parseDeadLetter(dead!)!;
+      expect(letter).toMatchObject({ origin: { queue: "q", consumer: "s", part: 0, offset: 0, seq: 1 }, deliveries: 2, error: "boom 1", type: "string", data: "m0" });
+      await c.close();
+      expect(await redrive(driver, "q.dead", "q")).toBe(1);
+      expect(await redrive(driver, "q.dead", "q")).toBe(0);
+      const c2 = await shared(driver);
+      const [back] = await c2.poll();
+      expect(back).toMatchObject({ data: "m0", deliveries: 1, seq: 1, part: 1 });
+    });
+
+    it("a lease that runs out on the last delivery dead-letters the message, and the same poll goes on with the next", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver, { maxDeliveries: 2 });
+      expect((await c.poll({ max: 1, leaseMs: 20 }))[0]!.data).toBe("m0");
+      await sleep(30);
+      expect((await c.poll({ max: 1, leaseMs: 20 }))[0]).toMatchObject({ data: "m0", deliveries: 2 });
+      const [m1] = await c.poll({ max: 1 });
+      await c.nack(m1!); // ready again, behind m0 in the window
+      await sleep(40); // m0's second lease runs out
+      const started = Date.now();
+      const [next] = await c.poll({ max: 1, timeoutMs: 3000 });
+      expect(next).toMatchObject({ data: "m1", deliveries: 2 });
+      expect(Date.now() - started).toBeLessThan(1000);
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      expect((await dlq.read()).map((m) => [parseDeadLetter(m)?.data, parseDeadLetter(m)?.error])).toEqual([["m0", "its lease ran out (delivery 2)"]]);
+      await dlq.close();
+    });
+
+    it("a dead-letter queue that cannot be written keeps the message here, not handed out, and tries again", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const held = await QueueWriter.open("q.dead", { driver, ...quiet });
+      const problems: string[] = [];
+      const c = await shared(driver, { maxDeliveries: 1, onProblem: (p) => problems.push(p.code) });
+      const [m0] = await c.poll({ max: 1 });
+      await expect(c.nack(m0!, { error: "bad" })).rejects.toMatchObject({ code: "E_LOCKED" });
+      expect(bodies(await c.poll({ max: 5 }))).toEqual(["m1"]);
+      expect(problems).toEqual(["DEAD_LETTER_FAILED"]);
+      await held.close();
+      expect(await c.poll({ max: 5, timeoutMs: 0 })).toEqual([]);
+      expect(c.floor.count).toBe(1); // m0 moved and is acknowledged; m1 is leased
+      expect(c.stats).toEqual({ inFlight: 1, window: 1 });
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      expect((await dlq.read()).map((m) => parseDeadLetter(m)?.error)).toEqual(["bad"]);
+      await dlq.close();
+    });
+
+    it("bytes survive the dead-letter queue and redrive", async () => {
+      const { driver } = await setup();
+      const q = await QueueWriter.open("q", { driver, ...quiet });
+      await q.push(new Uint8Array([0, 255, 7]));
+      await q.close();
+      const c = await shared(driver, { maxDeliveries: 1 });
+      const [m] = await c.poll();
+      await c.nack(m!, { error: "no" });
+      await c.close();
+      expect(await redrive(driver, "q.dead", "q")).toBe(1);
+      const c2 = await shared(driver);
+      const [back] = await c2.poll();
+      expect(back!.type).toBe("object");
+      expect([...(back!.data as Uint8Array)]).toEqual([0, 255, 7]);
+    });
+
+    it("restart: every unacknowledged message comes again, with its count; no acknowledged one does", async () => {
+      const ctx = await setup();
+      await fill(ctx.driver, 6);
+      const c = await shared(ctx.driver, { syncCommits: true });
+      const got = await c.poll({ max: 6 });
+      await c.ack(got[1]!);
+      await c.ack(got[3]!);
+      await c.ack(got[4]!);
+      await c.nack(got[2]!);
+      await c.close();
+      expect(text.decode(await ctx.driver.readRecord(popInfoPath("q", "s")))).toMatch(/^q;s;0;0;0\n/);
+      const c2 = await shared(ctx.reopen());
+      const again = await c2.poll({ max: 10 });
+      expect(bodies(again)).toEqual(["m0", "m2", "m5"]);
+      expect(again.map((m) => m.deliveries)).toEqual([2, 2, 2]);
+      for (const m of again) await c2.ack(m);
+      expect(c2.floor.count).toBe(6);
+      expect(await c2.poll({ timeoutMs: 0 })).toEqual([]);
+    });
+
+    it("a name keeps its kind: E_KIND both ways; delete removes a shared consumer's state", async () => {
+      const { driver } = await setup();
+      await fill(driver, 1);
+      await (await QueueConsumer.open("q", "ordered", { driver, syncCommits: false })).close();
+      await expect(SharedConsumer.open("q", "ordered", { driver })).rejects.toMatchObject({ code: "E_KIND" });
+      const c = await shared(driver, {}, "sh");
+      await expect(QueueConsumer.open("q", "sh", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
+      await c.close();
+      await expect(QueueConsumer.open("q", "sh", { driver })).rejects.toMatchObject({ code: "E_KIND" });
+      await deleteConsumer(driver, "q", "sh");
+      expect(await driver.readRecord(sharedStatePath("q", "sh"))).toBeUndefined();
+      await (await QueueConsumer.open("q", "sh", { driver, syncCommits: false })).close();
+    });
+
+    it("deleteQueue removes a shared consumer's state with the queue", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver);
+      await c.ack((await c.poll({ max: 2 }))[1]!);
+      await c.close();
+      expect(await driver.readRecord(sharedStatePath("q", "s"))).toBeDefined();
+      expect((await deleteQueue(driver, "q")).consumers).toEqual(["s"]);
+      expect(await driver.readRecord(sharedStatePath("q", "s"))).toBeUndefined();
+      expect(await driver.list("")).not.toContain(sharedJournalPath("q", "s"));
+    });
+
+    it("one object per name in a process; another opener elsewhere gets E_LOCKED", async () => {
+      const ctx = await setup();
+      await fill(ctx.driver, 1);
+      const a = await shared(ctx.driver);
+      const b = await shared(ctx.driver);
+      expect(b).toBe(a);
+      await b.close();
+      expect(a.closed).toBe(false);
+      if (ctx.reopen().storageKey !== ctx.driver.storageKey) await expect(SharedConsumer.open("q", "s", { driver: ctx.reopen() })).rejects.toMatchObject({ code: "E_LOCKED" });
+    });
+
+    it("bounded: at most maxInFlight leased, and no further than maxAckWindow past a stuck message", async () => {
+      const { driver } = await setup();
+      await fill(driver, 30);
+      const c = await shared(driver, { maxInFlight: 4, maxAckWindow: 10 });
+      const first = await c.poll({ max: 10 });
+      expect(first).toHaveLength(4);
+      expect(await c.poll({ timeoutMs: 20 })).toEqual([]);
+      for (const m of first.slice(1)) await c.ack(m); // m0 stays leased: the floor is stuck
+      const seen = first.slice(1).map((m) => m.data);
+      for (;;) {
+        const batch = await c.poll({ max: 10, timeoutMs: 20 });
+        if (batch.length === 0) break;
+        expect(c.stats.inFlight).toBeLessThanOrEqual(4);
+        for (const m of batch) await c.ack(m);
+        seen.push(...bodies(batch));
+      }
+      expect(seen).toHaveLength(9); // m1..m9: the window ends 10 messages past the floor
+      expect(c.stats.window).toBe(10);
+      await c.ack(first[0]!);
+      expect(c.floor.count).toBe(10);
+      expect(bodies(await c.poll({ max: 4 }))).toEqual(["m10", "m11", "m12", "m13"]);
+    });
+
+    it("the iterator acks what the loop finishes and nacks the message in hand when it throws", async () => {
+      const { driver } = await setup();
+      await fill(driver, 3);
+      const c = await shared(driver);
+      const seen: string[] = [];
+      await expect(
+        (async () => {
+          for await (const m of c.messages()) {
+            seen.push(m.data as string);
+            if (m.data === "m1") throw new Error("fail");
+          }
+        })(),
+      ).rejects.toThrow("fail");
+      expect(seen).toEqual(["m0", "m1"]);
+      expect(c.floor.count).toBe(1);
+      const [again] = await c.poll();
+      expect(again).toMatchObject({ data: "m1", deliveries: 2 });
+    });
+
+    it("checks its options: E_OPTION", async () => {
+      const { driver } = await setup();
+      await fill(driver, 1);
+      await expect(SharedConsumer.open("q", "s", { driver, maxInFlight: 0 })).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(SharedConsumer.open("q", "s", { driver, deadLetterQueue: "q" })).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(SharedConsumer.open("q", "s", { driver, maxInFlight: 10, maxAckWindow: 5 })).rejects.toMatchObject({ code: "E_OPTION" });
+      const c = await shared(driver);
+      await expect(c.poll({ max: 0 })).rejects.toMatchObject({ code: "E_OPTION" });
+    });
+
+    it("waiting polls wake for a new message pushed in this process", async () => {
+      const { driver } = await setup();
+      await fill(driver, 0);
+      const c = await shared(driver);
+      const polled = c.poll({ timeoutMs: 5000 });
+      await sleep(30);
+      const q = await QueueWriter.open("q", { driver, ...quiet });
+      await q.push("late");
+      const got = await polled;
+      await q.close();
+      expect(bodies(got)).toEqual(["late"]);
+    });
+  });
+}

@@ -3,6 +3,7 @@ import type { QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { partDir } from "./paths";
 import type { Compressor, Decompressor, ZstdLoader } from "./zstd";
+import { writeWhole } from "./write-whole";
 
 /**
  * Compressed bodies of v3 records (FORMAT.md, "v3 parts"): a record whose type byte has the
@@ -94,7 +95,7 @@ export class PartEncoder {
     const zstd = await this.#options.zstd();
     // At least sampleBytes (1 KiB or more) were learnt: a dictionary is always built.
     const dict = this.#options.dictionary ?? zstd.train(this.#samples, DICT_MAX_BYTES)!;
-    await writeAtomic(driver, dictPath(queue, part), dict, sync);
+    await writeWhole(driver, dictPath(queue, part), dict, sync);
     if (sync) await driver.syncDir?.(partDir(queue, part));
     this.#compressor = zstd.compressor(dict, level);
     this.#samples = [];
@@ -126,14 +127,3 @@ export class PartEncoder {
   }
 }
 
-/** The driver's atomic write, or (a driver without one) a replace and sync of the file. */
-async function writeAtomic(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean): Promise<void> {
-  if (driver.writeAtomic) return driver.writeAtomic(path, data, { sync });
-  const file = await driver.openRecord(path, { create: true });
-  try {
-    await file!.replace(data);
-    if (sync) await file!.sync();
-  } finally {
-    await file?.close();
-  }
-}

@@ -9,6 +9,7 @@ import { partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath 
 import { readPartEnd } from "./position";
 import { lockWholeQueue } from "./queue-locks";
 import { listParts, readQueueInfo } from "./recovery";
+import { rewriteRecord } from "./write-whole";
 
 /** What `purgeQueue` removed, and where the queue now starts. */
 export interface PurgeResult {
@@ -53,12 +54,12 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
     }
     const next = Math.max(info?.part ?? -1, parts.at(-1) ?? -1) + 1;
     await startEmptyPart(driver, queue, next, sync);
-    await writeLine(driver, queueInfoPath(queue), formatQueueInfo({ queue, part: next }), sync);
+    await rewriteRecord(driver, queueInfoPath(queue), ascii.encode(formatQueueInfo({ queue, part: next })), sync);
     for (const consumer of held.consumers) {
       const path = popInfoPath(queue, consumer);
       // A consumer with only a lock file has no position to move.
       if ((await driver.readRecord(path)) === undefined) continue;
-      await writeLine(driver, path, formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 }), sync);
+      await rewriteRecord(driver, path, ascii.encode(formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 })), sync);
     }
     for (const id of parts) await driver.remove(partDir(queue, id));
     forgetShared(driver, (path) => parts.includes(partOfDir(queue, path.split("/")[0]!) ?? -1));
@@ -81,20 +82,10 @@ async function startEmptyPart(driver: QueueDriver, queue: string, part: number, 
   } finally {
     await log!.close();
   }
-  await writeLine(driver, pushInfoPath(queue, part), formatPushInfo({ queue, edge: 0, count: 0 }), sync);
+  await rewriteRecord(driver, pushInfoPath(queue, part), ascii.encode(formatPushInfo({ queue, edge: 0, count: 0 })), sync);
   if (sync) {
     await driver.syncDir?.(partDir(queue, part));
     await driver.syncDir?.("");
   }
 }
 
-/** Rewrites an info line in place (FORMAT.md: never renamed over), creating the file if missing. */
-async function writeLine(driver: QueueDriver, path: string, line: string, sync: boolean): Promise<void> {
-  const file = await driver.openRecord(path, { create: true });
-  try {
-    await file!.replace(ascii.encode(line));
-    if (sync) await file!.sync();
-  } finally {
-    await file!.close();
-  }
-}

@@ -3,6 +3,7 @@ import type { ConsumerPosition } from "./cursor";
 import type { LogFile, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { sharedJournalPath, sharedStatePath } from "./paths";
+import { writeWhole } from "./write-whole";
 
 /**
  * What a shared consumer keeps beside its `Q_info_pop_C` (the ack floor, crate format):
@@ -138,14 +139,3 @@ export class SharedState {
   }
 }
 
-/** The whole file at once: atomically where the driver can (all bundled drivers can). */
-async function writeWhole(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean): Promise<void> {
-  if (driver.writeAtomic) return driver.writeAtomic(path, data, { sync });
-  const file = (await driver.openRecord(path, { create: true }))!;
-  try {
-    await file.replace(data);
-    if (sync) await file.sync();
-  } finally {
-    await file.close();
-  }
-}

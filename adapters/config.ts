@@ -6,7 +6,7 @@ import { loadConfig } from "c12";
 import { createDefu } from "defu";
 import { readFile } from "node:fs/promises";
 import { isAbsolute, resolve } from "pathe";
-import { checkDictionary } from "../src/options";
+import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkDictionary } from "../src/options";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Compression, Durability, StartPosition } from "../src/options";
 import type { RetentionOptions } from "../src/retention-options";
@@ -78,11 +78,11 @@ export const CONFIG_DEFAULTS: ResolvedServeConfig = {
   dir: DEFAULT_DIR,
   host: "127.0.0.1",
   port: 9093,
-  durability: "fsync",
-  compression: "none",
+  durability: QUEUE_DEFAULTS.durability,
+  compression: QUEUE_DEFAULTS.compression,
   zstd: "auto",
-  start: "earliest",
-  syncCommits: true,
+  start: CONSUMER_DEFAULTS.start,
+  syncCommits: CONSUMER_DEFAULTS.syncCommits,
   logLevel: "info",
   auth: false,
   limits: {},

@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { checkCompression, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
+import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
 import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
@@ -154,12 +154,13 @@ export const DEFAULT_LIMITS: QueueAppLimits = {
 export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQueueAppOptions {
   const limits = defu(options.limits, DEFAULT_LIMITS) as QueueAppLimits;
   const resolved = {
-    durability: options.durability ?? "fsync",
-    compression: options.compression ?? "none",
+    // The engine's defaults, from its one place (src/options.ts).
+    durability: options.durability ?? QUEUE_DEFAULTS.durability,
+    compression: options.compression ?? QUEUE_DEFAULTS.compression,
     compressionDictionary: options.compressionDictionary,
     zstd: options.zstd,
-    start: options.start ?? "earliest",
-    syncCommits: options.syncCommits ?? true,
+    start: options.start ?? CONSUMER_DEFAULTS.start,
+    syncCommits: options.syncCommits ?? CONSUMER_DEFAULTS.syncCommits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
   };

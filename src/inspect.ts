@@ -1,9 +1,12 @@
+import type { ConsumerKind } from "./consumer-kind";
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
+import { sharedFileStats, type SharedFileStats } from "./inspect-shared";
 import { parsePopInfo } from "./info";
 import { assertName } from "./names";
 import { consumerOfPopFile, popInfoPath, queueOfInfoFile } from "./paths";
-import { queueTotals } from "./totals";
+import { SharedState } from "./shared-state";
+import { queueTotals, type PartTotals } from "./totals";
 
 /** What `inspectQueue` tells about a queue, from its info lines (and its part files once its writer is gone). */
 export interface QueueStats {
@@ -20,8 +23,15 @@ export interface QueueStats {
 
 export interface ConsumerStats extends ConsumerPosition {
   name: string;
-  /** Messages pushed and not yet committed by this consumer. */
+  /** `ordered`: one cursor (the position); `shared`: leases and acks per message, the position is its ack floor. */
+  kind: ConsumerKind;
+  /**
+   * Messages pushed and not yet committed by this consumer; for a shared one, those after its
+   * floor not acknowledged yet (acks above the floor do not count).
+   */
   lag: number;
+  /** A shared consumer's state, from its files (inspect-shared.ts). */
+  shared?: SharedFileStats;
 }
 
 const decoder = new TextDecoder();
@@ -51,7 +61,7 @@ export async function inspectQueue(driver: QueueDriver, queue: string): Promise<
     parts: totals.parts(),
     messages: totals.messages,
     bytes: totals.bytes,
-    consumers: await consumersOf(driver, queue, totals.lagAfter),
+    consumers: await consumersOf(driver, queue, totals.lagAfter, totals.parts()),
   };
 }
 
@@ -64,7 +74,7 @@ export async function consumerLag(driver: QueueDriver, queue: string, position: 
 export async function listConsumers(driver: QueueDriver, queue: string, parts?: QueueStats["parts"]): Promise<ConsumerStats[]> {
   assertName(queue, "queue");
   const totals = parts ? undefined : await queueTotals(driver, queue);
-  return consumersOf(driver, queue, (position) => (parts ? lagAfter(parts, position) : (totals?.lagAfter(position) ?? 0)));
+  return consumersOf(driver, queue, (position) => (parts ? lagAfter(parts, position) : (totals?.lagAfter(position) ?? 0)), parts ?? totals?.parts() ?? []);
 }
 
 // --- Internal helpers ---
@@ -82,8 +92,8 @@ async function readPop(driver: QueueDriver, queue: string, name: string) {
   }
 }
 
-/** The consumers' saved positions, each with its lag as `lag` counts it. */
-async function consumersOf(driver: QueueDriver, queue: string, lag: (position: ConsumerPosition) => number): Promise<ConsumerStats[]> {
+/** The consumers' saved positions, each with its kind and its lag as `lag` counts it (less a shared one's acks above its floor). */
+async function consumersOf(driver: QueueDriver, queue: string, lag: (position: ConsumerPosition) => number, parts: PartTotals[]): Promise<ConsumerStats[]> {
   const out: ConsumerStats[] = [];
   for (const entry of await driver.list("")) {
     const name = consumerOfPopFile(queue, entry);
@@ -91,7 +101,12 @@ async function consumersOf(driver: QueueDriver, queue: string, lag: (position: C
     const pop = await readPop(driver, queue, name);
     if (!pop) continue; // the crate's empty leftovers, damaged, or not a file
     const position = { part: pop.part, position: pop.position, count: pop.count };
-    out.push({ name, ...position, lag: lag(position) });
+    if (!(await SharedState.exists(driver, queue, name))) {
+      out.push({ name, ...position, kind: "ordered", lag: lag(position) });
+      continue;
+    }
+    const shared = await sharedFileStats(driver, queue, name, position, parts);
+    out.push({ name, ...position, kind: "shared", lag: Math.max(0, lag(position) - shared.ackedAboveFloor), shared });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }

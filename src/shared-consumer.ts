@@ -9,7 +9,7 @@ import { VQueueError } from "./errors";
 import type { Message } from "./message";
 import { assertName } from "./names";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
-import { ackLine, deliveryLine, isBelow, messageKey, SharedState, type SharedSnapshot } from "./shared-state";
+import { ackLine, deadLetteredLine, deliveryLine, isBelow, messageKey, SharedState, type SharedSnapshot } from "./shared-state";
 import { SharedWindow, type WindowEntry } from "./shared-window";
 import { GroupCommit } from "./group-commit";
 import { iterateShared, type SharedIterateOptions } from "./shared-iterate";
@@ -45,6 +45,33 @@ export interface NackOptions {
   error?: string;
 }
 
+/** `SharedConsumer.stats`: the live state, in this process. */
+export interface SharedConsumerStats {
+  /** Leases running now. */
+  inFlight: number;
+  /** Tracked messages that may go out now (nacked, or their lease ran out); new ones not read yet are not counted. */
+  ready: number;
+  /** Nacked with a delay: they come again later. */
+  waiting: number;
+  /** Messages tracked above the floor: leased, ready, waiting, or acknowledged out of order. */
+  window: number;
+  /** Messages not acknowledged that were handed out more than once (tracked now). */
+  redelivered: number;
+  /** Hand-outs since open that were not a message's first (counts kept across restarts). */
+  redeliveries: number;
+  /** Messages moved to the dead-letter queue since open. */
+  deadLettered: number;
+  /** Messages moved to the dead-letter queue since the consumer was created (kept in its state files). */
+  deadLetteredTotal: number;
+  /**
+   * The oldest message not acknowledged (the one holding the floor), with its delivery count and
+   * how long since this process first handed it out (`waitedMs`, undefined if not yet handed out).
+   */
+  oldestUnacked: { part: number; offset: number; seq: number; deliveries: number; waitedMs: number | undefined } | null;
+  /** The ack floor (the pop line): everything before it is acknowledged. */
+  ackFloor: ConsumerPosition;
+}
+
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
 const MAX_ERROR_CHARS = 4096;
@@ -76,6 +103,8 @@ export class SharedConsumer {
   #refs = 1;
   #closed = false;
   #leaseSeq = 0;
+  #redeliveries = 0;
+  #deadLettered = 0;
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   readonly #commits: GroupCommit;
@@ -134,9 +163,23 @@ export class SharedConsumer {
     return { ...this.#floor };
   }
 
-  /** Leases running now, and messages tracked above the floor. */
-  get stats(): { inFlight: number; window: number } {
-    return { inFlight: this.#window.scan(Date.now(), 0).live, window: this.#window.size };
+  /** What the consumer holds now: leases, messages coming again, dead letters, the oldest unacknowledged (O(window)). */
+  get stats(): SharedConsumerStats {
+    const now = Date.now();
+    const { inFlight, ready, waiting, redelivered, oldest } = this.#window.summary(now);
+    const message = oldest?.message;
+    return {
+      inFlight,
+      ready,
+      waiting,
+      window: this.#window.size,
+      redelivered,
+      redeliveries: this.#redeliveries,
+      deadLettered: this.#deadLettered,
+      deadLetteredTotal: this.#loaded.deadLettered + this.#deadLettered,
+      oldestUnacked: message ? { part: message.part, offset: message.offset, seq: message.seq, deliveries: oldest.deliveries, waitedMs: oldest.firstAt === undefined ? undefined : now - oldest.firstAt } : null,
+      ackFloor: this.floor,
+    };
   }
 
   get closed(): boolean {
@@ -271,7 +314,8 @@ export class SharedConsumer {
           continue;
         }
         entry.state = "leased";
-        entry.deliveries++;
+        if (++entry.deliveries > 1) this.#redeliveries++;
+        entry.firstAt ??= now;
         entry.lease = ++this.#leaseSeq;
         entry.until = now + leaseMs;
         out.push(entry);
@@ -348,14 +392,15 @@ export class SharedConsumer {
     return entry;
   }
 
-  #ack(entry: WindowEntry): Promise<void> {
+  /** `extra`: lines written with the ack, in the same journal write. */
+  #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
     const message = entry.message;
     entry.state = "acked";
     entry.message = undefined;
     entry.until = 0;
     entry.acking = this.#commits
-      .add(ackLine(entry.key), () => (entry.persisted = true))
+      .add(extra + ackLine(entry.key), () => (entry.persisted = true))
       .catch((error: unknown) => {
         // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
         if (!entry.persisted) Object.assign(entry, { state: "ready", until: 0, message, acking: undefined });
@@ -381,7 +426,8 @@ export class SharedConsumer {
       entry.until = 0;
       throw error;
     }
-    await this.#ack(entry);
+    this.#deadLettered++;
+    await this.#ack(entry, deadLetteredLine(this.#loaded.deadLettered + this.#deadLettered));
   }
 
   /** Not handed out either: it stays due, and the next poll tries the dead-letter queue again. */
@@ -421,6 +467,8 @@ export class SharedConsumer {
     }
     for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
     for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
+    const deadLettered = this.#loaded.deadLettered + this.#deadLettered;
+    if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
     return lines;
   }
 }

@@ -12,7 +12,8 @@ import { writeWhole } from "./write-whole";
  * - `Q_info_shlog_C`, the journal: lines appended since the snapshot.
  * Every line is `<fields>;<crc>\n`, the crc (zlib CRC-32, as the info lines) over the line up to
  * its last `;`: `H;v-queue-shared;1;` (header), `A;<part>;<offset>;` (acknowledged above the
- * floor), `D;<part>;<offset>;<deliveries>;` (delivered that many times, not acknowledged).
+ * floor), `D;<part>;<offset>;<deliveries>;` (delivered that many times, not acknowledged),
+ * `L;<count>;` (messages moved to the dead-letter queue since the consumer was created).
  * Both only grow in meaning (a set of acks, counts that only go up), so replaying the journal
  * over any snapshot, twice or in part, gives the same state: a crash between writing the new
  * snapshot and emptying the journal loses nothing. A line with a bad crc (a torn last append)
@@ -31,12 +32,15 @@ export const messageKey = (part: number, offset: number): MessageKey => `${part}
 export interface SharedSnapshot {
   acked: Set<MessageKey>;
   deliveries: Map<MessageKey, number>;
+  /** Messages dead-lettered since the consumer was created. */
+  deadLettered: number;
 }
 
 export const line = (fields: string): string => `${fields}${crc32Ascii(fields)}\n`;
 const fieldsOf = (key: MessageKey): string => key.replace(".", ";");
 export const ackLine = (key: MessageKey): string => line(`A;${fieldsOf(key)};`);
 export const deliveryLine = (key: MessageKey, deliveries: number): string => line(`D;${fieldsOf(key)};${deliveries};`);
+export const deadLetteredLine = (count: number): string => line(`L;${count};`);
 
 /** Whether the message at `key` lies before `floor` (acknowledged through the pop line). */
 export function isBelow(key: MessageKey, floor: ConsumerPosition): boolean {
@@ -77,7 +81,7 @@ export class SharedState {
 
   /** Reads the snapshot and the journal; lines with a bad crc are reported and skipped. */
   async load(onProblem: (problem: QueueProblem) => void): Promise<SharedSnapshot> {
-    const state: SharedSnapshot = { acked: new Set(), deliveries: new Map() };
+    const state: SharedSnapshot = { acked: new Set(), deliveries: new Map(), deadLettered: 0 };
     const snapshot = await this.#driver.readRecord(sharedStatePath(this.#queue, this.#consumer));
     const journal = await this.#driver.openLog(sharedJournalPath(this.#queue, this.#consumer), { create: false });
     let journalText = "";
@@ -103,7 +107,7 @@ export class SharedState {
       else if (kind === "D") {
         const key = `${Number(a)}.${Number(b)}`;
         state.deliveries.set(key, Math.max(state.deliveries.get(key) ?? 0, Number(c)));
-      }
+      } else if (kind === "L") state.deadLettered = Math.max(state.deadLettered, Number(a));
     }
     if (bad > 0) {
       onProblem({ code: "BAD_INFO", queue: this.#queue, message: `Shared consumer "${this.#consumer}": skipped ${bad} damaged line(s) of its state (a torn last write is normal after a crash).` });

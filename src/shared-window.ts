@@ -28,6 +28,22 @@ export interface WindowEntry {
   acking?: Promise<void>;
   /** The last error given to `nack`. */
   error?: string;
+  /** When this process first handed it out (ms since the epoch): how long it has waited for its ack. */
+  firstAt?: number;
+}
+
+/** What the window holds at one moment (`SharedConsumer.stats`). */
+export interface WindowSummary {
+  /** Leases running. */
+  inFlight: number;
+  /** Tracked messages that may go out now: nacked, or whose lease ran out. */
+  ready: number;
+  /** Nacked with a delay: they come again later. */
+  waiting: number;
+  /** Not acknowledged and handed out more than once. */
+  redelivered: number;
+  /** The oldest message not acknowledged (the one at the floor), or undefined. */
+  oldest: WindowEntry | undefined;
 }
 
 export class SharedWindow {
@@ -71,6 +87,20 @@ export class SharedWindow {
       } else if (available.length < max) available.push(entry);
     }
     return { live, available, nextAt };
+  }
+
+  /** Counts of the entries by state: one pass, O(window size). */
+  summary(now: number): WindowSummary {
+    const out: WindowSummary = { inFlight: 0, ready: 0, waiting: 0, redelivered: 0, oldest: undefined };
+    for (const entry of this.entries()) {
+      if (entry.state === "acked") continue;
+      out.oldest ??= entry;
+      if (entry.deliveries > 1) out.redelivered++;
+      if (entry.until <= now) out.ready++;
+      else if (entry.state === "leased") out.inFlight++;
+      else out.waiting++;
+    }
+    return out;
   }
 
   /** Every entry, oldest first (for a snapshot of the state). */

@@ -1,0 +1,59 @@
+import type { ConsumerPosition } from "./cursor";
+import type { QueueDriver } from "./driver";
+import type { PartTotals } from "./totals";
+import { isBelow, messageKey, SharedState } from "./shared-state";
+
+/**
+ * What the files of a shared consumer tell (`inspectQueue`): its state above the floor as last
+ * written (snapshot and journal, shared-state.ts). Leases are in the memory of the process that
+ * holds the consumer: how many run now only that process knows (`SharedConsumer.stats`).
+ */
+export interface SharedFileStats {
+  /** Acknowledged out of order, above the floor. */
+  ackedAboveFloor: number;
+  /** Handed out at least once and not acknowledged: leased now, or coming again. */
+  pending: number;
+  /** Of those, handed out more than once. */
+  redelivered: number;
+  /** The highest delivery count of a pending message (0 when none). */
+  maxDeliveries: number;
+  /** Messages moved to the dead-letter queue since the consumer was created. */
+  deadLettered: number;
+  /** The oldest message not acknowledged (the one at the floor), or null when all are. */
+  oldestUnacked: { part: number; offset: number; seq: number; deliveries: number } | null;
+}
+
+/** Reads a shared consumer's state files; `lagAfterFloor` is what the floor alone leaves (the ordered lag). */
+export async function sharedFileStats(driver: QueueDriver, queue: string, name: string, floor: ConsumerPosition, parts: PartTotals[]): Promise<SharedFileStats> {
+  // Damaged lines are skipped: an inspection reports what it can read (the consumer reports them when it opens).
+  const state = await new SharedState(driver, queue, name, false).load(() => {});
+  let ackedAboveFloor = 0;
+  for (const key of state.acked) if (!isBelow(key, floor)) ackedAboveFloor++;
+  let pending = 0;
+  let redelivered = 0;
+  let maxDeliveries = 0;
+  for (const [key, count] of state.deliveries) {
+    if (isBelow(key, floor) || state.acked.has(key) || count < 1) continue;
+    pending++;
+    if (count > 1) redelivered++;
+    maxDeliveries = Math.max(maxDeliveries, count);
+  }
+  const oldest = firstAfter(floor, parts);
+  return {
+    ackedAboveFloor,
+    pending,
+    redelivered,
+    maxDeliveries,
+    deadLettered: state.deadLettered,
+    oldestUnacked: oldest ? { ...oldest, deliveries: state.deliveries.get(messageKey(oldest.part, oldest.offset)) ?? 0 } : null,
+  };
+}
+
+/** The first message after `position` (seqs count from 1 in each part, a part's first record is at 0), or undefined. */
+function firstAfter(position: ConsumerPosition, parts: PartTotals[]): { part: number; offset: number; seq: number } | undefined {
+  for (const part of parts) {
+    if (part.id === position.part && part.messages > position.count) return { part: part.id, offset: position.position, seq: position.count + 1 };
+    if (part.id > position.part && part.messages > 0) return { part: part.id, offset: 0, seq: 1 };
+  }
+  return undefined;
+}

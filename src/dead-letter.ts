@@ -49,39 +49,55 @@ export interface RedriveOptions {
   max?: number;
   /** The ordered consumer of the DLQ that remembers what was moved. @default "redrive" */
   consumer?: string;
-  /** A writer of the target queue already open in this process (else one is opened, and closed after). */
+  /** A writer of a target queue already open in this process (else one is opened, and closed after). */
   writer?: QueueWriter;
 }
 
 /**
- * Moves up to `max` messages from the dead-letter queue `dlq` back into `queue`, as their
- * original bodies (a message that is no dead letter goes as it is). The target is written, and
- * made durable, before the DLQ consumer commits: a crash in between moves some twice, never none.
+ * Moves up to `max` messages from the dead-letter queue `dlq` back into `queue`, or, without
+ * one, each into its dead letter's origin queue, as their original bodies (a message that is no
+ * dead letter goes as it is, and only to a given `queue`). The targets are written, and made
+ * durable, before the DLQ consumer commits: a crash in between moves some twice, never none.
  * Resolves with how many were moved.
  */
-export async function redrive(driver: QueueDriver, dlq: string, queue: string, options: RedriveOptions = {}): Promise<number> {
+export async function redrive(driver: QueueDriver, dlq: string, queue: string | undefined, options: RedriveOptions = {}): Promise<number> {
   assertName(dlq, "queue");
-  assertName(queue, "queue");
+  if (queue !== undefined) assertName(queue, "queue");
   const max = options.max ?? 1000;
   if (!Number.isInteger(max) || max < 1) throw new VQueueError("E_OPTION", `Invalid max ${String(max)}: use an integer from 1 up.`);
   const source = await QueueConsumer.open(dlq, options.consumer ?? "redrive", { driver, create: true, start: "earliest" });
-  let writer: QueueWriter | undefined;
+  const writers = new Map<string, Promise<QueueWriter>>();
+  const writerOf = (target: string) => {
+    let writer = writers.get(target);
+    if (!writer) writers.set(target, (writer = options.writer?.name === target ? Promise.resolve(options.writer) : QueueWriter.open(target, { driver })));
+    return writer;
+  };
   try {
     let moved = 0;
     while (moved < max) {
       const batch = await source.read({ max: Math.min(1000, max - moved) });
       if (batch.length === 0) break;
-      writer ??= options.writer ?? (await QueueWriter.open(queue, { driver }));
-      await writer.pushBatch(batch.map((message) => {
+      // By target, in order: checked whole before anything is written.
+      const byTarget = new Map<string, MessageInput[]>();
+      for (const message of batch) {
         const letter = parseDeadLetter(message);
-        return letter ? originalBody(letter) : message.data;
-      }));
+        const target = queue ?? letter?.origin.queue;
+        if (target === undefined) throw new VQueueError("E_OPTION", `Message ${message.part}.${message.offset} of "${dlq}" is no dead letter: it has no origin queue, give the queue to move it to.`);
+        assertName(target, "queue");
+        const bodies = byTarget.get(target) ?? [];
+        byTarget.set(target, bodies);
+        bodies.push(letter ? originalBody(letter) : message.data);
+      }
+      for (const [target, bodies] of byTarget) await (await writerOf(target)).pushBatch(bodies);
       await source.commit();
       moved += batch.length;
     }
     return moved;
   } finally {
-    if (writer && writer !== options.writer) await writer.close();
+    for (const writer of writers.values()) {
+      const opened = await writer.catch(() => undefined);
+      if (opened && opened !== options.writer) await opened.close();
+    }
     await source.close();
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
+import { redrive } from "../../src/dead-letter";
 import { inspectQueue } from "../../src/inspect";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { QueueWriter } from "../../src/writer";
@@ -83,5 +84,36 @@ describe("inspectQueue on shared consumers", () => {
     const done = (await inspectQueue(driver, "q"))!;
     expect(done.consumers[1]).toMatchObject({ kind: "shared", count: 5, lag: 0 });
     expect(done.consumers[1]!.shared).toEqual({ ackedAboveFloor: 0, pending: 0, redelivered: 0, maxDeliveries: 0, deadLettered: 1, oldestUnacked: null });
+  });
+});
+
+describe("redrive without a target queue", () => {
+  it("moves each dead letter back to its origin queue; a message that is no dead letter is refused before anything moves", async () => {
+    const driver = await filled(2);
+    const other = await QueueWriter.open("r", { driver, durability: "none" });
+    await other.push("r0");
+    await other.close();
+    for (const queue of ["q", "r"]) {
+      const c = await SharedConsumer.open(queue, "s", { driver, syncCommits: false, maxDeliveries: 1, deadLetterQueue: "all.dead" });
+      const [m] = await c.poll({ max: 1 });
+      await c.nack(m!, { error: "no" });
+      await c.close();
+    }
+    expect(await redrive(driver, "all.dead", undefined)).toBe(2);
+    const read = async (queue: string) => {
+      const r = await QueueConsumer.open(queue, "check", { driver, create: true, syncCommits: false });
+      const got = (await r.read({ max: 10 })).map((m) => m.data);
+      await r.close();
+      return got;
+    };
+    expect(await read("q")).toEqual(["m0", "m1", "m0"]);
+    expect(await read("r")).toEqual(["r0", "r0"]);
+
+    const dlq = await QueueWriter.open("all.dead", { driver, durability: "none" });
+    await dlq.push("by hand");
+    await dlq.close();
+    await expect(redrive(driver, "all.dead", undefined)).rejects.toThrow(/is no dead letter: it has no origin queue/);
+    expect(await redrive(driver, "all.dead", "q")).toBe(1);
+    expect(await read("q")).toEqual(["m0", "m1", "m0", "by hand"]);
   });
 });

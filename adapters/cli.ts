@@ -3,6 +3,8 @@ import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
 import { consume, tail } from "./commands/consume";
 import { del } from "./commands/delete";
+import { dlq, redrive } from "./commands/dlq";
+import { ack, extend, lease, nack } from "./commands/lease";
 import { purge } from "./commands/purge";
 import { prune } from "./commands/prune";
 import { push } from "./commands/push";
@@ -11,7 +13,7 @@ import { serve } from "./commands/serve";
 import { stat } from "./commands/stat";
 import { describeError } from "./commands/_errors";
 
-const commands = { serve, push, consume, tail, seek, prune, stat, purge, delete: del } as Record<string, CommandDef>;
+const commands = { serve, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive } as Record<string, CommandDef>;
 
 // An expected error (bad input, bad config, a file that is not there, a lock held...) is one
 // clear message and exit code 1; only a real bug keeps its stack (citty prints it).

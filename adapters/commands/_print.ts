@@ -14,10 +14,27 @@ export const BYTES_MARKER = "base64:";
  * `"type": "object"`, `data` in base64 and `"encoding": "base64"` (the HTTP API's shape).
  */
 export function formatMessage(m: Printable, json: boolean): string {
+  if (!json) return `${textOf(m)}\n`;
+  const bytes = typeof m.data !== "string";
+  const cursor = cursorAfter({ ...m, size: bytes ? (m.data as Uint8Array).length : Buffer.byteLength(m.data as string) });
+  const line: MessageJSON = { ...messageJSON(m), cursor };
+  return `${JSON.stringify(line)}\n`;
+}
+
+/** A leased message (shared consumers): its lease token, a space, then the message as `formatMessage` prints it; with `json`, one object with `lease`, `deliveries` and `leaseUntil` (no cursor: acks go by lease). */
+export function formatLeased(m: Printable & { lease: string; deliveries: number; leaseUntil: number }, json: boolean): string {
+  if (!json) return `${m.lease} ${textOf(m)}\n`;
+  return `${JSON.stringify({ ...messageJSON(m), lease: m.lease, deliveries: m.deliveries, leaseUntil: m.leaseUntil })}\n`;
+}
+
+/** The body as one line of text output: text as it is, bytes as `base64:<base64>`. */
+function textOf(m: Printable): string {
+  return typeof m.data === "string" ? m.data : `${BYTES_MARKER}${Buffer.from(m.data).toString("base64")}`;
+}
+
+/** The HTTP API's message shape without its cursor. */
+function messageJSON(m: Printable): Omit<MessageJSON, "cursor"> {
   const bytes = typeof m.data !== "string";
   const data = bytes ? Buffer.from(m.data as Uint8Array).toString("base64") : (m.data as string);
-  if (!json) return bytes ? `${BYTES_MARKER}${data}\n` : `${data}\n`;
-  const cursor = cursorAfter({ ...m, size: bytes ? (m.data as Uint8Array).length : Buffer.byteLength(m.data as string) });
-  const line: MessageJSON = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data, ...(bytes ? { encoding: "base64" as const } : {}), cursor };
-  return `${JSON.stringify(line)}\n`;
+  return { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data, ...(bytes ? { encoding: "base64" as const } : {}) };
 }

@@ -2,6 +2,8 @@ import { defineCommand } from "citty";
 import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
 import type { ConsumerInfo } from "../../protocol/api";
+import type { ConsumerKind } from "../../src/consumer-kind";
+import type { SharedFileStats } from "../../src/inspect-shared";
 import { apiClient, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
 
 /**
@@ -16,15 +18,25 @@ export interface QueueStat {
   parts: number;
   messages: number;
   bytes: number;
-  /** The API's consumer fields (`count` is its `count_popped`: records read in `part`). */
-  consumers: (Pick<ConsumerInfo, "name" | "part" | "position" | "lag" | "cursor"> & { count: number })[];
+  /** The API's consumer fields (`count` is its `count_popped`: records read in `part`; a shared consumer's position is its ack floor). */
+  consumers: (Pick<ConsumerInfo, "name" | "part" | "position" | "lag" | "cursor"> & { count: number; kind: ConsumerKind; shared?: SharedStat })[];
 }
+
+/**
+ * A shared consumer's state, as far as the source knows it: the files (`--dir`) tell what is
+ * pending, acked above the floor and the highest delivery count; only the server that holds the
+ * consumer (`--url`) knows the leases running (`inFlight`).
+ */
+export type SharedStat = Partial<Omit<SharedFileStats, "oldestUnacked">> & {
+  inFlight?: number;
+  oldestUnacked: { part: number; offset: number; seq: number; deliveries?: number } | null;
+};
 
 export const stat = defineCommand({
   meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
   args: {
     queue: { type: "positional", required: false, description: "One queue (default: all)" },
-    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, consumers: [{ name, part, position, count, lag, cursor }] }]" },
+    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]" },
     ...targetArgs,
   },
   async run({ args }) {
@@ -33,7 +45,7 @@ export const stat = defineCommand({
     if (stats.length === 0) return log.info(`No queues in ${args.url ?? storageLabel(args)}.`);
     for (const q of stats) {
       console.log(`${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.parts, "part")} (current part ${q.currentPart}, ${plural(q.currentCount, "message")})`);
-      for (const c of q.consumers) console.log(`  consumer ${c.name}: part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}`);
+      for (const c of q.consumers) console.log(`  consumer ${c.name} (${c.kind}): ${c.kind === "shared" ? "ack floor " : ""}part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}${c.shared ? `; ${describeShared(c.shared)}` : ""}`);
     }
   },
 });
@@ -46,7 +58,7 @@ async function statDirect(target: { dir?: string; storage?: string }, queue: str
     for (const name of names) {
       const q: QueueStats | undefined = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
       if (!q) throw new CliError(`Queue "${name}" not found in ${storageLabel(target)}.`);
-      const consumers = q.consumers.map((c) => ({ name: c.name, part: c.part, position: c.position, count: c.count, lag: c.lag, cursor: formatCursor(c) }));
+      const consumers = q.consumers.map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count, lag: c.lag, cursor: formatCursor(c), ...(c.shared ? { shared: c.shared } : {}) }));
       out.push({ name: q.name, currentPart: q.currentPart, currentCount: q.currentCount, parts: q.parts.length, messages: q.messages, bytes: q.bytes, consumers });
     }
     return out;
@@ -69,8 +81,33 @@ async function statOverHttp(url: string, user: string | undefined, queue: string
       parts: info.parts,
       messages: info.messages,
       bytes: info.bytes,
-      consumers: consumers.map((c) => ({ name: c.name, part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor })),
+      consumers: consumers.map((c) => ({ name: c.name, kind: kindOf(c), part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor, ...sharedOf(c) })),
     });
   }
   return out;
+}
+
+/** `2 pending (1 redelivered, at most 2 deliveries), 1 acked above the floor, 1 dead-lettered, oldest unacked 0.0 (seq 1, 2 deliveries)`. */
+function describeShared(s: SharedStat): string {
+  const parts: string[] = [];
+  if (s.inFlight !== undefined) parts.push(`${s.inFlight} in flight`);
+  if (s.pending !== undefined) parts.push(`${s.pending} pending${s.pending > 0 ? ` (${s.redelivered ?? 0} redelivered, at most ${deliveries(s.maxDeliveries ?? 0)})` : ""}`);
+  else if (s.redelivered !== undefined) parts.push(`${s.redelivered} redelivered`);
+  if (s.ackedAboveFloor !== undefined) parts.push(`${s.ackedAboveFloor} acked above the floor`);
+  if (s.deadLettered !== undefined) parts.push(`${s.deadLettered} dead-lettered`);
+  const o = s.oldestUnacked;
+  parts.push(o ? `oldest unacked ${o.part}.${o.offset} (seq ${o.seq}${o.deliveries === undefined ? "" : `, ${deliveries(o.deliveries)}`})` : "none unacked");
+  return parts.join(", ");
+}
+
+const deliveries = (n: number): string => `${n} ${n === 1 ? "delivery" : "deliveries"}`;
+
+/** The shared-consumer fields of the API's consumer list (issue 13). */
+type ListedConsumer = ConsumerInfo & { kind?: ConsumerKind; inFlight?: number; redelivered?: number; deadLettered?: number; oldestUnacked?: SharedStat["oldestUnacked"] };
+
+const kindOf = (c: ListedConsumer): ConsumerKind => c.kind ?? "ordered";
+
+function sharedOf(c: ListedConsumer): { shared?: SharedStat } {
+  if (c.kind !== "shared") return {};
+  return { shared: { inFlight: c.inFlight, redelivered: c.redelivered, deadLettered: c.deadLettered, oldestUnacked: c.oldestUnacked ?? null } };
 }

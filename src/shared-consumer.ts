@@ -43,6 +43,22 @@ export interface NackOptions {
   delayMs?: number;
   /** Why it failed: kept with a dead letter. */
   error?: string;
+  /** Give up on it now: it goes to the dead-letter queue, whatever its deliveries. @default false */
+  deadLetter?: boolean;
+}
+
+/** What a shared consumer is doing, for monitoring. */
+export interface SharedStats {
+  /** Leases running now. */
+  inFlight: number;
+  /** Messages tracked above the ack floor (leased, waiting to come again, acknowledged out of order). */
+  window: number;
+  /** Hand-outs of a message that was handed out before, since this consumer was opened. */
+  redelivered: number;
+  /** Messages moved to the dead-letter queue since this consumer was opened. */
+  deadLettered: number;
+  /** The oldest message not acknowledged yet that this consumer has read, if any. */
+  oldestUnacked: { part: number; offset: number; seq: number } | null;
 }
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
@@ -81,6 +97,8 @@ export class SharedConsumer {
   readonly #commits: GroupCommit;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
+  #redelivered = 0;
+  #deadLettered = 0;
 
   private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -134,9 +152,16 @@ export class SharedConsumer {
     return { ...this.#floor };
   }
 
-  /** Leases running now, and messages tracked above the floor. */
-  get stats(): { inFlight: number; window: number } {
-    return { inFlight: this.#window.scan(Date.now(), 0).live, window: this.#window.size };
+  /** Leases running now, messages tracked above the floor, and counts since the open (O(window size)). */
+  get stats(): SharedStats {
+    let oldest: SharedStats["oldestUnacked"] = null;
+    for (const entry of this.#window.entries()) {
+      if (entry.state === "acked" || !entry.message) continue;
+      const { part, offset, seq } = entry.message;
+      oldest = { part, offset, seq };
+      break;
+    }
+    return { inFlight: this.#window.scan(Date.now(), 0).live, window: this.#window.size, redelivered: this.#redelivered, deadLettered: this.#deadLettered, oldestUnacked: oldest };
   }
 
   get closed(): boolean {
@@ -184,14 +209,14 @@ export class SharedConsumer {
     }
   }
 
-  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries`. */
+  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
   async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
     this.#assertOpen();
-    const { delayMs = 0, error } = options;
+    const { delayMs = 0, error, deadLetter = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     const entry = this.#leased(ref, "nack");
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
-    if (entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
     this.#notify();
@@ -271,6 +296,7 @@ export class SharedConsumer {
           continue;
         }
         entry.state = "leased";
+        if (entry.deliveries > 0) this.#redelivered++;
         entry.deliveries++;
         entry.lease = ++this.#leaseSeq;
         entry.until = now + leaseMs;
@@ -381,6 +407,7 @@ export class SharedConsumer {
       entry.until = 0;
       throw error;
     }
+    this.#deadLettered++;
     await this.#ack(entry);
   }
 

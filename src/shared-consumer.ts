@@ -43,10 +43,12 @@ export interface NackOptions {
   delayMs?: number;
   /** Why it failed: kept with a dead letter. */
   error?: string;
+  /** Give up on it now: it goes to the dead-letter queue, whatever its deliveries. @default false */
+  deadLetter?: boolean;
 }
 
-/** `SharedConsumer.stats`: the live state, in this process. */
-export interface SharedConsumerStats {
+/** `SharedConsumer.stats`: what a shared consumer is doing, live, in this process (for monitoring). */
+export interface SharedStats {
   /** Leases running now. */
   inFlight: number;
   /** Tracked messages that may go out now (nacked, or their lease ran out); new ones not read yet are not counted. */
@@ -55,10 +57,10 @@ export interface SharedConsumerStats {
   waiting: number;
   /** Messages tracked above the floor: leased, ready, waiting, or acknowledged out of order. */
   window: number;
-  /** Messages not acknowledged that were handed out more than once (tracked now). */
+  /** Hand-outs of a message that was handed out before, since this consumer was opened (delivery counts are kept across restarts). */
   redelivered: number;
-  /** Hand-outs since open that were not a message's first (counts kept across restarts). */
-  redeliveries: number;
+  /** Messages tracked now, not acknowledged, that were handed out more than once. */
+  redeliveredPending: number;
   /** Messages moved to the dead-letter queue since open. */
   deadLettered: number;
   /** Messages moved to the dead-letter queue since the consumer was created (kept in its state files). */
@@ -103,13 +105,13 @@ export class SharedConsumer {
   #refs = 1;
   #closed = false;
   #leaseSeq = 0;
-  #redeliveries = 0;
-  #deadLettered = 0;
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   readonly #commits: GroupCommit;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
+  #redelivered = 0;
+  #deadLettered = 0;
 
   private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -163,8 +165,8 @@ export class SharedConsumer {
     return { ...this.#floor };
   }
 
-  /** What the consumer holds now: leases, messages coming again, dead letters, the oldest unacknowledged (O(window)). */
-  get stats(): SharedConsumerStats {
+  /** What the consumer holds now: leases, messages coming again, dead letters, the oldest unacknowledged (O(window size)). */
+  get stats(): SharedStats {
     const now = Date.now();
     const { inFlight, ready, waiting, redelivered, oldest } = this.#window.summary(now);
     const message = oldest?.message;
@@ -173,8 +175,8 @@ export class SharedConsumer {
       ready,
       waiting,
       window: this.#window.size,
-      redelivered,
-      redeliveries: this.#redeliveries,
+      redelivered: this.#redelivered,
+      redeliveredPending: redelivered,
       deadLettered: this.#deadLettered,
       deadLetteredTotal: this.#loaded.deadLettered + this.#deadLettered,
       oldestUnacked: message ? { part: message.part, offset: message.offset, seq: message.seq, deliveries: oldest.deliveries, waitedMs: oldest.firstAt === undefined ? undefined : now - oldest.firstAt } : null,
@@ -227,14 +229,14 @@ export class SharedConsumer {
     }
   }
 
-  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries`. */
+  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
   async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
     this.#assertOpen();
-    const { delayMs = 0, error } = options;
+    const { delayMs = 0, error, deadLetter = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     const entry = this.#leased(ref, "nack");
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
-    if (entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
     this.#notify();
@@ -314,7 +316,7 @@ export class SharedConsumer {
           continue;
         }
         entry.state = "leased";
-        if (++entry.deliveries > 1) this.#redeliveries++;
+        if (++entry.deliveries > 1) this.#redelivered++;
         entry.firstAt ??= now;
         entry.lease = ++this.#leaseSeq;
         entry.until = now + leaseMs;

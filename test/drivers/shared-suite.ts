@@ -60,7 +60,7 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await Promise.all([worker(), worker(), worker(), worker()]);
       expect([...done.keys()].sort()).toEqual(Array.from({ length: 60 }, (_, i) => `m${i}`).sort());
       expect([...done.values()].every((n) => n === 1)).toBe(true);
-      expect(c.stats).toMatchObject({ inFlight: 0, window: 0 });
+      expect(c.stats).toMatchObject({ inFlight: 0, window: 0, deadLettered: 0, oldestUnacked: null });
       const line = text.decode(await driver.readRecord(popInfoPath("q", "s")));
       expect(line).toMatch(/^q;s;\d+;60;0\n/);
       expect((await listConsumers(driver, "q")).map((x) => [x.name, x.lag])).toEqual([["s", 0]]);
@@ -159,6 +159,31 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const c2 = await shared(driver);
       const [back] = await c2.poll();
       expect(back).toMatchObject({ data: "m0", deliveries: 1, seq: 1, part: 1 });
+    });
+
+    it("nack with deadLetter sends it to the dead-letter queue at once; stats count it and redeliveries; redrive with no queue sends it to its origin", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver, { maxDeliveries: 5 });
+      const [first] = await c.poll({ max: 1 });
+      await c.nack(first!);
+      const [again] = await c.poll({ max: 1 });
+      expect(again).toMatchObject({ data: "m0", deliveries: 2 });
+      expect(c.stats).toMatchObject({ inFlight: 1, redelivered: 1, deadLettered: 0, oldestUnacked: { part: 0, offset: 0, seq: 1 } });
+      await c.nack(again!, { error: "bad input", deadLetter: true });
+      expect(c.stats).toMatchObject({ inFlight: 0, deadLettered: 1 });
+      const [next] = await c.poll({ max: 1 });
+      expect(next!.data).toBe("m1");
+      await c.ack(next!);
+      await c.close();
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      const [dead] = await dlq.read();
+      await dlq.close();
+      expect(parseDeadLetter(dead!)).toMatchObject({ origin: { queue: "q", seq: 1 }, deliveries: 2, error: "bad input", data: "m0" });
+      expect(await redrive(driver, "q.dead", undefined)).toBe(1);
+      const c2 = await shared(driver);
+      const [back] = await c2.poll();
+      expect(back).toMatchObject({ data: "m0", deliveries: 1 });
     });
 
     it("a lease that runs out on the last delivery dead-letters the message, and the same poll goes on with the next", async () => {

@@ -21,30 +21,30 @@ describe("a shared consumer's stats", () => {
   it("live: in flight, ready, waiting, redelivered, dead-lettered (kept across a restart), the oldest unacknowledged and the floor", async () => {
     const driver = await filled(5);
     const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2, onProblem: () => {} });
-    expect(c.stats).toEqual({ inFlight: 0, ready: 0, waiting: 0, window: 0, redelivered: 0, redeliveries: 0, deadLettered: 0, deadLetteredTotal: 0, oldestUnacked: null, ackFloor: { part: 0, position: 0, count: 0 } });
+    expect(c.stats).toEqual({ inFlight: 0, ready: 0, waiting: 0, window: 0, redelivered: 0, redeliveredPending: 0, deadLettered: 0, deadLetteredTotal: 0, oldestUnacked: null, ackFloor: { part: 0, position: 0, count: 0 } });
     const [m0, m1, m2] = await c.poll({ max: 3 });
     expect(c.stats).toMatchObject({ inFlight: 3, ready: 0, waiting: 0, window: 3 });
     await c.ack(m1!);
     await c.nack(m0!);
     await c.nack(m2!, { delayMs: 60_000 });
     const before = c.stats;
-    expect(before).toMatchObject({ inFlight: 0, ready: 1, waiting: 1, window: 3, redelivered: 0, redeliveries: 0 });
+    expect(before).toMatchObject({ inFlight: 0, ready: 1, waiting: 1, window: 3, redelivered: 0, redeliveredPending: 0 });
     expect(before.oldestUnacked).toMatchObject({ part: 0, offset: m0!.offset, seq: m0!.seq, deliveries: 1 });
     expect(before.oldestUnacked!.waitedMs).toBeGreaterThanOrEqual(0);
 
     const [again] = await c.poll({ max: 1 });
     expect(again).toMatchObject({ offset: m0!.offset, deliveries: 2 });
-    expect(c.stats).toMatchObject({ inFlight: 1, redelivered: 1, redeliveries: 1 });
+    expect(c.stats).toMatchObject({ inFlight: 1, redelivered: 1, redeliveredPending: 1 });
     // Its last delivery: to the dead-letter queue; the floor passes it and the acked m1.
     await c.nack(again!, { error: "boom" });
     const after = c.stats;
-    expect(after).toMatchObject({ inFlight: 0, ready: 0, waiting: 1, window: 1, redelivered: 0, deadLettered: 1, deadLetteredTotal: 1 });
+    expect(after).toMatchObject({ inFlight: 0, ready: 0, waiting: 1, window: 1, redeliveredPending: 0, deadLettered: 1, deadLetteredTotal: 1 });
     expect(after.ackFloor.count).toBe(2);
     expect(after.oldestUnacked).toMatchObject({ offset: m2!.offset, seq: m2!.seq, deliveries: 1 });
     await c.close();
 
     const reopened = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2 });
-    expect(reopened.stats).toMatchObject({ deadLettered: 0, deadLetteredTotal: 1, redeliveries: 0, ackFloor: { count: 2 } });
+    expect(reopened.stats).toMatchObject({ deadLettered: 0, deadLetteredTotal: 1, redelivered: 0, ackFloor: { count: 2 } });
     await reopened.close();
   });
 });
@@ -112,7 +112,7 @@ describe("redrive without a target queue", () => {
     const dlq = await QueueWriter.open("all.dead", { driver, durability: "none" });
     await dlq.push("by hand");
     await dlq.close();
-    await expect(redrive(driver, "all.dead", undefined)).rejects.toThrow(/is no dead letter: it has no origin queue/);
+    await expect(redrive(driver, "all.dead", undefined)).rejects.toThrow(/is no dead letter, so it has no origin queue/);
     expect(await redrive(driver, "all.dead", "q")).toBe(1);
     expect(await read("q")).toEqual(["m0", "m1", "m0", "by hand"]);
   });

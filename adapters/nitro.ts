@@ -22,9 +22,14 @@ import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
 import { queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
+import { runWorker, sharedHandle, type VQueueSharedConsumer, type VQueueWorker, type VQueueWorkerOptions } from "./nitro-shared";
+import type { LeasedMessage } from "../src/shared-consumer";
+import { sharedSettingsProblems } from "../src/shared-options";
+
+export type { VQueueSharedConsumer, VQueueWorker, VQueueWorkerOptions } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared"> {
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
@@ -71,7 +76,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
   if (rest.compression !== undefined) checkOption("compression", rest.compression, checkCompression);
   if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
-  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues)]);
+  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues), ...sharedSettingsProblems(rest.shared)]);
   return {
     name: "v-queue",
     setup(nitro) {
@@ -148,6 +153,14 @@ export interface VQueueInstance {
   fetch(input: string, init?: RequestInit): Promise<Response>;
   /** Pushes messages to `queue` (created if missing) through the same open writer as the API. */
   push(queue: string, messages: MessageInput | MessageInput[]): Promise<VQueuePushResult>;
+  /**
+   * Shared consumer `consumer` of `queue` (created on first use), the same one HTTP clients
+   * lease from: poll, ack, nack, extend in this process. Its settings are the module's `shared`
+   * (and `queues.{queue}.shared`).
+   */
+  shared(queue: string, consumer: string): VQueueSharedConsumer;
+  /** Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once: acked when it resolves, nacked when it throws. */
+  worker(queue: string, consumer: string, handler: (message: LeasedMessage) => unknown, options?: VQueueWorkerOptions): VQueueWorker;
   /** Ends long polls, lets writes in flight finish, closes every queue. */
   close(): Promise<void>;
 }
@@ -218,6 +231,8 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       const positions = await (await handler).push(queue, messages);
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
+    shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
+    worker: (queue: string, consumer: string, run: (message: LeasedMessage) => unknown, workerOptions?: VQueueWorkerOptions) => runWorker(sharedHandle(handler, queue, consumer), run, workerOptions),
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);
       const base = prefixes.find((p) => url.pathname === p || url.pathname.startsWith(`${p}/`));
@@ -269,6 +284,10 @@ function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueue
   };
   parseEach(o.limits);
   parseEach(o.retention);
-  for (const settings of Object.values((o.queues ?? {}) as Record<string, { retention?: unknown }>)) parseEach(settings?.retention);
+  parseEach(o.shared);
+  for (const settings of Object.values((o.queues ?? {}) as Record<string, { retention?: unknown; shared?: unknown }>)) {
+    parseEach(settings?.retention);
+    parseEach(settings?.shared);
+  }
   return { ...o, prefix: normalizePrefix(String(o.prefix ?? "/_queue")), dir: String(o.dir ?? ""), storage: String(o.storage ?? "") } as VQueueRuntimeOptions;
 }

@@ -10,6 +10,7 @@ import { jsonError } from "./errors";
 import { requestLogMiddleware } from "./log";
 import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
 import { QueueRegistry } from "./registry";
+import type { SharedSlot } from "./shared-slot";
 import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 
@@ -18,6 +19,7 @@ export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
+export type { SharedSlot } from "./shared-slot";
 export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "../protocol/binary";
 export type { BatchRecord } from "../protocol/binary";
 export { ProtocolError } from "../protocol/errors";
@@ -33,6 +35,13 @@ export interface QueueHandler {
    * JSON values as their JSON text.
    */
   push(queue: string, messages: MessageInput | MessageInput[]): Promise<MessagePosition[]>;
+  /**
+   * The slot of shared consumer `name` of `queue` that the API uses (opened, and the consumer
+   * created, on first use): server code leases, acks and nacks on the same consumer as HTTP
+   * clients, without HTTP and without auth. Ask for it again for each use: an idle slot may be
+   * closed (and is then opened again).
+   */
+  sharedConsumer(queue: string, name: string): Promise<SharedSlot>;
   /** Ends long polls, waits for requests in flight (writes included), closes every queue file. */
   close(): Promise<void>;
 }
@@ -62,6 +71,11 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     push: async (queue, messages) => {
       assertName(queue, "queue");
       return registry.push(queue, Array.isArray(messages) ? messages : [messages]);
+    },
+    sharedConsumer: async (queue, name) => {
+      assertName(queue, "queue");
+      assertName(name, "consumer", queue);
+      return registry.shared(queue, name);
     },
     close: () => registry.close(),
   };

@@ -1,0 +1,105 @@
+// useVQueue().shared / .worker: shared consumers in a Nitro app's server code, on the same
+// consumer as the HTTP API (the instance set up directly in Node, as the module's plugin does).
+import { afterEach, describe, expect, it } from "vitest";
+import { setupVQueue, type VQueueWorker } from "../adapters/nitro";
+import type { LeasedMessage } from "../src/shared-consumer";
+import type { LeaseResponse } from "../protocol/api";
+
+const instances: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const instance of instances.splice(0)) await instance.close();
+});
+
+function instance(name: string, shared: Record<string, unknown> = {}) {
+  const vq = setupVQueue(name, { storage: "memory:", durability: "none", shared: shared as never });
+  instances.push(vq);
+  return vq;
+}
+
+describe("useVQueue().shared", () => {
+  it("leases from the same consumer as the API: what server code holds, HTTP clients do not get; acks are seen by both", async () => {
+    const vq = instance("shared-same");
+    await vq.push("jobs", ["a", "b", "c"]);
+    const c = vq.shared("jobs", "w");
+    const mine = await c.poll({ max: 2, leaseMs: 60_000 });
+    expect(mine.map((m) => m.data)).toEqual(["a", "b"]);
+    const res = await vq.fetch("/api/v1/queues/jobs/consumers/w/lease", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ max: 10 }) });
+    expect(res.status).toBe(200);
+    const http = (await res.json()) as LeaseResponse;
+    expect(http.messages.map((m) => m.data)).toEqual(["c"]);
+    // The HTTP client acks in the server: the in-process handle acks its own.
+    const ack = await vq.fetch("/api/v1/queues/jobs/consumers/w/ack", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ leases: [http.messages[0]!.lease] }) });
+    expect(((await ack.json()) as { acked: number }).acked).toBe(1);
+    await c.ack(mine[0]!);
+    await c.nack(mine[1]!, { deadLetter: true, error: "bad" });
+    expect(await c.stats()).toMatchObject({ inFlight: 0, window: 0, deadLettered: 1, ackFloor: { count: 3 } });
+    await expect(c.ack(mine[0]!)).resolves.toBeUndefined(); // below the floor: acked already
+    await expect(c.extend(mine[1]!)).rejects.toMatchObject({ code: "E_LEASE" });
+    // An ordered consumer's name: E_KIND.
+    await vq.fetch("/api/v1/queues/jobs/consumers/o/messages");
+    await expect(vq.shared("jobs", "o").poll()).rejects.toMatchObject({ code: "E_KIND" });
+    await expect(vq.shared("jobs", "bad name").poll()).rejects.toMatchObject({ code: "E_NAME" });
+  });
+});
+
+describe("useVQueue().worker", () => {
+  it("runs handlers concurrently, acks on success, nacks with the error and backoff, dead-letters at maxDeliveries, extends long handlers, stops cleanly", async () => {
+    const vq = instance("shared-worker", { leaseMs: 300 });
+    await vq.push("jobs", Array.from({ length: 20 }, (_, i) => `m${i}`));
+    const seen = new Map<string, number>();
+    let running = 0;
+    let most = 0;
+    const errors: string[] = [];
+    const delays: number[] = [];
+    const worker: VQueueWorker = vq.worker(
+      "jobs",
+      "w",
+      async (m: LeasedMessage) => {
+        seen.set(m.data as string, (seen.get(m.data as string) ?? 0) + 1);
+        running++;
+        most = Math.max(most, running);
+        // m0 runs past its lease (300 ms): extended, so nobody else gets it meanwhile.
+        await new Promise((resolve) => setTimeout(resolve, m.data === "m0" ? 800 : 20));
+        running--;
+        if (m.data === "m5") throw new Error("m5 always fails");
+      },
+      { concurrency: 4, maxDeliveries: 3, backoff: (n) => (delays.push(n), 10), onError: (e) => errors.push((e as Error).message) },
+    );
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && (seen.size < 20 || (seen.get("m5") ?? 0) < 3 || worker.stats.running > 0)) await new Promise((r) => setTimeout(r, 50));
+    await worker.stop();
+    await worker.done;
+    expect(most).toBeLessThanOrEqual(4);
+    expect(most).toBeGreaterThan(1);
+    expect(seen.get("m0")).toBe(1);
+    expect(seen.get("m5")).toBe(3);
+    expect([...seen.entries()].filter(([k, n]) => k !== "m5" && n !== 1)).toEqual([]);
+    expect(errors).toEqual(["m5 always fails", "m5 always fails", "m5 always fails"]);
+    expect(delays).toEqual([1, 2]);
+    expect(worker.stats).toEqual({ running: 0, succeeded: 19, failed: 3 });
+    const stats = await vq.shared("jobs", "w").stats();
+    expect(stats).toMatchObject({ inFlight: 0, window: 0, deadLettered: 1, ackFloor: { count: 20 } });
+    const dlq = await vq.fetch("/api/v1/queues/jobs.dead/consumers/look/messages");
+    const letter = JSON.parse(((await dlq.json()) as { messages: { data: string }[] }).messages[0]!.data);
+    expect(letter).toMatchObject({ origin: { queue: "jobs", consumer: "w" }, deliveries: 3, error: "m5 always fails" });
+  });
+
+  it("stop: running handlers finish and are acked, nothing more is leased", async () => {
+    const vq = instance("shared-worker-stop");
+    await vq.push("jobs", ["a", "b", "c"]);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const started: string[] = [];
+    const worker = vq.worker("jobs", "w", async (m) => {
+      started.push(m.data as string);
+      await gate;
+    }, { concurrency: 1 });
+    while (started.length === 0) await new Promise((r) => setTimeout(r, 10));
+    const stopped = worker.stop();
+    release();
+    await stopped;
+    expect(started).toEqual(["a"]);
+    expect(await vq.shared("jobs", "w").stats()).toMatchObject({ inFlight: 0, ackFloor: { count: 1 } });
+    expect((await vq.shared("jobs", "w").poll({ max: 5 })).map((m) => m.data)).toEqual(["b", "c"]);
+  });
+});

@@ -4,9 +4,11 @@
  * holds its lock), through its slot, asked for again at each call (an idle slot may be closed).
  */
 import type { QueueHandler } from "../runtime/index";
-import type { SharedSlot } from "../runtime/shared-slot";
+import type { Settled, SharedSlot } from "../runtime/shared-slot";
 import type { LeasedMessage, LeaseRef, NackOptions, SharedStats } from "../src/shared-consumer";
-import { checkInteger } from "../src/options";
+import { parseLeaseToken } from "../protocol/binary";
+import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";
+import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "../client/worker";
 
 /** A shared consumer as server code sees it: the API's own, leases in this process. */
 export interface VQueueSharedConsumer {
@@ -23,34 +25,6 @@ export interface VQueueSharedConsumer {
   /** Live stats (`SharedConsumer.stats`). */
   stats(): Promise<SharedStats>;
 }
-
-export interface VQueueWorkerOptions {
-  /** Handlers running at once. @default 8 */
-  concurrency?: number;
-  /** Lease time of each message (extended while its handler runs). @default the consumer's `leaseMs` */
-  leaseMs?: number;
-  /** A failure at this delivery sends the message to the dead-letter queue. @default the consumer's `maxDeliveries` */
-  maxDeliveries?: number;
-  /** How long a failed message waits before it comes again, by its deliveries so far. @default none */
-  backoff?: (deliveries: number) => number;
-  /** Stops the worker (as `stop()`). */
-  signal?: AbortSignal;
-  /** A handler's failure (after its nack), or a failed lease, ack or nack. @default logged with console.error */
-  onError?: (error: unknown, message?: LeasedMessage) => void;
-}
-
-export interface VQueueWorker {
-  /** Resolves once the worker has stopped and its handlers are done. */
-  readonly done: Promise<void>;
-  /** Leases nothing more, lets running handlers finish (their messages acked or nacked), resolves when done. */
-  stop(): Promise<void>;
-  readonly stats: { running: number; succeeded: number; failed: number };
-}
-
-/** How long one lease call waits for messages before asking again. */
-const POLL_MS = 30_000;
-/** After a failed lease, before the next. */
-const RETRY_MS = 1000;
 
 export function sharedHandle(handler: Promise<QueueHandler>, queue: string, name: string): VQueueSharedConsumer {
   const slot = async (): Promise<SharedSlot> => (await handler).sharedConsumer(queue, name);
@@ -73,84 +47,33 @@ export function sharedHandle(handler: Promise<QueueHandler>, queue: string, name
 }
 
 /**
- * Runs `handle` on the messages of shared consumer `name`, up to `concurrency` at once: acked
- * when it resolves, nacked with its error when it throws (after `backoff`, to the dead-letter
- * queue at `maxDeliveries`); a lease is extended while its handler runs.
+ * The client's worker (client/worker.ts: lease ahead, batched acks, extends, backoff, dead
+ * letters, clean stop) on calls to the engine in this process instead of HTTP requests: the
+ * handler gets the same messages as a remote worker's (lease tokens as strings).
  */
-export function runWorker(consumer: VQueueSharedConsumer, handle: (message: LeasedMessage) => unknown, options: VQueueWorkerOptions = {}): VQueueWorker {
-  const { concurrency = 8, leaseMs, maxDeliveries, backoff, signal, onError = (error) => console.error(`[v-queue] worker ${consumer.queue}/${consumer.name}:`, error) } = options;
-  checkInteger("concurrency", concurrency, 1, 100_000);
-  if (maxDeliveries !== undefined) checkInteger("maxDeliveries", maxDeliveries, 1, 1_000_000);
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal?.addEventListener("abort", onAbort, { once: true });
-  if (signal?.aborted) stop.abort();
-  const stats = { running: 0, succeeded: 0, failed: 0 };
-  const running = new Set<Promise<void>>();
-  const report = (error: unknown, message?: LeasedMessage) => {
-    try {
-      onError(error, message);
-    } catch {
-      // A throwing onError must not stop the worker.
-    }
-  };
-
-  const one = async (message: LeasedMessage) => {
-    // Extended at half its time, for as long as the handler runs.
-    const every = Math.max(50, Math.floor((message.leaseUntil - Date.now()) / 2));
-    const timer = setInterval(() => void consumer.extend(message, { leaseMs }).catch((error: unknown) => report(error, message)), every);
-    try {
-      await handle(message);
-      clearInterval(timer);
-      stats.succeeded++;
-      await consumer.ack(message).catch((error: unknown) => report(error, message));
-    } catch (error) {
-      clearInterval(timer);
-      stats.failed++;
-      const why = error instanceof Error ? error.message : String(error);
-      const deadLetter = maxDeliveries !== undefined && message.deliveries >= maxDeliveries;
-      await consumer.nack(message, { error: why, delayMs: deadLetter ? 0 : Math.max(0, Math.round(backoff?.(message.deliveries) ?? 0)), deadLetter }).catch((nackError: unknown) => report(nackError, message));
-      report(error, message);
-    }
-  };
-
-  const loop = async () => {
-    while (!stop.signal.aborted) {
-      if (running.size >= concurrency) {
-        await Promise.race(running);
-        continue;
-      }
-      let batch: LeasedMessage[];
-      try {
-        batch = await consumer.poll({ max: concurrency - running.size, leaseMs, timeoutMs: POLL_MS, signal: stop.signal });
-      } catch (error) {
-        if (stop.signal.aborted) break;
-        report(error);
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, RETRY_MS);
-          stop.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-        });
-        continue;
-      }
-      for (const message of batch) {
-        stats.running++;
-        const run: Promise<void> = one(message).finally(() => {
-          stats.running--;
-          running.delete(run);
-        });
-        running.add(run);
-      }
-    }
-    await Promise.all(running);
-    signal?.removeEventListener("abort", onAbort);
-  };
-  const done = loop();
-  return {
-    done,
-    stop: () => {
-      stop.abort();
-      return done;
+export function engineWorker<T>(handler: Promise<QueueHandler>, queue: string, name: string, handle: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
+  const slot = async (): Promise<SharedSlot> => (await handler).sharedConsumer(queue, name);
+  // The tokens are the worker's own, made by fromLeaseRecord.
+  const refs = (leases: string[]) =>
+    leases.map((token) => {
+      const ref = parseLeaseToken(token);
+      if (!ref) throw new TypeError(`Invalid lease token ${JSON.stringify(token)}.`);
+      return ref;
+    });
+  const errorsOf = <V>(leases: string[], settled: Settled<V>[]) =>
+    settled.flatMap((outcome, i) => (outcome.ok ? [] : [{ lease: leases[i]!, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }]));
+  const calls: WorkerCalls = {
+    async leaseBatch({ max, leaseMs, timeoutMs, signal, json }) {
+      const messages = await (await slot()).lease({ max, leaseMs, timeoutMs, signal });
+      const now = Date.now();
+      return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },
-    stats,
+    ack: async (leases) => ({ errors: errorsOf(leases, await (await slot()).ack(refs(leases))) }),
+    nack: async (leases, { delayMs, error, deadLetter }) => ({ errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter })) }),
+    async extend(leases, leaseMs) {
+      const settled = await (await slot()).extend(refs(leases), leaseMs);
+      return { extended: leases.filter((_, i) => settled[i]!.ok).map((lease) => ({ lease })) };
+    },
   };
+  return runWorker(calls, handle, options);
 }

@@ -22,11 +22,12 @@ import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
 import { queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
-import { runWorker, sharedHandle, type VQueueSharedConsumer, type VQueueWorker, type VQueueWorkerOptions } from "./nitro-shared";
-import type { LeasedMessage } from "../src/shared-consumer";
+import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
+import type { LeasedClientMessage } from "../client/shared";
+import type { Worker, WorkerOptions } from "../client/worker";
 import { sharedSettingsProblems } from "../src/shared-options";
 
-export type { VQueueSharedConsumer, VQueueWorker, VQueueWorkerOptions } from "./nitro-shared";
+export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
 export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared"> {
@@ -159,8 +160,11 @@ export interface VQueueInstance {
    * (and `queues.{queue}.shared`).
    */
   shared(queue: string, consumer: string): VQueueSharedConsumer;
-  /** Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once: acked when it resolves, nacked when it throws. */
-  worker(queue: string, consumer: string, handler: (message: LeasedMessage) => unknown, options?: VQueueWorkerOptions): VQueueWorker;
+  /**
+   * Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once, in this
+   * process: the client's `worker` (same options, same messages) on the engine instead of HTTP.
+   */
+  worker<T = never>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options?: WorkerOptions): Worker;
   /** Ends long polls, lets writes in flight finish, closes every queue. */
   close(): Promise<void>;
 }
@@ -232,7 +236,7 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
-    worker: (queue: string, consumer: string, run: (message: LeasedMessage) => unknown, workerOptions?: VQueueWorkerOptions) => runWorker(sharedHandle(handler, queue, consumer), run, workerOptions),
+    worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) => engineWorker(handler, queue, consumer, run, workerOptions),
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);
       const base = prefixes.find((p) => url.pathname === p || url.pathname.startsWith(`${p}/`));

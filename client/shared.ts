@@ -87,7 +87,8 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
   };
 }
 
-function fromLeaseRecord(record: LeaseRecord, parseJSON: boolean): AnyLeasedMessage {
+/** A leased message as the client gives it (also from the engine's, in a Nitro app). */
+export function fromLeaseRecord(record: LeaseRecord, parseJSON: boolean): AnyLeasedMessage {
   const { part, offset, seq, deliveries, leaseUntil } = record;
   const meta = { part, offset, seq, lease: leaseToken(record), deliveries, leaseUntil };
   if (typeof record.data !== "string") return { ...meta, type: "object", data: record.data };

@@ -145,6 +145,12 @@ export function leaseToken(m: Pick<FramedLease, "part" | "offset" | "lease">): s
   return `${m.part}.${m.offset}.${m.lease}`;
 }
 
+/** The message and hand-out a lease token names, or undefined when it is no token. */
+export function parseLeaseToken(token: string): { part: number; offset: number; lease: number } | undefined {
+  const match = /^(\d{1,15})\.(\d{1,15})\.(\d{1,15})$/.exec(token);
+  return match ? { part: Number(match[1]), offset: Number(match[2]), lease: Number(match[3]) } : undefined;
+}
+
 /** Frames leased messages, with the server's clock `now`. */
 export function encodeLeases(messages: FramedLease[], now: number): Uint8Array<ArrayBuffer> {
   let total = LEASE_HEADER;

@@ -1,8 +1,8 @@
 // useVQueue().shared / .worker: shared consumers in a Nitro app's server code, on the same
 // consumer as the HTTP API (the instance set up directly in Node, as the module's plugin does).
 import { afterEach, describe, expect, it } from "vitest";
-import { setupVQueue, type VQueueWorker } from "../adapters/nitro";
-import type { LeasedMessage } from "../src/shared-consumer";
+import { setupVQueue } from "../adapters/nitro";
+import type { LeasedClientMessage } from "../client/index";
 import type { LeaseResponse } from "../protocol/api";
 
 const instances: { close(): Promise<void> }[] = [];
@@ -51,10 +51,10 @@ describe("useVQueue().worker", () => {
     let most = 0;
     const errors: string[] = [];
     const delays: number[] = [];
-    const worker: VQueueWorker = vq.worker(
+    const worker = vq.worker(
       "jobs",
       "w",
-      async (m: LeasedMessage) => {
+      async (m: LeasedClientMessage) => {
         seen.set(m.data as string, (seen.get(m.data as string) ?? 0) + 1);
         running++;
         most = Math.max(most, running);
@@ -63,7 +63,7 @@ describe("useVQueue().worker", () => {
         running--;
         if (m.data === "m5") throw new Error("m5 always fails");
       },
-      { concurrency: 4, maxDeliveries: 3, backoff: (n) => (delays.push(n), 10), onError: (e) => errors.push((e as Error).message) },
+      { concurrency: 4, maxDeliveries: 3, backoff: (n: number) => (delays.push(n), 10), onError: (e: unknown) => errors.push((e as Error).message) },
     );
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && (seen.size < 20 || (seen.get("m5") ?? 0) < 3 || worker.stats.running > 0)) await new Promise((r) => setTimeout(r, 50));
@@ -76,7 +76,7 @@ describe("useVQueue().worker", () => {
     expect([...seen.entries()].filter(([k, n]) => k !== "m5" && n !== 1)).toEqual([]);
     expect(errors).toEqual(["m5 always fails", "m5 always fails", "m5 always fails"]);
     expect(delays).toEqual([1, 2]);
-    expect(worker.stats).toEqual({ running: 0, succeeded: 19, failed: 3 });
+    expect(worker.stats).toEqual({ processed: 19, failed: 3, deadLettered: 1, running: 0, waiting: 0 });
     const stats = await vq.shared("jobs", "w").stats();
     expect(stats).toMatchObject({ inFlight: 0, window: 0, deadLettered: 1, ackFloor: { count: 20 } });
     const dlq = await vq.fetch("/api/v1/queues/jobs.dead/consumers/look/messages");

@@ -10,7 +10,6 @@ import { listQueues } from "../../src/inspect";
 import { parseCount } from "./_duration";
 import type { Printable } from "./_print";
 import { apiClient, CliError, log, plural, requireYes, storageLabel, targetArgs, withStorage, yesArg } from "./_shared";
-import { sharedClient } from "./_shared-client";
 import { HTTP_BATCH, openDirectSource } from "./_source";
 
 const PREVIEW_CHARS = 80;
@@ -48,7 +47,7 @@ export const redrive = defineCommand({
     const max = args.max === undefined ? Number.POSITIVE_INFINITY : parseCount("--max", args.max, Number.MAX_SAFE_INTEGER);
     requireYes(args.yes, `move the messages of "${args.dlq}" to ${args.to ? `"${args.to}"` : "their origin queues"}`);
     const move = args.url
-      ? (n: number) => sharedClient(apiClient(args.url!, args.user)).redrive(args.dlq, { to: args.to, max: n }).then((r) => r.moved)
+      ? (n: number) => apiClient(args.url!, args.user).redrive(args.dlq, { to: args.to, max: n }).then((r) => r.moved)
       : (n: number) => withStorage(args, `Cannot redrive "${args.dlq}"`, (driver) => redriveFiles(driver, args.dlq, args.to, { max: n }));
     // In calls of at most HTTP_BATCH: each one is durable on its own, and a server takes that many.
     let moved = 0;

@@ -8,7 +8,8 @@ import { openSharedConsumer } from "../../src/shared-consumer";
 import { parseCount, parseDuration } from "./_duration";
 import { formatLeased } from "./_print";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
-import { sharedClient, type LeaseResult } from "./_shared-client";
+import type { LeaseErrorJSON } from "../../protocol/api";
+import { parseLeaseToken } from "../../protocol/binary";
 
 const positional = {
   queue: { type: "positional", required: true, description: "The queue" },
@@ -48,7 +49,7 @@ interface LeaseFlags {
 }
 
 async function leaseOverHttp(url: string, user: string | undefined, queue: string, consumer: string, o: LeaseFlags & { ack: boolean }): Promise<number> {
-  const client = sharedClient(apiClient(url, user));
+  const client = apiClient(url, user);
   const messages = await client.lease(queue, consumer, { max: o.max, leaseMs: o.leaseMs, timeoutMs: o.timeoutMs });
   process.stdout.write(messages.map((m) => formatLeased(m, o.json)).join(""));
   if (o.ack && messages.length > 0) reportErrors("ack", await client.ack(queue, consumer, messages.map((m) => m.lease)));
@@ -77,7 +78,7 @@ export const ack = defineCommand({
   meta: { name: "ack", description: "Acknowledge leased messages of a shared consumer through a server (--url): done, never handed out again" },
   args: { ...positional, leases: leasesArg, ...targetArgs },
   async run({ args }) {
-    const client = sharedClient(apiClient(requireUrl(args.url), args.user));
+    const client = apiClient(requireUrl(args.url), args.user);
     reportErrors("ack", await client.ack(args.queue, args.consumer, leaseTokens(args)));
   },
 });
@@ -94,7 +95,7 @@ export const nack = defineCommand({
   },
   async run({ args }) {
     const delayMs = args.delay === undefined ? undefined : parseDuration("--delay", args.delay);
-    const client = sharedClient(apiClient(requireUrl(args.url), args.user));
+    const client = apiClient(requireUrl(args.url), args.user);
     reportErrors("nack", await client.nack(args.queue, args.consumer, leaseTokens(args), { delayMs, error: args.error, deadLetter: args.dead === true ? true : undefined }));
   },
 });
@@ -109,7 +110,7 @@ export const extend = defineCommand({
   },
   async run({ args }) {
     const leaseMs = args.lease === undefined ? undefined : parseDuration("--lease", args.lease);
-    const client = sharedClient(apiClient(requireUrl(args.url), args.user));
+    const client = apiClient(requireUrl(args.url), args.user);
     const result = await client.extend(args.queue, args.consumer, leaseTokens(args), { leaseMs });
     for (const e of result.extended) console.log(`${e.lease} ${new Date(e.leaseUntil).toISOString()}`);
     reportErrors("extend", { extended: result.extended.length, errors: result.errors });
@@ -125,12 +126,12 @@ function requireUrl(url: string | undefined): string {
 function leaseTokens(args: { leases: string; _: string[] }): string[] {
   const tokens = args._.slice(2);
   if (tokens.length === 0) tokens.push(args.leases);
-  for (const token of tokens) if (!/^\d+\.\d+\.\d+$/.test(token)) throw new CliError(`Invalid lease ${JSON.stringify(token)}: use a token <part>.<offset>.<lease> as lease printed it, such as 0.26.3.`);
+  for (const token of tokens) if (!parseLeaseToken(token)) throw new CliError(`Invalid lease ${JSON.stringify(token)}: use a token <part>.<offset>.<lease> as lease printed it, such as 0.26.3.`);
   return tokens;
 }
 
 /** `Acked 2 leases.`, each failed one on its own line; exit code 1 when any failed. */
-function reportErrors(verb: "ack" | "nack" | "extend", result: LeaseResult): void {
+function reportErrors(verb: "ack" | "nack" | "extend", result: { acked?: number; nacked?: number; extended?: number; errors: LeaseErrorJSON[] }): void {
   const done = result.acked ?? result.nacked ?? result.extended ?? 0;
   const past = { ack: "Acknowledged", nack: "Gave back", extend: "Extended" }[verb];
   log.info(`${past} ${plural(done, "lease")}.`);

@@ -28,6 +28,7 @@ export interface QueueStat {
  * consumer (`--url`) knows the leases running (`inFlight`).
  */
 export type SharedStat = Partial<Omit<SharedFileStats, "oldestUnacked">> & {
+  /** Live (`--url`, while the server holds it): leases running; `redelivered` and `deadLettered` then count since the server opened it. */
   inFlight?: number;
   oldestUnacked: { part: number; offset: number; seq: number; deliveries?: number } | null;
 };
@@ -81,20 +82,23 @@ async function statOverHttp(url: string, user: string | undefined, queue: string
       parts: info.parts,
       messages: info.messages,
       bytes: info.bytes,
-      consumers: consumers.map((c) => ({ name: c.name, kind: kindOf(c), part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor, ...sharedOf(c) })),
+      consumers: consumers.map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor, ...sharedOf(c) })),
     });
   }
   return out;
 }
 
-/** `2 pending (1 redelivered, at most 2 deliveries), 1 acked above the floor, 1 dead-lettered, oldest unacked 0.0 (seq 1, 2 deliveries)`. */
+/**
+ * From the files: `2 pending (1 redelivered, at most 2 deliveries), 1 acked above the floor, 1 dead-lettered, oldest unacked 0.0 (seq 1, 2 deliveries)`.
+ * Live, from the server that holds it: `1 in flight, 3 redeliveries and 1 dead-lettered since the server opened it, oldest unacked 0.0 (seq 1)`.
+ */
 function describeShared(s: SharedStat): string {
   const parts: string[] = [];
-  if (s.inFlight !== undefined) parts.push(`${s.inFlight} in flight`);
-  if (s.pending !== undefined) parts.push(`${s.pending} pending${s.pending > 0 ? ` (${s.redelivered ?? 0} redelivered, at most ${deliveries(s.maxDeliveries ?? 0)})` : ""}`);
-  else if (s.redelivered !== undefined) parts.push(`${s.redelivered} redelivered`);
-  if (s.ackedAboveFloor !== undefined) parts.push(`${s.ackedAboveFloor} acked above the floor`);
-  if (s.deadLettered !== undefined) parts.push(`${s.deadLettered} dead-lettered`);
+  if (s.inFlight !== undefined) parts.push(`${s.inFlight} in flight, ${s.redelivered ?? 0} ${s.redelivered === 1 ? "redelivery" : "redeliveries"} and ${s.deadLettered ?? 0} dead-lettered since the server opened it`);
+  else {
+    parts.push(`${s.pending ?? 0} pending${s.pending ? ` (${s.redelivered ?? 0} redelivered, at most ${deliveries(s.maxDeliveries ?? 0)})` : ""}`);
+    parts.push(`${s.ackedAboveFloor ?? 0} acked above the floor`, `${s.deadLettered ?? 0} dead-lettered`);
+  }
   const o = s.oldestUnacked;
   parts.push(o ? `oldest unacked ${o.part}.${o.offset} (seq ${o.seq}${o.deliveries === undefined ? "" : `, ${deliveries(o.deliveries)}`})` : "none unacked");
   return parts.join(", ");
@@ -102,12 +106,9 @@ function describeShared(s: SharedStat): string {
 
 const deliveries = (n: number): string => `${n} ${n === 1 ? "delivery" : "deliveries"}`;
 
-/** The shared-consumer fields of the API's consumer list (issue 13). */
-type ListedConsumer = ConsumerInfo & { kind?: ConsumerKind; inFlight?: number; redelivered?: number; deadLettered?: number; oldestUnacked?: SharedStat["oldestUnacked"] };
-
-const kindOf = (c: ListedConsumer): ConsumerKind => c.kind ?? "ordered";
-
-function sharedOf(c: ListedConsumer): { shared?: SharedStat } {
-  if (c.kind !== "shared") return {};
+/** A shared consumer's live stats, when the server holds it (the API's consumer list). */
+function sharedOf(c: ConsumerInfo): { shared?: SharedStat } {
+  // Live stats only while the server holds the consumer open.
+  if (c.kind !== "shared" || c.inFlight === undefined) return {};
   return { shared: { inFlight: c.inFlight, redelivered: c.redelivered, deadLettered: c.deadLettered, oldestUnacked: c.oldestUnacked ?? null } };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { useTempDirs } from "../helpers/tmp";
-import { cli, STACK } from "./_cli";
+import { cli, STACK, useServer } from "./_cli";
 
 const tempDir = useTempDirs("vq-cli-shared-");
 
@@ -102,5 +102,56 @@ describe("v-queue shared consumers on the files (--dir)", () => {
     expect((await cli(["consume", "q", "check", "--dir", dir])).stdout).toBe(`first\n${"x".repeat(200)}\nthird\nfirst\n`);
     expect((await cli(["consume", "other", "check", "--dir", dir])).stdout).toBe(`${"x".repeat(200)}\n`);
     expect((await cli(["redrive", "q.dead", "-y", "--dir", dir])).stderr).toContain("Moved 0 messages");
+  });
+});
+
+describe("v-queue shared consumers through a server (--url)", () => {
+  const server = useServer(tempDir);
+
+  it("lease prints messages with their tokens; ack, nack (--delay, --dead, --error), extend by token; stat shows the live state", async () => {
+    const url = ["--url", server.url];
+    await cli(["push", "jobs", "a", "b", "c", "d", ...url]);
+    const leased = await cli(["lease", "jobs", "w", "--max", "3", "--lease", "1m", ...url]);
+    expect(leased.code).toBe(0);
+    expect(leased.stdout).toMatch(/^0\.0\.\d+ a\n0\.26\.\d+ b\n0\.52\.\d+ c\n$/);
+    expect(leased.stderr).toContain("Leased 3 messages of jobs as w");
+    const [ta, tb, tc] = leased.stdout.split("\n").map((line) => line.split(" ")[0]!);
+
+    const stat = await cli(["stat", "jobs", ...url]);
+    expect(stat.stdout).toContain("consumer w (shared): ack floor part 0, position 0, read 0 in part, lag 4; 3 in flight, 0 redeliveries and 0 dead-lettered since the server opened it, oldest unacked 0.0 (seq 1)");
+
+    const acked = await cli(["ack", "jobs", "w", ta!, "9.9.9", ...url]);
+    expect(acked.code).toBe(1); // one of the two was refused
+    expect(acked.stderr).toContain("Acknowledged 1 lease.");
+    expect(acked.stderr).toMatch(/9\.9\.9: .*\(E_LEASE\)/);
+    const extended = await cli(["extend", "jobs", "w", tb!, "--lease", "2m", ...url]);
+    expect(extended.code).toBe(0);
+    expect(extended.stdout).toMatch(new RegExp(`^${tb!.replace(/\./g, "\\.")} \\d{4}-\\d\\d-\\d\\dT`));
+    expect((await cli(["nack", "jobs", "w", tb!, "--delay", "1h", ...url])).stderr).toContain("Gave back 1 lease.");
+    expect((await cli(["nack", "jobs", "w", tc!, "--dead", "--error", "bad input", ...url])).code).toBe(0);
+
+    // c went to the dead-letter queue, b waits an hour: d comes next, as JSON.
+    const json = await cli(["lease", "jobs", "w", "--json", "--wait", "1s", ...url]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ part: 0, offset: 78, seq: 4, type: "string", data: "d", deliveries: 1, lease: expect.stringMatching(/^0\.78\.\d+$/) });
+    const badToken = await cli(["ack", "jobs", "w", "nope", ...url]);
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toContain('Invalid lease "nope"');
+
+    const dlq = await cli(["dlq", "jobs", ...url]);
+    expect(dlq.stdout).toMatch(/^0\.0 from jobs\/w 0\.52 \(seq 3\), 1 delivery, .*Z, error: bad input: c\n$/);
+    expect(dlq.stderr).toContain("1 message in jobs.dead.");
+    // A peek: the throwaway consumer is gone.
+    const consumers = JSON.parse((await cli(["stat", "jobs.dead", "--json", ...url])).stdout)[0].consumers;
+    expect(consumers).toEqual([]);
+
+    const moved = await cli(["redrive", "jobs.dead", "--yes", ...url]);
+    expect(moved.stderr).toContain('Moved 1 message from "jobs.dead" to their origin queues.');
+    expect((await cli(["consume", "jobs", "check", ...url])).stdout).toBe("a\nb\nc\nd\nc\n");
+
+    // An ordered consumer's name: E_KIND, told clearly.
+    const kind = await cli(["lease", "jobs", "check", ...url]);
+    expect(kind.code).toBe(1);
+    expect(kind.stderr).toContain("E_KIND");
+    expect(kind.stderr).not.toMatch(STACK);
   });
 });

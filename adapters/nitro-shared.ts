@@ -7,6 +7,7 @@ import type { QueueHandler } from "../runtime/index";
 import type { Settled, SharedSlot } from "../runtime/shared-slot";
 import type { LeasedMessage, LeaseRef, NackOptions, SharedStats } from "../src/shared-consumer";
 import { parseLeaseToken } from "../protocol/binary";
+import { VQueueError } from "../src/errors";
 import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";
 import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "../client/worker";
 
@@ -64,7 +65,11 @@ export function engineWorker<T>(handler: Promise<QueueHandler>, queue: string, n
     settled.flatMap((outcome, i) => (outcome.ok ? [] : [{ lease: leases[i]!, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }]));
   const calls: WorkerCalls = {
     async leaseBatch({ max, leaseMs, timeoutMs, signal, json }) {
-      const messages = await (await slot()).lease({ max, leaseMs, timeoutMs, signal });
+      const messages = await (await slot()).lease({ max, leaseMs, timeoutMs, signal }).catch((error: unknown) => {
+        // Closed under the call (idle, purge): the next call opens it again.
+        if (VQueueError.isError(error) && error.code === "E_CLOSED") return [];
+        throw error;
+      });
       const now = Date.now();
       return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },

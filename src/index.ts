@@ -11,6 +11,7 @@ export { redrive, parseDeadLetter } from "./dead-letter";
 export type { DeadLetter, RedriveOptions } from "./dead-letter";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
 export type { QueueStats, ConsumerStats } from "./inspect";
+export type { SharedFileStats } from "./inspect-shared";
 export { purgeQueue } from "./purge";
 export type { PurgeResult } from "./purge";
 export { deleteQueue, deleteConsumer } from "./delete";

@@ -212,6 +212,25 @@ describe("shared consumers over HTTP", () => {
     expect((await s2.del("/api/v1/queues/q")).status).toBe(200);
   });
 
+  it("the server holds a shared consumer while it has leases running, closes it once idle, and counts it toward maxConsumers", async () => {
+    const s = await startServer({ consumerIdleMs: 200, maxConsumers: 1 });
+    await produce(s, ["a"]);
+    const held = async () => ((await (await s.get("/api/v1/queues/q/consumers")).json()) as ConsumerListResponse).consumers.find((c) => c.name === "w");
+    const [m] = (await lease(s, { leaseMs: 60_000 })).messages;
+    await sleep(1500);
+    expect(await held()).toMatchObject({ kind: "shared", inFlight: 1, oldestUnacked: { seq: 1 } }); // not closed: a lease runs
+    // The one consumer slot is in use: another consumer (of either kind) waits for room, 503.
+    const busy = await s.get("/api/v1/queues/q/consumers/o/messages");
+    expect(busy.status).toBe(503);
+    expect(await errorCode(busy)).toBe("E_BUSY");
+    await ack(s, [m!.lease]);
+    await sleep(1500);
+    const after = await held();
+    expect(after).toMatchObject({ kind: "shared" });
+    expect(after).not.toHaveProperty("inFlight"); // closed as idle: no live stats
+    expect((await s.get("/api/v1/queues/q/consumers/o/messages")).status).toBe(200);
+  });
+
   it("server config: shared defaults and per-queue shared settings, checked with clear errors; a queue's shared settings are laid over the defaults", () => {
     const driver = memoryDriver();
     const options = resolveQueueAppOptions({ driver, shared: { maxDeliveries: 3, leaseMs: 1000 }, queues: { q: { shared: { leaseMs: 5 } } } });

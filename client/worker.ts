@@ -92,7 +92,8 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let acks: string[] = [];
   let ackTimer: ReturnType<typeof setTimeout> | undefined;
   let stopping = false;
-  const leaseAbort = new AbortController();
+  /** The lease request in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
+  let leaseAbort = new AbortController();
   let wake: (() => void) | undefined;
   const wakeLeaser = () => {
     const w = wake;
@@ -195,6 +196,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       }
       const sentAt = Date.now();
       let got: LeaseBatch;
+      leaseAbort = new AbortController();
       try {
         got = await calls.leaseBatch({ max: batch, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
         delay = RETRY_MIN_MS;

@@ -66,7 +66,7 @@ export interface VQueueConfig {
   /** Shared consumers' lease time, bounds and dead letters, e.g. `{ "leaseMs": 60000, "maxDeliveries": 3 }` (see the README, "Shared consumers"). @default the engine's */
   shared?: SharedSettings;
   /**
-   * Per-queue settings: `retention` replaces the default for the queues named, `shared` is laid
+   * Per-queue settings: `retention` replaces the default for the queues named (none when not given), `shared` is laid
    * over `shared`: `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 } } }`.
    */
   queues?: Record<string, QueueSettings>;

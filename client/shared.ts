@@ -89,10 +89,12 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
 
 /** A leased message as the client gives it (also from the engine's, in a Nitro app). */
 export function fromLeaseRecord(record: LeaseRecord, parseJSON: boolean): AnyLeasedMessage {
-  const { part, offset, seq, deliveries, leaseUntil } = record;
-  const meta = { part, offset, seq, lease: leaseToken(record), deliveries, leaseUntil };
-  if (typeof record.data !== "string") return { ...meta, type: "object", data: record.data };
-  return { ...meta, ...textOrJSON(record.data, parseJSON) } as AnyLeasedMessage;
+  const { part, offset, seq, deliveries, leaseUntil, data } = record;
+  const lease = leaseToken(record);
+  // Literals, not spreads: this runs for every message.
+  if (typeof data !== "string") return { part, offset, seq, type: "object", data, lease, deliveries, leaseUntil };
+  if (!parseJSON) return { part, offset, seq, type: "string", data, lease, deliveries, leaseUntil };
+  return { part, offset, seq, ...textOrJSON(data, true), lease, deliveries, leaseUntil } as AnyLeasedMessage;
 }
 
 /** A lease answer the client cannot read is the server's fault: `E_RESPONSE`. */

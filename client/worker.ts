@@ -5,7 +5,11 @@ import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptio
 export interface WorkerOptions {
   /** Handlers running at once. @default 8 */
   concurrency?: number;
-  /** Messages per lease request; the worker leases again once fewer than half of it wait. @default max(100, concurrency * 4) */
+  /**
+   * Messages per lease request; the worker leases again once fewer than half of it wait. By
+   * default it adapts: from `concurrency * 4`, doubling (up to 1000) while handlers finish
+   * faster than full batches arrive; slow handlers keep it small (others get the messages).
+   */
   batch?: number;
   /** How long each lease runs (extended while its handler runs). @default the server's */
   leaseMs?: number;
@@ -64,6 +68,7 @@ const defaultBackoff = (deliveries: number) => Math.min(100 * 2 ** Math.max(0, d
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5000;
 const SEND_ATTEMPTS = 5;
+const MAX_BATCH = 1000;
 
 /**
  * Runs `handler` on a shared consumer's messages, `concurrency` at once: leases ahead (so a
@@ -73,7 +78,9 @@ const SEND_ATTEMPTS = 5;
  */
 export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
   const { concurrency = 8, leaseMs, maxDeliveries, backoff = defaultBackoff, json = false, pollTimeoutMs = 20_000, ackDelayMs = 2 } = options;
-  const batch = options.batch ?? Math.max(100, concurrency * 4);
+  let batch = options.batch ?? Math.min(MAX_BATCH, concurrency * 4);
+  /** A handler slot sat idle with nothing leased while a full batch was on its way: lease more at once. */
+  let starved = false;
   const onError = options.onError ?? ((error: unknown) => console.warn("[v-queue] worker:", error));
   for (const [name, value] of [["concurrency", concurrency], ["batch", batch]] as const) {
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`Invalid ${name} ${String(value)}: use an integer from 1 up.`);
@@ -85,7 +92,8 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let acks: string[] = [];
   let ackTimer: ReturnType<typeof setTimeout> | undefined;
   let stopping = false;
-  const leaseAbort = new AbortController();
+  /** The lease request in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
+  let leaseAbort = new AbortController();
   let wake: (() => void) | undefined;
   const wakeLeaser = () => {
     const w = wake;
@@ -157,6 +165,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       void run(held);
     }
     stats.waiting = waiting.length;
+    if (waiting.length === 0 && running.size < concurrency) starved = true;
     if (waiting.length <= batch / 2) wakeLeaser();
   };
 
@@ -187,6 +196,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       }
       const sentAt = Date.now();
       let got: LeaseBatch;
+      leaseAbort = new AbortController();
       try {
         got = await calls.leaseBatch({ max: batch, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
         delay = RETRY_MIN_MS;
@@ -198,6 +208,8 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
         delay = Math.min(delay * 2, RETRY_MAX_MS);
         continue;
       }
+      if (options.batch === undefined && starved && got.messages.length === batch) batch = Math.min(MAX_BATCH, batch * 2);
+      starved = false;
       const expires = sentAt + got.leaseMs;
       for (const message of got.messages) waiting.push({ message, expires, leaseMs: got.leaseMs });
       if (stopping) break;

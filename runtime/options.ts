@@ -110,7 +110,8 @@ export interface QueueAppOptions {
   shared?: SharedSettings;
   /**
    * Per-queue settings: `{ orders: { retention: { maxAgeMs: 86400000 } } }` replaces `retention`
-   * for that queue; `{ orders: { shared: { maxDeliveries: 3 } } }` is laid over `shared`.
+   * for that queue (a queue named here without `retention` has none); `{ orders: { shared:
+   * { maxDeliveries: 3 } } }` is laid over `shared`.
    */
   queues?: Record<string, QueueSettings>;
   /** Where faults (5xx) and recovery problems are logged, and requests with `logRequests`. @default console */
@@ -208,10 +209,10 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     logger,
     logRequests: options.logRequests ?? false,
     onProblem: (problem) => logger.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`),
-    // A queue's settings without `retention` (only `shared`) keep the default retention.
+    // Named in `queues`: its own retention, none when not given (`{ audit: {} }` turns the default off).
     retentionFor: (queue) => {
       const own = ownSettings(options.queues, queue);
-      return own && "retention" in own ? own.retention : options.retention;
+      return own ? own.retention : options.retention;
     },
     sharedFor: (queue) => ({ ...options.shared, ...ownSettings(options.queues, queue)?.shared }),
   };

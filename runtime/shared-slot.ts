@@ -58,7 +58,7 @@ export class SharedSlot {
 
   /** Acks each lease; an ack refused (E_LEASE) is an error item, not a failure of the batch. */
   ack(refs: LeaseRef[]): Promise<Settled<void>[]> {
-    return this.#use(() => settleAll(refs.map((ref) => this.consumer.ack(ref))));
+    return this.#use(async () => (await this.consumer.ackAll(refs)).map((error) => (error ? { ok: false, error } : { ok: true, value: undefined })));
   }
 
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]> {

@@ -217,16 +217,33 @@ export class SharedConsumer {
    * out (the work is done); a message acknowledged already resolves at once.
    */
   ack(ref: LeaseRef): Promise<void> {
-    try {
-      this.#assertOpen();
+    return this.ackAll([ref]).then(([error]) => {
+      if (error) throw error;
+    });
+  }
+
+  /**
+   * Acknowledges many messages in one journal write (as `ack` each); resolves once durable,
+   * with each one's error (`E_LEASE` for a message not handed out), or undefined when acked.
+   */
+  async ackAll(refs: LeaseRef[]): Promise<(Error | undefined)[]> {
+    this.#assertOpen();
+    const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
+    const entries = new Set<WindowEntry>();
+    const waits: Promise<unknown>[] = [];
+    refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      if (entry) return this.#ack(entry);
-      if (isBelow(key, this.#floor)) return Promise.resolve();
-      throw new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
-    } catch (error) {
-      return Promise.reject(error);
+      if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
+      else if (entry) entries.add(entry);
+      else if (!isBelow(key, this.#floor)) errors[i] = new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
+    });
+    if (entries.size > 0) {
+      const failed = new Set<WindowEntry>();
+      waits.push(this.#ackEntries([...entries], failed).catch((error: Error) => refs.forEach((ref, i) => failed.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error))));
     }
+    await Promise.all(waits);
+    return errors;
   }
 
   /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
@@ -344,7 +361,13 @@ export class SharedConsumer {
     if (out.length === 0) return [];
     // Counted before it goes out: a crash never forgets a delivery.
     await this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
-    return out.map((entry) => ({ ...entry.message!, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until }));
+    // Spelled out, not spread: this runs for every message handed out.
+    return out.map((entry) => {
+      const m = entry.message!;
+      const leased: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
+      if (m.stored !== undefined) leased.stored = m.stored;
+      return leased;
+    });
   }
 
   async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
@@ -397,19 +420,35 @@ export class SharedConsumer {
   /** `extra`: lines written with the ack, in the same journal write. */
   #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
-    const message = entry.message;
-    entry.state = "acked";
-    entry.message = undefined;
-    entry.until = 0;
-    entry.acking = this.#commits
-      .add(extra + ackLine(entry.key), () => (entry.persisted = true))
+    return this.#ackEntries([entry], new Set(), extra);
+  }
+
+  /** Marks entries (not acked yet) acknowledged, in one journal write (with `extra` lines); those whose line was not written go back (`failed`). */
+  #ackEntries(entries: WindowEntry[], failed: Set<WindowEntry>, extra = ""): Promise<void> {
+    const messages = entries.map((entry) => entry.message);
+    let lines = extra;
+    for (const entry of entries) {
+      entry.state = "acked";
+      entry.message = undefined;
+      entry.until = 0;
+      lines += ackLine(entry.key);
+    }
+    const acking = this.#commits
+      .add(lines, () => {
+        for (const entry of entries) entry.persisted = true;
+      })
       .catch((error: unknown) => {
         // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
-        if (!entry.persisted) Object.assign(entry, { state: "ready", until: 0, message, acking: undefined });
+        entries.forEach((entry, i) => {
+          if (entry.persisted) return;
+          failed.add(entry);
+          Object.assign(entry, { state: "ready", until: 0, message: messages[i], acking: undefined });
+        });
         throw error;
       });
+    for (const entry of entries) entry.acking = acking;
     this.#notify();
-    return entry.acking;
+    return acking;
   }
 
   /** Pushes a message to the dead-letter queue, then acknowledges it here (a crash in between: it may go twice). */

@@ -186,6 +186,21 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(back).toMatchObject({ data: "m0", deliveries: 1 });
     });
 
+    it("ackAll acks a batch in one write: each ref's outcome, E_LEASE for one never handed out, a repeat is fine", async () => {
+      const { driver } = await setup();
+      await fill(driver, 3);
+      const c = await shared(driver);
+      const got = await c.poll({ max: 3 });
+      const outcomes = await c.ackAll([got[0]!, got[2]!, got[0]!, { part: 0, offset: 999_999, lease: 1 }]);
+      expect(outcomes.map((e) => (e ? (e as { code?: string }).code : "ok"))).toEqual(["ok", "ok", "ok", "E_LEASE"]);
+      expect(await c.ackAll([got[0]!])).toEqual([undefined]);
+      await c.ack(got[1]!);
+      expect(c.floor.count).toBe(3);
+      await c.close();
+      const again = await shared(driver);
+      expect(await again.poll({ max: 10, timeoutMs: 0 })).toEqual([]);
+    });
+
     it("a lease that runs out on the last delivery dead-letters the message, and the same poll goes on with the next", async () => {
       const { driver } = await setup();
       await fill(driver, 2);

@@ -4,6 +4,9 @@ import type { AckResponse, ConsumerListResponse, ExtendResponse, LeaseResponse, 
 import { BATCH_CONTENT_TYPE, decodeLeases } from "../../protocol/binary";
 import { parseDeadLetter } from "../../src/dead-letter";
 import type { Message } from "../../src/message";
+import { configProblems } from "../../adapters/config-schema";
+import memoryDriver from "../../adapters/drivers/memory";
+import { resolveQueueAppOptions } from "../../runtime/options";
 import { basic, errorCode, jsonHeaders, sleep, startServer, type TestServer } from "./_server";
 
 const C = "/api/v1/queues/q/consumers/w";
@@ -207,5 +210,37 @@ describe("shared consumers over HTTP", () => {
     await produce(s2, ["e"]);
     expect((await lease(s2)).messages.map((m) => m.data)).toEqual(["e"]);
     expect((await s2.del("/api/v1/queues/q")).status).toBe(200);
+  });
+
+  it("the server holds a shared consumer while it has leases running, closes it once idle, and counts it toward maxConsumers", async () => {
+    const s = await startServer({ consumerIdleMs: 200, maxConsumers: 1 });
+    await produce(s, ["a"]);
+    const held = async () => ((await (await s.get("/api/v1/queues/q/consumers")).json()) as ConsumerListResponse).consumers.find((c) => c.name === "w");
+    const [m] = (await lease(s, { leaseMs: 60_000 })).messages;
+    await sleep(1500);
+    expect(await held()).toMatchObject({ kind: "shared", inFlight: 1, oldestUnacked: { seq: 1 } }); // not closed: a lease runs
+    // The one consumer slot is in use: another consumer (of either kind) waits for room, 503.
+    const busy = await s.get("/api/v1/queues/q/consumers/o/messages");
+    expect(busy.status).toBe(503);
+    expect(await errorCode(busy)).toBe("E_BUSY");
+    await ack(s, [m!.lease]);
+    await sleep(1500);
+    const after = await held();
+    expect(after).toMatchObject({ kind: "shared" });
+    expect(after).not.toHaveProperty("inFlight"); // closed as idle: no live stats
+    expect((await s.get("/api/v1/queues/q/consumers/o/messages")).status).toBe(200);
+  });
+
+  it("server config: shared defaults and per-queue shared settings, checked with clear errors; a queue's shared settings are laid over the defaults", () => {
+    const driver = memoryDriver();
+    const options = resolveQueueAppOptions({ driver, shared: { maxDeliveries: 3, leaseMs: 1000 }, queues: { q: { shared: { leaseMs: 5 } } } });
+    expect(options.sharedFor("q")).toEqual({ maxDeliveries: 3, leaseMs: 5 });
+    expect(options.sharedFor("other")).toEqual({ maxDeliveries: 3, leaseMs: 1000 });
+    expect(() => resolveQueueAppOptions({ driver, shared: { leaseMs: 0 } })).toThrow(/Invalid shared.leaseMs 0: use an integer from 1/);
+    expect(configProblems({ shared: { maxDeliverys: 3, deadLetterQueue: "a/b" }, queues: { q: { shared: { maxInFlight: -1 } } } })).toEqual([
+      expect.stringMatching(/Unknown key "shared.maxDeliverys": use leaseMs, maxInFlight/),
+      expect.stringMatching(/Invalid shared.deadLetterQueue "a\/b": use a queue name/),
+      expect.stringMatching(/Invalid queues.q.shared.maxInFlight -1/),
+    ]);
   });
 });

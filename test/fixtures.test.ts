@@ -114,7 +114,7 @@ describe("queues written by the crate v_queue 0.2.7", () => {
   it("reports the crate's queue as the Rust server would: current part and its records, plus totals", async () => {
     const stats = await inspectQueue(fsDriver({ dir: await unpack("basic-c1-first.tar") }), "basic_q");
     expect(stats).toMatchObject({ currentPart: 1, currentCount: 5, messages: 15, bytes: 455 });
-    expect(stats!.consumers).toEqual([{ name: "c1", part: 0, position: 90, count: 3, lag: 12 }]);
+    expect(stats!.consumers).toEqual([{ name: "c1", kind: "ordered", part: 0, position: 90, count: 3, lag: 12 }]);
   });
 
   it("writes the same bytes as the crate for the same pushes: records, info lines and crcs", async () => {

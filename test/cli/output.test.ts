@@ -73,7 +73,7 @@ describe("stat --json", () => {
         parts: 1,
         messages: 3,
         bytes: expect.any(Number),
-        consumers: [{ name: "billing", part: 0, position: expect.any(Number), count: 2, lag: 1, cursor: expect.stringMatching(/^0\.\d+\.2$/) }],
+        consumers: [{ name: "billing", kind: "ordered", part: 0, position: expect.any(Number), count: 2, lag: 1, cursor: expect.stringMatching(/^0\.\d+\.2$/) }],
       },
     ]);
     const text = await cli(["stat", "orders", "--url", server.url]);

@@ -29,7 +29,8 @@ export interface VQueueSharedConsumer {
 
 export function sharedHandle(handler: Promise<QueueHandler>, queue: string, name: string): VQueueSharedConsumer {
   const slot = async (): Promise<SharedSlot> => (await handler).sharedConsumer(queue, name);
-  const one = async <T>(settled: Promise<({ ok: true; value: T } | { ok: false; error: unknown })[]>): Promise<T> => {
+  // One ref through the slot's batch calls: its outcome, or its error thrown.
+  const one = async <T>(settled: Promise<Settled<T>[]>): Promise<T> => {
     const [result] = await settled;
     if (!result!.ok) throw result!.error;
     return result!.value;

@@ -31,6 +31,8 @@ export type LeaseRef = Pick<LeasedMessage, "part" | "offset" | "lease">;
 export interface SharedPollOptions {
   /** Most messages to lease. @default 10 */
   max?: number;
+  /** Stop adding messages once their bodies reach this many bytes (at least one is leased). @default no limit */
+  maxBytes?: number;
   /** This poll's lease time. @default the consumer's `leaseMs` */
   leaseMs?: number;
   signal?: AbortSignal;
@@ -177,13 +179,13 @@ export class SharedConsumer {
    */
   async poll(options: SharedPollOptions = {}): Promise<LeasedMessage[]> {
     this.#assertOpen();
-    const { max = 10, leaseMs = this.options.leaseMs, signal, timeoutMs } = options;
+    const { max = 10, maxBytes = Infinity, leaseMs = this.options.leaseMs, signal, timeoutMs } = options;
     checkInteger("max", max, 1, 1_000_000);
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     for (;;) {
-      const got = await this.#exclusive(() => this.#take(max, leaseMs));
+      const got = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes));
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
@@ -293,9 +295,11 @@ export class SharedConsumer {
   }
 
   /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
-  async #take(max: number, leaseMs: number): Promise<LeasedMessage[]> {
+  async #take(max: number, leaseMs: number, maxBytes: number): Promise<LeasedMessage[]> {
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
+    let bytes = 0;
+    let full = false;
     for (;;) {
       const now = Date.now();
       // Those that failed to move to the dead-letter queue take no place of the others.
@@ -312,6 +316,12 @@ export class SharedConsumer {
           moved = true;
           continue;
         }
+        // Past the byte budget: left for the next poll, not handed out (and not counted).
+        if (out.length > 0 && bytes + entry.message!.size > maxBytes) {
+          full = true;
+          break;
+        }
+        bytes += entry.message!.size;
         entry.state = "leased";
         if (entry.deliveries > 0) this.#redelivered++;
         entry.deliveries++;
@@ -320,6 +330,7 @@ export class SharedConsumer {
         out.push(entry);
         room--;
       }
+      if (full) break;
       // Dead letters took places of the scan: look again before reading more.
       if (moved && room > 0) continue;
       const space = Math.min(room, this.options.maxAckWindow - this.#window.size);

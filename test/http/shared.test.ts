@@ -182,6 +182,14 @@ describe("shared consumers over HTTP", () => {
     await bad("extend", '{"leases": ["1.2.3"], "leaseMs": 0}');
   });
 
+  it("a lease answer stops adding messages past limits.maxResponseBytes (at least one goes); the rest wait for the next lease, uncounted", async () => {
+    const s = await startServer({ limits: { maxResponseBytes: 250 } });
+    await produce(s, ["a".repeat(100), "b".repeat(100), "c".repeat(100), "d".repeat(300)]);
+    expect((await lease(s, { max: 10, leaseMs: 60_000 })).messages.map((m) => m.data[0])).toEqual(["a", "b"]);
+    expect((await lease(s, { max: 10, leaseMs: 60_000 })).messages.map((m) => m.data[0])).toEqual(["c"]);
+    expect((await lease(s, { max: 10, leaseMs: 60_000 })).messages.map((m) => [m.data[0], m.deliveries])).toEqual([["d", 1]]);
+  });
+
   it("a long poll ends when the client goes away, and what it would have leased goes to the next one at once", async () => {
     const s = await startServer();
     await produce(s, ["a"]);

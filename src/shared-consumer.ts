@@ -185,7 +185,10 @@ export class SharedConsumer {
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     for (;;) {
-      const got = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes));
+      const { leased: got, counted } = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes));
+      // Counted before it goes out: a crash never forgets a delivery. Awaited out of the
+      // exclusive section, so that concurrent polls share one journal write (and fsync).
+      await counted;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
@@ -295,7 +298,7 @@ export class SharedConsumer {
   }
 
   /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
-  async #take(max: number, leaseMs: number, maxBytes: number): Promise<LeasedMessage[]> {
+  async #take(max: number, leaseMs: number, maxBytes: number): Promise<{ leased: LeasedMessage[]; counted: Promise<void> }> {
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
     let bytes = 0;
@@ -349,16 +352,16 @@ export class SharedConsumer {
       }
       if (anyAcked) void this.#commits.add("").catch(() => {});
     }
-    if (out.length === 0) return [];
-    // Counted before it goes out: a crash never forgets a delivery.
-    await this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
+    if (out.length === 0) return { leased: [], counted: Promise.resolve() };
+    const counted = this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
     // Spelled out, not spread: this runs for every message handed out.
-    return out.map((entry) => {
+    const leased = out.map((entry) => {
       const m = entry.message!;
-      const leased: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
-      if (m.stored !== undefined) leased.stored = m.stored;
-      return leased;
+      const message: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
+      if (m.stored !== undefined) message.stored = m.stored;
+      return message;
     });
+    return { leased, counted };
   }
 
   async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {

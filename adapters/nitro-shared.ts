@@ -15,8 +15,8 @@ import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "..
 export interface VQueueSharedConsumer {
   readonly queue: string;
   readonly name: string;
-  /** Leases up to `max` (default 10) messages, waiting up to `timeoutMs` (default 0: at once) for the first. */
-  poll(options?: { max?: number; leaseMs?: number; timeoutMs?: number; signal?: AbortSignal }): Promise<LeasedMessage[]>;
+  /** Leases up to `max` (default 10) messages (bodies up to `maxBytes`, at least one; default no limit), waiting up to `timeoutMs` (default 0: at once) for the first. */
+  poll(options?: { max?: number; maxBytes?: number; leaseMs?: number; timeoutMs?: number; signal?: AbortSignal }): Promise<LeasedMessage[]>;
   /** Acknowledges a leased message (durable when it resolves). */
   ack(ref: LeaseRef): Promise<void>;
   /** Gives it back: again after `delayMs`, or to the dead-letter queue (`deadLetter`, or after `maxDeliveries`). */
@@ -38,8 +38,8 @@ export function sharedHandle(handler: Promise<QueueHandler>, queue: string, name
   return {
     queue,
     name,
-    async poll({ max = 10, leaseMs, timeoutMs = 0, signal } = {}) {
-      return (await slot()).lease({ max, leaseMs, timeoutMs, signal });
+    async poll({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) {
+      return (await slot()).lease({ max, maxBytes, leaseMs, timeoutMs, signal });
     },
     ack: async (ref) => one((await slot()).ack([ref])),
     nack: async (ref, options = {}) => one((await slot()).nack([ref], options)),
@@ -66,7 +66,8 @@ export function engineWorker<T>(handler: Promise<QueueHandler>, queue: string, n
     settled.flatMap((outcome, i) => (outcome.ok ? [] : [{ lease: leases[i]!, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }]));
   const calls: WorkerCalls = {
     async leaseBatch({ max, leaseMs, timeoutMs, signal, json }) {
-      const messages = await (await slot()).lease({ max, leaseMs, timeoutMs, signal }).catch((error: unknown) => {
+      // In process: no response to keep small.
+      const messages = await (await slot()).lease({ max, maxBytes: Infinity, leaseMs, timeoutMs, signal }).catch((error: unknown) => {
         // Closed under the call (idle, purge): the next call opens it again.
         if (VQueueError.isError(error) && error.code === "E_CLOSED") return [];
         throw error;

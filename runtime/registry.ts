@@ -7,6 +7,8 @@ import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { purgeQueue, type PurgeResult } from "../src/purge";
 import { QueueWriter } from "../src/writer";
+import type { ProduceOptions, ProduceResult } from "../src/produce";
+import { delayedPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
@@ -82,6 +84,7 @@ export class QueueRegistry {
             compression: this.options.compression,
             compressionDictionary: this.options.compressionDictionary,
             zstd: this.options.zstd,
+            idempotencyWindowMs: this.options.idempotencyWindowMs,
             retention: this.options.retentionFor(queue),
             onProblem: this.options.onProblem,
           }),
@@ -97,13 +100,32 @@ export class QueueRegistry {
    * Pushes through the queue's one writer (opened on first use). A writer that failed on
    * storage is dropped, so the next push reopens the queue (and recovery runs).
    */
-  async push(queue: string, messages: MessageInput[], retry = true): Promise<MessagePosition[]> {
+  push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
+    return this.#write(queue, (writer) => writer.pushBatch(messages));
+  }
+
+  /** A produce with a delay or an idempotency key (src/produce.ts), as `push`. */
+  produce(queue: string, messages: MessageInput[], options: ProduceOptions): Promise<ProduceResult> {
+    return this.#write(queue, (writer) => writer.produce(messages, options));
+  }
+
+  /**
+   * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
+   * restart): only a writer moves them into the queue when due.
+   */
+  async wakeDelayed(queue: string): Promise<void> {
+    if (this.#writers.has(queue) || this.#closing) return;
+    const pending = await (await this.driver()).readRecord(delayedPath(queue)).catch(() => undefined);
+    if (pending && pending.length > 0) await this.writer(queue).catch(() => {});
+  }
+
+  async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
     const writer = await this.writer(queue);
     try {
-      return await writer.pushBatch(messages);
+      return await write(writer);
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
-      if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.push(queue, messages, false);
+      if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
       if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
@@ -120,6 +142,7 @@ export class QueueRegistry {
 
   /** The consumer's slot, opened (and the consumer created) on first use. */
   async consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
+    void this.wakeDelayed(queue);
     for (;;) {
       const slot = await this.#consumerSlot(queue, name, create);
       // Closed as idle just now: open it again (unless the whole app is closing).

@@ -34,6 +34,8 @@ export type StartPosition = (typeof START_POSITIONS)[number];
 export const checkDurability: Check = oneOf(DURABILITIES);
 /** The one check of `start` (see `checkDurability`). */
 export const checkStart: Check = oneOf(START_POSITIONS);
+/** The one check of `idempotencyWindowMs`: a second to a week (see `checkDurability`). */
+export const checkIdempotencyWindow: Check = integer(1000, 7 * 24 * 3600 * 1000);
 /** The one check of `compression` (see `checkDurability`). */
 export const checkCompression: Check = oneOf(COMPRESSIONS);
 
@@ -202,7 +204,7 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(1024, 64 * 1024 * 1024)(o.compressionSampleBytes, "compressionSampleBytes"),
     checkDictionaryOption(o.compressionDictionary, o.compression),
     integer(1, 1_000_000_000)(o.indexInterval, "indexInterval"),
-    integer(1000, 7 * 24 * 3600 * 1000)(o.idempotencyWindowMs, "idempotencyWindowMs"),
+    checkIdempotencyWindow(o.idempotencyWindowMs, "idempotencyWindowMs"),
     integer(1, 10_000_000)(o.idempotencyMaxKeys, "idempotencyMaxKeys"),
     ...retentionProblems(o.retention),
   ]);

@@ -22,7 +22,7 @@ describe("delayed messages across a SIGKILL of the writer's process", () => {
     const dir = await freshDir();
     const child = startChild("delay-pusher", dir, "dq", "40", "1500");
     await child.waitFor((line) => line === "done");
-    const until = new Map(child.lines.filter((l) => l.startsWith("ack ")).map((l) => [`d${l.split(" ")[1]}`, Number(l.split(" ")[2])] as const));
+    const until = new Map<string, number>(child.lines.filter((l) => l.startsWith("ack ")).map((l) => [`d${l.split(" ")[1]}`, Number(l.split(" ")[2])] as const));
     expect(until.size).toBe(40);
     child.process.kill("SIGKILL");
     await child.exited;

@@ -100,8 +100,13 @@ export class DelayedStore {
     }
   }
 
-  /** Starts moving due messages (once the writer is open). */
-  start(): void {
+  /** Moves what is due already (before the writer takes pushes: it was due before them), then waits for the rest. */
+  async start(): Promise<void> {
+    if (this.#pending[0] && this.#pending[0].due <= Date.now()) {
+      this.#moving = this.#moveDue();
+      await this.#moving;
+      this.#moving = undefined;
+    }
     this.#schedule();
   }
 

@@ -103,9 +103,9 @@ export class ProduceExtras {
     return intents.length > 0 ? this.idempotency.intents(intents, part, count) : Promise.resolve();
   }
 
-  /** Starts moving delayed messages when due (the writer is open). */
-  start(): void {
-    this.delayed.start();
+  /** Moves the delayed messages due already, then the others when due (the writer is open). */
+  start(): Promise<void> {
+    return this.delayed.start();
   }
 
   /** Stops moving delayed messages (the writer flushes after). */

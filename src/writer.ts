@@ -100,7 +100,7 @@ export class QueueWriter {
     writer.#totals.report(writer.#part, writer.#edge, writer.#count);
     // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
     lock.lost?.addEventListener("abort", () => writer.#stop(lock.lost!.reason), { once: true });
-    writer.#extras!.start();
+    await writer.#extras!.start();
     writer.#retention = startRetention(resolved.driver, name, resolved.retention, resolved.onProblem);
     if (resolved.durability === "interval") {
       writer.#syncTimer = setInterval(() => void writer.#backgroundSync(), resolved.fsyncIntervalMs);

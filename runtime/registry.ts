@@ -41,6 +41,8 @@ export class QueueRegistry {
   #pressureUntil = 0;
   #sweep: ReturnType<typeof setInterval> | undefined;
   #inflight = 0;
+  /** Queues whose delayed messages `wakeDelayed` looked for. */
+  #delayedChecked = new Set<string>();
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -111,12 +113,15 @@ export class QueueRegistry {
 
   /**
    * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
-   * restart): only a writer moves them into the queue when due.
+   * restart): only a writer moves them into the queue when due. Looked at once per queue.
    */
   async wakeDelayed(queue: string): Promise<void> {
-    if (this.#writers.has(queue) || this.#closing) return;
-    const pending = await (await this.driver()).readRecord(delayedPath(queue)).catch(() => undefined);
-    if (pending && pending.length > 0) await this.writer(queue).catch(() => {});
+    if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
+    this.#delayedChecked.add(queue);
+    const driver = await this.driver();
+    const log = await driver.openLog(delayedPath(queue), { create: false }).catch(() => undefined);
+    const size = await log?.size().finally(() => log.close());
+    if (size) await this.writer(queue).catch(() => {});
   }
 
   async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {

@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import memoryDriver from "../../adapters/drivers/memory";
+import { serveQueues } from "../../adapters/server";
+import { createQueueHandler } from "../../runtime/index";
 import { errorCode, jsonHeaders, sleep, startServer } from "./_server";
 
 const messages = "/api/v1/queues/q/messages";
@@ -41,6 +44,32 @@ describe("HTTP: delayed produce", () => {
     await sleep(600);
     const got = (await (await s.get(`${consume}&timeout_ms=2000`)).json()) as { messages: { data: string }[] };
     expect(got.messages.map((m) => m.data)).toEqual(["ms", "AQI=", "j1", "j2"]);
+  });
+});
+
+describe("HTTP: delayed messages across a server restart", () => {
+  it("a restarted server whose first request is a consume opens the writer, which delivers them when due", async () => {
+    const s = await startServer();
+    expect((await s.post(`${messages}?delayMs=700`, "after restart", { "content-type": "text/plain" })).status).toBe(202);
+    await s.close();
+    const again = await serveQueues({ dir: s.dir, port: 0, durability: "none", logger: { error: () => {}, warn: () => {} } });
+    try {
+      const started = Date.now();
+      const res = await fetch(`${again.url}${consume}&timeout_ms=5000`);
+      expect(await bodies(res)).toEqual(["after restart"]);
+      expect(Date.now() - started).toBeLessThan(4000);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it("server code produces with options through the same writer (QueueHandler.produce)", async () => {
+    const handler = createQueueHandler({ driver: memoryDriver(), durability: "none" });
+    const first = await handler.produce("q", ["x"], { key: "k" });
+    expect(await handler.produce("q", "x", { key: "k" })).toEqual({ ...first, replayed: true });
+    expect((await handler.produce("q", "later", { delayMs: 60_000 })).until).toBeGreaterThan(Date.now());
+    await expect(handler.produce("q_info_x", "x", {})).rejects.toMatchObject({ code: "E_NAME" });
+    await handler.close();
   });
 });
 

@@ -72,6 +72,8 @@ export class IdempotencyStore {
   #entries = new Map<string, Entry>();
   #inflight = new Map<string, Promise<Stored>>();
   #frames = 0;
+  #done: Uint8Array[] = [];
+  #doneWritten: Promise<unknown> | undefined;
 
   private constructor(
     readonly options: IdempotencyOptions,
@@ -150,8 +152,15 @@ export class IdempotencyStore {
   async accepted(key: string, result: Stored, acceptedAt: number): Promise<void> {
     this.#entries.delete(key);
     this.#entries.set(key, { acceptedAt, result });
-    await this.log.append([writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(acceptedAt), result).done()], false);
-    this.#frames++;
+    this.#done.push(writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(acceptedAt), result).done());
+    // The DONEs of one batch's pushes (answered together) go out in one append.
+    this.#doneWritten ??= Promise.resolve().then(() => {
+      const payloads = this.#done.splice(0);
+      this.#doneWritten = undefined;
+      this.#frames += payloads.length;
+      return this.log.append(payloads, false);
+    });
+    await this.#doneWritten;
     // Oldest first (the map's order is the order of acceptance).
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.options.maxKeys) break;

@@ -47,7 +47,8 @@ export function encodeFrames(payloads: readonly Uint8Array[]): Uint8Array {
 
 /** A side file open for appending; `frames` are what was in it at open. */
 export class SideLog {
-  #log: LogFile;
+  /** Undefined until the first append makes the file: a queue that never uses it has none. */
+  #log: LogFile | undefined;
   #size: number;
   /** Appends and rewrites one after another: each appends where the one before ended. */
   #queue: Promise<unknown> = Promise.resolve();
@@ -55,21 +56,22 @@ export class SideLog {
   private constructor(
     readonly driver: QueueDriver,
     readonly path: string,
-    log: LogFile,
+    log: LogFile | undefined,
     size: number,
   ) {
     this.#log = log;
     this.#size = size;
   }
 
-  /** Opens (creates) the file, reads every good frame, and cuts off a damaged tail (reported). */
+  /** Opens the file, if there is one (it is made at the first append), reads every good frame, and cuts off a damaged tail (reported). */
   static async open(driver: QueueDriver, path: string, queue: string, onProblem: (problem: QueueProblem) => void): Promise<{ log: SideLog; frames: Frame[] }> {
-    const log = (await driver.openLog(path, { create: true }))!;
+    const log = await driver.openLog(path, { create: false });
+    if (!log) return { log: new SideLog(driver, path, undefined, 0), frames: [] };
     try {
       const size = await log.size();
       const { frames, end } = readFrames(await log.read(0, size));
       if (end < size) {
-        onProblem({ code: "TORN_TAIL", queue, message: `${size - end} bytes at the end of ${path} are no whole frame (a write cut short): cut off.` } as QueueProblem);
+        onProblem({ code: "TORN_TAIL", queue, message: `${size - end} bytes at the end of ${path} are no whole frame (a write cut short): cut off.` });
         await log.truncate(end);
       }
       return { log: new SideLog(driver, path, log, end), frames };
@@ -87,12 +89,21 @@ export class SideLog {
   append(payloads: readonly Uint8Array[], sync: boolean): Promise<number> {
     const data = encodeFrames(payloads);
     return this.#serial(async () => {
+      const log = await this.#file(sync);
       const at = this.#size;
-      await this.#log.append(at, data);
+      await log.append(at, data);
       this.#size += data.length;
-      if (sync) await this.#log.sync();
+      if (sync) await log.sync();
       return at + 4;
     });
+  }
+
+  /** The file, made now if it is not there yet (its directory entry synced with `sync`, so that it outlives a power cut). */
+  async #file(sync: boolean): Promise<LogFile> {
+    if (this.#log) return this.#log;
+    this.#log = (await this.driver.openLog(this.path, { create: true }))!;
+    if (sync) await this.driver.syncDir?.("");
+    return this.#log;
   }
 
   #serial<T>(run: () => Promise<T>): Promise<T> {
@@ -102,7 +113,7 @@ export class SideLog {
   }
 
   read(at: number, length: number): Promise<Uint8Array> {
-    return this.#log.read(at, length);
+    return this.#log ? this.#log.read(at, length) : Promise.resolve(new Uint8Array(0));
   }
 
   /** Replaces the whole file with these frames (compaction), then appends after them. Returns each payload's new start. */
@@ -112,9 +123,11 @@ export class SideLog {
 
   async #rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
     const data = encodeFrames(payloads);
-    await this.#log.truncate(0);
-    if (data.length > 0) await this.#log.append(0, data);
-    if (sync) await this.#log.sync();
+    if (!this.#log && data.length === 0) return [];
+    const log = await this.#file(sync);
+    await log.truncate(0);
+    if (data.length > 0) await log.append(0, data);
+    if (sync) await log.sync();
     this.#size = data.length;
     const starts: number[] = [];
     let at = 0;
@@ -126,7 +139,7 @@ export class SideLog {
   }
 
   close(): Promise<void> {
-    return this.#serial(() => this.#log.close());
+    return this.#serial(async () => this.#log?.close());
   }
 }
 

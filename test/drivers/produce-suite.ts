@@ -175,6 +175,38 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       expect(await readAll(c)).toEqual(["written", "lost"]);
     });
 
+    it("a torn last frame of the side files is cut off and reported; what was whole is kept", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      await w.produce(["kept"], { delayMs: 300 });
+      await w.produce(["k"], { key: "key" });
+      await w.close();
+      for (const path of [delayedPath("q"), idempotencyPath("q")]) {
+        const log = (await ctx.driver.openLog(path, { create: false }))!;
+        // Half a frame, as a write cut short leaves it.
+        await log.append(await log.size(), new Uint8Array([40, 0, 0, 0, 1, 2, 3]));
+        await log.close();
+      }
+      const problems: string[] = [];
+      const again = await writer(ctx.reopen(), { onProblem: (p) => problems.push(`${p.code} ${p.message}`) });
+      expect(problems).toEqual([expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_idem/), expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_delayed/)]);
+      expect((await again.produce(["k"], { key: "key" })).replayed).toBe(true);
+      const c = await reader(ctx.reopen());
+      const got: string[] = [];
+      for (const deadline = Date.now() + 5000; got.length < 2 && Date.now() < deadline; ) {
+        await c.wait({ timeoutMs: 500 });
+        got.push(...(await readAll(c)));
+        await c.commit();
+      }
+      expect(got).toEqual(["k", "kept"]);
+      // Later frames go after the cut: nothing is lost on the next open either.
+      await again.produce(["later"], { delayMs: 60_000, key: "key-2" });
+      await again.close();
+      const third = await writer(ctx.reopen(), { onProblem: (p) => problems.push(p.code) });
+      expect(problems).toHaveLength(2);
+      expect((await third.produce(["later"], { key: "key-2" })).replayed).toBe(true);
+    });
+
     it("deleteQueue removes the side files", async () => {
       const { driver } = await setup();
       const w = await writer(driver);

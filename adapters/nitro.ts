@@ -14,6 +14,7 @@
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
 import type { MessageInput } from "../src/message";
+import type { ProduceOptions, ProduceResult } from "../src/produce";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkOption, optionError, throwProblems } from "../src/check";
@@ -30,7 +31,7 @@ import { sharedSettingsProblems } from "../src/shared-options";
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs"> {
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
@@ -137,8 +138,10 @@ function nitro2HandlerCode(name: string): string {
 
 // --- Runtime: one instance per name and server process ---
 
-/** What `push` answers: the body of the API's produce response. */
+/** What `push` answers: the body of the API's produce response (202's for a delayed push). */
 export type VQueuePushResult = ProduceResponse;
+/** `push` with a delay or a key (see the engine's `produce`): `replayed` when the key was accepted before. */
+export type VQueueProduceResult = ProduceResult;
 
 /** One mounted v-queue: the HTTP handler and its open queues. */
 export interface VQueueInstance {
@@ -165,6 +168,8 @@ export interface VQueueInstance {
    * process: the client's `worker` (same options, same messages) on the engine instead of HTTP.
    */
   worker<T = never>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options?: WorkerOptions): Worker;
+  /** Pushes with a delay (`delayMs`, `at`) and/or an idempotency key (`key`), as the API's produce. */
+  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<VQueueProduceResult>;
   /** Ends long polls, lets writes in flight finish, closes every queue. */
   close(): Promise<void>;
 }
@@ -237,6 +242,9 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
     worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) => engineWorker(handler, queue, consumer, run, workerOptions),
+    async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions) {
+      return (await handler).produce(queue, messages, produceOptions);
+    },
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);
       const base = prefixes.find((p) => url.pathname === p || url.pathname.startsWith(`${p}/`));

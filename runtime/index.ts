@@ -4,6 +4,7 @@
  */
 import { H3 } from "h3";
 import type { MessageInput, MessagePosition } from "../src/message";
+import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { assertName } from "../src/names";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
@@ -42,6 +43,8 @@ export interface QueueHandler {
    * closed (and is then opened again).
    */
   sharedConsumer(queue: string, name: string): Promise<SharedSlot>;
+  /** `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's `QueueWriter.produce`. */
+  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<ProduceResult>;
   /** Ends long polls, waits for requests in flight (writes included), closes every queue file. */
   close(): Promise<void>;
 }
@@ -76,6 +79,10 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       assertName(queue, "queue");
       assertName(name, "consumer", queue);
       return registry.shared(queue, name);
+    },
+    produce: async (queue, messages, produceOptions) => {
+      assertName(queue, "queue");
+      return registry.produce(queue, Array.isArray(messages) ? messages : [messages], produceOptions);
     },
     close: () => registry.close(),
   };

@@ -8,6 +8,7 @@ import { isValidName } from "../src/names";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { DEFAULT_LIMITS, limitsProblems, queuesProblems } from "../runtime/options";
 import { retentionProblems } from "../src/retention-options";
+import { sharedSettingsProblems } from "../src/shared-options";
 import { ZSTD_CHOICES } from "./zstd-native";
 
 /** A configuration that cannot be served; `problems` lists each one. */
@@ -136,6 +137,7 @@ const config = object({
   logLevel: oneOf(LOG_LEVELS),
   // The engine's and the runtime's own checks: one wording everywhere.
   retention: (v, path, out) => void out.push(...retentionProblems(v, path)),
+  shared: (v, path, out) => void out.push(...sharedSettingsProblems(v, path)),
   queues: (v, path, out) => void out.push(...queuesProblems(v, path)),
 });
 

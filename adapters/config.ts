@@ -10,6 +10,8 @@ import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkDictionary } from "../src/optio
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Compression, Durability, StartPosition } from "../src/options";
 import type { RetentionOptions } from "../src/retention-options";
+import type { SharedSettings } from "../src/shared-options";
+import type { QueueSettings } from "../runtime/options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
 import type { ZstdChoice } from "./zstd-native";
@@ -61,8 +63,13 @@ export interface VQueueConfig {
   logLevel?: LogLevel;
   /** Retention of every queue, e.g. `{ "maxAgeMs": 604800000, "maxBytes": 10e9 }` (see the README, "Retention"). @default none */
   retention?: RetentionOptions;
-  /** Per-queue settings, replacing `retention` for the queues named: `{ "orders": { "retention": { "maxParts": 10 } } }`. */
-  queues?: Record<string, { retention?: RetentionOptions }>;
+  /** Shared consumers' lease time, bounds and dead letters, e.g. `{ "leaseMs": 60000, "maxDeliveries": 3 }` (see the README, "Shared consumers"). @default the engine's */
+  shared?: SharedSettings;
+  /**
+   * Per-queue settings: `retention` replaces the default for the queues named (none when not given), `shared` is laid
+   * over `shared`: `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 } } }`.
+   */
+  queues?: Record<string, QueueSettings>;
 }
 
 export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">> {

@@ -4,7 +4,11 @@
  */
 import { createFetch, ofetch, type $Fetch, type FetchError, type FetchOptions } from "ofetch";
 import type {
+  AckResponse,
   CommitResponse,
+  ExtendResponse,
+  NackResponse,
+  RedriveResponse,
   ConsumeResponse,
   ConsumerListResponse,
   DeleteConsumerResponse,
@@ -27,13 +31,17 @@ import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
 import { toJSONText, type ProduceInput } from "./produce";
+import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
+import { runWorker, type Worker, type WorkerOptions } from "./worker";
 
 export type * from "../protocol/api";
 export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
+export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
+export type { Worker, WorkerOptions, WorkerStats } from "./worker";
 
 export interface ClientOptions {
   /** The server's URL, with the prefix the API is mounted under, e.g. `http://127.0.0.1:9093`. */
@@ -124,6 +132,24 @@ export interface VQueueClient {
   subscribe(queue: string, consumer: string, options?: SubscribeOptions & { json?: false }): AsyncGenerator<ClientMessage, void, undefined>;
   subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions & { json: true }): AsyncGenerator<ClientMessage<T>, void, undefined>;
   subscribe<T = unknown>(queue: string, consumer: string, options: SubscribeOptions): AsyncGenerator<ClientMessage<T> | ClientMessage, void, undefined>;
+  /**
+   * Leases up to `max` messages of shared consumer `consumer` (created on first use): each is
+   * with this caller until acked, nacked, or its lease runs out (then it goes to another).
+   */
+  lease(queue: string, consumer: string, options?: LeaseOptions & { json?: false }): Promise<LeasedClientMessage[]>;
+  lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions & { json: true }): Promise<LeasedClientMessage<T>[]>;
+  lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions): Promise<LeasedClientMessage<T>[] | LeasedClientMessage[]>;
+  /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. */
+  ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal }): Promise<AckResponse>;
+  /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). */
+  nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions): Promise<NackResponse>;
+  /** Keeps leases `leaseMs` more from now. */
+  extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal }): Promise<ExtendResponse>;
+  /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
+  redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
+  /** Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once; see `WorkerOptions`. */
+  worker(queue: string, consumer: string, handler: (message: LeasedClientMessage) => unknown, options?: WorkerOptions & { json?: false }): Worker;
+  worker<T = unknown>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions & { json: true }): Worker;
 }
 
 export function createClient(options: ClientOptions): VQueueClient {
@@ -152,6 +178,7 @@ export function createClient(options: ClientOptions): VQueueClient {
 
   const q = (queue: string) => `/api/v1/queues/${encodeURIComponent(queue)}`;
   const c = (queue: string, consumer: string) => `${q(queue)}/consumers/${encodeURIComponent(consumer)}`;
+  const shared = sharedCalls(request as SharedRequest, c, q);
 
   const client: VQueueClient = {
     health: () => request("/health", { idempotent: true }),
@@ -218,6 +245,23 @@ export function createClient(options: ClientOptions): VQueueClient {
     prune: (queue, limits, opts = {}) => request(`${q(queue)}/prune`, { method: "POST", signal: opts.signal, ...(limits ? { body: limits } : {}) }),
 
     subscribe: ((queue: string, consumer: string, opts?: SubscribeOptions) => subscribe(client, queue, consumer, opts)) as VQueueClient["subscribe"],
+
+    lease: (async (queue: string, consumer: string, opts?: LeaseOptions) => (await shared.leaseBatch(queue, consumer, opts)).messages) as VQueueClient["lease"],
+    ack: shared.ack,
+    nack: shared.nack,
+    extend: shared.extend,
+    redrive: shared.redrive,
+    worker: ((queue: string, consumer: string, handler: (message: AnyLeasedMessage) => unknown, opts: WorkerOptions = {}) =>
+      runWorker(
+        {
+          leaseBatch: (o) => shared.leaseBatch(queue, consumer, o),
+          ack: (leases) => shared.ack(queue, consumer, leases),
+          nack: (leases, o) => shared.nack(queue, consumer, leases, o),
+          extend: (leases, leaseMs) => shared.extend(queue, consumer, leases, { leaseMs }),
+        },
+        handler,
+        opts,
+      )) as VQueueClient["worker"],
   };
   return client;
 }
@@ -240,12 +284,22 @@ function decodeResponseBatch(body: Uint8Array, status: number): BatchRecord[] {
   }
 }
 
+/** The error body of an answer read as bytes (a binary request) is JSON all the same. */
+function errorBody(data: unknown): ErrorResponse | undefined {
+  if (!(data instanceof ArrayBuffer)) return data as ErrorResponse | undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(data)) as ErrorResponse;
+  } catch {
+    return undefined;
+  }
+}
+
 function mapError(error: unknown, timer: AbortSignal): unknown {
   if (isAbortError(error) && !timer.aborted) return error;
   const fetchError = error as FetchError<ErrorResponse | undefined>;
   const response = fetchError?.response;
   if (response) {
-    const body = fetchError.data;
+    const body = errorBody(fetchError.data);
     if (body && typeof body === "object" && "error" in body && body.error?.code) {
       return new VQueueClientError(response.status, body.error.code, body.error.message, { cause: error });
     }

@@ -63,10 +63,15 @@ export function fromBatchRecord(record: BatchRecord, parseJSON: boolean): AnyCli
 }
 
 function textMessage(part: number, offset: number, seq: number, data: string, cursor: string, parseJSON: boolean): AnyClientMessage {
-  if (!parseJSON) return { part, offset, seq, type: "string", data, cursor };
+  return { part, offset, seq, ...textOrJSON(data, parseJSON), cursor } as AnyClientMessage;
+}
+
+/** A text body as given, or parsed as JSON (with the parse error when it is not JSON). */
+export function textOrJSON(data: string, parseJSON: boolean): Pick<TextMessage, "type" | "data" | "json"> | Pick<ParsedMessage<unknown>, "type" | "data" | "json"> | Pick<UnparsedMessage, "type" | "data" | "json" | "error"> {
+  if (!parseJSON) return { type: "string", data };
   try {
-    return { part, offset, seq, type: "string", json: true, data: JSON.parse(data) as unknown, cursor };
+    return { type: "string", json: true, data: JSON.parse(data) as unknown };
   } catch (error) {
-    return { part, offset, seq, type: "string", json: false, data, error: error as SyntaxError, cursor };
+    return { type: "string", json: false, data, error: error as SyntaxError };
   }
 }

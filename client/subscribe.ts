@@ -1,3 +1,4 @@
+import { sleep } from "./sleep";
 import { VQueueClientError, VQueueNetworkError } from "./errors";
 import type { ConsumeOptions, VQueueClient } from "./index";
 import type { AnyClientMessage } from "./messages";
@@ -187,17 +188,5 @@ function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
       resolve();
     };
     promise.then(done, done);
-  });
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
   });
 }

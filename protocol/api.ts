@@ -86,6 +86,16 @@ export interface ConsumerInfo {
   lag: number;
   /** The committed position as a cursor. */
   cursor: string;
+  /** `ordered`: one cursor (consume, commit); `shared`: leases and acks per message (lease, ack, nack). */
+  kind: "ordered" | "shared";
+  /** A shared consumer this server holds open: leases running now. */
+  inFlight?: number;
+  /** A shared consumer this server holds open: hand-outs of messages handed out before, since it was opened. */
+  redelivered?: number;
+  /** A shared consumer this server holds open: messages moved to its dead-letter queue since it was opened. */
+  deadLettered?: number;
+  /** A shared consumer this server holds open: the oldest message it read and is not acknowledged, or null. */
+  oldestUnacked?: MessagePositionJSON | null;
 }
 
 /** `GET /api/v1/queues/{queue}/consumers` */
@@ -190,6 +200,91 @@ export interface PurgeResponse {
   parts: number;
   /** The new current part, where every consumer now is: ids never go back, so older cursors name nothing after it. */
   part: number;
+}
+
+/** `POST .../consumers/{consumer}/lease` body (all optional). */
+export interface LeaseRequest {
+  /** Most messages to lease. @default 100 */
+  max?: number;
+  /** How long the leases run. @default the server's `shared.leaseMs` */
+  leaseMs?: number;
+  /** Long poll: wait up to this long for a first message. @default 0 */
+  timeoutMs?: number;
+}
+
+/** A leased message: ack, nack or extend it with `lease`. */
+export interface LeasedMessageJSON extends Omit<MessageJSON, "cursor"> {
+  /** The lease token `"<part>.<offset>.<lease>"`. */
+  lease: string;
+  /** Times it was handed out, this one included. */
+  deliveries: number;
+  /** When the lease runs out (ms since the epoch, the server's clock). */
+  leaseUntil: number;
+}
+
+/** `POST .../lease` (JSON). */
+export interface LeaseResponse {
+  messages: LeasedMessageJSON[];
+  /** The server's clock when it answered (ms since the epoch): `leaseUntil - now` is how long the leases run. */
+  now: number;
+}
+
+/** A lease of a batch that could not be acked, nacked or extended (the rest of the batch was). */
+export interface LeaseErrorJSON {
+  lease: string;
+  code: HttpErrorCode;
+  message: string;
+}
+
+/** `POST .../ack` body. */
+export interface AckRequest {
+  leases: string[];
+}
+
+/** `POST .../ack`: answered once the acks are durable. */
+export interface AckResponse {
+  acked: number;
+  errors: LeaseErrorJSON[];
+}
+
+/** `POST .../nack` body. */
+export interface NackRequest {
+  leases: string[];
+  /** They come again after this long. @default 0 */
+  delayMs?: number;
+  /** Why they failed: kept with a dead letter. */
+  error?: string;
+  /** Send them to the dead-letter queue now. */
+  deadLetter?: boolean;
+}
+
+export interface NackResponse {
+  nacked: number;
+  errors: LeaseErrorJSON[];
+}
+
+/** `POST .../extend` body. */
+export interface ExtendRequest {
+  leases: string[];
+  /** From now. @default the consumer's `leaseMs` */
+  leaseMs?: number;
+}
+
+export interface ExtendResponse {
+  extended: { lease: string; leaseUntil: number }[];
+  errors: LeaseErrorJSON[];
+}
+
+/** `POST /api/v1/queues/{dlq}/redrive` body (optional). */
+export interface RedriveRequest {
+  /** The queue to move them to. @default each dead letter's origin queue */
+  to?: string;
+  /** Most messages moved by this call. @default 1000 */
+  max?: number;
+}
+
+export interface RedriveResponse {
+  moved: number;
 }
 
 /** Every 4xx and 5xx body. */

@@ -9,6 +9,16 @@
  * ```
  * In a produce body, `part`, `seq` and `offset` are ignored (send zeros).
  * A consume response also carries the commit cursor in the `x-vq-cursor` header.
+ *
+ * A lease answer (`POST .../lease` with `Accept: application/vnd.v-queue.batch`) is its own
+ * framing, magic "VQL1": each record carries its lease, and the header the server's clock (to
+ * know how long the leases run without comparing clocks).
+ * ```
+ * leases  = magic "VQL1" (4 bytes) | count u32 | now f64 (ms since the epoch) | record * count
+ * record  = type u8 | length u32 | part u32 | seq u32 | offset u64 | lease u64
+ *           | deliveries u32 | leaseUntil f64 (ms since the epoch) | body (length bytes)
+ * ```
+ * The lease token to ack with is `"<part>.<offset>.<lease>"` in decimal.
  */
 import type { Message } from "../src/message";
 // The record type bytes of the on-disk format, the same on the wire.
@@ -112,4 +122,103 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
   }
   if (at !== buf.length) throw bad(`${buf.length - at} bytes after the last record`);
   return out;
+}
+
+// --- Lease answers ---
+
+export const LEASE_MAGIC = 0x314c5156; // "VQL1" read as a little-endian u32
+export const LEASE_HEADER = 16;
+export const LEASE_RECORD_HEADER = 41;
+
+/** A leased message as framed: a `FramedMessage` and its lease. */
+export type FramedLease = FramedMessage & { lease: number; deliveries: number; leaseUntil: number };
+
+/** A decoded lease record: a `BatchRecord` with its lease (the token is `leaseToken(record)`). */
+export interface LeaseRecord extends BatchRecord {
+  lease: number;
+  deliveries: number;
+  leaseUntil: number;
+}
+
+/** The token naming a lease: `"<part>.<offset>.<lease>"`. */
+export function leaseToken(m: Pick<FramedLease, "part" | "offset" | "lease">): string {
+  return `${m.part}.${m.offset}.${m.lease}`;
+}
+
+/** Frames leased messages, with the server's clock `now`. */
+export function encodeLeases(messages: FramedLease[], now: number): Uint8Array<ArrayBuffer> {
+  let total = LEASE_HEADER;
+  for (const m of messages) total += LEASE_RECORD_HEADER + (typeof m.data === "string" ? m.data.length * 3 : m.size);
+  const buf = new Uint8Array(total);
+  const view = new DataView(buf.buffer);
+  view.setUint32(0, LEASE_MAGIC, true);
+  view.setUint32(4, messages.length, true);
+  view.setFloat64(8, now, true);
+  let at = LEASE_HEADER;
+  for (const m of messages) {
+    const body = at + LEASE_RECORD_HEADER;
+    const length = typeof m.data === "string" ? encoder.encodeInto(m.data, buf.subarray(body)).written : (buf.set(m.data, body), m.size);
+    buf[at] = m.type === "string" ? TYPE_STRING : TYPE_OBJECT;
+    view.setUint32(at + 1, length, true);
+    view.setUint32(at + 5, m.part, true);
+    view.setUint32(at + 9, m.seq, true);
+    setUint64(view, at + 13, m.offset);
+    setUint64(view, at + 21, m.lease);
+    view.setUint32(at + 29, m.deliveries, true);
+    view.setFloat64(at + 33, m.leaseUntil, true);
+    at = body + length;
+  }
+  return at === total ? buf : buf.subarray(0, at);
+}
+
+/** Parses a lease answer; a framing error is a `ProtocolError` `E_BODY`. Bodies of `O` records are views into `buf`. */
+export function decodeLeases(buf: Uint8Array): { now: number; records: LeaseRecord[] } {
+  const bad = (why: string) => new ProtocolError("E_BODY", `Invalid lease answer: ${why}.`);
+  if (buf.length < LEASE_HEADER) throw bad("shorter than its 16-byte header");
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  if (view.getUint32(0, true) !== LEASE_MAGIC) throw bad('it does not start with "VQL1"');
+  const count = view.getUint32(4, true);
+  if (count > (buf.length - LEASE_HEADER) / LEASE_RECORD_HEADER) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
+  const records: LeaseRecord[] = new Array(count);
+  let at = LEASE_HEADER;
+  for (let i = 0; i < count; i++) {
+    if (at + LEASE_RECORD_HEADER > buf.length) throw bad(`record ${i} is cut off`);
+    const type = buf[at];
+    const length = view.getUint32(at + 1, true);
+    const start = at + LEASE_RECORD_HEADER;
+    if (start + length > buf.length) throw bad(`record ${i} is cut off`);
+    if (type !== TYPE_STRING && type !== TYPE_OBJECT) throw bad(`record ${i} has type 0x${type!.toString(16)}, expected 'S' or 'O'`);
+    const bytes = buf.subarray(start, start + length);
+    let data: string | Uint8Array = bytes;
+    if (type === TYPE_STRING) {
+      try {
+        data = utf8Strict.decode(bytes);
+      } catch {
+        throw bad(`record ${i} is marked text ('S') but is not valid UTF-8`);
+      }
+    }
+    records[i] = {
+      type: type === TYPE_STRING ? "string" : "object",
+      part: view.getUint32(at + 5, true),
+      seq: view.getUint32(at + 9, true),
+      offset: getUint64(view, at + 13),
+      lease: getUint64(view, at + 21),
+      deliveries: view.getUint32(at + 29, true),
+      leaseUntil: view.getFloat64(at + 33, true),
+      data,
+      size: length,
+    };
+    at = start + length;
+  }
+  if (at !== buf.length) throw bad(`${buf.length - at} bytes after the last record`);
+  return { now: view.getFloat64(8, true), records };
+}
+
+function setUint64(view: DataView, at: number, value: number): void {
+  view.setUint32(at, value % 0x1_0000_0000, true);
+  view.setUint32(at + 4, Math.floor(value / 0x1_0000_0000), true);
+}
+
+function getUint64(view: DataView, at: number): number {
+  return view.getUint32(at, true) + view.getUint32(at + 4, true) * 0x1_0000_0000;
 }

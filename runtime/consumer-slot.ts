@@ -182,7 +182,7 @@ class Mutex {
  * Not `AbortSignal.any`: on Node 20 each call leaves an entry in the long-lived stop signal's
  * dependants that GC never prunes (nodejs/node#55351; test/http/consumer-slot.test.ts).
  */
-function linkSignals(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
+export function linkSignals(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
   const abort = () => controller.abort();
   if (a?.aborted || b.aborted) controller.abort();

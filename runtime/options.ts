@@ -8,6 +8,7 @@ import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkDictionaryOpt
 import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
+import { sharedSettingsProblems, type SharedSettings } from "../src/shared-options";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -102,12 +103,27 @@ export interface QueueAppOptions {
   version?: string;
   /** Retention of every queue the server writes (see the engine's `RetentionOptions`), unless `queues` says otherwise. @default none */
   retention?: RetentionOptions;
-  /** Per-queue settings: `{ orders: { retention: { maxAgeMs: 86400000 } } }` replaces `retention` for that queue. */
-  queues?: Record<string, { retention?: RetentionOptions }>;
+  /**
+   * Shared consumers the server opens (on their first lease): lease time, bounds, dead letters
+   * (see the engine's `SharedConsumerOptions`), unless `queues` says otherwise. @default the engine's
+   */
+  shared?: SharedSettings;
+  /**
+   * Per-queue settings: `{ orders: { retention: { maxAgeMs: 86400000 } } }` replaces `retention`
+   * for that queue (a queue named here without `retention` has none); `{ orders: { shared:
+   * { maxDeliveries: 3 } } }` is laid over `shared`.
+   */
+  queues?: Record<string, QueueSettings>;
   /** Where faults (5xx) and recovery problems are logged, and requests with `logRequests`. @default console */
   logger?: QueueAppLogger;
   /** Log requests (see runtime/log.ts): 401/403 at warn, those that change state at info, the rest at debug. @default false */
   logRequests?: boolean;
+}
+
+/** Settings of one queue (`queues.{name}`). */
+export interface QueueSettings {
+  retention?: RetentionOptions;
+  shared?: SharedSettings;
 }
 
 export interface ResolvedAuth {
@@ -134,6 +150,8 @@ export interface ResolvedQueueAppOptions {
   onProblem: (problem: QueueProblem) => void;
   /** The retention of a queue: its own (`queues`), else the default (`retention`). */
   retentionFor(queue: string): RetentionOptions | undefined;
+  /** The shared-consumer settings of a queue: its own (`queues`) over the default (`shared`). */
+  sharedFor(queue: string): SharedSettings;
 }
 
 export const DEFAULT_LIMITS: QueueAppLimits = {
@@ -177,6 +195,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     ...authProblems(options.auth),
     checkDriver(options.driver, "driver"),
     ...retentionProblems(options.retention),
+    ...sharedSettingsProblems(options.shared),
     ...queuesProblems(options.queues),
   ]);
   const logger = options.logger ?? console;
@@ -190,7 +209,12 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     logger,
     logRequests: options.logRequests ?? false,
     onProblem: (problem) => logger.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`),
-    retentionFor: (queue) => (options.queues && Object.hasOwn(options.queues, queue) ? options.queues[queue]!.retention : options.retention),
+    // Named in `queues`: its own retention, none when not given (`{ audit: {} }` turns the default off).
+    retentionFor: (queue) => {
+      const own = ownSettings(options.queues, queue);
+      return own ? own.retention : options.retention;
+    },
+    sharedFor: (queue) => ({ ...options.shared, ...ownSettings(options.queues, queue)?.shared }),
   };
 }
 
@@ -200,10 +224,16 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
   if (typeof queues !== "object" || queues === null || Array.isArray(queues)) return [`Invalid ${path} ${showValue(queues)}: expected an object of queue names, e.g. { "orders": { "retention": { "maxAgeMs": 86400000 } } }.`];
   return Object.entries(queues).flatMap(([name, settings]) => {
     if (!isValidQueueName(name)) return [`Invalid queue name ${showValue(name)} in ${path}.`];
-    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... } }.`];
-    const unknown = Object.keys(settings).filter((key) => key !== "retention");
-    return [...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention.`), ...retentionProblems((settings as { retention?: unknown }).retention, `${path}.${name}.retention`)];
+    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... }, "shared": { ... } }.`];
+    const unknown = Object.keys(settings).filter((key) => key !== "retention" && key !== "shared");
+    const { retention, shared } = settings as { retention?: unknown; shared?: unknown };
+    return [...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention or shared.`), ...retentionProblems(retention, `${path}.${name}.retention`), ...sharedSettingsProblems(shared, `${path}.${name}.shared`)];
   });
+}
+
+/** A queue's own settings, if `queues` names it. */
+function ownSettings(queues: Record<string, QueueSettings> | undefined, queue: string): QueueSettings | undefined {
+  return queues && Object.hasOwn(queues, queue) ? queues[queue] : undefined;
 }
 
 /** What is wrong with `limits` (over the defaults; undefined ones are not given), at `path`: also the config schema's check. */

@@ -6,15 +6,20 @@ import type { QueueDriver } from "../src/driver";
 import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { purgeQueue, type PurgeResult } from "../src/purge";
+import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
 import { QueueWriter } from "../src/writer";
 import { ConsumerSlot } from "./consumer-slot";
+import { SharedSlot } from "./shared-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 
-/** A consumer in the registry: opening, then open (`slot` set). */
+type Slot = ConsumerSlot | SharedSlot;
+
+/** A consumer in the registry, ordered or shared: opening, then open (`slot` set). */
 interface SlotEntry {
-  promise: Promise<ConsumerSlot>;
-  slot?: ConsumerSlot;
+  kind: "ordered" | "shared";
+  promise: Promise<Slot>;
+  slot?: Slot;
 }
 
 /** A slot handed out this recently is never closed to make room: its request is about to use it. */
@@ -119,9 +124,45 @@ export class QueueRegistry {
   }
 
   /** The consumer's slot, opened (and the consumer created) on first use. */
-  async consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
+  consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
+    return this.#slot(queue, name, "ordered", (driver) =>
+      QueueConsumer.open(queue, name, {
+        driver,
+        create,
+        start: this.options.start,
+        syncCommits: this.options.syncCommits,
+        zstd: this.options.zstd,
+        onProblem: this.options.onProblem,
+      }).then((consumer) => new ConsumerSlot(consumer, () => void this.#relieve())),
+    ) as Promise<ConsumerSlot>;
+  }
+
+  /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use. */
+  shared(queue: string, name: string): Promise<SharedSlot> {
+    return this.#slot(queue, name, "shared", (driver) =>
+      SharedConsumer.open(queue, name, {
+        driver,
+        start: this.options.start,
+        syncCommits: this.options.syncCommits,
+        zstd: this.options.zstd,
+        onProblem: this.options.onProblem,
+        ...this.options.sharedFor(queue),
+      }).then((consumer) => new SharedSlot(consumer, () => void this.#relieve())),
+    ) as Promise<SharedSlot>;
+  }
+
+  /** Live stats of the shared consumers of `queue` this server holds open, by name. */
+  sharedStats(queue: string): Map<string, SharedStats> {
+    const out = new Map<string, SharedStats>();
+    for (const [key, entry] of this.#consumers) {
+      if (entry.slot instanceof SharedSlot && key.startsWith(`${queue}\u0000`) && !entry.slot.stopped) out.set(entry.slot.consumer.name, entry.slot.stats);
+    }
+    return out;
+  }
+
+  async #slot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
     for (;;) {
-      const slot = await this.#consumerSlot(queue, name, create);
+      const slot = await this.#consumerSlot(queue, name, kind, open);
       // Closed as idle just now: open it again (unless the whole app is closing).
       if (!slot.stopped || this.#closing) {
         slot.lastUsed = Date.now(); // in use from now: not closed to make room (HANDOUT_GRACE_MS)
@@ -130,31 +171,23 @@ export class QueueRegistry {
     }
   }
 
-  #consumerSlot(queue: string, name: string, create: boolean): Promise<ConsumerSlot> {
+  #consumerSlot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
     // Closing: the slots were stopped; a new one would keep a long poll (and the close) waiting.
     if (this.#closing) return Promise.reject(new ApiError(503, "E_SHUTDOWN", "The server is shutting down."));
     const key = `${queue}\u0000${name}`;
     const existing = this.#consumers.get(key);
+    // Open here as the other kind: the engine would say E_LOCKED (its own lock); the truth is E_KIND.
+    if (existing && existing.kind !== kind) return Promise.reject(kindError(queue, name, existing.kind));
     if (existing) return existing.promise;
     const pendingClose = this.#closingSlots.get(key);
     const admin = this.#adminDone(queue);
-    const entry = {} as SlotEntry;
+    const entry = { kind } as SlotEntry;
     entry.promise = (async () => {
       await pendingClose;
       await admin;
       await this.#makeRoom();
       const driver = await this.driver();
-      const consumer = await this.#relieved(() =>
-        QueueConsumer.open(queue, name, {
-          driver,
-          create,
-          start: this.options.start,
-          syncCommits: this.options.syncCommits,
-          zstd: this.options.zstd,
-          onProblem: this.options.onProblem,
-        }),
-      );
-      return (entry.slot = new ConsumerSlot(consumer, () => void this.#relieve()));
+      return (entry.slot = await this.#relieved(() => open(driver)));
     })();
     this.#consumers.set(key, entry);
     entry.promise.catch(() => this.#consumers.get(key) === entry && this.#consumers.delete(key));
@@ -326,4 +359,10 @@ export class QueueRegistry {
     this.#closingSlots.set(key, closed);
     return closed;
   }
+}
+
+function kindError(queue: string, name: string, kind: SlotEntry["kind"]): VQueueError {
+  return kind === "shared"
+    ? new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is a shared consumer: use lease, ack, nack and extend, or another name for an ordered one.`)
+    : new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): consume and commit, or use another name for a shared one.`);
 }

@@ -51,37 +51,58 @@ export interface RedriveOptions {
   consumer?: string;
   /** A writer of the target queue already open in this process (else one is opened, and closed after). */
   writer?: QueueWriter;
+  /**
+   * The writer of a target queue, owned by the caller (not closed here): a server passes its
+   * own, and checks rights there. Called for every target of a batch before anything is written.
+   */
+  writerFor?: (queue: string) => Promise<QueueWriter>;
 }
 
 /**
  * Moves up to `max` messages from the dead-letter queue `dlq` back into `queue`, as their
- * original bodies (a message that is no dead letter goes as it is). The target is written, and
- * made durable, before the DLQ consumer commits: a crash in between moves some twice, never none.
- * Resolves with how many were moved.
+ * original bodies (a message that is no dead letter goes as it is); with no `queue`, each dead
+ * letter goes back to its origin queue (`E_OPTION` for a message that is no dead letter). The
+ * targets are written, and made durable, before the DLQ consumer commits: a crash in between
+ * moves some twice, never none. Resolves with how many were moved.
  */
-export async function redrive(driver: QueueDriver, dlq: string, queue: string, options: RedriveOptions = {}): Promise<number> {
+export async function redrive(driver: QueueDriver, dlq: string, queue: string | undefined, options: RedriveOptions = {}): Promise<number> {
   assertName(dlq, "queue");
-  assertName(queue, "queue");
+  if (queue !== undefined) assertName(queue, "queue");
   const max = options.max ?? 1000;
   if (!Number.isInteger(max) || max < 1) throw new VQueueError("E_OPTION", `Invalid max ${String(max)}: use an integer from 1 up.`);
   const source = await QueueConsumer.open(dlq, options.consumer ?? "redrive", { driver, create: true, start: "earliest" });
-  let writer: QueueWriter | undefined;
+  const owned = new Map<string, Promise<QueueWriter>>();
+  const writerFor = (target: string): Promise<QueueWriter> => {
+    if (options.writerFor) return options.writerFor(target);
+    if (options.writer && target === queue) return Promise.resolve(options.writer);
+    let writer = owned.get(target);
+    if (!writer) owned.set(target, (writer = QueueWriter.open(target, { driver })));
+    return writer;
+  };
   try {
     let moved = 0;
     while (moved < max) {
       const batch = await source.read({ max: Math.min(1000, max - moved) });
       if (batch.length === 0) break;
-      writer ??= options.writer ?? (await QueueWriter.open(queue, { driver }));
-      await writer.pushBatch(batch.map((message) => {
+      // Grouped by target, in queue order within each; every writer first (a refusal writes nothing).
+      const groups = new Map<string, MessageInput[]>();
+      for (const message of batch) {
         const letter = parseDeadLetter(message);
-        return letter ? originalBody(letter) : message.data;
-      }));
+        const target = queue ?? letter?.origin.queue;
+        if (target === undefined) throw new VQueueError("E_OPTION", `Message ${message.part}.${message.seq} of "${dlq}" is no dead letter, so it has no origin queue: give the queue to redrive to.`);
+        assertName(target, "queue");
+        let group = groups.get(target);
+        if (!group) groups.set(target, (group = []));
+        group.push(letter ? originalBody(letter) : message.data);
+      }
+      const writers = await Promise.all([...groups.keys()].map(writerFor));
+      await Promise.all([...groups.values()].map((bodies, i) => writers[i]!.pushBatch(bodies)));
       await source.commit();
       moved += batch.length;
     }
     return moved;
   } finally {
-    if (writer && writer !== options.writer) await writer.close();
+    for (const writer of owned.values()) await writer.then((w) => w.close()).catch(() => {});
     await source.close();
   }
 }

@@ -3,7 +3,7 @@ export { QueueConsumer, openConsumer } from "./consumer";
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./consumer";
 export type { SeekTarget } from "./seek";
 export { SharedConsumer, openSharedConsumer } from "./shared-consumer";
-export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions } from "./shared-consumer";
+export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "./shared-consumer";
 export type { SharedIterateOptions } from "./shared-iterate";
 export type { SharedConsumerOptions, ResolvedSharedOptions } from "./shared-options";
 export type { ConsumerKind } from "./consumer-kind";

@@ -43,6 +43,22 @@ export interface NackOptions {
   delayMs?: number;
   /** Why it failed: kept with a dead letter. */
   error?: string;
+  /** Give up on it now: it goes to the dead-letter queue, whatever its deliveries. @default false */
+  deadLetter?: boolean;
+}
+
+/** What a shared consumer is doing, for monitoring. */
+export interface SharedStats {
+  /** Leases running now. */
+  inFlight: number;
+  /** Messages tracked above the ack floor (leased, waiting to come again, acknowledged out of order). */
+  window: number;
+  /** Hand-outs of a message that was handed out before, since this consumer was opened. */
+  redelivered: number;
+  /** Messages moved to the dead-letter queue since this consumer was opened. */
+  deadLettered: number;
+  /** The oldest message not acknowledged yet that this consumer has read, if any. */
+  oldestUnacked: { part: number; offset: number; seq: number } | null;
 }
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
@@ -81,6 +97,8 @@ export class SharedConsumer {
   readonly #commits: GroupCommit;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
+  #redelivered = 0;
+  #deadLettered = 0;
 
   private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -134,9 +152,16 @@ export class SharedConsumer {
     return { ...this.#floor };
   }
 
-  /** Leases running now, and messages tracked above the floor. */
-  get stats(): { inFlight: number; window: number } {
-    return { inFlight: this.#window.scan(Date.now(), 0).live, window: this.#window.size };
+  /** Leases running now, messages tracked above the floor, and counts since the open (O(window size)). */
+  get stats(): SharedStats {
+    let oldest: SharedStats["oldestUnacked"] = null;
+    for (const entry of this.#window.entries()) {
+      if (entry.state === "acked" || !entry.message) continue;
+      const { part, offset, seq } = entry.message;
+      oldest = { part, offset, seq };
+      break;
+    }
+    return { inFlight: this.#window.scan(Date.now(), 0).live, window: this.#window.size, redelivered: this.#redelivered, deadLettered: this.#deadLettered, oldestUnacked: oldest };
   }
 
   get closed(): boolean {
@@ -172,26 +197,43 @@ export class SharedConsumer {
    * out (the work is done); a message acknowledged already resolves at once.
    */
   ack(ref: LeaseRef): Promise<void> {
-    try {
-      this.#assertOpen();
-      const key = messageKey(ref.part, ref.offset);
-      const entry = this.#window.get(key);
-      if (entry) return this.#ack(entry);
-      if (isBelow(key, this.#floor)) return Promise.resolve();
-      throw new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.ackAll([ref]).then(([error]) => {
+      if (error) throw error;
+    });
   }
 
-  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries`. */
+  /**
+   * Acknowledges many messages in one journal write (as `ack` each); resolves once durable,
+   * with each one's error (`E_LEASE` for a message not handed out), or undefined when acked.
+   */
+  async ackAll(refs: LeaseRef[]): Promise<(Error | undefined)[]> {
+    this.#assertOpen();
+    const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
+    const entries = new Set<WindowEntry>();
+    const waits: Promise<unknown>[] = [];
+    refs.forEach((ref, i) => {
+      const key = messageKey(ref.part, ref.offset);
+      const entry = this.#window.get(key);
+      if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
+      else if (entry) entries.add(entry);
+      else if (!isBelow(key, this.#floor)) errors[i] = new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
+    });
+    if (entries.size > 0) {
+      const failed = new Set<WindowEntry>();
+      waits.push(this.#ackEntries([...entries], failed).catch((error: Error) => refs.forEach((ref, i) => failed.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error))));
+    }
+    await Promise.all(waits);
+    return errors;
+  }
+
+  /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
   async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
     this.#assertOpen();
-    const { delayMs = 0, error } = options;
+    const { delayMs = 0, error, deadLetter = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     const entry = this.#leased(ref, "nack");
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
-    if (entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
     this.#notify();
@@ -271,6 +313,7 @@ export class SharedConsumer {
           continue;
         }
         entry.state = "leased";
+        if (entry.deliveries > 0) this.#redelivered++;
         entry.deliveries++;
         entry.lease = ++this.#leaseSeq;
         entry.until = now + leaseMs;
@@ -298,7 +341,13 @@ export class SharedConsumer {
     if (out.length === 0) return [];
     // Counted before it goes out: a crash never forgets a delivery.
     await this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
-    return out.map((entry) => ({ ...entry.message!, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until }));
+    // Spelled out, not spread: this runs for every message handed out.
+    return out.map((entry) => {
+      const m = entry.message!;
+      const leased: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
+      if (m.stored !== undefined) leased.stored = m.stored;
+      return leased;
+    });
   }
 
   async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
@@ -350,19 +399,35 @@ export class SharedConsumer {
 
   #ack(entry: WindowEntry): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
-    const message = entry.message;
-    entry.state = "acked";
-    entry.message = undefined;
-    entry.until = 0;
-    entry.acking = this.#commits
-      .add(ackLine(entry.key), () => (entry.persisted = true))
+    return this.#ackEntries([entry], new Set());
+  }
+
+  /** Marks entries (not acked yet) acknowledged, in one journal write; those whose line was not written go back (`failed`). */
+  #ackEntries(entries: WindowEntry[], failed: Set<WindowEntry>): Promise<void> {
+    const messages = entries.map((entry) => entry.message);
+    let lines = "";
+    for (const entry of entries) {
+      entry.state = "acked";
+      entry.message = undefined;
+      entry.until = 0;
+      lines += ackLine(entry.key);
+    }
+    const acking = this.#commits
+      .add(lines, () => {
+        for (const entry of entries) entry.persisted = true;
+      })
       .catch((error: unknown) => {
         // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
-        if (!entry.persisted) Object.assign(entry, { state: "ready", until: 0, message, acking: undefined });
+        entries.forEach((entry, i) => {
+          if (entry.persisted) return;
+          failed.add(entry);
+          Object.assign(entry, { state: "ready", until: 0, message: messages[i], acking: undefined });
+        });
         throw error;
       });
+    for (const entry of entries) entry.acking = acking;
     this.#notify();
-    return entry.acking;
+    return acking;
   }
 
   /** Pushes a message to the dead-letter queue, then acknowledges it here (a crash in between: it may go twice). */
@@ -381,6 +446,7 @@ export class SharedConsumer {
       entry.until = 0;
       throw error;
     }
+    this.#deadLettered++;
     await this.#ack(entry);
   }
 

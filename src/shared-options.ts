@@ -1,4 +1,4 @@
-import { integer, throwProblems } from "./check";
+import { integer, showValue, throwProblems, type Check } from "./check";
 import { isValidQueueName, nameRule } from "./names";
 import { resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./options";
 
@@ -20,6 +20,32 @@ export interface SharedConsumerOptions extends ConsumerOptions {
   deadLetterQueue?: string;
 }
 
+/** Longest lease or delay: what a timer can wait. */
+export const MAX_LEASE_MS = 2 ** 31 - 1;
+
+/** A shared consumer's own options: what a server's config may set for every queue or one. */
+export type SharedSettings = Pick<SharedConsumerOptions, "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue">;
+
+const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
+  leaseMs: integer(1, MAX_LEASE_MS),
+  maxInFlight: integer(1, 1_000_000),
+  maxAckWindow: integer(1, 10_000_000),
+  maxDeliveries: integer(1, 1_000_000),
+  deadLetterQueue: (value, name) => (typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`),
+};
+
+/** What is wrong with shared-consumer settings at `name` (a server's `shared` or `queues.{q}.shared`); how they relate is checked at open. */
+export function sharedSettingsProblems(value: unknown, name = "shared"): string[] {
+  if (value === undefined) return [];
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return [`Invalid ${name} ${showValue(value)}: expected an object such as { "leaseMs": 30000, "maxDeliveries": 5 }.`];
+  return Object.entries(value).flatMap(([key, v]) => {
+    const check = SETTING_CHECKS[key as keyof SharedSettings];
+    if (!check) return [`Unknown key "${name}.${key}": use ${Object.keys(SETTING_CHECKS).join(", ")}.`];
+    const problem = v === undefined ? undefined : check(v, `${name}.${key}`);
+    return problem ? [problem] : [];
+  });
+}
+
 export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   leaseMs: number;
   maxInFlight: number;
@@ -30,9 +56,6 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
 
 /** Defaults of a shared consumer's own options: the one place they are written. */
 export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5 } as const;
-
-/** Longest lease or delay: what a timer can wait. */
-export const MAX_LEASE_MS = 2 ** 31 - 1;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
   const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, deadLetterQueue, ...common } = options;
@@ -46,14 +69,9 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
   };
   throwProblems([
-    integer(1, MAX_LEASE_MS)(resolved.leaseMs, "leaseMs"),
-    integer(1, 1_000_000)(resolved.maxInFlight, "maxInFlight"),
-    integer(1, 10_000_000)(resolved.maxAckWindow, "maxAckWindow"),
+    ...Object.entries(SETTING_CHECKS).map(([key, check]) => check(resolved[key as keyof SharedSettings], key)),
     resolved.maxAckWindow < resolved.maxInFlight ? `Invalid maxAckWindow ${resolved.maxAckWindow}: use at least maxInFlight (${resolved.maxInFlight}).` : undefined,
-    integer(1, 1_000_000)(resolved.maxDeliveries, "maxDeliveries"),
-    !isValidQueueName(resolved.deadLetterQueue) || resolved.deadLetterQueue === queue
-      ? `Invalid deadLetterQueue ${JSON.stringify(resolved.deadLetterQueue)}: use another queue than "${queue}" (${nameRule("queue")}).`
-      : undefined,
+    resolved.deadLetterQueue === queue ? `Invalid deadLetterQueue ${JSON.stringify(resolved.deadLetterQueue)}: use another queue than "${queue}".` : undefined,
   ]);
   return resolved;
 }

@@ -6,6 +6,7 @@ import { consumeRoutes } from "./consume";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
+import { sharedRoutes } from "./shared";
 
 /**
  * The route table: every route of the API, once. `registerRoutes` registers it (and answers
@@ -33,6 +34,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...queueRoutes(ctx),
     ...produceRoutes(ctx),
     ...consumeRoutes(ctx),
+    ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
   ];
   return routes;

@@ -6,7 +6,8 @@ import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { ConsumerListResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
+import { SharedState } from "../../src/shared-state";
+import type { ConsumerInfo, ConsumerListResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
 
 /** Listing and inspecting queues and consumers; purging and deleting them (the admin right). */
 export function queueRoutes(ctx: RouteContext): ApiRoute[] {
@@ -55,20 +56,19 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/queues/:queue/consumers",
-      openapi: { summary: "Consumers with their saved position and lag", responses: { ...errorResponses, "200": { description: "consumers" } } },
+      openapi: { summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers" } } },
       handler: async (event, principal) => {
         const { queue, stats } = await readableStats(ctx, event, principal);
-        return json<ConsumerListResponse>({
-          queue,
-          consumers: stats.consumers.map((c) => ({
-            name: c.name,
-            part: c.part,
-            position: c.position,
-            count_popped: c.count,
-            lag: c.lag,
-            cursor: formatCursor(c),
-          })),
-        });
+        const driver = await ctx.registry.driver();
+        const live = ctx.registry.sharedStats(queue);
+        const consumers = await Promise.all(
+          stats.consumers.map(async (c): Promise<ConsumerInfo> => {
+            const info: ConsumerInfo = { name: c.name, part: c.part, position: c.position, count_popped: c.count, lag: c.lag, cursor: formatCursor(c), kind: (await SharedState.exists(driver, queue, c.name)) ? "shared" : "ordered" };
+            const held = live.get(c.name);
+            return held ? { ...info, inFlight: held.inFlight, redelivered: held.redelivered, deadLettered: held.deadLettered, oldestUnacked: held.oldestUnacked } : info;
+          }),
+        );
+        return json<ConsumerListResponse>({ queue, consumers });
       },
     },
     {

@@ -60,7 +60,7 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await Promise.all([worker(), worker(), worker(), worker()]);
       expect([...done.keys()].sort()).toEqual(Array.from({ length: 60 }, (_, i) => `m${i}`).sort());
       expect([...done.values()].every((n) => n === 1)).toBe(true);
-      expect(c.stats).toEqual({ inFlight: 0, window: 0 });
+      expect(c.stats).toMatchObject({ inFlight: 0, window: 0, deadLettered: 0, oldestUnacked: null });
       const line = text.decode(await driver.readRecord(popInfoPath("q", "s")));
       expect(line).toMatch(/^q;s;\d+;60;0\n/);
       expect((await listConsumers(driver, "q")).map((x) => [x.name, x.lag])).toEqual([["s", 0]]);
@@ -161,6 +161,46 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(back).toMatchObject({ data: "m0", deliveries: 1, seq: 1, part: 1 });
     });
 
+    it("nack with deadLetter sends it to the dead-letter queue at once; stats count it and redeliveries; redrive with no queue sends it to its origin", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      const c = await shared(driver, { maxDeliveries: 5 });
+      const [first] = await c.poll({ max: 1 });
+      await c.nack(first!);
+      const [again] = await c.poll({ max: 1 });
+      expect(again).toMatchObject({ data: "m0", deliveries: 2 });
+      expect(c.stats).toMatchObject({ inFlight: 1, redelivered: 1, deadLettered: 0, oldestUnacked: { part: 0, offset: 0, seq: 1 } });
+      await c.nack(again!, { error: "bad input", deadLetter: true });
+      expect(c.stats).toMatchObject({ inFlight: 0, deadLettered: 1 });
+      const [next] = await c.poll({ max: 1 });
+      expect(next!.data).toBe("m1");
+      await c.ack(next!);
+      await c.close();
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      const [dead] = await dlq.read();
+      await dlq.close();
+      expect(parseDeadLetter(dead!)).toMatchObject({ origin: { queue: "q", seq: 1 }, deliveries: 2, error: "bad input", data: "m0" });
+      expect(await redrive(driver, "q.dead", undefined)).toBe(1);
+      const c2 = await shared(driver);
+      const [back] = await c2.poll();
+      expect(back).toMatchObject({ data: "m0", deliveries: 1 });
+    });
+
+    it("ackAll acks a batch in one write: each ref's outcome, E_LEASE for one never handed out, a repeat is fine", async () => {
+      const { driver } = await setup();
+      await fill(driver, 3);
+      const c = await shared(driver);
+      const got = await c.poll({ max: 3 });
+      const outcomes = await c.ackAll([got[0]!, got[2]!, got[0]!, { part: 0, offset: 999_999, lease: 1 }]);
+      expect(outcomes.map((e) => (e ? (e as { code?: string }).code : "ok"))).toEqual(["ok", "ok", "ok", "E_LEASE"]);
+      expect(await c.ackAll([got[0]!])).toEqual([undefined]);
+      await c.ack(got[1]!);
+      expect(c.floor.count).toBe(3);
+      await c.close();
+      const again = await shared(driver);
+      expect(await again.poll({ max: 10, timeoutMs: 0 })).toEqual([]);
+    });
+
     it("a lease that runs out on the last delivery dead-letters the message, and the same poll goes on with the next", async () => {
       const { driver } = await setup();
       await fill(driver, 2);
@@ -193,7 +233,7 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await held.close();
       expect(await c.poll({ max: 5, timeoutMs: 0 })).toEqual([]);
       expect(c.floor.count).toBe(1); // m0 moved and is acknowledged; m1 is leased
-      expect(c.stats).toEqual({ inFlight: 1, window: 1 });
+      expect(c.stats).toMatchObject({ inFlight: 1, window: 1 });
       const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
       expect((await dlq.read()).map((m) => parseDeadLetter(m)?.error)).toEqual(["bad"]);
       await dlq.close();

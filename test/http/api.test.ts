@@ -205,13 +205,18 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}",
       "/api/v1/queues/{queue}/consumers",
       "/api/v1/queues/{queue}/consumers/{consumer}",
+      "/api/v1/queues/{queue}/consumers/{consumer}/ack",
       "/api/v1/queues/{queue}/consumers/{consumer}/commit",
+      "/api/v1/queues/{queue}/consumers/{consumer}/extend",
+      "/api/v1/queues/{queue}/consumers/{consumer}/lease",
       "/api/v1/queues/{queue}/consumers/{consumer}/messages",
+      "/api/v1/queues/{queue}/consumers/{consumer}/nack",
       "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
       "/api/v1/queues/{queue}/consumers/{consumer}/seek",
       "/api/v1/queues/{queue}/messages",
       "/api/v1/queues/{queue}/prune",
       "/api/v1/queues/{queue}/purge",
+      "/api/v1/queues/{queue}/redrive",
       "/health",
     ]);
     const params = doc.paths["/api/v1/queues/{queue}/consumers/{consumer}/messages"].get.parameters;

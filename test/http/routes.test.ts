@@ -23,6 +23,11 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/rewind": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/seek": "POST",
   "/api/v1/queues/:queue/prune": "POST",
+  "/api/v1/queues/:queue/consumers/:consumer/lease": "POST",
+  "/api/v1/queues/:queue/consumers/:consumer/ack": "POST",
+  "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
+  "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
+  "/api/v1/queues/:queue/redrive": "POST",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 

@@ -1,0 +1,257 @@
+import { sleep } from "./sleep";
+import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptions } from "./shared";
+
+export interface WorkerOptions {
+  /** Handlers running at once. @default 8 */
+  concurrency?: number;
+  /**
+   * Messages per lease request; the worker leases again once fewer than half of it wait. By
+   * default it adapts: from `concurrency * 4`, doubling (up to 1000) while handlers finish
+   * faster than full batches arrive; slow handlers keep it small (others get the messages).
+   */
+  batch?: number;
+  /** How long each lease runs (extended while its handler runs). @default the server's */
+  leaseMs?: number;
+  /** Once a message has come this many times, a failure sends it to the dead-letter queue. @default the server's `maxDeliveries` decides */
+  maxDeliveries?: number;
+  /** Delay before a failed message comes again, from its deliveries so far. @default 100 ms doubling, at most 30 s */
+  backoff?: (deliveries: number) => number;
+  /** Stops the worker as `stop()` does. */
+  signal?: AbortSignal;
+  /** Parse text messages as JSON (as `consume` does). @default false */
+  json?: boolean;
+  /** How long each lease request waits on the server when there is nothing. @default 20000 */
+  pollTimeoutMs?: number;
+  /** Acks are sent together: after this long, or once `batch` are waiting. @default 2 */
+  ackDelayMs?: number;
+  /** Told about a handler's throw (the message is nacked) and errors the worker recovers from (retried). @default console.warn */
+  onError?: (error: unknown, message?: AnyLeasedMessage) => void;
+}
+
+export interface WorkerStats {
+  /** Handlers that finished (their messages acked or being acked). */
+  processed: number;
+  /** Handlers that threw (their messages nacked). */
+  failed: number;
+  /** Messages this worker sent to the dead-letter queue. */
+  deadLettered: number;
+  /** Handlers running now. */
+  running: number;
+  /** Leased and waiting for a handler. */
+  waiting: number;
+}
+
+export interface Worker {
+  /** Resolves once the worker stopped (after `stop()` or the signal); rejects on an error it cannot recover from (E_KIND, 403, ...). */
+  done: Promise<void>;
+  /** Stops leasing, lets running handlers finish (and acks them), gives back what waits; resolves when all is sent. */
+  stop(): Promise<void>;
+  readonly stats: WorkerStats;
+}
+
+export interface WorkerCalls {
+  leaseBatch(opts: { max: number; leaseMs?: number; timeoutMs: number; signal: AbortSignal; json: boolean }): Promise<LeaseBatch>;
+  ack(leases: string[]): Promise<{ errors: { lease: string; message: string }[] }>;
+  nack(leases: string[], opts: NackClientOptions): Promise<unknown>;
+  extend(leases: string[], leaseMs: number): Promise<{ extended: { lease: string }[] }>;
+}
+
+interface Held {
+  message: AnyLeasedMessage;
+  /** Local time the lease runs out (counted from when it was asked for: never later than the server's). */
+  expires: number;
+  leaseMs: number;
+}
+
+const defaultBackoff = (deliveries: number) => Math.min(100 * 2 ** Math.max(0, deliveries - 1), 30_000);
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5000;
+const SEND_ATTEMPTS = 5;
+const MAX_BATCH = 1000;
+
+/**
+ * Runs `handler` on a shared consumer's messages, `concurrency` at once: leases ahead (so a
+ * handler never waits for a round trip), acks on success (many acks per request), nacks on a
+ * throw, extends the leases of handlers still running at half their time, retries what the
+ * network fails. A worker that dies loses nothing: its leases run out and the messages go to others.
+ */
+export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
+  const { concurrency = 8, leaseMs, maxDeliveries, backoff = defaultBackoff, json = false, pollTimeoutMs = 20_000, ackDelayMs = 2 } = options;
+  let batch = options.batch ?? Math.min(MAX_BATCH, concurrency * 4);
+  /** A handler slot sat idle with nothing leased while a full batch was on its way: lease more at once. */
+  let starved = false;
+  const onError = options.onError ?? ((error: unknown) => console.warn("[v-queue] worker:", error));
+  for (const [name, value] of [["concurrency", concurrency], ["batch", batch]] as const) {
+    if (!Number.isInteger(value) || value < 1) throw new TypeError(`Invalid ${name} ${String(value)}: use an integer from 1 up.`);
+  }
+  const stats: WorkerStats = { processed: 0, failed: 0, deadLettered: 0, running: 0, waiting: 0 };
+  const waiting: Held[] = [];
+  const running = new Set<Held>();
+  const sending = new Set<Promise<unknown>>();
+  let acks: string[] = [];
+  let ackTimer: ReturnType<typeof setTimeout> | undefined;
+  let stopping = false;
+  const leaseAbort = new AbortController();
+  let wake: (() => void) | undefined;
+  const wakeLeaser = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+
+  /** Sends in the background, retrying network errors; the worker's stop waits for it. */
+  const send = (what: string, call: () => Promise<unknown>) => {
+    const p = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await call();
+        } catch (error) {
+          if (attempt >= SEND_ATTEMPTS || !isRetryable(error)) return onError(new Error(`${what} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
+          await sleep(Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS));
+        }
+      }
+    })();
+    sending.add(p);
+    void p.finally(() => sending.delete(p));
+  };
+
+  const flushAcks = () => {
+    clearTimeout(ackTimer);
+    ackTimer = undefined;
+    if (acks.length === 0) return;
+    const list = acks;
+    acks = [];
+    send("ack", async () => {
+      const { errors } = await calls.ack(list);
+      for (const e of errors) onError(new Error(`ack of ${e.lease} refused: ${e.message}`));
+    });
+  };
+
+  const ack = (lease: string) => {
+    acks.push(lease);
+    if (acks.length >= batch) flushAcks();
+    else ackTimer ??= setTimeout(flushAcks, ackDelayMs);
+  };
+
+  const run = async (held: Held) => {
+    running.add(held);
+    stats.running = running.size;
+    const { message } = held;
+    try {
+      await handler(message as unknown as LeasedClientMessage<T>);
+      stats.processed++;
+      ack(message.lease);
+    } catch (error) {
+      stats.failed++;
+      onError(error, message);
+      const deadLetter = maxDeliveries !== undefined && message.deliveries >= maxDeliveries;
+      if (deadLetter) stats.deadLettered++;
+      const text = error instanceof Error ? error.message : String(error);
+      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: Math.max(0, Math.round(backoff(message.deliveries))) }));
+    } finally {
+      running.delete(held);
+      stats.running = running.size;
+      pump();
+    }
+  };
+
+  /** Starts waiting messages while there is room; a lease that ran out while waiting is left (it goes to another). */
+  const pump = () => {
+    while (running.size < concurrency && waiting.length > 0 && !stopping) {
+      const held = waiting.shift()!;
+      if (held.expires <= Date.now()) continue;
+      void run(held);
+    }
+    stats.waiting = waiting.length;
+    if (waiting.length === 0 && running.size < concurrency) starved = true;
+    if (waiting.length <= batch / 2) wakeLeaser();
+  };
+
+  /** Extends the leases past half their time: of running handlers, and of messages waiting for one. */
+  const extendTicker = setInterval(() => {
+    const now = Date.now();
+    const due = [...running, ...waiting].filter((h) => h.expires - now < h.leaseMs / 2);
+    if (due.length === 0) return;
+    // Grouped by lease time: one request per group.
+    for (const ms of new Set(due.map((h) => h.leaseMs))) {
+      const group = due.filter((h) => h.leaseMs === ms);
+      const sentAt = Date.now();
+      send("extend", async () => {
+        const { extended } = await calls.extend(group.map((h) => h.message.lease), ms);
+        const ok = new Set(extended.map((e) => e.lease));
+        for (const h of group) if (ok.has(h.message.lease)) h.expires = sentAt + ms;
+      });
+      for (const h of group) h.expires = Math.max(h.expires, now + 1); // not asked again before the answer
+    }
+  }, 250);
+
+  const leaseLoop = async () => {
+    let delay = RETRY_MIN_MS;
+    while (!stopping) {
+      if (waiting.length > batch / 2) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        continue;
+      }
+      const sentAt = Date.now();
+      let got: LeaseBatch;
+      try {
+        got = await calls.leaseBatch({ max: batch, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
+        delay = RETRY_MIN_MS;
+      } catch (error) {
+        if (stopping && (isAbortError(error) || leaseAbort.signal.aborted)) break;
+        if (!isRetryable(error) && !(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
+        onError(error);
+        await sleep(delay, leaseAbort.signal);
+        delay = Math.min(delay * 2, RETRY_MAX_MS);
+        continue;
+      }
+      if (options.batch === undefined && starved && got.messages.length === batch) batch = Math.min(MAX_BATCH, batch * 2);
+      starved = false;
+      const expires = sentAt + got.leaseMs;
+      for (const message of got.messages) waiting.push({ message, expires, leaseMs: got.leaseMs });
+      if (stopping) break;
+      pump();
+    }
+  };
+
+  let stopped: Promise<void> | undefined;
+  let finish!: (error?: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => (finish = (error) => (error === undefined ? resolve() : reject(error))));
+  const loop = leaseLoop();
+
+  const stop = (): Promise<void> => {
+    stopped ??= (async () => {
+      stopping = true;
+      leaseAbort.abort();
+      wakeLeaser();
+      let failure: unknown;
+      await loop.catch((error: unknown) => (failure = error));
+      // Running handlers finish and are acked; what waits goes back at once.
+      while (running.size > 0) await sleep(5);
+      const unstarted = waiting.splice(0).map((h) => h.message.lease);
+      stats.waiting = 0;
+      if (unstarted.length > 0) send("nack", () => calls.nack(unstarted, { delayMs: 0 }));
+      flushAcks();
+      clearInterval(extendTicker);
+      while (sending.size > 0) await Promise.all([...sending]);
+      finish(failure);
+    })();
+    return stopped;
+  };
+  // A fatal error stops the worker too (done rejects with it).
+  loop.catch(() => void stop());
+  if (options.signal) {
+    if (options.signal.aborted) void stop();
+    else options.signal.addEventListener("abort", () => void stop(), { once: true });
+  }
+  done.catch(() => {});
+  return { done, stop, stats };
+}
+
+/** Network errors, a restarting or busy server, a consumer held by a dying process: worth another try. */
+function isRetryable(error: unknown): boolean {
+  if (error instanceof VQueueNetworkError) return true;
+  if (error instanceof VQueueClientError) return [502, 503, 504].includes(error.status) || ["E_SHUTDOWN", "E_BUSY", "E_LOCKED", "E_CLOSED"].includes(error.code);
+  return false;
+}

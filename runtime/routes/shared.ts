@@ -1,0 +1,251 @@
+import { FastResponse } from "srvx";
+import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
+import { toBase64 } from "../../protocol/base64";
+import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken } from "../../protocol/binary";
+import { utf8Strict } from "../../protocol/utf8";
+import { redrive } from "../../src/dead-letter";
+import { VQueueError } from "../../src/errors";
+import type { LeaseRef } from "../../src/shared-consumer";
+import { MAX_LEASE_MS } from "../../src/shared-options";
+import { authorize } from "../auth";
+import { ApiError, JSON_TYPE } from "../errors";
+import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
+import type { ApiRoute, RouteContext } from "../route";
+import type { Settled } from "../shared-slot";
+
+/** Messages leased by one request when the body does not say. */
+const DEFAULT_LEASE_MAX = 100;
+const TOKEN = /^(\d{1,10})\.(\d{1,16})\.(\d{1,16})$/;
+
+const leasesSchema = { type: "array", items: { type: "string", description: 'A lease token "<part>.<offset>.<lease>"' }, minItems: 1 };
+const errorsSchema = { type: "array", items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } } };
+const answer = (description: string, properties: Record<string, unknown>) => ({ ...errorResponses, "409": errorRef, "200": { description, content: jsonContent({ type: "object", properties }) } });
+
+/**
+ * Shared consumers (README, "Shared consumers"): lease, ack, nack, extend, and redrive of a
+ * dead-letter queue. The server holds each shared consumer (registry.shared); a name used as
+ * the other kind is 409 `E_KIND`. A batch's refused leases (`E_LEASE`: ran out and handed out
+ * again, unknown) are error items of a 200, not a failure of the batch.
+ */
+export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
+  const { limits } = ctx.options;
+  const consumerRoute = (action: string) => `/api/v1/queues/:queue/consumers/:consumer/${action}`;
+  const body = async (request: Request) => parseBody(await readBodyLimited(request, limits.maxBodyBytes), request);
+  const tokens = (value: unknown) => leaseTokens(value, limits.maxMessages);
+  return [
+    {
+      method: "POST",
+      route: consumerRoute("lease"),
+      openapi: {
+        summary: "Lease messages of a shared consumer (creates it): each goes to one worker at a time until acked, nacked, or its lease runs out; long poll with timeoutMs",
+        requestBody: {
+          required: false,
+          content: jsonContent({
+            type: "object",
+            properties: {
+              max: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: DEFAULT_LEASE_MAX },
+              leaseMs: { type: "integer", minimum: 1, maximum: MAX_LEASE_MS, description: "Default: the server's shared.leaseMs" },
+              timeoutMs: { type: "integer", minimum: 0, maximum: limits.maxTimeoutMs, default: 0 },
+            },
+          }),
+        },
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": {
+            description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} the VQL1 binary lease framing (README)`,
+            content: {
+              ...jsonContent({
+                type: "object",
+                properties: {
+                  now: { type: "integer", description: "The server's clock (ms)" },
+                  messages: { type: "array", items: { allOf: [{ $ref: "#/components/schemas/Message" }, { type: "object", properties: { lease: { type: "string" }, deliveries: { type: "integer" }, leaseUntil: { type: "integer" } } }] } },
+                },
+              }),
+              [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
+            },
+          },
+        },
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const input = await body(event.req);
+        const max = intField(input, "max", 1, limits.maxMessages) ?? DEFAULT_LEASE_MAX;
+        const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
+        const timeoutMs = intField(input, "timeoutMs", 0, limits.maxTimeoutMs) ?? 0;
+        unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
+        const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
+        const slot = await ctx.registry.shared(queue, consumer);
+        const messages = await slot.lease({ max, leaseMs, timeoutMs, signal: event.req.signal });
+        const now = Date.now();
+        if (binary) return new FastResponse(encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
+        const out: LeaseResponse = {
+          now,
+          messages: messages.map((m) => {
+            const common = { part: m.part, offset: m.offset, seq: m.seq, lease: leaseToken(m), deliveries: m.deliveries, leaseUntil: m.leaseUntil };
+            return typeof m.data === "string" ? { ...common, type: m.type, data: m.data } : { ...common, type: m.type, data: toBase64(m.data), encoding: "base64" as const };
+          }),
+        };
+        return new FastResponse(JSON.stringify(out), { headers: { "content-type": JSON_TYPE } });
+      },
+    },
+    {
+      method: "POST",
+      route: consumerRoute("ack"),
+      openapi: {
+        summary: "Acknowledge leased messages of a shared consumer; answered once durable. A lease that ran out is still taken unless the message went to another worker",
+        requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema } }) },
+        responses: answer("acked", { acked: { type: "integer" }, errors: errorsSchema }),
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const input = await body(event.req);
+        const refs = tokens(input.leases);
+        unknownFields(input, ["leases"]);
+        const slot = await ctx.registry.shared(queue, consumer);
+        const { done, errors } = leaseOutcomes(refs, await slot.ack(refs.map((r) => r.ref)));
+        return json<AckResponse>({ acked: done.length, errors });
+      },
+    },
+    {
+      method: "POST",
+      route: consumerRoute("nack"),
+      openapi: {
+        summary: "Give leased messages back: they come again after delayMs, or go to the dead-letter queue (deadLetter, or after maxDeliveries)",
+        requestBody: {
+          required: true,
+          content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS }, error: { type: "string" }, deadLetter: { type: "boolean" } } }),
+        },
+        responses: answer("nacked", { nacked: { type: "integer" }, errors: errorsSchema }),
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const input = await body(event.req);
+        const refs = tokens(input.leases);
+        const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
+        if (input.error !== undefined && typeof input.error !== "string") throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
+        if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean") throw new ApiError(400, "E_BODY", `Invalid deadLetter ${JSON.stringify(input.deadLetter)}: use true or false.`);
+        unknownFields(input, ["leases", "delayMs", "error", "deadLetter"]);
+        const slot = await ctx.registry.shared(queue, consumer);
+        const settled = await slot.nack(
+          refs.map((r) => r.ref),
+          { delayMs, error: input.error as string | undefined, deadLetter: input.deadLetter as boolean | undefined },
+        );
+        const { done, errors } = leaseOutcomes(refs, settled);
+        return json<NackResponse>({ nacked: done.length, errors });
+      },
+    },
+    {
+      method: "POST",
+      route: consumerRoute("extend"),
+      openapi: {
+        summary: "Keep leases for leaseMs more from now (a long job)",
+        requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, leaseMs: { type: "integer", minimum: 1, maximum: MAX_LEASE_MS } } }) },
+        responses: answer("extended", { extended: { type: "array", items: { type: "object", properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } } }, errors: errorsSchema }),
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const input = await body(event.req);
+        const refs = tokens(input.leases);
+        const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
+        unknownFields(input, ["leases", "leaseMs"]);
+        const slot = await ctx.registry.shared(queue, consumer);
+        const { done, errors } = leaseOutcomes(refs, await slot.extend(refs.map((r) => r.ref), leaseMs));
+        return json<ExtendResponse>({ extended: done.map(({ token, value }) => ({ lease: token, leaseUntil: value })), errors });
+      },
+    },
+    {
+      method: "POST",
+      route: "/api/v1/queues/:queue/redrive",
+      openapi: {
+        summary: "Move dead letters back: from this dead-letter queue to `to`, or each to its origin queue; needs read on this queue and write on the targets",
+        requestBody: { required: false, content: jsonContent({ type: "object", properties: { to: { type: "string" }, max: { type: "integer", minimum: 1, default: 1000 } } }) },
+        responses: answer("moved", { moved: { type: "integer" } }),
+      },
+      handler: async (event, principal) => {
+        const dlq = nameParam(event, "queue");
+        authorize(principal, "read", dlq);
+        const input = await body(event.req);
+        const max = intField(input, "max", 1, 1_000_000) ?? 1000;
+        if (input.to !== undefined && typeof input.to !== "string") throw new ApiError(400, "E_BODY", `Invalid to ${JSON.stringify(input.to)}: a queue name.`);
+        unknownFields(input, ["to", "max"]);
+        const to = input.to as string | undefined;
+        if (to !== undefined) authorize(principal, "write", to);
+        const moved = await redrive(await ctx.registry.driver(), dlq, to, {
+          max,
+          // The server's own writers (another would be refused: one writer per queue), rights checked first.
+          writerFor: (queue) => {
+            authorize(principal, "write", queue);
+            return ctx.registry.writer(queue);
+          },
+        });
+        return json<RedriveResponse>({ moved });
+      },
+    },
+  ];
+}
+
+// --- Internal helpers ---
+
+/** A JSON object body; empty is `{}`. */
+function parseBody(bytes: Uint8Array, request: Request): Record<string, unknown> {
+  if (bytes.length === 0) return {};
+  const type = mediaType(request.headers.get("content-type"));
+  if (type !== "" && type !== "application/json") throw new ApiError(415, "E_MEDIA_TYPE", `Send a JSON body (application/json), not ${type}.`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(utf8Strict.decode(bytes));
+  } catch {
+    throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", "The body must be a JSON object.");
+  return parsed as Record<string, unknown>;
+}
+
+function intField(input: Record<string, unknown>, name: string, min: number, max: number): number | undefined {
+  const value = input[name];
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || (value as number) < min || (value as number) > max) throw new ApiError(400, "E_BODY", `Invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}.`);
+  return value as number;
+}
+
+function unknownFields(input: Record<string, unknown>, known: string[]): void {
+  const extra = Object.keys(input).find((key) => !known.includes(key));
+  if (extra !== undefined) throw new ApiError(400, "E_BODY", `Unknown field ${JSON.stringify(extra)}: use ${known.join(", ")}.`);
+}
+
+interface Lease {
+  token: string;
+  ref: LeaseRef;
+}
+
+/** `leases`: 1..max tokens "<part>.<offset>.<lease>". */
+function leaseTokens(value: unknown, max: number): Lease[] {
+  if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", 'Expected "leases": a non-empty list of lease tokens "<part>.<offset>.<lease>", as given with each leased message.');
+  if (value.length > max) throw new ApiError(413, "E_TOO_LARGE", `Too many leases in one request: ${value.length}, the limit is ${max}.`);
+  return value.map((token: unknown) => {
+    const match = typeof token === "string" ? TOKEN.exec(token) : null;
+    if (!match) throw new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected "<part>.<offset>.<lease>", as given with a leased message.`);
+    return { token: token as string, ref: { part: Number(match[1]), offset: Number(match[2]), lease: Number(match[3]) } };
+  });
+}
+
+/** Each lease's outcome: done, or an error item for a lease the engine refused (any other failure fails the request). */
+function leaseOutcomes<T>(leases: Lease[], settled: Settled<T>[]): { done: { token: string; value: T }[]; errors: LeaseErrorJSON[] } {
+  const done: { token: string; value: T }[] = [];
+  const errors: LeaseErrorJSON[] = [];
+  settled.forEach((outcome, i) => {
+    const { token } = leases[i]!;
+    if (outcome.ok) return void done.push({ token, value: outcome.value });
+    const error = outcome.error;
+    if (!VQueueError.isError(error) || error.code !== "E_LEASE") throw error;
+    errors.push({ lease: token, code: error.code, message: error.message });
+  });
+  return { done, errors };
+}
+
+/** Whether the client asked for the binary lease framing. */
+function acceptsLeaseBatch(accept: string | null): boolean {
+  return !!accept && accept.split(",").some((part) => mediaType(part) === BATCH_CONTENT_TYPE);
+}

@@ -1,0 +1,110 @@
+import type { LeasedMessage, LeaseRef, NackOptions, SharedConsumer, SharedStats } from "../src/shared-consumer";
+import { ApiError, isTooManyFiles } from "./errors";
+import { linkSignals } from "./consumer-slot";
+
+/**
+ * One shared consumer the server holds (its lock) and the requests using it. Unlike an
+ * ordered slot, requests run concurrently: the engine orders its own takes. It stays open
+ * while leases run or messages are tracked above its floor (`idle` is false then): closing it
+ * would end those leases early, and the messages would come again at the next open.
+ */
+export class SharedSlot {
+  readonly kind = "shared";
+  readonly consumer: SharedConsumer;
+  lastUsed = Date.now();
+  #active = 0;
+  #stop = new AbortController();
+  #stopReason: "closed" | "deleted" | undefined;
+  #stopped: Promise<void> | undefined;
+  readonly #onTooManyFiles: () => void;
+
+  constructor(consumer: SharedConsumer, onTooManyFiles: () => void = () => {}) {
+    this.consumer = consumer;
+    this.#onTooManyFiles = onTooManyFiles;
+  }
+
+  get idle(): boolean {
+    if (this.#active > 0) return false;
+    const { window } = this.consumer.stats;
+    return window === 0;
+  }
+
+  get stopped(): boolean {
+    return this.#stopReason !== undefined;
+  }
+
+  get stats(): SharedStats {
+    return this.consumer.stats;
+  }
+
+  /** Leases up to `max`, waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
+  lease(options: { max: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]> {
+    return this.#use(async () => {
+      const linked = linkSignals(options.signal, this.#stop.signal);
+      try {
+        const messages = await this.consumer.poll({ max: options.max, leaseMs: options.leaseMs, timeoutMs: options.timeoutMs, signal: linked.signal });
+        if (messages.length === 0) return this.#ended();
+        if (options.signal?.aborted) {
+          // Nobody will receive them: they go to the next worker now, not after the lease.
+          await Promise.all(messages.map((m) => this.consumer.nack(m).catch(() => {})));
+          return [];
+        }
+        return messages;
+      } finally {
+        linked.dispose();
+      }
+    });
+  }
+
+  /** Acks each lease; an ack refused (E_LEASE) is an error item, not a failure of the batch. */
+  ack(refs: LeaseRef[]): Promise<Settled<void>[]> {
+    return this.#use(async () => (await this.consumer.ackAll(refs)).map((error) => (error ? { ok: false, error } : { ok: true, value: undefined })));
+  }
+
+  nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]> {
+    return this.#use(() => settleAll(refs.map((ref) => this.consumer.nack(ref, options))));
+  }
+
+  extend(refs: LeaseRef[], leaseMs: number | undefined): Promise<Settled<number>[]> {
+    return this.#use(() => settleAll(refs.map((ref) => this.consumer.extend(ref, { leaseMs }))));
+  }
+
+  /** Ends the waits, then closes the consumer (its leases end; unacknowledged messages come again at the next open). */
+  stop(reason: "closed" | "deleted"): Promise<void> {
+    this.#stopped ??= (async () => {
+      this.#stopReason = reason;
+      this.#stop.abort();
+      await this.consumer.close();
+    })();
+    return this.#stopped;
+  }
+
+  async #use<T>(run: () => Promise<T>): Promise<T> {
+    if (this.#stopReason) this.#ended();
+    this.#active++;
+    try {
+      return await run();
+    } catch (error) {
+      if (isTooManyFiles(error)) this.#onTooManyFiles();
+      throw error;
+    } finally {
+      this.#active--;
+      this.lastUsed = Date.now();
+    }
+  }
+
+  #ended(): never[] {
+    if (this.#stopReason === "deleted") {
+      throw new ApiError(404, "E_NOT_FOUND", `Consumer "${this.consumer.name}" of queue "${this.consumer.queue}" was deleted.`);
+    }
+    return [];
+  }
+}
+
+/** One outcome of a batch item: its value, or the error it failed with. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+async function settleAll<T>(promises: Promise<T>[]): Promise<Settled<T>[]> {
+  const out = await Promise.allSettled(promises);
+  return out.map((r) => (r.status === "fulfilled" ? { ok: true, value: r.value } : { ok: false, error: r.reason as unknown }));
+}

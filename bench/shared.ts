@@ -73,8 +73,8 @@ export async function runSharedBench(): Promise<void> {
       });
       if (redis) closers.push(redis.stop);
     }
-    if (redis) await setUp(byKey("bullmq"), "bullmq", () => bullmqDrain(redis, SETUP));
-    if (redis) await setUp(byKey("streams"), "streams", () => streamsDrain(redis, SETUP));
+    if (redis || !PARTS.has("bullmq")) await setUp(byKey("bullmq"), "bullmq", () => bullmqDrain(redis!, SETUP));
+    if (redis || !PARTS.has("streams")) await setUp(byKey("streams"), "streams", () => streamsDrain(redis!, SETUP));
 
     for (let round = 0; round < REPEATS; round++) {
       for (const scenario of scenarios) {
@@ -135,26 +135,12 @@ async function inProcessDrain(options: SharedConsumerOptions): Promise<Drain> {
   };
 }
 
-// --- Over HTTP, with the client's worker() (branch shared-http) ---
-
-/** The client `worker()` of the issue 13 contract; looked up at run time so that this file builds before it lands. */
-type WorkerFn = (
-  queue: string,
-  consumer: string,
-  handler: (message: unknown) => unknown,
-  options: { concurrency: number },
-) => { done: Promise<void>; stop(): Promise<void> };
+// --- Over HTTP, with the client's worker() (its defaults but concurrency) ---
 
 async function httpDrain(): Promise<Drain> {
   const dir = tempDir("shared-http");
   const server = await startChild("vqueue", dir);
   const client = createClient({ baseURL: `http://127.0.0.1:${server.port}` });
-  const worker = (client as unknown as { worker?: WorkerFn }).worker?.bind(client);
-  if (!worker) {
-    await server.stop();
-    removeDir(dir);
-    throw new Error("the client has no worker() yet (it comes with branch shared-http)");
-  }
   const batch = Array.from({ length: 1000 }, () => SETUP.payload);
   for (let sent = 0; sent < SETUP.messages; sent += 1000) await client.produce("bench", batch.slice(0, Math.min(1000, SETUP.messages - sent)), { format: "binary" });
   return {
@@ -163,7 +149,7 @@ async function httpDrain(): Promise<Drain> {
       let all!: () => void;
       const handledAll = new Promise<void>((resolve) => (all = resolve));
       const start = performance.now();
-      const running = worker("bench", `w${round}`, () => void (++handled === SETUP.messages && all()), { concurrency: SETUP.concurrency });
+      const running = client.worker("bench", `w${round}`, () => void (++handled === SETUP.messages && all()), { concurrency: SETUP.concurrency });
       // stop() waits for the last handlers' acks: the time includes them.
       await Promise.race([handledAll, running.done]);
       await running.stop();

@@ -63,6 +63,13 @@ export interface SharedStats {
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
+/**
+ * While messages are tracked above it, the floor (pop line) is saved at most this often, and
+ * before each compaction: each save is a write and an fsync in the commit chain, and until it
+ * the journal's ack lines say the same (a restart loads them). Saved at once when nothing is
+ * left above it, and at close; a consumer that stops mid-way saves its last floor after this long.
+ */
+const FLOOR_SAVE_MS = 200;
 const MAX_ERROR_CHARS = 4096;
 
 const open = new Map<string, Promise<SharedConsumer>>();
@@ -97,6 +104,8 @@ export class SharedConsumer {
   readonly #commits: GroupCommit;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
+  #floorSavedAt = 0;
+  #floorTimer: ReturnType<typeof setTimeout> | undefined;
   #redelivered = 0;
   #deadLettered = 0;
 
@@ -131,7 +140,11 @@ export class SharedConsumer {
       const inner = await QueueConsumer.open(queue, name, resolved, "shared");
       try {
         const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits);
-        const consumer = new SharedConsumer(key, inner, state, await state.load(resolved.onProblem), resolved);
+        const loaded = await state.load(resolved.onProblem);
+        // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
+        for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
+        for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
+        const consumer = new SharedConsumer(key, inner, state, loaded, resolved);
         // A fresh snapshot of what is above the floor, and an empty journal (a torn line goes).
         await state.compact(consumer.#snapshotLines());
         return consumer;
@@ -183,7 +196,8 @@ export class SharedConsumer {
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     for (;;) {
-      const got = await this.#exclusive(() => this.#take(max, leaseMs));
+      // The delivery counts' write is awaited outside the lock: concurrent polls share one.
+      const got = await (await this.#exclusive(() => this.#take(max, leaseMs))).written;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
@@ -197,9 +211,17 @@ export class SharedConsumer {
    * out (the work is done); a message acknowledged already resolves at once.
    */
   ack(ref: LeaseRef): Promise<void> {
-    return this.ackAll([ref]).then(([error]) => {
-      if (error) throw error;
-    });
+    // Straight to the one entry: this runs per message, and ackAll's bookkeeping costs per call.
+    try {
+      this.#assertOpen();
+      const key = messageKey(ref.part, ref.offset);
+      const entry = this.#window.get(key);
+      if (entry) return this.#ack(entry);
+      if (isBelow(key, this.#floor)) return Promise.resolve();
+      throw this.#notHandedOut(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
@@ -216,7 +238,7 @@ export class SharedConsumer {
       const entry = this.#window.get(key);
       if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor)) errors[i] = new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
+      else if (!isBelow(key, this.#floor)) errors[i] = this.#notHandedOut(key);
     });
     if (entries.size > 0) {
       const failed = new Set<WindowEntry>();
@@ -266,7 +288,8 @@ export class SharedConsumer {
     try {
       await this.#serial.catch(() => {});
       await this.#commits.idle();
-      await this.#afterWrite().catch(() => {});
+      clearTimeout(this.#floorTimer);
+      await this.#afterWrite(true).catch(() => {});
       await this.#compact().catch(() => {});
     } finally {
       await this.#state.close().catch(() => {});
@@ -292,8 +315,8 @@ export class SharedConsumer {
     return run;
   }
 
-  /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
-  async #take(max: number, leaseMs: number): Promise<LeasedMessage[]> {
+  /** Under `#serial`: picks what may go out now, reading ahead while there is room; `written` resolves once their delivery counts are durable. */
+  async #take(max: number, leaseMs: number): Promise<{ written: Promise<LeasedMessage[]> }> {
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
     for (;;) {
@@ -338,16 +361,17 @@ export class SharedConsumer {
       }
       if (anyAcked) void this.#commits.add("").catch(() => {});
     }
-    if (out.length === 0) return [];
-    // Counted before it goes out: a crash never forgets a delivery.
-    await this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
+    if (out.length === 0) return { written: Promise.resolve([]) };
+    // Built now, under the lock: once it is released, a later hand-out may change the entries.
     // Spelled out, not spread: this runs for every message handed out.
-    return out.map((entry) => {
+    const leased = out.map((entry) => {
       const m = entry.message!;
-      const leased: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
-      if (m.stored !== undefined) leased.stored = m.stored;
-      return leased;
+      const message: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
+      if (m.stored !== undefined) message.stored = m.stored;
+      return message;
     });
+    // Counted before it goes out: a crash never forgets a delivery.
+    return { written: this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join("")).then(() => leased) };
   }
 
   async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
@@ -395,6 +419,10 @@ export class SharedConsumer {
       throw new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
     }
     return entry;
+  }
+
+  #notHandedOut(key: string): VQueueError {
+    return new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
   }
 
   #ack(entry: WindowEntry): Promise<void> {
@@ -458,13 +486,27 @@ export class SharedConsumer {
   }
 
   /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
-  async #afterWrite(): Promise<void> {
+  async #afterWrite(force = false): Promise<void> {
     const last = this.#window.dropAcked();
     if (last) this.#floor = last.end;
     // Also a floor whose save failed before: tried again here.
     if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
+    const compact = this.#state.journalBytes > COMPACT_BYTES;
+    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
+    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
     await this.#inner.commit(formatCursor(this.#floor));
-    if (this.#state.journalBytes > COMPACT_BYTES) await this.#compact();
+    this.#floorSavedAt = Date.now();
+    if (compact) await this.#compact();
+  }
+
+  /** A commit round after FLOOR_SAVE_MS saves the floor, if no other round did by then. */
+  #saveFloorLater(): void {
+    if (this.#floorTimer || this.#closed) return;
+    this.#floorTimer = setTimeout(() => {
+      this.#floorTimer = undefined;
+      if (!this.#closed) void this.#commits.add("").catch(() => {}); // a failure: tried again at the next round
+    }, FLOOR_SAVE_MS);
+    (this.#floorTimer as { unref?: () => void }).unref?.();
   }
 
   /**

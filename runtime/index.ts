@@ -13,13 +13,13 @@ import { QueueRegistry } from "./registry";
 import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 
-export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions } from "./options";
+export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
 export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
-export { BATCH_CONTENT_TYPE, decodeBatch, encodeBatch, encodeProduceBatch } from "../protocol/binary";
-export type { BatchRecord } from "../protocol/binary";
+export { BATCH_CONTENT_TYPE, decodeBatch, decodeLeases, encodeBatch, encodeLeases, encodeProduceBatch, leaseToken } from "../protocol/binary";
+export type { BatchRecord, LeaseRecord } from "../protocol/binary";
 export { ProtocolError } from "../protocol/errors";
 export type { MessageJSON } from "../protocol/api";
 

@@ -1,5 +1,6 @@
-// Over 300 lines: the one owner of the server's open writers and consumer slots; opening, idling,
-// relieving EMFILE pressure and the admin calls that close them all share its maps.
+// Over 300 lines: the one owner of the server's open writers and consumer slots (ordered and
+// shared: one map, so the cap, idling, EMFILE relief, the kind check and the admin calls that
+// close them treat both alike); the slots themselves are consumer-slot.ts and shared-slot.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
 import type { QueueDriver } from "../src/driver";
@@ -29,7 +30,8 @@ const PRESSURE_MS = 60_000;
 
 /**
  * The queues an app has open: one writer per queue (opened on first produce) and one reader
- * per consumer name (opened on first consume), as the engine's locks allow. Closed by `close()`.
+ * per consumer name (opened on first consume, or first lease for a shared one), as the
+ * engine's locks allow. Closed by `close()`.
  */
 export class QueueRegistry {
   readonly options: ResolvedQueueAppOptions;

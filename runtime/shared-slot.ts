@@ -37,12 +37,13 @@ export class SharedSlot {
     return this.consumer.stats;
   }
 
-  /** Leases up to `max`, waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
-  lease(options: { max: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]> {
+  /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
+  lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]> {
     return this.#use(async () => {
       const linked = linkSignals(options.signal, this.#stop.signal);
       try {
-        const messages = await this.consumer.poll({ max: options.max, leaseMs: options.leaseMs, timeoutMs: options.timeoutMs, signal: linked.signal });
+        const { max, maxBytes, leaseMs, timeoutMs } = options;
+        const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal });
         if (messages.length === 0) return this.#ended();
         if (options.signal?.aborted) {
           // Nobody will receive them: they go to the next worker now, not after the lease.

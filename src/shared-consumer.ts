@@ -31,6 +31,8 @@ export type LeaseRef = Pick<LeasedMessage, "part" | "offset" | "lease">;
 export interface SharedPollOptions {
   /** Most messages to lease. @default 10 */
   max?: number;
+  /** Stop adding messages once their bodies reach this many bytes (at least one is leased). @default no limit */
+  maxBytes?: number;
   /** This poll's lease time. @default the consumer's `leaseMs` */
   leaseMs?: number;
   signal?: AbortSignal;
@@ -190,14 +192,16 @@ export class SharedConsumer {
    */
   async poll(options: SharedPollOptions = {}): Promise<LeasedMessage[]> {
     this.#assertOpen();
-    const { max = 10, leaseMs = this.options.leaseMs, signal, timeoutMs } = options;
+    const { max = 10, maxBytes = Infinity, leaseMs = this.options.leaseMs, signal, timeoutMs } = options;
     checkInteger("max", max, 1, 1_000_000);
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     for (;;) {
-      // The delivery counts' write is awaited outside the lock: concurrent polls share one.
-      const got = await (await this.#exclusive(() => this.#take(max, leaseMs))).written;
+      const { leased: got, counted } = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes));
+      // Counted before it goes out: a crash never forgets a delivery. Awaited out of the
+      // exclusive section, so that concurrent polls share one journal write (and fsync).
+      await counted;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
@@ -315,10 +319,12 @@ export class SharedConsumer {
     return run;
   }
 
-  /** Under `#serial`: picks what may go out now, reading ahead while there is room; `written` resolves once their delivery counts are durable. */
-  async #take(max: number, leaseMs: number): Promise<{ written: Promise<LeasedMessage[]> }> {
+  /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
+  async #take(max: number, leaseMs: number, maxBytes: number): Promise<{ leased: LeasedMessage[]; counted: Promise<void> }> {
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
+    let bytes = 0;
+    let full = false;
     for (;;) {
       const now = Date.now();
       // Those that failed to move to the dead-letter queue take no place of the others.
@@ -335,6 +341,12 @@ export class SharedConsumer {
           moved = true;
           continue;
         }
+        // Past the byte budget: left for the next poll, not handed out (and not counted).
+        if (out.length > 0 && bytes + entry.message!.size > maxBytes) {
+          full = true;
+          break;
+        }
+        bytes += entry.message!.size;
         entry.state = "leased";
         if (entry.deliveries > 0) this.#redelivered++;
         entry.deliveries++;
@@ -343,6 +355,7 @@ export class SharedConsumer {
         out.push(entry);
         room--;
       }
+      if (full) break;
       // Dead letters took places of the scan: look again before reading more.
       if (moved && room > 0) continue;
       const space = Math.min(room, this.options.maxAckWindow - this.#window.size);
@@ -361,8 +374,8 @@ export class SharedConsumer {
       }
       if (anyAcked) void this.#commits.add("").catch(() => {});
     }
-    if (out.length === 0) return { written: Promise.resolve([]) };
-    // Built now, under the lock: once it is released, a later hand-out may change the entries.
+    if (out.length === 0) return { leased: [], counted: Promise.resolve() };
+    const counted = this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
     // Spelled out, not spread: this runs for every message handed out.
     const leased = out.map((entry) => {
       const m = entry.message!;
@@ -370,8 +383,7 @@ export class SharedConsumer {
       if (m.stored !== undefined) message.stored = m.stored;
       return message;
     });
-    // Counted before it goes out: a crash never forgets a delivery.
-    return { written: this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join("")).then(() => leased) };
+    return { leased, counted };
   }
 
   async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {

@@ -77,7 +77,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
         const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
         const slot = await ctx.registry.shared(queue, consumer);
-        const messages = await slot.lease({ max, leaseMs, timeoutMs, signal: event.req.signal });
+        const messages = await slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
         const now = Date.now();
         if (binary) return new FastResponse(encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
         const out: LeaseResponse = {

@@ -23,6 +23,11 @@ describe("Basic auth and per-user rights", () => {
       ["DELETE", "/api/v1/queues/orders/consumers/c"],
       ["DELETE", "/api/v1/queues/orders"],
       ["POST", "/api/v1/queues/orders/purge"],
+      ["POST", "/api/v1/queues/orders/consumers/c/lease"],
+      ["POST", "/api/v1/queues/orders/consumers/c/ack"],
+      ["POST", "/api/v1/queues/orders/consumers/c/nack"],
+      ["POST", "/api/v1/queues/orders/consumers/c/extend"],
+      ["POST", "/api/v1/queues/orders.dead/redrive"],
     ];
     for (const [method, path] of routes) {
       const res = await s.get(path, { method, body: method === "POST" ? "x" : undefined });

@@ -182,6 +182,14 @@ describe("shared consumers over HTTP", () => {
     await bad("extend", '{"leases": ["1.2.3"], "leaseMs": 0}');
   });
 
+  it("a lease answer stops adding messages past limits.maxResponseBytes (at least one goes); the rest wait for the next lease, uncounted", async () => {
+    const s = await startServer({ limits: { maxResponseBytes: 250 } });
+    await produce(s, ["a".repeat(100), "b".repeat(100), "c".repeat(100), "d".repeat(300)]);
+    expect((await lease(s, { max: 10, leaseMs: 60_000 })).messages.map((m) => m.data[0])).toEqual(["a", "b"]);
+    expect((await lease(s, { max: 10, leaseMs: 60_000 })).messages.map((m) => m.data[0])).toEqual(["c"]);
+    expect((await lease(s, { max: 10, leaseMs: 60_000 })).messages.map((m) => [m.data[0], m.deliveries])).toEqual([["d", 1]]);
+  });
+
   it("a long poll ends when the client goes away, and what it would have leased goes to the next one at once", async () => {
     const s = await startServer();
     await produce(s, ["a"]);
@@ -229,6 +237,19 @@ describe("shared consumers over HTTP", () => {
     expect(after).toMatchObject({ kind: "shared" });
     expect(after).not.toHaveProperty("inFlight"); // closed as idle: no live stats
     expect((await s.get("/api/v1/queues/q/consumers/o/messages")).status).toBe(200);
+  });
+
+  it("deleting a held shared consumer ends its parked lease polls with 404 and removes its state; the name can then be ordered", async () => {
+    const s = await startServer();
+    await produce(s, ["a"]);
+    await ack(s, (await lease(s)).messages.map((m) => m.lease));
+    const parked = s.post(`${C}/lease`, JSON.stringify({ timeoutMs: 10_000 }), jsonHeaders);
+    await sleep(200);
+    expect((await s.del(C)).status).toBe(200);
+    const res = await parked;
+    expect(res.status).toBe(404);
+    expect(await errorCode(res)).toBe("E_NOT_FOUND");
+    expect((await s.get(`${C}/messages?max_messages=5`)).status).toBe(200);
   });
 
   it("server config: shared defaults and per-queue shared settings, checked with clear errors; a queue's shared settings are laid over the defaults", () => {

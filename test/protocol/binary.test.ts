@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BATCH_HEADER, BATCH_MAGIC, RECORD_HEADER, decodeBatch, encodeBatch, encodeProduceBatch } from "../../protocol/binary";
+import { BATCH_HEADER, BATCH_MAGIC, RECORD_HEADER, decodeBatch, encodeBatch, encodeProduceBatch, decodeLeases, encodeLeases, leaseToken } from "../../protocol/binary";
 import { ProtocolError } from "../../protocol/errors";
 
 const encoder = new TextEncoder();
@@ -78,5 +78,26 @@ describe("binary batch framing", () => {
     const foreign = Object.assign(new Error("x"), { name: "ProtocolError", code: "E_BODY" });
     expect(ProtocolError.isError(foreign)).toBe(true);
     expect(ProtocolError.isError(new Error("x"))).toBe(false);
+  });
+});
+
+describe("VQL1 lease answers", () => {
+  it("round-trips text, bytes, the lease info per record and the server's clock; 64-bit offsets and leases", () => {
+    const leases = [
+      { type: "string" as const, data: "héllo", size: 6, part: 3, seq: 7, offset: 2 ** 33 + 5, lease: 2 ** 40 + 1, deliveries: 2, leaseUntil: 1_765_000_000_123 },
+      { type: "object" as const, data: Uint8Array.from([0, 255]), size: 2, part: 0, seq: 1, offset: 0, lease: 1, deliveries: 1, leaseUntil: 1_765_000_000_000 },
+    ];
+    const { now, records } = decodeLeases(encodeLeases(leases, 1_764_999_999_999));
+    expect(now).toBe(1_764_999_999_999);
+    expect(records).toEqual(leases);
+    expect(leaseToken(records[0]!)).toBe(`3.${2 ** 33 + 5}.${2 ** 40 + 1}`);
+    expect(decodeLeases(encodeLeases([], 5))).toEqual({ now: 5, records: [] });
+  });
+
+  it("refuses malformed answers with a ProtocolError E_BODY", () => {
+    const good = encodeLeases([{ type: "string", data: "abc", size: 3, part: 0, seq: 1, offset: 0, lease: 1, deliveries: 1, leaseUntil: 1 }], 0);
+    for (const bad of [good.subarray(0, 10), good.subarray(0, good.length - 1), Uint8Array.from([...good, 0]), Uint8Array.from(good).fill(0, 0, 4)]) {
+      expect(() => decodeLeases(bad)).toThrow(expect.objectContaining({ code: "E_BODY" }));
+    }
   });
 });

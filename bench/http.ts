@@ -16,7 +16,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { default as Redis } from "ioredis";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../protocol/binary";
-import { formatRate, formatTable, freePort, progress, removeDir, tempDir } from "./util";
+import { startRedisServer } from "./redis-server";
+import { formatRate, formatTable, progress, removeDir, tempDir } from "./util";
 
 const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 2;
 /** Each throughput figure is the median of this many runs (the machine is shared and noisy). */
@@ -226,21 +227,9 @@ async function bareRoundTrip(agent: Agent, port: number) {
 }
 
 async function measureRedis(payloads: string[]): Promise<{ produce: number; consume: RedisConsumeRates; consume1: RedisConsumeRates }> {
-  const { default: RedisClient } = await import("ioredis");
-  const port = await freePort();
-  const dir = tempDir("redis");
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir], { stdio: "ignore" });
-  const exited = new Promise<never>((_, reject) => {
-    child.once("error", (error) => reject(new Error(`cannot start redis-server (${error.message})`)));
-    child.once("exit", (code) => reject(new Error(`redis-server exited (${code})`)));
-  });
-  exited.catch(() => {});
-  const clients = Array.from({ length: CONCURRENCY }, () => new RedisClient({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null }));
-  // Connection errors surface through the awaited calls; without a listener ioredis also prints them.
-  for (const client of clients) client.on("error", () => {});
+  const server = await startRedisServer();
   try {
-    await Promise.race([exited, waitFor(async () => void (await clients[0]!.connect()), 5000)]);
-    await Promise.all(clients.slice(1).map((c) => c.connect()));
+    const clients = await Promise.all(Array.from({ length: CONCURRENCY }, () => server.connect()));
     progress("Redis XADD pipelined ...");
     const produce = await medianOf(async () => {
       const produced = await runFor(CONCURRENCY, async (i) => {
@@ -260,10 +249,7 @@ async function measureRedis(payloads: string[]): Promise<{ produce: number; cons
     const consume1 = await rates(clients.slice(0, 1));
     return { produce, consume, consume1 };
   } finally {
-    for (const c of clients) c.disconnect();
-    child.kill("SIGKILL");
-    await new Promise((r) => (child.exitCode === null ? child.once("exit", r) : r(undefined)));
-    removeDir(dir);
+    await server.stop();
   }
 }
 
@@ -292,7 +278,7 @@ async function redisConsume(clients: Redis[], group: string, ack: boolean): Prom
 
 // --- Harness ---
 
-interface Child {
+export interface Child {
   port: number;
   stop(): Promise<void>;
 }
@@ -313,7 +299,7 @@ console.log(JSON.stringify({ port: server.port }));`,
 };
 
 /** Starts a server process and waits for its port. */
-async function startChild(mode: keyof typeof CHILD_CODE, dir?: string): Promise<Child> {
+export async function startChild(mode: keyof typeof CHILD_CODE, dir?: string): Promise<Child> {
   const profile = process.env.VQ_BENCH_HTTP_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.VQ_BENCH_HTTP_PROFILE}`] : [];
   const child: ChildProcess = spawn(process.execPath, [...profile, "--input-type=module", "-e", CHILD_CODE[mode]], {
     cwd: fileURLToPath(new URL("..", import.meta.url)),
@@ -385,15 +371,3 @@ function percentile(values: number[], p: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
-async function waitFor(fn: () => Promise<void>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(50);
-    }
-  }
-}

@@ -35,6 +35,7 @@ const suites = [
   optional("totals", "totals.ts", "runTotalsBench"),
   optional("compression", "compression.ts", "runCompressionBench"),
   optional("life", "life.ts", "runLifeBench"),
+  optional("shared", "shared.ts", "runSharedBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

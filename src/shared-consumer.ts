@@ -78,6 +78,13 @@ export interface SharedStats {
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
+/**
+ * While messages are tracked above it, the floor (pop line) is saved at most this often, and
+ * before each compaction: each save is a write and an fsync in the commit chain, and until it
+ * the journal's ack lines say the same (a restart loads them). Saved at once when nothing is
+ * left above it, and at close; a consumer that stops mid-way saves its last floor after this long.
+ */
+const FLOOR_SAVE_MS = 200;
 const MAX_ERROR_CHARS = 4096;
 
 const open = new Map<string, Promise<SharedConsumer>>();
@@ -112,6 +119,8 @@ export class SharedConsumer {
   readonly #commits: GroupCommit;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
+  #floorSavedAt = 0;
+  #floorTimer: ReturnType<typeof setTimeout> | undefined;
   #redelivered = 0;
   #deadLettered = 0;
 
@@ -146,7 +155,11 @@ export class SharedConsumer {
       const inner = await QueueConsumer.open(queue, name, resolved, "shared");
       try {
         const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits);
-        const consumer = new SharedConsumer(key, inner, state, await state.load(resolved.onProblem), resolved);
+        const loaded = await state.load(resolved.onProblem);
+        // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
+        for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
+        for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
+        const consumer = new SharedConsumer(key, inner, state, loaded, resolved);
         // A fresh snapshot of what is above the floor, and an empty journal (a torn line goes).
         await state.compact(consumer.#snapshotLines());
         return consumer;
@@ -222,9 +235,17 @@ export class SharedConsumer {
    * out (the work is done); a message acknowledged already resolves at once.
    */
   ack(ref: LeaseRef): Promise<void> {
-    return this.ackAll([ref]).then(([error]) => {
-      if (error) throw error;
-    });
+    // Straight to the one entry: this runs per message, and ackAll's bookkeeping costs per call.
+    try {
+      this.#assertOpen();
+      const key = messageKey(ref.part, ref.offset);
+      const entry = this.#window.get(key);
+      if (entry) return this.#ack(entry);
+      if (isBelow(key, this.#floor)) return Promise.resolve();
+      throw this.#notHandedOut(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
@@ -241,7 +262,7 @@ export class SharedConsumer {
       const entry = this.#window.get(key);
       if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor)) errors[i] = new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
+      else if (!isBelow(key, this.#floor)) errors[i] = this.#notHandedOut(key);
     });
     if (entries.size > 0) {
       const failed = new Set<WindowEntry>();
@@ -291,7 +312,8 @@ export class SharedConsumer {
     try {
       await this.#serial.catch(() => {});
       await this.#commits.idle();
-      await this.#afterWrite().catch(() => {});
+      clearTimeout(this.#floorTimer);
+      await this.#afterWrite(true).catch(() => {});
       await this.#compact().catch(() => {});
     } finally {
       await this.#state.close().catch(() => {});
@@ -431,6 +453,10 @@ export class SharedConsumer {
     return entry;
   }
 
+  #notHandedOut(key: string): VQueueError {
+    return new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
+  }
+
   /** `extra`: lines written with the ack, in the same journal write. */
   #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
@@ -493,13 +519,27 @@ export class SharedConsumer {
   }
 
   /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
-  async #afterWrite(): Promise<void> {
+  async #afterWrite(force = false): Promise<void> {
     const last = this.#window.dropAcked();
     if (last) this.#floor = last.end;
     // Also a floor whose save failed before: tried again here.
     if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
+    const compact = this.#state.journalBytes > COMPACT_BYTES;
+    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
+    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
     await this.#inner.commit(formatCursor(this.#floor));
-    if (this.#state.journalBytes > COMPACT_BYTES) await this.#compact();
+    this.#floorSavedAt = Date.now();
+    if (compact) await this.#compact();
+  }
+
+  /** A commit round after FLOOR_SAVE_MS saves the floor, if no other round did by then. */
+  #saveFloorLater(): void {
+    if (this.#floorTimer || this.#closed) return;
+    this.#floorTimer = setTimeout(() => {
+      this.#floorTimer = undefined;
+      if (!this.#closed) void this.#commits.add("").catch(() => {}); // a failure: tried again at the next round
+    }, FLOOR_SAVE_MS);
+    (this.#floorTimer as { unref?: () => void }).unref?.();
   }
 
   /**

@@ -54,6 +54,8 @@ export interface VQueueConfig {
   maxConsumers?: number;
   /** Close a consumer unused this long (sooner near `maxConsumers`). @default 300000 */
   consumerIdleMs?: number;
+  /** How long a produce's `Idempotency-Key` is remembered, across restarts (1000 to 604800000). @default 300000 */
+  idempotencyWindowMs?: number;
   /** Basic auth users and rights; on when users are given, unless `false` (or `--no-auth`). */
   auth?: AuthOptions | false;
   limits?: Partial<QueueAppLimits>;

@@ -14,6 +14,7 @@
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
 import type { MessageInput } from "../src/message";
+import type { ProduceOptions, ProduceResult } from "../src/produce";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkOption, optionError, throwProblems } from "../src/check";
@@ -24,7 +25,7 @@ import { queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "idempotencyWindowMs"> {
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
@@ -131,8 +132,10 @@ function nitro2HandlerCode(name: string): string {
 
 // --- Runtime: one instance per name and server process ---
 
-/** What `push` answers: the body of the API's produce response. */
+/** What `push` answers: the body of the API's produce response (202's for a delayed push). */
 export type VQueuePushResult = ProduceResponse;
+/** `push` with a delay or a key (see the engine's `produce`): `replayed` when the key was accepted before. */
+export type VQueueProduceResult = ProduceResult;
 
 /** One mounted v-queue: the HTTP handler and its open queues. */
 export interface VQueueInstance {
@@ -148,6 +151,8 @@ export interface VQueueInstance {
   fetch(input: string, init?: RequestInit): Promise<Response>;
   /** Pushes messages to `queue` (created if missing) through the same open writer as the API. */
   push(queue: string, messages: MessageInput | MessageInput[]): Promise<VQueuePushResult>;
+  /** Pushes with a delay (`delayMs`, `at`) and/or an idempotency key (`key`), as the API's produce. */
+  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<VQueueProduceResult>;
   /** Ends long polls, lets writes in flight finish, closes every queue. */
   close(): Promise<void>;
 }
@@ -217,6 +222,9 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       // Straight to the engine, through the same open writer as the API: no HTTP, no auth.
       const positions = await (await handler).push(queue, messages);
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
+    },
+    async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions) {
+      return (await handler).produce(queue, messages, produceOptions);
     },
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);

@@ -20,6 +20,7 @@ import type {
   ProduceResponse,
   PurgeResponse,
   RewindResponse,
+  DelayedProduceResponse,
   PruneRequest,
   PruneResponse,
   SeekRequest,
@@ -30,7 +31,7 @@ import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord }
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
-import { toJSONText, type ProduceInput } from "./produce";
+import { isRetryableProduceStatus, produceExtras, toJSONText, type ProduceInput } from "./produce";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 import { runWorker, type Worker, type WorkerOptions } from "./worker";
@@ -58,6 +59,13 @@ export interface ClientOptions {
   retry?: number;
   /** Delay between retries, in ms. @default 200 */
   retryDelay?: number;
+  /**
+   * Retries of a produce that got no answer or a 5xx, with backoff (`retryDelay`, doubling).
+   * Safe: every produce carries an `Idempotency-Key` (`idempotencyKey`, or a random UUID), so
+   * the server writes it once however many attempts reach it (within its key window).
+   * @default 3
+   */
+  produceRetry?: number;
   /** Request timeout in ms (a long poll gets its own `timeoutMs` on top). @default 30000 */
   timeout?: number;
   /** Headers sent with every request. */
@@ -93,6 +101,12 @@ export interface ConsumeResult<T = never> {
 
 export interface ProduceOptions {
   signal?: AbortSignal;
+  /** Deliver to no consumer before this many ms from now (the answer is then a `DelayedProduceResponse`). */
+  delayMs?: number;
+  /** Deliver to no consumer before this time: a Date, ms since the epoch or an ISO 8601 date. */
+  at?: Date | number | string;
+  /** The produce's idempotency key (1 to 255 printable ASCII characters). @default a random UUID per call, so that retries are safe */
+  idempotencyKey?: string;
   /** `"binary"` sends a binary batch; `"json"` a JSON body (bytes as base64). @default "binary" when there are bytes, else "json" */
   format?: "json" | "binary";
 }
@@ -119,7 +133,9 @@ export interface VQueueClient {
    * Text, bytes, or a JSON value; anything else (a Date, a Map, undefined...) is refused, by
    * the types and with a TypeError, rather than sent changed.
    */
-  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions): Promise<ProduceResponse>;
+  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse>;
+  /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
+  produce<M>(queue: string, messages: M & ProduceInput<M>, options: ProduceOptions): Promise<ProduceResponse | DelayedProduceResponse>;
   /** Deletes a consumer's saved position (the admin right; 409 while another process reads it). */
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
   /** Deletes a queue: messages, consumers, files (the admin right; 409 while another process has it open). */
@@ -160,18 +176,19 @@ export function createClient(options: ClientOptions): VQueueClient {
   const api: $Fetch = base.create({ baseURL: options.baseURL, headers, retry: 0 });
 
   /** One request: errors mapped, timeout combined with the caller's signal (ofetch drops `timeout` when a signal is given). */
-  async function request<T>(path: string, init: FetchOptions<"json" | "arrayBuffer"> & { idempotent?: boolean; extraTimeout?: number } = {}): Promise<T> {
-    const { idempotent = false, extraTimeout = 0, signal, ...rest } = init;
-    const retries = idempotent ? (options.retry ?? 0) : 0;
+  async function request<T>(path: string, init: FetchOptions<"json" | "arrayBuffer"> & { idempotent?: boolean; extraTimeout?: number; produce?: boolean } = {}): Promise<T> {
+    const { idempotent = false, extraTimeout = 0, produce = false, signal, ...rest } = init;
+    const retries = produce ? (options.produceRetry ?? 3) : idempotent ? (options.retry ?? 0) : 0;
     for (let attempt = 0; ; attempt++) {
       const timer = AbortSignal.timeout(timeout + extraTimeout);
       try {
         return (await api(path, { ...rest, signal: signal ? AbortSignal.any([signal, timer]) : timer } as FetchOptions<"json">)) as T;
       } catch (error) {
         const mapped = mapError(error, timer);
-        const retryable = mapped instanceof VQueueNetworkError || (mapped instanceof VQueueClientError && [502, 503, 504].includes(mapped.status));
+        const retryable = mapped instanceof VQueueNetworkError || (mapped instanceof VQueueClientError && (produce ? isRetryableProduceStatus(mapped.status) : [502, 503, 504].includes(mapped.status)));
         if (attempt >= retries || !retryable || signal?.aborted) throw mapped;
-        await new Promise((done) => setTimeout(done, options.retryDelay ?? 200));
+        // A produce backs off (doubling): the server may be restarting.
+        await new Promise((done) => setTimeout(done, (options.retryDelay ?? 200) * (produce ? 2 ** attempt : 1)));
       }
     }
   }
@@ -222,21 +239,25 @@ export function createClient(options: ClientOptions): VQueueClient {
     // async: a message refused by toJSONText rejects the promise rather than throwing.
     async produce(queue: string, messages: unknown, opts: ProduceOptions = {}) {
       const list: unknown[] = Array.isArray(messages) ? messages : [messages];
+      // One key for every attempt of this call: a retry whose first attempt was written writes nothing.
+      const extra = produceExtras(opts);
+      const send = (body: unknown, headers: Record<string, string> = {}) =>
+        request<never>(`${q(queue)}/messages`, { method: "POST", body: body as BodyInit, headers: { ...headers, ...extra.headers }, query: extra.query, signal: opts.signal, produce: true });
       const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
       const format = opts.format ?? (hasBytes ? "binary" : "json");
       if (format === "binary") {
         const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : toJSONText(m))));
-        return request(`${q(queue)}/messages`, { method: "POST", body: batch, headers: { "content-type": BATCH_CONTENT_TYPE }, signal: opts.signal });
+        return send(batch, { "content-type": BATCH_CONTENT_TYPE });
       }
       if (hasBytes) {
         // JSON with bytes: every message goes as base64 of its bytes (text as UTF-8).
         const encoder = new TextEncoder();
         const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : toJSONText(m))));
-        return request(`${q(queue)}/messages`, { method: "POST", body: { messages: encoded, encoding: "base64" }, signal: opts.signal });
+        return send({ messages: encoded, encoding: "base64" });
       }
       // Serialised here, in one pass that also checks every message.
       const body = toJSONText({ messages: list });
-      return request(`${q(queue)}/messages`, { method: "POST", body, headers: { "content-type": "application/json" }, signal: opts.signal });
+      return send(body, { "content-type": "application/json" });
     },
 
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),

@@ -65,3 +65,18 @@ function isPlainObject(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);
   return proto === null || Object.getPrototypeOf(proto) === null;
 }
+
+/** What a produce's options add to its request: the idempotency key (given, or a fresh UUID) and the delay. */
+export function produceExtras(options: { delayMs?: number; at?: Date | number | string; idempotencyKey?: string }): { headers: Record<string, string>; query: Record<string, string | number> } {
+  const key = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+  if (typeof key !== "string" || !/^[\x20-\x7e]{1,255}$/.test(key)) throw new TypeError(`Invalid idempotencyKey ${JSON.stringify(key)}: use 1 to 255 printable ASCII characters.`);
+  const query: Record<string, string | number> = {};
+  if (options.delayMs !== undefined) query.delayMs = options.delayMs;
+  if (options.at !== undefined) query.at = options.at instanceof Date ? options.at.toISOString() : options.at;
+  return { headers: { "idempotency-key": key }, query };
+}
+
+/** A produce answered with this status may be retried (it carries a key): the server's faults and its unavailability; not 501, 505 or a full disk (507). */
+export function isRetryableProduceStatus(status: number): boolean {
+  return status >= 500 && ![501, 505, 507].includes(status);
+}

@@ -175,6 +175,22 @@ export interface ProduceResponse {
   last: MessagePositionJSON;
 }
 
+/**
+ * `POST /api/v1/queues/{queue}/messages` with `delayMs` or `at` (202): kept aside, delivered to
+ * no consumer before `until`; where they land is known only then. With an `Idempotency-Key`
+ * already accepted, the first answer again (its status too), with `Idempotency-Replayed: true`.
+ */
+export interface DelayedProduceResponse {
+  queue: string;
+  count: number;
+  delayed: {
+    /** When the messages enter the queue: ISO 8601. */
+    until: string;
+    /** The same, in ms since the epoch. */
+    untilMs: number;
+  };
+}
+
 /** `DELETE /api/v1/queues/{queue}/consumers/{consumer}` */
 export interface DeleteConsumerResponse {
   queue: string;

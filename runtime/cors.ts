@@ -13,9 +13,9 @@ export interface CorsOptions {
 }
 
 const METHODS = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"];
-const ALLOWED_HEADERS = ["authorization", "content-type", "accept"];
-// The binary consume response carries its cursor, count and missed messages in headers.
-const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count", "x-vq-missed"];
+const ALLOWED_HEADERS = ["authorization", "content-type", "accept", "idempotency-key"];
+// The binary consume response carries its cursor, count and missed messages in headers; a replayed produce says so in one.
+const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count", "x-vq-missed", "idempotency-replayed"];
 
 export function corsMiddleware(options: CorsOptions): Middleware {
   const maxAge = String(options.maxAge ?? 600);

@@ -4,6 +4,7 @@
  */
 import { H3 } from "h3";
 import type { MessageInput, MessagePosition } from "../src/message";
+import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { assertName } from "../src/names";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
@@ -33,6 +34,8 @@ export interface QueueHandler {
    * JSON values as their JSON text.
    */
   push(queue: string, messages: MessageInput | MessageInput[]): Promise<MessagePosition[]>;
+  /** `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's `QueueWriter.produce`. */
+  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<ProduceResult>;
   /** Ends long polls, waits for requests in flight (writes included), closes every queue file. */
   close(): Promise<void>;
 }
@@ -62,6 +65,10 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     push: async (queue, messages) => {
       assertName(queue, "queue");
       return registry.push(queue, Array.isArray(messages) ? messages : [messages]);
+    },
+    produce: async (queue, messages, produceOptions) => {
+      assertName(queue, "queue");
+      return registry.produce(queue, Array.isArray(messages) ? messages : [messages], produceOptions);
     },
     close: () => registry.close(),
   };

@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
+import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWindow, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
 import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
@@ -73,6 +73,8 @@ export interface QueueAppOptions {
   compressionDictionary?: Uint8Array;
   /** The zstd implementation of the queues and consumers (see the engine's `zstd`). @default the WebAssembly one; the server's and the CLI's: the native one when it loads */
   zstd?: ZstdLoader;
+  /** How long a produce's `Idempotency-Key` is remembered (see the engine's `idempotencyWindowMs`). @default 300000 (5 minutes) */
+  idempotencyWindowMs?: number;
   /** Where a consumer created by its first consume starts. @default "earliest" */
   start?: StartPosition;
   /** fsync a consumer's position file on each commit. @default true */
@@ -137,6 +139,7 @@ export interface ResolvedQueueAppOptions {
   compression: Compression;
   compressionDictionary: Uint8Array | undefined;
   zstd: ZstdLoader | undefined;
+  idempotencyWindowMs: number;
   start: StartPosition;
   syncCommits: boolean;
   auth: ResolvedAuth | undefined;
@@ -177,6 +180,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     compression: options.compression ?? QUEUE_DEFAULTS.compression,
     compressionDictionary: options.compressionDictionary,
     zstd: options.zstd,
+    idempotencyWindowMs: options.idempotencyWindowMs ?? QUEUE_DEFAULTS.idempotencyWindowMs,
     start: options.start ?? CONSUMER_DEFAULTS.start,
     syncCommits: options.syncCommits ?? CONSUMER_DEFAULTS.syncCommits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
@@ -188,6 +192,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     checkDictionaryOption(resolved.compressionDictionary, resolved.compression),
     resolved.zstd === undefined ? undefined : checkZstd(resolved.zstd, "zstd"),
     checkStart(resolved.start, "start"),
+    checkIdempotencyWindow(resolved.idempotencyWindowMs, "idempotencyWindowMs"),
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
     integer(1)(resolved.maxConsumers, "maxConsumers"),

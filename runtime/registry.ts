@@ -8,6 +8,8 @@ import { VQueueError } from "../src/errors";
 import { purgeQueue, type PurgeResult } from "../src/purge";
 import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
 import { QueueWriter } from "../src/writer";
+import type { ProduceOptions, ProduceResult } from "../src/produce";
+import { delayedPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
 import { SharedSlot } from "./shared-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
@@ -44,6 +46,8 @@ export class QueueRegistry {
   #pressureUntil = 0;
   #sweep: ReturnType<typeof setInterval> | undefined;
   #inflight = 0;
+  /** Queues whose delayed messages `wakeDelayed` looked for. */
+  #delayedChecked = new Set<string>();
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -87,6 +91,7 @@ export class QueueRegistry {
             compression: this.options.compression,
             compressionDictionary: this.options.compressionDictionary,
             zstd: this.options.zstd,
+            idempotencyWindowMs: this.options.idempotencyWindowMs,
             retention: this.options.retentionFor(queue),
             onProblem: this.options.onProblem,
           }),
@@ -102,13 +107,35 @@ export class QueueRegistry {
    * Pushes through the queue's one writer (opened on first use). A writer that failed on
    * storage is dropped, so the next push reopens the queue (and recovery runs).
    */
-  async push(queue: string, messages: MessageInput[], retry = true): Promise<MessagePosition[]> {
+  push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
+    return this.#write(queue, (writer) => writer.pushBatch(messages));
+  }
+
+  /** A produce with a delay or an idempotency key (src/produce.ts), as `push`. */
+  produce(queue: string, messages: MessageInput[], options: ProduceOptions): Promise<ProduceResult> {
+    return this.#write(queue, (writer) => writer.produce(messages, options));
+  }
+
+  /**
+   * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
+   * restart): only a writer moves them into the queue when due. Looked at once per queue.
+   */
+  async wakeDelayed(queue: string): Promise<void> {
+    if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
+    this.#delayedChecked.add(queue);
+    const driver = await this.driver();
+    const log = await driver.openLog(delayedPath(queue), { create: false }).catch(() => undefined);
+    const size = await log?.size().finally(() => log.close());
+    if (size) await this.writer(queue).catch(() => {});
+  }
+
+  async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
     const writer = await this.writer(queue);
     try {
-      return await writer.pushBatch(messages);
+      return await write(writer);
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
-      if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.push(queue, messages, false);
+      if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
       if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
@@ -161,6 +188,7 @@ export class QueueRegistry {
   }
 
   async #slot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
+    void this.wakeDelayed(queue);
     for (;;) {
       const slot = await this.#consumerSlot(queue, name, kind, open);
       // Closed as idle just now: open it again (unless the whole app is closing).

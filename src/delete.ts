@@ -4,7 +4,7 @@ import { forgetShared } from "./handles";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { consumerOfPopFile, consumerOfSharedFile, partDir, partOfDir, popInfoPath, prunedPath, queueInfoPath, sharedJournalPath, sharedStatePath } from "./paths";
+import { consumerOfPopFile, consumerOfSharedFile, partDir, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sharedJournalPath, sharedStatePath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
 
@@ -44,10 +44,13 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     for (const id of parts) await driver.remove(partDir(queue, id));
     // Retention's record of deleted parts: a queue made later under this name reuses part ids.
     await driver.remove(prunedPath(queue));
+    // The writer's side stores: pending delayed messages go with the queue, and its keys.
+    await driver.remove(delayedPath(queue));
+    await driver.remove(idempotencyPath(queue));
     await driver.remove(queueInfoPath(queue));
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
-    forgetShared(driver, (path) => path === queueInfoPath(queue) || path === prunedPath(queue) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
+    forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), delayedPath(queue), idempotencyPath(queue)].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.

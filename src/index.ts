@@ -1,4 +1,6 @@
 export { QueueWriter, openQueue } from "./writer";
+export type { ProduceOptions, ProduceResult } from "./produce";
+export { MAX_DELAY_MS } from "./produce";
 export { QueueConsumer, openConsumer } from "./consumer";
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./consumer";
 export type { SeekTarget } from "./seek";

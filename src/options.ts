@@ -34,6 +34,8 @@ export type StartPosition = (typeof START_POSITIONS)[number];
 export const checkDurability: Check = oneOf(DURABILITIES);
 /** The one check of `start` (see `checkDurability`). */
 export const checkStart: Check = oneOf(START_POSITIONS);
+/** The one check of `idempotencyWindowMs`: a second to a week (see `checkDurability`). */
+export const checkIdempotencyWindow: Check = integer(1000, 7 * 24 * 3600 * 1000);
 /** The one check of `compression` (see `checkDurability`). */
 export const checkCompression: Check = oneOf(COMPRESSIONS);
 
@@ -101,6 +103,13 @@ export interface QueueOptions extends CommonOptions {
   indexInterval?: number;
   /** Deletes old parts in the background (retention.ts). @default none: keep everything */
   retention?: RetentionOptions;
+  /**
+   * How long an idempotency key of `produce` is remembered (idempotency.ts): a produce with a
+   * key accepted this recently is not written again. Survives a restart. @default 300000 (5 minutes)
+   */
+  idempotencyWindowMs?: number;
+  /** Most idempotency keys remembered at once; past it the oldest are forgotten first. @default 100000 */
+  idempotencyMaxKeys?: number;
 }
 
 export interface ConsumerOptions extends CommonOptions {
@@ -150,6 +159,8 @@ export interface ResolvedQueueOptions {
   compressionDictionary: Uint8Array | undefined;
   indexInterval: number;
   retention?: RetentionOptions;
+  idempotencyWindowMs: number;
+  idempotencyMaxKeys: number;
   zstd: ZstdLoader;
 }
 
@@ -169,7 +180,7 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
 };
 
 /** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
-export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024 } as const;
+export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024, idempotencyWindowMs: 5 * 60 * 1000, idempotencyMaxKeys: 100_000 } as const;
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
@@ -193,6 +204,8 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(1024, 64 * 1024 * 1024)(o.compressionSampleBytes, "compressionSampleBytes"),
     checkDictionaryOption(o.compressionDictionary, o.compression),
     integer(1, 1_000_000_000)(o.indexInterval, "indexInterval"),
+    checkIdempotencyWindow(o.idempotencyWindowMs, "idempotencyWindowMs"),
+    integer(1, 10_000_000)(o.idempotencyMaxKeys, "idempotencyMaxKeys"),
     ...retentionProblems(o.retention),
   ]);
 }

@@ -11,6 +11,14 @@ export const pushInfoPath = (q: string, part: number): string => `${q}-${part}/$
 export const partIndexPath = (q: string, part: number): string => `${q}-${part}/${q}_index`;
 /** v-queue's record of the parts retention deleted (pruned.ts): no queue name holds `_info_`, and `pruned` is no `pop_`. */
 export const prunedPath = (q: string): string => `${q}_info_pruned`;
+/**
+ * v-queue's delayed messages of a queue (delayed.ts) and its idempotency keys (idempotency.ts),
+ * both kept by the queue's writer. As `pruned`: after the queue's `_info_`, `delayed` and
+ * `idem` are no `pop_`, `queue`, `pruned`, `shared_` or `shlog_`, so no queue or consumer name
+ * spells them (names.ts), and the crate, which opens only the files it names, never sees them.
+ */
+export const delayedPath = (q: string): string => `${q}_info_delayed`;
+export const idempotencyPath = (q: string): string => `${q}_info_idem`;
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
 /**
  * A shared consumer's state beside its `Q_info_pop_C` (shared-state.ts): a snapshot, which also

@@ -16,10 +16,13 @@ import { listParts, readQueueInfo, recoverPart } from "./recovery";
 import { trackWriter, type WriterTotals } from "./totals";
 import { PartIndexWriter } from "./part-index";
 import { startRetention, type RetentionRunner } from "./retention-runner";
+import { ProduceExtras, type ProduceOptions, type ProduceResult } from "./produce";
 
 interface PendingPush {
   items: EncodedInput[];
   single: boolean;
+  /** An idempotency key (produce.ts): its INTENT is written before the batch. */
+  key?: string;
   resolve: (value: never) => void;
   reject: (error: unknown) => void;
 }
@@ -54,6 +57,8 @@ export class QueueWriter {
   #index: PartIndexWriter | undefined;
   /** Background retention (retention-runner.ts), when the options ask for it. */
   #retention: RetentionRunner | undefined;
+  /** Delayed messages and idempotency keys (produce.ts). */
+  #extras: ProduceExtras | undefined;
 
   #pending: PendingPush[] = [];
   #flushing: Promise<void> | undefined;
@@ -81,7 +86,10 @@ export class QueueWriter {
       writerLockPath(name),
       `Queue "${name}" already has a writer (in this or another process). One writer per queue: close the other one first.`,
       (lock) => new QueueWriter(name, resolved, lock),
-      (opened) => opened.#init(),
+      async (opened) => {
+        await opened.#init();
+        opened.#extras = await ProduceExtras.open({ queue: name, driver: resolved.driver, options: resolved, enqueue: (items, key) => opened.#enqueue(items, false, key) as Promise<MessagePosition[]> });
+      },
       (opened) => opened.#closeFiles(),
     );
     const lock = writer.#lock;
@@ -92,6 +100,7 @@ export class QueueWriter {
     writer.#totals.report(writer.#part, writer.#edge, writer.#count);
     // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
     lock.lost?.addEventListener("abort", () => writer.#stop(lock.lost!.reason), { once: true });
+    await writer.#extras!.start();
     writer.#retention = startRetention(resolved.driver, name, resolved.retention, resolved.onProblem);
     if (resolved.durability === "interval") {
       writer.#syncTimer = setInterval(() => void writer.#backgroundSync(), resolved.fsyncIntervalMs);
@@ -135,6 +144,23 @@ export class QueueWriter {
     return this.#enqueue(items, false) as Promise<MessagePosition[]>;
   }
 
+  /**
+   * Pushes messages with options (produce.ts): `key`, an idempotency key (a produce whose key
+   * was accepted within `idempotencyWindowMs` writes nothing and answers the first result);
+   * `delayMs` or `at`, delivered no earlier (kept aside until then, then pushed by this writer).
+   */
+  produce(messages: Iterable<MessageInput>, options: ProduceOptions = {}): Promise<ProduceResult> {
+    const items: EncodedInput[] = [];
+    try {
+      for (const message of messages) items.push(this.#check(message));
+      if (items.length === 0) throw new VQueueError("E_MESSAGE", "Nothing to produce: give at least one message.");
+      if (this.#closed || this.#closing) throw new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#extras!.produce(items, options);
+  }
+
   /** Waits until every push issued so far is written. */
   async flush(): Promise<void> {
     while (this.#flushing) await this.#flushing;
@@ -161,11 +187,11 @@ export class QueueWriter {
     return item;
   }
 
-  #enqueue(items: EncodedInput[], single: boolean): Promise<unknown> {
-    if (this.#closed || this.#closing) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
+  #enqueue(items: EncodedInput[], single: boolean, key?: string): Promise<unknown> {
+    if (this.#closed || (this.#closing && key === undefined)) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
     if (this.#failure) return Promise.reject(this.#failedError());
     return new Promise((resolve, reject) => {
-      this.#pending.push({ items, single, resolve, reject });
+      this.#pending.push({ items, single, key, resolve, reject });
       this.#flushing ??= this.#runFlush();
     });
   }
@@ -183,6 +209,7 @@ export class QueueWriter {
           continue;
         }
         try {
+          if (batch.some((p) => p.key)) await this.#extras!.beforeWrite(batch, this.#part, this.#count);
           const results = await this.#writeBatch(batch);
           if (this.#failure) throw this.#failure; // the lock was lost meanwhile: not acknowledged
           for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i] as never);
@@ -412,6 +439,7 @@ export class QueueWriter {
   }
 
   async #close(): Promise<void> {
+    await this.#extras?.stop();
     await this.flush();
     this.#closed = true;
     if (this.#syncTimer) clearInterval(this.#syncTimer);
@@ -421,6 +449,7 @@ export class QueueWriter {
       if (!this.#failure) await this.#index?.seal(this.#count + 1, this.#edge);
     } finally {
       await this.#closeFiles();
+      await this.#extras?.close();
       this.#totals?.release();
       this.#unregister?.();
       await this.#lock.release();

@@ -6,7 +6,7 @@ import memoryDriver from "../adapters/drivers/memory";
 import { QueueConsumer } from "../src/consumer";
 import { inspectQueue, listConsumers, listQueues } from "../src/inspect";
 import { isValidConsumerName, isValidQueueName } from "../src/names";
-import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, pushInfoPath, queueInfoPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../src/paths";
+import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, delayedPath, idempotencyPath, pushInfoPath, queueInfoPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
 import { errorCode, startServer } from "./http/_server";
 import { useTempDirs } from "./helpers/tmp";
@@ -15,7 +15,7 @@ import { seededRandom } from "./helpers/random";
 const freshDir = useTempDirs("vq-names-");
 
 /** Pieces that spell the layout's own suffixes, so generated names try hard to collide. */
-const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push", "_index", "index", "_info_pruned", "pruned", "shared", "_info_shared_", "shlog", "_info_shlog_", "_shared"];
+const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push", "_index", "index", "_info_pruned", "pruned", "shared", "_info_shared_", "shlog", "_info_shlog_", "_shared", "delayed", "_info_delayed", "idem", "_info_idem", "_idem"];
 
 function names(seed: number, count: number): string[] {
   const next = seededRandom(seed);
@@ -43,6 +43,8 @@ function layout(queues: string[], consumers: string[]): Map<string, string[]> {
     add(queueInfoPath(q), `queue-info ${q}`);
     add(writerLockPath(q), `writer-lock ${q}`);
     add(prunedPath(q), `pruned ${q}`);
+    add(delayedPath(q), `delayed ${q}`);
+    add(idempotencyPath(q), `idempotency ${q}`);
     for (const part of PARTS) {
       add(partDir(q, part), `part-dir ${q} ${part}`);
       add(partPath(q, part), `part ${q} ${part}`);
@@ -172,6 +174,25 @@ describe("a queue the crate made under a name v-queue refuses keeps its files", 
     const ours = new Set<string>();
     for (const q of safe.filter((n) => isValidQueueName(n))) for (const c of safe) if (isValidConsumerName(c, q)) ours.add(popInfoPath(q, c)).add(consumerLockPath(q, c));
     for (const q of crateQueues) for (const c of safe) expect(ours.has(popInfoPath(q, c)), `${q} ${c}`).toBe(false);
+  });
+});
+
+describe("the writer's side files (delayed messages, idempotency keys)", () => {
+  it("are read as no queue's info file and no consumer's file, whatever the names", () => {
+    const generated = names(777, 120);
+    const queues = generated.filter((n) => isValidQueueName(n));
+    const consumers = generated.filter((n) => isValidConsumerName(n));
+    for (const q of queues) {
+      for (const path of [delayedPath(q), idempotencyPath(q)]) {
+        expect(queueOfInfoFile(path), path).toBeUndefined();
+        for (const other of queues) {
+          expect(consumerOfPopFile(other, path), `${other} ${path}`).toBeUndefined();
+          expect(consumerOfSharedFile(other, path), `${other} ${path}`).toBeUndefined();
+          expect(partOfDir(other, path), `${other} ${path}`).toBeUndefined();
+        }
+      }
+    }
+    expect(consumers.length).toBeGreaterThan(20);
   });
 });
 

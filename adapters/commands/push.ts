@@ -4,6 +4,8 @@ import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
 import type { Compression, Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
+import { checkKey } from "../../src/idempotency";
+import { MAX_DELAY_MS, parseAt } from "../../src/produce";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
 
 export const push = defineCommand({
@@ -17,6 +19,9 @@ export const push = defineCommand({
     batch: { type: "string", description: "Messages per write (or request) [default: 1000]", valueHint: "n" },
     durability: { type: "string", description: "Direct mode: fsync, interval or none [default: fsync]", valueHint: "mode" },
     compression: { type: "string", description: "Direct mode: none or zstd (new parts compressed, v3) [default: none]", valueHint: "codec" },
+    delay: { type: "string", description: "Deliver no earlier than this from now: ms, or with a unit (30s, 5m, 2h, 1d; at most a year)", valueHint: "time" },
+    at: { type: "string", description: "Deliver no earlier than this time: ISO 8601 or ms since the epoch", valueHint: "time" },
+    key: { type: "string", description: "Idempotency key: pushed once within the server's key window, however often run (the n-th batch of a long input gets <key>:<n>)", valueHint: "key" },
     ...targetArgs,
   },
   async run({ args }) {
@@ -25,8 +30,9 @@ export const push = defineCommand({
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw new CliError(`Invalid --batch ${JSON.stringify(args.batch)}: use 1..100000.`);
     const fromStdin = args.stdin || (!args.file && words.length === 0 && !process.stdin.isTTY);
     if (!args.file && words.length === 0 && !fromStdin) throw new CliError("Nothing to push: give messages, --file PATH or --stdin.");
+    const extras = produceArgs(args);
 
-    const sink = args.url ? httpSink(args.url, args.user, args.queue) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability, (args.compression ?? "none") as Compression);
+    const sink = args.url ? httpSink(args.url, args.user, args.queue, extras) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability, (args.compression ?? "none") as Compression, extras);
     const bar = progress(`push ${args.queue}`);
     let count = 0;
     try {
@@ -58,37 +64,85 @@ export const push = defineCommand({
       bar.done();
       await sink.close();
     }
-    log.success(`Pushed ${plural(count, "message")} to ${args.queue}.`);
+    const delayed = sink.until === undefined ? "" : `, delayed until ${new Date(sink.until).toISOString()}`;
+    log.success(`Pushed ${plural(count, "message")} to ${args.queue}${delayed}.`);
   },
 });
 
 interface Sink {
   write(batch: (string | Uint8Array)[]): Promise<void>;
   close(): Promise<void>;
+  /** When delayed messages enter the queue (the last batch's). */
+  until?: number;
 }
 
-async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability, compression: Compression): Promise<Sink> {
+/** `--delay`, `--at` and `--key`, checked; `keyOf(n)` is the n-th batch's key. */
+interface PushExtras {
+  delayMs?: number;
+  at?: string;
+  keyOf(batch: number): string | undefined;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+function produceArgs(args: { delay?: string; at?: string; key?: string }): PushExtras {
+  if (args.delay !== undefined && args.at !== undefined) throw new CliError("Give --delay or --at, not both.");
+  let delayMs: number | undefined;
+  if (args.delay !== undefined) {
+    const match = /^(\d+)(ms|s|m|h|d)?$/.exec(args.delay.trim());
+    delayMs = match ? Number(match[1]) * UNITS[match[2] ?? "ms"]! : Number.NaN;
+    if (!Number.isSafeInteger(delayMs) || delayMs > MAX_DELAY_MS) throw new CliError(`Invalid --delay ${JSON.stringify(args.delay)}: use ms or a number with a unit (30s, 5m, 2h, 1d), at most a year.`);
+  }
+  if (args.at !== undefined) {
+    try {
+      parseAt(args.at, "--at");
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
+  }
+  const key = args.key;
+  if (key !== undefined) {
+    const problem = checkKey(key, "--key");
+    if (problem) throw new CliError(problem);
+  }
+  return { delayMs, at: args.at, keyOf: (n) => (key === undefined ? undefined : n === 0 ? key : `${key}:${n + 1}`) };
+}
+
+async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability, compression: Compression, extras: PushExtras): Promise<Sink> {
   const driver = await openStorage(target);
   const writer = await QueueWriter.open(queue, { driver, durability, compression, zstd: cliZstd }).catch(async (error: unknown) => {
     await driver.dispose?.();
     return explain(error, `Cannot open queue "${queue}" in ${storageLabel(target)}`);
   });
-  return {
+  let batches = 0;
+  const sink: Sink = {
     write: async (batch) => {
-      await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
+      const key = extras.keyOf(batches++);
+      if (key === undefined && extras.delayMs === undefined && extras.at === undefined) {
+        await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
+        return;
+      }
+      const result = await writer.produce(batch, { key, delayMs: extras.delayMs, at: extras.at }).catch((error: unknown) => explain(error, "Push failed"));
+      sink.until = result.until;
     },
     close: async () => {
       await writer.close();
       await driver.dispose?.();
     },
   };
+  return sink;
 }
 
-function httpSink(url: string, user: string | undefined, queue: string): Sink {
+function httpSink(url: string, user: string | undefined, queue: string, extras: PushExtras): Sink {
   const client = apiClient(url, user);
-  return {
+  let batches = 0;
+  const sink: Sink = {
     // Binary: text stays text and bytes stay bytes (JSON would make every message base64 once one is bytes).
-    write: async (batch) => void (await client.produce(queue, batch, { format: "binary" })),
+    write: async (batch) => {
+      const answer = await client.produce(queue, batch, { format: "binary", delayMs: extras.delayMs, at: extras.at, idempotencyKey: extras.keyOf(batches++) });
+      if ("delayed" in answer) sink.until = answer.delayed.untilMs;
+    },
     close: async () => {},
   };
+  return sink;
 }

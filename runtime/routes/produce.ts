@@ -1,12 +1,14 @@
 import type { MessageInput } from "../../src/message";
 import { authorize } from "../auth";
-import type { ProduceResponse } from "../../protocol/api";
+import type { DelayedProduceResponse, ProduceResponse } from "../../protocol/api";
+import { checkKey } from "../../src/idempotency";
+import { MAX_DELAY_MS, parseAt, type ProduceOptions } from "../../src/produce";
 import { fromBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
-import { json, mediaType, nameParam, readBodyLimited } from "../request";
+import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
 /**
@@ -17,6 +19,8 @@ import type { ApiRoute, RouteContext } from "../route";
  * - `application/vnd.v-queue.batch`: a binary batch (see protocol/binary.ts).
  * - `text/*`, `application/x-www-form-urlencoded` (curl -d) or none: one text message.
  * - anything else (`application/octet-stream`, ...): one bytes message.
+ * Whatever the type: `?delayMs=` or `?at=` (also `delayMs`/`at` fields of the JSON envelope)
+ * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/produce.ts).
  */
 export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
@@ -26,6 +30,16 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues/:queue/messages",
       openapi: {
         summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
+        parameters: [
+          { name: "delayMs", in: "query", schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS }, description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope." },
+          { name: "at", in: "query", schema: { type: "string" }, description: "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope." },
+          {
+            name: "Idempotency-Key",
+            in: "header",
+            schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
+            description: "A produce whose key this queue accepted within the server's window (5 minutes by default, across restarts) writes nothing and answers the first answer again, with `Idempotency-Replayed: true`, whatever its body.",
+          },
+        ],
         requestBody: {
           required: true,
           description: `At most ${limits.maxBodyBytes} bytes and ${limits.maxBatchMessages} messages.`,
@@ -41,23 +55,62 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           "409": errorRef,
           "413": errorRef,
           "201": { description: "written", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" } } }) },
+          "202": {
+            description: "delayed: kept aside until `delayed.until`",
+            content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, delayed: { type: "object", properties: { until: { type: "string", format: "date-time" }, untilMs: { type: "integer" } } } } }),
+          },
         },
       },
       handler: async (event, principal) => {
         const queue = nameParam(event, "queue");
         authorize(principal, "write", queue);
+        const options = produceParams(event.url, event.req.headers);
         const body = await readBodyLimited(event.req, limits.maxBodyBytes);
-        const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages);
+        const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
         if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
-        const positions = await ctx.registry.push(queue, messages);
-        return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
+        if (options.key === undefined && options.delayMs === undefined && options.at === undefined) {
+          const positions = await ctx.registry.push(queue, messages);
+          return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
+        }
+        const result = await ctx.registry.produce(queue, messages, options);
+        const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
+        if (result.until !== undefined) {
+          return json<DelayedProduceResponse>({ queue, count: result.count, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } }, 202, headers);
+        }
+        return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last! }, 201, headers);
       },
     },
   ];
 }
 
-function parseMessages(type: string, body: Uint8Array, maxMessages: number): MessageInput[] {
-  if (type === "application/json") return parseJSONBody(body, maxMessages);
+/** `Idempotency-Key`, `?delayMs=` and `?at=`, checked (400 E_PARAM saying what is allowed). */
+function produceParams(url: URL, headers: Headers): ProduceOptions {
+  const options: ProduceOptions = {};
+  const key = headers.get("idempotency-key");
+  if (key !== null) {
+    const problem = checkKey(key, "Idempotency-Key");
+    if (problem) throw new ApiError(400, "E_PARAM", problem);
+    options.key = key;
+  }
+  if (url.searchParams.has("delayMs")) options.delayMs = intParam(url, "delayMs", 0, MAX_DELAY_MS, 0);
+  const at = url.searchParams.getAll("at");
+  if (at.length > 0) options.at = checkAt(at.length === 1 ? at[0] : at);
+  if (options.delayMs !== undefined && options.at !== undefined) throw new ApiError(400, "E_PARAM", "Give delayMs or at, not both.");
+  return options;
+}
+
+/** A due time as the API takes it: ISO 8601 or ms since the epoch (digits), at most a year ahead. */
+function checkAt(value: unknown): number {
+  if (typeof value !== "string" && typeof value !== "number") throw new ApiError(400, "E_PARAM", `Invalid at ${JSON.stringify(value)}: use one ISO 8601 date or ms since the epoch.`);
+  try {
+    return parseAt(value, "at");
+  } catch (error) {
+    throw new ApiError(400, "E_PARAM", (error as Error).message);
+  }
+}
+
+function parseMessages(type: string, body: Uint8Array, maxMessages: number, options: ProduceOptions): MessageInput[] {
+  if (type === "application/json") return parseJSONBody(body, maxMessages, options);
   // A framing error is a ProtocolError: errorResponse makes it a 400 (413 for too many).
   if (type === BATCH_CONTENT_TYPE) return decodeBatch(body, maxMessages).map((r) => r.data);
   if (type === "" || type.startsWith("text/") || type === "application/x-www-form-urlencoded") {
@@ -70,7 +123,7 @@ function parseMessages(type: string, body: Uint8Array, maxMessages: number): Mes
   return [body];
 }
 
-function parseJSONBody(body: Uint8Array, maxMessages: number): MessageInput[] {
+function parseJSONBody(body: Uint8Array, maxMessages: number, options: ProduceOptions): MessageInput[] {
   let parsed: unknown;
   try {
     // A BOM before the envelope is no message's: RFC 8259 lets a parser skip it.
@@ -79,9 +132,17 @@ function parseJSONBody(body: Uint8Array, maxMessages: number): MessageInput[] {
   } catch {
     throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
   }
-  const shape = 'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64").';
+  const shape = 'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at").';
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", shape);
-  const { message, messages, encoding, ...rest } = parsed as Record<string, unknown>;
+  const { message, messages, encoding, delayMs, at, ...rest } = parsed as Record<string, unknown>;
+  if (delayMs !== undefined || at !== undefined) {
+    if (options.delayMs !== undefined || options.at !== undefined || (delayMs !== undefined && at !== undefined)) throw new ApiError(400, "E_PARAM", "Give one delay: delayMs or at, in the query or the body.");
+    if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= MAX_DELAY_MS)) {
+      throw new ApiError(400, "E_PARAM", `Invalid delayMs ${JSON.stringify(delayMs)}: use an integer from 0 to ${MAX_DELAY_MS}.`);
+    }
+    if (delayMs !== undefined) options.delayMs = delayMs as number;
+    else options.at = checkAt(at);
+  }
   const extra = Object.keys(rest);
   if (extra.length > 0) throw new ApiError(400, "E_BODY", `Unknown field ${JSON.stringify(extra[0])}. ${shape}`);
   if ((message === undefined) === (messages === undefined)) throw new ApiError(400, "E_BODY", shape);

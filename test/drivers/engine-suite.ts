@@ -11,6 +11,7 @@ import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
 import { adminTests } from "./admin-suite";
 import { sharedTests } from "./shared-suite";
+import { produceTests } from "./produce-suite";
 import { describeLifeOnDriver } from "./life-suite";
 import { ZSTD_PAIRS } from "../helpers/zstd";
 
@@ -438,6 +439,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
 
     adminTests(setup);
     sharedTests(setup);
+    produceTests(setup);
   });
 }
 

@@ -10,6 +10,10 @@
  * - `shared-worker <dir> <queue> <consumer>`: a shared consumer with fsync'd acks, polling and
  *   printing `got <body>` per message, acking two in three (then `ack <body>`), leaving the rest leased, until killed.
  * - `hold-shared <dir> <queue> <consumer>`: opens a shared consumer, prints `ready`, waits.
+ * - `delay-pusher <dir> <queue> <count> <delayMs>`: produces `d<i>` delayed by `<delayMs>` plus 5 ms per i
+ *   (fsync), printing `ack <i> <until>` for each, then `done`, and stays (moving them when due) until killed.
+ * - `keyed-pusher <dir> <queue> <workers>`: produces `k<i>` with idempotency key `key-<i>` (fsync)
+ *   from several loops, printing `ack <i>` for each, until killed.
  * - `lease-pusher <dir> <run> <leaseMs>`: a writer on unstorage over files in <dir> (a lease lock),
  *   pushing `<run>-<i>` one at a time, printing `ack <i>` or `err <code>` for each, until killed.
  */
@@ -110,6 +114,33 @@ switch (mode) {
       }
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
+  }
+  case "delay-pusher": {
+    const [queue, count, delayMs] = args;
+    const writer = await QueueWriter.open(queue!, { driver, durability: "fsync", onProblem: () => {} });
+    for (let i = 0; i < Number(count); i++) {
+      const { until } = await writer.produce([`d${i}`], { delayMs: Number(delayMs) + 5 * i });
+      out(`ack ${i} ${until}`);
+    }
+    out("done");
+    setInterval(() => {}, 1000);
+    break;
+  }
+  case "keyed-pusher": {
+    const [queue, workers] = args;
+    const writer = await QueueWriter.open(queue!, { driver, durability: "fsync", onProblem: () => {} });
+    out("ready");
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Number(workers) }, async () => {
+        for (;;) {
+          const i = next++;
+          await writer.produce([`k${i}`], { key: `key-${i}` });
+          out(`ack ${i}`);
+        }
+      }),
+    );
+    break;
   }
   default:
     throw new Error(`unknown mode ${mode}`);

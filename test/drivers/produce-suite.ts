@@ -1,0 +1,221 @@
+// Delayed messages and idempotent produce (src/produce.ts) on every driver: timing, order,
+// both kinds of consumer, restarts, keys, windows, and INTENTs a crash left behind.
+import { afterEach, describe, expect, it } from "vitest";
+import type { QueueDriver } from "../../src/driver";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { SharedConsumer } from "../../src/shared-consumer";
+import { IdempotencyStore } from "../../src/idempotency";
+import { deleteQueue } from "../../src/delete";
+import { delayedPath, idempotencyPath } from "../../src/paths";
+import type { QueueOptions } from "../../src/options";
+import type { EngineTestContext } from "./engine-suite";
+
+const quiet = { durability: "none", onProblem: () => {} } as const;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function produceTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
+  describe("delayed messages and idempotent produce", () => {
+    const opened: { close(): Promise<void>; closed: boolean }[] = [];
+    afterEach(async () => {
+      for (const x of opened.splice(0).reverse()) if (!x.closed) await x.close().catch(() => {});
+    });
+    const writer = async (driver: QueueDriver, options: QueueOptions = {}) => {
+      const w = await QueueWriter.open("q", { driver, ...quiet, ...options });
+      opened.push(w);
+      return w;
+    };
+    const reader = async (driver: QueueDriver, name = "c") => {
+      const c = await QueueConsumer.open("q", name, { driver, onProblem: () => {} });
+      opened.push(c);
+      return c;
+    };
+    const readAll = async (c: QueueConsumer) => (await c.read({ max: 1000 })).map((m) => m.data as string);
+
+    it("a delayed message reaches no consumer, ordered or shared, before it is due, then comes once, after what was pushed meanwhile", async () => {
+      const { driver } = await setup();
+      const w = await writer(driver);
+      const started = Date.now();
+      const receipt = await w.produce(["later"], { delayMs: 800 });
+      expect(receipt).toMatchObject({ count: 1, replayed: false });
+      expect(receipt.first).toBeUndefined();
+      expect(receipt.until).toBeGreaterThanOrEqual(started + 800);
+      await w.push("now");
+      const c = await reader(driver);
+      const s = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: () => {} });
+      opened.push(s);
+      expect(await readAll(c)).toEqual(["now"]);
+      expect((await s.poll({ max: 10, timeoutMs: 0 })).map((m) => m.data)).toEqual(["now"]);
+      // Waiting for more: nothing until it is due.
+      expect(await c.wait({ timeoutMs: 400 })).toBe(false);
+      expect(await s.poll({ max: 10, timeoutMs: 200 })).toEqual([]);
+      const got = await s.poll({ max: 10, timeoutMs: 5000 });
+      expect(Date.now()).toBeGreaterThanOrEqual(receipt.until!);
+      expect(got.map((m) => m.data)).toEqual(["later"]);
+      expect(await c.wait({ timeoutMs: 5000 })).toBe(true);
+      expect(await readAll(c)).toEqual(["later"]);
+      expect(await c.wait({ timeoutMs: 300 })).toBe(false);
+    });
+
+    it("delayed messages come in due order (a batch in its order), bytes as bytes, `at` as a time", async () => {
+      const { driver } = await setup();
+      const w = await writer(driver);
+      await w.produce(["b1", "b2"], { delayMs: 500 });
+      await w.produce([new Uint8Array([1, 2, 3])], { at: new Date(Date.now() + 300) });
+      await w.produce(["a"], { at: Date.now() + 200 });
+      await w.produce(["past"], { at: "2001-01-01T00:00:00Z" });
+      const c = await reader(driver);
+      const got: unknown[] = [];
+      const until = Date.now() + 5000;
+      while (got.length < 5 && Date.now() < until) {
+        await c.wait({ timeoutMs: 1000 });
+        for (const m of await c.read({ max: 100 })) got.push(typeof m.data === "string" ? m.data : [...m.data]);
+        await c.commit();
+      }
+      expect(got).toEqual(["past", "a", [1, 2, 3], "b1", "b2"]);
+    });
+
+    it("delayed messages survive a close: not delivered without a writer, delivered by the next one when due, once", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      await w.produce(["d1", "d2"], { delayMs: 700 });
+      await w.produce(["soon"], { delayMs: 100 });
+      await w.close();
+      await sleep(200);
+      // No writer: still aside.
+      const c = await reader(ctx.reopen());
+      expect(await readAll(c)).toEqual([]);
+      const again = await writer(ctx.reopen());
+      // "soon" is due: moved at open.
+      expect(await c.wait({ timeoutMs: 5000 })).toBe(true);
+      expect(await readAll(c)).toEqual(["soon"]);
+      await c.commit();
+      expect(await c.wait({ timeoutMs: 200 })).toBe(false);
+      expect(await c.wait({ timeoutMs: 5000 })).toBe(true);
+      expect(await readAll(c)).toEqual(["d1", "d2"]);
+      await c.commit();
+      await again.close();
+      // Moved ones are not moved again by a later writer.
+      await writer(ctx.reopen());
+      expect(await c.wait({ timeoutMs: 500 })).toBe(false);
+      expect(await ctx.driver.readRecord(delayedPath("q"))).toBeDefined();
+    });
+
+    it("checks the options: delayMs, at, the key, both delays at once, and no messages", async () => {
+      const { driver } = await setup();
+      const w = await writer(driver);
+      for (const options of [{ delayMs: -1 }, { delayMs: 1.5 }, { delayMs: 400 * 24 * 3600 * 1000 }, { at: "tomorrow" }, { at: Date.now() + 400 * 24 * 3600 * 1000 }, { delayMs: 1, at: 1 }, { key: "" }, { key: "x".repeat(256) }, { key: "tab\there" }, { key: "é" }]) {
+        await expect(w.produce(["x"], options as never), JSON.stringify(options)).rejects.toMatchObject({ code: "E_OPTION" });
+      }
+      await expect(w.produce([])).rejects.toMatchObject({ code: "E_MESSAGE" });
+      await expect(QueueWriter.open("q2", { driver, idempotencyWindowMs: 10 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("idempotencyWindowMs") });
+    });
+
+    it("a key accepted once is written once: a replay answers the first result, concurrent ones wait for it, another body too", async () => {
+      const { driver } = await setup();
+      const w = await writer(driver);
+      const first = await w.produce(["one", "two"], { key: "k-1" });
+      expect(first).toMatchObject({ count: 2, replayed: false, first: { part: expect.any(Number), seq: expect.any(Number) } });
+      const again = await w.produce(["one", "two"], { key: "k-1" });
+      expect(again).toEqual({ ...first, replayed: true });
+      // The same key with other messages: the first answer, nothing written (documented).
+      expect(await w.produce(["other"], { key: "k-1" })).toEqual({ ...first, replayed: true });
+      const together = await Promise.all(Array.from({ length: 5 }, () => w.produce(["x"], { key: "k-2" })));
+      expect(together.filter((r) => !r.replayed)).toHaveLength(1);
+      expect(new Set(together.map((r) => r.first!.offset)).size).toBe(1);
+      const delayed = await w.produce(["later"], { key: "k-3", delayMs: 300 });
+      expect(await w.produce(["later"], { key: "k-3", delayMs: 300 })).toEqual({ ...delayed, replayed: true });
+      const c = await reader(driver);
+      expect(await readAll(c)).toEqual(["one", "two", "x"]);
+      expect(await c.wait({ timeoutMs: 5000 })).toBe(true);
+      expect(await readAll(c)).toEqual(["later"]);
+    });
+
+    it("keys survive a restart within the window, and are forgotten after it", async () => {
+      const ctx = await setup();
+      let w = await writer(ctx.driver, { idempotencyWindowMs: 1500 });
+      const first = await w.produce(["a"], { key: "kept" });
+      const delayed = await w.produce(["d"], { key: "kept-delayed", delayMs: 60_000 });
+      await w.close();
+      w = await writer(ctx.reopen(), { idempotencyWindowMs: 1500 });
+      expect(await w.produce(["a"], { key: "kept" })).toEqual({ ...first, replayed: true });
+      expect(await w.produce(["d"], { key: "kept-delayed", delayMs: 60_000 })).toEqual({ ...delayed, replayed: true });
+      await sleep(1600);
+      expect((await w.produce(["a"], { key: "kept" })).replayed).toBe(false);
+      await w.close();
+      const c = await reader(ctx.reopen());
+      expect(await readAll(c)).toEqual(["a", "a"]);
+    });
+
+    it("the cap on keys forgets the oldest first", async () => {
+      const { driver } = await setup();
+      const w = await writer(driver, { idempotencyMaxKeys: 2 });
+      await w.produce(["1"], { key: "k1" });
+      await w.produce(["2"], { key: "k2" });
+      await w.produce(["3"], { key: "k3" });
+      expect((await w.produce(["3"], { key: "k3" })).replayed).toBe(true);
+      expect((await w.produce(["1"], { key: "k1" })).replayed).toBe(false);
+    });
+
+    it("an INTENT a crash left without DONE: answered from the queue when its message is there, forgotten when not", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      const written = await w.push("written");
+      await w.close();
+      // What a writer that died between the INTENT and the DONE leaves: "in" reached the queue, "lost" did not.
+      const store = await IdempotencyStore.open(ctx.driver, "q", { windowMs: 60_000, maxKeys: 10, sync: false, onProblem: () => {} });
+      await store.intents([{ key: "in", skip: 0, count: 1 }], written.part, written.seq - 1);
+      await store.intents([{ key: "lost", skip: 0, count: 1 }], written.part, written.seq);
+      await store.close();
+      const again = await writer(ctx.reopen());
+      expect(await again.produce(["written"], { key: "in" })).toMatchObject({ replayed: true, first: written, last: written });
+      expect(await again.produce(["lost"], { key: "lost" })).toMatchObject({ replayed: false });
+      await again.close();
+      const c = await reader(ctx.reopen());
+      expect(await readAll(c)).toEqual(["written", "lost"]);
+    });
+
+    it("a torn last frame of the side files is cut off and reported; what was whole is kept", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      await w.produce(["kept"], { delayMs: 300 });
+      await w.produce(["k"], { key: "key" });
+      await w.close();
+      for (const path of [delayedPath("q"), idempotencyPath("q")]) {
+        const log = (await ctx.driver.openLog(path, { create: false }))!;
+        // Half a frame, as a write cut short leaves it.
+        await log.append(await log.size(), new Uint8Array([40, 0, 0, 0, 1, 2, 3]));
+        await log.close();
+      }
+      const problems: string[] = [];
+      const again = await writer(ctx.reopen(), { onProblem: (p) => problems.push(`${p.code} ${p.message}`) });
+      expect(problems).toEqual([expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_idem/), expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_delayed/)]);
+      expect((await again.produce(["k"], { key: "key" })).replayed).toBe(true);
+      const c = await reader(ctx.reopen());
+      const got: string[] = [];
+      for (const deadline = Date.now() + 5000; got.length < 2 && Date.now() < deadline; ) {
+        await c.wait({ timeoutMs: 500 });
+        got.push(...(await readAll(c)));
+        await c.commit();
+      }
+      expect(got).toEqual(["k", "kept"]);
+      // Later frames go after the cut: nothing is lost on the next open either.
+      await again.produce(["later"], { delayMs: 60_000, key: "key-2" });
+      await again.close();
+      const third = await writer(ctx.reopen(), { onProblem: (p) => problems.push(p.code) });
+      expect(problems).toHaveLength(2);
+      expect((await third.produce(["later"], { key: "key-2" })).replayed).toBe(true);
+    });
+
+    it("deleteQueue removes the side files", async () => {
+      const { driver } = await setup();
+      const w = await writer(driver);
+      await w.produce(["x"], { key: "k", delayMs: 60_000 });
+      await w.close();
+      expect(await driver.readRecord(delayedPath("q"))).toBeDefined();
+      await deleteQueue(driver, "q");
+      expect(await driver.readRecord(delayedPath("q"))).toBeUndefined();
+      expect(await driver.readRecord(idempotencyPath("q"))).toBeUndefined();
+    });
+  });
+}

@@ -81,7 +81,15 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let batch = options.batch ?? Math.min(MAX_BATCH, concurrency * 4);
   /** A handler slot sat idle with nothing leased while a full batch was on its way: lease more at once. */
   let starved = false;
-  const onError = options.onError ?? ((error: unknown) => console.warn("[v-queue] worker:", error));
+  const told = options.onError ?? ((error: unknown) => console.warn("[v-queue] worker:", error));
+  // A throw in the caller's onError must not stop the worker.
+  const onError = (error: unknown, message?: AnyLeasedMessage) => {
+    try {
+      told(error, message);
+    } catch {
+      // ignored: it was told
+    }
+  };
   for (const [name, value] of [["concurrency", concurrency], ["batch", batch]] as const) {
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`Invalid ${name} ${String(value)}: use an integer from 1 up.`);
   }
@@ -135,34 +143,57 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     else ackTimer ??= setTimeout(flushAcks, ackDelayMs);
   };
 
-  const run = async (held: Held) => {
-    running.add(held);
-    stats.running = running.size;
+  /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries). */
+  const settle = (held: Held, failed: boolean, error?: unknown) => {
     const { message } = held;
-    try {
-      await handler(message as unknown as LeasedClientMessage<T>);
+    running.delete(held);
+    stats.running = running.size;
+    if (!failed) {
       stats.processed++;
       ack(message.lease);
-    } catch (error) {
+    } else {
       stats.failed++;
       onError(error, message);
       const deadLetter = maxDeliveries !== undefined && message.deliveries >= maxDeliveries;
       if (deadLetter) stats.deadLettered++;
       const text = error instanceof Error ? error.message : String(error);
       send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: Math.max(0, Math.round(backoff(message.deliveries))) }));
-    } finally {
-      running.delete(held);
-      stats.running = running.size;
-      pump();
     }
+    pump();
   };
 
+  // Not an async function: a handler that returns at once costs no promise nor microtask.
+  const run = (held: Held) => {
+    running.add(held);
+    stats.running = running.size;
+    let result: unknown;
+    try {
+      result = handler(held.message as unknown as LeasedClientMessage<T>);
+    } catch (error) {
+      return settle(held, true, error);
+    }
+    if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") {
+      (result as PromiseLike<unknown>).then(
+        () => settle(held, false),
+        (error: unknown) => settle(held, true, error),
+      );
+    } else settle(held, false);
+  };
+
+  let pumping = false;
   /** Starts waiting messages while there is room; a lease that ran out while waiting is left (it goes to another). */
   const pump = () => {
-    while (running.size < concurrency && waiting.length > 0 && !stopping) {
-      const held = waiting.shift()!;
-      if (held.expires <= Date.now()) continue;
-      void run(held);
+    // A handler that ended at once calls back in here: the loop below goes on instead (no recursion).
+    if (pumping) return;
+    pumping = true;
+    try {
+      while (running.size < concurrency && waiting.length > 0 && !stopping) {
+        const held = waiting.shift()!;
+        if (held.expires <= Date.now()) continue;
+        run(held);
+      }
+    } finally {
+      pumping = false;
     }
     stats.waiting = waiting.length;
     if (waiting.length === 0 && running.size < concurrency) starved = true;

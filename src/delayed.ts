@@ -54,6 +54,8 @@ export interface DelayedOptions {
   push: (messages: DueMessage[]) => Promise<void>;
   /** True when the message of this key is in the queue already (moved before a crash cut its MOVED frame). */
   isMoved: (key: string) => boolean;
+  /** Messages whose MOVED frames are written: their move keys are needed no more. */
+  onMoved: (keys: string[]) => void;
   /** Each keyed ADD found at open, so that its key is known to idempotency. */
   onKeyed: (key: string, count: number, until: number, acceptedAt: number) => Promise<void>;
 }
@@ -182,6 +184,7 @@ export class DelayedStore {
         await this.options.push(messages);
         // Not fsync'd: a MOVED frame lost to a crash is made up for by the idempotency key (see above).
         await this.log.append(due.map((p) => new FieldWriter().u8(MOVED).f64(p.id).u32(p.index).done()), false);
+        this.options.onMoved(messages.map((m) => m.key));
         this.#pending.splice(0, n);
         this.#moved += n;
         await this.#compactIfWorth();

@@ -69,7 +69,10 @@ export function checkKey(key: unknown, name = "idempotency key"): string | undef
 }
 
 export class IdempotencyStore {
+  /** Callers' keys, oldest first: `maxKeys` at most. */
   #entries = new Map<string, Entry>();
+  /** The engine's own keys (a delayed message's move, starting with a control character no caller's key holds): outside the cap, forgotten once done with. */
+  #internal = new Map<string, Entry>();
   #inflight = new Map<string, Promise<Stored>>();
   #frames = 0;
   #done: Uint8Array[] = [];
@@ -96,8 +99,7 @@ export class IdempotencyStore {
       if (kind === INTENT) intents.set(key, { acceptedAt, part: r.f64(), base: r.f64(), skip: r.u32(), count: r.u32() });
       else if (kind === DONE) {
         intents.delete(key);
-        store.#entries.delete(key);
-        store.#entries.set(key, { acceptedAt, result: readResult(r) });
+        store.#set(key, { acceptedAt, result: readResult(r) });
       }
     }
     try {
@@ -105,7 +107,7 @@ export class IdempotencyStore {
         const first = await locate(driver, queue, intent.part, intent.base, intent.skip);
         const last = first && (await locate(driver, queue, intent.part, intent.base, intent.skip + intent.count - 1));
         // Part of a batch only (its write was cut short): not accepted, a retry writes it all.
-        if (first && last) store.#entries.set(key, { acceptedAt: intent.acceptedAt, result: { count: intent.count, first, last } });
+        if (first && last) store.#set(key, { acceptedAt: intent.acceptedAt, result: { count: intent.count, first, last } });
       }
     } catch (error) {
       await log.close();
@@ -116,7 +118,7 @@ export class IdempotencyStore {
 
   /** The first result of `key` while its window lasts (undefined when unknown or expired). */
   known(key: string): Stored | undefined {
-    const entry = this.#entries.get(key);
+    const entry = this.#entries.get(key) ?? this.#internal.get(key);
     if (entry && entry.acceptedAt + this.options.windowMs <= Date.now()) return undefined;
     return entry?.result;
   }
@@ -150,8 +152,7 @@ export class IdempotencyStore {
 
   /** Records an accepted key (DONE; not fsync'd, see above), within the cap. */
   async accepted(key: string, result: Stored, acceptedAt: number): Promise<void> {
-    this.#entries.delete(key);
-    this.#entries.set(key, { acceptedAt, result });
+    this.#set(key, { acceptedAt, result });
     this.#done.push(writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(acceptedAt), result).done());
     // The DONEs of one batch's pushes (answered together) go out in one append.
     this.#doneWritten ??= Promise.resolve().then(() => {
@@ -166,7 +167,18 @@ export class IdempotencyStore {
       if (this.#entries.size <= this.options.maxKeys) break;
       this.#entries.delete(oldest);
     }
-    if (this.#frames > Math.max(10_000, 4 * this.#entries.size) && this.#inflight.size === 0) await this.compact();
+    if (this.#frames > Math.max(10_000, 4 * (this.#entries.size + this.#internal.size)) && this.#inflight.size === 0) await this.compact();
+  }
+
+  /** Forgets keys that are no longer needed (a delayed message's move, once its MOVED frame is written): they leave room under the cap. */
+  forget(keys: readonly string[]): void {
+    for (const key of keys) this.#internal.delete(key);
+  }
+
+  #set(key: string, entry: Entry): void {
+    const map = key.charCodeAt(0) < 0x20 ? this.#internal : this.#entries;
+    map.delete(key);
+    map.set(key, entry);
   }
 
   /** INTENTs of a batch that starts after record `base` of `part`, made durable before its data. */
@@ -180,8 +192,8 @@ export class IdempotencyStore {
   /** Rewrites the file with the keys still in their window (and the settled INTENTs as DONEs). */
   async compact(): Promise<void> {
     const now = Date.now();
-    for (const [key, entry] of this.#entries) if (entry.acceptedAt + this.options.windowMs <= now) this.#entries.delete(key);
-    const payloads = [...this.#entries].map(([key, e]) => writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(e.acceptedAt), e.result).done());
+    for (const map of [this.#entries, this.#internal]) for (const [key, entry] of map) if (entry.acceptedAt + this.options.windowMs <= now) map.delete(key);
+    const payloads = [...this.#entries, ...this.#internal].map(([key, e]) => writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(e.acceptedAt), e.result).done());
     await this.log.rewrite(payloads, this.options.sync);
     this.#frames = payloads.length;
   }

@@ -63,6 +63,7 @@ export class ProduceExtras {
         onProblem: options.onProblem,
         push: (messages) => extras!.#moveDue(messages),
         isMoved: (key) => idempotency.known(key) !== undefined,
+        onMoved: (keys) => idempotency.forget(keys),
         onKeyed: async (key, count, until, acceptedAt) => {
           if (acceptedAt + options.idempotencyWindowMs > Date.now() && !idempotency.known(key)) await idempotency.accepted(key, { count, until }, acceptedAt);
         },

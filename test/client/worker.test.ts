@@ -4,6 +4,7 @@ import { createClient, type LeasedClientMessage } from "../../client/index";
 import { parseDeadLetter } from "../../src/dead-letter";
 import type { Message } from "../../src/message";
 import { sleep, startServer, type TestServer } from "../http/_server";
+import { startServerProcess } from "./_server-process";
 
 const clientOf = (s: TestServer) => createClient({ baseURL: s.url });
 const quiet = { onError: () => {} };
@@ -182,4 +183,22 @@ describe("client: shared consumers", () => {
     const wrong = clientOf(s2).worker("q", "o", () => {}, quiet);
     await expect(wrong.done).rejects.toMatchObject({ code: "E_KIND" });
   });
+
+  it("a server killed (SIGKILL) and restarted redelivers every unacked message, with its count, and never an acked one", async () => {
+    const server = await startServerProcess();
+    try {
+      const client = createClient({ baseURL: server.url });
+      await client.produce("q", ["a", "b", "c", "d", "e"]);
+      const got = await client.lease("q", "w", { max: 5, leaseMs: 60_000 });
+      expect(await client.ack("q", "w", [got[0]!.lease, got[2]!.lease, got[4]!.lease])).toEqual({ acked: 3, errors: [] });
+      await server.restart("SIGKILL");
+      const again = await client.lease("q", "w", { max: 10 });
+      expect(again.map((m) => [m.data, m.deliveries])).toEqual([["b", 2], ["d", 2]]);
+      await client.ack("q", "w", again.map((m) => m.lease));
+      await server.restart("SIGKILL");
+      expect(await client.lease("q", "w", { max: 10 })).toEqual([]);
+    } finally {
+      await server.remove();
+    }
+  }, 30_000);
 });

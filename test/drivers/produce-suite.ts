@@ -155,6 +155,16 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       await w.produce(["3"], { key: "k3" });
       expect((await w.produce(["3"], { key: "k3" })).replayed).toBe(true);
       expect((await w.produce(["1"], { key: "k1" })).replayed).toBe(false);
+      // Moving delayed messages into the queue takes keys for a moment only: the callers' stay.
+      await w.produce(["d1", "d2", "d3"], { delayMs: 10 });
+      const c = await reader(driver);
+      for (let got = 0, deadline = Date.now() + 5000; got < 3 + 3 && Date.now() < deadline; ) {
+        await c.wait({ timeoutMs: 500 });
+        got += (await c.read({ max: 100 })).length;
+      }
+      await sleep(50);
+      expect((await w.produce(["1"], { key: "k1" })).replayed).toBe(true);
+      expect((await w.produce(["3"], { key: "k3" })).replayed).toBe(true);
     });
 
     it("an INTENT a crash left without DONE: answered from the queue when its message is there, forgotten when not", async () => {

@@ -239,6 +239,19 @@ describe("shared consumers over HTTP", () => {
     expect((await s.get("/api/v1/queues/q/consumers/o/messages")).status).toBe(200);
   });
 
+  it("deleting a held shared consumer ends its parked lease polls with 404 and removes its state; the name can then be ordered", async () => {
+    const s = await startServer();
+    await produce(s, ["a"]);
+    await ack(s, (await lease(s)).messages.map((m) => m.lease));
+    const parked = s.post(`${C}/lease`, JSON.stringify({ timeoutMs: 10_000 }), jsonHeaders);
+    await sleep(200);
+    expect((await s.del(C)).status).toBe(200);
+    const res = await parked;
+    expect(res.status).toBe(404);
+    expect(await errorCode(res)).toBe("E_NOT_FOUND");
+    expect((await s.get(`${C}/messages?max_messages=5`)).status).toBe(200);
+  });
+
   it("server config: shared defaults and per-queue shared settings, checked with clear errors; a queue's shared settings are laid over the defaults", () => {
     const driver = memoryDriver();
     const options = resolveQueueAppOptions({ driver, shared: { maxDeliveries: 3, leaseMs: 1000 }, queues: { q: { shared: { leaseMs: 5 } } } });

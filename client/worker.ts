@@ -25,6 +25,8 @@ export interface WorkerOptions {
   pollTimeoutMs?: number;
   /** Acks are sent together: after this long, or once `batch` are waiting. @default 2 */
   ackDelayMs?: number;
+  /** Told once the server has acknowledged messages (a 2xx: they never come again), e.g. for metrics. */
+  onAck?: (messages: AnyLeasedMessage[]) => void;
   /** Told about a handler's throw (the message is nacked) and errors the worker recovers from (retried). @default console.warn */
   onError?: (error: unknown, message?: AnyLeasedMessage) => void;
 }
@@ -97,7 +99,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   const waiting: Held[] = [];
   const running = new Set<Held>();
   const sending = new Set<Promise<unknown>>();
-  let acks: string[] = [];
+  let acks: AnyLeasedMessage[] = [];
   let ackTimer: ReturnType<typeof setTimeout> | undefined;
   let stopping = false;
   /** The lease request in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
@@ -132,13 +134,17 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     const list = acks;
     acks = [];
     send("ack", async () => {
-      const { errors } = await calls.ack(list);
+      const { errors } = await calls.ack(list.map((m) => m.lease));
       for (const e of errors) onError(new Error(`ack of ${e.lease} refused: ${e.message}`));
+      if (options.onAck) {
+        const refused = new Set(errors.map((e) => e.lease));
+        options.onAck(refused.size === 0 ? list : list.filter((m) => !refused.has(m.lease)));
+      }
     });
   };
 
-  const ack = (lease: string) => {
-    acks.push(lease);
+  const ack = (message: AnyLeasedMessage) => {
+    acks.push(message);
     if (acks.length >= batch) flushAcks();
     else ackTimer ??= setTimeout(flushAcks, ackDelayMs);
   };
@@ -150,7 +156,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     stats.running = running.size;
     if (!failed) {
       stats.processed++;
-      ack(message.lease);
+      ack(message);
     } else {
       stats.failed++;
       onError(error, message);

@@ -13,7 +13,12 @@ export interface Child {
 
 /** Starts test/helpers/child.ts in its own Node process (TypeScript through jiti). */
 export function startChild(...args: string[]): Child {
-  const child = spawn(process.execPath, ["--import", "jiti/register", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  return startScript(CHILD, ...args);
+}
+
+/** Starts a TypeScript file in its own Node process (through jiti), collecting its stdout lines. */
+export function startScript(script: string, ...args: string[]): Child {
+  const child = spawn(process.execPath, ["--import", "jiti/register", script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   const waiters = new Set<() => void>();
   let partial = "";

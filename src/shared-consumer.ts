@@ -356,6 +356,8 @@ export class SharedConsumer {
         if (failed.has(entry)) continue;
         // Back from a lease that ran out: that is its last failure.
         if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
+        // Counted before a restart, the error given then is not kept: say so rather than nothing.
+        else if (entry.error === undefined && entry.deliveries > 0) entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
         if (entry.deliveries >= this.options.maxDeliveries) {
           await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
           moved = true;

@@ -22,7 +22,7 @@ const COUNT = 20_000;
 const DELAYED = 200;
 const DELAY_MS = 3000;
 const MAX_DELIVERIES = 6;
-const isPoison = (i: number) => i % 1000 === 13;
+const isPoison = (i: number) => i < COUNT && i % 1000 === 13;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 let server: ServerProcess | undefined;
@@ -77,15 +77,23 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     };
     for (let n = 0; n < 8; n++) spawnWorker();
 
-    const finished = () => {
-      const acked = new Set<number>();
-      for (const child of children) for (const line of child.lines) if (line.startsWith("acked ")) acked.add(Number(line.split(" ")[1]));
-      for (let i = 0; i < COUNT + DELAYED; i++) if (!isPoison(i) && !acked.has(i)) return false;
+    // Done once every message was processed and the consumer holds nothing more (a message whose
+    // ack was lost with its worker comes again, and is processed again).
+    const processed = () => {
+      const done = new Set<number>();
+      for (const child of children) for (const line of child.lines) if (line.startsWith("done ")) done.add(Number(line.split(" ")[1]));
+      for (let i = 0; i < COUNT + DELAYED; i++) if (!isPoison(i) && !done.has(i)) return false;
       return true;
+    };
+    const finished = async () => {
+      if (!processed()) return false;
+      const list = await producer.consumers("jobs").catch(() => undefined);
+      const w = list?.consumers.find((c) => c.name === "w");
+      return w !== undefined && w.lag === 0 && (w.inFlight ?? 0) === 0;
     };
     const chaosUntil = Date.now() + 20_000;
     let serverKills = 0;
-    while (Date.now() < chaosUntil && !finished()) {
+    while (Date.now() < chaosUntil && !processed()) {
       await sleep(500 + Math.random() * 1000);
       const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0]!;
       victim.process.kill("SIGKILL");
@@ -97,9 +105,7 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
       }
     }
     const deadline = Date.now() + 90_000;
-    while (!finished() && Date.now() < deadline) await sleep(250);
-    // The poison messages reach the dead-letter queue after their last delivery's backoff.
-    await sleep(1500);
+    while (!(await finished()) && Date.now() < deadline) await sleep(250);
     await Promise.all(
       live.map(async (child) => {
         child.process.kill("SIGTERM");
@@ -125,10 +131,15 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
       }
     });
     expect(serverKills).toBe(2);
+    if (process.env.VQ_CHAOS_DUMP) {
+      const { writeFileSync } = await import("node:fs");
+      writeFileSync(process.env.VQ_CHAOS_DUMP, children.map((child, n) => child.lines.map((l) => `${n} ${l}`).join("\n")).join("\n"));
+    }
 
-    // Every message processed successfully at least once, except the poison ones, never.
+    // Every message processed successfully at least once (its ack's answer may have died with its
+    // worker: then it came again, or the ack had landed), except the poison ones, never.
     const missing: number[] = [];
-    for (let i = 0; i < COUNT + DELAYED; i++) if (!isPoison(i) && !ackedAt.has(i)) missing.push(i);
+    for (let i = 0; i < COUNT + DELAYED; i++) if (!isPoison(i) && !doneSet.has(i)) missing.push(i);
     expect(missing).toEqual([]);
     expect([...doneSet].filter(isPoison)).toEqual([]);
 
@@ -167,7 +178,8 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
       for (const message of batch) {
         const letter = parseDeadLetter(message)!;
         expect(letter.deliveries).toBeGreaterThanOrEqual(MAX_DELIVERIES);
-        expect(letter.error).toBe("poison");
+        // The last failure: the handler's, a lease that ran out with a killed worker, or a server restart.
+        expect(letter.error).toMatch(/^poison$|lease ran out|restart/);
         letters.add((JSON.parse(letter.data) as { i: number }).i);
       }
     }

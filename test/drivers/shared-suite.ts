@@ -275,6 +275,25 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(await c2.poll({ timeoutMs: 0 })).toEqual([]);
     });
 
+    it("a message whose last delivery ended with a restart is dead-lettered saying so", async () => {
+      const ctx = await setup();
+      await fill(ctx.driver, 1);
+      let driver = ctx.driver;
+      for (let run = 0; run < 2; run++) {
+        const c = await shared(driver, { syncCommits: true, maxDeliveries: 2 });
+        expect(await c.poll({ max: 1 })).toHaveLength(1);
+        await c.close(); // neither acked nor nacked: its lease ends with the process
+        driver = ctx.reopen();
+      }
+      const c = await shared(driver, { maxDeliveries: 2 });
+      expect(await c.poll({ timeoutMs: 0 })).toEqual([]);
+      await c.close();
+      const dlq = await QueueConsumer.open("q.dead", "look", { driver, syncCommits: false });
+      const [dead] = await dlq.read();
+      await dlq.close();
+      expect(parseDeadLetter(dead!)).toMatchObject({ deliveries: 2, error: expect.stringMatching(/delivery 2 ended with a restart/) });
+    });
+
     it("a name keeps its kind: E_KIND both ways; delete removes a shared consumer's state", async () => {
       const { driver } = await setup();
       await fill(driver, 1);

@@ -1,3 +1,4 @@
+// Over 300 lines: the module (build-time hooks and generated code) and the runtime instance share the options and their checks.
 /**
  * `v-queue/nitro`: mounts the v-queue HTTP API in a Nitro app, both generations:
  * Nitro v3 (`nitro` 3.x, h3 v2) and nitropack 2 (h3 v1, used by Nuxt 4).

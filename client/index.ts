@@ -1,3 +1,4 @@
+// Over 300 lines: the client interface with its docs and the one request function every call shares; the calls themselves live in sibling files.
 /**
  * `v-queue/client`: a typed client of the v-queue HTTP API, on ofetch. Web-standard only (no
  * Node import): it runs in browsers, workers and Node alike.

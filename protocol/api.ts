@@ -1,3 +1,4 @@
+// Over 300 lines: every JSON shape of the API in one file, so that server, client and CLI cannot drift apart.
 /**
  * The shapes of the HTTP API's JSON bodies and its error codes: one source of truth for the
  * server's routes, the client SDK (`v-queue/client`) and the CLI. Type-only: importing it

@@ -102,14 +102,24 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let acks: AnyLeasedMessage[] = [];
   let ackTimer: ReturnType<typeof setTimeout> | undefined;
   let stopping = false;
-  /** The lease request in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
-  let leaseAbort = new AbortController();
-  let wake: (() => void) | undefined;
+  /** The lease requests in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
+  const leaseAborts = new Set<AbortController>();
+  /** Messages asked for by the lease requests in flight. */
+  let requested = 0;
+  /** The last lease answer was a full batch: more wait on the server. */
+  let backlog = false;
+  let wakes: (() => void)[] = [];
   const wakeLeaser = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
+    const list = wakes;
+    wakes = [];
+    for (const w of list) w();
   };
+  /**
+   * Whether a lease request may go now: the first once fewer than half a batch wait; a second
+   * while one is on its way only once nothing waits and the server has more (the handlers are
+   * faster than round trips: the two overlap, and neither side idles while the other works).
+   */
+  const mayLease = () => (requested === 0 ? waiting.length <= batch / 2 : backlog && requested <= batch && waiting.length === 0);
 
   /** Sends in the background, retrying network errors; the worker's stop waits for it. */
   const send = (what: string, call: () => Promise<unknown>) => {
@@ -203,7 +213,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     }
     stats.waiting = waiting.length;
     if (waiting.length === 0 && running.size < concurrency) starved = true;
-    if (waiting.length <= batch / 2) wakeLeaser();
+    if (mayLease()) wakeLeaser();
   };
 
   /** Extends the leases past half their time: of running handlers, and of messages waiting for one. */
@@ -227,15 +237,18 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   const leaseLoop = async () => {
     let delay = RETRY_MIN_MS;
     while (!stopping) {
-      if (waiting.length > batch / 2) {
-        await new Promise<void>((resolve) => (wake = resolve));
+      if (!mayLease()) {
+        await new Promise<void>((resolve) => wakes.push(resolve));
         continue;
       }
       const sentAt = Date.now();
       let got: LeaseBatch;
-      leaseAbort = new AbortController();
+      const leaseAbort = new AbortController();
+      const max = batch;
+      leaseAborts.add(leaseAbort);
+      requested += max;
       try {
-        got = await calls.leaseBatch({ max: batch, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
+        got = await calls.leaseBatch({ max, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
         delay = RETRY_MIN_MS;
       } catch (error) {
         if (stopping && (isAbortError(error) || leaseAbort.signal.aborted)) break;
@@ -244,9 +257,13 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
         await sleep(delay, leaseAbort.signal);
         delay = Math.min(delay * 2, RETRY_MAX_MS);
         continue;
+      } finally {
+        requested -= max;
+        leaseAborts.delete(leaseAbort);
       }
-      if (options.batch === undefined && starved && got.messages.length === batch) batch = Math.min(MAX_BATCH, batch * 2);
+      if (options.batch === undefined && starved && got.messages.length === max && max === batch) batch = Math.min(MAX_BATCH, batch * 2);
       starved = false;
+      backlog = got.messages.length === max;
       const expires = sentAt + got.leaseMs;
       for (const message of got.messages) waiting.push({ message, expires, leaseMs: got.leaseMs });
       if (stopping) break;
@@ -257,12 +274,13 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let stopped: Promise<void> | undefined;
   let finish!: (error?: unknown) => void;
   const done = new Promise<void>((resolve, reject) => (finish = (error) => (error === undefined ? resolve() : reject(error))));
-  const loop = leaseLoop();
+  // Two loops: the second leases only while the first's request is on its way (`mayLease`).
+  const loop = Promise.all([leaseLoop(), leaseLoop()]);
 
   const stop = (): Promise<void> => {
     stopped ??= (async () => {
       stopping = true;
-      leaseAbort.abort();
+      for (const abort of leaseAborts) abort.abort();
       wakeLeaser();
       let failure: unknown;
       await loop.catch((error: unknown) => (failure = error));

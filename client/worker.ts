@@ -212,6 +212,8 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       pumping = false;
     }
     stats.waiting = waiting.length;
+    // Nothing runs nor waits: no ack is coming soon, send those waiting now (they free the server's in-flight room).
+    if (waiting.length === 0 && running.size === 0) flushAcks();
     if (waiting.length === 0 && running.size < concurrency) starved = true;
     if (mayLease()) wakeLeaser();
   };

@@ -23,7 +23,7 @@ export interface WorkerOptions {
   json?: boolean;
   /** How long each lease request waits on the server when there is nothing. @default 20000 */
   pollTimeoutMs?: number;
-  /** Acks are sent together: after this long, or once `batch` are waiting. @default 2 */
+  /** Acks are sent together: after this long, once `batch` are waiting, or when nothing runs nor waits. @default 2 */
   ackDelayMs?: number;
   /** Told once the server has acknowledged messages (a 2xx: they never come again), e.g. for metrics. */
   onAck?: (messages: AnyLeasedMessage[]) => void;
@@ -277,7 +277,11 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let finish!: (error?: unknown) => void;
   const done = new Promise<void>((resolve, reject) => (finish = (error) => (error === undefined ? resolve() : reject(error))));
   // Two loops: the second leases only while the first's request is on its way (`mayLease`).
-  const loop = Promise.all([leaseLoop(), leaseLoop()]);
+  // Both end before `stop` gives back what waits; the first failure is the worker's.
+  const loops = [leaseLoop(), leaseLoop()];
+  const loop = Promise.allSettled(loops).then((outcomes) => {
+    for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
+  });
 
   const stop = (): Promise<void> => {
     stopped ??= (async () => {
@@ -299,7 +303,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     return stopped;
   };
   // A fatal error stops the worker too (done rejects with it).
-  loop.catch(() => void stop());
+  for (const each of loops) each.catch(() => void stop());
   if (options.signal) {
     if (options.signal.aborted) void stop();
     else options.signal.addEventListener("abort", () => void stop(), { once: true });

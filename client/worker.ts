@@ -23,7 +23,7 @@ export interface WorkerOptions {
   json?: boolean;
   /** How long each lease request waits on the server when there is nothing. @default 20000 */
   pollTimeoutMs?: number;
-  /** Acks are sent together: after this long, or once `batch` are waiting. @default 2 */
+  /** Acks are sent together: after this long, once `batch` are waiting, or when nothing runs nor waits. @default 2 */
   ackDelayMs?: number;
   /** Told once the server has acknowledged messages (a 2xx: they never come again), e.g. for metrics. */
   onAck?: (messages: AnyLeasedMessage[]) => void;
@@ -102,14 +102,24 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let acks: AnyLeasedMessage[] = [];
   let ackTimer: ReturnType<typeof setTimeout> | undefined;
   let stopping = false;
-  /** The lease request in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
-  let leaseAbort = new AbortController();
-  let wake: (() => void) | undefined;
+  /** The lease requests in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
+  const leaseAborts = new Set<AbortController>();
+  /** Messages asked for by the lease requests in flight. */
+  let requested = 0;
+  /** The last lease answer was a full batch: more wait on the server. */
+  let backlog = false;
+  let wakes: (() => void)[] = [];
   const wakeLeaser = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
+    const list = wakes;
+    wakes = [];
+    for (const w of list) w();
   };
+  /**
+   * Whether a lease request may go now: the first once fewer than half a batch wait; a second
+   * while one is on its way only once nothing waits and the server has more (the handlers are
+   * faster than round trips: the two overlap, and neither side idles while the other works).
+   */
+  const mayLease = () => (requested === 0 ? waiting.length <= batch / 2 : backlog && requested <= batch && waiting.length === 0);
 
   /** Sends in the background, retrying network errors; the worker's stop waits for it. */
   const send = (what: string, call: () => Promise<unknown>) => {
@@ -202,8 +212,10 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       pumping = false;
     }
     stats.waiting = waiting.length;
+    // Nothing runs nor waits: no ack is coming soon, send those waiting now (they free the server's in-flight room).
+    if (waiting.length === 0 && running.size === 0) flushAcks();
     if (waiting.length === 0 && running.size < concurrency) starved = true;
-    if (waiting.length <= batch / 2) wakeLeaser();
+    if (mayLease()) wakeLeaser();
   };
 
   /** Extends the leases past half their time: of running handlers, and of messages waiting for one. */
@@ -227,15 +239,18 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   const leaseLoop = async () => {
     let delay = RETRY_MIN_MS;
     while (!stopping) {
-      if (waiting.length > batch / 2) {
-        await new Promise<void>((resolve) => (wake = resolve));
+      if (!mayLease()) {
+        await new Promise<void>((resolve) => wakes.push(resolve));
         continue;
       }
       const sentAt = Date.now();
       let got: LeaseBatch;
-      leaseAbort = new AbortController();
+      const leaseAbort = new AbortController();
+      const max = batch;
+      leaseAborts.add(leaseAbort);
+      requested += max;
       try {
-        got = await calls.leaseBatch({ max: batch, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
+        got = await calls.leaseBatch({ max, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
         delay = RETRY_MIN_MS;
       } catch (error) {
         if (stopping && (isAbortError(error) || leaseAbort.signal.aborted)) break;
@@ -244,9 +259,13 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
         await sleep(delay, leaseAbort.signal);
         delay = Math.min(delay * 2, RETRY_MAX_MS);
         continue;
+      } finally {
+        requested -= max;
+        leaseAborts.delete(leaseAbort);
       }
-      if (options.batch === undefined && starved && got.messages.length === batch) batch = Math.min(MAX_BATCH, batch * 2);
+      if (options.batch === undefined && starved && got.messages.length === max && max === batch) batch = Math.min(MAX_BATCH, batch * 2);
       starved = false;
+      backlog = got.messages.length === max;
       const expires = sentAt + got.leaseMs;
       for (const message of got.messages) waiting.push({ message, expires, leaseMs: got.leaseMs });
       if (stopping) break;
@@ -257,12 +276,17 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   let stopped: Promise<void> | undefined;
   let finish!: (error?: unknown) => void;
   const done = new Promise<void>((resolve, reject) => (finish = (error) => (error === undefined ? resolve() : reject(error))));
-  const loop = leaseLoop();
+  // Two loops: the second leases only while the first's request is on its way (`mayLease`).
+  // Both end before `stop` gives back what waits; the first failure is the worker's.
+  const loops = [leaseLoop(), leaseLoop()];
+  const loop = Promise.allSettled(loops).then((outcomes) => {
+    for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
+  });
 
   const stop = (): Promise<void> => {
     stopped ??= (async () => {
       stopping = true;
-      leaseAbort.abort();
+      for (const abort of leaseAborts) abort.abort();
       wakeLeaser();
       let failure: unknown;
       await loop.catch((error: unknown) => (failure = error));
@@ -279,7 +303,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     return stopped;
   };
   // A fatal error stops the worker too (done rejects with it).
-  loop.catch(() => void stop());
+  for (const each of loops) each.catch(() => void stop());
   if (options.signal) {
     if (options.signal.aborted) void stop();
     else options.signal.addEventListener("abort", () => void stop(), { once: true });

@@ -9,7 +9,7 @@ import { VQueueError } from "./errors";
 import type { Message } from "./message";
 import { assertName } from "./names";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
-import { ackLine, deadLetteredLine, deliveryLine, isBelow, messageKey, SharedState, type SharedSnapshot } from "./shared-state";
+import { ackLine, ackLines, deadLetteredLine, deliveryLine, isBelow, markLine, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "./shared-state";
 import { SharedWindow, type WindowEntry } from "./shared-window";
 import { GroupCommit } from "./group-commit";
 import { iterateShared, type SharedIterateOptions } from "./shared-iterate";
@@ -116,7 +116,9 @@ export class SharedConsumer {
   #leaseSeq = 0;
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
-  readonly #commits: GroupCommit;
+  readonly #commits: GroupCommit<WindowEntry>;
+  /** The high-water mark: every message before it was handed out (`W` lines). */
+  #mark: ConsumerPosition | undefined;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
   #floorSavedAt = 0;
@@ -133,10 +135,21 @@ export class SharedConsumer {
     this.#state = state;
     this.#loaded = loaded;
     this.#floor = inner.committed;
-    this.#commits = new GroupCommit(
-      (lines) => state.append(lines),
-      () => this.#afterWrite(),
-    );
+    this.#mark = loaded.mark;
+    this.#commits = new GroupCommit<WindowEntry>({
+      write: (lines, acked) => state.append(lines + ackLines(acked.sort(byPosition))),
+      written: (acked) => {
+        for (const entry of acked) {
+          entry.persisted = true;
+          entry.message = undefined;
+        }
+      },
+      // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
+      failed: (acked) => {
+        for (const entry of acked) Object.assign(entry, { state: "ready", until: 0, acking: undefined });
+      },
+      after: () => this.#afterWrite(),
+    });
   }
 
   /** Opens (by default creates) shared consumer `name` of `queue`: `E_KIND` when the name is an ordered consumer's. */
@@ -265,8 +278,8 @@ export class SharedConsumer {
       else if (!isBelow(key, this.#floor)) errors[i] = this.#notHandedOut(key);
     });
     if (entries.size > 0) {
-      const failed = new Set<WindowEntry>();
-      waits.push(this.#ackEntries([...entries], failed).catch((error: Error) => refs.forEach((ref, i) => failed.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error))));
+      // One round: its entries are written together, or not at all.
+      waits.push(this.#ackEntries([...entries]).catch((error: Error) => refs.forEach((ref, i) => entries.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error))));
     }
     await Promise.all(waits);
     return errors;
@@ -345,6 +358,8 @@ export class SharedConsumer {
     const failed = new Set<WindowEntry>();
     let bytes = 0;
     let full = false;
+    let lines = "";
+    let mark: ConsumerPosition | undefined;
     for (;;) {
       const now = Date.now();
       // Those that failed to move to the dead-letter queue take no place of the others.
@@ -370,6 +385,10 @@ export class SharedConsumer {
         }
         bytes += entry.message!.size;
         entry.state = "leased";
+        // First hand-outs go in queue order: one mark after the newest counts them all (a
+        // message handed out before: a line of its own).
+        if (entry.deliveries === 0 && this.#window.firstHandOut(entry)) mark = entry.end;
+        else lines += deliveryLine(entry.key, entry.deliveries + 1);
         if (++entry.deliveries > 1) this.#redelivered++;
         entry.firstAt ??= now;
         entry.lease = ++this.#leaseSeq;
@@ -385,19 +404,25 @@ export class SharedConsumer {
       const batch = await this.#inner.read({ max: space });
       if (batch.length === 0) break;
       let anyAcked = false;
+      const loaded = this.#loaded;
       for (const message of batch) {
         const key = messageKey(message.part, message.offset);
-        const deliveries = this.#loaded.deliveries.get(key) ?? 0;
-        this.#loaded.deliveries.delete(key);
+        // Below the loaded mark without a count of its own: handed out once.
+        const deliveries = loaded.deliveries.get(key) ?? (startsBelow(message.part, message.offset, loaded.mark) ? 1 : 0);
+        loaded.deliveries.delete(key);
         // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
-        const acked = this.#loaded.acked.delete(key);
+        const acked = loaded.acked.delete(key) || loaded.ranges.has(message.part, message.offset);
         anyAcked ||= acked;
         this.#window.add(message, deliveries, acked);
       }
       if (anyAcked) void this.#commits.add("").catch(() => {});
     }
     if (out.length === 0) return { leased: [], counted: Promise.resolve() };
-    const counted = this.#commits.add(out.map((entry) => deliveryLine(entry.key, entry.deliveries)).join(""));
+    if (mark && (!this.#mark || comparePositions(mark, this.#mark) > 0)) {
+      this.#mark = mark;
+      lines += markLine(mark);
+    }
+    const counted = this.#commits.add(lines);
     // Spelled out, not spread: this runs for every message handed out.
     const leased = out.map((entry) => {
       const m = entry.message!;
@@ -462,32 +487,19 @@ export class SharedConsumer {
   /** `extra`: lines written with the ack, in the same journal write. */
   #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
-    return this.#ackEntries([entry], new Set(), extra);
+    return this.#ackEntries([entry], extra);
   }
 
-  /** Marks entries (not acked yet) acknowledged, in one journal write (with `extra` lines); those whose line was not written go back (`failed`). */
-  #ackEntries(entries: WindowEntry[], failed: Set<WindowEntry>, extra = ""): Promise<void> {
-    const messages = entries.map((entry) => entry.message);
-    let lines = extra;
+  /**
+   * Marks entries (not acked yet) acknowledged, in the next journal write (with `extra` lines):
+   * the write renders the round's acks as ranges. Not written: they go back (GroupCommit `failed`).
+   */
+  #ackEntries(entries: WindowEntry[], extra = ""): Promise<void> {
     for (const entry of entries) {
       entry.state = "acked";
-      entry.message = undefined;
       entry.until = 0;
-      lines += ackLine(entry.key);
     }
-    const acking = this.#commits
-      .add(lines, () => {
-        for (const entry of entries) entry.persisted = true;
-      })
-      .catch((error: unknown) => {
-        // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
-        entries.forEach((entry, i) => {
-          if (entry.persisted) return;
-          failed.add(entry);
-          Object.assign(entry, { state: "ready", until: 0, message: messages[i], acking: undefined });
-        });
-        throw error;
-      });
+    const acking = this.#commits.add(extra, entries);
     for (const entry of entries) entry.acking = acking;
     this.#notify();
     return acking;
@@ -556,19 +568,25 @@ export class SharedConsumer {
   /** The state above the floor, as snapshot lines. */
   #snapshotLines(): string {
     const floor = this.#inner.committed;
-    let lines = "";
+    const mark = this.#mark && comparePositions(this.#mark, floor) > 0 ? this.#mark : undefined;
+    const acked: WindowEntry[] = [];
+    let lines = mark ? markLine(mark) : "";
     for (const entry of this.#window.entries()) {
       if (entry.state === "acked") {
-        if (entry.persisted) lines += ackLine(entry.key);
-      } else if (entry.deliveries > 0) lines += deliveryLine(entry.key, entry.deliveries);
+        if (entry.persisted) acked.push(entry);
+      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark))) lines += deliveryLine(entry.key, entry.deliveries);
     }
+    lines += ackLines(acked);
     for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
+    for (const range of this.#loaded.ranges.ahead()) if (!startsBelow(range.part, range.to, floor)) lines += rangeLine(range);
     for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
     const deadLettered = this.#loaded.deadLettered + this.#deadLettered;
     if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
     return lines;
   }
 }
+
+const byPosition = (a: WindowEntry, b: WindowEntry): number => a.part - b.part || a.offset - b.offset;
 
 /** Opens shared consumer `name` of `queue`. See `SharedConsumer`. */
 export function openSharedConsumer(queue: string, name: string, options?: SharedConsumerOptions): Promise<SharedConsumer> {

@@ -1,5 +1,5 @@
 import { crc32Ascii } from "./crc32";
-import type { ConsumerPosition } from "./cursor";
+import { comparePositions, type ConsumerPosition } from "./cursor";
 import type { LogFile, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { sharedJournalPath, sharedStatePath } from "./paths";
@@ -11,13 +11,23 @@ import { writeWhole } from "./write-whole";
  *   line marks the name as a shared consumer's.
  * - `Q_info_shlog_C`, the journal: lines appended since the snapshot.
  * Every line is `<fields>;<crc>\n`, the crc (zlib CRC-32, as the info lines) over the line up to
- * its last `;`: `H;v-queue-shared;1;` (header), `A;<part>;<offset>;` (acknowledged above the
- * floor), `D;<part>;<offset>;<deliveries>;` (delivered that many times, not acknowledged),
- * `L;<count>;` (messages moved to the dead-letter queue since the consumer was created).
- * Both only grow in meaning (a set of acks, counts that only go up), so replaying the journal
- * over any snapshot, twice or in part, gives the same state: a crash between writing the new
- * snapshot and emptying the journal loses nothing. A line with a bad crc (a torn last append)
- * is skipped. Lines at or below the floor mean nothing and are dropped at the next snapshot.
+ * its last `;`:
+ * - `H;v-queue-shared;1;` (header);
+ * - `A;<part>;<offset>;`: the message at `offset` is acknowledged (above the floor);
+ * - `R;<part>;<from>;<to>;<count>;`: every message of `part` whose offset lies in [from, to]
+ *   is acknowledged (`count` of them, for inspection); written only for a run of messages that
+ *   are all acknowledged, one line per run of a group commit instead of one per ack;
+ * - `W;<part>;<position>;<count>;` (the high-water mark): every message before this position
+ *   was handed out at least once. New messages go out in queue order, so one mark per group
+ *   commit, written before the hand-out, counts every first delivery: a message below the
+ *   mark with no `D` line has been handed out once;
+ * - `D;<part>;<offset>;<deliveries>;`: handed out that many times, not acknowledged (written
+ *   for a second hand-out and later; files of earlier versions have one for each hand-out);
+ * - `L;<count>;`: messages moved to the dead-letter queue since the consumer was created.
+ * All only grow in meaning (sets of acks, counts and a mark that only go up), so replaying the
+ * journal over any snapshot, twice or in part, gives the same state: a crash between writing
+ * the new snapshot and emptying the journal loses nothing. A line with a bad crc (a torn last
+ * append) is skipped. Lines at or below the floor mean nothing and are dropped at the next snapshot.
  */
 
 const HEADER = "H;v-queue-shared;1;";
@@ -31,22 +41,102 @@ export const messageKey = (part: number, offset: number): MessageKey => `${part}
 /** Acks above the floor and delivery counts, as loaded. */
 export interface SharedSnapshot {
   acked: Set<MessageKey>;
+  /** `R` lines: runs of acknowledged messages. */
+  ranges: AckRanges;
+  /** Explicit counts (`D` lines); below `mark`, a message without one was handed out once. */
   deliveries: Map<MessageKey, number>;
+  /** The high-water mark (`W`): every message before it was handed out at least once. */
+  mark: ConsumerPosition | undefined;
   /** Messages dead-lettered since the consumer was created. */
   deadLettered: number;
 }
 
+/** A run of acknowledged messages of one part: those whose offset lies in [from, to]. */
+export interface AckRange {
+  part: number;
+  from: number;
+  to: number;
+  count: number;
+}
+
+/** The `R` lines loaded, in order: asked about messages in queue order (the read head's), each question O(1) amortised. */
+export class AckRanges {
+  #ranges: AckRange[] = [];
+  #sorted = true;
+  #next = 0;
+
+  add(range: AckRange): void {
+    const last = this.#ranges.at(-1);
+    if (last && (last.part > range.part || (last.part === range.part && last.from > range.from))) this.#sorted = false;
+    this.#ranges.push(range);
+  }
+
+  get all(): readonly AckRange[] {
+    this.#sort();
+    return this.#ranges;
+  }
+
+  /** Whether a range holds the message at `part`/`offset`; later questions must not be about earlier messages. */
+  has(part: number, offset: number): boolean {
+    this.#sort();
+    const ranges = this.#ranges;
+    while (this.#next < ranges.length && (ranges[this.#next]!.part < part || (ranges[this.#next]!.part === part && ranges[this.#next]!.to < offset))) this.#next++;
+    // Ranges may overlap (a run written twice): any of those starting before the message may hold it.
+    for (let i = this.#next; i < ranges.length && ranges[i]!.part === part && ranges[i]!.from <= offset; i++) if (ranges[i]!.to >= offset) return true;
+    return false;
+  }
+
+  /** The ranges the read head has not passed yet. */
+  ahead(): AckRange[] {
+    this.#sort();
+    return this.#ranges.slice(this.#next);
+  }
+
+  #sort(): void {
+    if (this.#sorted) return;
+    this.#ranges.sort((a, b) => a.part - b.part || a.from - b.from);
+    this.#sorted = true;
+  }
+}
+
+/** A message as the ack lines need it: `seq` tells neighbours (seqs count up by one within a part). */
+export interface AckedMessage {
+  part: number;
+  offset: number;
+  seq: number;
+}
+
+/** Ack lines for `messages` (sorted in queue order): one `R` line per run of neighbours, an `A` line for one alone. */
+export function ackLines(messages: readonly AckedMessage[]): string {
+  let lines = "";
+  for (let i = 0; i < messages.length; ) {
+    const first = messages[i]!;
+    let j = i + 1;
+    while (j < messages.length && messages[j]!.part === first.part && messages[j]!.seq === messages[j - 1]!.seq + 1) j++;
+    lines += j - i === 1 ? line(`A;${first.part};${first.offset};`) : rangeLine({ part: first.part, from: first.offset, to: messages[j - 1]!.offset, count: j - i });
+    i = j;
+  }
+  return lines;
+}
+
+export const markLine = (mark: ConsumerPosition): string => line(`W;${mark.part};${mark.position};${mark.count};`);
+
 export const line = (fields: string): string => `${fields}${crc32Ascii(fields)}\n`;
 const fieldsOf = (key: MessageKey): string => key.replace(".", ";");
 export const ackLine = (key: MessageKey): string => line(`A;${fieldsOf(key)};`);
+export const rangeLine = (range: AckRange): string => line(`R;${range.part};${range.from};${range.to};${range.count};`);
 export const deliveryLine = (key: MessageKey, deliveries: number): string => line(`D;${fieldsOf(key)};${deliveries};`);
 export const deadLetteredLine = (count: number): string => line(`L;${count};`);
 
 /** Whether the message at `key` lies before `floor` (acknowledged through the pop line). */
 export function isBelow(key: MessageKey, floor: ConsumerPosition): boolean {
   const [part, offset] = key.split(".").map(Number) as [number, number];
-  return part < floor.part || (part === floor.part && offset < floor.position);
+  return startsBelow(part, offset, floor);
 }
+
+/** Whether the message starting at `part`/`offset` lies before `position`. */
+export const startsBelow = (part: number, offset: number, position: ConsumerPosition | undefined): boolean =>
+  position !== undefined && (part < position.part || (part === position.part && offset < position.position));
 
 export class SharedState {
   readonly #driver: QueueDriver;
@@ -81,7 +171,7 @@ export class SharedState {
 
   /** Reads the snapshot and the journal; lines with a bad crc are reported and skipped. */
   async load(onProblem: (problem: QueueProblem) => void): Promise<SharedSnapshot> {
-    const state: SharedSnapshot = { acked: new Set(), deliveries: new Map(), deadLettered: 0 };
+    const state: SharedSnapshot = { acked: new Set(), ranges: new AckRanges(), deliveries: new Map(), mark: undefined, deadLettered: 0 };
     const snapshot = await this.#driver.readRecord(sharedStatePath(this.#queue, this.#consumer));
     const journal = await this.#driver.openLog(sharedJournalPath(this.#queue, this.#consumer), { create: false });
     let journalText = "";
@@ -102,8 +192,13 @@ export class SharedState {
         bad++;
         continue;
       }
-      const [kind, a, b, c] = fields.split(";");
+      const [kind, a, b, c, d] = fields.split(";");
       if (kind === "A") state.acked.add(`${Number(a)}.${Number(b)}`);
+      else if (kind === "R") state.ranges.add({ part: Number(a), from: Number(b), to: Number(c), count: Number(d) });
+      else if (kind === "W") {
+        const mark = { part: Number(a), position: Number(b), count: Number(c) };
+        if (!state.mark || comparePositions(mark, state.mark) > 0) state.mark = mark;
+      }
       else if (kind === "D") {
         const key = `${Number(a)}.${Number(b)}`;
         state.deliveries.set(key, Math.max(state.deliveries.get(key) ?? 0, Number(c)));

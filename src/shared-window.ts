@@ -11,9 +11,15 @@ import { messageKey, type MessageKey } from "./shared-state";
 
 export interface WindowEntry {
   key: MessageKey;
+  /** Its number in the window: one more than the entry before it. */
+  n: number;
+  part: number;
+  offset: number;
+  /** The message's seq in its part: neighbours in a part differ by one (ack ranges). */
+  seq: number;
   /** The position after the message: the floor once it and all before it are acknowledged. */
   end: ConsumerPosition;
-  /** The message as first read; `undefined` once acknowledged. */
+  /** The message as first read; `undefined` once its ack is written. */
   message: Message | undefined;
   /** Handed out this many times (counted at hand-out, kept across restarts). */
   deliveries: number;
@@ -49,6 +55,10 @@ export interface WindowSummary {
 export class SharedWindow {
   #entries: WindowEntry[] = [];
   #head = 0;
+  /** The number of `#entries[0]`. */
+  #base = 0;
+  /** The number of the oldest entry maybe never handed out nor acknowledged. */
+  #fresh = 0;
   readonly #byKey = new Map<MessageKey, WindowEntry>();
 
   get size(): number {
@@ -64,10 +74,25 @@ export class SharedWindow {
     const key = messageKey(message.part, message.offset);
     // Bytes are views into a 1 MiB read chunk: a copy, so a kept body does not keep the chunk.
     const kept = typeof message.data === "string" ? message : { ...message, data: message.data.slice() };
-    const entry: WindowEntry = { key, end: positionAfter(message), message: acked ? undefined : kept, deliveries, state: acked ? "acked" : "ready", until: 0, lease: 0, persisted: acked };
+    const entry: WindowEntry = { key, n: this.#base + this.#entries.length, part: message.part, offset: message.offset, seq: message.seq, end: positionAfter(message), message: acked ? undefined : kept, deliveries, state: acked ? "acked" : "ready", until: 0, lease: 0, persisted: acked };
     this.#entries.push(entry);
     this.#byKey.set(key, entry);
     return entry;
+  }
+
+  /**
+   * Before the first hand-out of `entry`: true when every entry before it was handed out or
+   * acknowledged (then a high-water mark after it counts it). Amortised O(1).
+   */
+  firstHandOut(entry: WindowEntry): boolean {
+    this.#fresh = Math.max(this.#fresh, this.#base + this.#head);
+    for (let i = this.#fresh - this.#base; i < this.#entries.length; i++, this.#fresh++) {
+      const next = this.#entries[i]!;
+      if (next.state !== "acked" && next.deliveries === 0) break;
+    }
+    if (entry.n !== this.#fresh) return false;
+    this.#fresh++;
+    return true;
   }
 
   /**
@@ -121,6 +146,7 @@ export class SharedWindow {
     // Reclaim the dropped slots now and then (amortised O(1) per entry).
     if (this.#head > 1024 && this.#head * 2 > this.#entries.length) {
       this.#entries = this.#entries.slice(this.#head);
+      this.#base += this.#head;
       this.#head = 0;
     }
     return last;

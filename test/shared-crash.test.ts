@@ -17,6 +17,8 @@ describe("a shared consumer's process killed with SIGKILL", () => {
     await q.close();
     const acked = new Set<string>();
     const delivered = new Set<string>();
+    /** Hand-outs each message was seen in (printed by a child before it was killed). */
+    const seen = new Map<string, number>();
     for (let run = 0; run < 4; run++) {
       const child = startChild("shared-worker", dir, "jobs", "w");
       await child.waitFor((line) => line === "ready");
@@ -29,16 +31,23 @@ describe("a shared consumer's process killed with SIGKILL", () => {
       }
       for (const line of child.lines) if (line.startsWith("ack ")) acked.add(line.slice(4));
       for (const line of child.lines) if (line.startsWith("got ")) delivered.add(line.slice(4));
+      for (const line of child.lines) if (line.startsWith("got ")) seen.set(line.slice(4), (seen.get(line.slice(4)) ?? 0) + 1);
     }
     expect(acked.size).toBeGreaterThan(0);
     const shared = await SharedConsumer.open("jobs", "w", { driver, onProblem: () => {} });
     const rest: string[] = [];
+    const forgotten: string[] = [];
     for (let batch = await shared.poll({ max: 500, timeoutMs: 0 }); batch.length > 0; batch = await shared.poll({ max: 500, timeoutMs: 0 })) {
       for (const m of batch) {
         rest.push(m.data as string);
+        // A crash never forgets a delivery: each hand-out a child printed was counted before it went out
+        // (first hand-outs by the high-water mark line, later ones by their own line).
+        if (m.deliveries < (seen.get(m.data as string) ?? 0) + 1) forgotten.push(`${m.data as string}: ${m.deliveries}`);
         await shared.ack(m);
       }
     }
+    expect(forgotten).toEqual([]);
+    expect(rest.some((body) => seen.has(body))).toBe(true);
     expect(rest.filter((body) => acked.has(body))).toEqual([]);
     expect(new Set(rest).size).toBe(rest.length);
     // None lost: what is not handed out now was handed out before (acked, the last "ack" line maybe cut by the kill).

@@ -164,6 +164,38 @@ describe("client: shared consumers", () => {
     expect(await clientOf(s).lease("q", "w")).toEqual([]);
   });
 
+  it("worker(): with fast handlers a second lease request overlaps the first; with slow ones only one is asked at a time", async () => {
+    const s = await startServer();
+    await fill(s, 3000);
+    const track = () => {
+      const t = { now: 0, most: 0 };
+      const fetch: typeof globalThis.fetch = async (input, init) => {
+        const lease = String(input instanceof Request ? input.url : input).endsWith("/lease");
+        if (lease) t.most = Math.max(t.most, ++t.now);
+        try {
+          return await globalThis.fetch(input, init);
+        } finally {
+          if (lease) t.now--;
+        }
+      };
+      return { t, client: createClient({ baseURL: s.url, fetch }) };
+    };
+    const fast = track();
+    let handled = 0;
+    const w = fast.client.worker("q", "fast", () => void handled++, { batch: 50, ...quiet });
+    await until(() => handled === 3000);
+    await w.stop();
+    expect(fast.t.most).toBe(2);
+
+    const slow = track();
+    let started = 0;
+    const ws = slow.client.worker("q", "slow", () => (started++, sleep(30)), { concurrency: 2, batch: 10, ...quiet });
+    await until(() => started >= 20);
+    await ws.stop();
+    expect(slow.t.most).toBe(1);
+    await s.close();
+  });
+
   it("worker(): rides out a server restart (network errors retried), and rejects done on an error it cannot recover from", async () => {
     const s = await startServer();
     await fill(s, 3);

@@ -1,9 +1,11 @@
-import { appendFile, readFile, stat } from "node:fs/promises";
+import { appendFile, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
+import { positionAfter } from "../../src/cursor";
 import type { QueueProblem } from "../../src/errors";
 import { sharedJournalPath, sharedStatePath } from "../../src/paths";
+import { line } from "../../src/shared-state";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { QueueWriter } from "../../src/writer";
 import { useTempDirs } from "../helpers/tmp";
@@ -42,9 +44,10 @@ describe("a shared consumer's state files (fs)", () => {
     const [m0, m1, m2] = await c.poll({ max: 3 });
     await c.ack(m1!);
     await c.close();
-    // The snapshot: the header, m1's ack, m0's and m2's delivery counts.
+    // The snapshot: the header, the high-water mark after m2 (m0 and m2 handed out once), m1's ack.
     const lines = (await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean);
-    expect(lines.map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", "D;0;0;1", `A;0;${m1!.offset}`, `D;0;${m2!.offset};1`]);
+    const after = positionAfter(m2!);
+    expect(lines.map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", `W;0;${after.position};${after.count}`, `A;0;${m1!.offset}`]);
     // What a crash in the middle of an append leaves: no crc, no newline.
     await appendFile(join(dir, sharedJournalPath("q", "s")), "A;0;999;12");
     const problems: QueueProblem[] = [];
@@ -53,5 +56,71 @@ describe("a shared consumer's state files (fs)", () => {
     const got = await again.poll({ max: 5 });
     expect(got.map((m) => m.data)).toEqual([m0!.data, m2!.data]);
     await again.close();
+  });
+});
+
+describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the lines of earlier versions", () => {
+  const body = (lines: string[]) => lines.map((fields) => line(fields)).join("");
+  const kinds = async (dir: string) =>
+    (await readFile(join(dir, sharedStatePath("q", "s")), "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.split(";")[0]);
+
+  it("count first hand-outs by one mark, acks of neighbours by one range; both load again, replayed twice", async () => {
+    const { dir, driver } = await filled(6);
+    const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false });
+    const got = await c.poll({ max: 6 });
+    expect(await c.ackAll([got[1]!, got[2]!, got[3]!])).toEqual([undefined, undefined, undefined]);
+    const journal = await readFile(join(dir, sharedJournalPath("q", "s")), "utf8");
+    // One W line for the 6 hand-outs, one R line for the 3 acks: no line per message.
+    expect(journal.split("\n").filter(Boolean).map((l) => l.split(";").slice(0, -1).join(";"))).toEqual([
+      `W;0;${positionAfter(got[5]!).position};6`,
+      `R;0;${got[1]!.offset};${got[3]!.offset};3`,
+    ]);
+    await c.close();
+    expect(await kinds(dir)).toEqual(["H", "W", "R"]);
+    // The snapshot's lines again in the journal (a crash between snapshot and emptied journal): the same state.
+    const snapshot = await readFile(join(dir, sharedStatePath("q", "s")), "utf8");
+    await appendFile(join(dir, sharedJournalPath("q", "s")), snapshot.split("\n").slice(1).join("\n"));
+    const again = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2 });
+    const back = await again.poll({ max: 10 });
+    expect(back.map((m) => [m.data, m.deliveries])).toEqual([["m0", 2], ["m4", 2], ["m5", 2]]);
+    await again.close();
+    // Their second hand-out has lines of its own: at the third open they are due a third, past maxDeliveries 2.
+    const third = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2 });
+    expect(await third.poll({ max: 10, timeoutMs: 0 })).toEqual([]);
+    expect(third.stats.deadLetteredTotal).toBe(3);
+    await third.close();
+  });
+
+  it("skip a torn mark or range line: no message is taken as handed out or acknowledged by it", async () => {
+    const { dir, driver } = await filled(4);
+    await (await SharedConsumer.open("q", "s", { driver, syncCommits: false })).close();
+    const whole = body(["A;0;0;"]);
+    await appendFile(join(dir, sharedJournalPath("q", "s")), `${whole}R;0;0;999;4;1234\nW;0;999;4;`);
+    const problems: QueueProblem[] = [];
+    const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: (p) => problems.push(p) });
+    expect(problems.map((p) => p.message)).toEqual([expect.stringContaining("skipped 2 damaged line(s)")]);
+    const got = await c.poll({ max: 10 });
+    expect(got.map((m) => [m.data, m.deliveries])).toEqual([["m1", 1], ["m2", 1], ["m3", 1]]);
+    await c.close();
+  });
+
+  it("load the files of earlier versions (a D line per hand-out, an A line per ack), and hand-written ranges", async () => {
+    const { dir, driver } = await filled(6);
+    await (await SharedConsumer.open("q", "s", { driver, syncCommits: false })).close();
+    const offsets = (await (async () => {
+      const peek = await SharedConsumer.open("q", "peek", { driver, syncCommits: false });
+      const all = await peek.poll({ max: 6 });
+      await peek.close();
+      return all.map((m) => m.offset);
+    })()) as number[];
+    await writeFile(join(dir, sharedStatePath("q", "s")), body(["H;v-queue-shared;1;", "D;0;0;1;", `A;0;${offsets[1]};`, `D;0;${offsets[2]};3;`]));
+    await writeFile(join(dir, sharedJournalPath("q", "s")), body([`R;0;${offsets[3]};${offsets[4]};2;`, `D;0;${offsets[5]};1;`]));
+    const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 10 });
+    const got = await c.poll({ max: 10 });
+    expect(got.map((m) => [m.data, m.deliveries])).toEqual([["m0", 2], ["m2", 4], ["m5", 2]]);
+    await c.close();
   });
 });

@@ -61,9 +61,11 @@ export interface WorkerCalls {
 
 interface Held {
   message: AnyLeasedMessage;
-  /** Local time the lease runs out (counted from when it was asked for: never later than the server's). */
+  /** Local time the lease runs out: the server's remaining time when it answered, from the answer's arrival, less a margin. */
   expires: number;
   leaseMs: number;
+  /** The server refused to extend it (it ran out, or went to another): not asked again. */
+  lost?: boolean;
 }
 
 const defaultBackoff = (deliveries: number) => Math.min(100 * 2 ** Math.max(0, deliveries - 1), 30_000);
@@ -71,6 +73,8 @@ const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5000;
 const SEND_ATTEMPTS = 5;
 const MAX_BATCH = 1000;
+/** Taken off a lease's time for the answer's way back (the server counted from its answer). */
+const LEASE_MARGIN_MS = 200;
 
 /**
  * Runs `handler` on a shared consumer's messages, `concurrency` at once: leases ahead (so a
@@ -221,7 +225,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   /** Extends the leases past half their time: of running handlers, and of messages waiting for one. */
   const extendTicker = setInterval(() => {
     const now = Date.now();
-    const due = [...running, ...waiting].filter((h) => h.expires - now < h.leaseMs / 2);
+    const due = [...running, ...waiting].filter((h) => !h.lost && h.expires - now < h.leaseMs / 2);
     if (due.length === 0) return;
     // Grouped by lease time: one request per group.
     for (const ms of new Set(due.map((h) => h.leaseMs))) {
@@ -230,7 +234,13 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       send("extend", async () => {
         const { extended } = await calls.extend(group.map((h) => h.message.lease), ms);
         const ok = new Set(extended.map((e) => e.lease));
-        for (const h of group) if (ok.has(h.message.lease)) h.expires = sentAt + ms;
+        for (const h of group) {
+          if (ok.has(h.message.lease)) h.expires = sentAt + ms;
+          else if (!h.lost) {
+            h.lost = true;
+            onError(new Error(`extend of ${h.message.lease} refused: its lease ran out or it went to another worker`), h.message);
+          }
+        }
       });
       for (const h of group) h.expires = Math.max(h.expires, now + 1); // not asked again before the answer
     }
@@ -243,7 +253,6 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
         await new Promise<void>((resolve) => wakes.push(resolve));
         continue;
       }
-      const sentAt = Date.now();
       let got: LeaseBatch;
       const leaseAbort = new AbortController();
       const max = batch;
@@ -266,7 +275,8 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       if (options.batch === undefined && starved && got.messages.length === max && max === batch) batch = Math.min(MAX_BATCH, batch * 2);
       starved = false;
       backlog = got.messages.length === max;
-      const expires = sentAt + got.leaseMs;
+      // From the answer's arrival, not the request's: a long poll may have waited longer than a lease.
+      const expires = Date.now() + got.leaseMs - Math.min(LEASE_MARGIN_MS, got.leaseMs / 10);
       for (const message of got.messages) waiting.push({ message, expires, leaseMs: got.leaseMs });
       if (stopping) break;
       pump();

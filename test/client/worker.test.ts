@@ -125,6 +125,23 @@ describe("client: shared consumers", () => {
     expect(await other.lease("q", "w")).toEqual([]);
   });
 
+  it("worker(): a message leased late in a long poll longer than its lease is handled, not dropped as expired", async () => {
+    const s = await startServer();
+    {
+      const client = clientOf(s);
+      await client.produce("q", ["warm"]);
+      const handled: string[] = [];
+      const worker = client.worker("q", "w", (m) => void handled.push(String(m.data)), { leaseMs: 1000, pollTimeoutMs: 5000, ...quiet });
+      await sleep(1800); // the next long poll has waited longer than a lease
+      await client.produce("q", ["late"]);
+      for (let i = 0; i < 60 && handled.length < 2; i++) await sleep(50);
+      await worker.stop();
+      expect(handled).toEqual(["warm", "late"]);
+      const [w] = (await client.consumers("q")).consumers;
+      expect(w!.redelivered ?? 0).toBe(0);
+    }
+  }, 20_000);
+
   it("worker(): stop() lets running handlers finish and acks them, gives back what waits at once, leases nothing more", async () => {
     const s = await startServer();
     await fill(s, 20);

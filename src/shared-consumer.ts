@@ -253,7 +253,11 @@ export class SharedConsumer {
       this.#assertOpen();
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      if (entry) return this.#ack(entry);
+      if (entry) {
+        const refused = this.#ackRefusal(entry, ref);
+        if (refused) throw refused;
+        return this.#ack(entry);
+      }
       if (isBelow(key, this.#floor)) return Promise.resolve();
       throw this.#notHandedOut(key);
     } catch (error) {
@@ -273,7 +277,9 @@ export class SharedConsumer {
     refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
+      const refused = entry && this.#ackRefusal(entry, ref);
+      if (refused) errors[i] = refused;
+      else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
       else if (!isBelow(key, this.#floor)) errors[i] = this.#notHandedOut(key);
     });
@@ -480,6 +486,20 @@ export class SharedConsumer {
     return entry;
   }
 
+  /**
+   * Why an ack of `entry` with `ref` is refused, if it is: never handed out (a lease this process
+   * never gave), with another worker now (a newer lease still running), or moving to the
+   * dead-letter queue. A lease that ran out is still taken while nobody else holds the message:
+   * its work is done.
+   */
+  #ackRefusal(entry: WindowEntry, ref: LeaseRef): VQueueError | undefined {
+    if (entry.state === "acked") return undefined;
+    if (entry.deliveries === 0 || !Number.isSafeInteger(ref.lease) || ref.lease < 1 || ref.lease > this.#leaseSeq) return this.#notHandedOut(entry.key);
+    if (entry.state !== "leased" || (entry.lease === ref.lease && entry.until !== Infinity)) return undefined;
+    const why = entry.until === Infinity ? "it is moving to the dead-letter queue" : entry.until > Date.now() ? `it is with another worker now (lease ${entry.lease})` : undefined;
+    return why === undefined ? undefined : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
+  }
+
   #notHandedOut(key: string): VQueueError {
     return new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
   }
@@ -517,6 +537,7 @@ export class SharedConsumer {
       await writer.push(JSON.stringify(deadLetterOf(this.queue, this.name, message, entry.deliveries, entry.error)));
     } catch (error) {
       this.#dlq = undefined;
+      // No ack can come meanwhile (#ackRefusal: it is moving): it is due again.
       entry.state = "ready";
       entry.until = 0;
       throw error;

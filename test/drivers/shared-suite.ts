@@ -275,6 +275,26 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(await c2.poll({ timeoutMs: 0 })).toEqual([]);
     });
 
+    it("an ack is refused (E_LEASE) from a lease whose message is with another worker now, or with a lease never given; a late one is taken while nobody holds it", async () => {
+      const { driver } = await setup();
+      await fill(driver, 3);
+      const c = await shared(driver);
+      const [a] = await c.poll({ max: 1, leaseMs: 30 });
+      await new Promise((done) => setTimeout(done, 60));
+      const [b] = await c.poll({ max: 1, leaseMs: 10_000 }); // another worker has it now
+      expect(b!.offset).toBe(a!.offset);
+      await expect(c.ack(a!)).rejects.toMatchObject({ code: "E_LEASE" });
+      expect((await c.ackAll([a!]))[0]).toMatchObject({ code: "E_LEASE" });
+      const [first, second] = await c.poll({ max: 2, leaseMs: 30 });
+      await expect(c.ack({ ...second!, lease: second!.lease + 1000 })).rejects.toMatchObject({ code: "E_LEASE" }); // never given
+      await new Promise((done) => setTimeout(done, 60));
+      await c.ack(second!); // ran out, nobody took it since: the work is done
+      await c.ack(b!);
+      // Only the one whose lease ran out unacknowledged comes again.
+      expect((await c.poll({ max: 10, timeoutMs: 0 })).map((m) => m.offset)).toEqual([first!.offset]);
+      await c.close();
+    });
+
     it("a message whose last delivery ended with a restart is dead-lettered saying so", async () => {
       const ctx = await setup();
       await fill(ctx.driver, 1);

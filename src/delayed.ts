@@ -35,6 +35,8 @@ const text = new TextDecoder();
 interface Pending {
   id: number;
   index: number;
+  /** When its ADD was accepted: ids start again at 1 once the file is emptied, this tells two of them apart. */
+  acceptedAt: number;
   due: number;
   type: number;
   at: number;
@@ -60,8 +62,12 @@ export interface DelayedOptions {
   onKeyed: (key: string, count: number, until: number, acceptedAt: number) => Promise<void>;
 }
 
-/** The idempotency key of a delayed message's move: a control character no caller's key holds. */
-export const moveKey = (id: number, index: number): string => `\u0001delay:${id}:${index}`;
+/**
+ * The idempotency key of a delayed message's move: a control character no caller's key holds.
+ * Ids start again at 1 once the file is emptied, while the idempotency file still holds the moves
+ * of the ids before (within the window): the ADD's acceptance time makes the key unique for good.
+ */
+export const moveKey = (p: Pick<Pending, "id" | "index" | "acceptedAt">): string => `\u0001delay:${p.acceptedAt}:${p.id}:${p.index}`;
 
 export class DelayedStore {
   /** Pending messages, by due time (then id, index: the order they were produced in). */
@@ -93,7 +99,7 @@ export class DelayedStore {
       }
       store.#moved = moved.size;
       // Moved, though the crash came before its MOVED frame: not pushed again.
-      store.#pending = pending.filter((p) => !options.isMoved(moveKey(p.id, p.index))).sort(byDue);
+      store.#pending = pending.filter((p) => !options.isMoved(moveKey(p))).sort(byDue);
       await store.#compactIfWorth();
       return store;
     } catch (error) {
@@ -179,7 +185,7 @@ export class DelayedStore {
         const messages: DueMessage[] = [];
         for (const p of due) {
           const body = await this.log.read(p.at, p.length);
-          messages.push({ key: moveKey(p.id, p.index), data: p.type === TYPE_STRING ? text.decode(body) : body });
+          messages.push({ key: moveKey(p), data: p.type === TYPE_STRING ? text.decode(body) : body });
         }
         await this.options.push(messages);
         // Not fsync'd: a MOVED frame lost to a crash is made up for by the idempotency key (see above).
@@ -227,7 +233,7 @@ function readAdd(payload: Uint8Array, at: number): { id: number; due: number; ac
   for (let i = 0; i < count; i++) {
     const type = r.u8();
     const length = r.u32();
-    messages.push({ id, index: firstIndex + i, due, type, at: at + r.at, length });
+    messages.push({ id, index: firstIndex + i, acceptedAt, due, type, at: at + r.at, length });
     r.at += length;
   }
   return { id, due, acceptedAt, key, count, messages };

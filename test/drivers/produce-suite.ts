@@ -217,6 +217,25 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       expect((await third.produce(["later"], { key: "key-2" })).replayed).toBe(true);
     });
 
+    it("a delayed message produced after a restart is not taken for an earlier one's move (ids start again once the file is emptied)", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      await w.produce(["first"], { delayMs: 30 });
+      const c = await reader(ctx.driver);
+      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      await sleep(50); // moved; nothing pending: the delayed file is emptied
+      await w.close();
+      const again = await writer(ctx.reopen()); // a restart within the idempotency window
+      await again.produce(["second"], { delayMs: 30 });
+      const got: string[] = [];
+      for (const deadline = Date.now() + 2000; got.length < 2 && Date.now() < deadline; ) {
+        await c.wait({ timeoutMs: 300 });
+        got.push(...(await readAll(c)));
+        await c.commit();
+      }
+      expect(got).toEqual(["first", "second"]);
+    });
+
     it("deleteQueue removes the side files", async () => {
       const { driver } = await setup();
       const w = await writer(driver);

@@ -74,6 +74,8 @@ export class DelayedStore {
   #pending: Pending[] = [];
   #nextId = 1;
   #moved = 0;
+  /** ADDs appended or being appended, not in `#pending` yet: the file must not be emptied under them. */
+  #adding = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #moving: Promise<void> | undefined;
   #stopped = false;
@@ -129,8 +131,13 @@ export class DelayedStore {
     const w = new FieldWriter().u8(ADD).f64(id).f64(due).f64(Date.now()).bytes(utf8.encode(key)).u32(0).u32(items.length);
     for (const item of items) w.u8(typeof item === "string" ? TYPE_STRING : TYPE_OBJECT).bytes(typeof item === "string" ? utf8.encode(item) : item);
     const payload = w.done();
-    const at = await this.log.append([payload], this.options.sync);
-    for (const p of readAdd(payload, at).messages) this.#insert(p);
+    this.#adding++;
+    try {
+      const at = await this.log.append([payload], this.options.sync);
+      for (const p of readAdd(payload, at).messages) this.#insert(p);
+    } finally {
+      this.#adding--;
+    }
     this.#schedule();
   }
 
@@ -201,9 +208,13 @@ export class DelayedStore {
     }
   }
 
-  /** Empties the file once every message in it is moved (nothing pending can be lost so). */
+  /**
+   * Empties the file once every message in it is moved (nothing pending can be lost so). An ADD
+   * whose append is queued in the log is counted in `#adding` from before it is queued: the
+   * rewrite, queued now (no await in between), would cut it off.
+   */
   async #compactIfWorth(): Promise<void> {
-    if (this.#moved === 0 || this.#pending.length > 0) return;
+    if (this.#moved === 0 || this.#pending.length > 0 || this.#adding > 0) return;
     await this.log.rewrite([], this.options.sync);
     this.#moved = 0;
   }

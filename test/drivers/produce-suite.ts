@@ -1,7 +1,7 @@
 // Delayed messages and idempotent produce (src/produce.ts) on every driver: timing, order,
 // both kinds of consumer, restarts, keys, windows, and INTENTs a crash left behind.
 import { afterEach, describe, expect, it } from "vitest";
-import type { QueueDriver } from "../../src/driver";
+import type { LogFile, QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { SharedConsumer } from "../../src/shared-consumer";
@@ -13,6 +13,27 @@ import type { EngineTestContext } from "./engine-suite";
 
 const quiet = { durability: "none", onProblem: () => {} } as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A driver whose appends to delayed side files take `ms` (a slow disk or fsync). */
+function slowDelayed(inner: QueueDriver, ms: number): QueueDriver {
+  const slow = (log: LogFile): LogFile => new Proxy(log, {
+    get(target, prop) {
+      if (prop === "append") return async (at: number, data: Uint8Array) => (await sleep(ms), target.append(at, data));
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "openLog") return async (path: string, o: { create: boolean }) => {
+        const log = await target.openLog(path, o);
+        return log && path === delayedPath("q") ? slow(log) : log;
+      };
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
 
 export function produceTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
   describe("delayed messages and idempotent produce", () => {
@@ -234,6 +255,24 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
         await c.commit();
       }
       expect(got).toEqual(["first", "second"]);
+    });
+
+    it("a delayed produce acknowledged while the last due message moves is not lost to the file's compaction", async () => {
+      const ctx = await setup();
+      const w = await writer(slowDelayed(ctx.driver, 100));
+      await w.produce(["A"], { delayMs: 10 });
+      await sleep(50); // A's move is under way: its MOVED append takes 100 ms
+      expect((await w.produce(["B"], { delayMs: 60_000 })).until).toBeGreaterThan(0);
+      await sleep(200);
+      await w.close();
+      await writer(ctx.reopen());
+      const c = await reader(ctx.reopen());
+      expect(await readAll(c)).toEqual(["A"]);
+      // B is still pending: its ADD survived.
+      const log = (await ctx.driver.openLog(delayedPath("q"), { create: false }))!;
+      const size = await log.size();
+      await log.close();
+      expect(size).toBeGreaterThan(0);
     });
 
     it("deleteQueue removes the side files", async () => {

@@ -197,6 +197,8 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const store = await IdempotencyStore.open(ctx.driver, "q", { windowMs: 60_000, maxKeys: 10, sync: false, onProblem: () => {} });
       await store.intents([{ key: "in", skip: 0, count: 1 }], written.part, written.seq - 1);
       await store.intents([{ key: "lost", skip: 0, count: 1 }], written.part, written.seq);
+      // Compaction while they are unsettled keeps them.
+      await store.compact();
       await store.close();
       const again = await writer(ctx.reopen());
       expect(await again.produce(["written"], { key: "in" })).toMatchObject({ replayed: true, first: written, last: written });
@@ -273,6 +275,27 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const size = await log.size();
       await log.close();
       expect(size).toBeGreaterThan(0);
+    });
+
+    it("the idempotency file is compacted while the writer runs: bounded by the keys in their window", async () => {
+      const { driver } = await setup();
+      // The cap keeps 200 keys (the window, a minute, keeps them all): the file is bounded by those.
+      const w = await writer(driver, { idempotencyMaxKeys: 200, idempotencyWindowMs: 60_000 });
+      const sizes: number[] = [];
+      for (let round = 0; round < 4; round++) {
+        // Concurrent: compaction runs while other keyed produces are in flight.
+        await Promise.all(Array.from({ length: 1000 }, (_, i) => w.produce([`m${round}.${i}`], { key: `k${round}.${i}` })));
+        const log = (await driver.openLog(idempotencyPath("q"), { create: false }))!;
+        sizes.push(await log.size());
+        await log.close();
+      }
+      // 4,000 keyed produces are some 500 KB of frames uncompacted.
+      expect(Math.max(...sizes)).toBeLessThan(150_000);
+      expect((await w.produce(["again"], { key: "k3.999" })).replayed).toBe(true);
+      await w.close();
+      // What compaction kept opens again: the keys in the cap are still known.
+      const again = await writer(driver, { idempotencyMaxKeys: 200, idempotencyWindowMs: 60_000 });
+      expect((await again.produce(["again"], { key: "k3.999" })).replayed).toBe(true);
     });
 
     it("deleteQueue removes the side files", async () => {

@@ -7,7 +7,8 @@
  * - ADD, one per delayed produce, fsync'd (as the writer's durability says) before it is
  *   acknowledged: an id, the due time, when it was accepted, the produce's idempotency key
  *   (maybe empty), then its messages (type and body each).
- * - MOVED (id, index), once a message is in the queue.
+ * - MOVED (id, index), once a message is in the queue; synced (durability "fsync") before the
+ *   message's move key is forgotten.
  * Only the pending messages' due time and where their bodies are in the file stay in memory
  * (some 60 bytes each); bodies are read back when due. The move is idempotent: each message goes
  * through the writer's idempotent push (idempotency.ts) under a key of its own, so a crash
@@ -51,6 +52,11 @@ export interface DueMessage {
 
 export interface DelayedOptions {
   sync: boolean;
+  /**
+   * Sync MOVED frames before their keys are forgotten (durability "fsync": the pushed message is
+   * durable by then). Not with "interval": a MOVED frame durable before its message would lose it.
+   */
+  syncMoved: boolean;
   onProblem: (problem: QueueProblem) => void;
   /** Pushes due messages into the queue (idempotently, by key). */
   push: (messages: DueMessage[]) => Promise<void>;
@@ -99,9 +105,12 @@ export class DelayedStore {
         if (add.key) await options.onKeyed(add.key, add.count, add.due, add.acceptedAt);
         for (const p of add.messages) if (!moved.has(`${p.id}:${p.index}`)) pending.push(p);
       }
-      store.#moved = moved.size;
-      // Moved, though the crash came before its MOVED frame: not pushed again.
-      store.#pending = pending.filter((p) => !options.isMoved(moveKey(p))).sort(byDue);
+      // Moved, though the crash came before its MOVED frame: not pushed again, and its MOVED
+      // frame is written now, so that its key may go (forgotten by the caller once this is open).
+      const late = pending.filter((p) => options.isMoved(moveKey(p)));
+      if (late.length > 0) await log.append(late.map(movedFrame), options.syncMoved);
+      store.#moved = moved.size + late.length;
+      store.#pending = pending.filter((p) => !late.includes(p)).sort(byDue);
       await store.#compactIfWorth();
       return store;
     } catch (error) {
@@ -195,8 +204,8 @@ export class DelayedStore {
           messages.push({ key: moveKey(p), data: p.type === TYPE_STRING ? text.decode(body) : body });
         }
         await this.options.push(messages);
-        // Not fsync'd: a MOVED frame lost to a crash is made up for by the idempotency key (see above).
-        await this.log.append(due.map((p) => new FieldWriter().u8(MOVED).f64(p.id).u32(p.index).done()), false);
+        // Durable (with "fsync") before the keys go: else a power cut could lose the frame and the key both.
+        await this.log.append(due.map(movedFrame), this.options.syncMoved);
         this.options.onMoved(messages.map((m) => m.key));
         this.#pending.splice(0, n);
         this.#moved += n;
@@ -222,6 +231,10 @@ export class DelayedStore {
 
 function byDue(a: Pending, b: Pending): number {
   return a.due - b.due || a.id - b.id || a.index - b.index;
+}
+
+function movedFrame(p: Pending): Uint8Array {
+  return new FieldWriter().u8(MOVED).f64(p.id).u32(p.index).done();
 }
 
 function readMoved(payload: Uint8Array): string {

@@ -121,9 +121,15 @@ export class IdempotencyStore {
     return store;
   }
 
-  /** The first result of `key` while its window lasts (undefined when unknown or expired). */
+  /**
+   * The first result of `key` while its window lasts (undefined when unknown or expired). The
+   * engine's own keys have no window: a move's key is kept until its MOVED frame is written
+   * (`forget`, `forgetMoves`), however long that takes, else the message could be moved twice.
+   */
   known(key: string): Stored | undefined {
-    const entry = this.#entries.get(key) ?? this.#internal.get(key);
+    const internal = this.#internal.get(key);
+    if (internal) return internal.result;
+    const entry = this.#entries.get(key);
     if (entry && entry.acceptedAt + this.options.windowMs <= Date.now()) return undefined;
     return entry?.result;
   }
@@ -185,6 +191,11 @@ export class IdempotencyStore {
     for (const key of keys) this.#internal.delete(key);
   }
 
+  /** Forgets every move's key (at open, once the delayed store has written the MOVED frames of the moves they tell of). */
+  forgetMoves(): void {
+    this.#internal.clear();
+  }
+
   #set(key: string, entry: Entry): void {
     const map = key.charCodeAt(0) < 0x20 ? this.#internal : this.#entries;
     map.delete(key);
@@ -208,7 +219,7 @@ export class IdempotencyStore {
    */
   async compact(): Promise<void> {
     const now = Date.now();
-    for (const map of [this.#entries, this.#internal]) for (const [key, entry] of map) if (entry.acceptedAt + this.options.windowMs <= now) map.delete(key);
+    for (const [key, entry] of this.#entries) if (entry.acceptedAt + this.options.windowMs <= now) this.#entries.delete(key);
     for (const [key, intent] of this.#intents) if (!this.#inflight.has(key) && intent.at + this.options.windowMs <= now) this.#intents.delete(key);
     const payloads = [...this.#entries, ...this.#internal].map(([key, e]) => writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(e.acceptedAt), e.result).done());
     for (const intent of this.#intents.values()) payloads.push(intent.payload);

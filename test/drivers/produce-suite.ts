@@ -298,6 +298,29 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       expect((await again.produce(["again"], { key: "k3.999" })).replayed).toBe(true);
     });
 
+    it("a move whose MOVED frame was lost is not made again by a writer opened after the idempotency window", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver, { idempotencyWindowMs: 1000 });
+      await w.produce(["kept aside"], { delayMs: 60_000 }); // keeps the delayed file from being emptied
+      await w.produce(["moved"], { delayMs: 10 });
+      const c = await reader(ctx.driver);
+      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      await sleep(50);
+      await w.close();
+      // A crash lost the last MOVED frame (21 bytes framed): only the move's idempotency key tells.
+      const log = (await ctx.driver.openLog(delayedPath("q"), { create: false }))!;
+      await log.truncate((await log.size()) - 21);
+      await log.close();
+      await sleep(1000);
+      const again = await writer(ctx.reopen(), { idempotencyWindowMs: 1000 });
+      await sleep(100);
+      await again.close();
+      // The MOVED frame is written at that open: a third writer, keys gone, does not move it either.
+      await writer(ctx.reopen(), { idempotencyWindowMs: 1000 });
+      await sleep(100);
+      expect(await readAll(c)).toEqual(["moved"]);
+    });
+
     it("deleteQueue removes the side files", async () => {
       const { driver } = await setup();
       const w = await writer(driver);

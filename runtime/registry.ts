@@ -94,6 +94,7 @@ export class QueueRegistry {
             compressionDictionary: this.options.compressionDictionary,
             zstd: this.options.zstd,
             idempotencyWindowMs: this.options.idempotencyWindowMs,
+            maxDelayed: this.options.maxDelayed,
             retention: this.options.retentionFor(queue),
             onProblem: this.options.onProblem,
           }),
@@ -142,7 +143,7 @@ export class QueueRegistry {
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
-      if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
+      if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
     }

@@ -17,7 +17,7 @@
  * always has some pending grows until it has none.
  */
 import type { QueueDriver } from "./driver";
-import type { QueueProblem } from "./errors";
+import { type QueueProblem, VQueueError } from "./errors";
 import type { EncodedInput } from "./message";
 import { delayedPath } from "./paths";
 import { TYPE_OBJECT, TYPE_STRING } from "./record";
@@ -57,6 +57,8 @@ export interface DelayedOptions {
    * durable by then). Not with "interval": a MOVED frame durable before its message would lose it.
    */
   syncMoved: boolean;
+  /** Most messages pending at once (`maxDelayed`): an ADD past it is refused. */
+  max: number;
   onProblem: (problem: QueueProblem) => void;
   /** Pushes due messages into the queue (idempotently, by key). */
   push: (messages: DueMessage[]) => Promise<void>;
@@ -80,20 +82,21 @@ export class DelayedStore {
   #pending: Pending[] = [];
   #nextId = 1;
   #moved = 0;
-  /** ADDs appended or being appended, not in `#pending` yet: the file must not be emptied under them. */
+  /** Messages of ADDs appended or being appended, not in `#pending` yet: the file must not be emptied under them. */
   #adding = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #moving: Promise<void> | undefined;
   #stopped = false;
 
   private constructor(
+    readonly queue: string,
     readonly options: DelayedOptions,
     private log: SideLog,
   ) {}
 
   static async open(driver: QueueDriver, queue: string, options: DelayedOptions): Promise<DelayedStore> {
     const { log, frames } = await SideLog.open(driver, delayedPath(queue), queue, options.onProblem);
-    const store = new DelayedStore(options, log);
+    const store = new DelayedStore(queue, options, log);
     try {
       const moved = new Set<string>();
       for (const { payload } of frames) if (payload[0] === MOVED) moved.add(readMoved(payload));
@@ -136,16 +139,19 @@ export class DelayedStore {
 
   /** Stores messages due at `due` (durable before it resolves), then waits for them to be due. */
   async add(items: readonly EncodedInput[], due: number, key = ""): Promise<void> {
+    if (this.#pending.length + this.#adding + items.length > this.options.max) {
+      throw new VQueueError("E_FULL", `Queue "${this.queue}" has ${this.#pending.length + this.#adding} delayed messages pending: at most ${this.options.max} (maxDelayed). Try again once some are due.`);
+    }
     const id = this.#nextId++;
     const w = new FieldWriter().u8(ADD).f64(id).f64(due).f64(Date.now()).bytes(utf8.encode(key)).u32(0).u32(items.length);
     for (const item of items) w.u8(typeof item === "string" ? TYPE_STRING : TYPE_OBJECT).bytes(typeof item === "string" ? utf8.encode(item) : item);
     const payload = w.done();
-    this.#adding++;
+    this.#adding += items.length;
     try {
       const at = await this.log.append([payload], this.options.sync);
       for (const p of readAdd(payload, at).messages) this.#insert(p);
     } finally {
-      this.#adding--;
+      this.#adding -= items.length;
     }
     this.#schedule();
   }

@@ -61,6 +61,7 @@ export class ProduceExtras {
       const delayed = await DelayedStore.open(driver, queue, {
         sync,
         syncMoved: options.durability === "fsync",
+        max: options.maxDelayed,
         onProblem: options.onProblem,
         push: (messages) => extras!.#moveDue(messages),
         isMoved: (key) => idempotency.known(key) !== undefined,

@@ -321,6 +321,18 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       expect(await readAll(c)).toEqual(["moved"]);
     });
 
+    it("maxDelayed bounds the delayed messages pending: past it a delayed produce is refused (E_FULL), nothing written", async () => {
+      const { driver } = await setup();
+      await expect(QueueWriter.open("q2", { driver, maxDelayed: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("maxDelayed") });
+      const w = await writer(driver, { maxDelayed: 3 });
+      await w.produce(["a", "b"], { delayMs: 60_000 });
+      await expect(w.produce(["c", "d"], { delayMs: 60_000 })).rejects.toMatchObject({ code: "E_FULL", message: expect.stringContaining("maxDelayed") });
+      await w.produce(["c"], { delayMs: 60_000 });
+      await expect(w.produce(["d"], { delayMs: 60_000 })).rejects.toMatchObject({ code: "E_FULL" });
+      // Not delayed: not bounded by it; the writer goes on.
+      expect((await w.produce(["now"])).count).toBe(1);
+    });
+
     it("deleteQueue removes the side files", async () => {
       const { driver } = await setup();
       const w = await writer(driver);

@@ -1,3 +1,5 @@
+// Over 300 lines: one suite of the produce extras (delays, keys and their side files) that every
+// driver file runs by one call; each test is a case a review or a crash found.
 // Delayed messages and idempotent produce (src/produce.ts) on every driver: timing, order,
 // both kinds of consumer, restarts, keys, windows, and INTENTs a crash left behind.
 import { afterEach, describe, expect, it } from "vitest";
@@ -14,26 +16,27 @@ import type { EngineTestContext } from "./engine-suite";
 const quiet = { durability: "none", onProblem: () => {} } as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A driver whose appends to delayed side files take `ms` (a slow disk or fsync). */
-function slowDelayed(inner: QueueDriver, ms: number): QueueDriver {
-  const slow = (log: LogFile): LogFile => new Proxy(log, {
+/** An object's method `name` replaced by `replace` (given the original, bound), the rest as it is. */
+function withMethod<T extends object>(object: T, name: string, replace: (original: (...args: never[]) => unknown) => unknown): T {
+  return new Proxy(object, {
     get(target, prop) {
-      if (prop === "append") return async (at: number, data: Uint8Array) => (await sleep(ms), target.append(at, data));
       const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === "openLog") return async (path: string, o: { create: boolean }) => {
-        const log = await target.openLog(path, o);
-        return log && path === delayedPath("q") ? slow(log) : log;
-      };
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
+      const bound = typeof value === "function" ? (value as (...args: never[]) => unknown).bind(target) : value;
+      return prop === name ? replace(bound as (...args: never[]) => unknown) : bound;
     },
   });
 }
+
+/** A driver whose delayed side file of queue "q" is `wrap`ped (slow appends, counted syncs). */
+function wrapDelayed(inner: QueueDriver, wrap: (log: LogFile) => LogFile): QueueDriver {
+  return withMethod(inner, "openLog", (openLog) => async (path: string, o: { create: boolean }) => {
+    const log = (await (openLog as QueueDriver["openLog"])(path, o));
+    return log && path === delayedPath("q") ? wrap(log) : log;
+  });
+}
+
+/** Appends to the delayed side file take `ms` (a slow disk or fsync). */
+const slowDelayed = (inner: QueueDriver, ms: number) => wrapDelayed(inner, (log) => withMethod(log, "append", (append) => async (...args: never[]) => (await sleep(ms), append(...args))));
 
 export function produceTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
   describe("delayed messages and idempotent produce", () => {
@@ -319,6 +322,21 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       await writer(ctx.reopen(), { idempotencyWindowMs: 1000 });
       await sleep(100);
       expect(await readAll(c)).toEqual(["moved"]);
+    });
+
+    it("with durability fsync, a round's MOVED frames are synced (once) before their keys are forgotten", async () => {
+      const ctx = await setup();
+      let syncs = 0;
+      const driver = wrapDelayed(ctx.driver, (log) => withMethod(log, "sync", (sync) => () => (syncs++, sync())));
+      const w = await writer(driver, { durability: "fsync" });
+      await w.produce(["kept aside"], { delayMs: 60_000 }); // keeps the file from being emptied (a rewrite syncs too)
+      await w.produce(["m1", "m2"], { delayMs: 10 });
+      const before = syncs;
+      const c = await reader(ctx.driver);
+      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      await sleep(50);
+      expect(await readAll(c)).toEqual(["m1", "m2"]);
+      expect(syncs - before).toBe(1);
     });
 
     it("maxDelayed bounds the delayed messages pending: past it a delayed produce is refused (E_FULL), nothing written", async () => {

@@ -5,7 +5,7 @@
  */
 import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/check";
 import { isValidName } from "../src/names";
-import { checkCompression, checkDurability, checkIdempotencyWindow, checkStart } from "../src/options";
+import { checkCompression, checkDurability, checkIdempotencyWindow, checkMaxDelayed, checkStart } from "../src/options";
 import { DEFAULT_LIMITS, limitsProblems, queuesProblems } from "../runtime/options";
 import { retentionProblems } from "../src/retention-options";
 import { sharedSettingsProblems } from "../src/shared-options";
@@ -132,6 +132,7 @@ const config = object({
   maxConsumers: int(1),
   consumerIdleMs: int(0),
   idempotencyWindowMs: rule(checkIdempotencyWindow),
+  maxDelayed: rule(checkMaxDelayed),
   auth,
   limits,
   cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),

@@ -56,6 +56,8 @@ export interface VQueueConfig {
   consumerIdleMs?: number;
   /** How long a produce's `Idempotency-Key` is remembered, across restarts (1000 to 604800000). @default 300000 */
   idempotencyWindowMs?: number;
+  /** Most delayed messages pending per queue; past it a delayed produce is answered 507 `E_FULL`. @default 1000000 */
+  maxDelayed?: number;
   /** Basic auth users and rights; on when users are given, unless `false` (or `--no-auth`). */
   auth?: AuthOptions | false;
   limits?: Partial<QueueAppLimits>;

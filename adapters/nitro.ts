@@ -32,7 +32,7 @@ import { sharedSettingsProblems } from "../src/shared-options";
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed"> {
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */

@@ -29,6 +29,8 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
   E_KIND: 409,
   E_LEASE: 409,
   E_CORRUPT: 500,
+  // A bound of the queue (maxDelayed), not of the request: retrying soon does not help (the client does not).
+  E_FULL: 507,
   // The storage failed (the writer is reopened on the next push): a retry may succeed.
   E_IO: 503,
 };

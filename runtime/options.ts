@@ -4,7 +4,7 @@ import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWindow, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
+import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWindow, checkMaxDelayed, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
 import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
@@ -75,6 +75,8 @@ export interface QueueAppOptions {
   zstd?: ZstdLoader;
   /** How long a produce's `Idempotency-Key` is remembered (see the engine's `idempotencyWindowMs`). @default 300000 (5 minutes) */
   idempotencyWindowMs?: number;
+  /** Most delayed messages pending per queue; a delayed produce past it is answered 507 `E_FULL` (see the engine's `maxDelayed`). @default 1000000 */
+  maxDelayed?: number;
   /** Where a consumer created by its first consume starts. @default "earliest" */
   start?: StartPosition;
   /** fsync a consumer's position file on each commit. @default true */
@@ -140,6 +142,7 @@ export interface ResolvedQueueAppOptions {
   compressionDictionary: Uint8Array | undefined;
   zstd: ZstdLoader | undefined;
   idempotencyWindowMs: number;
+  maxDelayed: number;
   start: StartPosition;
   syncCommits: boolean;
   auth: ResolvedAuth | undefined;
@@ -181,6 +184,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     compressionDictionary: options.compressionDictionary,
     zstd: options.zstd,
     idempotencyWindowMs: options.idempotencyWindowMs ?? QUEUE_DEFAULTS.idempotencyWindowMs,
+    maxDelayed: options.maxDelayed ?? QUEUE_DEFAULTS.maxDelayed,
     start: options.start ?? CONSUMER_DEFAULTS.start,
     syncCommits: options.syncCommits ?? CONSUMER_DEFAULTS.syncCommits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
@@ -193,6 +197,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     resolved.zstd === undefined ? undefined : checkZstd(resolved.zstd, "zstd"),
     checkStart(resolved.start, "start"),
     checkIdempotencyWindow(resolved.idempotencyWindowMs, "idempotencyWindowMs"),
+    checkMaxDelayed(resolved.maxDelayed, "maxDelayed"),
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
     integer(1)(resolved.maxConsumers, "maxConsumers"),

@@ -48,7 +48,7 @@ export class QueueRegistry {
   #pressureUntil = 0;
   #sweep: ReturnType<typeof setInterval> | undefined;
   #inflight = 0;
-  /** Queues whose delayed messages `wakeDelayed` looked for. */
+  /** Queues whose delayed messages `wakeDelayed` looked for (while their writer lives: forgotten when it closes). */
   #delayedChecked = new Set<string>();
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
@@ -94,13 +94,17 @@ export class QueueRegistry {
             compressionDictionary: this.options.compressionDictionary,
             zstd: this.options.zstd,
             idempotencyWindowMs: this.options.idempotencyWindowMs,
+            maxDelayed: this.options.maxDelayed,
             retention: this.options.retentionFor(queue),
             onProblem: this.options.onProblem,
           }),
         ),
       );
       this.#writers.set(queue, writer);
-      writer.catch(() => this.#writers.get(queue) === writer && this.#writers.delete(queue));
+      writer.catch(() => {
+        this.#delayedChecked.delete(queue);
+        if (this.#writers.get(queue) === writer) this.#writers.delete(queue);
+      });
     }
     return writer;
   }
@@ -120,7 +124,8 @@ export class QueueRegistry {
 
   /**
    * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
-   * restart): only a writer moves them into the queue when due. Looked at once per queue.
+   * restart): only a writer moves them into the queue when due. Looked at once per queue while
+   * its writer lives: a writer closed here (dropped, purge, delete) makes the next request look again.
    */
   async wakeDelayed(queue: string): Promise<void> {
     if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
@@ -138,7 +143,7 @@ export class QueueRegistry {
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
-      if (!VQueueError.isError(error) || (error.code !== "E_MESSAGE" && error.code !== "E_OPTION")) await this.dropWriter(queue, writer);
+      if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
     }
@@ -149,6 +154,7 @@ export class QueueRegistry {
     const current = this.#writers.get(queue);
     if (!current || (await current.catch(() => undefined)) !== writer) return;
     this.#writers.delete(queue);
+    this.#delayedChecked.delete(queue);
     await writer.close().catch((error: unknown) => this.options.logger.error("[v-queue] [http] closing a failed writer:", error));
   }
 
@@ -282,6 +288,12 @@ export class QueueRegistry {
     this.#admin.set(queue, op);
     const clear = () => void (this.#admin.get(queue) === op && this.#admin.delete(queue));
     op.then(clear, clear);
+    // The writer was closed: delayed messages (a purge keeps them) need one to be moved when due.
+    const wake = () => {
+      this.#delayedChecked.delete(queue);
+      void this.wakeDelayed(queue);
+    };
+    op.then(wake, wake);
     return op;
   }
 

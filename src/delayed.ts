@@ -7,7 +7,8 @@
  * - ADD, one per delayed produce, fsync'd (as the writer's durability says) before it is
  *   acknowledged: an id, the due time, when it was accepted, the produce's idempotency key
  *   (maybe empty), then its messages (type and body each).
- * - MOVED (id, index), once a message is in the queue.
+ * - MOVED (id, index), once a message is in the queue; synced (durability "fsync") before the
+ *   message's move key is forgotten.
  * Only the pending messages' due time and where their bodies are in the file stay in memory
  * (some 60 bytes each); bodies are read back when due. The move is idempotent: each message goes
  * through the writer's idempotent push (idempotency.ts) under a key of its own, so a crash
@@ -16,7 +17,7 @@
  * always has some pending grows until it has none.
  */
 import type { QueueDriver } from "./driver";
-import type { QueueProblem } from "./errors";
+import { type QueueProblem, VQueueError } from "./errors";
 import type { EncodedInput } from "./message";
 import { delayedPath } from "./paths";
 import { TYPE_OBJECT, TYPE_STRING } from "./record";
@@ -35,6 +36,8 @@ const text = new TextDecoder();
 interface Pending {
   id: number;
   index: number;
+  /** When its ADD was accepted: ids start again at 1 once the file is emptied, this tells two of them apart. */
+  acceptedAt: number;
   due: number;
   type: number;
   at: number;
@@ -49,6 +52,13 @@ export interface DueMessage {
 
 export interface DelayedOptions {
   sync: boolean;
+  /**
+   * Sync MOVED frames before their keys are forgotten (durability "fsync": the pushed message is
+   * durable by then). Not with "interval": a MOVED frame durable before its message would lose it.
+   */
+  syncMoved: boolean;
+  /** Most messages pending at once (`maxDelayed`): an ADD past it is refused. */
+  max: number;
   onProblem: (problem: QueueProblem) => void;
   /** Pushes due messages into the queue (idempotently, by key). */
   push: (messages: DueMessage[]) => Promise<void>;
@@ -60,26 +70,33 @@ export interface DelayedOptions {
   onKeyed: (key: string, count: number, until: number, acceptedAt: number) => Promise<void>;
 }
 
-/** The idempotency key of a delayed message's move: a control character no caller's key holds. */
-export const moveKey = (id: number, index: number): string => `\u0001delay:${id}:${index}`;
+/**
+ * The idempotency key of a delayed message's move: a control character no caller's key holds.
+ * Ids start again at 1 once the file is emptied, while the idempotency file still holds the moves
+ * of the ids before (within the window): the ADD's acceptance time makes the key unique for good.
+ */
+export const moveKey = (p: Pick<Pending, "id" | "index" | "acceptedAt">): string => `\u0001delay:${p.acceptedAt}:${p.id}:${p.index}`;
 
 export class DelayedStore {
   /** Pending messages, by due time (then id, index: the order they were produced in). */
   #pending: Pending[] = [];
   #nextId = 1;
   #moved = 0;
+  /** Messages of ADDs appended or being appended, not in `#pending` yet: the file must not be emptied under them. */
+  #adding = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #moving: Promise<void> | undefined;
   #stopped = false;
 
   private constructor(
+    readonly queue: string,
     readonly options: DelayedOptions,
     private log: SideLog,
   ) {}
 
   static async open(driver: QueueDriver, queue: string, options: DelayedOptions): Promise<DelayedStore> {
     const { log, frames } = await SideLog.open(driver, delayedPath(queue), queue, options.onProblem);
-    const store = new DelayedStore(options, log);
+    const store = new DelayedStore(queue, options, log);
     try {
       const moved = new Set<string>();
       for (const { payload } of frames) if (payload[0] === MOVED) moved.add(readMoved(payload));
@@ -91,9 +108,12 @@ export class DelayedStore {
         if (add.key) await options.onKeyed(add.key, add.count, add.due, add.acceptedAt);
         for (const p of add.messages) if (!moved.has(`${p.id}:${p.index}`)) pending.push(p);
       }
-      store.#moved = moved.size;
-      // Moved, though the crash came before its MOVED frame: not pushed again.
-      store.#pending = pending.filter((p) => !options.isMoved(moveKey(p.id, p.index))).sort(byDue);
+      // Moved, though the crash came before its MOVED frame: not pushed again, and its MOVED
+      // frame is written now, so that its key may go (forgotten by the caller once this is open).
+      const late = pending.filter((p) => options.isMoved(moveKey(p)));
+      if (late.length > 0) await log.append(late.map(movedFrame), options.syncMoved);
+      store.#moved = moved.size + late.length;
+      store.#pending = pending.filter((p) => !late.includes(p)).sort(byDue);
       await store.#compactIfWorth();
       return store;
     } catch (error) {
@@ -119,12 +139,20 @@ export class DelayedStore {
 
   /** Stores messages due at `due` (durable before it resolves), then waits for them to be due. */
   async add(items: readonly EncodedInput[], due: number, key = ""): Promise<void> {
+    if (this.#pending.length + this.#adding + items.length > this.options.max) {
+      throw new VQueueError("E_FULL", `Queue "${this.queue}" has ${this.#pending.length + this.#adding} delayed messages pending: at most ${this.options.max} (maxDelayed). Try again once some are due.`);
+    }
     const id = this.#nextId++;
     const w = new FieldWriter().u8(ADD).f64(id).f64(due).f64(Date.now()).bytes(utf8.encode(key)).u32(0).u32(items.length);
     for (const item of items) w.u8(typeof item === "string" ? TYPE_STRING : TYPE_OBJECT).bytes(typeof item === "string" ? utf8.encode(item) : item);
     const payload = w.done();
-    const at = await this.log.append([payload], this.options.sync);
-    for (const p of readAdd(payload, at).messages) this.#insert(p);
+    this.#adding += items.length;
+    try {
+      const at = await this.log.append([payload], this.options.sync);
+      for (const p of readAdd(payload, at).messages) this.#insert(p);
+    } finally {
+      this.#adding -= items.length;
+    }
     this.#schedule();
   }
 
@@ -179,11 +207,11 @@ export class DelayedStore {
         const messages: DueMessage[] = [];
         for (const p of due) {
           const body = await this.log.read(p.at, p.length);
-          messages.push({ key: moveKey(p.id, p.index), data: p.type === TYPE_STRING ? text.decode(body) : body });
+          messages.push({ key: moveKey(p), data: p.type === TYPE_STRING ? text.decode(body) : body });
         }
         await this.options.push(messages);
-        // Not fsync'd: a MOVED frame lost to a crash is made up for by the idempotency key (see above).
-        await this.log.append(due.map((p) => new FieldWriter().u8(MOVED).f64(p.id).u32(p.index).done()), false);
+        // Durable (with "fsync") before the keys go: else a power cut could lose the frame and the key both.
+        await this.log.append(due.map(movedFrame), this.options.syncMoved);
         this.options.onMoved(messages.map((m) => m.key));
         this.#pending.splice(0, n);
         this.#moved += n;
@@ -195,9 +223,13 @@ export class DelayedStore {
     }
   }
 
-  /** Empties the file once every message in it is moved (nothing pending can be lost so). */
+  /**
+   * Empties the file once every message in it is moved (nothing pending can be lost so). An ADD
+   * whose append is queued in the log is counted in `#adding` from before it is queued: the
+   * rewrite, queued now (no await in between), would cut it off.
+   */
   async #compactIfWorth(): Promise<void> {
-    if (this.#moved === 0 || this.#pending.length > 0) return;
+    if (this.#moved === 0 || this.#pending.length > 0 || this.#adding > 0) return;
     await this.log.rewrite([], this.options.sync);
     this.#moved = 0;
   }
@@ -205,6 +237,10 @@ export class DelayedStore {
 
 function byDue(a: Pending, b: Pending): number {
   return a.due - b.due || a.id - b.id || a.index - b.index;
+}
+
+function movedFrame(p: Pending): Uint8Array {
+  return new FieldWriter().u8(MOVED).f64(p.id).u32(p.index).done();
 }
 
 function readMoved(payload: Uint8Array): string {
@@ -227,7 +263,7 @@ function readAdd(payload: Uint8Array, at: number): { id: number; due: number; ac
   for (let i = 0; i < count; i++) {
     const type = r.u8();
     const length = r.u32();
-    messages.push({ id, index: firstIndex + i, due, type, at: at + r.at, length });
+    messages.push({ id, index: firstIndex + i, acceptedAt, due, type, at: at + r.at, length });
     r.at += length;
   }
   return { id, due, acceptedAt, key, count, messages };

@@ -21,6 +21,8 @@ export type VQueueErrorCode =
   | "E_LEASE"
   /** A commit names a message that was not handed out by this consumer. */
   | "E_CURSOR"
+  /** A bound is reached: `maxDelayed` delayed messages are pending already. */
+  | "E_FULL"
   /** A file is damaged beyond what recovery can skip. */
   | "E_CORRUPT"
   /** The storage driver failed. */

@@ -24,6 +24,8 @@ import { FieldReader, FieldWriter, SideLog } from "./side-log";
 
 const INTENT = 1;
 const DONE = 2;
+/** Frames written before compaction is worth it, at the least (else 4 per key kept). */
+const MIN_COMPACT_FRAMES = 1000;
 const ascii = new TextEncoder();
 const latin = new TextDecoder("latin1");
 
@@ -74,7 +76,10 @@ export class IdempotencyStore {
   /** The engine's own keys (a delayed message's move, starting with a control character no caller's key holds): outside the cap, forgotten once done with. */
   #internal = new Map<string, Entry>();
   #inflight = new Map<string, Promise<Stored>>();
+  /** INTENTs written and not settled by a DONE: compaction keeps them (a crash settles them at open from the queue). */
+  #intents = new Map<string, { payload: Uint8Array; at: number }>();
   #frames = 0;
+  #compacting: Promise<void> | undefined;
   #done: Uint8Array[] = [];
   #doneWritten: Promise<unknown> | undefined;
 
@@ -116,9 +121,15 @@ export class IdempotencyStore {
     return store;
   }
 
-  /** The first result of `key` while its window lasts (undefined when unknown or expired). */
+  /**
+   * The first result of `key` while its window lasts (undefined when unknown or expired). The
+   * engine's own keys have no window: a move's key is kept until its MOVED frame is written
+   * (`forget`, `forgetMoves`), however long that takes, else the message could be moved twice.
+   */
   known(key: string): Stored | undefined {
-    const entry = this.#entries.get(key) ?? this.#internal.get(key);
+    const internal = this.#internal.get(key);
+    if (internal) return internal.result;
+    const entry = this.#entries.get(key);
     if (entry && entry.acceptedAt + this.options.windowMs <= Date.now()) return undefined;
     return entry?.result;
   }
@@ -153,6 +164,7 @@ export class IdempotencyStore {
   /** Records an accepted key (DONE; not fsync'd, see above), within the cap. */
   async accepted(key: string, result: Stored, acceptedAt: number): Promise<void> {
     this.#set(key, { acceptedAt, result });
+    this.#intents.delete(key);
     this.#done.push(writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(acceptedAt), result).done());
     // The DONEs of one batch's pushes (answered together) go out in one append.
     this.#doneWritten ??= Promise.resolve().then(() => {
@@ -167,12 +179,21 @@ export class IdempotencyStore {
       if (this.#entries.size <= this.options.maxKeys) break;
       this.#entries.delete(oldest);
     }
-    if (this.#frames > Math.max(10_000, 4 * (this.#entries.size + this.#internal.size)) && this.#inflight.size === 0) await this.compact();
+    // Produces in flight need not wait: compaction keeps their INTENTs (see `compact`).
+    if (this.#frames > Math.max(MIN_COMPACT_FRAMES, 4 * (this.#entries.size + this.#internal.size + this.#intents.size))) {
+      this.#compacting ??= this.compact().finally(() => (this.#compacting = undefined));
+      await this.#compacting;
+    }
   }
 
   /** Forgets keys that are no longer needed (a delayed message's move, once its MOVED frame is written): they leave room under the cap. */
   forget(keys: readonly string[]): void {
     for (const key of keys) this.#internal.delete(key);
+  }
+
+  /** Forgets every move's key (at open, once the delayed store has written the MOVED frames of the moves they tell of). */
+  forgetMoves(): void {
+    this.#internal.clear();
   }
 
   #set(key: string, entry: Entry): void {
@@ -185,15 +206,23 @@ export class IdempotencyStore {
   async intents(intents: readonly Intent[], part: number, base: number): Promise<void> {
     const now = Date.now();
     const payloads = intents.map((i) => new FieldWriter().u8(INTENT).bytes(ascii.encode(i.key)).f64(now).f64(part).f64(base).u32(i.skip).u32(i.count).done());
+    // Known before the append is queued: a compaction queued after it keeps them.
+    intents.forEach((i, n) => this.#intents.set(i.key, { payload: payloads[n]!, at: now }));
     await this.log.append(payloads, this.options.sync);
     this.#frames += payloads.length;
   }
 
-  /** Rewrites the file with the keys still in their window (and the settled INTENTs as DONEs). */
+  /**
+   * Rewrites the file with the keys still in their window (and the settled INTENTs as DONEs),
+   * then the INTENTs without DONE: those of produces in flight, and of failed ones within the
+   * window (their batch may be in the queue: the next open settles them from there).
+   */
   async compact(): Promise<void> {
     const now = Date.now();
-    for (const map of [this.#entries, this.#internal]) for (const [key, entry] of map) if (entry.acceptedAt + this.options.windowMs <= now) map.delete(key);
+    for (const [key, entry] of this.#entries) if (entry.acceptedAt + this.options.windowMs <= now) this.#entries.delete(key);
+    for (const [key, intent] of this.#intents) if (!this.#inflight.has(key) && intent.at + this.options.windowMs <= now) this.#intents.delete(key);
     const payloads = [...this.#entries, ...this.#internal].map(([key, e]) => writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(e.acceptedAt), e.result).done());
+    for (const intent of this.#intents.values()) payloads.push(intent.payload);
     await this.log.rewrite(payloads, this.options.sync);
     this.#frames = payloads.length;
   }

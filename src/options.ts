@@ -36,6 +36,8 @@ export const checkDurability: Check = oneOf(DURABILITIES);
 export const checkStart: Check = oneOf(START_POSITIONS);
 /** The one check of `idempotencyWindowMs`: a second to a week (see `checkDurability`). */
 export const checkIdempotencyWindow: Check = integer(1000, 7 * 24 * 3600 * 1000);
+/** The one check of `maxDelayed` (see `checkDurability`). */
+export const checkMaxDelayed: Check = integer(1, 100_000_000);
 /** The one check of `compression` (see `checkDurability`). */
 export const checkCompression: Check = oneOf(COMPRESSIONS);
 
@@ -110,6 +112,11 @@ export interface QueueOptions extends CommonOptions {
   idempotencyWindowMs?: number;
   /** Most idempotency keys remembered at once; past it the oldest are forgotten first. @default 100000 */
   idempotencyMaxKeys?: number;
+  /**
+   * Most delayed messages pending at once (each holds some 60 bytes of memory in the writer):
+   * a delayed produce past it is refused (`E_FULL`, nothing written). @default 1000000
+   */
+  maxDelayed?: number;
 }
 
 export interface ConsumerOptions extends CommonOptions {
@@ -161,6 +168,7 @@ export interface ResolvedQueueOptions {
   retention?: RetentionOptions;
   idempotencyWindowMs: number;
   idempotencyMaxKeys: number;
+  maxDelayed: number;
   zstd: ZstdLoader;
 }
 
@@ -180,7 +188,7 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
 };
 
 /** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
-export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024, idempotencyWindowMs: 5 * 60 * 1000, idempotencyMaxKeys: 100_000 } as const;
+export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024, idempotencyWindowMs: 5 * 60 * 1000, idempotencyMaxKeys: 100_000, maxDelayed: 1_000_000 } as const;
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
@@ -206,6 +214,7 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
     integer(1, 1_000_000_000)(o.indexInterval, "indexInterval"),
     checkIdempotencyWindow(o.idempotencyWindowMs, "idempotencyWindowMs"),
     integer(1, 10_000_000)(o.idempotencyMaxKeys, "idempotencyMaxKeys"),
+    checkMaxDelayed(o.maxDelayed, "maxDelayed"),
     ...retentionProblems(o.retention),
   ]);
 }

@@ -60,6 +60,8 @@ export class ProduceExtras {
     try {
       const delayed = await DelayedStore.open(driver, queue, {
         sync,
+        syncMoved: options.durability === "fsync",
+        max: options.maxDelayed,
         onProblem: options.onProblem,
         push: (messages) => extras!.#moveDue(messages),
         isMoved: (key) => idempotency.known(key) !== undefined,
@@ -69,7 +71,8 @@ export class ProduceExtras {
         },
       });
       extras = new ProduceExtras(hooks, idempotency, delayed);
-      // Keys past their window go now that the delayed store has looked up its moves.
+      // Every move the keys tell of has its MOVED frame now: they go, and so do keys past their window.
+      idempotency.forgetMoves();
       await idempotency.compact();
       return extras;
     } catch (error) {

@@ -1,7 +1,9 @@
+// Over 300 lines: one suite of the produce extras (delays, keys and their side files) that every
+// driver file runs by one call; each test is a case a review or a crash found.
 // Delayed messages and idempotent produce (src/produce.ts) on every driver: timing, order,
 // both kinds of consumer, restarts, keys, windows, and INTENTs a crash left behind.
 import { afterEach, describe, expect, it } from "vitest";
-import type { QueueDriver } from "../../src/driver";
+import type { LogFile, QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { SharedConsumer } from "../../src/shared-consumer";
@@ -13,6 +15,28 @@ import type { EngineTestContext } from "./engine-suite";
 
 const quiet = { durability: "none", onProblem: () => {} } as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** An object's method `name` replaced by `replace` (given the original, bound), the rest as it is. */
+function withMethod<T extends object>(object: T, name: string, replace: (original: (...args: never[]) => unknown) => unknown): T {
+  return new Proxy(object, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop) as unknown;
+      const bound = typeof value === "function" ? (value as (...args: never[]) => unknown).bind(target) : value;
+      return prop === name ? replace(bound as (...args: never[]) => unknown) : bound;
+    },
+  });
+}
+
+/** A driver whose delayed side file of queue "q" is `wrap`ped (slow appends, counted syncs). */
+function wrapDelayed(inner: QueueDriver, wrap: (log: LogFile) => LogFile): QueueDriver {
+  return withMethod(inner, "openLog", (openLog) => async (path: string, o: { create: boolean }) => {
+    const log = (await (openLog as QueueDriver["openLog"])(path, o));
+    return log && path === delayedPath("q") ? wrap(log) : log;
+  });
+}
+
+/** Appends to the delayed side file take `ms` (a slow disk or fsync). */
+const slowDelayed = (inner: QueueDriver, ms: number) => wrapDelayed(inner, (log) => withMethod(log, "append", (append) => async (...args: never[]) => (await sleep(ms), append(...args))));
 
 export function produceTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
   describe("delayed messages and idempotent produce", () => {
@@ -176,6 +200,8 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const store = await IdempotencyStore.open(ctx.driver, "q", { windowMs: 60_000, maxKeys: 10, sync: false, onProblem: () => {} });
       await store.intents([{ key: "in", skip: 0, count: 1 }], written.part, written.seq - 1);
       await store.intents([{ key: "lost", skip: 0, count: 1 }], written.part, written.seq);
+      // Compaction while they are unsettled keeps them.
+      await store.compact();
       await store.close();
       const again = await writer(ctx.reopen());
       expect(await again.produce(["written"], { key: "in" })).toMatchObject({ replayed: true, first: written, last: written });
@@ -215,6 +241,114 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const third = await writer(ctx.reopen(), { onProblem: (p) => problems.push(p.code) });
       expect(problems).toHaveLength(2);
       expect((await third.produce(["later"], { key: "key-2" })).replayed).toBe(true);
+    });
+
+    it("a delayed message produced after a restart is not taken for an earlier one's move (ids start again once the file is emptied)", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      await w.produce(["first"], { delayMs: 30 });
+      const c = await reader(ctx.driver);
+      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      await sleep(50); // moved; nothing pending: the delayed file is emptied
+      await w.close();
+      const again = await writer(ctx.reopen()); // a restart within the idempotency window
+      await again.produce(["second"], { delayMs: 30 });
+      const got: string[] = [];
+      for (const deadline = Date.now() + 2000; got.length < 2 && Date.now() < deadline; ) {
+        await c.wait({ timeoutMs: 300 });
+        got.push(...(await readAll(c)));
+        await c.commit();
+      }
+      expect(got).toEqual(["first", "second"]);
+    });
+
+    it("a delayed produce acknowledged while the last due message moves is not lost to the file's compaction", async () => {
+      const ctx = await setup();
+      const w = await writer(slowDelayed(ctx.driver, 100));
+      await w.produce(["A"], { delayMs: 10 });
+      await sleep(50); // A's move is under way: its MOVED append takes 100 ms
+      expect((await w.produce(["B"], { delayMs: 60_000 })).until).toBeGreaterThan(0);
+      await sleep(200);
+      await w.close();
+      await writer(ctx.reopen());
+      const c = await reader(ctx.reopen());
+      expect(await readAll(c)).toEqual(["A"]);
+      // B is still pending: its ADD survived.
+      const log = (await ctx.driver.openLog(delayedPath("q"), { create: false }))!;
+      const size = await log.size();
+      await log.close();
+      expect(size).toBeGreaterThan(0);
+    });
+
+    it("the idempotency file is compacted while the writer runs: bounded by the keys in their window", async () => {
+      const { driver } = await setup();
+      // The cap keeps 200 keys (the window, a minute, keeps them all): the file is bounded by those.
+      const w = await writer(driver, { idempotencyMaxKeys: 200, idempotencyWindowMs: 60_000 });
+      const sizes: number[] = [];
+      for (let round = 0; round < 4; round++) {
+        // Concurrent: compaction runs while other keyed produces are in flight.
+        await Promise.all(Array.from({ length: 1000 }, (_, i) => w.produce([`m${round}.${i}`], { key: `k${round}.${i}` })));
+        const log = (await driver.openLog(idempotencyPath("q"), { create: false }))!;
+        sizes.push(await log.size());
+        await log.close();
+      }
+      // 4,000 keyed produces are some 500 KB of frames uncompacted.
+      expect(Math.max(...sizes)).toBeLessThan(150_000);
+      expect((await w.produce(["again"], { key: "k3.999" })).replayed).toBe(true);
+      await w.close();
+      // What compaction kept opens again: the keys in the cap are still known.
+      const again = await writer(driver, { idempotencyMaxKeys: 200, idempotencyWindowMs: 60_000 });
+      expect((await again.produce(["again"], { key: "k3.999" })).replayed).toBe(true);
+    });
+
+    it("a move whose MOVED frame was lost is not made again by a writer opened after the idempotency window", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver, { idempotencyWindowMs: 1000 });
+      await w.produce(["kept aside"], { delayMs: 60_000 }); // keeps the delayed file from being emptied
+      await w.produce(["moved"], { delayMs: 10 });
+      const c = await reader(ctx.driver);
+      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      await sleep(50);
+      await w.close();
+      // A crash lost the last MOVED frame (21 bytes framed): only the move's idempotency key tells.
+      const log = (await ctx.driver.openLog(delayedPath("q"), { create: false }))!;
+      await log.truncate((await log.size()) - 21);
+      await log.close();
+      await sleep(1000);
+      const again = await writer(ctx.reopen(), { idempotencyWindowMs: 1000 });
+      await sleep(100);
+      await again.close();
+      // The MOVED frame is written at that open: a third writer, keys gone, does not move it either.
+      await writer(ctx.reopen(), { idempotencyWindowMs: 1000 });
+      await sleep(100);
+      expect(await readAll(c)).toEqual(["moved"]);
+    });
+
+    it("with durability fsync, a round's MOVED frames are synced (once) before their keys are forgotten", async () => {
+      const ctx = await setup();
+      let syncs = 0;
+      const driver = wrapDelayed(ctx.driver, (log) => withMethod(log, "sync", (sync) => () => (syncs++, sync())));
+      const w = await writer(driver, { durability: "fsync" });
+      await w.produce(["kept aside"], { delayMs: 60_000 }); // keeps the file from being emptied (a rewrite syncs too)
+      await w.produce(["m1", "m2"], { delayMs: 10 });
+      const before = syncs;
+      const c = await reader(ctx.driver);
+      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      await sleep(50);
+      expect(await readAll(c)).toEqual(["m1", "m2"]);
+      expect(syncs - before).toBe(1);
+    });
+
+    it("maxDelayed bounds the delayed messages pending: past it a delayed produce is refused (E_FULL), nothing written", async () => {
+      const { driver } = await setup();
+      await expect(QueueWriter.open("q2", { driver, maxDelayed: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("maxDelayed") });
+      const w = await writer(driver, { maxDelayed: 3 });
+      await w.produce(["a", "b"], { delayMs: 60_000 });
+      await expect(w.produce(["c", "d"], { delayMs: 60_000 })).rejects.toMatchObject({ code: "E_FULL", message: expect.stringContaining("maxDelayed") });
+      await w.produce(["c"], { delayMs: 60_000 });
+      await expect(w.produce(["d"], { delayMs: 60_000 })).rejects.toMatchObject({ code: "E_FULL" });
+      // Not delayed: not bounded by it; the writer goes on.
+      expect((await w.produce(["now"])).count).toBe(1);
     });
 
     it("deleteQueue removes the side files", async () => {

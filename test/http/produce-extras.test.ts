@@ -63,6 +63,25 @@ describe("HTTP: delayed messages across a server restart", () => {
     }
   });
 
+  it("a purge closes the writer, yet delayed messages (a purge keeps them) are delivered when due, after a second purge too", async () => {
+    const s = await startServer();
+    expect((await s.post(messages, "before", { "content-type": "text/plain" })).status).toBe(201);
+    expect((await s.post(`${messages}?delayMs=1000`, "later", { "content-type": "text/plain" })).status).toBe(202);
+    expect((await s.post("/api/v1/queues/q/purge", undefined)).status).toBe(200);
+    expect(await bodies(await s.get(`${consume}&timeout_ms=0`))).toEqual([]);
+    expect((await s.post("/api/v1/queues/q/purge", undefined)).status).toBe(200);
+    expect(await bodies(await s.get(`${consume}&timeout_ms=4000`))).toEqual(["later"]);
+  });
+
+  it("past maxDelayed pending, a delayed produce is answered 507 E_FULL; the queue goes on", async () => {
+    const s = await startServer({ maxDelayed: 1 });
+    expect((await s.post(`${messages}?delayMs=60000`, "a", { "content-type": "text/plain" })).status).toBe(202);
+    const full = await s.post(`${messages}?delayMs=60000`, "b", { "content-type": "text/plain" });
+    expect(full.status).toBe(507);
+    expect(await errorCode(full)).toBe("E_FULL");
+    expect((await s.post(messages, "now", { "content-type": "text/plain" })).status).toBe(201);
+  });
+
   it("server code produces with options through the same writer (QueueHandler.produce)", async () => {
     const handler = createQueueHandler({ driver: memoryDriver(), durability: "none" });
     const first = await handler.produce("q", ["x"], { key: "k" });

@@ -76,7 +76,7 @@ export function engineWorker<T>(handler: Promise<QueueHandler>, queue: string, n
       return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },
     ack: async (leases) => ({ errors: errorsOf(leases, await (await slot()).ack(refs(leases))) }),
-    nack: async (leases, { delayMs, error, deadLetter }) => ({ errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter })) }),
+    nack: async (leases, { delayMs, error, deadLetter, release }) => ({ errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter, release })) }),
     async extend(leases, leaseMs) {
       const settled = await (await slot()).extend(refs(leases), leaseMs);
       return { extended: leases.filter((_, i) => settled[i]!.ok).map((lease) => ({ lease })) };

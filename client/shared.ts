@@ -39,6 +39,8 @@ export interface NackClientOptions {
   error?: string;
   /** Send them to the dead-letter queue now. */
   deadLetter?: boolean;
+  /** Nobody worked on them (a worker stopping): this delivery is not counted, and never dead-letters them. */
+  release?: boolean;
   signal?: AbortSignal;
 }
 

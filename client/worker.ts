@@ -304,7 +304,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       while (running.size > 0) await sleep(5);
       const unstarted = waiting.splice(0).map((h) => h.message.lease);
       stats.waiting = 0;
-      if (unstarted.length > 0) send("nack", () => calls.nack(unstarted, { delayMs: 0 }));
+      if (unstarted.length > 0) send("nack", () => calls.nack(unstarted, { delayMs: 0, release: true }));
       flushAcks();
       clearInterval(extendTicker);
       while (sending.size > 0) await Promise.all([...sending]);

@@ -47,7 +47,7 @@ export class SharedSlot {
         if (messages.length === 0) return this.#ended();
         if (options.signal?.aborted) {
           // Nobody will receive them: they go to the next worker now, not after the lease.
-          await Promise.all(messages.map((m) => this.consumer.nack(m).catch(() => {})));
+          await Promise.all(messages.map((m) => this.consumer.nack(m, { release: true }).catch(() => {})));
           return [];
         }
         return messages;

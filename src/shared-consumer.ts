@@ -47,6 +47,12 @@ export interface NackOptions {
   error?: string;
   /** Give up on it now: it goes to the dead-letter queue, whatever its deliveries. @default false */
   deadLetter?: boolean;
+  /**
+   * Not a failure: nobody worked on it (a worker stopping, a client gone before the answer).
+   * This delivery is not counted and never dead-letters it (a restart before it goes out again
+   * may still count it: counts are saved before hand-outs). @default false
+   */
+  release?: boolean;
 }
 
 /** `SharedConsumer.stats`: what a shared consumer is doing, live, in this process (for monitoring). */
@@ -294,11 +300,13 @@ export class SharedConsumer {
   /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
   async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
     this.#assertOpen();
-    const { delayMs = 0, error, deadLetter = false } = options;
+    const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
     const entry = this.#leased(ref, "nack");
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
-    if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    if (release) entry.deliveries = Math.max(0, entry.deliveries - 1);
+    else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
     this.#notify();

@@ -115,7 +115,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Give leased messages back: they come again after delayMs, or go to the dead-letter queue (deadLetter, or after maxDeliveries)",
         requestBody: {
           required: true,
-          content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS }, error: { type: "string" }, deadLetter: { type: "boolean" } } }),
+          content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS }, error: { type: "string" }, deadLetter: { type: "boolean" }, release: { type: "boolean", description: "nobody worked on them: this delivery is not counted, never dead-lettered" } } }),
         },
         responses: answer("nacked", { nacked: { type: "integer" }, errors: errorsSchema }),
       },
@@ -126,11 +126,13 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
         if (input.error !== undefined && typeof input.error !== "string") throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
         if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean") throw new ApiError(400, "E_BODY", `Invalid deadLetter ${JSON.stringify(input.deadLetter)}: use true or false.`);
-        unknownFields(input, ["leases", "delayMs", "error", "deadLetter"]);
+        if (input.release !== undefined && typeof input.release !== "boolean") throw new ApiError(400, "E_BODY", `Invalid release ${JSON.stringify(input.release)}: use true or false.`);
+        if (input.release === true && input.deadLetter === true) throw new ApiError(400, "E_BODY", "Invalid nack: release and deadLetter exclude each other.");
+        unknownFields(input, ["leases", "delayMs", "error", "deadLetter", "release"]);
         const slot = await ctx.registry.shared(queue, consumer);
         const settled = await slot.nack(
           refs.map((r) => r.ref),
-          { delayMs, error: input.error as string | undefined, deadLetter: input.deadLetter as boolean | undefined },
+          { delayMs, error: input.error as string | undefined, deadLetter: input.deadLetter as boolean | undefined, release: input.release as boolean | undefined },
         );
         const { done, errors } = leaseOutcomes(refs, settled);
         return json<NackResponse>({ nacked: done.length, errors });

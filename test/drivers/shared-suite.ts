@@ -295,6 +295,19 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await c.close();
     });
 
+    it("nack with release gives a message back uncounted: never dead-lettered by hand-outs nobody worked on", async () => {
+      const { driver } = await setup();
+      await fill(driver, 1);
+      const c = await shared(driver, { maxDeliveries: 1 });
+      for (let i = 0; i < 3; i++) {
+        const [m] = await c.poll({ max: 1 });
+        expect(m!.deliveries).toBe(1);
+        await c.nack(m!, { release: true });
+      }
+      await expect(c.nack((await c.poll({ max: 1 }))[0]!, { release: true, deadLetter: true })).rejects.toMatchObject({ code: "E_OPTION" });
+      await c.close();
+    });
+
     it("a message whose last delivery ended with a restart is dead-lettered saying so", async () => {
       const ctx = await setup();
       await fill(ctx.driver, 1);

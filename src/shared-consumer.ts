@@ -254,7 +254,7 @@ export class SharedConsumer {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
       if (entry) return this.#ack(entry);
-      if (isBelow(key, this.#floor)) return Promise.resolve();
+      if (isBelow(key, this.#floor) || this.#ackedBefore(ref, key)) return Promise.resolve();
       throw this.#notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
@@ -275,7 +275,7 @@ export class SharedConsumer {
       const entry = this.#window.get(key);
       if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor)) errors[i] = this.#notHandedOut(key);
+      else if (!isBelow(key, this.#floor) && !this.#ackedBefore(ref, key)) errors[i] = this.#notHandedOut(key);
     });
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
@@ -476,6 +476,14 @@ export class SharedConsumer {
       throw new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
     }
     return entry;
+  }
+
+  /**
+   * Acknowledged before a restart, and not read again yet: an ack sent again (its answer was
+   * lost with the server that wrote it) is done, not refused.
+   */
+  #ackedBefore(ref: LeaseRef, key: string): boolean {
+    return this.#loaded.acked.has(key) || this.#loaded.ranges.contains(ref.part, ref.offset);
   }
 
   #notHandedOut(key: string): VQueueError {

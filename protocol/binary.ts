@@ -147,8 +147,11 @@ export function leaseToken(m: Pick<FramedLease, "part" | "offset" | "lease">): s
 
 /** The message and hand-out a lease token names, or undefined when it is no token. */
 export function parseLeaseToken(token: string): { part: number; offset: number; lease: number } | undefined {
-  const match = /^(\d{1,15})\.(\d{1,15})\.(\d{1,15})$/.exec(token);
-  return match ? { part: Number(match[1]), offset: Number(match[2]), lease: Number(match[3]) } : undefined;
+  // A lease id is a safe integer of up to 16 digits (they start from the clock: shared-consumer.ts).
+  const match = /^(\d{1,10})\.(\d{1,16})\.(\d{1,16})$/.exec(token);
+  if (!match) return undefined;
+  const [part, offset, lease] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  return Number.isSafeInteger(offset) && Number.isSafeInteger(lease) ? { part, offset, lease } : undefined;
 }
 
 /** Frames leased messages, with the server's clock `now`. */

@@ -119,7 +119,11 @@ export class SharedConsumer {
   #floor: ConsumerPosition;
   #refs = 1;
   #closed = false;
-  #leaseSeq = 0;
+  /**
+   * Lease ids grow across restarts too (from the clock, in thousandths of a ms): a lease of an
+   * earlier process is always below this one's, a made-up one from the future is refused.
+   */
+  #leaseSeq = Date.now() * 1000;
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   readonly #commits: GroupCommit<WindowEntry>;
@@ -251,7 +255,8 @@ export class SharedConsumer {
   /**
    * Acknowledges a message: resolves once that is durable (journal line, fsync'd with
    * `syncCommits`); concurrent acks share one write. Accepted from a worker whose lease ran
-   * out (the work is done); a message acknowledged already resolves at once.
+   * out while nobody else took it (the work is done); `E_LEASE` when another worker holds it now.
+   * A message acknowledged already resolves at once.
    */
   ack(ref: LeaseRef): Promise<void> {
     // Straight to the one entry: this runs per message, and ackAll's bookkeeping costs per call.
@@ -264,7 +269,7 @@ export class SharedConsumer {
         if (refused) throw refused;
         return this.#ack(entry);
       }
-      if (isBelow(key, this.#floor)) return Promise.resolve();
+      if (isBelow(key, this.#floor) || this.#ackedBefore(ref, key)) return Promise.resolve();
       throw this.#notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
@@ -287,7 +292,7 @@ export class SharedConsumer {
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor)) errors[i] = this.#notHandedOut(key);
+      else if (!isBelow(key, this.#floor) && !this.#ackedBefore(ref, key)) errors[i] = this.#notHandedOut(key);
     });
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
@@ -506,6 +511,14 @@ export class SharedConsumer {
     if (entry.state !== "leased" || (entry.lease === ref.lease && entry.until !== Infinity)) return undefined;
     const why = entry.until === Infinity ? "it is moving to the dead-letter queue" : entry.until > Date.now() ? `it is with another worker now (lease ${entry.lease})` : undefined;
     return why === undefined ? undefined : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
+  }
+
+  /**
+   * Acknowledged before a restart, and not read again yet: an ack sent again (its answer was
+   * lost with the server that wrote it) is done, not refused.
+   */
+  #ackedBefore(ref: LeaseRef, key: string): boolean {
+    return this.#loaded.acked.has(key) || this.#loaded.ranges.contains(ref.part, ref.offset);
   }
 
   #notHandedOut(key: string): VQueueError {

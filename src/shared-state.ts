@@ -86,6 +86,13 @@ export class AckRanges {
     return false;
   }
 
+  /** Whether a range the read head has not passed holds the message (any order; O(ranges)). */
+  contains(part: number, offset: number): boolean {
+    const ranges = this.all;
+    for (let i = this.#next; i < ranges.length; i++) if (ranges[i]!.part === part && ranges[i]!.from <= offset && offset <= ranges[i]!.to) return true;
+    return false;
+  }
+
   /** The ranges the read head has not passed yet. */
   ahead(): AckRange[] {
     this.#sort();

@@ -1,7 +1,7 @@
 import { FastResponse } from "srvx";
 import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
 import { toBase64 } from "../../protocol/base64";
-import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken } from "../../protocol/binary";
+import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken, parseLeaseToken } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { redrive } from "../../src/dead-letter";
 import { VQueueError } from "../../src/errors";
@@ -16,7 +16,6 @@ import type { Settled } from "../shared-slot";
 
 /** Messages leased by one request when the body does not say. */
 const DEFAULT_LEASE_MAX = 100;
-const TOKEN = /^(\d{1,10})\.(\d{1,16})\.(\d{1,16})$/;
 
 const leasesSchema = { type: "array", items: { type: "string", description: 'A lease token "<part>.<offset>.<lease>"' }, minItems: 1 };
 const errorsSchema = { type: "array", items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } } };
@@ -227,9 +226,9 @@ function leaseTokens(value: unknown, max: number): Lease[] {
   if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", 'Expected "leases": a non-empty list of lease tokens "<part>.<offset>.<lease>", as given with each leased message.');
   if (value.length > max) throw new ApiError(413, "E_TOO_LARGE", `Too many leases in one request: ${value.length}, the limit is ${max}.`);
   return value.map((token: unknown) => {
-    const match = typeof token === "string" ? TOKEN.exec(token) : null;
-    if (!match) throw new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected "<part>.<offset>.<lease>", as given with a leased message.`);
-    return { token: token as string, ref: { part: Number(match[1]), offset: Number(match[2]), lease: Number(match[3]) } };
+    const ref = typeof token === "string" ? parseLeaseToken(token) : undefined;
+    if (!ref) throw new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected "<part>.<offset>.<lease>", as given with a leased message.`);
+    return { token: token as string, ref };
   });
 }
 

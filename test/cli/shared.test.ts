@@ -25,7 +25,7 @@ describe("v-queue shared consumers on the files (--dir)", () => {
 
     const taken = await cli(["lease", "q", "w", "--ack", "--max", "2", "--dir", dir]);
     expect(taken.code).toBe(0);
-    expect(taken.stdout).toBe("0.0.1 a\n0.26.2 b\n");
+    expect(taken.stdout).toMatch(/^0\.0\.(\d+) a\n0\.26\.(\d+) b\n$/);
     expect(taken.stderr).toContain("2 messages of q as w, acknowledged.");
     const json = await cli(["lease", "q", "w", "--ack", "--json", "--dir", dir]);
     expect(JSON.parse(json.stdout)).toMatchObject({ part: 0, offset: 52, seq: 3, type: "string", data: "c", deliveries: 1 });

@@ -112,10 +112,11 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const again = await c.poll({ max: 5, timeoutMs: 2000 });
       expect(bodies(again)).toEqual(["m0"]); // a's lease ran out, b's was extended
       expect(again[0]!.deliveries).toBe(2);
-      // The first worker lost its lease: its nack and extend are refused; a late ack is taken.
+      // The first worker lost its lease to another: its nack, extend and ack are refused.
       await expect(c.nack(a!)).rejects.toMatchObject({ code: "E_LEASE" });
       await expect(c.extend(a!)).rejects.toMatchObject({ code: "E_LEASE" });
-      await c.ack(a!);
+      await expect(c.ack(a!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await c.ack(again[0]!);
       await c.ack(again[0]!); // acked already: a no-op
       await c.ack(b!);
       expect(c.floor.count).toBe(2);

@@ -94,6 +94,22 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
     await third.close();
   });
 
+  it("take an ack sent again after a restart (its answer lost) of a message acknowledged before, not read again yet", async () => {
+    const { driver } = await filled(6);
+    const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false });
+    const got = await c.poll({ max: 6 });
+    await c.ackAll([got[1]!, got[2]!]); // an R line
+    await c.ack(got[4]!); // an A line
+    await c.close();
+    const again = await SharedConsumer.open("q", "s", { driver, syncCommits: false });
+    expect(await again.ackAll([got[1]!, got[2]!, got[4]!])).toEqual([undefined, undefined, undefined]);
+    await again.ack(got[2]!);
+    // Never acknowledged: still refused until handed out.
+    await expect(again.ack(got[3]!)).rejects.toMatchObject({ code: "E_LEASE" });
+    expect((await again.poll({ max: 10 })).map((m) => m.data)).toEqual(["m0", "m3", "m5"]);
+    await again.close();
+  });
+
   it("skip a torn mark or range line: no message is taken as handed out or acknowledged by it", async () => {
     const { dir, driver } = await filled(4);
     await (await SharedConsumer.open("q", "s", { driver, syncCommits: false })).close();

@@ -2,6 +2,7 @@ import { QueueConsumer } from "./consumer";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import type { Message, MessageInput } from "./message";
+import { fromBase64, toBase64 } from "./base64";
 import { assertName } from "./names";
 import { QueueWriter } from "./writer";
 
@@ -41,7 +42,10 @@ export function parseDeadLetter(message: Message): DeadLetter | undefined {
 
 /** The original body of a dead letter, as `push` takes it back. */
 export function originalBody(letter: DeadLetter): MessageInput {
-  return letter.type === "object" ? fromBase64(letter.data) : letter.data;
+  if (letter.type !== "object") return letter.data;
+  const bytes = fromBase64(letter.data);
+  if (!bytes) throw new VQueueError("E_MESSAGE", `A dead letter of ${letter.origin.queue} (${letter.origin.part}.${letter.origin.offset}) holds no valid base64 body.`);
+  return bytes;
 }
 
 export interface RedriveOptions {
@@ -105,18 +109,4 @@ export async function redrive(driver: QueueDriver, dlq: string, queue: string | 
     for (const writer of owned.values()) await writer.then((w) => w.close()).catch(() => {});
     await source.close();
   }
-}
-
-// btoa/atob work on "binary strings": one char per byte. In pieces, to keep the argument lists short.
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-function fromBase64(text: string): Uint8Array {
-  const binary = atob(text);
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
 }

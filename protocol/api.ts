@@ -304,6 +304,111 @@ export interface RedriveResponse {
   moved: number;
 }
 
+/** A right of the API's users, as the dashboard is told which actions to offer. */
+export type RightName = "read" | "write" | "admin";
+
+/** Series over the last samples, column by column (uPlot's shape): `t` in seconds since the epoch. */
+export interface HistoryJSON {
+  t: number[];
+  /** Messages produced per second. */
+  produce?: number[];
+  /** Messages consumed per second (a queue: all its consumers together). */
+  consume?: number[];
+  /** Messages not consumed yet (a queue: its worst consumer). */
+  lag?: number[];
+}
+
+/** One queue in the monitor's last sample. */
+export interface QueueOverviewJSON {
+  name: string;
+  messages: number;
+  /** Bytes of its part files. */
+  bytes: number;
+  parts: number;
+  consumers: number;
+  /** Messages produced per second, over the last sample interval. */
+  produceRate: number;
+  /** Messages consumed per second by all its consumers together. */
+  consumeRate: number;
+  /** The worst consumer's lag (0 without consumers), and who it is. */
+  maxLag: number;
+  maxLagConsumer: string | null;
+  /** Produced (and consumed by all consumers) since this server started watching. */
+  producedTotal: number;
+  consumedTotal: number;
+  /** What the asking user may do on it. */
+  rights: RightName[];
+  /** With `?history=N`: the last N samples. */
+  history?: HistoryJSON;
+}
+
+/** `GET /api/v1/overview[?history=N]`: every queue the user may see, from the monitor's last sample (no part file read). */
+export interface OverviewResponse {
+  version: string;
+  /** The asking user (null without auth). */
+  user: string | null;
+  /** Rights the user has on some queue (`write`: may create queues by producing). */
+  rights: RightName[];
+  startedAt: number;
+  /** When the sample was taken (ms since the epoch), and how often they are taken. */
+  sampledAt: number;
+  sampleMs: number;
+  queues: QueueOverviewJSON[];
+}
+
+/** A part of a queue, as `GET /api/v1/queues/{queue}/overview` shows it. */
+export interface PartOverviewJSON {
+  id: number;
+  bytes: number;
+  messages: number;
+  /** The record format of its first record: v2, v3 (null when empty or unknown). */
+  format: "v2" | "v3" | null;
+  /** v3 parts with compressed records: body bytes before compression / stored (null: none compressed). */
+  compressionRatio: number | null;
+  /** When its first message was written, ms since the epoch (from the part index; null if unknown). */
+  createdAt: number | null;
+}
+
+/** A consumer of either kind, as the queue's overview shows it. */
+export interface ConsumerOverviewJSON {
+  name: string;
+  kind: "ordered" | "shared";
+  part: number;
+  position: number;
+  count: number;
+  cursor: string;
+  lag: number;
+  lagBytes: number;
+  /** Messages consumed per second over the last sample interval. */
+  rate: number;
+  consumedTotal: number;
+  /** Last time its position moved, or this server handed it messages (ms since the epoch; null: not seen since start). */
+  lastSeen: number | null;
+  /** Shared consumers: leases running, re-deliveries, dead letters (this server's live counts when it holds it, else from its files). */
+  inFlight?: number;
+  redelivered?: number;
+  deadLettered?: number;
+  oldestUnacked?: (MessagePositionJSON & { deliveries?: number }) | null;
+  history?: HistoryJSON;
+}
+
+/** `GET /api/v1/queues/{queue}/overview[?history=N]` */
+export interface QueueDetailResponse {
+  queue: QueueOverviewJSON;
+  parts: PartOverviewJSON[];
+  consumers: ConsumerOverviewJSON[];
+  /** `<queue>.dead` when that queue exists (its dead letters). */
+  deadLetterQueue: string | null;
+}
+
+/** `GET /api/v1/queues/{queue}/browse?from=...&limit=...`: messages read without any consumer (no position moves). */
+export interface BrowseResponse {
+  queue: string;
+  messages: MessageJSON[];
+  /** Where the next page starts (a cursor for `from`), null at the end. */
+  next: string | null;
+}
+
 /** Every 4xx and 5xx body. */
 export interface ErrorResponse {
   error: { code: HttpErrorCode; message: string };

@@ -2,6 +2,7 @@ import { jsonContent, openAPIDocument } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
+import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
@@ -36,6 +37,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...consumeRoutes(ctx),
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
+    ...browseRoutes(ctx),
   ];
   return routes;
 }

@@ -28,6 +28,7 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
   "/api/v1/queues/:queue/redrive": "POST",
+  "/api/v1/queues/:queue/browse": "GET, HEAD",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 

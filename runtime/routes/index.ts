@@ -4,6 +4,7 @@ import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
 import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
+import { overviewRoutes } from "./overview";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
@@ -37,6 +38,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...consumeRoutes(ctx),
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
+    ...overviewRoutes(ctx),
     ...browseRoutes(ctx),
   ];
   return routes;

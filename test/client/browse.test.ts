@@ -26,3 +26,30 @@ describe("client: browse", () => {
     await expect(vq.browse("absent")).rejects.toMatchObject({ status: 404, code: "E_NOT_FOUND" });
   });
 });
+
+describe("client: overview and queueOverview", () => {
+  it("reads the monitor's overview of every queue and of one, with history, typed with the protocol's shapes", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 } });
+    const vq = createClient({ baseURL: s.url });
+    await vq.produce("orders", ["a", "b", "c"]);
+    await vq.consume("orders", "c", { maxMessages: 1 });
+    await vq.commit("orders", "c");
+    let overview = await vq.overview();
+    for (let i = 0; i < 50 && overview.queues.find((q) => q.name === "orders")?.maxLag !== 2; i++) {
+      await new Promise((done) => setTimeout(done, 50));
+      overview = await vq.overview({ history: 5 });
+    }
+    expect((await vq.overview()).queues.find((q) => q.name === "orders")?.history).toBeUndefined();
+    overview = await vq.overview({ history: 5 });
+    const orders = overview.queues.find((q) => q.name === "orders")!;
+    expect(orders).toMatchObject({ messages: 3, maxLag: 2, maxLagConsumer: "c", rights: ["read", "write", "admin"] });
+    expect(overview.user).toBeNull();
+    expect(orders.history?.t.length).toBeGreaterThan(0);
+    const detail = await vq.queueOverview("orders", { history: 3 });
+    expect(detail.queue.name).toBe("orders");
+    expect(detail.parts.map((p) => [p.id, p.messages])).toEqual([[0, 3]]);
+    expect(detail.consumers.map((c) => [c.name, c.kind, c.lag])).toEqual([["c", "ordered", 2]]);
+    await expect(vq.queueOverview("absent")).rejects.toMatchObject({ status: 404, code: "E_NOT_FOUND" });
+    await expect(vq.overview({ history: -1 })).rejects.toMatchObject({ status: 400, code: "E_PARAM" });
+  });
+});

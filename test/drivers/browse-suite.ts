@@ -150,8 +150,21 @@ export function browseTests(setup: () => Promise<EngineTestContext> | EngineTest
     expect(details[0]!.createdAt).toBeLessThanOrEqual(before);
     expect(details[2]!.createdAt).toBeNull();
     await q.push("now");
-    details = await partDetails(driver, "q", (await queueTotals(driver, "q"))!.parts());
+    // Sealed parts are not read again (the newest part's file is the writer's, shared: not opened either).
+    const opened: string[] = [];
+    const counting = new Proxy(driver, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key) as unknown;
+        if (key === "openLog") return (path: string, options: { create: boolean }) => (opened.push(path), target.openLog(path, options));
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    details = await partDetails(counting, "q", (await queueTotals(driver, "q"))!.parts());
     expect(details[2]).toMatchObject({ id: 2, messages: 1, format: "v2" });
     expect(details[2]!.createdAt).toBeGreaterThanOrEqual(before);
+    expect(opened.filter((path) => path.endsWith("_queue"))).toEqual([]);
+    forgetPartDetails();
+    await partDetails(counting, "q", (await queueTotals(driver, "q"))!.parts());
+    expect(opened.filter((path) => path.endsWith("_queue"))).toEqual(["q-0/q_queue", "q-1/q_queue"]);
   });
 }

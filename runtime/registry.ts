@@ -201,6 +201,11 @@ export class QueueRegistry {
     return out;
   }
 
+  /** The queues this server holds a writer of (opening or open). */
+  writingQueues(): Set<string> {
+    return new Set(this.#writers.keys());
+  }
+
   /** Every consumer this server holds open, by queue then name: when it was last handed out, and a shared one's live stats. */
   heldConsumers(): Map<string, Map<string, HeldConsumer>> {
     const out = new Map<string, Map<string, HeldConsumer>>();

@@ -77,6 +77,8 @@ const SHARED_FILES_MS = 10_000;
  */
 const BUDGET = 0.1;
 const MIN_BUDGET_MS = 20;
+/** How many samples ahead of its turn a queue used here is read. */
+const USED_AHEAD = 5;
 /** Queues read at once: round trips overlap. */
 const CONCURRENCY = 16;
 
@@ -185,15 +187,16 @@ export class Monitor {
     const held = this.#registry.heldConsumers();
     const writing = this.#registry.writingQueues();
     for (const name of this.#tracks.keys()) if (!listed.has(name)) this.#tracks.delete(name);
-    const used = (name: string) => (writing.has(name) || held.has(name) ? 0 : 1);
-    const sampledAt = (name: string) => this.#tracks.get(name)?.sampledAt ?? -Infinity;
-    const order = [...listed.keys()].sort((a, b) => used(a) - used(b) || sampledAt(a) - sampledAt(b));
+    // Stalest first; a queue used here counts as USED_AHEAD samples staler (it changes; its reads are cheap), so others still get their turn.
+    const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? -Infinity) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);
+    const order = [...listed.keys()].sort((a, b) => due(a) - due(b));
     const deadline = started + Math.max(MIN_BUDGET_MS, this.#options.sampleMs * BUDGET);
     await forEachLimited(order.length, CONCURRENCY, async (i) => {
       const name = order[i]!;
       // Past the budget, a queue shown before keeps its last sample until its turn comes.
       if (Date.now() > deadline && this.#tracks.get(name)?.sample) return;
-      const queue = await queueOverview(driver, name, listed.get(name)!, undefined);
+      const here = held.get(name);
+      const queue = await queueOverview(driver, name, listed.get(name)!, here && ((_queue, consumer) => here.get(consumer)?.position));
       if (queue) await this.#sampleQueue(queue, held.get(name), Date.now());
     });
     const queues = [...listed.keys()].sort().flatMap((name) => this.#tracks.get(name)?.sample ?? []);

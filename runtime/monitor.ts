@@ -188,7 +188,7 @@ export class Monitor {
     const writing = this.#registry.writingQueues();
     for (const name of this.#tracks.keys()) if (!listed.has(name)) this.#tracks.delete(name);
     // Stalest first; a queue used here counts as USED_AHEAD samples staler (it changes; its reads are cheap), so others still get their turn.
-    const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? -Infinity) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);
+    const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? 0) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);
     const order = [...listed.keys()].sort((a, b) => due(a) - due(b));
     const deadline = started + Math.max(MIN_BUDGET_MS, this.#options.sampleMs * BUDGET);
     await forEachLimited(order.length, CONCURRENCY, async (i) => {

@@ -21,7 +21,9 @@ import { loadZstd, type ZstdLoader } from "./zstd";
 /**
  * Where a page starts: as a seek (`SeekTarget`: a cursor is the position after its message, so
  * the page starts with the message after it, the one a consumer seeking there reads next), but
- * `"latest"` is the newest page: the last `limit` messages, not the empty end.
+ * `"latest"` is the newest page: the last `limit` messages, not the empty end (a `maxBytes` that
+ * cuts it short leaves `next` set: the rest of it). Pages go forward only; an older page than the
+ * newest is reached from an earlier start (`{ part, seq }`, `{ time }`).
  */
 export type BrowseFrom = SeekTarget;
 

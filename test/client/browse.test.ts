@@ -27,6 +27,23 @@ describe("client: browse", () => {
   });
 });
 
+describe("client: browsing a dead-letter queue", () => {
+  it("shows the newest dead letters, and leaves them where they are", async () => {
+    const s = await startServer();
+    const vq = createClient({ baseURL: s.url });
+    await vq.produce("jobs", ["one", "two", "three"]);
+    const leased = await vq.lease("jobs", "w", { max: 3 });
+    await vq.nack("jobs", "w", leased.map((m) => m.lease), { deadLetter: true, error: "bad input" });
+    const page = await vq.browse<{ error?: string }>("jobs.dead", { from: "latest", limit: 2, json: true });
+    expect(page.messages).toHaveLength(2);
+    expect(page.messages.map((m) => (m.json ? m.data.error : undefined))).toEqual(["bad input", "bad input"]);
+    expect(page.next).toBeNull();
+    expect((await vq.browse("jobs.dead")).messages).toHaveLength(3);
+    expect((await vq.queue("jobs.dead")).messages).toBe(3);
+    expect((await vq.consumers("jobs.dead")).consumers).toEqual([]);
+  });
+});
+
 describe("client: overview and queueOverview", () => {
   it("reads the monitor's overview of every queue and of one, with history, typed with the protocol's shapes", async () => {
     const s = await startServer({ monitor: { sampleMs: 100 } });

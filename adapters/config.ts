@@ -74,6 +74,8 @@ export interface VQueueConfig {
    * over `shared`: `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 } } }`.
    */
   queues?: Record<string, QueueSettings>;
+  /** `GET /metrics` (Prometheus): `true` behind auth, `{ "open": true }` without, `false` no route (README, "Metrics"). @default true */
+  metrics?: boolean | { open?: boolean };
 }
 
 export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">> {

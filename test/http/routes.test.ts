@@ -3,9 +3,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
 import { resolveQueueAppOptions } from "../../runtime/options";
+import { ServerMetrics } from "../../runtime/metrics/server-metrics";
+import { Monitor } from "../../runtime/monitor";
 import { QueueRegistry } from "../../runtime/registry";
 import { allowedMethods, pathRegExp } from "../../runtime/route";
 import { apiRoutes } from "../../runtime/routes";
+import { Tracing } from "../../runtime/tracing";
 
 /** Every route of the API and what `Allow` says on its path: the table must hold exactly these. */
 const ALLOW: Record<string, string> = {
@@ -28,12 +31,13 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
   "/api/v1/queues/:queue/redrive": "POST",
+  "/metrics": "GET, HEAD",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 const options = resolveQueueAppOptions({ driver: memoryDriver({}) });
 const registry = new QueueRegistry(options);
-const routes = apiRoutes({ registry, options });
+const routes = apiRoutes({ registry, options, monitor: new Monitor(), metrics: new ServerMetrics(), tracing: new Tracing("0") });
 const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none" });
 afterAll(() => Promise.all([registry.close(), handler.close()]));
 

@@ -18,7 +18,7 @@ import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 import { Tracing } from "./tracing";
 
-export type { AuthOptions, AuthUser, MetricsOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
+export type { AuthOptions, AuthUser, MetricsOptions, MonitorOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
 export type { ProcessStats } from "./metrics/scrape";
 export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
@@ -58,8 +58,9 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
   const resolved = resolveQueueAppOptions(options);
   const metrics = resolved.metrics ? new ServerMetrics() : undefined;
   const registry = new QueueRegistry(resolved, metrics);
+  const monitor = new Monitor(registry, resolved.monitor);
   const tracing = new Tracing(resolved.version);
-  const ctx: RouteContext = { registry, options: resolved, monitor: new Monitor(), metrics, tracing };
+  const ctx: RouteContext = { registry, options: resolved, monitor, metrics, tracing };
   const app = new H3({
     silent: true,
     // Only what escapes the route wrappers (h3's own errors) gets here.
@@ -107,6 +108,9 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
         throw error;
       }
     },
-    close: () => registry.close(),
+    close: () => {
+      monitor.close();
+      return registry.close();
+    },
   };
 }

@@ -124,11 +124,25 @@ export interface QueueAppOptions {
   /** Log requests (see runtime/log.ts): 401/403 at warn, those that change state at info, the rest at debug. @default false */
   logRequests?: boolean;
   /**
+   * The monitor behind the dashboard, `/metrics` and `stat --watch` (runtime/monitor.ts): it
+   * samples every queue while someone looks (a scrape, the page) and keeps their recent history.
+   */
+  monitor?: MonitorOptions;
+  /**
    * `GET /metrics`, Prometheus text (README, "Metrics"): `true` behind the API's auth (a user
    * sees the queues it may read), `{ open: true }` without auth (every queue), `false` no route.
    * @default true
    */
   metrics?: boolean | MetricsOptions;
+}
+
+export interface MonitorOptions {
+  /** Time between samples (longer while a sample of many queues takes long). @default 1000 */
+  sampleMs?: number;
+  /** Samples kept per queue and consumer for the charts: 300 at 1 s are 5 minutes. @default 300 */
+  historyPoints?: number;
+  /** Sampling stops when nobody looked for this long (and resumes on the next look). @default 600000 */
+  idleMs?: number;
 }
 
 export interface MetricsOptions {
@@ -169,6 +183,7 @@ export interface ResolvedQueueAppOptions {
   logRequests: boolean;
   /** Undefined: no `/metrics` route (and no storage instrumentation). */
   metrics: { open: boolean; process?: () => ProcessStats } | undefined;
+  monitor: Required<MonitorOptions>;
   onProblem: (problem: QueueProblem) => void;
   /** The retention of a queue: its own (`queues`), else the default (`retention`). */
   retentionFor(queue: string): RetentionOptions | undefined;
@@ -205,6 +220,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     syncCommits: options.syncCommits ?? CONSUMER_DEFAULTS.syncCommits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
+    monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000 }),
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),
@@ -217,6 +233,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
     integer(1)(resolved.maxConsumers, "maxConsumers"),
+    ...monitorProblems(options.monitor),
     ...limitsProblems(limits),
     ...authProblems(options.auth),
     checkDriver(options.driver, "driver"),
@@ -270,6 +287,19 @@ export function metricsProblems(metrics: unknown, path = "metrics"): string[] {
     open === undefined ? undefined : boolean(open, `${path}.open`),
     process === undefined || typeof process === "function" ? undefined : `Invalid ${path}.process ${showValue(process)}: a function returning the process stats.`,
   ].filter((p) => p !== undefined);
+}
+
+/** What is wrong with `monitor`. */
+function monitorProblems(monitor: unknown): (string | undefined)[] {
+  if (monitor === undefined) return [];
+  if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor)) return [`Invalid monitor ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
+  const { sampleMs, historyPoints, idleMs, ...rest } = monitor as MonitorOptions;
+  return [
+    ...Object.keys(rest).map((key) => `Unknown key "monitor.${key}": use sampleMs, historyPoints or idleMs.`),
+    sampleMs === undefined ? undefined : integer(100, 3_600_000)(sampleMs, "monitor.sampleMs"),
+    historyPoints === undefined ? undefined : integer(2, 100_000)(historyPoints, "monitor.historyPoints"),
+    idleMs === undefined ? undefined : integer(0)(idleMs, "monitor.idleMs"),
+  ];
 }
 
 /** A queue's own settings, if `queues` names it. */

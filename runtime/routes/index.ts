@@ -3,6 +3,7 @@ import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
 import { consumeRoutes } from "./consume";
+import { overviewRoutes } from "./overview";
 import { metricsRoutes } from "./metrics";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
@@ -38,6 +39,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
     ...metricsRoutes(ctx),
+    ...overviewRoutes(ctx),
   ];
   return routes;
 }

@@ -34,33 +34,62 @@ const produce = (s: TestServer, queue: string, messages: unknown[], headers: Rec
 
 describe("GET /metrics", () => {
   it("counts what was produced and consumed, per queue and consumer, with the lag", async () => {
-    const s = await startServer({ durability: "fsync" });
-    await scrape(s); // the first look starts the sampling
+    const s = await startServer({ durability: "fsync", monitor: { sampleMs: 100 } });
+    // The queue and its consumers exist first: the Monitor counts from when it first saw them.
+    expect((await produce(s, "orders", ["x"])).status).toBe(201);
+    await s.get("/api/v1/queues/orders/consumers/all/messages");
+    await s.get("/api/v1/queues/orders/consumers/slow/messages");
+    await eventually(s, (f) => {
+      expect(valueOf(f, "vqueue_queue_messages", { queue: "orders" })).toBe(1);
+      expect(valueOf(f, "vqueue_consumer_lag_messages", { queue: "orders", consumer: "all", kind: "ordered" })).toBe(1);
+      expect(valueOf(f, "vqueue_consumer_lag_messages", { queue: "orders", consumer: "slow", kind: "ordered" })).toBe(1);
+    });
     expect((await produce(s, "orders", ["a", "b"])).status).toBe(201);
     expect((await produce(s, "orders", ["c"])).status).toBe(201);
     const all = await s.get("/api/v1/queues/orders/consumers/all/messages?max_messages=10");
     expect((await all.json()).count).toBe(3);
     expect((await s.post("/api/v1/queues/orders/consumers/all/commit")).status).toBe(200);
-    await s.get("/api/v1/queues/orders/consumers/slow/messages?max_messages=1");
     expect((await s.post("/api/v1/queues/orders/consumers/slow/commit")).status).toBe(200);
 
     const families = await eventually(s, (f) => {
       expect(valueOf(f, "vqueue_produced_messages_total", { queue: "orders" })).toBe(3);
-      expect(valueOf(f, "vqueue_consumer_consumed_messages_total", { queue: "orders", consumer: "all", kind: "ordered" })).toBe(3);
-      expect(valueOf(f, "vqueue_consumer_lag_messages", { queue: "orders", consumer: "slow" })).toBe(2);
+      expect(valueOf(f, "vqueue_consumer_consumed_messages_total", { queue: "orders", consumer: "all", kind: "ordered" })).toBe(4);
+      expect(valueOf(f, "vqueue_consumer_lag_messages", { queue: "orders", consumer: "slow" })).toBe(3);
     });
-    expect(valueOf(families, "vqueue_queue_messages", { queue: "orders" })).toBe(3);
+    expect(valueOf(families, "vqueue_queue_messages", { queue: "orders" })).toBe(4);
     expect(valueOf(families, "vqueue_queue_parts", { queue: "orders" })).toBe(1);
-    expect(valueOf(families, "vqueue_queue_bytes", { queue: "orders" })).toBeGreaterThan(3);
+    expect(valueOf(families, "vqueue_queue_bytes", { queue: "orders" })).toBeGreaterThan(4);
     expect(valueOf(families, "vqueue_produced_bytes_total", { queue: "orders" })).toBeGreaterThan(3);
     expect(valueOf(families, "vqueue_consumer_lag_messages", { queue: "orders", consumer: "all" })).toBe(0);
     expect(valueOf(families, "vqueue_consumer_lag_bytes", { queue: "orders", consumer: "all" })).toBe(0);
     expect(valueOf(families, "vqueue_consumer_lag_bytes", { queue: "orders", consumer: "slow" })).toBeGreaterThan(0);
     expect(valueOf(families, "vqueue_consumer_consumed_messages_total", { queue: "orders", consumer: "slow" })).toBe(1);
+    expect(valueOf(families, "vqueue_consumer_consumed_bytes_total", { queue: "orders", consumer: "all" })).toBeGreaterThan(4);
+  });
+
+  it("shows a shared consumer's in-flight, redelivered and dead-lettered messages", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 }, shared: { maxDeliveries: 2 } });
+    await produce(s, "jobs", ["j1", "j2", "j3"]);
+    const lease = async (max: number) => (await (await s.post("/api/v1/queues/jobs/consumers/w/lease", JSON.stringify({ max }), jsonHeaders)).json()).messages as { lease: string }[];
+    const nack = (leases: string[]) => s.post("/api/v1/queues/jobs/consumers/w/nack", JSON.stringify({ leases }), jsonHeaders);
+    let leased = await lease(1);
+    const c = { queue: "jobs", consumer: "w", kind: "shared" };
+    // Counted from when the Monitor first saw the consumer.
+    await eventually(s, (f) => expect(valueOf(f, "vqueue_consumer_in_flight_messages", c)).toBe(1));
+    await nack([leased[0]!.lease]); // j1 back: its 2nd delivery is a redelivery
+    leased = await lease(1);
+    await nack([leased[0]!.lease]); // 2 deliveries, maxDeliveries 2: dead-lettered
+    leased = await lease(1); // j2, held
+    expect(leased).toHaveLength(1);
+    await eventually(s, (f) => {
+      expect(valueOf(f, "vqueue_consumer_in_flight_messages", c)).toBe(1);
+      expect(valueOf(f, "vqueue_consumer_redelivered_total", c)).toBe(1);
+      expect(valueOf(f, "vqueue_consumer_dead_lettered_total", c)).toBe(1);
+    });
   });
 
   it("has HELP and TYPE for every family, counters ending in _total, and the server's own series", async () => {
-    const s = await startServer({ durability: "fsync" });
+    const s = await startServer({ durability: "fsync", monitor: { sampleMs: 100 } });
     await produce(s, "orders", ["a", "b"]);
     await produce(s, "orders", ["c"]);
     await s.get("/api/v1/queues/nope");
@@ -120,16 +149,15 @@ describe("GET /metrics", () => {
       { username: "admin", password: "a" },
       { username: "reader", password: "r", read: ["a"], write: false },
     ];
-    const s = await startServer({ auth: { users } });
+    const s = await startServer({ auth: { users }, monitor: { sampleMs: 100 } });
     const admin = basic("admin", "a");
     const none = await s.get("/metrics");
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toContain("Basic");
-    await scrape(s, admin);
     await produce(s, "a", ["1"], admin);
     await produce(s, "b", ["1", "2"], admin);
-    await eventually(s, (f) => expect(valueOf(f, "vqueue_produced_messages_total", { queue: "b" })).toBe(2), admin);
-    const seen = await eventually(s, (f) => expect(valueOf(f, "vqueue_produced_messages_total", { queue: "a" })).toBe(1), basic("reader", "r"));
+    await eventually(s, (f) => expect(valueOf(f, "vqueue_queue_messages", { queue: "b" })).toBe(2), admin);
+    const seen = await eventually(s, (f) => expect(valueOf(f, "vqueue_queue_messages", { queue: "a" })).toBe(1), basic("reader", "r"));
     const queues = new Set([...seen.values()].flatMap((f) => f.metrics.map((m) => m.labels?.queue)).filter((q) => q !== undefined));
     expect([...queues]).toEqual(["a"]);
     // The 401 was counted, by route and status.
@@ -138,10 +166,9 @@ describe("GET /metrics", () => {
 
   it("is served without auth with metrics.open, and not at all with metrics: false", async () => {
     const auth = { users: [{ username: "admin", password: "a" }] };
-    const open = await startServer({ auth, metrics: { open: true } });
-    await scrape(open);
+    const open = await startServer({ auth, metrics: { open: true }, monitor: { sampleMs: 100 } });
     await produce(open, "a", ["1"], basic("admin", "a"));
-    await eventually(open, (f) => expect(valueOf(f, "vqueue_produced_messages_total", { queue: "a" })).toBe(1));
+    await eventually(open, (f) => expect(valueOf(f, "vqueue_queue_messages", { queue: "a" })).toBe(1));
     const off = await startServer({ auth, metrics: false });
     const res = await off.get("/metrics", { headers: basic("admin", "a") });
     expect(res.status).toBe(404);

@@ -4,8 +4,8 @@ import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
 import { resolveQueueAppOptions } from "../../runtime/options";
 import { ServerMetrics } from "../../runtime/metrics/server-metrics";
-import { Monitor } from "../../runtime/monitor";
 import { QueueRegistry } from "../../runtime/registry";
+import { Monitor } from "../../runtime/monitor";
 import { allowedMethods, pathRegExp } from "../../runtime/route";
 import { apiRoutes } from "../../runtime/routes";
 import { Tracing } from "../../runtime/tracing";
@@ -32,12 +32,14 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
   "/api/v1/queues/:queue/redrive": "POST",
   "/metrics": "GET, HEAD",
+  "/api/v1/overview": "GET, HEAD",
+  "/api/v1/queues/:queue/overview": "GET, HEAD",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 const options = resolveQueueAppOptions({ driver: memoryDriver({}) });
 const registry = new QueueRegistry(options);
-const routes = apiRoutes({ registry, options, monitor: new Monitor(), metrics: new ServerMetrics(), tracing: new Tracing("0") });
+const routes = apiRoutes({ registry, options, monitor: new Monitor(registry, options.monitor), metrics: new ServerMetrics(), tracing: new Tracing("0") });
 const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none" });
 afterAll(() => Promise.all([registry.close(), handler.close()]));
 

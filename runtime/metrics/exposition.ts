@@ -11,15 +11,16 @@ export type MetricType = "counter" | "gauge" | "histogram";
  * (`labels()`), so one written per queue or consumer serves every family.
  */
 export class Exposition {
-  readonly #lines: string[] = [];
+  // One growing string (V8 keeps it as a rope): faster than lines joined, for 100,000 lines.
+  #text = "";
 
   family(name: string, type: MetricType, help: string): this {
-    this.#lines.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`);
+    this.#text += `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`;
     return this;
   }
 
   sample(name: string, labelSet: string, value: number): this {
-    this.#lines.push(`${name}${labelSet} ${formatValue(value)}`);
+    this.#text += `${name}${labelSet} ${formatValue(value)}\n`;
     return this;
   }
 
@@ -30,15 +31,15 @@ export class Exposition {
     for (let i = 0; i <= h.bounds.length; i++) {
       cumulative += h.counts[i]!;
       const le = i < h.bounds.length ? formatValue(h.bounds[i]!) : "+Inf";
-      this.#lines.push(`${name}_bucket{${prefix}le="${le}"} ${cumulative}`);
+      this.#text += `${name}_bucket{${prefix}le="${le}"} ${cumulative}\n`;
     }
     const braces = inner ? `{${inner}}` : "";
-    this.#lines.push(`${name}_sum${braces} ${formatValue(h.sum)}`, `${name}_count${braces} ${h.count}`);
+    this.#text += `${name}_sum${braces} ${formatValue(h.sum)}\n${name}_count${braces} ${h.count}\n`;
     return this;
   }
 
   text(): string {
-    return this.#lines.length === 0 ? "" : `${this.#lines.join("\n")}\n`;
+    return this.#text;
   }
 }
 

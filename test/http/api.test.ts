@@ -201,6 +201,7 @@ describe("HTTP API, every endpoint on a real server", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual([
       "/api/v1/openapi.json",
+      "/api/v1/overview",
       "/api/v1/queues",
       "/api/v1/queues/{queue}",
       "/api/v1/queues/{queue}/consumers",
@@ -214,10 +215,12 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
       "/api/v1/queues/{queue}/consumers/{consumer}/seek",
       "/api/v1/queues/{queue}/messages",
+      "/api/v1/queues/{queue}/overview",
       "/api/v1/queues/{queue}/prune",
       "/api/v1/queues/{queue}/purge",
       "/api/v1/queues/{queue}/redrive",
       "/health",
+      "/metrics",
     ]);
     const params = doc.paths["/api/v1/queues/{queue}/consumers/{consumer}/messages"].get.parameters;
     expect(params.find((p: { name: string }) => p.name === "max_messages").schema.maximum).toBe(500);

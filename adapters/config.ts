@@ -76,6 +76,8 @@ export interface VQueueConfig {
   queues?: Record<string, QueueSettings>;
   /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000 }` (see the README, "Monitoring"). */
   monitor?: MonitorOptions;
+  /** `GET /metrics` (Prometheus): `true` behind auth, `{ "open": true }` without, `false` no route (README, "Metrics"). @default true */
+  metrics?: boolean | { open?: boolean };
 }
 
 export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">> {

@@ -22,7 +22,7 @@ import { checkOption, optionError, throwProblems } from "../src/check";
 import { LOG_PREFIX } from "../src/errors";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
-import { queuesProblems } from "../runtime/options";
+import { metricsProblems, queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
 import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
@@ -33,6 +33,8 @@ export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
 export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed"> {
+  /** `<prefix>/metrics` (Prometheus): `true` behind auth, `{ open: true }` without, `false` no route. @default true */
+  metrics?: boolean | { open?: boolean };
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
@@ -79,7 +81,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
   if (rest.compression !== undefined) checkOption("compression", rest.compression, checkCompression);
   if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
-  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues), ...sharedSettingsProblems(rest.shared)]);
+  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues), ...sharedSettingsProblems(rest.shared), ...metricsProblems(rest.metrics)]);
   return {
     name: "v-queue",
     setup(nitro) {
@@ -206,7 +208,9 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
   const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
   const handler = (async () => {
     const driver = await resolveDriver({ storage, dir }, NITRO_DEFAULT_DIR);
-    return createQueueHandler({ ...appOptions, driver, auth });
+    // The Node process series when the host has node:fs (Nitro's Node presets); none elsewhere.
+    const metrics = await import("./process-stats").then(({ withProcessStats }) => withProcessStats(appOptions.metrics), () => appOptions.metrics);
+    return createQueueHandler({ ...appOptions, metrics, driver, auth });
   })();
   handler.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
 

@@ -8,6 +8,7 @@ import { toNodeHandler } from "h3/node";
 import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkDataDir } from "./data-dir";
+import { withProcessStats } from "./process-stats";
 import { fsDataDir, resolveDriver } from "./storage";
 import { selectZstd, type ZstdChoice } from "./zstd-native";
 import type { ZstdLoader } from "../src/zstd";
@@ -57,6 +58,7 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
     // consola's level (`--log-level`) decides which of these lines are printed.
     logger: { error: (m, ...a) => consola.error(m, ...a), warn: (m, ...a) => consola.warn(m, ...a), info: (m, ...a) => consola.info(m, ...a), debug: (m, ...a) => consola.debug(m, ...a) },
     ...appOptions,
+    metrics: withProcessStats(appOptions.metrics),
     zstd: zstdLoader,
     driver: await resolveDriver({ driver, storage, dir }),
   });

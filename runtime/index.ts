@@ -10,13 +10,16 @@ import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { requestLogMiddleware } from "./log";
 import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
+import { ServerMetrics } from "./metrics/server-metrics";
 import { Monitor } from "./monitor";
 import { QueueRegistry } from "./registry";
 import type { SharedSlot } from "./shared-slot";
 import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
+import { Tracing } from "./tracing";
 
-export type { AuthOptions, AuthUser, MonitorOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
+export type { AuthOptions, AuthUser, MetricsOptions, MonitorOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
+export type { ProcessStats } from "./metrics/scrape";
 export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
@@ -53,9 +56,11 @@ export interface QueueHandler {
 /** Creates the app and its registry of open queues. */
 export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler {
   const resolved = resolveQueueAppOptions(options);
-  const registry = new QueueRegistry(resolved);
+  const metrics = resolved.metrics ? new ServerMetrics() : undefined;
+  const registry = new QueueRegistry(resolved, metrics);
   const monitor = new Monitor(registry, resolved.monitor);
-  const ctx: RouteContext = { registry, options: resolved, monitor };
+  const tracing = new Tracing(resolved.version);
+  const ctx: RouteContext = { registry, options: resolved, monitor, metrics, tracing };
   const app = new H3({
     silent: true,
     // Only what escapes the route wrappers (h3's own errors) gets here.
@@ -75,7 +80,15 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     fetch: (request) => Promise.resolve(app.fetch(request)),
     push: async (queue, messages) => {
       assertName(queue, "queue");
-      return registry.push(queue, Array.isArray(messages) ? messages : [messages]);
+      const span = tracing.start("send", queue);
+      try {
+        const positions = await registry.push(queue, Array.isArray(messages) ? messages : [messages]);
+        tracing.end(span, positions.length);
+        return positions;
+      } catch (error) {
+        tracing.end(span, undefined, error);
+        throw error;
+      }
     },
     sharedConsumer: async (queue, name) => {
       assertName(queue, "queue");
@@ -84,7 +97,16 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     },
     produce: async (queue, messages, produceOptions) => {
       assertName(queue, "queue");
-      return registry.produce(queue, Array.isArray(messages) ? messages : [messages], produceOptions);
+      const list = Array.isArray(messages) ? messages : [messages];
+      const span = tracing.start("send", queue);
+      try {
+        const result = await registry.produce(queue, list, produceOptions);
+        tracing.end(span, list.length);
+        return result;
+      } catch (error) {
+        tracing.end(span, undefined, error);
+        throw error;
+      }
     },
     close: () => {
       monitor.close();

@@ -9,6 +9,7 @@ import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
 import { sharedSettingsProblems, type SharedSettings } from "../src/shared-options";
+import type { ProcessStats } from "./metrics/scrape";
 import pkg from "../package.json" with { type: "json" };
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
@@ -127,6 +128,12 @@ export interface QueueAppOptions {
    * samples every queue while someone looks (a scrape, the page) and keeps their recent history.
    */
   monitor?: MonitorOptions;
+  /**
+   * `GET /metrics`, Prometheus text (README, "Metrics"): `true` behind the API's auth (a user
+   * sees the queues it may read), `{ open: true }` without auth (every queue), `false` no route.
+   * @default true
+   */
+  metrics?: boolean | MetricsOptions;
 }
 
 export interface MonitorOptions {
@@ -136,6 +143,13 @@ export interface MonitorOptions {
   historyPoints?: number;
   /** Sampling stops when nobody looked for this long (and resumes on the next look). @default 600000 */
   idleMs?: number;
+}
+
+export interface MetricsOptions {
+  /** Serve `/metrics` without auth, every queue's series. @default false */
+  open?: boolean;
+  /** The host's `process_*` series, read at each scrape (the Node server and Nitro set it). @default none */
+  process?: () => ProcessStats;
 }
 
 /** Settings of one queue (`queues.{name}`). */
@@ -167,6 +181,8 @@ export interface ResolvedQueueAppOptions {
   version: string;
   logger: QueueAppLogger;
   logRequests: boolean;
+  /** Undefined: no `/metrics` route (and no storage instrumentation). */
+  metrics: { open: boolean; process?: () => ProcessStats } | undefined;
   monitor: Required<MonitorOptions>;
   onProblem: (problem: QueueProblem) => void;
   /** The retention of a queue: its own (`queues`), else the default (`retention`). */
@@ -224,8 +240,10 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     ...retentionProblems(options.retention),
     ...sharedSettingsProblems(options.shared),
     ...queuesProblems(options.queues),
+    ...metricsProblems(options.metrics),
   ]);
   const logger = options.logger ?? console;
+  const metricsOptions: MetricsOptions = typeof options.metrics === "object" ? options.metrics : {};
   return {
     ...resolved,
     driver: options.driver!,
@@ -235,6 +253,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     version: options.version ?? pkg.version,
     logger,
     logRequests: options.logRequests ?? false,
+    metrics: options.metrics === false ? undefined : { open: metricsOptions.open ?? false, process: metricsOptions.process },
     onProblem: (problem) => logger.warn(`${LOG_PREFIX} ${problem.code} in queue ${problem.queue}: ${problem.message}`),
     // Named in `queues`: its own retention, none when not given (`{ audit: {} }` turns the default off).
     retentionFor: (queue) => {
@@ -256,6 +275,18 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
     const { retention, shared } = settings as { retention?: unknown; shared?: unknown };
     return [...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention or shared.`), ...retentionProblems(retention, `${path}.${name}.retention`), ...sharedSettingsProblems(shared, `${path}.${name}.shared`)];
   });
+}
+
+/** What is wrong with the `metrics` option at `path` (also the config schema's check). */
+export function metricsProblems(metrics: unknown, path = "metrics"): string[] {
+  if (metrics === undefined || typeof metrics === "boolean") return [];
+  if (typeof metrics !== "object" || metrics === null || Array.isArray(metrics)) return [`Invalid ${path} ${showValue(metrics)}: use true (behind auth), false (no /metrics route) or { "open": true } (no auth).`];
+  const { open, process, ...rest } = metrics as Record<string, unknown>;
+  return [
+    ...Object.keys(rest).map((key) => `Unknown key "${path}.${key}": use open or process.`),
+    open === undefined ? undefined : boolean(open, `${path}.open`),
+    process === undefined || typeof process === "function" ? undefined : `Invalid ${path}.process ${showValue(process)}: a function returning the process stats.`,
+  ].filter((p) => p !== undefined);
 }
 
 /** What is wrong with `monitor` at `path` (also the config schema's check). */

@@ -13,6 +13,8 @@ import { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { delayedPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
+import { instrumentDriver } from "./metrics/driver";
+import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
@@ -62,8 +64,11 @@ export class QueueRegistry {
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
-  constructor(options: ResolvedQueueAppOptions) {
+  readonly #metrics: ServerMetrics | undefined;
+
+  constructor(options: ResolvedQueueAppOptions, metrics?: ServerMetrics) {
     this.options = options;
+    this.#metrics = metrics;
     if (options.consumerIdleMs > 0) {
       // Often enough for the shorter idle time near the cap; a pass only walks the map.
       this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));
@@ -71,9 +76,9 @@ export class QueueRegistry {
     }
   }
 
-  /** The storage: the driver of the options (the adapters make it from a `dir` or a storage spec). */
+  /** The storage: the driver of the options (the adapters make it from a `dir` or a storage spec), measured when metrics are on. */
   driver(): Promise<QueueDriver> {
-    this.#driver ??= Promise.resolve(this.options.driver);
+    this.#driver ??= Promise.resolve(this.#metrics ? instrumentDriver(this.options.driver, this.#metrics) : this.options.driver);
     return this.#driver;
   }
 

@@ -2,13 +2,18 @@ import type { H3, H3Event } from "h3";
 import { authenticate, type Principal } from "./auth";
 import { errorResponse, jsonError } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
+import type { ServerMetrics, RouteSeries } from "./metrics/server-metrics";
 import type { Monitor } from "./monitor";
 import type { QueueRegistry } from "./registry";
+import type { Tracing } from "./tracing";
 
 export interface RouteContext {
   registry: QueueRegistry;
   options: ResolvedQueueAppOptions;
   monitor: Monitor;
+  /** The server's own series; undefined when `metrics` is off (nothing recorded). */
+  metrics?: ServerMetrics;
+  tracing: Tracing;
 }
 
 export type RouteHandler = (event: H3Event, principal: Principal | undefined) => Response | Promise<Response>;
@@ -27,6 +32,8 @@ export interface ApiRoute {
   handler: RouteHandler;
   /** `/health` only: no auth, not counted in (answers while the app closes), no error wrapping. */
   open?: true;
+  /** Served without auth (yet counted in and wrapped, unlike `open`): `/metrics` with `metrics.open`. */
+  noAuth?: true;
   /** A GET that HEAD must not stand for (a consume would hand messages out): `Allow` leaves HEAD out. */
   noHead?: true;
 }
@@ -34,30 +41,38 @@ export interface ApiRoute {
 /**
  * Wraps an API handler: counts it in (graceful close waits for it), checks Basic auth, and
  * turns anything thrown into the JSON error body. Done here rather than in h3's `onError`
- * so it also holds when the app is mounted into another h3 app (which has its own).
+ * so it also holds when the app is mounted into another h3 app (which has its own). With
+ * `series`, counts the answer's status and times it (until the response starts).
  */
-export function apiHandler(ctx: RouteContext, handler: RouteHandler): (event: H3Event) => Promise<Response> {
-  return async (event) => {
+export function apiHandler(ctx: RouteContext, route: Pick<ApiRoute, "handler" | "noAuth">, series?: RouteSeries): (event: H3Event) => Promise<Response> {
+  const handle = async (event: H3Event) => {
     let done: (() => void) | undefined;
     try {
-      const principal = ctx.options.auth ? await authenticate(event.req, ctx.options.auth) : undefined;
+      const principal = ctx.options.auth && !route.noAuth ? await authenticate(event.req, ctx.options.auth) : undefined;
       done = ctx.registry.enter();
-      return await handler(event, principal);
+      return await route.handler(event, principal);
     } catch (error) {
       return errorResponse(error, ctx.options.logger);
     } finally {
       done?.();
     }
   };
+  if (!series) return handle;
+  return async (event) => {
+    const start = performance.now();
+    const response = await handle(event);
+    series.record(response.status, (performance.now() - start) / 1000);
+    return response;
+  };
 }
 
 /** Registers every route of the table, then the JSON 405 (with `Allow`) and 404 for anything else. */
 export function registerRoutes(app: H3, ctx: RouteContext, routes: ApiRoute[]): void {
   for (const route of routes) {
-    const handler = route.open ? (event: H3Event) => route.handler(event, undefined) : apiHandler(ctx, route.handler);
-    app.on(route.method, route.route, handler);
+    const handler = (method: string) => (route.open ? (event: H3Event) => route.handler(event, undefined) : apiHandler(ctx, route, ctx.metrics?.route(method, route.route)));
+    app.on(route.method, route.route, handler(route.method));
     // A GET answers HEAD too, as `Allow` says (h3 does not route HEAD to GET): the server sends the headers only.
-    if (route.method === "GET" && !route.noHead) app.on("HEAD", route.route, handler);
+    if (route.method === "GET" && !route.noHead) app.on("HEAD", route.route, handler("HEAD"));
   }
   const patterns = routes.map((route) => ({ route, re: pathRegExp(route.route) }));
   app.all("/**", (event) => {

@@ -5,6 +5,7 @@ import type { HealthResponse } from "../../protocol/api";
 import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
 import { overviewRoutes } from "./overview";
+import { metricsRoutes } from "./metrics";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
@@ -38,6 +39,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...consumeRoutes(ctx),
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
+    ...metricsRoutes(ctx),
     ...overviewRoutes(ctx),
     ...browseRoutes(ctx),
   ];

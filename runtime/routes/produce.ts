@@ -64,23 +64,37 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const queue = nameParam(event, "queue");
         authorize(principal, "write", queue);
-        const options = produceParams(event.url, event.req.headers);
-        const body = await readBodyLimited(event.req, limits.maxBodyBytes);
-        const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
-        if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
-        if (options.key === undefined && options.delayMs === undefined && options.at === undefined) {
-          const positions = await ctx.registry.push(queue, messages);
-          return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
+        const span = ctx.tracing.start("send", queue, undefined, event.req.headers);
+        try {
+          const options = produceParams(event.url, event.req.headers);
+          const body = await readBodyLimited(event.req, limits.maxBodyBytes);
+          const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
+          if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
+          ctx.metrics?.produceBatch.observe(messages.length);
+          const response = await writeMessages(ctx, queue, messages, options);
+          ctx.tracing.end(span, messages.length);
+          return response;
+        } catch (error) {
+          ctx.tracing.end(span, undefined, error);
+          throw error;
         }
-        const result = await ctx.registry.produce(queue, messages, options);
-        const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
-        if (result.until !== undefined) {
-          return json<DelayedProduceResponse>({ queue, count: result.count, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } }, 202, headers);
-        }
-        return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last! }, 201, headers);
       },
     },
   ];
+}
+
+/** Writes a produce request's messages: pushed (201), or with a delay or a key (202 when delayed). */
+async function writeMessages(ctx: RouteContext, queue: string, messages: MessageInput[], options: ProduceOptions): Promise<Response> {
+  if (options.key === undefined && options.delayMs === undefined && options.at === undefined) {
+    const positions = await ctx.registry.push(queue, messages);
+    return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
+  }
+  const result = await ctx.registry.produce(queue, messages, options);
+  const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
+  if (result.until !== undefined) {
+    return json<DelayedProduceResponse>({ queue, count: result.count, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } }, 202, headers);
+  }
+  return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last! }, 201, headers);
 }
 
 /** `Idempotency-Key`, `?delayMs=` and `?at=`, checked (400 E_PARAM saying what is allowed). */

@@ -75,8 +75,19 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const timeoutMs = intField(input, "timeoutMs", 0, limits.maxTimeoutMs) ?? 0;
         unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
         const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
-        const slot = await ctx.registry.shared(queue, consumer);
-        const messages = await slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
+        const span = ctx.tracing.start("receive", queue, consumer, event.req.headers);
+        const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
+        let messages;
+        try {
+          const slot = await ctx.registry.shared(queue, consumer);
+          messages = await slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
+          ctx.tracing.end(span, messages.length);
+        } catch (error) {
+          ctx.tracing.end(span, undefined, error);
+          throw error;
+        } finally {
+          polled?.();
+        }
         const now = Date.now();
         if (binary) return new FastResponse(encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
         const out: LeaseResponse = {

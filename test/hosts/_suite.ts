@@ -39,6 +39,16 @@ export function describeHost(app: HostApp): void {
       expect((await reader.consume("auth", "r")).messages.map((m) => m.data)).toEqual(["x"]);
     });
 
+    it("serves <prefix>/metrics behind auth, with the Node process series", async () => {
+      expect((await fetch(`${host.url}/_queue/metrics`)).status).toBe(401);
+      const res = await fetch(`${host.url}/_queue/metrics`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}` } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+      const text = await res.text();
+      expect(text).toMatch(/^process_open_fds \d+$/m);
+      expect(text).toContain('vqueue_http_requests_total{route="/api/v1/queues/:queue/messages",method="POST",status="201"} 1');
+    });
+
     it("produces, and a long poll returns as soon as a message is pushed", async () => {
       await client.produce("poll", "first");
       const first = await client.consume("poll", "c");

@@ -221,6 +221,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/purge",
       "/api/v1/queues/{queue}/redrive",
       "/health",
+      "/metrics",
     ]);
     const params = doc.paths["/api/v1/queues/{queue}/consumers/{consumer}/messages"].get.parameters;
     expect(params.find((p: { name: string }) => p.name === "max_messages").schema.maximum).toBe(500);

@@ -3,10 +3,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
 import { resolveQueueAppOptions } from "../../runtime/options";
+import { ServerMetrics } from "../../runtime/metrics/server-metrics";
 import { QueueRegistry } from "../../runtime/registry";
 import { Monitor } from "../../runtime/monitor";
 import { allowedMethods, pathRegExp } from "../../runtime/route";
 import { apiRoutes } from "../../runtime/routes";
+import { Tracing } from "../../runtime/tracing";
 
 /** Every route of the API and what `Allow` says on its path: the table must hold exactly these. */
 const ALLOW: Record<string, string> = {
@@ -29,6 +31,7 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
   "/api/v1/queues/:queue/redrive": "POST",
+  "/metrics": "GET, HEAD",
   "/api/v1/overview": "GET, HEAD",
   "/api/v1/queues/:queue/overview": "GET, HEAD",
   "/api/v1/queues/:queue/browse": "GET, HEAD",
@@ -37,7 +40,7 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 const options = resolveQueueAppOptions({ driver: memoryDriver({}) });
 const registry = new QueueRegistry(options);
-const routes = apiRoutes({ registry, options, monitor: new Monitor(registry, options.monitor) });
+const routes = apiRoutes({ registry, options, monitor: new Monitor(registry, options.monitor), metrics: new ServerMetrics(), tracing: new Tracing("0") });
 const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none" });
 afterAll(() => Promise.all([registry.close(), handler.close()]));
 

@@ -57,7 +57,7 @@ describe("v-queue serve", () => {
   it("serves with auth from --config, and on SIGTERM answers parked polls, finishes and releases every lock", async () => {
     const root = tempRoot();
     const dir = join(root, "data");
-    writeFileSync(join(root, "conf.json"), JSON.stringify({ auth: { users: [{ username: "admin", password: "pw" }] } }));
+    writeFileSync(join(root, "conf.json"), JSON.stringify({ auth: { users: [{ username: "admin", password: "pw" }] }, metrics: { open: true } }));
     const child = spawn(process.execPath, ["--import", "jiti/register", cli, "serve", "--port", "0", "--data-dir", dir, "--config", join(root, "conf.json"), "--durability", "none"], {
       cwd: repoRoot,
       env: { ...process.env, VQUEUE_PORT: "", CONSOLA_LEVEL: "" },
@@ -81,6 +81,10 @@ describe("v-queue serve", () => {
       expect(output).toContain("auth on");
       const auth = basic("admin", "pw");
       expect((await fetch(`${url}/api/v1/queues`)).status).toBe(401);
+      // `metrics: { open: true }` from the config file: scraped without credentials, the Node process series in.
+      const metrics = await fetch(`${url}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(/^process_open_fds \d+$/m);
       expect((await fetch(`${url}/api/v1/queues/q/messages`, { method: "POST", body: "x", headers: auth })).status).toBe(201);
       await fetch(`${url}/api/v1/queues/q/consumers/c/messages`, { headers: auth });
       const parked = fetch(`${url}/api/v1/queues/q/consumers/c/messages?timeout_ms=30000`, { headers: auth });

@@ -211,8 +211,10 @@ export class Monitor {
     const end = { part: totals.currentPart, position: totals.currentEdge, count: totals.currentCount };
     let track = this.#tracks.get(queue.name);
     if (!track) {
-      // Counted from here on: what was there before the server looked is not "produced since".
-      track = { sample: undefined, sampledAt: at, end, producedTotal: 0, producedBytesTotal: 0, consumers: new Map(), history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]) };
+      // Seen by the first sample: counted from here on (what was there before the server looked is
+      // not "produced since"). Made after it: everything in it was produced since the last sample.
+      const made = this.#last !== undefined;
+      track = { sample: undefined, sampledAt: made ? this.#last!.at : at, end: made ? { part: -1, position: 0, count: 0 } : end, producedTotal: 0, producedBytesTotal: 0, consumers: new Map(), history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]) };
       this.#tracks.set(queue.name, track);
     }
     const elapsed = Math.max(0.001, (at - track.sampledAt) / 1000);

@@ -76,6 +76,11 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     expect(d.consumers[0]!.lastSeen).toBeGreaterThan(Date.now() - 60_000);
     expect(d.deadLetterQueue).toBeNull();
 
+    // A queue made after the monitor's first sample: all it holds was produced since.
+    await s.post("/api/v1/queues/late/messages", JSON.stringify({ messages: ["1", "2", "3"] }), jsonHeaders);
+    const late = await until(() => overview(s), (o) => o.queues.some((q) => q.name === "late"));
+    expect(late.queues.find((q) => q.name === "late")).toMatchObject({ messages: 3, producedTotal: 3 });
+
     // Consumed: the counter and the lag follow.
     await consume(s, "orders", "slow", 4);
     const caught = await until(() => detail(s, "orders"), (d) => d.consumers.find((c) => c.name === "slow")?.consumedTotal === 4);

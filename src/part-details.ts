@@ -10,11 +10,14 @@ import type { PartTotals } from "./totals";
 /**
  * What the dashboard's queue page shows of each part beyond its totals: its record format, how
  * well its bodies compress, when it was made. The format and the ratio need the part's records
- * (the ratio: the length each compressed body announces, no decompression), so:
- * - a sealed part (every part but the newest) never changes: scanned once per process, kept
- *   (bounded, least recently used first, as totals.ts keeps queues);
- * - the newest part is scanned incrementally: from where the last call stopped to its end now.
- * A part whose size went down (the queue deleted and made again: ids are reused) is scanned anew.
+ * (the ratio: the length each compressed body announces, no decompression), so each part is
+ * read once per process, and at most its first SAMPLE_BYTES: a queue page must not read a
+ * queue of 256 MiB parts whole, nor read on behind a writer at full speed. The ratio is that
+ * sample's (the writer's first 128 KiB of a part are raw while its dictionary is built: the
+ * sample goes past them). Kept bounded, least recently used first, as totals.ts keeps queues.
+ * A call scans at most SCANS_PER_CALL parts not seen yet, newest first; the others answer
+ * null until a later call reaches them. A part whose size went down (the queue deleted and
+ * made again: ids are reused) is scanned anew.
  */
 export interface PartDetails extends PartTotals {
   /** The record format of its first valid record (null: no record yet). */
@@ -37,13 +40,28 @@ interface Scanned {
 /** Parts whose details are kept (a sealed part of 1,000 queues x 10 parts is 10,000 small objects). */
 const MAX_PARTS = 20_000;
 const SCAN_CHUNK = 1024 * 1024;
+/** The most of a part read for its details. */
+const SAMPLE_BYTES = 2 * 1024 * 1024;
+/** Parts scanned by one call at most (a queue of thousands of parts fills in over a few page loads). */
+const SCANS_PER_CALL = 32;
 /** Per storage, queue and part; a promise so that concurrent calls scan a part once. */
 const cache = new Map<string, Promise<Scanned>>();
 
 /** The details of `parts` (from `queueTotals(...).parts()`, oldest first): the last one counts as the newest. */
 export async function partDetails(driver: QueueDriver, queue: string, parts: readonly PartTotals[]): Promise<PartDetails[]> {
-  return Promise.all(parts.map(async (part, i) => ({ ...part, ...summary(await details(driver, queue, part, i < parts.length - 1)) })));
+  let scans = SCANS_PER_CALL;
+  const out: PartDetails[] = [];
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const part = parts[i]!;
+    const kept = cache.get(keyOf(driver, queue, part.id));
+    const known = kept !== undefined || scans-- > 0;
+    out.push({ ...part, ...summary(known ? await details(driver, queue, part, i < parts.length - 1) : UNKNOWN) });
+  }
+  return out.reverse();
 }
+
+const UNKNOWN: Scanned = { scanned: 0, format: null, raw: 0, stored: 0, createdAt: null };
+const keyOf = (driver: QueueDriver, queue: string, part: number) => `${driver.storageKey}\u0000${queue}\u0000${part}`;
 
 /** Forgets every part kept (tests; a process that wants to measure again). */
 export function forgetPartDetails(): void {
@@ -55,13 +73,14 @@ function summary(scanned: Scanned): Pick<PartDetails, "format" | "compressionRat
 }
 
 async function details(driver: QueueDriver, queue: string, part: PartTotals, sealed: boolean): Promise<Scanned> {
-  const key = `${driver.storageKey}\u0000${queue}\u0000${part.id}`;
+  const key = keyOf(driver, queue, part.id);
   const kept = cache.get(key);
   if (kept) cache.delete(key); // re-inserted last: least recently used first
   const run = (async () => {
     const before = kept && (await kept.catch(() => undefined));
     // The newest part may get its first index entry later; a sealed one without an index never does.
-    if (before && before.scanned === part.bytes && (sealed || before.createdAt !== null)) return before;
+    const goal = Math.min(part.bytes, SAMPLE_BYTES);
+    if (before && before.scanned >= goal && before.scanned <= part.bytes && (sealed || before.createdAt !== null)) return before;
     // Bytes scanned before and still there: go on from them; a part that shrank is another part.
     const from = before && before.scanned <= part.bytes ? before : { scanned: 0, format: null, raw: 0, stored: 0, createdAt: null };
     return scan(driver, queue, part, from);
@@ -75,9 +94,10 @@ async function details(driver: QueueDriver, queue: string, part: PartTotals, sea
 async function scan(driver: QueueDriver, queue: string, part: PartTotals, from: Scanned): Promise<Scanned> {
   const next = { ...from };
   next.createdAt ??= await firstIndexTime(driver, queue, part.id);
-  if (next.scanned >= part.bytes) return next;
+  const limit = Math.min(part.bytes, SAMPLE_BYTES);
+  if (next.scanned >= limit) return next;
   await withSharedLog(driver, partPath(queue, part.id), async (log) => {
-    const result = await scanPart(log, { from: next.scanned, limit: part.bytes, chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, view, at, header) => {
+    const result = await scanPart(log, { from: next.scanned, limit, chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, view, at, header) => {
       next.format ??= header.v3 ? "v3" : "v2";
       if (header.compressed && header.length >= LENGTH_PREFIX) {
         next.raw += view.getUint32(at + HEADER_SIZE, true);

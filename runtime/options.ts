@@ -122,6 +122,8 @@ export interface QueueAppOptions {
   logger?: QueueAppLogger;
   /** Log requests (see runtime/log.ts): 401/403 at warn, those that change state at info, the rest at debug. @default false */
   logRequests?: boolean;
+  /** The dashboard page at `/` (and its files at `/_dashboard/`), behind the same auth as the API. @default true */
+  dashboard?: boolean;
 }
 
 /** Settings of one queue (`queues.{name}`). */
@@ -153,6 +155,7 @@ export interface ResolvedQueueAppOptions {
   version: string;
   logger: QueueAppLogger;
   logRequests: boolean;
+  dashboard: boolean;
   onProblem: (problem: QueueProblem) => void;
   /** The retention of a queue: its own (`queues`), else the default (`retention`). */
   retentionFor(queue: string): RetentionOptions | undefined;
@@ -189,6 +192,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     syncCommits: options.syncCommits ?? CONSUMER_DEFAULTS.syncCommits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
+    dashboard: options.dashboard ?? true,
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),
@@ -201,6 +205,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
     integer(1)(resolved.maxConsumers, "maxConsumers"),
+    boolean(resolved.dashboard, "dashboard"),
     ...limitsProblems(limits),
     ...authProblems(options.auth),
     checkDriver(options.driver, "driver"),

@@ -3,6 +3,7 @@ import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
 import { consumeRoutes } from "./consume";
+import { dashboardRoutes } from "./dashboard";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
@@ -36,6 +37,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...consumeRoutes(ctx),
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
+    ...dashboardRoutes(ctx),
   ];
   return routes;
 }

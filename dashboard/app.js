@@ -42,7 +42,7 @@ const app = {
 function route() {
   const [path = ""] = location.hash.replace(/^#/, "").split("?");
   const parts = path.split("/").filter(Boolean);
-  let name = "";
+  let name;
   try {
     name = decodeURIComponent(parts[1] ?? "");
   } catch {

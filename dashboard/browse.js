@@ -51,7 +51,10 @@ export function browseView(app, name) {
     const q = new URLSearchParams();
     if (from.value === "earliest" || from.value === "latest") q.set("from", from.value);
     else if (from.value === "cursor") q.set("from", cursor.value.trim());
-    else if (from.value === "seq") (q.set("part", part.value), q.set("seq", seq.value));
+    else if (from.value === "seq") {
+      q.set("part", part.value);
+      q.set("seq", seq.value);
+    }
     else if (time.value) q.set("time", new Date(time.value).toISOString());
     return q;
   };

@@ -10,12 +10,13 @@ import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { requestLogMiddleware } from "./log";
 import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
+import { Monitor } from "./monitor";
 import { QueueRegistry } from "./registry";
 import type { SharedSlot } from "./shared-slot";
 import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 
-export type { AuthOptions, AuthUser, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
+export type { AuthOptions, AuthUser, MonitorOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
 export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
@@ -53,7 +54,8 @@ export interface QueueHandler {
 export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler {
   const resolved = resolveQueueAppOptions(options);
   const registry = new QueueRegistry(resolved);
-  const ctx: RouteContext = { registry, options: resolved };
+  const monitor = new Monitor(registry, resolved.monitor);
+  const ctx: RouteContext = { registry, options: resolved, monitor };
   const app = new H3({
     silent: true,
     // Only what escapes the route wrappers (h3's own errors) gets here.
@@ -84,6 +86,9 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       assertName(queue, "queue");
       return registry.produce(queue, Array.isArray(messages) ? messages : [messages], produceOptions);
     },
-    close: () => registry.close(),
+    close: () => {
+      monitor.close();
+      return registry.close();
+    },
   };
 }

@@ -124,6 +124,20 @@ export interface QueueAppOptions {
   logRequests?: boolean;
   /** The dashboard page at `/` (and its files at `/_dashboard/`), behind the same auth as the API. @default true */
   dashboard?: boolean;
+  /**
+   * The monitor behind the dashboard, `/metrics` and `stat --watch` (runtime/monitor.ts): it
+   * samples every queue while someone looks (a scrape, the page) and keeps their recent history.
+   */
+  monitor?: MonitorOptions;
+}
+
+export interface MonitorOptions {
+  /** Time between samples (longer while a sample of many queues takes long). @default 1000 */
+  sampleMs?: number;
+  /** Samples kept per queue and consumer for the charts: 300 at 1 s are 5 minutes. @default 300 */
+  historyPoints?: number;
+  /** Sampling stops when nobody looked for this long (and resumes on the next look). @default 600000 */
+  idleMs?: number;
 }
 
 /** Settings of one queue (`queues.{name}`). */
@@ -156,6 +170,7 @@ export interface ResolvedQueueAppOptions {
   logger: QueueAppLogger;
   logRequests: boolean;
   dashboard: boolean;
+  monitor: Required<MonitorOptions>;
   onProblem: (problem: QueueProblem) => void;
   /** The retention of a queue: its own (`queues`), else the default (`retention`). */
   retentionFor(queue: string): RetentionOptions | undefined;
@@ -193,6 +208,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
     dashboard: options.dashboard ?? true,
+    monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000 }),
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),
@@ -206,6 +222,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
     integer(1)(resolved.maxConsumers, "maxConsumers"),
     boolean(resolved.dashboard, "dashboard"),
+    ...monitorProblems(options.monitor),
     ...limitsProblems(limits),
     ...authProblems(options.auth),
     checkDriver(options.driver, "driver"),
@@ -244,6 +261,19 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
     const { retention, shared } = settings as { retention?: unknown; shared?: unknown };
     return [...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention or shared.`), ...retentionProblems(retention, `${path}.${name}.retention`), ...sharedSettingsProblems(shared, `${path}.${name}.shared`)];
   });
+}
+
+/** What is wrong with `monitor`. */
+function monitorProblems(monitor: unknown): (string | undefined)[] {
+  if (monitor === undefined) return [];
+  if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor)) return [`Invalid monitor ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
+  const { sampleMs, historyPoints, idleMs, ...rest } = monitor as MonitorOptions;
+  return [
+    ...Object.keys(rest).map((key) => `Unknown key "monitor.${key}": use sampleMs, historyPoints or idleMs.`),
+    sampleMs === undefined ? undefined : integer(100, 3_600_000)(sampleMs, "monitor.sampleMs"),
+    historyPoints === undefined ? undefined : integer(2, 100_000)(historyPoints, "monitor.historyPoints"),
+    idleMs === undefined ? undefined : integer(0)(idleMs, "monitor.idleMs"),
+  ];
 }
 
 /** A queue's own settings, if `queues` names it. */

@@ -18,6 +18,12 @@ import type { ResolvedQueueAppOptions } from "./options";
 
 type Slot = ConsumerSlot | SharedSlot;
 
+/** A consumer held open by this server, as the monitor sees it. */
+export interface HeldConsumer {
+  lastUsed: number;
+  shared: SharedStats | undefined;
+}
+
 /** A consumer in the registry, ordered or shared: opening, then open (`slot` set). */
 interface SlotEntry {
   kind: "ordered" | "shared";
@@ -191,6 +197,20 @@ export class QueueRegistry {
     const out = new Map<string, SharedStats>();
     for (const [key, entry] of this.#consumers) {
       if (entry.slot instanceof SharedSlot && key.startsWith(`${queue}\u0000`) && !entry.slot.stopped) out.set(entry.slot.consumer.name, entry.slot.stats);
+    }
+    return out;
+  }
+
+  /** Every consumer this server holds open, by queue then name: when it was last handed out, and a shared one's live stats. */
+  heldConsumers(): Map<string, Map<string, HeldConsumer>> {
+    const out = new Map<string, Map<string, HeldConsumer>>();
+    for (const [key, entry] of this.#consumers) {
+      const slot = entry.slot;
+      if (!slot || slot.stopped) continue;
+      const queue = key.slice(0, key.indexOf("\u0000"));
+      let names = out.get(queue);
+      if (!names) out.set(queue, (names = new Map()));
+      names.set(slot.consumer.name, { lastUsed: slot.lastUsed, shared: slot instanceof SharedSlot ? slot.stats : undefined });
     }
     return out;
   }

@@ -2,11 +2,13 @@ import type { H3, H3Event } from "h3";
 import { authenticate, type Principal } from "./auth";
 import { errorResponse, jsonError } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
+import type { Monitor } from "./monitor";
 import type { QueueRegistry } from "./registry";
 
 export interface RouteContext {
   registry: QueueRegistry;
   options: ResolvedQueueAppOptions;
+  monitor: Monitor;
 }
 
 export type RouteHandler = (event: H3Event, principal: Principal | undefined) => Response | Promise<Response>;

@@ -12,6 +12,8 @@ export type { ConsumerKind } from "./consumer-kind";
 export { redrive, parseDeadLetter } from "./dead-letter";
 export type { DeadLetter, RedriveOptions } from "./dead-letter";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";
+export { storageOverview } from "./overview";
+export type { QueueOverview, ConsumerOverview, OverviewOptions } from "./overview";
 export type { QueueStats, ConsumerStats } from "./inspect";
 export type { SharedFileStats } from "./inspect-shared";
 export { purgeQueue } from "./purge";

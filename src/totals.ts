@@ -31,12 +31,18 @@ export interface QueueTotals {
   currentPart: number;
   /** Records in the current part (0 when it does not exist). */
   currentCount: number;
+  /** Where the current part ends (0 when it does not exist). */
+  currentEdge: number;
   messages: number;
   bytes: number;
+  /** How many parts exist. */
+  partCount: number;
   /** Every existing part, oldest first (a fresh array). */
   parts(): PartTotals[];
   /** Messages after `position`: O(log parts). */
   lagAfter(position: ConsumerPosition): number;
+  /** Bytes of the records after `position`: O(log parts). */
+  bytesAfter(position: ConsumerPosition): number;
 }
 
 /** How often, at most, the parts are listed to notice parts that vanished. */
@@ -47,7 +53,7 @@ const LIST_INTERVAL_MS = 1000;
  */
 const WALK_CONCURRENCY = 8;
 /** Queues whose totals are kept; the least recently used beyond that are forgotten (and recovered if asked again). */
-const MAX_QUEUES = 1000;
+const MAX_QUEUES = 10_000;
 const ignoreProblems = () => {};
 
 interface PartEnd {
@@ -67,6 +73,8 @@ interface Sums {
   messages: number[];
   /** `after[i]`: messages in the sealed parts from index `i` on. */
   after: number[];
+  /** `afterBytes[i]`: bytes of the sealed parts from index `i` on. */
+  afterBytes: number[];
   totalBytes: number;
 }
 
@@ -103,23 +111,23 @@ class TotalsCache {
     else if (!this.ids.includes(id)) this.ids = [...this.ids, id].sort((a, b) => a - b);
   }
 
-  refresh(driver: QueueDriver, queue: string, live: () => Live | undefined): Promise<QueueTotals | undefined> {
-    const run = this.#chain.then(() => this.#refresh(driver, queue, live));
+  refresh(driver: QueueDriver, queue: string, live: () => Live | undefined, listed?: number[]): Promise<QueueTotals | undefined> {
+    const run = this.#chain.then(() => this.#refresh(driver, queue, live, listed));
     this.#chain = run.catch(() => {});
     return run;
   }
 
-  async #refresh(driver: QueueDriver, queue: string, liveNow: () => Live | undefined): Promise<QueueTotals | undefined> {
+  async #refresh(driver: QueueDriver, queue: string, liveNow: () => Live | undefined, listed?: number[]): Promise<QueueTotals | undefined> {
     const live = liveNow();
     const info = live ? undefined : await readQueueInfo(driver, queue, ignoreProblems);
     const named = live?.part ?? info?.part ?? -1;
     const now = Date.now();
-    if (this.mustList || now - this.listedAt >= LIST_INTERVAL_MS || named > (this.ids.at(-1) ?? -1)) {
+    if (listed || this.mustList || now - this.listedAt >= LIST_INTERVAL_MS || named > (this.ids.at(-1) ?? -1)) {
       this.mustList = false;
-      this.ids = await listParts(driver, queue);
+      this.ids = listed ? [...listed] : await listParts(driver, queue);
       this.listedAt = now; // only once listed: a failed listing is tried again on the next call
-      const listed = new Set(this.ids);
-      for (const id of this.sealed.keys()) if (!listed.has(id)) this.sealed.delete(id);
+      const exist = new Set(this.ids);
+      for (const id of this.sealed.keys()) if (!exist.has(id)) this.sealed.delete(id);
       this.changed();
     }
     if (live) this.addId(live.part);
@@ -163,8 +171,12 @@ class TotalsCache {
     const bytes = ids.map((id) => this.sealed.get(id)!.bytes);
     const messages = ids.map((id) => this.sealed.get(id)!.messages);
     const after = Array.from<number>({ length: ids.length + 1 }).fill(0);
-    for (let i = ids.length - 1; i >= 0; i--) after[i] = after[i + 1]! + messages[i]!;
-    this.#sums = { ids, bytes, messages, after, totalBytes: bytes.reduce((a, b) => a + b, 0) };
+    const afterBytes = [...after];
+    for (let i = ids.length - 1; i >= 0; i--) {
+      after[i] = after[i + 1]! + messages[i]!;
+      afterBytes[i] = afterBytes[i + 1]! + bytes[i]!;
+    }
+    this.#sums = { ids, bytes, messages, after, afterBytes, totalBytes: afterBytes[0]! };
     return this.#sums;
   }
 }
@@ -175,6 +187,8 @@ function snapshot(sums: Sums, current: number, end: PartEnd | undefined): QueueT
   return {
     currentPart: current,
     currentCount: count,
+    currentEdge: end?.edge ?? 0,
+    partCount: sums.ids.length + (end ? 1 : 0),
     messages: sums.after[0]! + count,
     bytes: sums.totalBytes + (end?.edge ?? 0),
     parts: () => {
@@ -189,6 +203,15 @@ function snapshot(sums: Sums, current: number, end: PartEnd | undefined): QueueT
       if (current === position.part) lag += Math.max(0, count - position.count);
       else if (current > position.part) lag += count;
       return lag;
+    },
+    bytesAfter: (position) => {
+      const edge = end?.edge ?? 0;
+      const i = firstAfter(sums.ids, position.part);
+      let after = sums.afterBytes[i]!;
+      if (i > 0 && sums.ids[i - 1] === position.part) after += Math.max(0, sums.bytes[i - 1]! - position.position);
+      if (current === position.part) after += Math.max(0, edge - position.position);
+      else if (current > position.part) after += edge;
+      return after;
     },
   };
 }
@@ -209,15 +232,18 @@ const caches = new Map<string, TotalsCache>();
 const writers = new Map<string, { live: Live | undefined }>();
 const keyOf = (driver: QueueDriver, queue: string) => `${driver.storageKey}\u0000${queue}`;
 
-/** The totals of `queue` now, or undefined when there is no such queue. */
-export function queueTotals(driver: QueueDriver, queue: string): Promise<QueueTotals | undefined> {
+/**
+ * The totals of `queue` now, or undefined when there is no such queue. `listed`: its part ids
+ * from a listing just made (the overview lists the storage once for every queue).
+ */
+export function queueTotals(driver: QueueDriver, queue: string, listed?: number[]): Promise<QueueTotals | undefined> {
   const key = keyOf(driver, queue);
   let cache = caches.get(key);
   if (cache) caches.delete(key); // re-inserted last: the map's order is least recently used first
   else cache = new TotalsCache();
   caches.set(key, cache);
   if (caches.size > MAX_QUEUES) caches.delete(caches.keys().next().value!);
-  return cache.refresh(driver, queue, () => writers.get(key)?.live);
+  return cache.refresh(driver, queue, () => writers.get(key)?.live, listed);
 }
 
 /**

@@ -4,6 +4,7 @@ import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
 import { consumeRoutes } from "./consume";
 import { dashboardRoutes } from "./dashboard";
+import { overviewRoutes } from "./overview";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
@@ -38,6 +39,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
     ...dashboardRoutes(ctx),
+    ...overviewRoutes(ctx),
   ];
   return routes;
 }

@@ -4,6 +4,7 @@ import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
 import { resolveQueueAppOptions } from "../../runtime/options";
 import { QueueRegistry } from "../../runtime/registry";
+import { Monitor } from "../../runtime/monitor";
 import { allowedMethods, pathRegExp } from "../../runtime/route";
 import { apiRoutes } from "../../runtime/routes";
 
@@ -28,12 +29,14 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
   "/api/v1/queues/:queue/redrive": "POST",
+  "/api/v1/overview": "GET, HEAD",
+  "/api/v1/queues/:queue/overview": "GET, HEAD",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 const options = resolveQueueAppOptions({ driver: memoryDriver({}) });
 const registry = new QueueRegistry(options);
-const routes = apiRoutes({ registry, options });
+const routes = apiRoutes({ registry, options, monitor: new Monitor(registry, options.monitor) });
 const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none" });
 afterAll(() => Promise.all([registry.close(), handler.close()]));
 

@@ -1,0 +1,277 @@
+import { comparePositions, type ConsumerPosition } from "../src/cursor";
+import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
+import { storageOverview, type QueueOverview } from "../src/overview";
+import type { HistoryJSON } from "../protocol/api";
+import { HistoryRing } from "./history";
+import type { ResolvedQueueAppOptions } from "./options";
+import type { HeldConsumer, QueueRegistry } from "./registry";
+
+/**
+ * What the dashboard, `/metrics` and `stat --watch` show: every queue of the storage sampled
+ * in the background (src/overview.ts: no part file read), rates and counters from the change
+ * between samples, and a short history per queue and consumer. Readers get the last sample
+ * from memory, so a scrape or a page of 1,000 queues costs no I/O.
+ *
+ * Sampling runs while someone looks (`snapshot()`), and stops after `idleMs` without a look.
+ * Counters (`producedTotal`, ...) count what the samples saw change since this server started
+ * (Prometheus counters may reset with the process); they are exact across any gap between
+ * samples while the parts in between still exist.
+ */
+
+export interface SharedSample {
+  /** Leases running now (held here); pending deliveries from its files when another process holds it. */
+  inFlight: number;
+  /** Re-deliveries this server made since it started (a counter). */
+  redelivered: number;
+  /** Messages moved to its dead-letter queue since it was created (kept in its files). */
+  deadLettered: number;
+  oldestUnacked: { part: number; offset: number; seq: number; deliveries?: number } | null;
+}
+
+export interface ConsumerSample extends ConsumerPosition {
+  name: string;
+  kind: "ordered" | "shared";
+  lag: number;
+  lagBytes: number;
+  consumedTotal: number;
+  consumedBytesTotal: number;
+  /** Messages per second over the last few samples. */
+  rate: number;
+  /** Last time its position moved or this server handed it messages (ms since the epoch). */
+  lastSeen: number | null;
+  shared?: SharedSample;
+}
+
+export interface QueueSample {
+  name: string;
+  messages: number;
+  bytes: number;
+  parts: number;
+  currentPart: number;
+  producedTotal: number;
+  producedBytesTotal: number;
+  produceRate: number;
+  consumeRate: number;
+  consumedTotal: number;
+  maxLag: number;
+  maxLagConsumer: string | null;
+  consumers: ConsumerSample[];
+}
+
+export interface MonitorSnapshot {
+  at: number;
+  sampleMs: number;
+  startedAt: number;
+  /** By name. */
+  queues: QueueSample[];
+}
+
+/** Rates in the table: the mean of this many samples (the charts show each). */
+const RATE_POINTS = 5;
+/** A shared consumer another process holds: its files are read at most this often. */
+const SHARED_FILES_MS = 10_000;
+/** A sample may take at most this share of the time (many queues stretch the interval). */
+const MAX_BUSY = 0.25;
+
+interface ConsumerTrack {
+  position: ConsumerPosition;
+  consumedTotal: number;
+  consumedBytesTotal: number;
+  lastMoved: number | null;
+  redelivered: number;
+  /** The held consumer's own `redelivered` at the last sample (it restarts when it is opened again). */
+  liveRedelivered: number;
+  files?: { at: number; stats: SharedFileStats };
+  history: HistoryRing<"rate" | "lag">;
+}
+
+interface QueueTrack {
+  end: ConsumerPosition;
+  producedTotal: number;
+  producedBytesTotal: number;
+  consumers: Map<string, ConsumerTrack>;
+  history: HistoryRing<"produce" | "consume" | "lag">;
+}
+
+export class Monitor {
+  readonly startedAt = Date.now();
+  readonly #registry: QueueRegistry;
+  readonly #options: ResolvedQueueAppOptions["monitor"];
+  #tracks = new Map<string, QueueTrack>();
+  #last: MonitorSnapshot | undefined;
+  #first: Promise<MonitorSnapshot> | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #lookedAt = 0;
+  #closed = false;
+
+  constructor(registry: QueueRegistry, options: ResolvedQueueAppOptions["monitor"]) {
+    this.#registry = registry;
+    this.#options = options;
+  }
+
+  /** The last sample; starts sampling when idle and, the first time, waits for a sample. */
+  snapshot(): Promise<MonitorSnapshot> {
+    this.#lookedAt = Date.now();
+    if (this.#closed) return Promise.resolve(this.#last ?? { at: Date.now(), sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: [] });
+    if (!this.#timer && !this.#first) this.#first = this.#run();
+    if (this.#last) return Promise.resolve(this.#last);
+    return this.#first!;
+  }
+
+  /** A sample taken from now (one running now when it started after the last change is not enough: a new one). */
+  async next(): Promise<MonitorSnapshot> {
+    this.#lookedAt = Date.now();
+    if (this.#first) await this.#first.catch(() => {});
+    if (this.#closed) return this.snapshot();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#first ??= this.#run();
+    return this.#first;
+  }
+
+  /** A queue's last `points` samples of produce and consume rate and worst lag. */
+  history(queue: string, points: number): HistoryJSON | undefined {
+    return this.#tracks.get(queue)?.history.read(points);
+  }
+
+  /** A consumer's last `points` samples of rate and lag (`consume` is its rate). */
+  consumerHistory(queue: string, consumer: string, points: number): HistoryJSON | undefined {
+    const ring = this.#tracks.get(queue)?.consumers.get(consumer)?.history.read(points);
+    return ring && { t: ring.t, consume: ring.rate, lag: ring.lag };
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Takes a sample, schedules the next one while someone looks. */
+  async #run(): Promise<MonitorSnapshot> {
+    const started = Date.now();
+    try {
+      this.#last = await this.#sample();
+    } catch (error) {
+      this.#registry.options.logger.error("[v-queue] [monitor] sampling failed:", error);
+      this.#last ??= { at: started, sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: [] };
+    } finally {
+      this.#first = undefined;
+      const took = Date.now() - started;
+      if (!this.#closed && Date.now() - this.#lookedAt < this.#options.idleMs) {
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined;
+          this.#first = this.#run();
+        }, Math.max(this.#options.sampleMs - took, took / MAX_BUSY - took, 0));
+        (this.#timer as { unref?: () => void }).unref?.();
+      }
+    }
+    return this.#last;
+  }
+
+  async #sample(): Promise<MonitorSnapshot> {
+    const driver = await this.#registry.driver();
+    const queues = await storageOverview(driver, {});
+    const held = this.#registry.heldConsumers();
+    const at = Date.now();
+    const seen = new Set<string>();
+    const samples: QueueSample[] = [];
+    for (const queue of queues) {
+      seen.add(queue.name);
+      samples.push(await this.#sampleQueue(queue, held.get(queue.name), at));
+    }
+    for (const name of this.#tracks.keys()) if (!seen.has(name)) this.#tracks.delete(name);
+    return { at, sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: samples };
+  }
+
+  async #sampleQueue(queue: QueueOverview, held: Map<string, HeldConsumer> | undefined, at: number): Promise<QueueSample> {
+    const { totals } = queue;
+    const end = { part: totals.currentPart, position: totals.currentEdge, count: totals.currentCount };
+    let track = this.#tracks.get(queue.name);
+    if (!track) {
+      // Counted from here on: what was there before the server looked is not "produced since".
+      track = { end, producedTotal: 0, producedBytesTotal: 0, consumers: new Map(), history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]) };
+      this.#tracks.set(queue.name, track);
+    }
+    const elapsed = Math.max(0.001, (at - (this.#last?.at ?? at)) / 1000);
+    // A current part below the last one: the queue was deleted and made again, everything is new.
+    const renewed = end.part < track.end.part;
+    const produced = renewed ? totals.messages : totals.lagAfter(track.end);
+    track.producedTotal += produced;
+    track.producedBytesTotal += renewed ? totals.bytes : totals.bytesAfter(track.end);
+    track.end = end;
+
+    const consumers: ConsumerSample[] = [];
+    let consumed = 0;
+    let consumedTotal = 0;
+    let maxLag = 0;
+    let maxLagConsumer: string | null = null;
+    const names = new Set<string>();
+    for (const c of queue.consumers) {
+      names.add(c.name);
+      const live = held?.get(c.name);
+      let ct = track.consumers.get(c.name);
+      if (!ct) {
+        ct = { position: c, consumedTotal: 0, consumedBytesTotal: 0, lastMoved: null, redelivered: 0, liveRedelivered: live?.shared?.redelivered ?? 0, history: new HistoryRing(this.#options.historyPoints, ["rate", "lag"]) };
+        track.consumers.set(c.name, ct);
+      }
+      const forward = comparePositions(c, ct.position) > 0;
+      const step = forward && !renewed ? Math.max(0, totals.lagAfter(ct.position) - c.lag) : 0;
+      if (forward) {
+        ct.consumedTotal += step;
+        ct.consumedBytesTotal += Math.max(0, totals.bytesAfter(ct.position) - c.lagBytes);
+      }
+      if (comparePositions(c, ct.position) !== 0) ct.lastMoved = at;
+      ct.position = { part: c.part, position: c.position, count: c.count };
+      const shared = c.kind === "shared" ? await this.#shared(queue, c, ct, live) : undefined;
+      // A shared consumer's acks above its floor are not lag.
+      const lag = shared && live?.shared ? Math.max(0, c.lag - (live.shared.window - live.shared.inFlight - live.shared.ready - live.shared.waiting)) : shared && ct.files ? Math.max(0, c.lag - ct.files.stats.ackedAboveFloor) : c.lag;
+      ct.history.push(at, { rate: step / elapsed, lag });
+      consumed += step;
+      consumedTotal += ct.consumedTotal;
+      if (maxLagConsumer === null || lag > maxLag) {
+        maxLag = lag;
+        maxLagConsumer = c.name;
+      }
+      const lastSeen = Math.max(ct.lastMoved ?? 0, live?.lastUsed ?? 0) || null;
+      consumers.push({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count, lag, lagBytes: c.lagBytes, consumedTotal: ct.consumedTotal, consumedBytesTotal: ct.consumedBytesTotal, rate: ct.history.mean("rate", RATE_POINTS), lastSeen, shared });
+    }
+    for (const name of track.consumers.keys()) if (!names.has(name)) track.consumers.delete(name);
+    track.history.push(at, { produce: produced / elapsed, consume: consumed / elapsed, lag: maxLag });
+    return {
+      name: queue.name,
+      messages: totals.messages,
+      bytes: totals.bytes,
+      parts: totals.partCount,
+      currentPart: totals.currentPart,
+      producedTotal: track.producedTotal,
+      producedBytesTotal: track.producedBytesTotal,
+      produceRate: track.history.mean("produce", RATE_POINTS),
+      consumeRate: track.history.mean("consume", RATE_POINTS),
+      consumedTotal,
+      maxLag,
+      maxLagConsumer,
+      consumers,
+    };
+  }
+
+  /** A shared consumer's numbers: live when held here, else from its files (read at most every SHARED_FILES_MS). */
+  async #shared(queue: QueueOverview, c: ConsumerPosition & { name: string }, ct: ConsumerTrack, live: HeldConsumer | undefined): Promise<SharedSample> {
+    const stats = live?.shared;
+    if (stats) {
+      // Opened again since the last sample: its own count restarted.
+      ct.redelivered += stats.redelivered >= ct.liveRedelivered ? stats.redelivered - ct.liveRedelivered : stats.redelivered;
+      ct.liveRedelivered = stats.redelivered;
+      const oldest = stats.oldestUnacked;
+      return { inFlight: stats.inFlight, redelivered: ct.redelivered, deadLettered: stats.deadLetteredTotal, oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq, deliveries: oldest.deliveries } };
+    }
+    ct.liveRedelivered = 0;
+    const now = Date.now();
+    if (!ct.files || now - ct.files.at >= SHARED_FILES_MS) {
+      const driver = await this.#registry.driver();
+      const files = await sharedFileStats(driver, queue.name, c.name, c, queue.totals.parts()).catch(() => undefined);
+      if (files) ct.files = { at: now, stats: files };
+    }
+    const files = ct.files?.stats;
+    return { inFlight: files?.pending ?? 0, redelivered: ct.redelivered, deadLettered: files?.deadLettered ?? 0, oldestUnacked: files?.oldestUnacked ?? null };
+  }
+}

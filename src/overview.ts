@@ -1,0 +1,132 @@
+import type { ConsumerKind } from "./consumer-kind";
+import type { ConsumerPosition } from "./cursor";
+import type { QueueDriver } from "./driver";
+import { parsePopInfo } from "./info";
+import { isValidConsumerName } from "./names";
+import { popInfoPath, queueOfInfoFile } from "./paths";
+import { queueTotals, type QueueTotals } from "./totals";
+
+/**
+ * Every queue of a storage at once, for the dashboard, the metrics and `stat --watch`: one
+ * listing of the base directory tells the queues, their parts and their consumers (and which
+ * are shared), then each queue costs its info lines and each consumer its position file. No
+ * part file is read but the sealed parts the running totals have not measured yet (once per
+ * process: totals.ts). `inspectQueue` lists the storage per queue, which 1,000 queues cannot afford.
+ */
+
+export interface ConsumerOverview extends ConsumerPosition {
+  name: string;
+  kind: ConsumerKind;
+  /** Messages after its position (a shared consumer: after its ack floor, acks above it not counted). */
+  lag: number;
+  /** Bytes of the records after its position. */
+  lagBytes: number;
+}
+
+export interface QueueOverview {
+  name: string;
+  totals: QueueTotals;
+  consumers: ConsumerOverview[];
+}
+
+export interface OverviewOptions {
+  /** Only these queues (the others are not read at all). */
+  include?: (queue: string) => boolean;
+  /**
+   * A consumer's position without reading its file (the process holds it open), or undefined
+   * to read the file.
+   */
+  livePosition?: (queue: string, consumer: string) => ConsumerPosition | undefined;
+  /** Reads in flight at once: round trips overlap on a driver over a network. @default 16 */
+  concurrency?: number;
+}
+
+/** What one listing of the base directory says about one queue. */
+interface Listed {
+  parts: number[];
+  consumers: string[];
+  shared: Set<string>;
+}
+
+const decoder = new TextDecoder();
+const POP = "_info_pop_";
+const SHARED = "_info_shared_";
+
+/** Every queue of the storage (those `include` lets through), by name. */
+export async function storageOverview(driver: QueueDriver, options: OverviewOptions = {}): Promise<QueueOverview[]> {
+  const listed = groupEntries(await driver.list(""), options.include);
+  const names = [...listed.keys()].sort();
+  const out: (QueueOverview | undefined)[] = Array.from({ length: names.length });
+  await forEachLimited(names.length, options.concurrency ?? 16, async (i) => {
+    out[i] = await queueOverview(driver, names[i]!, listed.get(names[i]!)!, options.livePosition);
+  });
+  return out.filter((queue): queue is QueueOverview => queue !== undefined);
+}
+
+/** Sorts the entries of the base directory by queue: part directories, position files, shared markers. */
+function groupEntries(entries: string[], include: ((queue: string) => boolean) | undefined): Map<string, Listed> {
+  const queues = new Map<string, Listed>();
+  for (const entry of entries) {
+    const name = queueOfInfoFile(entry);
+    if (name !== undefined && (!include || include(name))) queues.set(name, { parts: [], consumers: [], shared: new Set() });
+  }
+  for (const entry of entries) {
+    // No queue name holds `_info_` (names.ts): the first one ends the queue's name.
+    const info = entry.indexOf("_info_");
+    if (info > 0) {
+      const owner = entry.slice(0, info);
+      const queue = queues.get(owner);
+      const rest = entry.slice(info);
+      const consumer = (prefix: string) => (rest.startsWith(prefix) && isValidConsumerName(rest.slice(prefix.length), owner) ? rest.slice(prefix.length) : undefined);
+      const pop = consumer(POP);
+      const shared = consumer(SHARED);
+      if (queue && pop !== undefined) queue.consumers.push(pop);
+      if (queue && shared !== undefined) queue.shared.add(shared);
+      continue;
+    }
+    const dash = entry.lastIndexOf("-");
+    if (dash <= 0) continue;
+    const queue = queues.get(entry.slice(0, dash));
+    const id = entry.slice(dash + 1);
+    if (queue && /^\d{1,15}$/.test(id)) queue.parts.push(Number(id));
+  }
+  for (const queue of queues.values()) queue.parts.sort((a, b) => a - b);
+  return queues;
+}
+
+async function queueOverview(driver: QueueDriver, name: string, listed: Listed, livePosition: OverviewOptions["livePosition"]): Promise<QueueOverview | undefined> {
+  const totals = await queueTotals(driver, name, listed.parts).catch(() => undefined);
+  if (!totals) return undefined; // deleted since the listing, or unreadable: not shown
+  const consumers: ConsumerOverview[] = [];
+  for (const consumer of listed.consumers.sort()) {
+    const position = livePosition?.(name, consumer) ?? (await readPosition(driver, name, consumer));
+    if (!position) continue; // the crate's empty leftovers, damaged, or not a file
+    consumers.push({
+      name: consumer,
+      ...position,
+      kind: listed.shared.has(consumer) ? "shared" : "ordered",
+      lag: totals.lagAfter(position),
+      lagBytes: totals.bytesAfter(position),
+    });
+  }
+  return { name, totals, consumers };
+}
+
+async function readPosition(driver: QueueDriver, queue: string, name: string): Promise<ConsumerPosition | undefined> {
+  try {
+    const bytes = await driver.readRecord(popInfoPath(queue, name));
+    const pop = bytes && parsePopInfo(decoder.decode(bytes), queue, name);
+    return pop ? { part: pop.part, position: pop.position, count: pop.count } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `task(0..count-1)`, at most `limit` at once. */
+async function forEachLimited(count: number, limit: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < count) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, lane));
+}

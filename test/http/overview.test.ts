@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import type { OverviewResponse, QueueDetailResponse } from "../../protocol/api";
+import { QueueWriter } from "../../src/writer";
+import fsDriver from "../../adapters/drivers/fs";
+import { basic, jsonHeaders, startServer, type TestServer } from "./_server";
+
+const users = [
+  { username: "admin", password: "a" },
+  { username: "ordersOnly", password: "o", read: ["orders"], write: ["orders"] },
+];
+
+async function overview(s: TestServer, query = "", headers: Record<string, string> = {}): Promise<OverviewResponse> {
+  const res = await s.get(`/api/v1/overview${query}`, { headers });
+  expect(res.status).toBe(200);
+  return (await res.json()) as OverviewResponse;
+}
+
+async function detail(s: TestServer, queue: string, query = ""): Promise<QueueDetailResponse> {
+  const res = await s.get(`/api/v1/queues/${queue}/overview${query}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as QueueDetailResponse;
+}
+
+/** Consumes up to `max` messages as `consumer` and commits them. */
+async function consume(s: TestServer, queue: string, consumer: string, max: number): Promise<void> {
+  const res = await s.get(`/api/v1/queues/${queue}/consumers/${consumer}/messages?max_messages=${max}`);
+  const { cursor } = (await res.json()) as { cursor: string };
+  expect((await s.post(`/api/v1/queues/${queue}/consumers/${consumer}/commit?cursor=${cursor}`)).status).toBe(200);
+}
+
+/** Waits until `check` passes on a fresh overview (the monitor samples every `sampleMs`). */
+async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (check(value) || Date.now() > end) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
+  it("shows every queue with messages, bytes, parts, rates and the worst lag, and follows what is produced and consumed", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 } });
+    await s.post("/api/v1/queues/orders/messages", JSON.stringify({ messages: ["a", "b", "c"] }), jsonHeaders);
+    await s.post("/api/v1/queues/logs-2/messages", JSON.stringify({ messages: ["x"] }), jsonHeaders);
+    await consume(s, "orders", "fast", 3);
+    await consume(s, "orders", "slow", 1);
+
+    let o = await until(() => overview(s), (o) => o.queues.find((q) => q.name === "orders")?.maxLag === 2);
+    expect(o.user).toBeNull();
+    expect(o.rights).toEqual(["read", "write", "admin"]);
+    expect(o.queues.map((q) => q.name)).toEqual(["logs-2", "orders"]);
+    const orders = o.queues.find((q) => q.name === "orders")!;
+    expect(orders).toMatchObject({ messages: 3, parts: 1, consumers: 2, maxLag: 2, maxLagConsumer: "slow" });
+    expect(orders.bytes).toBeGreaterThan(3);
+
+    // Produced after the first sample: counted, and seen as a rate.
+    await s.post("/api/v1/queues/orders/messages", JSON.stringify({ messages: ["d", "e"] }), jsonHeaders);
+    o = await until(() => overview(s, "?history=50"), (o) => o.queues.find((q) => q.name === "orders")?.producedTotal === 2);
+    const after = o.queues.find((q) => q.name === "orders")!;
+    expect(after).toMatchObject({ messages: 5, producedTotal: 2, maxLag: 4 });
+    expect(after.produceRate).toBeGreaterThan(0);
+    expect(after.history!.t.length).toBeGreaterThan(1);
+    expect(after.history!.t.length).toBe(after.history!.produce!.length);
+    expect(after.history!.produce!.some((rate) => rate > 0)).toBe(true);
+
+    const d = await until(() => detail(s, "orders", "?history=20"), (d) => d.consumers.find((c) => c.name === "fast")?.lag === 2);
+    expect(d.parts).toHaveLength(1);
+    expect(d.parts[0]).toMatchObject({ id: 0, messages: 5 });
+    expect(d.consumers.map((c) => [c.name, c.kind, c.lag])).toEqual([
+      ["fast", "ordered", 2],
+      ["slow", "ordered", 4],
+    ]);
+    expect(d.consumers[0]!.lagBytes).toBeGreaterThan(0);
+    expect(d.consumers[0]!.lastSeen).toBeGreaterThan(Date.now() - 60_000);
+    expect(d.deadLetterQueue).toBeNull();
+
+    // Consumed: the counter and the lag follow.
+    await consume(s, "orders", "slow", 4);
+    const caught = await until(() => detail(s, "orders"), (d) => d.consumers.find((c) => c.name === "slow")?.consumedTotal === 4);
+    expect(caught.consumers.find((c) => c.name === "slow")).toMatchObject({ lag: 0, consumedTotal: 4 });
+  });
+
+  it("sees queues written by another process (the crate's way: files only), and says 404 for a queue that does not exist", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 } });
+    const writer = await QueueWriter.open("outside", { driver: fsDriver({ dir: s.dir }), durability: "none" });
+    await writer.pushBatch(["1", "2"]);
+    const seen = await until(() => overview(s), (o) => o.queues.some((q) => q.name === "outside" && q.messages === 2));
+    expect(seen.queues.find((q) => q.name === "outside")?.messages).toBe(2);
+    await writer.pushBatch(["3"]);
+    const d = await until(() => detail(s, "outside"), (d) => d.queue.messages === 3);
+    expect(d.queue.messages).toBe(3);
+    await writer.close();
+    expect((await s.get("/api/v1/queues/missing/overview")).status).toBe(404);
+    expect((await s.get("/api/v1/overview?history=100000")).status).toBe(400);
+  });
+
+  it("shows a user only the queues it has rights on, and which rights", async () => {
+    const s = await startServer({ auth: { users }, monitor: { sampleMs: 100 } });
+    const admin = basic("admin", "a");
+    await s.post("/api/v1/queues/orders/messages", JSON.stringify({ message: "a" }), { ...jsonHeaders, ...admin });
+    await s.post("/api/v1/queues/secret/messages", JSON.stringify({ message: "b" }), { ...jsonHeaders, ...admin });
+    expect((await s.get("/api/v1/overview")).status).toBe(401);
+    const all = await until(() => overview(s, "", admin), (o) => o.queues.length === 2);
+    expect(all.queues.map((q) => q.name)).toEqual(["orders", "secret"]);
+    const limited = await overview(s, "", basic("ordersOnly", "o"));
+    expect(limited.user).toBe("ordersOnly");
+    expect(limited.rights).toEqual(["read", "write"]);
+    expect(limited.queues.map((q) => [q.name, q.rights])).toEqual([["orders", ["read", "write"]]]);
+    expect((await s.get("/api/v1/queues/secret/overview", { headers: basic("ordersOnly", "o") })).status).toBe(403);
+  });
+
+  it("shows shared consumers with their leases and links the dead-letter queue", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 }, shared: { maxDeliveries: 1 } });
+    await s.post("/api/v1/queues/jobs/messages", JSON.stringify({ messages: ["j1", "j2", "j3"] }), jsonHeaders);
+    const lease = await s.post("/api/v1/queues/jobs/consumers/workers/lease", JSON.stringify({ max: 2, leaseMs: 60_000 }), jsonHeaders);
+    const leased = (await lease.json()) as { messages: { lease: string }[] };
+    expect(leased.messages).toHaveLength(2);
+    await s.post("/api/v1/queues/jobs/consumers/workers/nack", JSON.stringify({ leases: [leased.messages[1]!.lease], error: "boom" }), jsonHeaders);
+    const d = await until(() => detail(s, "jobs"), (d) => d.consumers[0]?.inFlight === 1 && d.deadLetterQueue !== null);
+    expect(d.consumers[0]).toMatchObject({ name: "workers", kind: "shared", inFlight: 1, deadLettered: 1 });
+    expect(d.deadLetterQueue).toBe("jobs.dead");
+  });
+});

@@ -34,6 +34,11 @@ export function sparkline(history, width = 96, height = 24) {
   return `<svg class="spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" aria-hidden="true"><path class="spark-consume" d="${sparkPath(consume, width, height, max)}"/><path class="spark-produce" d="${sparkPath(produce, width, height, max)}"/></svg>`;
 }
 
+/** A time axis tick (seconds since the epoch) as the time of day. */
+function clock(/** @type {number} */ seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
 /** A CSS custom property of the page (the theme's colours), for uPlot which draws on a canvas. */
 function cssVar(/** @type {string} */ name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -65,7 +70,10 @@ export function timeChart(container, series, format) {
         cursor: { drag: { x: false, y: false } },
         legend: { live: true },
         scales: { x: { time: true }, y: { range: (/** @type {unknown} */ _u, /** @type {number} */ _min, /** @type {number} */ max) => [0, max > 0 ? max * 1.1 : 1] } },
-        axes: [axis, { ...axis, size: 56, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(format) }],
+        axes: [
+          { ...axis, space: 70, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock) },
+          { ...axis, size: 56, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(format) },
+        ],
         series: [
           {},
           ...series.map((s) => {

@@ -118,7 +118,7 @@ export function queueView(app, name) {
       .map(
         (p) =>
           `<tr><th scope="row">${p.id}${p.id === data.parts.at(-1)?.id ? ' <span class="badge">current</span>' : ""}</th><td class="num">${bytes(p.bytes)}</td><td class="num">${count(p.messages)}</td>` +
-          `<td class="num">${p.createdAt === null ? "–" : duration(now - p.createdAt)}</td><td>${p.format ?? "–"}</td><td>${p.compressionRatio === null ? "–" : `${p.compressionRatio.toFixed(1)}×`}</td></tr>`,
+          `<td class="num">${p.createdAt === null ? "–" : duration(now - p.createdAt)}</td><td>${p.format ?? "–"}</td><td class="num">${p.compressionRatio === null ? "–" : `${p.compressionRatio.toFixed(1)}×`}</td></tr>`,
       )
       .join("");
   }

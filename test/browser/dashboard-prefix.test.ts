@@ -63,6 +63,39 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     await context.close();
   }, 60_000);
 
+  it("polls every 2 s, not while the tab is hidden; tells failures in the banner and clears it once they pass", async () => {
+    const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
+    let polls = 0;
+    page.on("request", (request) => void (request.url().includes("/api/v1/overview") && polls++));
+    await page.goto(`${url}/_queue/`);
+    await page.locator("#queue-rows tr").first().waitFor();
+    await expect.poll(() => polls, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
+
+    const visibility = (hidden: boolean) =>
+      page.evaluate((value) => {
+        Object.defineProperty(document, "hidden", { configurable: true, get: () => value });
+        document.dispatchEvent(new Event("visibilitychange"));
+      }, hidden);
+    await visibility(true);
+    await page.waitForTimeout(300);
+    const whileHidden = polls;
+    await page.waitForTimeout(4500);
+    expect(polls).toBe(whileHidden);
+    expect(await page.locator("#status").textContent()).toBe("Paused");
+    await visibility(false);
+    await expect.poll(() => polls, { timeout: 1000 }).toBeGreaterThan(whileHidden);
+
+    // A 403 (rights taken away meanwhile), then the server back to normal.
+    await page.route("**/api/v1/overview?*", (route) => route.fulfill({ status: 403, json: { error: { code: "E_FORBIDDEN", message: 'User "admin" has no read right.' } } }));
+    await expect.poll(() => page.locator("#banner").textContent(), { timeout: 5000 }).toBe('Not allowed: User "admin" has no read right.');
+    expect(await page.locator("#banner").isVisible()).toBe(true);
+    await page.unroute("**/api/v1/overview?*");
+    await expect.poll(() => page.locator("#banner").isVisible(), { timeout: 5000 }).toBe(false);
+    // Chromium itself logs the 403's "Failed to load resource": that one is expected, nothing else.
+    expect(problems.filter((p) => !/Failed to load resource: the server responded with a status of 403/.test(p))).toEqual([]);
+    await context.close();
+  }, 60_000);
+
   it("renders 1,000 queues with their sparklines fast, and sorts them", async () => {
     const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
     const t = Array.from({ length: 60 }, (_, i) => 1_800_000_000 + i);

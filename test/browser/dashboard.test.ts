@@ -102,6 +102,19 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await context.close();
   }, 60_000);
 
+  it("follows the system's dark theme", async () => {
+    await admin.produce("orders", ["again", "and again"]);
+    const { page, problems, context } = await openPage(browser, { credentials: ADMIN, colorScheme: "dark" });
+    await page.goto(`${server.url}/#/queues/orders`);
+    await page.locator("tr[data-consumer=billing]").waitFor();
+    const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    expect(background).toBe("rgb(14, 17, 22)");
+    await page.waitForTimeout(1000);
+    await screenshots(page, "queue-dark");
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
   it("offers a read-only user no produce, purge nor delete", async () => {
     await admin.consume("emails", "sender");
     const { page, problems, context } = await openPage(browser, { credentials: READER });
@@ -111,9 +124,31 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(await page.locator("[data-action=produce], [data-action=purge], [data-action=delete]").count()).toBe(0);
     // Read is enough to move a consumer.
     expect(await page.locator("tr[data-consumer=sender] [data-action=seek]").count()).toBe(1);
+    await page.locator("tr[data-consumer=sender] [data-action=seek]").click();
+    await page.locator("dialog[open] select[name=to]").selectOption("latest");
+    await page.locator("dialog[open] [data-confirm]").click();
+    await expect.poll(() => page.locator("dialog[open] .result").textContent()).toMatch(/^Consumer sender moved: it goes on after cursor \d+\.\d+\.\d+\.$/);
+    await page.locator("dialog[open] [data-confirm]").click();
+    expect((await admin.consumers("emails")).consumers.find((c) => c.name === "sender")?.lag).toBe(0);
     await page.goto(`${server.url}/#/`);
     await page.locator("#queue-rows tr").first().waitFor();
     expect(await page.locator("[data-action=produce]").count()).toBe(0);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
+  it("links a queue to its dead letters, and re-drives them from there", async () => {
+    await admin.produce("jobs", ["bad job", "good job"]);
+    const [leased] = await admin.lease("jobs", "workers", { max: 1 });
+    await admin.nack("jobs", "workers", leased!.lease, { deadLetter: true });
+    const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
+    await page.goto(`${server.url}/#/queues/jobs`);
+    await expect.poll(() => page.locator("tr[data-consumer=workers] .badge").textContent(), { timeout: 10_000 }).toBe("shared");
+    await page.locator(".dlq a", { hasText: "jobs.dead" }).click({ timeout: 10_000 });
+    await page.locator("[data-action=redrive]").click();
+    await page.locator("dialog[open] [data-confirm]").click();
+    await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe("1 dead letter moved back.");
+    expect((await admin.queue("jobs")).messages).toBe(3);
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);

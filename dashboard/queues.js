@@ -30,7 +30,7 @@ const ROW_LIMIT = 200;
 /** @param {{ refreshSoon: () => void }} app */
 export function queuesView(app) {
   // Rows rendered: a thousand rows with sparklines take ~200 ms to lay out on every poll; a person reads the first ones (sorted, filtered).
-  const state = { key: /** @type {keyof QueueOverviewJSON} */ ("name"), dir: 1, filter: "", limit: ROW_LIMIT, /** @type {OverviewResponse | null} */ data: null };
+  const state = { key: /** @type {keyof QueueOverviewJSON} */ ("name"), dir: 1, filter: "", limit: ROW_LIMIT, data: /** @type {OverviewResponse | null} */ (null) };
   const cards = h("div", { class: "cards" });
   const filter = /** @type {HTMLInputElement} */ (h("input", { type: "search", id: "queue-filter", placeholder: "Filter by name", autocomplete: "off", "aria-label": "Filter queues by name" }));
   const shown = h("span", { class: "muted", id: "queue-count" });
@@ -95,7 +95,8 @@ export function queuesView(app) {
     for (const q of rows.slice(0, state.limit)) {
       const lagBy = q.maxLag > 0 && q.maxLagConsumer ? `<small class="muted">${esc(q.maxLagConsumer)}</small>` : "";
       html +=
-        `<tr><th scope="row"><a href="${esc(queueHref(q.name))}">${esc(q.name)}</a></th>` +
+        // Without read (write only), its page would answer 403: the name is not a link.
+        `<tr><th scope="row">${q.rights.includes("read") ? `<a href="${esc(queueHref(q.name))}">${esc(q.name)}</a>` : esc(q.name)}</th>` +
         `<td class="num">${count(q.messages)}</td><td class="num">${bytes(q.bytes)}</td><td class="num">${count(q.parts)}</td>` +
         `<td class="num">${rate(q.produceRate)}</td><td class="num">${rate(q.consumeRate)}</td>` +
         `<td class="num${q.maxLag > 0 ? " lag" : ""}">${count(q.maxLag)}${lagBy}</td>` +

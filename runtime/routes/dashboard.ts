@@ -27,7 +27,7 @@ export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
       handler: (event) => {
         const name = getRouterParam(event, "asset") ?? "";
         const asset = Object.hasOwn(DASHBOARD_ASSETS, name) ? DASHBOARD_ASSETS[name] : undefined;
-        if (!asset) throw new ApiError(404, "E_ROUTE", `No dashboard file ${JSON.stringify(name.slice(0, 80))}.`);
+        if (!asset) throw new ApiError(404, "E_NOT_FOUND", `No dashboard file ${JSON.stringify(name.slice(0, 80))}.`);
         return serve(event.req, asset, "private, max-age=31536000, immutable");
       },
     },

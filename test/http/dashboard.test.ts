@@ -74,7 +74,7 @@ describe("dashboard serving", () => {
   it("answers an unknown file with the JSON 404", async () => {
     const res = await app()("/_dashboard/app.js");
     expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ error: { code: "E_ROUTE" } });
+    expect(await res.json()).toMatchObject({ error: { code: "E_NOT_FOUND", message: 'No dashboard file "app.js".' } });
     expect((await app()("/_dashboard/__proto__")).status).toBe(404);
   });
 

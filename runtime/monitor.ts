@@ -77,6 +77,8 @@ const SHARED_FILES_MS = 10_000;
  */
 const BUDGET = 0.1;
 const MIN_BUDGET_MS = 20;
+/** Samples kept per consumer (its rate and lag over the last minute): 10,000 consumers stay under 10 MB. */
+const CONSUMER_POINTS = 60;
 /** How many samples ahead of its turn a queue used here is read. */
 const USED_AHEAD = 5;
 /** Queues read at once: round trips overlap. */
@@ -233,7 +235,7 @@ export class Monitor {
       const live = held?.get(c.name);
       let ct = track.consumers.get(c.name);
       if (!ct) {
-        ct = { position: c, consumedTotal: 0, consumedBytesTotal: 0, lastMoved: null, redelivered: 0, liveRedelivered: live?.shared?.redelivered ?? 0, history: new HistoryRing(this.#options.historyPoints, ["rate", "lag"]) };
+        ct = { position: c, consumedTotal: 0, consumedBytesTotal: 0, lastMoved: null, redelivered: 0, liveRedelivered: live?.shared?.redelivered ?? 0, history: new HistoryRing(Math.min(this.#options.historyPoints, CONSUMER_POINTS), ["rate", "lag"]) };
         track.consumers.set(c.name, ct);
       }
       const forward = comparePositions(c, ct.position) > 0;

@@ -134,7 +134,7 @@ export interface QueueAppOptions {
 export interface MonitorOptions {
   /** Time between samples (longer while a sample of many queues takes long). @default 1000 */
   sampleMs?: number;
-  /** Samples kept per queue and consumer for the charts: 300 at 1 s are 5 minutes. @default 300 */
+  /** Samples kept per queue for the charts: 300 at 1 s are 5 minutes (per consumer: at most 60). @default 300 */
   historyPoints?: number;
   /** Sampling stops when nobody looked for this long (and resumes on the next look). @default 600000 */
   idleMs?: number;

@@ -157,7 +157,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await admin.produce("browse", ["plain text here", { nested: { a: [1, 2] } }, new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
     const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
     await page.goto(`${server.url}/#/queues/browse/browse`);
-    await page.locator(".message").nth(2).waitFor();
+    await page.locator(".message").nth(2).waitFor({ timeout: 10_000 });
     const kinds = await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("data-kind")));
     expect(kinds).toEqual(["text", "json", "bytes"]);
     const bodies = await page.locator(".message .body").allTextContents();
@@ -165,6 +165,24 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(bodies[1]).toBe(JSON.stringify({ nested: { a: [1, 2] } }, null, 2));
     expect(bodies[2]).toMatch(/^00000000 {2}00 01 02 ff 41 42 .*\|\.\.\.\.AB\|$/);
     await screenshots(page, "browser");
+    // Pages of 10, the next one under them; then from a part and seq, then the newest.
+    await admin.produce("browse", Array.from({ length: 22 }, (_, i) => `m${i + 4}`));
+    await page.locator("select[name=limit]").selectOption("10");
+    await page.getByRole("button", { name: "Show" }).click();
+    await expect.poll(() => page.locator(".message").count()).toBe(10);
+    await page.locator("[data-action=next]").click();
+    await expect.poll(() => page.locator(".message").count()).toBe(20);
+    expect(await page.locator(".message header strong").nth(19).textContent()).toBe("#20");
+    await page.locator("#browse-from").selectOption("seq");
+    await page.locator("input[name=seq]").fill("24");
+    await page.getByRole("button", { name: "Show" }).click();
+    await expect.poll(() => page.locator(".message header strong").allTextContents()).toEqual(["#24", "#25"]);
+    expect(await page.locator(".pager").textContent()).toContain("End of the queue.");
+    await page.locator("#browse-from").selectOption("latest");
+    await page.getByRole("button", { name: "Show" }).click();
+    await expect.poll(() => page.locator(".message header strong").first().textContent()).toBe("#16");
+    // Nothing moved: no consumer was created by reading.
+    expect((await admin.consumers("browse")).consumers).toEqual([]);
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);

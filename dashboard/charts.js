@@ -75,7 +75,7 @@ export function timeChart(container, series, format) {
           { ...axis, size: 56, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(format) },
         ],
         series: [
-          {},
+          { label: "time", value: (/** @type {unknown} */ _u, /** @type {number | null} */ t) => (t === null || t === undefined ? "–" : clock(t)) },
           ...series.map((s) => {
             const color = cssVar(s.color);
             return { label: s.label, stroke: color, width: 2, fill: s.fill ? `${color}22` : undefined, points: { show: false }, value: (/** @type {unknown} */ _u, /** @type {number | null} */ v) => (v === null || v === undefined ? "–" : format(v)) };

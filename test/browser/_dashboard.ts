@@ -46,7 +46,8 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   for (const [label, size] of [["1366", LAPTOP], ["390", PHONE]] as const) {
     await page.setViewportSize(size);
     await page.waitForTimeout(250);
-    await page.screenshot({ path: resolve(ARTIFACTS, `dashboard-${name}-${label}.png`), fullPage: false });
+    // The whole page at that width (what scrolls below the window too).
+    await page.screenshot({ path: resolve(ARTIFACTS, `dashboard-${name}-${label}.png`), fullPage: true });
   }
   await page.setViewportSize(before);
 }

@@ -85,6 +85,7 @@ export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" |
   limits: Partial<QueueAppLimits>;
   storage?: string;
   compressionDictionary?: string;
+  dashboard?: boolean;
   /** The config file that was read, if any. */
   configFile?: string;
 }

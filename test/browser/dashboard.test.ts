@@ -137,13 +137,21 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await context.close();
   }, 30_000);
 
-  it("links a queue to its dead letters, and re-drives them from there", async () => {
+  it("deletes a consumer; links a queue to its dead letters, and re-drives them from there", async () => {
     await admin.produce("jobs", ["bad job", "good job"]);
     const [leased] = await admin.lease("jobs", "workers", { max: 1 });
     await admin.nack("jobs", "workers", leased!.lease, { deadLetter: true });
+    await admin.consume("jobs", "old-reader");
     const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
     await page.goto(`${server.url}/#/queues/jobs`);
     await expect.poll(() => page.locator("tr[data-consumer=workers] .badge").textContent(), { timeout: 10_000 }).toBe("shared");
+    // A consumer deleted (admin), confirmed in its dialog.
+    await page.locator("tr[data-consumer=old-reader] [data-action=delete]").click({ timeout: 10_000 });
+    await page.locator("dialog[open] [data-confirm]").click();
+    await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe("Consumer old-reader deleted.");
+    await page.locator("dialog[open] [data-confirm]").click();
+    expect((await admin.consumers("jobs")).consumers.map((c) => c.name)).toEqual(["workers"]);
+    await expect.poll(() => page.locator("tr[data-consumer=old-reader]").count(), { timeout: 10_000 }).toBe(0);
     await page.locator(".dlq a", { hasText: "jobs.dead" }).click({ timeout: 10_000 });
     await page.locator("[data-action=redrive]").click();
     await page.locator("dialog[open] [data-confirm]").click();

@@ -44,13 +44,25 @@ function cssVar(/** @type {string} */ name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
+/** Tick steps of the time axis, in seconds. */
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+
+/** Tick steps of an axis of whole numbers. */
+const WHOLE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9];
+
+/** A y axis tick: as many decimals as the step needs (0.25, not 0.3), large ones compact. */
+function tick(/** @type {number} */ v) {
+  return Math.abs(v) >= 10_000 ? new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 }).format(v) : String(Number(v.toFixed(2)));
+}
+
 /**
  * A uPlot time series chart in `container`, resized with it.
  * @param {HTMLElement} container
  * @param {{ label: string, color: string, fill?: boolean }[]} series colours are CSS custom property names
- * @param {(value: number) => string} format the y axis and legend's values
+ * @param {(value: number) => string} format the legend's values
+ * @param {boolean} [whole] values are counts: the y axis ticks on whole numbers
  */
-export function timeChart(container, series, format) {
+export function timeChart(container, series, format, whole = false) {
   const uPlot = /** @type {any} */ (globalThis).uPlot;
   if (!uPlot) {
     container.textContent = "Charts could not be loaded.";
@@ -69,10 +81,16 @@ export function timeChart(container, series, format) {
         height: 200,
         cursor: { drag: { x: false, y: false } },
         legend: { live: true },
-        scales: { x: { time: true }, y: { range: (/** @type {unknown} */ _u, /** @type {number} */ _min, /** @type {number} */ max) => [0, max > 0 ? max * 1.1 : 1] } },
+        scales: {
+          // One sample (a queue just seen) is no range: the minute before it.
+          x: { time: true, range: (/** @type {unknown} */ _u, /** @type {number} */ min, /** @type {number} */ max) => (max - min < 1 ? [max - 60, max] : [min, max]) },
+          y: { range: (/** @type {unknown} */ _u, /** @type {number} */ _min, /** @type {number} */ max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
         axes: [
-          { ...axis, space: 70, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock) },
-          { ...axis, size: 56, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(format) },
+          // Whole seconds: the samples are a second or more apart.
+          { ...axis, space: 70, incrs: TIME_STEPS, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock) },
+          // Counts tick on whole numbers only.
+          { ...axis, size: 56, incrs: whole ? WHOLE_STEPS : undefined, values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(tick) },
         ],
         series: [
           { label: "time", value: (/** @type {unknown} */ _u, /** @type {number | null} */ t) => (t === null || t === undefined ? "–" : clock(t)) },

@@ -53,7 +53,7 @@ export function queueView(app, name) {
     h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Parts" }, h("thead", {}, row("th", ["Part", "Size", "Messages", "Age", "Format", "Compression"], [1, 2, 3, 5])), parts)),
   );
   const rateChart = timeChart(rateBox, [{ label: "produced", color: "--produce" }, { label: "consumed", color: "--consume" }], rate);
-  const lagChart = timeChart(lagBox, [{ label: "lag", color: "--lag", fill: true }], count);
+  const lagChart = timeChart(lagBox, [{ label: "lag", color: "--lag", fill: true }], count, true);
   /** @type {string[]} */
   let rights = [];
 

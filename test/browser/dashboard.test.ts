@@ -145,6 +145,8 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
     await page.goto(`${server.url}/#/queues/jobs`);
     await expect.poll(() => page.locator("tr[data-consumer=workers] .badge").textContent(), { timeout: 10_000 }).toBe("shared");
+    await page.locator(".dlq a").waitFor({ timeout: 10_000 });
+    await screenshots(page, "queue-shared");
     // A consumer deleted (admin), confirmed in its dialog.
     await page.locator("tr[data-consumer=old-reader] [data-action=delete]").click({ timeout: 10_000 });
     await page.locator("dialog[open] [data-confirm]").click();

@@ -16,6 +16,8 @@ import type {
   DeleteQueueResponse,
   ErrorResponse,
   HealthResponse,
+  OverviewResponse,
+  QueueDetailResponse,
   QueueInfoResponse,
   QueueListResponse,
   ProduceResponse,
@@ -33,6 +35,7 @@ import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
 import { isRetryableProduceStatus, produceExtras, toJSONText, type ProduceInput } from "./produce";
+import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 import { runWorker, type Worker, type WorkerOptions } from "./worker";
@@ -42,6 +45,7 @@ export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
+export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
 export type { Worker, WorkerOptions, WorkerStats } from "./worker";
 
@@ -164,6 +168,13 @@ export interface VQueueClient {
   extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal }): Promise<ExtendResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
+  /** A page of messages read without any consumer (nothing moves); `next` of the answer is the following page's `from`. */
+  browse(queue: string, options?: BrowseOptions & { json?: false }): Promise<BrowseResult>;
+  browse<T = unknown>(queue: string, options: BrowseOptions & { json: true }): Promise<BrowseResult<T>>;
+  /** Every queue the user may see, from the server's monitor (no part file read); `history`: the last N samples of each. */
+  overview(options?: { history?: number; signal?: AbortSignal }): Promise<OverviewResponse>;
+  /** One queue: its parts and consumers of both kinds; `history`: the last N samples. */
+  queueOverview(queue: string, options?: { history?: number; signal?: AbortSignal }): Promise<QueueDetailResponse>;
   /** Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once; see `WorkerOptions`. */
   worker(queue: string, consumer: string, handler: (message: LeasedClientMessage) => unknown, options?: WorkerOptions & { json?: false }): Worker;
   worker<T = unknown>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions & { json: true }): Worker;
@@ -197,6 +208,7 @@ export function createClient(options: ClientOptions): VQueueClient {
   const q = (queue: string) => `/api/v1/queues/${encodeURIComponent(queue)}`;
   const c = (queue: string, consumer: string) => `${q(queue)}/consumers/${encodeURIComponent(consumer)}`;
   const shared = sharedCalls(request as SharedRequest, c, q);
+  const reads = browseCalls(request as BrowseRequest, q);
 
   const client: VQueueClient = {
     health: () => request("/health", { idempotent: true }),
@@ -273,6 +285,9 @@ export function createClient(options: ClientOptions): VQueueClient {
     nack: shared.nack,
     extend: shared.extend,
     redrive: shared.redrive,
+    browse: reads.browse as VQueueClient["browse"],
+    overview: reads.overview,
+    queueOverview: reads.queueOverview,
     worker: ((queue: string, consumer: string, handler: (message: AnyLeasedMessage) => unknown, opts: WorkerOptions = {}) =>
       runWorker(
         {

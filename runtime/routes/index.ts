@@ -2,6 +2,7 @@ import { jsonContent, openAPIDocument } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
+import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
 import { dashboardRoutes } from "./dashboard";
 import { overviewRoutes } from "./overview";
@@ -40,6 +41,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...pruneRoutes(ctx),
     ...dashboardRoutes(ctx),
     ...overviewRoutes(ctx),
+    ...browseRoutes(ctx),
   ];
   return routes;
 }

@@ -206,6 +206,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/overview",
       "/api/v1/queues",
       "/api/v1/queues/{queue}",
+      "/api/v1/queues/{queue}/browse",
       "/api/v1/queues/{queue}/consumers",
       "/api/v1/queues/{queue}/consumers/{consumer}",
       "/api/v1/queues/{queue}/consumers/{consumer}/ack",

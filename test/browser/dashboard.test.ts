@@ -191,6 +191,16 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await page.locator("#browse-from").selectOption("latest");
     await page.getByRole("button", { name: "Show" }).click();
     await expect.poll(() => page.locator(".message header strong").first().textContent()).toBe("#16");
+    // From a date and time, in the browser's time zone: an hour ahead, nothing yet; an hour ago, every message.
+    await page.locator("#browse-from").selectOption("time");
+    for (const [offset, expected] of [[3_600_000, "No messages here."], [-3_600_000, "#1"]] as const) {
+      await page.locator("input[name=time]").evaluate((input: HTMLInputElement, ms) => {
+        const d = new Date(Date.now() + ms);
+        input.value = new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+      }, offset);
+      await page.getByRole("button", { name: "Show" }).click();
+      await expect.poll(() => page.locator(".messages > :first-child").evaluate((n) => n.querySelector("header strong")?.textContent ?? n.textContent)).toBe(expected);
+    }
     // Nothing moved: no consumer was created by reading.
     expect((await admin.consumers("browse")).consumers).toEqual([]);
     expect(problems).toEqual([]);

@@ -67,3 +67,24 @@ export const seg = encodeURIComponent;
 export function queuePath(/** @type {string} */ queue, rest = "") {
   return `./api/v1/queues/${seg(queue)}${rest}`;
 }
+
+/** The most samples the server keeps (its `monitor.historyPoints`), once a request asked for more. */
+let historyCap = Infinity;
+
+/**
+ * GETs `path` with `?history=<points>`, fewer if the server keeps fewer: it refuses more than
+ * its `monitor.historyPoints` (400, saying the largest), and the page then asks for that.
+ * @param {string} path without a query
+ * @param {number} points
+ * @param {AbortSignal} signal
+ */
+export async function withHistory(path, points, signal) {
+  try {
+    return await call("GET", `${path}?history=${Math.min(points, historyCap)}`, { signal });
+  } catch (error) {
+    const most = error instanceof ApiProblem && error.status === 400 ? /^Invalid history \d+: use an integer from 0 to (\d+)/.exec(error.message) : null;
+    if (!most) throw error;
+    historyCap = Number(most[1]);
+    return call("GET", `${path}?history=${historyCap}`, { signal });
+  }
+}

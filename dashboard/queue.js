@@ -4,7 +4,7 @@
  * its parts and consumers (both kinds), and the actions the user's rights allow.
  */
 import { deleteConsumerDialog, produceDialog, purgeDialog, redriveDialog, seekDialog } from "./actions.js";
-import { call, queuePath } from "./api.js";
+import { queuePath, withHistory } from "./api.js";
 import { timeChart } from "./charts.js";
 import { card, esc, h, queueHref, replace } from "./dom.js";
 import { ago, bytes, count, duration, rate } from "./format.js";
@@ -141,7 +141,7 @@ export function queueView(app, name) {
     /** @param {AbortSignal} signal */
     async refresh(signal) {
       /** @type {QueueDetailResponse} */
-      const data = await call("GET", queuePath(name, "/overview?history=300"), { signal });
+      const data = await withHistory(queuePath(name, "/overview"), 300, signal);
       render(data);
       return data;
     },

@@ -5,7 +5,7 @@
  * and filtered in the page.
  */
 import { produceDialog } from "./actions.js";
-import { call } from "./api.js";
+import { withHistory } from "./api.js";
 import { sparkline } from "./charts.js";
 import { card, esc, h, queueHref, replace } from "./dom.js";
 import { bytes, count, rate } from "./format.js";
@@ -131,7 +131,7 @@ export function queuesView(app) {
     /** @param {AbortSignal} signal */
     async refresh(signal) {
       /** @type {OverviewResponse} */
-      const data = await call("GET", "./api/v1/overview?history=60", { signal });
+      const data = await withHistory("./api/v1/overview", 60, signal);
       state.data = data;
       summary(data);
       const started = performance.now();

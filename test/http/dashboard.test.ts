@@ -102,6 +102,13 @@ describe("dashboard serving", () => {
     expect((await app()("/", { method: "POST" })).status).toBe(405);
   });
 
+  it("refuses more history than monitor.historyPoints in the words the page reads to ask for fewer (dashboard/api.js)", async () => {
+    const res = await app({ monitor: { historyPoints: 30 } })("/api/v1/overview?history=300");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string } };
+    expect(/^Invalid history \d+: use an integer from 0 to (\d+)/.exec(error.message)?.[1]).toBe("30");
+  });
+
   it("gzips over a real socket (the standalone server)", async () => {
     const server = await startServer();
     const res = await fetch(`${server.url}/`);

@@ -13,15 +13,17 @@ import { bytes, count, rate } from "./format.js";
 /** @typedef {import("../protocol/api").OverviewResponse} OverviewResponse */
 /** @typedef {import("../protocol/api").QueueOverviewJSON} QueueOverviewJSON */
 
-/** @type {{ key: keyof QueueOverviewJSON, label: string, num?: boolean }[]} */
+/** @type {{ key: keyof QueueOverviewJSON, label: string, num?: boolean, wide?: boolean }[]} */
 const COLUMNS = [
   { key: "name", label: "Queue" },
   { key: "messages", label: "Messages", num: true },
-  { key: "bytes", label: "Size", num: true },
-  { key: "parts", label: "Parts", num: true },
+  // The lag next to the messages (seen first on a phone); the rates next to their sparkline.
+  { key: "maxLag", label: "Worst lag", num: true },
+  // `wide`: left out on phones.
+  { key: "bytes", label: "Size", num: true, wide: true },
+  { key: "parts", label: "Parts", num: true, wide: true },
   { key: "produceRate", label: "Produce/s", num: true },
   { key: "consumeRate", label: "Consume/s", num: true },
-  { key: "maxLag", label: "Worst lag", num: true },
 ];
 
 /** Rows shown until "Show all" is pressed. */
@@ -49,7 +51,7 @@ export function queuesView(app) {
       head,
       ...COLUMNS.map((c) => {
         const sorted = state.key === c.key;
-        const th = h("th", { class: c.num ? "num" : "", "aria-sort": sorted ? (state.dir > 0 ? "ascending" : "descending") : "none", scope: "col" }, h("button", { type: "button", class: "sort", "data-key": c.key }, c.label, h("span", { class: "arrow", "aria-hidden": "true" }, sorted ? (state.dir > 0 ? "▲" : "▼") : "")));
+        const th = h("th", { class: `${c.num ? "num" : ""}${c.wide ? " wide" : ""}`, "aria-sort": sorted ? (state.dir > 0 ? "ascending" : "descending") : "none", scope: "col" }, h("button", { type: "button", class: "sort", "data-key": c.key }, c.label, h("span", { class: "arrow", "aria-hidden": "true" }, sorted ? (state.dir > 0 ? "▲" : "▼") : "")));
         return th;
       }),
       h("th", { scope: "col", class: "spark-col" }, h("span", { class: "legend" }, h("i", { class: "dot produce" }), "in ", h("i", { class: "dot consume" }), "out")),
@@ -97,9 +99,9 @@ export function queuesView(app) {
       html +=
         // Without read (write only), its page would answer 403: the name is not a link.
         `<tr><th scope="row">${q.rights.includes("read") ? `<a href="${esc(queueHref(q.name))}">${esc(q.name)}</a>` : esc(q.name)}</th>` +
-        `<td class="num">${count(q.messages)}</td><td class="num">${bytes(q.bytes)}</td><td class="num">${count(q.parts)}</td>` +
+        `<td class="num">${count(q.messages)}</td><td class="num${q.maxLag > 0 ? " lag" : ""}">${count(q.maxLag)}${lagBy}</td>` +
+        `<td class="num wide">${bytes(q.bytes)}</td><td class="num wide">${count(q.parts)}</td>` +
         `<td class="num">${rate(q.produceRate)}</td><td class="num">${rate(q.consumeRate)}</td>` +
-        `<td class="num${q.maxLag > 0 ? " lag" : ""}">${count(q.maxLag)}${lagBy}</td>` +
         `<td class="spark-col">${sparkline(q.history)}</td></tr>`;
     }
     if (rows.length > state.limit) {

@@ -50,6 +50,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await page.goto(`${server.url}/`);
     const row = page.locator("#queue-rows tr", { has: page.locator("a", { hasText: /^orders$/ }) });
     await expect.poll(() => row.locator("td").nth(0).textContent(), { timeout: 10_000 }).toBe("3");
+    expect(await page.locator("table.queues thead th").allTextContents()).toEqual(["Queue▲", "Messages", "Worst lag", "Size", "Parts", "Produce/s", "Consume/s", "in out"]);
     // Worst lag: billing has 2 messages to go.
     await expect.poll(() => row.locator("td.lag").textContent(), { timeout: 10_000 }).toBe("2billing");
     expect(await page.locator("#queue-rows tr").count()).toBe(2);

@@ -14,6 +14,16 @@ export default tseslint.config(
       "no-console": "off",
     },
   },
+  // The dashboard's page code runs in browsers, as plain modules (no build step but hashing).
+  {
+    files: ["dashboard/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: Object.fromEntries(
+        ["window", "document", "location", "fetch", "setTimeout", "clearTimeout", "AbortController", "DOMException", "URLSearchParams", "Intl", "performance", "getComputedStyle", "ResizeObserver", "TextEncoder", "atob", "HTMLElement", "globalThis"].map((name) => [name, "readonly"]),
+      ),
+    },
+  },
   // The rooms of the architecture (README): what each may not import, and why.
   // The engine runs anywhere (browser, edge, Node) and is the bottom room.
   room(

@@ -137,6 +137,7 @@ const config = object({
   limits,
   cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),
   logLevel: oneOf(LOG_LEVELS),
+  dashboard: bool,
   // The engine's and the runtime's own checks: one wording everywhere.
   retention: (v, path, out) => void out.push(...retentionProblems(v, path)),
   shared: (v, path, out) => void out.push(...sharedSettingsProblems(v, path)),

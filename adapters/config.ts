@@ -65,6 +65,8 @@ export interface VQueueConfig {
   cors?: CorsOptions | false;
   /** @default "info" */
   logLevel?: LogLevel;
+  /** The dashboard page at `/`, behind the same auth as the API. @default true */
+  dashboard?: boolean;
   /** Retention of every queue, e.g. `{ "maxAgeMs": 604800000, "maxBytes": 10e9 }` (see the README, "Retention"). @default none */
   retention?: RetentionOptions;
   /** Shared consumers' lease time, bounds and dead letters, e.g. `{ "leaseMs": 60000, "maxDeliveries": 3 }` (see the README, "Shared consumers"). @default the engine's */
@@ -85,6 +87,7 @@ export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" |
   limits: Partial<QueueAppLimits>;
   storage?: string;
   compressionDictionary?: string;
+  dashboard?: boolean;
   /** The config file that was read, if any. */
   configFile?: string;
 }

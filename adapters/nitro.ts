@@ -10,7 +10,7 @@
  * ```
  *
  * The module writes two virtual modules per instance: a plugin that opens the queues once per
- * server process (and closes them on shutdown), and a route handler for `<prefix>/**`. Both
+ * server process (and closes them on shutdown), and a route handler for `<prefix>` and `<prefix>/**`. Both
  * import this file by package name, so the host's bundler resolves it from the app and both
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
@@ -32,7 +32,7 @@ import { sharedSettingsProblems } from "../src/shared-options";
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed" | "dashboard"> {
   /** `<prefix>/metrics` (Prometheus): `true` behind auth, `{ open: true }` without, `false` no route. @default true */
   metrics?: boolean | { open?: boolean };
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
@@ -96,7 +96,8 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
       virtual[`${id}/plugin`] = () => pluginCode(name);
       virtual[`${id}/handler`] = () => (isNitro3 ? nitro3HandlerCode(name) : nitro2HandlerCode(name));
       nitro.options.plugins.push(`${id}/plugin`);
-      nitro.options.handlers.push({ route: `${prefix}/**`, handler: `${id}/handler` });
+      // The prefix itself too: the dashboard is `<prefix>/` (`<prefix>` redirects there), which `/**` alone leaves to the app's pages.
+      nitro.options.handlers.push({ route: prefix, handler: `${id}/handler` }, { route: `${prefix}/**`, handler: `${id}/handler` });
       // nitropack 2 (and Nuxt) auto-import `useVQueue` in server code.
       if (nitro.options.imports) (nitro.options.imports.presets ??= []).push({ from: "v-queue/nitro", imports: ["useVQueue"] });
     },
@@ -253,6 +254,10 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);
       const base = prefixes.find((p) => url.pathname === p || url.pathname.startsWith(`${p}/`));
+      // The dashboard's relative links need the trailing slash: `<prefix>` -> `<prefix>/`.
+      if (base && url.pathname === base && options.dashboard !== false && (request.method === "GET" || request.method === "HEAD")) {
+        return new Response(null, { status: 308, headers: { location: `${base}/${url.search}` } });
+      }
       url.pathname = base ? url.pathname.slice(base.length) || "/" : url.pathname;
       const hasBody = request.method !== "GET" && request.method !== "HEAD";
       const inner = new Request(url, {

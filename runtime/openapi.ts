@@ -11,6 +11,7 @@ const name = { in: "path", required: true, schema: { type: "string", pattern: "^
 const PATH_PARAMETERS: Record<string, object> = {
   queue: { ...name, name: "queue", description: "Queue name (not '.' or '..')" },
   consumer: { ...name, name: "consumer", description: "Consumer name (not '.' or '..')" },
+  asset: { in: "path", required: true, name: "asset", schema: { type: "string" }, description: "A dashboard file's name, as the page links it" },
 };
 
 /** The OpenAPI 3.1 document of the API: the paths are the route table's, with the app's limits filled in. */

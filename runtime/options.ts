@@ -123,6 +123,8 @@ export interface QueueAppOptions {
   logger?: QueueAppLogger;
   /** Log requests (see runtime/log.ts): 401/403 at warn, those that change state at info, the rest at debug. @default false */
   logRequests?: boolean;
+  /** The dashboard page at `/` (and its files at `/_dashboard/`), behind the same auth as the API. @default true */
+  dashboard?: boolean;
   /**
    * The monitor behind the dashboard, `/metrics` and `stat --watch` (runtime/monitor.ts): it
    * samples every queue while someone looks (a scrape, the page) and keeps their recent history.
@@ -183,6 +185,7 @@ export interface ResolvedQueueAppOptions {
   logRequests: boolean;
   /** Undefined: no `/metrics` route (and no storage instrumentation). */
   metrics: { open: boolean; process?: () => ProcessStats } | undefined;
+  dashboard: boolean;
   monitor: Required<MonitorOptions>;
   onProblem: (problem: QueueProblem) => void;
   /** The retention of a queue: its own (`queues`), else the default (`retention`). */
@@ -220,6 +223,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     syncCommits: options.syncCommits ?? CONSUMER_DEFAULTS.syncCommits,
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
+    dashboard: options.dashboard ?? true,
     monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000 }),
   };
   throwProblems([
@@ -233,6 +237,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     boolean(resolved.syncCommits, "syncCommits"),
     integer(0)(resolved.consumerIdleMs, "consumerIdleMs"),
     integer(1)(resolved.maxConsumers, "maxConsumers"),
+    boolean(resolved.dashboard, "dashboard"),
     ...monitorProblems(options.monitor),
     ...limitsProblems(limits),
     ...authProblems(options.auth),

@@ -97,6 +97,8 @@ export function allowedMethods(matching: ApiRoute[]): string[] {
  * h3 app, the path still carries that prefix.
  */
 export function pathRegExp(route: string): RegExp {
+  // The dashboard's page: not every path ending in "/".
+  if (route === "/") return /^\/$/;
   const source = route
     .split("/")
     .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))

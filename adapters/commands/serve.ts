@@ -56,6 +56,7 @@ export const serve = defineCommand({
     });
     if (config.configFile) consola.info(`Config: ${config.configFile}`);
     consola.success(`v-queue serving ${config.storage ?? resolve(config.dir)} on ${server.url} (durability ${config.durability}, auth ${authOn ? "on" : "off"})`);
+    if (config.dashboard !== false) consola.info(`Dashboard: ${server.url.replace(/\/?$/, "/")}`);
     if (!authOn && !["127.0.0.1", "localhost", "::1"].includes(config.host)) consola.warn(`Auth is off and ${config.host} is not loopback: anyone who can reach it can read and write.`);
   },
 });

@@ -4,6 +4,7 @@ import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
 import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
+import { dashboardRoutes } from "./dashboard";
 import { overviewRoutes } from "./overview";
 import { metricsRoutes } from "./metrics";
 import { produceRoutes } from "./produce";
@@ -40,6 +41,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
     ...metricsRoutes(ctx),
+    ...dashboardRoutes(ctx),
     ...overviewRoutes(ctx),
     ...browseRoutes(ctx),
   ];

@@ -10,6 +10,8 @@ import { intParam, json, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
 const RIGHTS: RightName[] = ["read", "write", "admin"];
+/** `history=N` is checked against this; more than the monitor keeps answers what it keeps. */
+const MAX_HISTORY_PARAM = 100_000;
 
 /** What the dashboard reads: every queue at a glance, and one queue in detail, from the monitor's last sample. */
 export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
@@ -20,11 +22,11 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/overview",
       openapi: {
         summary: "Every queue the user may see, with rates and the worst consumer lag, from the monitor's last sample (reads no part file); `history=N` adds the last N samples",
-        parameters: [{ name: "history", in: "query", schema: { type: "integer", minimum: 0, maximum: maxHistory } }],
+        parameters: [{ name: "history", in: "query", description: `samples to add; at most the monitor's ${maxHistory} are answered`, schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM } }],
         responses: { ...errorResponses, "200": { description: "overview", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
-        const points = intParam(event.url, "history", 0, maxHistory, 0);
+        const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
         const snapshot = await ctx.monitor.snapshot();
         const queues = snapshot.queues.filter((q) => can(principal, "read", q.name) || can(principal, "write", q.name)).map((q) => queueJSON(ctx, q, principal, points));
         return json<OverviewResponse>({
@@ -43,13 +45,13 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues/:queue/overview",
       openapi: {
         summary: "A queue in detail for the dashboard: its parts (size, format, compression, age), its consumers of both kinds (position, lag, rate, leases, dead letters, last seen), and `history=N` samples of rates and lag",
-        parameters: [{ name: "history", in: "query", schema: { type: "integer", minimum: 0, maximum: maxHistory } }],
+        parameters: [{ name: "history", in: "query", description: `samples to add; at most the monitor's ${maxHistory} are answered`, schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM } }],
         responses: { ...errorResponses, "200": { description: "the queue", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
         const queue = nameParam(event, "queue");
         authorize(principal, "read", queue);
-        const points = intParam(event.url, "history", 0, maxHistory, 0);
+        const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
         let snapshot = await ctx.monitor.snapshot();
         let sample = find(snapshot, queue);
         // Made since the last sample: one more, before saying it does not exist.

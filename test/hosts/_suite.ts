@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, isAbortError, VQueueClientError, type VQueueClient } from "v-queue/client";
 import { buildApp, lockFiles, startApp, type HostApp, type RunningHost } from "./_host";
+import { HAS_CHROMIUM, launch, openPage } from "../browser/_dashboard";
 
 const ADMIN = { username: "admin", password: "admin-secret" };
 const READER = { username: "reader", password: "reader-secret" };
@@ -120,6 +121,31 @@ export function describeHost(app: HostApp): void {
       const { messages } = await client.consume<{ item: string }>("orders", "billing", { maxMessages: 10, json: true });
       expect(messages.map((m) => (m.data as { item: string }).item)).toEqual(["book", "pen"]);
     });
+
+    it("serves the dashboard at /_queue/ behind auth (/_queue redirects there), and it works in Chromium", async () => {
+      const redirect = await fetch(`${host.url}/_queue`, { redirect: "manual" });
+      expect(redirect.status).toBe(308);
+      expect(redirect.headers.get("location")).toBe("/_queue/");
+      const anonymous = await fetch(`${host.url}/_queue/`);
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
+      const page = await fetch(`${host.url}/_queue/`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}` } });
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(await page.text()).toMatch(/\.\/_dashboard\/app\.[0-9a-f]+\.js/);
+      if (!HAS_CHROMIUM) return;
+      await client.produce("dashboard", ["seen in the page"]);
+      const browser = await launch();
+      try {
+        const { page: tab, problems } = await openPage(browser, { credentials: ADMIN });
+        await tab.goto(`${host.url}/_queue`);
+        await tab.locator("#queue-rows a", { hasText: /^dashboard$/ }).waitFor({ timeout: 15_000 });
+        expect(new URL(tab.url()).pathname).toBe("/_queue/");
+        expect(problems).toEqual([]);
+      } finally {
+        await browser.close();
+      }
+    }, 60_000);
 
     it("on SIGTERM ends a long poll at once, closes the queues (no lock left) and exits", async () => {
       await client.produce("shutdown", "x");

@@ -200,6 +200,8 @@ describe("HTTP API, every endpoint on a real server", () => {
     const doc = await (await s.get("/api/v1/openapi.json")).json();
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual([
+      "/",
+      "/_dashboard/{asset}",
       "/api/v1/openapi.json",
       "/api/v1/overview",
       "/api/v1/queues",

@@ -98,7 +98,8 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     expect(d.queue.messages).toBe(3);
     await writer.close();
     expect((await s.get("/api/v1/queues/missing/overview")).status).toBe(404);
-    expect((await s.get("/api/v1/overview?history=100000")).status).toBe(400);
+    expect((await s.get("/api/v1/overview?history=100001")).status).toBe(400);
+    expect((await s.get("/api/v1/overview?history=-1")).status).toBe(400);
   });
 
   it("shows a user only the queues it has rights on, and which rights", async () => {

@@ -34,6 +34,8 @@ const ALLOW: Record<string, string> = {
   "/metrics": "GET, HEAD",
   "/api/v1/overview": "GET, HEAD",
   "/api/v1/queues/:queue/overview": "GET, HEAD",
+  "/": "GET, HEAD",
+  "/_dashboard/:asset": "GET, HEAD",
   "/api/v1/queues/:queue/browse": "GET, HEAD",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

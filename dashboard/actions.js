@@ -1,0 +1,150 @@
+// @ts-check
+/** The actions a user may take (each offered only with the right for it), each confirmed in a dialog. */
+import { call, queuePath, seg } from "./api.js";
+import { field, openDialog } from "./dialog.js";
+import { h } from "./dom.js";
+import { count } from "./format.js";
+
+/**
+ * Produces one test message: text, or JSON (stored as its JSON text).
+ * @param {string | null} queue null: the dialog asks for the queue's name (it is created)
+ * @param {() => void} done
+ */
+export function produceDialog(queue, done) {
+  const name = /** @type {HTMLInputElement} */ (h("input", { name: "queue", required: true, pattern: "[A-Za-z0-9._\\-]{1,128}", value: queue ?? "", autocomplete: "off" }));
+  const kind = /** @type {HTMLSelectElement} */ (h("select", { name: "kind" }, h("option", { value: "json" }, "JSON"), h("option", { value: "text" }, "Text")));
+  const body = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "body", rows: 5, spellcheck: "false" }));
+  body.value = JSON.stringify({ test: true, from: "v-queue dashboard", at: new Date().toISOString() }, null, 2);
+  openDialog({
+    title: queue ? `Produce a test message to ${queue}` : "Produce a test message",
+    body: [
+      queue ? null : field("Queue", name, "Letters, digits, '.', '_' and '-'; created if it does not exist."),
+      field("Format", kind),
+      field("Message", body),
+    ].filter((n) => n !== null),
+    confirm: "Produce",
+    run: async () => {
+      const target = queue ?? name.value.trim();
+      let message = body.value;
+      if (kind.value === "json") {
+        try {
+          message = JSON.parse(body.value);
+        } catch {
+          throw new Error("The message is not valid JSON: fix it, or choose Text.");
+        }
+      }
+      const answer = await call("POST", queuePath(target, "/messages"), { body: { message } });
+      return `Produced to ${target}: part ${answer.first.part}, seq ${answer.first.seq}.`;
+    },
+    done,
+  });
+}
+
+/**
+ * Moves an ordered consumer: to the oldest message, the end, a cursor, a part and seq, or a time.
+ * @param {string} queue
+ * @param {string} consumer
+ * @param {() => void} done
+ */
+export function seekDialog(queue, consumer, done) {
+  const to = /** @type {HTMLSelectElement} */ (
+    h(
+      "select",
+      { name: "to" },
+      h("option", { value: "earliest" }, "The oldest message (rewind to the start)"),
+      h("option", { value: "latest" }, "The end (skip everything)"),
+      h("option", { value: "cursor" }, "A cursor"),
+      h("option", { value: "seq" }, "A part and sequence number"),
+      h("option", { value: "time" }, "A date and time"),
+    )
+  );
+  const cursor = /** @type {HTMLInputElement} */ (h("input", { name: "cursor", placeholder: "part.position.count", autocomplete: "off" }));
+  const part = /** @type {HTMLInputElement} */ (h("input", { name: "part", type: "number", min: 0, value: 0 }));
+  const seq = /** @type {HTMLInputElement} */ (h("input", { name: "seq", type: "number", min: 1, value: 1 }));
+  const time = /** @type {HTMLInputElement} */ (h("input", { name: "time", type: "datetime-local", step: 1 }));
+  const extra = { cursor: field("Cursor", cursor), seq: h("div", { class: "field-row" }, field("Part", part), field("Seq", seq)), time: field("Time (this browser's time zone)", time) };
+  const show = () => {
+    for (const [key, el] of Object.entries(extra)) el.hidden = key !== to.value;
+  };
+  to.addEventListener("change", show);
+  show();
+  openDialog({
+    title: `Move consumer ${consumer}`,
+    body: [h("p", { class: "muted" }, `Consumer ${consumer} of ${queue} goes on from the chosen place; its position is saved.`), field("Move to", to), extra.cursor, extra.seq, extra.time],
+    confirm: "Move consumer",
+    run: async () => {
+      /** @type {unknown} */
+      let target = to.value;
+      if (to.value === "cursor") target = cursor.value.trim();
+      if (to.value === "seq") target = { part: Number(part.value), seq: Number(seq.value) };
+      if (to.value === "time") {
+        const at = new Date(time.value);
+        if (!time.value || Number.isNaN(at.getTime())) throw new Error("Choose a date and time.");
+        target = { time: at.toISOString() };
+      }
+      const answer = await call("POST", queuePath(queue, `/consumers/${seg(consumer)}/seek`), { body: { to: target } });
+      return `Consumer ${consumer} moved: it goes on after cursor ${answer.cursor}.`;
+    },
+    done,
+  });
+}
+
+/**
+ * @param {string} queue
+ * @param {string} consumer
+ * @param {() => void} done
+ */
+export function deleteConsumerDialog(queue, consumer, done) {
+  openDialog({
+    title: `Delete consumer ${consumer}?`,
+    body: [h("p", {}, `Its saved position in ${queue} is removed; messages stay. A consumer of that name starting again begins where new consumers begin.`)],
+    confirm: "Delete consumer",
+    danger: true,
+    run: async () => {
+      await call("DELETE", queuePath(queue, `/consumers/${seg(consumer)}`));
+      return `Consumer ${consumer} deleted.`;
+    },
+    done,
+  });
+}
+
+/**
+ * Moves dead letters back to the queue they came from (or another).
+ * @param {string} dlq
+ * @param {() => void} done
+ */
+export function redriveDialog(dlq, done) {
+  const to = /** @type {HTMLInputElement} */ (h("input", { name: "to", placeholder: dlq.replace(/\.dead$/, ""), autocomplete: "off" }));
+  const max = /** @type {HTMLInputElement} */ (h("input", { name: "max", type: "number", min: 1, max: 1000000, value: 1000 }));
+  openDialog({
+    title: `Re-drive dead letters of ${dlq}`,
+    body: [field("To queue", to, "Empty: each goes back to the queue it came from."), field("At most", max)],
+    confirm: "Re-drive",
+    run: async () => {
+      /** @type {{ max: number, to?: string }} */
+      const body = { max: Number(max.value) };
+      if (to.value.trim()) body.to = to.value.trim();
+      const answer = await call("POST", queuePath(dlq, "/redrive"), { body });
+      return `${count(answer.moved)} dead ${answer.moved === 1 ? "letter" : "letters"} moved back.`;
+    },
+    done,
+  });
+}
+
+/**
+ * @param {string} queue
+ * @param {() => void} done
+ */
+export function purgeDialog(queue, done) {
+  openDialog({
+    title: `Purge ${queue}?`,
+    body: [h("p", {}, `Every message of ${queue} is removed, for good. The queue and its consumers stay, at the new start.`)],
+    confirm: "Purge all messages",
+    danger: true,
+    run: async () => {
+      const answer = await call("POST", queuePath(queue, "/purge"));
+      return `Purged: ${count(answer.messages)} messages removed.`;
+    },
+    done,
+  });
+}

@@ -1,0 +1,163 @@
+// @ts-check
+/**
+ * A queue's page (`#/queues/<name>`): its stats, rate and lag charts over the last minutes,
+ * its parts and consumers (both kinds), and the actions the user's rights allow.
+ */
+import { deleteConsumerDialog, produceDialog, purgeDialog, redriveDialog, seekDialog } from "./actions.js";
+import { queuePath, withHistory } from "./api.js";
+import { timeChart } from "./charts.js";
+import { card, esc, h, queueHref, replace } from "./dom.js";
+import { ago, bytes, count, duration, rate } from "./format.js";
+
+/** @typedef {import("../protocol/api").QueueDetailResponse} QueueDetailResponse */
+/** @typedef {import("../protocol/api").ConsumerOverviewJSON} ConsumerOverviewJSON */
+
+/**
+ * @param {{ refreshSoon: () => void }} app
+ * @param {string} name
+ */
+export function queueView(app, name) {
+  const actions = h("div", { class: "tools" });
+  const dlq = h("p", { class: "dlq", hidden: true });
+  const cards = h("div", { class: "cards" });
+  const rateBox = h("div", { class: "chart" });
+  const lagBox = h("div", { class: "chart" });
+  const parts = h("tbody");
+  const consumers = h("tbody");
+  const consumersCount = h("span", { class: "muted" });
+  const partsCount = h("span", { class: "muted" });
+  const el = h(
+    "section",
+    { class: "view" },
+    h("div", { class: "view-head" }, h("h1", {}, name), actions),
+    dlq,
+    cards,
+    h(
+      "div",
+      { class: "charts" },
+      h("figure", { class: "panel" }, h("figcaption", {}, "Messages per second"), rateBox),
+      h("figure", { class: "panel" }, h("figcaption", {}, "Lag (worst consumer, messages)"), lagBox),
+    ),
+    h("h2", {}, "Consumers ", consumersCount),
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { class: "grid", "aria-label": "Consumers" },
+        h("thead", {}, row("th", ["Consumer", "Kind", "Position", "Lag", "Rate /s", "In flight", "Redelivered", "Dead-lettered", "Last seen", ""], [3, 4, 5, 6, 7])),
+        consumers,
+      ),
+    ),
+    h("h2", {}, "Parts ", partsCount),
+    h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Parts" }, h("thead", {}, row("th", ["Part", "Size", "Messages", "Age", "Format", "Compression"], [1, 2, 3, 5])), parts)),
+  );
+  const rateChart = timeChart(rateBox, [{ label: "produced", color: "--produce" }, { label: "consumed", color: "--consume" }], rate);
+  const lagChart = timeChart(lagBox, [{ label: "lag", color: "--lag", fill: true }], count, true);
+  /** @type {string[]} */
+  let rights = [];
+
+  consumers.addEventListener("click", (event) => {
+    const button = /** @type {HTMLElement} */ (event.target).closest("button[data-action]");
+    const consumer = button?.closest("tr")?.getAttribute("data-consumer");
+    if (!button || !consumer) return;
+    if (button.getAttribute("data-action") === "seek") seekDialog(name, consumer, app.refreshSoon);
+    else deleteConsumerDialog(name, consumer, app.refreshSoon);
+  });
+
+  /** @param {QueueDetailResponse} data */
+  function render(data) {
+    const q = data.queue;
+    const lagBy = q.maxLagConsumer && q.maxLag > 0 ? ` (${q.maxLagConsumer})` : "";
+    replace(
+      cards,
+      card("Messages", count(q.messages)),
+      card("On disk", bytes(q.bytes)),
+      card("Parts", count(q.parts)),
+      card("Consumers", count(q.consumers)),
+      card("Produced /s", rate(q.produceRate), "produce"),
+      card("Consumed /s", rate(q.consumeRate), "consume"),
+      card(`Worst lag${lagBy}`, count(q.maxLag), q.maxLag > 0 ? "lag" : ""),
+    );
+    if (rights.join() !== q.rights.join()) {
+      rights = q.rights;
+      renderActions();
+    }
+    if (data.deadLetterQueue) {
+      dlq.hidden = false;
+      replace(dlq, "Dead letters of its shared consumers go to ", h("a", { href: queueHref(data.deadLetterQueue) }, data.deadLetterQueue), ".");
+    } else dlq.hidden = true;
+    const history = q.history;
+    if (history) {
+      rateChart.update([history.t, history.produce ?? [], history.consume ?? []]);
+      lagChart.update([history.t, history.lag ?? []]);
+    }
+    consumersCount.textContent = `(${data.consumers.length})`;
+    partsCount.textContent = `(${data.parts.length})`;
+    const now = Date.now();
+    const canSeek = q.rights.includes("read");
+    const canDelete = q.rights.includes("admin");
+    consumers.innerHTML =
+      data.consumers.length === 0
+        ? `<tr><td colspan="10" class="empty">No consumers yet.</td></tr>`
+        : data.consumers
+            .map((c) => {
+              const shared = c.kind === "shared";
+              const buttons =
+                (canSeek && !shared ? `<button type="button" class="button small" data-action="seek">Seek…</button>` : "") +
+                (canDelete ? `<button type="button" class="button small danger-text" data-action="delete">Delete…</button>` : "");
+              return (
+                `<tr data-consumer="${esc(c.name)}"><th scope="row">${esc(c.name)}</th><td><span class="badge ${c.kind}">${c.kind}</span></td>` +
+                `<td title="cursor ${esc(c.cursor)}">part ${c.part} · #${count(c.count)}</td><td class="num${c.lag > 0 ? " lag" : ""}">${count(c.lag)}<small class="muted">${bytes(c.lagBytes)}</small></td>` +
+                `<td class="num">${rate(c.rate)}</td><td class="num">${shared ? count(c.inFlight ?? 0) : "–"}</td><td class="num">${shared ? count(c.redelivered ?? 0) : "–"}</td>` +
+                `<td class="num">${shared ? count(c.deadLettered ?? 0) : "–"}</td><td>${c.lastSeen === null ? "–" : ago(c.lastSeen, now)}</td><td class="row-actions">${buttons}</td></tr>`
+              );
+            })
+            .join("");
+    parts.innerHTML = data.parts
+      .map(
+        (p) =>
+          `<tr><th scope="row">${p.id}${p.id === data.parts.at(-1)?.id ? ' <span class="badge">current</span>' : ""}</th><td class="num">${bytes(p.bytes)}</td><td class="num">${count(p.messages)}</td>` +
+          `<td class="num">${p.createdAt === null ? "–" : duration(now - p.createdAt)}</td><td>${p.format ?? "–"}</td><td class="num">${p.compressionRatio === null ? "–" : `${p.compressionRatio.toFixed(1)}×`}</td></tr>`,
+      )
+      .join("");
+  }
+
+  function renderActions() {
+    const can = (/** @type {string} */ right) => rights.includes(right);
+    replace(
+      actions,
+      can("read") ? h("a", { class: "button", href: queueHref(name, "browse"), "data-action": "browse" }, "Browse messages") : null,
+      can("write") ? h("button", { type: "button", class: "button primary", "data-action": "produce", onclick: () => produceDialog(name, app.refreshSoon) }, "Produce test message") : null,
+      can("read") && name.endsWith(".dead") ? h("button", { type: "button", class: "button", "data-action": "redrive", onclick: () => redriveDialog(name, app.refreshSoon) }, "Re-drive dead letters") : null,
+      can("admin") ? h("button", { type: "button", class: "button danger", "data-action": "purge", onclick: () => purgeDialog(name, app.refreshSoon) }, "Purge…") : null,
+    );
+  }
+
+  return {
+    el,
+    crumbs: [{ label: name }],
+    live: true,
+    /** @param {AbortSignal} signal */
+    async refresh(signal) {
+      /** @type {QueueDetailResponse} */
+      const data = await withHistory(queuePath(name, "/overview"), 300, signal);
+      render(data);
+      return data;
+    },
+    destroy() {
+      rateChart.destroy();
+      lagChart.destroy();
+    },
+  };
+}
+
+/**
+ * A table row of header cells; `numeric` are the indexes of right-aligned ones.
+ * @param {"th"} tag
+ * @param {string[]} labels
+ * @param {number[]} numeric
+ */
+function row(tag, labels, numeric) {
+  return h("tr", {}, ...labels.map((label, i) => h(tag, { scope: "col", class: numeric.includes(i) ? "num" : "" }, label)));
+}

@@ -1,0 +1,53 @@
+/**
+ * What the dashboard's browser tests share: Chromium, a page that records every console error
+ * and page error, and screenshots at laptop and phone width into test/.artifacts/.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { resolve } from "pathe";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const HAS_CHROMIUM = existsSync(CHROMIUM);
+export const ARTIFACTS = resolve(import.meta.dirname, "../.artifacts");
+
+export const LAPTOP = { width: 1366, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+export function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+export interface WatchedPage {
+  context: BrowserContext;
+  page: Page;
+  /** Console errors and warnings, and uncaught page errors, as text. */
+  problems: string[];
+}
+
+/** A new context (its own credentials) and page, every console error and page error recorded. */
+export async function openPage(browser: Browser, options: { credentials?: { username: string; password: string }; colorScheme?: "light" | "dark"; viewport?: { width: number; height: number } } = {}): Promise<WatchedPage> {
+  const context = await browser.newContext({ httpCredentials: options.credentials, colorScheme: options.colorScheme ?? "light", viewport: options.viewport ?? LAPTOP });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") problems.push(`console.${message.type()}: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  return { context, page, problems };
+}
+
+/** Screenshots of the page as it is now, at laptop then phone width (the viewport is put back). */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const before = page.viewportSize() ?? LAPTOP;
+  for (const [label, size] of [["1366", LAPTOP], ["390", PHONE]] as const) {
+    await page.setViewportSize(size);
+    await page.waitForTimeout(250);
+    // The whole page at that width (what scrolls below the window too).
+    await page.screenshot({ path: resolve(ARTIFACTS, `dashboard-${name}-${label}.png`), fullPage: true });
+  }
+  await page.setViewportSize(before);
+}

@@ -16,6 +16,8 @@ import type {
   DeleteQueueResponse,
   ErrorResponse,
   HealthResponse,
+  OverviewResponse,
+  QueueDetailResponse,
   QueueInfoResponse,
   QueueListResponse,
   ProduceResponse,
@@ -117,6 +119,10 @@ export interface VQueueClient {
   queues(): Promise<QueueListResponse>;
   queue(queue: string): Promise<QueueInfoResponse>;
   consumers(queue: string): Promise<ConsumerListResponse>;
+  /** Every queue the user may see, from the server's monitor (rates, worst lag); `history` adds the last N samples. */
+  overview(options?: { history?: number; signal?: AbortSignal }): Promise<OverviewResponse>;
+  /** One queue in detail from the server's monitor: its parts and consumers (rate, lag, leases). */
+  queueOverview(queue: string, options?: { history?: number; signal?: AbortSignal }): Promise<QueueDetailResponse>;
   /** Text as strings, bytes as Uint8Arrays: narrow `data` on `type`. */
   consume(queue: string, consumer: string, options?: ConsumeOptions & { json?: false }): Promise<ConsumeResult>;
   /** Text parsed as JSON, typed `T` (not checked: the queue is trusted to hold `T`s): narrow on `json`. */
@@ -203,6 +209,8 @@ export function createClient(options: ClientOptions): VQueueClient {
     queues: () => request("/api/v1/queues", { idempotent: true }),
     queue: (queue) => request(q(queue), { idempotent: true }),
     consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
+    overview: (opts = {}) => request("/api/v1/overview", { idempotent: true, query: historyQuery(opts.history), signal: opts.signal }),
+    queueOverview: (queue, opts = {}) => request(`${q(queue)}/overview`, { idempotent: true, query: historyQuery(opts.history), signal: opts.signal }),
 
     // One implementation for the overloads: what `json` makes of the messages is in their types.
     consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined; missed: number }> => {
@@ -331,4 +339,9 @@ function mapError(error: unknown, timer: AbortSignal): unknown {
   if (isAbortError(error) || isAbortError(fetchError?.cause)) return fetchError?.cause ?? error;
   const reason = (fetchError?.cause as Error | undefined)?.message ?? (error as Error)?.message ?? String(error);
   return new VQueueNetworkError(`No answer from the server: ${reason}`, false, { cause: error });
+}
+
+/** `?history=N` of the overview calls (none when not asked). */
+function historyQuery(history: number | undefined): Record<string, number> | undefined {
+  return history === undefined ? undefined : { history };
 }

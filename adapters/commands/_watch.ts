@@ -72,7 +72,7 @@ function title(o: WatchOptions, view: WatchView): string {
 }
 
 /** The queues' table, and with a queue its consumers'. */
-export function table(view: WatchView, queue: string | undefined): string[] {
+function table(view: WatchView, queue: string | undefined): string[] {
   if (queue !== undefined && view.queues.length === 0) return [`Queue "${queue}" does not exist (yet).`];
   if (view.queues.length === 0) return ["No queues."];
   const lines = columns(

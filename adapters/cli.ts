@@ -1,6 +1,7 @@
 import { defineCommand, renderUsage, runMain, type CommandDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
+import { browse } from "./commands/browse";
 import { consume, tail } from "./commands/consume";
 import { del } from "./commands/delete";
 import { dlq, redrive } from "./commands/dlq";
@@ -13,7 +14,7 @@ import { serve } from "./commands/serve";
 import { stat } from "./commands/stat";
 import { describeError } from "./commands/_errors";
 
-const commands = { serve, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive } as Record<string, CommandDef>;
+const commands = { serve, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<string, CommandDef>;
 
 // An expected error (bad input, bad config, a file that is not there, a lock held...) is one
 // clear message and exit code 1; only a real bug keeps its stack (citty prints it).

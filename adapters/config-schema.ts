@@ -6,7 +6,7 @@
 import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/check";
 import { isValidName } from "../src/names";
 import { checkCompression, checkDurability, checkIdempotencyWindow, checkMaxDelayed, checkStart } from "../src/options";
-import { DEFAULT_LIMITS, limitsProblems, queuesProblems } from "../runtime/options";
+import { DEFAULT_LIMITS, limitsProblems, monitorProblems, queuesProblems } from "../runtime/options";
 import { retentionProblems } from "../src/retention-options";
 import { sharedSettingsProblems } from "../src/shared-options";
 import { ZSTD_CHOICES } from "./zstd-native";
@@ -141,6 +141,7 @@ const config = object({
   retention: (v, path, out) => void out.push(...retentionProblems(v, path)),
   shared: (v, path, out) => void out.push(...sharedSettingsProblems(v, path)),
   queues: (v, path, out) => void out.push(...queuesProblems(v, path)),
+  monitor: (v, path, out) => void out.push(...monitorProblems(v, path)),
 });
 
 /** Every problem of a (merged) configuration; [] when it is good. */

@@ -11,7 +11,7 @@ import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runt
 import type { Compression, Durability, StartPosition } from "../src/options";
 import type { RetentionOptions } from "../src/retention-options";
 import type { SharedSettings } from "../src/shared-options";
-import type { QueueSettings } from "../runtime/options";
+import type { MonitorOptions, QueueSettings } from "../runtime/options";
 import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
 import type { ZstdChoice } from "./zstd-native";
@@ -74,6 +74,8 @@ export interface VQueueConfig {
    * over `shared`: `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 } } }`.
    */
   queues?: Record<string, QueueSettings>;
+  /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000 }` (see the README, "Monitoring"). */
+  monitor?: MonitorOptions;
 }
 
 export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">> {

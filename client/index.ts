@@ -35,6 +35,7 @@ import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
 import { isRetryableProduceStatus, produceExtras, toJSONText, type ProduceInput } from "./produce";
+import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 import { runWorker, type Worker, type WorkerOptions } from "./worker";
@@ -44,6 +45,7 @@ export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
+export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
 export type { Worker, WorkerOptions, WorkerStats } from "./worker";
 
@@ -119,10 +121,6 @@ export interface VQueueClient {
   queues(): Promise<QueueListResponse>;
   queue(queue: string): Promise<QueueInfoResponse>;
   consumers(queue: string): Promise<ConsumerListResponse>;
-  /** Every queue the user may see, from the server's monitor (rates, worst lag); `history` adds the last N samples. */
-  overview(options?: { history?: number; signal?: AbortSignal }): Promise<OverviewResponse>;
-  /** One queue in detail from the server's monitor: its parts and consumers (rate, lag, leases). */
-  queueOverview(queue: string, options?: { history?: number; signal?: AbortSignal }): Promise<QueueDetailResponse>;
   /** Text as strings, bytes as Uint8Arrays: narrow `data` on `type`. */
   consume(queue: string, consumer: string, options?: ConsumeOptions & { json?: false }): Promise<ConsumeResult>;
   /** Text parsed as JSON, typed `T` (not checked: the queue is trusted to hold `T`s): narrow on `json`. */
@@ -170,6 +168,13 @@ export interface VQueueClient {
   extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal }): Promise<ExtendResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
+  /** A page of messages read without any consumer (nothing moves); `next` of the answer is the following page's `from`. */
+  browse(queue: string, options?: BrowseOptions & { json?: false }): Promise<BrowseResult>;
+  browse<T = unknown>(queue: string, options: BrowseOptions & { json: true }): Promise<BrowseResult<T>>;
+  /** Every queue the user may see, from the server's monitor (no part file read); `history`: the last N samples of each. */
+  overview(options?: { history?: number; signal?: AbortSignal }): Promise<OverviewResponse>;
+  /** One queue: its parts and consumers of both kinds; `history`: the last N samples. */
+  queueOverview(queue: string, options?: { history?: number; signal?: AbortSignal }): Promise<QueueDetailResponse>;
   /** Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once; see `WorkerOptions`. */
   worker(queue: string, consumer: string, handler: (message: LeasedClientMessage) => unknown, options?: WorkerOptions & { json?: false }): Worker;
   worker<T = unknown>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions & { json: true }): Worker;
@@ -203,14 +208,13 @@ export function createClient(options: ClientOptions): VQueueClient {
   const q = (queue: string) => `/api/v1/queues/${encodeURIComponent(queue)}`;
   const c = (queue: string, consumer: string) => `${q(queue)}/consumers/${encodeURIComponent(consumer)}`;
   const shared = sharedCalls(request as SharedRequest, c, q);
+  const reads = browseCalls(request as BrowseRequest, q);
 
   const client: VQueueClient = {
     health: () => request("/health", { idempotent: true }),
     queues: () => request("/api/v1/queues", { idempotent: true }),
     queue: (queue) => request(q(queue), { idempotent: true }),
     consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
-    overview: (opts = {}) => request("/api/v1/overview", { idempotent: true, query: historyQuery(opts.history), signal: opts.signal }),
-    queueOverview: (queue, opts = {}) => request(`${q(queue)}/overview`, { idempotent: true, query: historyQuery(opts.history), signal: opts.signal }),
 
     // One implementation for the overloads: what `json` makes of the messages is in their types.
     consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined; missed: number }> => {
@@ -281,6 +285,9 @@ export function createClient(options: ClientOptions): VQueueClient {
     nack: shared.nack,
     extend: shared.extend,
     redrive: shared.redrive,
+    browse: reads.browse as VQueueClient["browse"],
+    overview: reads.overview,
+    queueOverview: reads.queueOverview,
     worker: ((queue: string, consumer: string, handler: (message: AnyLeasedMessage) => unknown, opts: WorkerOptions = {}) =>
       runWorker(
         {
@@ -339,9 +346,4 @@ function mapError(error: unknown, timer: AbortSignal): unknown {
   if (isAbortError(error) || isAbortError(fetchError?.cause)) return fetchError?.cause ?? error;
   const reason = (fetchError?.cause as Error | undefined)?.message ?? (error as Error)?.message ?? String(error);
   return new VQueueNetworkError(`No answer from the server: ${reason}`, false, { cause: error });
-}
-
-/** `?history=N` of the overview calls (none when not asked). */
-function historyQuery(history: number | undefined): Record<string, number> | undefined {
-  return history === undefined ? undefined : { history };
 }

@@ -41,7 +41,12 @@ const MESSAGE_OVERHEAD = 200;
  * (text as its UTF-8 bytes; decoded strings are accepted too).
  */
 export function encodeConsumeJSON(queue: string, consumer: string, messages: Message[], cursor: string | undefined, missed = 0): Uint8Array<ArrayBuffer> {
-  const head = encoder.encode(`{"queue":${JSON.stringify(queue)},"consumer":${JSON.stringify(consumer)},"count":${messages.length},"cursor":${cursor === undefined ? "null" : JSON.stringify(cursor)},${missed > 0 ? `"missed":${missed},` : ""}"messages":[`);
+  return encodeMessagesJSON(`{"queue":${JSON.stringify(queue)},"consumer":${JSON.stringify(consumer)},"count":${messages.length},"cursor":${cursor === undefined ? "null" : JSON.stringify(cursor)},${missed > 0 ? `"missed":${missed},` : ""}"messages":[`, messages);
+}
+
+/** `head` (JSON up to an open `"messages":[`), the messages as `MessageJSON`, then `]}`: any answer whose messages come last. */
+export function encodeMessagesJSON(headText: string, messages: Message[]): Uint8Array<ArrayBuffer> {
+  const head = encoder.encode(headText);
   // Exact for bytes and for text without escapes, plus room for the largest text to expand.
   let size = head.length + 2;
   let largestText = 0;

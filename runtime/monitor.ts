@@ -1,6 +1,6 @@
 import { comparePositions, type ConsumerPosition } from "../src/cursor";
 import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
-import { storageOverview, type QueueOverview } from "../src/overview";
+import { forEachLimited, listStorage, queueOverview, type QueueOverview } from "../src/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
 import type { ResolvedQueueAppOptions } from "./options";
@@ -70,8 +70,19 @@ export interface MonitorSnapshot {
 const RATE_POINTS = 5;
 /** A shared consumer another process holds: its files are read at most this often. */
 const SHARED_FILES_MS = 10_000;
-/** A sample may take at most this share of the time (many queues stretch the interval). */
-const MAX_BUSY = 0.25;
+/**
+ * A sample reads queues for at most this share of `sampleMs` (the first one reads them all):
+ * with many queues each sample refreshes those used here, then the ones refreshed longest ago,
+ * so a thousand queues cost a bounded time per second and each is at most a few seconds old.
+ */
+const BUDGET = 0.1;
+const MIN_BUDGET_MS = 20;
+/** Samples kept per consumer (its rate and lag over the last minute): 10,000 consumers stay under 10 MB. */
+const CONSUMER_POINTS = 60;
+/** How many samples ahead of its turn a queue used here is read. */
+const USED_AHEAD = 5;
+/** Queues read at once: round trips overlap. */
+const CONCURRENCY = 16;
 
 interface ConsumerTrack {
   position: ConsumerPosition;
@@ -86,6 +97,9 @@ interface ConsumerTrack {
 }
 
 interface QueueTrack {
+  /** Its last sample, and when it was taken. */
+  sample: QueueSample | undefined;
+  sampledAt: number;
   end: ConsumerPosition;
   producedTotal: number;
   producedBytesTotal: number;
@@ -161,7 +175,7 @@ export class Monitor {
         this.#timer = setTimeout(() => {
           this.#timer = undefined;
           this.#first = this.#run();
-        }, Math.max(this.#options.sampleMs - took, took / MAX_BUSY - took, 0));
+        }, Math.max(this.#options.sampleMs - took, took, 0));
         (this.#timer as { unref?: () => void }).unref?.();
       }
     }
@@ -169,30 +183,40 @@ export class Monitor {
   }
 
   async #sample(): Promise<MonitorSnapshot> {
+    const started = Date.now();
     const driver = await this.#registry.driver();
-    const queues = await storageOverview(driver, {});
+    const listed = await listStorage(driver);
     const held = this.#registry.heldConsumers();
-    const at = Date.now();
-    const seen = new Set<string>();
-    const samples: QueueSample[] = [];
-    for (const queue of queues) {
-      seen.add(queue.name);
-      samples.push(await this.#sampleQueue(queue, held.get(queue.name), at));
-    }
-    for (const name of this.#tracks.keys()) if (!seen.has(name)) this.#tracks.delete(name);
-    return { at, sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: samples };
+    const writing = this.#registry.writingQueues();
+    for (const name of this.#tracks.keys()) if (!listed.has(name)) this.#tracks.delete(name);
+    // Stalest first; a queue used here counts as USED_AHEAD samples staler (it changes; its reads are cheap), so others still get their turn.
+    const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? 0) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);
+    const order = [...listed.keys()].sort((a, b) => due(a) - due(b));
+    const deadline = started + Math.max(MIN_BUDGET_MS, this.#options.sampleMs * BUDGET);
+    await forEachLimited(order.length, CONCURRENCY, async (i) => {
+      const name = order[i]!;
+      // Past the budget, a queue shown before keeps its last sample until its turn comes.
+      if (Date.now() > deadline && this.#tracks.get(name)?.sample) return;
+      const here = held.get(name);
+      const queue = await queueOverview(driver, name, listed.get(name)!, here && ((_queue, consumer) => here.get(consumer)?.position));
+      if (queue) await this.#sampleQueue(queue, held.get(name), Date.now());
+    });
+    const queues = [...listed.keys()].sort().flatMap((name) => this.#tracks.get(name)?.sample ?? []);
+    return { at: Date.now(), sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues };
   }
 
-  async #sampleQueue(queue: QueueOverview, held: Map<string, HeldConsumer> | undefined, at: number): Promise<QueueSample> {
+  /** Samples one queue (read just now) against its last sample: rates over the time between the two. */
+  async #sampleQueue(queue: QueueOverview, held: Map<string, HeldConsumer> | undefined, at: number): Promise<void> {
     const { totals } = queue;
     const end = { part: totals.currentPart, position: totals.currentEdge, count: totals.currentCount };
     let track = this.#tracks.get(queue.name);
     if (!track) {
       // Counted from here on: what was there before the server looked is not "produced since".
-      track = { end, producedTotal: 0, producedBytesTotal: 0, consumers: new Map(), history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]) };
+      track = { sample: undefined, sampledAt: at, end, producedTotal: 0, producedBytesTotal: 0, consumers: new Map(), history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]) };
       this.#tracks.set(queue.name, track);
     }
-    const elapsed = Math.max(0.001, (at - (this.#last?.at ?? at)) / 1000);
+    const elapsed = Math.max(0.001, (at - track.sampledAt) / 1000);
+    track.sampledAt = at;
     // A current part below the last one: the queue was deleted and made again, everything is new.
     const renewed = end.part < track.end.part;
     const produced = renewed ? totals.messages : totals.lagAfter(track.end);
@@ -211,7 +235,7 @@ export class Monitor {
       const live = held?.get(c.name);
       let ct = track.consumers.get(c.name);
       if (!ct) {
-        ct = { position: c, consumedTotal: 0, consumedBytesTotal: 0, lastMoved: null, redelivered: 0, liveRedelivered: live?.shared?.redelivered ?? 0, history: new HistoryRing(this.#options.historyPoints, ["rate", "lag"]) };
+        ct = { position: c, consumedTotal: 0, consumedBytesTotal: 0, lastMoved: null, redelivered: 0, liveRedelivered: live?.shared?.redelivered ?? 0, history: new HistoryRing(Math.min(this.#options.historyPoints, CONSUMER_POINTS), ["rate", "lag"]) };
         track.consumers.set(c.name, ct);
       }
       const forward = comparePositions(c, ct.position) > 0;
@@ -237,7 +261,7 @@ export class Monitor {
     }
     for (const name of track.consumers.keys()) if (!names.has(name)) track.consumers.delete(name);
     track.history.push(at, { produce: produced / elapsed, consume: consumed / elapsed, lag: maxLag });
-    return {
+    track.sample = {
       name: queue.name,
       messages: totals.messages,
       bytes: totals.bytes,

@@ -132,7 +132,7 @@ export interface QueueAppOptions {
 export interface MonitorOptions {
   /** Time between samples (longer while a sample of many queues takes long). @default 1000 */
   sampleMs?: number;
-  /** Samples kept per queue and consumer for the charts: 300 at 1 s are 5 minutes. @default 300 */
+  /** Samples kept per queue for the charts: 300 at 1 s are 5 minutes (per consumer: at most 60). @default 300 */
   historyPoints?: number;
   /** Sampling stops when nobody looked for this long (and resumes on the next look). @default 600000 */
   idleMs?: number;
@@ -258,17 +258,17 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
   });
 }
 
-/** What is wrong with `monitor`. */
-function monitorProblems(monitor: unknown): (string | undefined)[] {
+/** What is wrong with `monitor` at `path` (also the config schema's check). */
+export function monitorProblems(monitor: unknown, path = "monitor"): string[] {
   if (monitor === undefined) return [];
-  if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor)) return [`Invalid monitor ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
+  if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor)) return [`Invalid ${path} ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
   const { sampleMs, historyPoints, idleMs, ...rest } = monitor as MonitorOptions;
   return [
-    ...Object.keys(rest).map((key) => `Unknown key "monitor.${key}": use sampleMs, historyPoints or idleMs.`),
-    sampleMs === undefined ? undefined : integer(100, 3_600_000)(sampleMs, "monitor.sampleMs"),
-    historyPoints === undefined ? undefined : integer(2, 100_000)(historyPoints, "monitor.historyPoints"),
-    idleMs === undefined ? undefined : integer(0)(idleMs, "monitor.idleMs"),
-  ];
+    ...Object.keys(rest).map((key) => `Unknown key "${path}.${key}": use sampleMs, historyPoints or idleMs.`),
+    sampleMs === undefined ? undefined : integer(100, 3_600_000)(sampleMs, `${path}.sampleMs`),
+    historyPoints === undefined ? undefined : integer(2, 100_000)(historyPoints, `${path}.historyPoints`),
+    idleMs === undefined ? undefined : integer(0)(idleMs, `${path}.idleMs`),
+  ].filter((problem) => problem !== undefined);
 }
 
 /** A queue's own settings, if `queues` names it. */

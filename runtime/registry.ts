@@ -3,6 +3,7 @@
 // close them treat both alike); the slots themselves are consumer-slot.ts and shared-slot.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
+import type { ConsumerPosition } from "../src/cursor";
 import type { QueueDriver } from "../src/driver";
 import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
@@ -21,6 +22,8 @@ type Slot = ConsumerSlot | SharedSlot;
 /** A consumer held open by this server, as the monitor sees it. */
 export interface HeldConsumer {
   lastUsed: number;
+  /** Its saved position (a shared one's ack floor), from memory. */
+  position: ConsumerPosition;
   shared: SharedStats | undefined;
 }
 
@@ -201,6 +204,11 @@ export class QueueRegistry {
     return out;
   }
 
+  /** The queues this server holds a writer of (opening or open). */
+  writingQueues(): Set<string> {
+    return new Set(this.#writers.keys());
+  }
+
   /** Every consumer this server holds open, by queue then name: when it was last handed out, and a shared one's live stats. */
   heldConsumers(): Map<string, Map<string, HeldConsumer>> {
     const out = new Map<string, Map<string, HeldConsumer>>();
@@ -210,7 +218,8 @@ export class QueueRegistry {
       const queue = key.slice(0, key.indexOf("\u0000"));
       let names = out.get(queue);
       if (!names) out.set(queue, (names = new Map()));
-      names.set(slot.consumer.name, { lastUsed: slot.lastUsed, shared: slot instanceof SharedSlot ? slot.stats : undefined });
+      const shared = slot instanceof SharedSlot ? slot.stats : undefined;
+      names.set(slot.consumer.name, { lastUsed: slot.lastUsed, position: shared?.ackFloor ?? (slot as ConsumerSlot).consumer.committed, shared });
     }
     return out;
   }

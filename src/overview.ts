@@ -42,7 +42,7 @@ export interface OverviewOptions {
 }
 
 /** What one listing of the base directory says about one queue. */
-interface Listed {
+export interface ListedQueue {
   parts: number[];
   consumers: string[];
   shared: Set<string>;
@@ -54,7 +54,7 @@ const SHARED = "_info_shared_";
 
 /** Every queue of the storage (those `include` lets through), by name. */
 export async function storageOverview(driver: QueueDriver, options: OverviewOptions = {}): Promise<QueueOverview[]> {
-  const listed = groupEntries(await driver.list(""), options.include);
+  const listed = await listStorage(driver, options.include);
   const names = [...listed.keys()].sort();
   const out: (QueueOverview | undefined)[] = Array.from({ length: names.length });
   await forEachLimited(names.length, options.concurrency ?? 16, async (i) => {
@@ -63,9 +63,13 @@ export async function storageOverview(driver: QueueDriver, options: OverviewOpti
   return out.filter((queue): queue is QueueOverview => queue !== undefined);
 }
 
-/** Sorts the entries of the base directory by queue: part directories, position files, shared markers. */
-function groupEntries(entries: string[], include: ((queue: string) => boolean) | undefined): Map<string, Listed> {
-  const queues = new Map<string, Listed>();
+/** One listing of the base directory, sorted by queue: part directories, position files, shared markers. */
+export async function listStorage(driver: QueueDriver, include?: (queue: string) => boolean): Promise<Map<string, ListedQueue>> {
+  return groupEntries(await driver.list(""), include);
+}
+
+function groupEntries(entries: string[], include: ((queue: string) => boolean) | undefined): Map<string, ListedQueue> {
+  const queues = new Map<string, ListedQueue>();
   for (const entry of entries) {
     const name = queueOfInfoFile(entry);
     if (name !== undefined && (!include || include(name))) queues.set(name, { parts: [], consumers: [], shared: new Set() });
@@ -94,7 +98,8 @@ function groupEntries(entries: string[], include: ((queue: string) => boolean) |
   return queues;
 }
 
-async function queueOverview(driver: QueueDriver, name: string, listed: Listed, livePosition: OverviewOptions["livePosition"]): Promise<QueueOverview | undefined> {
+/** One queue of a listing (`listStorage`): its totals and consumers now, or undefined when it is gone. */
+export async function queueOverview(driver: QueueDriver, name: string, listed: ListedQueue, livePosition: OverviewOptions["livePosition"]): Promise<QueueOverview | undefined> {
   const totals = await queueTotals(driver, name, listed.parts).catch(() => undefined);
   if (!totals) return undefined; // deleted since the listing, or unreadable: not shown
   const consumers: ConsumerOverview[] = [];
@@ -123,7 +128,7 @@ async function readPosition(driver: QueueDriver, queue: string, name: string): P
 }
 
 /** Runs `task(0..count-1)`, at most `limit` at once. */
-async function forEachLimited(count: number, limit: number, task: (i: number) => Promise<void>): Promise<void> {
+export async function forEachLimited(count: number, limit: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < count) await task(next++);

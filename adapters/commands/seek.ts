@@ -21,7 +21,7 @@ export const seek = defineCommand({
 });
 
 /** `earliest`, `latest`, a cursor, `<part>:<seq>`, or `time:<ISO date or ms>`. */
-function parseTarget(text: string): SeekRequest["to"] {
+export function parseTarget(text: string): SeekRequest["to"] {
   if (text.startsWith("time:")) {
     const time = text.slice(5);
     if (/^\d{1,15}$/.test(time)) return { time: Number(time) };

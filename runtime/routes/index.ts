@@ -2,6 +2,7 @@ import { jsonContent, openAPIDocument } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
+import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
 import { overviewRoutes } from "./overview";
 import { produceRoutes } from "./produce";
@@ -38,6 +39,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
     ...overviewRoutes(ctx),
+    ...browseRoutes(ctx),
   ];
   return routes;
 }

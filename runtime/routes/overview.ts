@@ -1,5 +1,6 @@
 import { formatCursor } from "../../protocol/cursor";
 import type { ConsumerOverviewJSON, OverviewResponse, PartOverviewJSON, QueueDetailResponse, QueueOverviewJSON, RightName } from "../../protocol/api";
+import { partDetails } from "../../src/part-details";
 import { queueTotals } from "../../src/totals";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
@@ -102,10 +103,10 @@ function queueJSON(ctx: RouteContext, q: QueueSample, principal: Principal | und
   };
 }
 
-/** The queue's parts now (sizes from the running totals). */
+/** The queue's parts now: sizes from the running totals, format, compression and age from part-details.ts (a sealed part is read once per process). */
 async function partsOf(ctx: RouteContext, queue: string): Promise<PartOverviewJSON[]> {
-  const totals = await queueTotals(await ctx.registry.driver(), queue);
-  return (totals?.parts() ?? []).map((p) => ({ id: p.id, bytes: p.bytes, messages: p.messages, format: null, compressionRatio: null, createdAt: null }));
+  const driver = await ctx.registry.driver();
+  return partDetails(driver, queue, (await queueTotals(driver, queue))?.parts() ?? []);
 }
 
 function round(value: number): number {

@@ -78,6 +78,16 @@ describe("the config schema", () => {
     ]);
     expect(configProblems({ retention: [1] })).toEqual([expect.stringMatching(/^Invalid retention \[1\]: expected an object/)]);
   });
+
+  it("checks the monitor's settings", () => {
+    expect(configProblems({ monitor: { sampleMs: 1000, historyPoints: 60, idleMs: 0 } })).toEqual([]);
+    expect(configProblems({ monitor: { sampleMs: 10, historyPoints: "many", every: 1 } })).toEqual([
+      'Unknown key "monitor.every": use sampleMs, historyPoints or idleMs.',
+      "Invalid monitor.sampleMs 10: use an integer from 100 to 3600000.",
+      'Invalid monitor.historyPoints "many": use an integer from 2 to 100000.',
+    ]);
+    expect(configProblems({ monitor: 5 })).toEqual(["Invalid monitor 5: expected { sampleMs, historyPoints, idleMs }."]);
+  });
 });
 
 describe("v-queue serve fails at start with a clear message", () => {

@@ -12,6 +12,7 @@ import type { QueueProblem } from "../../src/errors";
 import { adminTests } from "./admin-suite";
 import { sharedTests } from "./shared-suite";
 import { produceTests } from "./produce-suite";
+import { browseTests } from "./browse-suite";
 import { describeLifeOnDriver } from "./life-suite";
 import { ZSTD_PAIRS } from "../helpers/zstd";
 
@@ -440,6 +441,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
     adminTests(setup);
     sharedTests(setup);
     produceTests(setup);
+    browseTests(setup);
   });
 }
 

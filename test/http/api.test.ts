@@ -201,8 +201,10 @@ describe("HTTP API, every endpoint on a real server", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual([
       "/api/v1/openapi.json",
+      "/api/v1/overview",
       "/api/v1/queues",
       "/api/v1/queues/{queue}",
+      "/api/v1/queues/{queue}/browse",
       "/api/v1/queues/{queue}/consumers",
       "/api/v1/queues/{queue}/consumers/{consumer}",
       "/api/v1/queues/{queue}/consumers/{consumer}/ack",
@@ -214,6 +216,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers/{consumer}/rewind",
       "/api/v1/queues/{queue}/consumers/{consumer}/seek",
       "/api/v1/queues/{queue}/messages",
+      "/api/v1/queues/{queue}/overview",
       "/api/v1/queues/{queue}/prune",
       "/api/v1/queues/{queue}/purge",
       "/api/v1/queues/{queue}/redrive",

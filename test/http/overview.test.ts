@@ -66,7 +66,8 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
 
     const d = await until(() => detail(s, "orders", "?history=20"), (d) => d.consumers.find((c) => c.name === "fast")?.lag === 2);
     expect(d.parts).toHaveLength(1);
-    expect(d.parts[0]).toMatchObject({ id: 0, messages: 5 });
+    expect(d.parts[0]).toMatchObject({ id: 0, messages: 5, format: "v2", compressionRatio: null });
+    expect(d.parts[0]!.createdAt).toBeGreaterThan(Date.now() - 60_000);
     expect(d.consumers.map((c) => [c.name, c.kind, c.lag])).toEqual([
       ["fast", "ordered", 2],
       ["slow", "ordered", 4],

@@ -31,6 +31,7 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/redrive": "POST",
   "/api/v1/overview": "GET, HEAD",
   "/api/v1/queues/:queue/overview": "GET, HEAD",
+  "/api/v1/queues/:queue/browse": "GET, HEAD",
 };
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 

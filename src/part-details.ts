@@ -1,0 +1,97 @@
+import { LENGTH_PREFIX } from "./compression";
+import type { QueueDriver } from "./driver";
+import { withSharedLog } from "./handles";
+import { parseIndex, INDEX_ENTRY_SIZE } from "./part-index";
+import { partIndexPath, partPath } from "./paths";
+import { HEADER_SIZE } from "./record";
+import { scanPart } from "./scan";
+import type { PartTotals } from "./totals";
+
+/**
+ * What the dashboard's queue page shows of each part beyond its totals: its record format, how
+ * well its bodies compress, when it was made. The format and the ratio need the part's records
+ * (the ratio: the length each compressed body announces, no decompression), so:
+ * - a sealed part (every part but the newest) never changes: scanned once per process, kept
+ *   (bounded, least recently used first, as totals.ts keeps queues);
+ * - the newest part is scanned incrementally: from where the last call stopped to its end now.
+ * A part whose size went down (the queue deleted and made again: ids are reused) is scanned anew.
+ */
+export interface PartDetails extends PartTotals {
+  /** The record format of its first valid record (null: no record yet). */
+  format: "v2" | "v3" | null;
+  /** Body bytes before compression / bytes stored, over its compressed records (null: none). */
+  compressionRatio: number | null;
+  /** When its first record was written (ms since the epoch) from the part's index; null without one. */
+  createdAt: number | null;
+}
+
+interface Scanned {
+  /** Bytes of the part scanned so far (always a record boundary, or past a damaged region). */
+  scanned: number;
+  format: "v2" | "v3" | null;
+  raw: number;
+  stored: number;
+  createdAt: number | null;
+}
+
+/** Parts whose details are kept (a sealed part of 1,000 queues x 10 parts is 10,000 small objects). */
+const MAX_PARTS = 20_000;
+const SCAN_CHUNK = 1024 * 1024;
+/** Per storage, queue and part; a promise so that concurrent calls scan a part once. */
+const cache = new Map<string, Promise<Scanned>>();
+
+/** The details of `parts` (from `queueTotals(...).parts()`, oldest first): the last one counts as the newest. */
+export async function partDetails(driver: QueueDriver, queue: string, parts: readonly PartTotals[]): Promise<PartDetails[]> {
+  return Promise.all(parts.map(async (part, i) => ({ ...part, ...summary(await details(driver, queue, part, i < parts.length - 1)) })));
+}
+
+/** Forgets every part kept (tests; a process that wants to measure again). */
+export function forgetPartDetails(): void {
+  cache.clear();
+}
+
+function summary(scanned: Scanned): Pick<PartDetails, "format" | "compressionRatio" | "createdAt"> {
+  return { format: scanned.format, compressionRatio: scanned.stored > 0 ? scanned.raw / scanned.stored : null, createdAt: scanned.createdAt };
+}
+
+async function details(driver: QueueDriver, queue: string, part: PartTotals, sealed: boolean): Promise<Scanned> {
+  const key = `${driver.storageKey}\u0000${queue}\u0000${part.id}`;
+  const kept = cache.get(key);
+  if (kept) cache.delete(key); // re-inserted last: least recently used first
+  const run = (async () => {
+    const before = kept && (await kept.catch(() => undefined));
+    // The newest part may get its first index entry later; a sealed one without an index never does.
+    if (before && before.scanned === part.bytes && (sealed || before.createdAt !== null)) return before;
+    // Bytes scanned before and still there: go on from them; a part that shrank is another part.
+    const from = before && before.scanned <= part.bytes ? before : { scanned: 0, format: null, raw: 0, stored: 0, createdAt: null };
+    return scan(driver, queue, part, from);
+  })();
+  cache.set(key, run);
+  if (cache.size > MAX_PARTS) cache.delete(cache.keys().next().value!);
+  run.catch(() => cache.get(key) === run && cache.delete(key));
+  return run;
+}
+
+async function scan(driver: QueueDriver, queue: string, part: PartTotals, from: Scanned): Promise<Scanned> {
+  const next = { ...from };
+  next.createdAt ??= await firstIndexTime(driver, queue, part.id);
+  if (next.scanned >= part.bytes) return next;
+  await withSharedLog(driver, partPath(queue, part.id), async (log) => {
+    const result = await scanPart(log, { from: next.scanned, limit: part.bytes, chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, view, at, header) => {
+      next.format ??= header.v3 ? "v3" : "v2";
+      if (header.compressed && header.length >= LENGTH_PREFIX) {
+        next.raw += view.getUint32(at + HEADER_SIZE, true);
+        next.stored += header.length;
+      }
+      return true;
+    });
+    next.scanned = result.next;
+  });
+  return next;
+}
+
+/** The time of the index's first entry: when the part's first record was written (one small read). */
+async function firstIndexTime(driver: QueueDriver, queue: string, part: number): Promise<number | null> {
+  const first = await withSharedLog(driver, partIndexPath(queue, part), async (log) => parseIndex(await log.read(0, INDEX_ENTRY_SIZE)).entries[0]);
+  return first?.seq === 1 ? first.time : null;
+}

@@ -42,20 +42,22 @@ export async function runDashboardBench(): Promise<void> {
 // --- (a) throughput with and without the dashboard open ---
 
 interface Looker {
-  /** Requests made, and the statuses seen. */
+  /** Requests answered, the statuses seen, and how long each took by path (ms): what the dashboard's requests cost under load. */
   requests: number;
   statuses: Set<number>;
+  ms: Map<string, number[]>;
   stop(): void;
 }
 
 /** The dashboard's live polls (every 2 s) and a Prometheus scrape (every second, when there is a /metrics). */
 function openDashboard(agent: Agent, port: number, scrape: boolean): Looker {
-  const looker: Looker = { requests: 0, statuses: new Set(), stop: () => timers.forEach(clearInterval) };
-  const get = (path: string) =>
+  const looker: Looker = { requests: 0, statuses: new Set(), ms: new Map(), stop: () => timers.forEach(clearInterval) };
+  const get = (path: string, t0 = performance.now()) =>
     void call(agent, port, "GET", path).then(
       (res) => {
         looker.requests++;
         looker.statuses.add(res.status);
+        looker.ms.set(path, [...(looker.ms.get(path) ?? []), performance.now() - t0]);
       },
       () => {},
     );
@@ -78,7 +80,7 @@ async function throughput(): Promise<void> {
   };
   const runs = { off: { produce: [] as number[], consume: [] as number[] }, on: { produce: [] as number[], consume: [] as number[] } };
   let metrics: boolean | undefined;
-  let looked = { requests: 0, statuses: new Set<number>() };
+  let looked = { requests: 0, statuses: new Set<number>(), ms: new Map<string, number[]>() };
   for (let round = 0; round < ROUNDS; round++) {
     // Alternating which goes first: a drift of the machine falls on both alike.
     for (const mode of round % 2 ? (["on", "off"] as const) : (["off", "on"] as const)) {
@@ -95,7 +97,7 @@ async function throughput(): Promise<void> {
         } finally {
           looker?.stop();
         }
-        if (looker) looked = { requests: looked.requests + looker.requests, statuses: new Set([...looked.statuses, ...looker.statuses]) };
+        if (looker) looked = { requests: looked.requests + looker.requests, statuses: new Set([...looked.statuses, ...looker.statuses]), ms: new Map([...looker.ms].map(([path, ms]) => [path, [...(looked.ms.get(path) ?? []), ...ms]])) };
       } finally {
         await server.stop();
         removeDir(dir);
@@ -117,6 +119,7 @@ async function throughput(): Promise<void> {
       `${metrics ? ", /metrics every 1 s" : "; /metrics answered 404 on this build: no scrape in these runs"}` +
       ` (${looked.requests} requests answered, statuses ${[...looked.statuses].join(", ") || "none"}).`,
   );
+  for (const [path, ms] of looked.ms) console.log(`  ${path} under load: p50 ${percentile(ms, 50).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms (${ms.length} requests)`);
 }
 
 // --- (b) 1,000 queues x 10 consumers ---

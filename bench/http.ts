@@ -138,7 +138,7 @@ export async function runHttpBench(): Promise<void> {
  * `consumers` consumers, each reading the whole queue in batches of 1000; each batch is
  * committed, by the next request (`?commit=`), or by a last POST .../commit.
  */
-async function consumeRate(agent: Agent, port: number, tag: string, binary: boolean, consumers: number): Promise<number> {
+export async function consumeRate(agent: Agent, port: number, tag: string, binary: boolean, consumers: number): Promise<number> {
   const start = performance.now();
   const deadline = start + SECONDS * 1000;
   const counts = await Promise.all(
@@ -330,7 +330,7 @@ async function medianOf(measure: () => Promise<number>): Promise<number> {
 }
 
 /** Runs `task` in `concurrency` loops for SECONDS; returns how many completed. */
-async function runFor(concurrency: number, task: (loop: number) => Promise<void>): Promise<number> {
+export async function runFor(concurrency: number, task: (loop: number) => Promise<void>): Promise<number> {
   const deadline = performance.now() + SECONDS * 1000;
   let n = 0;
   await Promise.all(
@@ -344,13 +344,13 @@ async function runFor(concurrency: number, task: (loop: number) => Promise<void>
   return n;
 }
 
-interface Reply {
+export interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
 }
 
-function call(agent: Agent, port: number, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<Reply> {
+export function call(agent: Agent, port: number, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ agent, host: "127.0.0.1", port, method, path, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -363,7 +363,7 @@ function call(agent: Agent, port: number, method: string, path: string, body?: B
   });
 }
 
-function percentile(values: number[], p: number): number {
+export function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;

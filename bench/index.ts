@@ -36,6 +36,7 @@ const suites = [
   optional("compression", "compression.ts", "runCompressionBench"),
   optional("life", "life.ts", "runLifeBench"),
   optional("shared", "shared.ts", "runSharedBench"),
+  optional("dashboard", "dashboard.ts", "runDashboardBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

@@ -4,7 +4,10 @@ import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
 import type { ConsumerInfo } from "../../protocol/api";
 import type { ConsumerKind } from "../../src/consumer-kind";
 import type { SharedFileStats } from "../../src/inspect-shared";
+import { parseDuration } from "./_duration";
 import { apiClient, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
+import { runWatch } from "./_watch";
+import { directWatchSource, httpWatchSource } from "./_watch-source";
 
 /**
  * What `stat --json` prints for each queue, on the files and through `--url` alike (the API
@@ -37,10 +40,14 @@ export const stat = defineCommand({
   meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
   args: {
     queue: { type: "positional", required: false, description: "One queue (default: all)" },
-    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]" },
+    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]; with --watch, one line per sample: { at, queues: [...], consumers? }" },
+    watch: { type: "boolean", alias: "w", description: "Live: messages, bytes, parts, produce and consume rates, worst lag (with a queue: its consumers), every --interval until Ctrl-C" },
+    interval: { type: "string", description: "With --watch: time between samples, 100ms to 1h (default 1s)", valueHint: "duration" },
     ...targetArgs,
   },
   async run({ args }) {
+    if (args.interval !== undefined && !args.watch) throw new CliError("--interval goes with --watch.");
+    if (args.watch) return watch(args);
     const stats = args.url ? await statOverHttp(args.url, args.user, args.queue) : await statDirect(args, args.queue);
     if (args.json) return console.log(JSON.stringify(stats, null, 2));
     if (stats.length === 0) return log.info(`No queues in ${args.url ?? storageLabel(args)}.`);
@@ -50,6 +57,18 @@ export const stat = defineCommand({
     }
   },
 });
+
+/** Watch bounds: a sample more often than 100 ms is all I/O; hourly is the monitor's limit too. */
+const MIN_INTERVAL_MS = 100;
+const MAX_INTERVAL_MS = 3_600_000;
+
+async function watch(args: { queue?: string; json?: boolean; interval?: string; url?: string; user?: string; dir?: string; storage?: string }): Promise<void> {
+  const text = args.interval ?? "1s";
+  const intervalMs = parseDuration("--interval", text, MAX_INTERVAL_MS);
+  if (intervalMs < MIN_INTERVAL_MS) throw new CliError(`Invalid --interval ${JSON.stringify(text)}: at least ${MIN_INTERVAL_MS}ms.`);
+  const source = args.url ? httpWatchSource(args.url, args.user, args.queue) : await directWatchSource(args, args.queue, intervalMs);
+  await runWatch(source, { intervalMs, json: args.json === true, label: args.url ?? storageLabel(args), queue: args.queue });
+}
 
 async function statDirect(target: { dir?: string; storage?: string }, queue: string | undefined): Promise<QueueStat[]> {
   const driver = await openStorage(target);

@@ -63,6 +63,25 @@ describe("client SDK against the standalone server", () => {
     expect((await client.consumers("orders")).consumers.map((c) => c.name)).toEqual(["billing"]);
   });
 
+  it("overview and queueOverview: the server monitor's shapes, history when asked, a missing queue as a 404 VQueueClientError", async () => {
+    const client = admin();
+    await client.produce("seen", ["a", "b"]);
+    const overview = await client.overview({ history: 5 });
+    expect(overview).toMatchObject({ user: "admin", rights: ["read", "write", "admin"] });
+    expect(overview.queues.find((q) => q.name === "seen")).toMatchObject({ messages: 2, parts: 1, consumers: 0, rights: ["read", "write", "admin"], history: { t: expect.any(Array) } });
+    expect((await client.overview()).queues.find((q) => q.name === "seen")?.history).toBeUndefined();
+    const read = await client.consume("seen", "c", { maxMessages: 1 });
+    await client.commit("seen", "c", read.cursor);
+    // From the monitor's last sample: the consumer shows from the next one (every second).
+    await expect.poll(async () => (await client.queueOverview("seen")).consumers.find((c) => c.name === "c"), { timeout: 5000 }).toMatchObject({ kind: "ordered", lag: 1, cursor: read.cursor });
+    const detail = await client.queueOverview("seen", { history: 3 });
+    expect(detail.queue).toMatchObject({ name: "seen", history: { t: expect.any(Array) } });
+    expect(detail.parts).toHaveLength(1);
+    const missing = await client.queueOverview("never-made").catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(VQueueClientError);
+    expect(missing).toMatchObject({ status: 404, code: "E_NOT_FOUND" });
+  });
+
   it("purges and deletes a queue (the admin right), with the server's errors as VQueueClientError", async () => {
     const client = admin();
     await client.produce("doomed", ["a", "b"]);

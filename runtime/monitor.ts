@@ -111,6 +111,7 @@ export class Monitor {
   readonly startedAt = Date.now();
   readonly #registry: QueueRegistry;
   readonly #options: ResolvedQueueAppOptions["monitor"];
+  readonly #include: ((queue: string) => boolean) | undefined;
   #tracks = new Map<string, QueueTrack>();
   #last: MonitorSnapshot | undefined;
   #first: Promise<MonitorSnapshot> | undefined;
@@ -118,9 +119,11 @@ export class Monitor {
   #lookedAt = 0;
   #closed = false;
 
-  constructor(registry: QueueRegistry, options: ResolvedQueueAppOptions["monitor"]) {
+  /** `include`: only these queues are sampled (`stat --watch <queue>`); by default every one. */
+  constructor(registry: QueueRegistry, options: ResolvedQueueAppOptions["monitor"], include?: (queue: string) => boolean) {
     this.#registry = registry;
     this.#options = options;
+    this.#include = include;
   }
 
   /** The last sample; starts sampling when idle and, the first time, waits for a sample. */
@@ -185,7 +188,7 @@ export class Monitor {
   async #sample(): Promise<MonitorSnapshot> {
     const started = Date.now();
     const driver = await this.#registry.driver();
-    const listed = await listStorage(driver);
+    const listed = await listStorage(driver, this.#include);
     const held = this.#registry.heldConsumers();
     const writing = this.#registry.writingQueues();
     for (const name of this.#tracks.keys()) if (!listed.has(name)) this.#tracks.delete(name);

@@ -82,7 +82,7 @@ export async function directWatchSource(target: { dir?: string; storage?: string
   const options = resolveQueueAppOptions({ driver, logger: { error: tell, warn: tell }, monitor: { sampleMs: intervalMs, idleMs: 0 } });
   const registry = new QueueRegistry(options);
   await registry.driver(); // the registry owns the driver now: its close disposes it
-  const monitor = new Monitor(registry, options.monitor);
+  const monitor = new Monitor(registry, options.monitor, queue === undefined ? undefined : (name) => name === queue);
   return {
     async sample() {
       const snapshot = await monitor.next();

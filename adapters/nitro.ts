@@ -22,7 +22,7 @@ import { checkOption, optionError, throwProblems } from "../src/check";
 import { LOG_PREFIX } from "../src/errors";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
-import { metricsProblems, queuesProblems } from "../runtime/options";
+import { metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
 import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
@@ -32,7 +32,7 @@ import { sharedSettingsProblems } from "../src/shared-options";
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed" | "dashboard"> {
+export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed" | "dashboard" | "monitor"> {
   /** `<prefix>/metrics` (Prometheus): `true` behind auth, `{ open: true }` without, `false` no route. @default true */
   metrics?: boolean | { open?: boolean };
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
@@ -81,7 +81,7 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
   if (rest.compression !== undefined) checkOption("compression", rest.compression, checkCompression);
   if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
-  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues), ...sharedSettingsProblems(rest.shared), ...metricsProblems(rest.metrics)]);
+  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues), ...sharedSettingsProblems(rest.shared), ...metricsProblems(rest.metrics), ...monitorProblems(rest.monitor)]);
   return {
     name: "v-queue",
     setup(nitro) {

@@ -80,14 +80,16 @@ async function tick() {
     if (controller.signal.aborted) return;
     banner.hidden = true;
     if (data?.sampleMs) intervalMs = Math.max(MIN_INTERVAL_MS, Math.min(10_000, data.sampleMs));
-    showStatus(view.live ? "live" : "");
+    showStatus(document.hidden ? "paused" : view.live ? "live" : "");
   } catch (error) {
     app.problem(error);
     showStatus(isAbort(error) ? "" : "error");
   } finally {
     running = false;
   }
-  if (current?.controller === controller && view.live && !document.hidden) timer = setTimeout(tick, intervalMs);
+  // The page changed while this poll ran: the new view's first poll waited for this one to end.
+  if (current?.controller !== controller) return void tick();
+  if (view.live && !document.hidden) timer = setTimeout(tick, intervalMs);
 }
 
 /** @param {"live" | "paused" | "error" | ""} state */

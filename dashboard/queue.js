@@ -79,8 +79,10 @@ export function queueView(app, name) {
       card("Consumed /s", rate(q.consumeRate), "consume"),
       card(`Worst lag${lagBy}`, count(q.maxLag), q.maxLag > 0 ? "lag" : ""),
     );
-    if (rights.join() !== q.rights.join()) {
-      rights = q.rights;
+    // A re-drive writes to the letters' origin queues: offered with the write right on some queue.
+    const seen = [...q.rights, ...(data.rights.includes("write") ? ["write-some"] : [])];
+    if (rights.join() !== seen.join()) {
+      rights = seen;
       renderActions();
     }
     if (data.deadLetterQueue) {
@@ -129,7 +131,7 @@ export function queueView(app, name) {
       actions,
       can("read") ? h("a", { class: "button", href: queueHref(name, "browse"), "data-action": "browse" }, "Browse messages") : null,
       can("write") ? h("button", { type: "button", class: "button primary", "data-action": "produce", onclick: () => produceDialog(name, app.refreshSoon) }, "Produce test message") : null,
-      can("read") && name.endsWith(".dead") ? h("button", { type: "button", class: "button", "data-action": "redrive", onclick: () => redriveDialog(name, app.refreshSoon) }, "Re-drive dead letters") : null,
+      can("read") && can("write-some") && name.endsWith(".dead") ? h("button", { type: "button", class: "button", "data-action": "redrive", onclick: () => redriveDialog(name, app.refreshSoon) }, "Re-drive dead letters") : null,
       can("admin") ? h("button", { type: "button", class: "button danger", "data-action": "purge", onclick: () => purgeDialog(name, app.refreshSoon) }, "Purge…") : null,
     );
   }

@@ -318,7 +318,10 @@ export interface HistoryJSON {
   lag?: number[];
 }
 
-/** One queue in the monitor's last sample. */
+/**
+ * One queue in the monitor's last sample. A queue the user may only write to is listed with
+ * its name and rights, and zeros for the rest (nothing of what it holds).
+ */
 export interface QueueOverviewJSON {
   name: string;
   messages: number;
@@ -397,8 +400,10 @@ export interface QueueDetailResponse {
   queue: QueueOverviewJSON;
   parts: PartOverviewJSON[];
   consumers: ConsumerOverviewJSON[];
-  /** `<queue>.dead` when that queue exists (its dead letters). */
+  /** Its shared consumers' dead-letter queue (`<queue>.dead` unless configured) when it exists and the user may read it. */
   deadLetterQueue: string | null;
+  /** Rights the user has on some queue (as `OverviewResponse.rights`). */
+  rights: RightName[];
 }
 
 /** `GET /api/v1/queues/{queue}/browse?from=...&limit=...`: messages read without any consumer (no position moves). */

@@ -157,6 +157,13 @@ export class Monitor {
     return ring && { t: ring.t, consume: ring.rate, lag: ring.lag };
   }
 
+  /** Forgets what it knows of `queue` (deleted here): made again, it is counted anew from empty. */
+  forget(queue: string): void {
+    const track = this.#tracks.get(queue);
+    if (track) track.end = { part: -1, position: 0, count: 0 };
+    track?.consumers.clear();
+  }
+
   close(): void {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
@@ -223,7 +230,8 @@ export class Monitor {
     const elapsed = Math.max(0.001, (at - track.sampledAt) / 1000);
     track.sampledAt = at;
     // A current part below the last one: the queue was deleted and made again, everything is new.
-    const renewed = end.part < track.end.part;
+    // Or on the same part with fewer records (deleted and made again within a sample, or while nobody looked).
+    const renewed = end.part < track.end.part || (end.part === track.end.part && end.count < track.end.count);
     const produced = renewed ? totals.messages : totals.lagAfter(track.end);
     track.producedTotal += produced;
     track.producedBytesTotal += renewed ? totals.bytes : totals.bytesAfter(track.end);

@@ -1,6 +1,7 @@
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { forgetShared } from "./handles";
+import { forgetPartDetails } from "./part-details";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
@@ -55,6 +56,7 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.
     invalidateTotals(driver, queue);
+    forgetPartDetails(driver, queue);
     await held.release();
   }
 }

@@ -63,9 +63,12 @@ export async function partDetails(driver: QueueDriver, queue: string, parts: rea
 const UNKNOWN: Scanned = { scanned: 0, format: null, raw: 0, stored: 0, createdAt: null };
 const keyOf = (driver: QueueDriver, queue: string, part: number) => `${driver.storageKey}\u0000${queue}\u0000${part}`;
 
-/** Forgets every part kept (tests; a process that wants to measure again). */
-export function forgetPartDetails(): void {
-  cache.clear();
+/** Forgets the parts kept of `queue` (a delete, a purge in this process), or of every queue (tests). */
+export function forgetPartDetails(driver?: QueueDriver, queue?: string): void {
+  if (!driver || queue === undefined) return cache.clear();
+  // A deleted queue's part ids come back when it is made again: nothing kept of the old ones holds.
+  const prefix = `${driver.storageKey}\u0000${queue}\u0000`;
+  for (const key of cache.keys()) if (key.startsWith(prefix)) cache.delete(key);
 }
 
 function summary(scanned: Scanned): Pick<PartDetails, "format" | "compressionRatio" | "createdAt"> {

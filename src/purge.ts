@@ -1,6 +1,7 @@
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { forgetShared } from "./handles";
+import { forgetPartDetails } from "./part-details";
 import { invalidateTotals } from "./totals";
 import { formatPopInfo, formatPushInfo, formatQueueInfo } from "./info";
 import { assertName } from "./names";
@@ -67,6 +68,7 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.
     invalidateTotals(driver, queue);
+    forgetPartDetails(driver, queue);
     await held.release();
   }
 }

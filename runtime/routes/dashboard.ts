@@ -39,7 +39,9 @@ const gzipped = new Map<string, Promise<Uint8Array>>();
 const encoder = new TextEncoder();
 
 async function serve(request: Request, asset: DashboardAsset, cacheControl: string): Promise<Response> {
-  const etag = `"${asset.hash}"`;
+  // The gzipped body is another representation: another strong ETag (RFC 9110 8.8.3).
+  const zip = acceptsGzip(request.headers.get("accept-encoding"));
+  const etag = zip ? `"${asset.hash}-gz"` : `"${asset.hash}"`;
   const headers: Record<string, string> = {
     "content-type": asset.type,
     etag,
@@ -54,7 +56,7 @@ async function serve(request: Request, asset: DashboardAsset, cacheControl: stri
   }
   if (matches(request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers });
   let body: Uint8Array;
-  if (acceptsGzip(request.headers.get("accept-encoding"))) {
+  if (zip) {
     let zipped = gzipped.get(asset.hash);
     if (!zipped) gzipped.set(asset.hash, (zipped = gzip(asset.body)));
     body = await zipped;

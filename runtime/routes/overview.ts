@@ -1,5 +1,6 @@
 import { formatCursor } from "../../protocol/cursor";
 import type { ConsumerOverviewJSON, OverviewResponse, PartOverviewJSON, QueueDetailResponse, QueueOverviewJSON, RightName } from "../../protocol/api";
+import { listStorage } from "../../src/overview";
 import { partDetails } from "../../src/part-details";
 import { queueTotals } from "../../src/totals";
 import { authorize, can, type Principal } from "../auth";
@@ -54,8 +55,9 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
         const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
         let snapshot = await ctx.monitor.snapshot();
         let sample = find(snapshot, queue);
-        // Made since the last sample: one more, before saying it does not exist.
-        if (!sample && (await queueTotals(await ctx.registry.driver(), queue))) sample = find((snapshot = await ctx.monitor.next()), queue);
+        // Made since the last sample: one more, before saying it does not exist (a listing, not the
+        // totals: those would keep every name asked for).
+        if (!sample && (await listStorage(await ctx.registry.driver(), (q) => q === queue)).has(queue)) sample = find((snapshot = await ctx.monitor.next()), queue);
         if (!sample) throw new ApiError(404, "E_NOT_FOUND", `Queue "${queue}" does not exist.`);
         const deadLetterQueue = ctx.options.sharedFor(queue).deadLetterQueue ?? `${queue}.dead`;
         return json<QueueDetailResponse>({
@@ -76,7 +78,8 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
             ...(c.shared && { inFlight: c.shared.inFlight, redelivered: c.shared.redelivered, deadLettered: c.shared.deadLettered, oldestUnacked: c.shared.oldestUnacked }),
             ...(points > 0 && { history: ctx.monitor.consumerHistory(queue, c.name, points) }),
           })),
-          deadLetterQueue: find(snapshot, deadLetterQueue) && (can(principal, "read", deadLetterQueue) || can(principal, "write", deadLetterQueue)) ? deadLetterQueue : null,
+          deadLetterQueue: find(snapshot, deadLetterQueue) && can(principal, "read", deadLetterQueue) ? deadLetterQueue : null,
+          rights: RIGHTS.filter((right) => can(principal, right)),
         });
       },
     },
@@ -88,6 +91,9 @@ function find(snapshot: MonitorSnapshot, queue: string): QueueSample | undefined
 }
 
 function queueJSON(ctx: RouteContext, q: QueueSample, principal: Principal | undefined, points: number): QueueOverviewJSON {
+  const rights = RIGHTS.filter((right) => can(principal, right, q.name));
+  // Listed for a user who may only write to it (to produce), but nothing of what it holds.
+  if (!rights.includes("read")) return { name: q.name, messages: 0, bytes: 0, parts: 0, consumers: 0, produceRate: 0, consumeRate: 0, maxLag: 0, maxLagConsumer: null, producedTotal: 0, consumedTotal: 0, rights };
   return {
     name: q.name,
     messages: q.messages,
@@ -100,7 +106,7 @@ function queueJSON(ctx: RouteContext, q: QueueSample, principal: Principal | und
     maxLagConsumer: q.maxLagConsumer,
     producedTotal: q.producedTotal,
     consumedTotal: q.consumedTotal,
-    rights: RIGHTS.filter((right) => can(principal, right, q.name)),
+    rights,
     ...(points > 0 && { history: ctx.monitor.history(q.name, points) }),
   };
 }

@@ -79,6 +79,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const queue = adminQueue(event, principal);
         const { parts, consumers } = await ctx.registry.deleteQueue(queue);
+        ctx.monitor.forget(queue);
         return json<DeleteQueueResponse>({ queue, deleted: true, parts, consumers });
       },
     },

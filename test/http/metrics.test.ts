@@ -189,3 +189,33 @@ describe("GET /metrics", () => {
     expect(configProblems({ metrics: { open: true } })).toEqual([]);
   });
 });
+
+describe("the /metrics exposition", () => {
+  it("is strictly well-formed line by line: each TYPE once, samples under their family, _total only on counters", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 } });
+    await s.post("/api/v1/queues/a/messages", JSON.stringify({ messages: ["x"] }), jsonHeaders);
+    await s.post("/api/v1/queues/a-1/messages", JSON.stringify({ messages: ["x", "y"] }), jsonHeaders);
+    await s.get("/api/v1/queues/a/consumers/c/messages?max_messages=1");
+    await s.post("/api/v1/queues/a/consumers/sh/lease", JSON.stringify({ max: 1 }), jsonHeaders);
+    await s.get("/metrics"); await sleep(300);
+    await fetch(s.url + "/metrics", { method: "HEAD" });
+    const text = await (await s.get("/metrics")).text();
+    const typed = new Map<string, string>();
+    const seenFamilies: string[] = [];
+    let current = "";
+    const problems: string[] = [];
+    for (const line of text.split("\n")) {
+      if (!line) continue;
+      const m = /^# TYPE (\S+) (\S+)$/.exec(line);
+      if (m) { if (typed.has(m[1]!)) problems.push(`TYPE twice ${m[1]}`); typed.set(m[1]!, m[2]!); current = m[1]!; seenFamilies.push(current); continue; }
+      if (line.startsWith("#")) continue;
+      const name = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)![1]!;
+      const type = typed.get(current);
+      const ok = name === current || (type === "histogram" && [`${current}_bucket`, `${current}_sum`, `${current}_count`].includes(name));
+      if (!ok) problems.push(`sample ${name} under family ${current}`);
+      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? (NaN|[+-]Inf|-?[0-9.e+-]+)$/.test(line)) problems.push(`bad line ${line}`);
+      if (type !== "counter" && name.endsWith("_total")) problems.push(`_total on ${type}: ${name}`);
+    }
+    expect(problems).toEqual([]);
+  });
+});

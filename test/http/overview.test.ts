@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { OverviewResponse, QueueDetailResponse } from "../../protocol/api";
 import { QueueWriter } from "../../src/writer";
 import fsDriver from "../../adapters/drivers/fs";
-import { basic, jsonHeaders, startServer, type TestServer } from "./_server";
+import { basic, jsonHeaders, sleep, startServer, type TestServer } from "./_server";
 
 const users = [
   { username: "admin", password: "a" },
@@ -127,5 +127,46 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     const d = await until(() => detail(s, "jobs"), (d) => d.consumers[0]?.inFlight === 1 && d.deadLetterQueue !== null);
     expect(d.consumers[0]).toMatchObject({ name: "workers", kind: "shared", inFlight: 1, deadLettered: 1 });
     expect(d.deadLetterQueue).toBe("jobs.dead");
+  });
+
+  it("lists a queue a user may only write to, with nothing of what it holds (no counts, no consumer names)", async () => {
+    const s = await startServer({ auth: { users: [...users, { username: "writer", password: "w", read: false, write: ["orders"], admin: false }] }, monitor: { sampleMs: 100 } });
+    const admin = basic("admin", "a");
+    await s.post("/api/v1/queues/orders/messages", JSON.stringify({ messages: ["a", "b", "c"] }), { ...jsonHeaders, ...admin });
+    await s.get("/api/v1/queues/orders/consumers/billing-secret/messages?max_messages=1", { headers: admin });
+    await until(() => overview(s, "", admin), (o) => o.queues[0]?.consumers === 1);
+    const o = await overview(s, "?history=5", basic("writer", "w"));
+    expect(o.queues).toEqual([{ name: "orders", messages: 0, bytes: 0, parts: 0, consumers: 0, produceRate: 0, consumeRate: 0, maxLag: 0, maxLagConsumer: null, producedTotal: 0, consumedTotal: 0, rights: ["write"] }]);
+    expect(JSON.stringify(o)).not.toContain("billing-secret");
+  });
+
+  it("counts a queue deleted and made again on the same part from empty (its counters miss nothing)", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100, idleMs: 0 } });
+    const produce = (n: number) => s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: Array.from({ length: n }, (_, i) => `m${i}`) }), jsonHeaders);
+    // idleMs 0: no sample is scheduled; each look starts one, and the next look sees it.
+    const total = async () => {
+      await s.get("/api/v1/overview");
+      await sleep(150);
+      return (await overview(s)).queues.find((q) => q.name === "q")?.producedTotal;
+    };
+    await produce(10);
+    await total();
+    await produce(5);
+    expect(await total()).toBe(5);
+    expect((await s.del("/api/v1/queues/q")).status).toBe(200);
+    await produce(12);
+    expect(await total()).toBe(17);
+  });
+
+  it("tells the parts of a queue deleted and made again anew (not the old part 0's age)", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 } });
+    const produce = (n: number) => s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: Array.from({ length: n }, (_, i) => `message ${i}`) }), jsonHeaders);
+    await produce(3);
+    const before = (await detail(s, "q")).parts[0]!;
+    expect((await s.del("/api/v1/queues/q")).status).toBe(200);
+    await sleep(1100);
+    await produce(10);
+    const after = await until(() => detail(s, "q"), (d) => d.parts[0]?.messages === 10);
+    expect(after.parts[0]!.createdAt).toBeGreaterThan(before.createdAt! + 1000);
   });
 });

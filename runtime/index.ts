@@ -80,15 +80,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     fetch: (request) => Promise.resolve(app.fetch(request)),
     push: async (queue, messages) => {
       assertName(queue, "queue");
-      const span = tracing.start("send", queue);
-      try {
-        const positions = await registry.push(queue, Array.isArray(messages) ? messages : [messages]);
-        tracing.end(span, positions.length);
-        return positions;
-      } catch (error) {
-        tracing.end(span, undefined, error);
-        throw error;
-      }
+      return tracing.traced("send", queue, undefined, undefined, (positions) => positions.length, () => registry.push(queue, Array.isArray(messages) ? messages : [messages]));
     },
     sharedConsumer: async (queue, name) => {
       assertName(queue, "queue");
@@ -98,15 +90,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     produce: async (queue, messages, produceOptions) => {
       assertName(queue, "queue");
       const list = Array.isArray(messages) ? messages : [messages];
-      const span = tracing.start("send", queue);
-      try {
-        const result = await registry.produce(queue, list, produceOptions);
-        tracing.end(span, list.length);
-        return result;
-      } catch (error) {
-        tracing.end(span, undefined, error);
-        throw error;
-      }
+      return tracing.traced("send", queue, undefined, undefined, () => list.length, () => registry.produce(queue, list, produceOptions));
     },
     close: () => {
       monitor.close();

@@ -76,6 +76,23 @@ export class Tracing {
     return tracer.startSpan(`${operation} ${queue}`, { kind, attributes }, parent);
   }
 
+  /**
+   * Runs `run` in a span (`start`'s): ended with the message count `count` tells of its result,
+   * or with the error it threw. Without OpenTelemetry it only runs `run`.
+   */
+  async traced<T>(operation: MessagingOperation, queue: string, consumer: string | undefined, headers: Headers | undefined, count: (result: T) => number, run: () => Promise<T>): Promise<T> {
+    const span = this.start(operation, queue, consumer, headers);
+    if (!span) return run();
+    try {
+      const result = await run();
+      this.end(span, count(result));
+      return result;
+    } catch (error) {
+      this.end(span, undefined, error);
+      throw error;
+    }
+  }
+
   /** Ends a span: with the batch's message count, or with error status when `error` is given. */
   end(span: TraceSpan, count: number | undefined, error?: unknown): void {
     if (!span) return;

@@ -51,22 +51,15 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         if (commit !== null && !isCursor(commit)) {
           throw new ApiError(400, "E_PARAM", `Invalid commit ${JSON.stringify(commit)}: expected a cursor "<part>.<position>.<count>".`);
         }
-        const span = ctx.tracing.start("receive", queue, consumer, event.req.headers);
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
-        let messages;
-        let slot;
-        try {
-          slot = await ctx.registry.consumer(queue, consumer);
-          if (commit !== null) await slot.commit(commit);
-          // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
-          messages = await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true });
-          ctx.tracing.end(span, messages.length);
-        } catch (error) {
-          ctx.tracing.end(span, undefined, error);
-          throw error;
-        } finally {
-          polled?.();
-        }
+        const { slot, messages } = await ctx.tracing
+          .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
+            const slot = await ctx.registry.consumer(queue, consumer);
+            if (commit !== null) await slot.commit(commit);
+            // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
+            return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
+          })
+          .finally(() => polled?.());
         const last = messages.at(-1);
         const cursor = last ? cursorAfter(last) : undefined;
         // Retention deleted messages this consumer had not read: told, never silent.

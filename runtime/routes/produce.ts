@@ -64,20 +64,15 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const queue = nameParam(event, "queue");
         authorize(principal, "write", queue);
-        const span = ctx.tracing.start("send", queue, undefined, event.req.headers);
-        try {
+        let count = 0;
+        return ctx.tracing.traced("send", queue, undefined, event.req.headers, () => count, async () => {
           const options = produceParams(event.url, event.req.headers);
           const body = await readBodyLimited(event.req, limits.maxBodyBytes);
           const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
           if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
-          ctx.metrics?.produceBatch.observe(messages.length);
-          const response = await writeMessages(ctx, queue, messages, options);
-          ctx.tracing.end(span, messages.length);
-          return response;
-        } catch (error) {
-          ctx.tracing.end(span, undefined, error);
-          throw error;
-        }
+          ctx.metrics?.produceBatch.observe((count = messages.length));
+          return writeMessages(ctx, queue, messages, options);
+        });
       },
     },
   ];

@@ -75,19 +75,13 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const timeoutMs = intField(input, "timeoutMs", 0, limits.maxTimeoutMs) ?? 0;
         unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
         const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
-        const span = ctx.tracing.start("receive", queue, consumer, event.req.headers);
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
-        let messages;
-        try {
-          const slot = await ctx.registry.shared(queue, consumer);
-          messages = await slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
-          ctx.tracing.end(span, messages.length);
-        } catch (error) {
-          ctx.tracing.end(span, undefined, error);
-          throw error;
-        } finally {
-          polled?.();
-        }
+        const messages = await ctx.tracing
+          .traced("receive", queue, consumer, event.req.headers, (leased) => leased.length, async () => {
+            const slot = await ctx.registry.shared(queue, consumer);
+            return slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
+          })
+          .finally(() => polled?.());
         const now = Date.now();
         if (binary) return new FastResponse(encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
         const out: LeaseResponse = {

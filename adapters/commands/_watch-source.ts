@@ -12,19 +12,8 @@ import { QueueRegistry } from "../../runtime/registry";
 import { describeError } from "./_errors";
 import { apiClient, log, openStorage } from "./_shared";
 
-/** A queue's line of the table. */
-export interface WatchQueueRow {
-  name: string;
-  messages: number;
-  bytes: number;
-  parts: number;
-  consumers: number;
-  /** Messages per second, as the monitor gives them (the mean of its last few samples). */
-  produceRate: number;
-  consumeRate: number;
-  maxLag: number;
-  maxLagConsumer: string | null;
-}
+/** A queue's line of the table: the overview's fields (rates as the monitor gives them, the mean of its last few samples). */
+export type WatchQueueRow = Pick<QueueOverviewJSON, "name" | "messages" | "bytes" | "parts" | "consumers" | "produceRate" | "consumeRate" | "maxLag" | "maxLagConsumer">;
 
 /** A consumer's line (with a queue argument). */
 export interface WatchConsumerRow {

@@ -4,6 +4,7 @@ import { call, queuePath, seg } from "./api.js";
 import { field, openDialog } from "./dialog.js";
 import { h } from "./dom.js";
 import { count } from "./format.js";
+import { positionPicker } from "./position-picker.js";
 
 /**
  * Produces one test message: text, or JSON (stored as its JSON text).
@@ -47,40 +48,24 @@ export function produceDialog(queue, done) {
  * @param {() => void} done
  */
 export function seekDialog(queue, consumer, done) {
-  const to = /** @type {HTMLSelectElement} */ (
-    h(
-      "select",
-      { name: "to" },
-      h("option", { value: "earliest" }, "The oldest message (rewind to the start)"),
-      h("option", { value: "latest" }, "The end (skip everything)"),
-      h("option", { value: "cursor" }, "A cursor"),
-      h("option", { value: "seq" }, "A part and sequence number"),
-      h("option", { value: "time" }, "A date and time"),
-    )
-  );
-  const cursor = /** @type {HTMLInputElement} */ (h("input", { name: "cursor", placeholder: "part.position.count", autocomplete: "off" }));
-  const part = /** @type {HTMLInputElement} */ (h("input", { name: "part", type: "number", min: 0, value: 0 }));
-  const seq = /** @type {HTMLInputElement} */ (h("input", { name: "seq", type: "number", min: 1, value: 1 }));
-  const time = /** @type {HTMLInputElement} */ (h("input", { name: "time", type: "datetime-local", step: 1 }));
-  const extra = { cursor: field("Cursor", cursor), seq: h("div", { class: "field-row" }, field("Part", part), field("Seq", seq)), time: field("Time (this browser's time zone)", time) };
-  const show = () => {
-    for (const [key, el] of Object.entries(extra)) el.hidden = key !== to.value;
-  };
-  to.addEventListener("change", show);
-  show();
+  const to = positionPicker({
+    name: "to",
+    labels: ["The oldest message (rewind to the start)", "The end (skip everything)", "A cursor", "A part and sequence number", "A date and time"],
+    timeLabel: "Time (this browser's time zone)",
+  });
   openDialog({
     title: `Move consumer ${consumer}`,
-    body: [h("p", { class: "muted" }, `Consumer ${consumer} of ${queue} goes on from the chosen place; its position is saved.`), field("Move to", to), extra.cursor, extra.seq, extra.time],
+    body: [h("p", { class: "muted" }, `Consumer ${consumer} of ${queue} goes on from the chosen place; its position is saved.`), field("Move to", to.select), ...to.fields],
     confirm: "Move consumer",
     run: async () => {
+      const choice = to.value();
       /** @type {unknown} */
-      let target = to.value;
-      if (to.value === "cursor") target = cursor.value.trim();
-      if (to.value === "seq") target = { part: Number(part.value), seq: Number(seq.value) };
-      if (to.value === "time") {
-        const at = new Date(time.value);
-        if (!time.value || Number.isNaN(at.getTime())) throw new Error("Choose a date and time.");
-        target = { time: at.toISOString() };
+      let target = choice.kind;
+      if (choice.kind === "cursor") target = choice.cursor;
+      if (choice.kind === "seq") target = { part: Number(choice.part), seq: Number(choice.seq) };
+      if (choice.kind === "time") {
+        if (!choice.time) throw new Error("Choose a date and time.");
+        target = { time: choice.time.toISOString() };
       }
       const answer = await call("POST", queuePath(queue, `/consumers/${seg(consumer)}/seek`), { body: { to: target } });
       return `Consumer ${consumer} moved: it goes on after cursor ${answer.cursor}.`;

@@ -9,6 +9,7 @@ import { field } from "./dialog.js";
 import { h, replace } from "./dom.js";
 import { count } from "./format.js";
 import { messageCard } from "./message.js";
+import { positionPicker } from "./position-picker.js";
 
 /** @typedef {import("../protocol/api").BrowseResponse} BrowseResponse */
 
@@ -17,45 +18,31 @@ import { messageCard } from "./message.js";
  * @param {string} name
  */
 export function browseView(app, name) {
-  const from = /** @type {HTMLSelectElement} */ (
-    h(
-      "select",
-      { name: "from", id: "browse-from" },
-      h("option", { value: "earliest" }, "Oldest message"),
-      h("option", { value: "latest" }, "Newest messages"),
-      h("option", { value: "cursor" }, "After a cursor"),
-      h("option", { value: "seq" }, "Part and seq"),
-      h("option", { value: "time" }, "Date and time"),
-    )
-  );
-  const cursor = /** @type {HTMLInputElement} */ (h("input", { name: "cursor", placeholder: "part.position.count", autocomplete: "off" }));
-  const part = /** @type {HTMLInputElement} */ (h("input", { name: "part", type: "number", min: 0, value: 0, class: "short" }));
-  const seq = /** @type {HTMLInputElement} */ (h("input", { name: "seq", type: "number", min: 1, value: 1, class: "short" }));
-  const time = /** @type {HTMLInputElement} */ (h("input", { name: "time", type: "datetime-local", step: 1 }));
+  const from = positionPicker({
+    name: "from",
+    id: "browse-from",
+    labels: ["Oldest message", "Newest messages", "After a cursor", "Part and seq", "Date and time"],
+    timeLabel: "Time",
+    inputClass: "short",
+  });
   const limit = /** @type {HTMLSelectElement} */ (h("select", { name: "limit" }, ...[10, 20, 50, 100].map((n) => h("option", { value: n, selected: n === 20 }, String(n)))));
-  const extra = { cursor: field("Cursor", cursor), seq: h("div", { class: "field-row" }, field("Part", part), field("Seq", seq)), time: field("Time", time) };
-  const form = /** @type {HTMLFormElement} */ (h("form", { class: "browse-form", "aria-label": "Where to start" }, field("Start at", from), extra.cursor, extra.seq, extra.time, field("Per page", limit), h("button", { type: "submit", class: "button primary" }, "Show")));
+  const form = /** @type {HTMLFormElement} */ (h("form", { class: "browse-form", "aria-label": "Where to start" }, field("Start at", from.select), ...from.fields, field("Per page", limit), h("button", { type: "submit", class: "button primary" }, "Show")));
   const list = h("div", { class: "messages", "aria-live": "polite" });
   const more = h("div", { class: "pager" });
   const el = h("section", { class: "view" }, h("div", { class: "view-head" }, h("h1", {}, `Messages of ${name}`)), h("p", { class: "muted" }, "Reading here moves no consumer."), form, list, more);
-  const show = () => {
-    for (const [key, node] of Object.entries(extra)) node.hidden = key !== from.value;
-  };
-  from.addEventListener("change", show);
-  show();
   /** @type {AbortController | undefined} */
   let loading;
 
   /** The query of the first page, from the form. */
   const firstQuery = () => {
+    const choice = from.value();
     const q = new URLSearchParams();
-    if (from.value === "earliest" || from.value === "latest") q.set("from", from.value);
-    else if (from.value === "cursor") q.set("from", cursor.value.trim());
-    else if (from.value === "seq") {
-      q.set("part", part.value);
-      q.set("seq", seq.value);
-    }
-    else if (time.value) q.set("time", new Date(time.value).toISOString());
+    if (choice.kind === "earliest" || choice.kind === "latest") q.set("from", choice.kind);
+    else if (choice.kind === "cursor") q.set("from", choice.cursor);
+    else if (choice.kind === "seq") {
+      q.set("part", choice.part);
+      q.set("seq", choice.seq);
+    } else if (choice.time) q.set("time", choice.time.toISOString());
     return q;
   };
 

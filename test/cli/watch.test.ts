@@ -85,8 +85,10 @@ describe("v-queue stat --watch", () => {
   it.skipIf(!hasScript)("on a terminal (a pty from script(1), Ctrl-C typed into it): redrawn in place, cursor hidden then shown again, exit 0", async () => {
     const dir = await tempDir();
     await cli(["push", "q", "a", "--dir", dir]);
-    const command = [process.execPath, BIN, "stat", "--watch", "--interval", "200ms", "--dir", dir].map((a) => `'${a}'`).join(" ");
-    const child = spawn("script", ["-qefc", command, "/dev/null"], { env: { ...process.env, TERM: "xterm", COLUMNS: "100", LINES: "30" }, stdio: ["pipe", "pipe", "pipe"] });
+    // `exec`: script(1) runs the command through $SHELL -c, and a shell that stays (dash does) is
+    // in the terminal's foreground group too: the Ctrl-C would kill it, and script report 130.
+    const command = `exec ${[process.execPath, BIN, "stat", "--watch", "--interval", "200ms", "--dir", dir].map((a) => `'${a}'`).join(" ")}`;
+    const child = spawn("script", ["-qefc", command, "/dev/null"], { env: { ...process.env, SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "100", LINES: "30" }, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
     const exited = new Promise<number | null>((resolve) => child.once("close", resolve));

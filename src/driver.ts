@@ -39,7 +39,7 @@ export interface QueueDriver {
    * on files a temporary file, fsync (with `sync`) and a rename. Optional: without it the
    * engine replaces the file in place.
    */
-  writeAtomic?(path: string, data: Uint8Array, options: { sync: boolean }): Promise<void>;
+  writeAtomic?(path: string, data: Uint8Array, options: { sync: boolean; fence?: DriverLock }): Promise<void>;
   /** Makes a directory's entries durable (new files and parts). Optional. */
   syncDir?(dir: string): Promise<void>;
   /**
@@ -62,10 +62,13 @@ export interface LogFile {
   size(): Promise<number>;
   /** Reads up to `length` bytes at `position`; shorter at the end of the log. */
   read(position: number, length: number): Promise<Uint8Array>;
-  /** Appends all of `data`; `at` is where the log ends now (the writer knows it: a check, not a seek). */
-  append(at: number, data: Uint8Array): Promise<void>;
+  /**
+   * Appends all of `data`; `at` is where the log ends now (the writer knows it: a check, not a
+   * seek). `fence`: the lock the writer holds; see `DriverLock.epoch`.
+   */
+  append(at: number, data: Uint8Array, fence?: DriverLock): Promise<void>;
   /** Cuts the log to `length` bytes (recovery: a torn tail; a failed append). */
-  truncate(length: number): Promise<void>;
+  truncate(length: number, fence?: DriverLock): Promise<void>;
   /** Makes what was appended durable (fdatasync). */
   sync(): Promise<void>;
   close(): Promise<void>;
@@ -78,8 +81,8 @@ export interface LogFile {
 export interface RecordFile {
   /** The record's bytes now (another process may have replaced them since the last read). */
   read(): Promise<Uint8Array>;
-  /** Makes the record start with `data`. */
-  replace(data: Uint8Array): Promise<void>;
+  /** Makes the record start with `data`. `fence`: the lock the writer holds; see `DriverLock.epoch`. */
+  replace(data: Uint8Array, fence?: DriverLock): Promise<void>;
   /** Makes the last replace durable. */
   sync(): Promise<void>;
   close(): Promise<void>;
@@ -99,6 +102,15 @@ export interface DriverLock {
    * fresh. Drivers whose locks cannot be lost leave it out.
    */
   assertHeld?(): Promise<void>;
+  /**
+   * The fencing token: a number that grows each time the lock changes hands, never reused.
+   * Drivers whose locks can be lost (leases) set it, and check it in the same atomic step as
+   * every write given this lock as `fence` (append, truncate, replace, writeAtomic): a write
+   * from a holder whose lock was taken over is refused with `E_FENCED` and changes nothing,
+   * however long the holder was paused. Drivers whose locks cannot be lost (a lock that dies
+   * only with its process) leave it out and ignore `fence`.
+   */
+  readonly epoch?: number;
 }
 
 /**

@@ -11,6 +11,8 @@ export type VQueueErrorCode =
   | "E_MESSAGE"
   /** Another writer (or reader of the same consumer) holds the lock. */
   | "E_LOCKED"
+  /** A write by a holder whose lock was taken over by a newer one (a stale epoch): refused, nothing written. */
+  | "E_FENCED"
   /** The queue (or consumer) does not exist and was not to be created. */
   | "E_NOT_FOUND"
   /** The object was closed. */

@@ -28,14 +28,14 @@ export function hasRedisServer(): boolean {
 export async function startRedisServer(): Promise<RedisServer> {
   const dir = await mkdtemp(join(tmpdir(), "vq-redis-"));
   const port = await freePort();
-  let child = await launch(port, dir);
+  let child = await launchRedis(port, dir);
   return {
     port,
     url: `redis://127.0.0.1:${port}/0`,
     dir,
     async restart() {
       await terminate(child);
-      child = await launch(port, dir);
+      child = await launchRedis(port, dir);
     },
     async stop() {
       await terminate(child);
@@ -46,8 +46,9 @@ export async function startRedisServer(): Promise<RedisServer> {
 
 // --- Internal helpers ---
 
-async function launch(port: number, dir: string): Promise<ChildProcess> {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--dir", dir, "--protected-mode", "yes"];
+/** Starts `redis-server` on `port` in `dir` (AOF on, RDB off, loopback only) and waits for its PONG; `extra` arguments go last. */
+export async function launchRedis(port: number, dir: string, extra: string[] = []): Promise<ChildProcess> {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--dir", dir, "--protected-mode", "yes", ...extra];
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -68,14 +69,15 @@ async function launch(port: number, dir: string): Promise<ChildProcess> {
   }
 }
 
-async function terminate(child: ChildProcess): Promise<void> {
+/** SIGTERM (redis flushes its AOF) and waits for the exit. */
+export async function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   await exited;
 }
 
-function ping(port: number): Promise<boolean> {
+export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: "127.0.0.1", port });
     let reply = "";

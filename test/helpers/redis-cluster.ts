@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { freePort } from "./net";
-import { launchRedis, terminate } from "./redis";
+import { launchRedis } from "./redis";
 
 /**
  * A real Redis Cluster on loopback for tests and benches: `masters` masters with one replica
@@ -109,7 +109,17 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       }
     },
     async stop() {
-      await Promise.all(nodes.map(async (n) => n.child && terminate(n.child).catch(() => n.child?.kill("SIGKILL"))));
+      // SIGKILL: on SIGTERM a master waits up to 10 s for replicas that are stopping too.
+      await Promise.all(
+        nodes.map(async (n) => {
+          const child = n.child;
+          n.child = undefined;
+          if (!child || child.exitCode !== null || child.signalCode !== null) return;
+          const exited = new Promise((resolve) => child.once("exit", resolve));
+          child.kill("SIGKILL");
+          await exited;
+        }),
+      );
       await rm(root, { recursive: true, force: true });
     },
   };

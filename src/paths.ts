@@ -19,6 +19,15 @@ export const prunedPath = (q: string): string => `${q}_info_pruned`;
  */
 export const delayedPath = (q: string): string => `${q}_info_delayed`;
 export const idempotencyPath = (q: string): string => `${q}_info_idem`;
+/** v-queue's declaration of a partitioned queue (partitions.ts): like `delayed`, no `pop_`, `queue` or `shared_`. */
+export const partitionsPath = (q: string): string => `${q}_info_partitions`;
+/** The queue name of a `Q_info_partitions` file name, if it is one of a valid queue. */
+export function queueOfPartitionsFile(fileName: string): string | undefined {
+  const suffix = "_info_partitions";
+  if (!fileName.endsWith(suffix)) return undefined;
+  const name = fileName.slice(0, -suffix.length);
+  return isValidQueueName(name) ? name : undefined;
+}
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
 /**
  * A shared consumer's state beside its `Q_info_pop_C` (shared-state.ts): a snapshot, which also

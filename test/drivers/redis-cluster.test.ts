@@ -9,6 +9,7 @@ import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { redisTestsRun } from "../helpers/redis";
+import { expectWakeUp } from "../helpers/redis-wake";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster";
 import { describeEngineOnDriver } from "./engine-suite";
 
@@ -61,6 +62,11 @@ describe.skipIf(!available)("redis driver on a real 6-node Redis Cluster", () =>
       const driver = driverOn("wait2", { waitReplicas: { replicas: 2, timeoutMs: 100 } });
       await expect(QueueWriter.open("w", { driver, durability: "none" })).rejects.toThrow(/reached 1 of the 2 replica\(s\) asked for \(option waitReplicas\)/);
     });
+  });
+
+  it("wakes a consumer of another driver instance through pub/sub (a PUBLISH reaches a subscriber on any node)", async () => {
+    // Three queues whose slots (88, 6408, 14184) lie on the three masters; the subscriber is connected to one node.
+    for (const prefix of ["watch-a", "watch-b", "watch-c"]) await expectWakeUp(driverOn(prefix), driverOn(prefix));
   });
 
   describe("choosing the driver", () => {

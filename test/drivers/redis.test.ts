@@ -9,6 +9,7 @@ import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { startScript } from "../helpers/spawn";
+import { expectWakeUp } from "../helpers/redis-wake";
 import { describeEngineOnDriver } from "./engine-suite";
 
 const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/redis-fence-child.ts");
@@ -126,17 +127,7 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
     });
 
     it("wakes a consumer of another driver instance through pub/sub", async () => {
-      const writerDriver = driverOn("watch");
-      const q = await QueueWriter.open("w", { driver: writerDriver, durability: "none" });
-      const c = await QueueConsumer.open("w", "c", { driver: driverOn("watch"), pollIntervalMs: 60_000 });
-      const started = Date.now();
-      const got = c.poll({ max: 1, timeoutMs: 5000 });
-      await new Promise((r) => setTimeout(r, 100));
-      await q.push("ping");
-      expect((await got).map((m) => m.data)).toEqual(["ping"]);
-      expect(Date.now() - started).toBeLessThan(2000);
-      await c.close();
-      await q.close();
+      await expectWakeUp(driverOn("watch"), driverOn("watch"));
     });
   });
 

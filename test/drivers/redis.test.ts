@@ -2,6 +2,7 @@ import Redis from "ioredis";
 import { resolve } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
+import { resolveStorageDriver } from "../../adapters/storage";
 import type { QueueDriver } from "../../src/driver";
 import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
@@ -111,6 +112,22 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       await log.append(2, new Uint8Array([4]), fresh);
       expect([...(await log.read(0, 10))]).toEqual([1, 2, 4]);
       await fresh.release();
+    });
+
+    it("is what resolveStorageDriver gives for redis+vq://, under the prefix it names", async () => {
+      const driver = await resolveStorageDriver(`redis+vq://127.0.0.1:${server.port}/0?prefix=spec`);
+      expect(driver.name).toBe("redis");
+      const q = await QueueWriter.open("q", { driver, durability: "none" });
+      await q.push("via-spec");
+      await q.close();
+      await driver.dispose?.();
+      const redis = new Redis(server.url);
+      try {
+        expect(await redis.smembers("{spec}:queues")).toEqual(["q"]);
+      } finally {
+        redis.disconnect();
+      }
+      await expect(resolveStorageDriver(`redis+vq://127.0.0.1:${server.port}?cluster=yes`)).rejects.toThrow(/cluster=yes; use cluster=1/);
     });
 
     it("checks its options with clear errors", () => {

@@ -19,7 +19,7 @@ interface Write {
  * path), and can be told to refuse appends as a driver with leases refuses a stale holder's.
  */
 function recordingDriver() {
-  const inner = memoryDriver();
+  const inner: QueueDriver = memoryDriver();
   const writes: Write[] = [];
   const lockPaths = new Map<DriverLock, string>();
   const note = (op: string, path: string, fence: DriverLock | undefined) => writes.push({ op, path, fence: fence ? (lockPaths.get(fence) ?? "(unknown lock)") : "" });

@@ -1,4 +1,5 @@
-import Redis, { type RedisOptions } from "ioredis";
+import { createRequire } from "node:module";
+import type { Redis, RedisOptions } from "ioredis";
 import { defineDriver, type QueueDriver } from "../../src/driver";
 import { checkOption, integer, optionError, showValue } from "../../src/check";
 
@@ -71,6 +72,9 @@ const redisDriver = defineDriver((options: RedisDriverOptions): QueueDriver => {
   checkWaitReplicas(options.waitReplicas);
   if (options.disposeClient !== undefined) checkOption("disposeClient", options.disposeClient, (v, n) => (typeof v === "boolean" ? undefined : `Invalid ${n} ${showValue(v)}: use true or false.`));
   const made = !isClient(options.redis);
+  if (keyPrefixOf(options.redis)) {
+    throw optionError(`Invalid redis: the client has ioredis's keyPrefix ${showValue(keyPrefixOf(options.redis))}, which the driver's Lua scripts cannot follow (they name keys themselves). Use the driver's prefix option instead.`);
+  }
   const client = made ? makeClient(options.redis as string | RedisOptions) : (options.redis as RedisClient);
   const calls = new RedisCalls(client, options.waitReplicas);
   const registry = registryKey(prefix);
@@ -178,13 +182,31 @@ function isClient(value: unknown): value is RedisClient {
   return typeof v === "object" && v !== null && typeof v.defineCommand === "function" && typeof v.pipeline === "function" && typeof v.isCluster === "boolean";
 }
 
+/** ioredis's `keyPrefix` of a client (or of a cluster's nodes) or of options, if any. */
+function keyPrefixOf(spec: unknown): string | undefined {
+  const o = (isClient(spec) ? spec.options : spec) as { keyPrefix?: string; redisOptions?: { keyPrefix?: string } } | undefined;
+  return typeof o === "object" && o ? o.keyPrefix || o.redisOptions?.keyPrefix || undefined : undefined;
+}
+
 function makeClient(spec: string | RedisOptions): RedisClient {
-  if (typeof spec === "string") {
-    if (!/^rediss?:\/\//i.test(spec)) throw optionError(`Invalid redis ${showValue(spec)}: use a redis:// or rediss:// URL, ioredis options, or an ioredis Redis or Cluster.`);
-    return new Redis(spec);
+  const valid = typeof spec === "string" ? /^rediss?:\/\//i.test(spec) : typeof spec === "object";
+  if (!valid) throw optionError(`Invalid redis ${showValue(spec)}: use a redis:// or rediss:// URL, ioredis options, or an ioredis Redis or Cluster.`);
+  const RedisClass = loadIoredis();
+  return typeof spec === "string" ? new RedisClass(spec) : new RedisClass(spec);
+}
+
+/**
+ * ioredis's Redis class, loaded only when the driver makes its own client: ioredis is an optional
+ * peer dependency, and `v-queue/drivers/redis` imports without it (the factory is synchronous,
+ * so a synchronous require of ioredis's CommonJS build).
+ */
+function loadIoredis(): typeof Redis {
+  try {
+    const mod = createRequire(import.meta.url)("ioredis") as typeof Redis & { default?: typeof Redis };
+    return mod.default ?? mod;
+  } catch (error) {
+    throw optionError("Cannot load `ioredis`. Install it (npm i ioredis) to use the redis driver.", { cause: error });
   }
-  if (typeof spec !== "object") throw optionError(`Invalid redis ${showValue(spec)}: use a redis:// or rediss:// URL, ioredis options, or an ioredis Redis or Cluster.`);
-  return new Redis(spec);
 }
 
 function checkWaitReplicas(wait: WaitReplicas | undefined): void {

@@ -154,6 +154,9 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       expect(() => redisDriver({ redis: server.url, prefix: "{a}" })).toThrow(/Invalid prefix "\{a\}"/);
       expect(() => redisDriver({ redis: server.url, lockLeaseMs: 5 })).toThrow(/Invalid lockLeaseMs 5: use an integer from 30 up/);
       expect(() => redisDriver({ redis: server.url, waitReplicas: { replicas: -1 } })).toThrow(/Invalid waitReplicas.replicas -1/);
+      const prefixed = new Redis(server.url, { keyPrefix: "app:", lazyConnect: true });
+      expect(() => redisDriver({ redis: prefixed })).toThrow(/keyPrefix "app:".*Use the driver's prefix option instead/);
+      prefixed.disconnect();
     });
 
     it("refuses WAIT for more replicas than exist: the push fails, not acknowledged", async () => {

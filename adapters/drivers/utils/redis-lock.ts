@@ -33,7 +33,9 @@ export async function acquireRedisLock(calls: RedisCalls, keys: QueueKeys, path:
   const key = keys.lock(path);
   const owner = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const sentAt = Date.now();
-  const epoch = Number(await calls.write("vqLock", key, keys.epoch, keys.files, owner, leaseMs, path));
+  // No WAIT here: a lock key a failover loses leaves its holder fenced (GET gives nil), never two
+  // holders writing; and a WAIT that failed would leave the lock taken until its lease ran out.
+  const epoch = Number(await calls.run("vqLock", key, keys.epoch, keys.files, owner, leaseMs, path));
   if (epoch === 0) return undefined;
   const token = `${owner} ${epoch}`;
   const { lock, lose } = leaseLock({

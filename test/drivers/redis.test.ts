@@ -1,0 +1,240 @@
+import Redis from "ioredis";
+import { resolve } from "pathe";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import redisDriver from "../../adapters/drivers/redis";
+import { resolveStorageDriver } from "../../adapters/storage";
+import type { QueueDriver } from "../../src/driver";
+import type { Message } from "../../src/message";
+import type { QueueProblem } from "../../src/errors";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
+import { startScript } from "../helpers/spawn";
+import { expectWakeUp } from "../helpers/redis-wake";
+import { describeEngineOnDriver } from "./engine-suite";
+
+const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/redis-fence-child.ts");
+const LEASE_MS = 600;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const available = redisTestsRun("redis driver");
+
+describe.skipIf(!available)("redis driver over a real redis-server", () => {
+  let server: RedisServer;
+  const drivers: QueueDriver[] = [];
+  let n = 0;
+  const driverOn = (prefix: string, extra: Partial<Parameters<typeof redisDriver>[0]> = {}) => {
+    const driver = redisDriver({ redis: server.url, prefix, ...extra });
+    drivers.push(driver);
+    return driver;
+  };
+  const disposeAll = async () => {
+    for (const driver of drivers.splice(0)) await driver.dispose?.();
+  };
+  beforeAll(async () => {
+    server = await startRedisServer();
+  }, 20_000);
+  afterAll(async () => {
+    await disposeAll();
+    await server?.stop();
+  });
+
+  // Each test gets its own prefix on the one server; a reopen is a new connection.
+  describeEngineOnDriver(
+    "redis",
+    () => {
+      const prefix = `engine-${++n}`;
+      return { driver: driverOn(prefix), reopen: () => driverOn(prefix) };
+    },
+    disposeAll,
+  );
+
+  describe("keys and registry", () => {
+    it("keeps a part as one raw string under the queue's hash tag, and lists queues from the registry", async () => {
+      const driver = driverOn("raw");
+      const q = await QueueWriter.open("q", { driver, durability: "none" });
+      await q.push(new Uint8Array([0, 1, 0xfe, 0xff]));
+      await q.close();
+      const redis = new Redis(server.url);
+      try {
+        const part = await redis.getBuffer("{raw:q}:f:q-0/q_queue");
+        expect(part!.subarray(25)).toEqual(Buffer.from([0, 1, 0xfe, 0xff]));
+        expect(await redis.smembers("{raw}:queues")).toEqual(["q"]);
+        expect((await redis.smembers("{raw:q}:files")).sort()).toEqual(["q-0/", "q-0/q_index", "q-0/q_info_push", "q-0/q_queue", "q_info_queue"]);
+        // Every key of the queue shares its tag (one slot).
+        expect((await redis.keys("*raw*")).every((k) => k.startsWith("{raw:q}") || k === "{raw}:queues")).toBe(true);
+      } finally {
+        redis.disconnect();
+      }
+      expect((await driver.list("")).sort()).toEqual(["q-0", "q_info_queue"]);
+      expect((await driver.list("q-0")).sort()).toEqual(["q_index", "q_info_push", "q_queue"]);
+    });
+
+    it("forgets a removed queue in list, and locks take epochs that grow", async () => {
+      const driver = driverOn("gone");
+      const a = (await driver.lock("a_queue.lock"))!;
+      expect(await driver.lock("a_queue.lock")).toBeUndefined();
+      expect(await driver.isLocked!("a_queue.lock")).toBe(true);
+      await a.release();
+      const b = (await driver.lock("a_queue.lock"))!;
+      expect(b.epoch).toBeGreaterThan(a.epoch!);
+      await b.release();
+      expect(await driver.isLocked!("a_queue.lock")).toBe(false);
+      const q = await QueueWriter.open("a", { driver, durability: "none" });
+      await q.push("x");
+      await q.close();
+      expect(await driver.list("")).toContain("a_info_queue");
+      await driver.remove("a-0");
+      await driver.remove("a_info_queue");
+      expect(await driver.list("")).toEqual([]);
+      const redis = new Redis(server.url);
+      try {
+        expect(await redis.smembers("{gone}:queues")).toEqual([]);
+      } finally {
+        redis.disconnect();
+      }
+    });
+
+    it("refuses a stale holder's writes (E_FENCED) once its lease ran out and another took the lock", async () => {
+      const driver = driverOn("fence", { lockLeaseMs: 300 });
+      const old = (await driver.lock("f_queue.lock"))!;
+      const log = (await driver.openLog("f-0/f_queue", { create: true }))!;
+      await log.append(0, new Uint8Array([1, 2]), old);
+      // Simulate a pause: the lease runs out without refresh (the key is dropped as expiry would).
+      const redis = new Redis(server.url);
+      await redis.del("{fence:f}:l:f_queue.lock");
+      redis.disconnect();
+      const fresh = (await driver.lock("f_queue.lock"))!;
+      expect(fresh.epoch).toBeGreaterThan(old.epoch!);
+      await expect(log.append(2, new Uint8Array([3]), old)).rejects.toMatchObject({ code: "E_FENCED" });
+      await expect(log.truncate(0, old)).rejects.toMatchObject({ code: "E_FENCED" });
+      expect(old.lost!.aborted).toBe(true);
+      await log.append(2, new Uint8Array([4]), fresh);
+      expect([...(await log.read(0, 10))]).toEqual([1, 2, 4]);
+      await fresh.release();
+    });
+
+    it("is what resolveStorageDriver gives for redis+vq://, under the prefix it names", async () => {
+      const driver = await resolveStorageDriver(`redis+vq://127.0.0.1:${server.port}/0?prefix=spec`);
+      expect(driver.name).toBe("redis");
+      const q = await QueueWriter.open("q", { driver, durability: "none" });
+      await q.push("via-spec");
+      await q.close();
+      await driver.dispose?.();
+      const redis = new Redis(server.url);
+      try {
+        expect(await redis.smembers("{spec}:queues")).toEqual(["q"]);
+      } finally {
+        redis.disconnect();
+      }
+      await expect(resolveStorageDriver(`redis+vq://127.0.0.1:${server.port}?cluster=yes`)).rejects.toThrow(/cluster=yes; use cluster=1/);
+    });
+
+    it("has one storageKey per Redis and prefix, and disconnects only a client it made (unless told to)", async () => {
+      const client = new Redis(server.url);
+      try {
+        const passed = redisDriver({ redis: client, prefix: "k" });
+        expect(passed.storageKey).toBe(driverOn("k").storageKey);
+        expect(passed.storageKey).not.toBe(driverOn("k2").storageKey);
+        await passed.isLocked!("a_queue.lock");
+        await passed.dispose!();
+        expect(await client.ping()).toBe("PONG"); // still connected: not the driver's to close
+        const owned = redisDriver({ redis: client, prefix: "k", disposeClient: true });
+        const ended = new Promise((r) => client.once("end", r));
+        await owned.dispose!();
+        await ended;
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it("checks its options with clear errors", () => {
+      expect(() => redisDriver({} as never)).toThrow(/Missing required option `redis`/);
+      expect(() => redisDriver({ redis: "http://x" })).toThrow(/Invalid redis "http:\/\/x": use a redis:\/\//);
+      expect(() => redisDriver({ redis: server.url, prefix: "{a}" })).toThrow(/Invalid prefix "\{a\}"/);
+      expect(() => redisDriver({ redis: server.url, lockLeaseMs: 5 })).toThrow(/Invalid lockLeaseMs 5: use an integer from 30 up/);
+      expect(() => redisDriver({ redis: server.url, waitReplicas: { replicas: -1 } })).toThrow(/Invalid waitReplicas.replicas -1/);
+      const prefixed = new Redis(server.url, { keyPrefix: "app:", lazyConnect: true });
+      expect(() => redisDriver({ redis: prefixed })).toThrow(/keyPrefix "app:".*Use the driver's prefix option instead/);
+      prefixed.disconnect();
+    });
+
+    it("refuses WAIT for more replicas than exist: the push fails, not acknowledged", async () => {
+      const driver = driverOn("wait", { waitReplicas: { replicas: 1, timeoutMs: 50 } });
+      await expect(QueueWriter.open("w", { driver, durability: "none" })).rejects.toThrow(/reached 0 of the 1 replica\(s\)/);
+    });
+
+    it("wakes a consumer of another driver instance through pub/sub", async () => {
+      await expectWakeUp(driverOn("watch"), driverOn("watch"));
+    });
+  });
+
+  describe("fencing across processes (a holder paused past its lease: SIGSTOP, SIGCONT)", () => {
+    /** Every message of `queue` from the start, through a fresh consumer, with the problems reading reported. */
+    const readAll = async (driver: QueueDriver, queue: string) => {
+      const problems: QueueProblem[] = [];
+      const c = await QueueConsumer.open(queue, `check-${Date.now()}`, { driver, onProblem: (p) => problems.push(p) });
+      const all: Message[] = [];
+      for (let got = await c.read({ max: 1000 }); got.length > 0; got = await c.read({ max: 1000 })) all.push(...got);
+      await c.close();
+      return { all, problems };
+    };
+
+    it("a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record", async () => {
+      const child = startScript(FENCE_CHILD, "writer", server.url, "fence-w", String(LEASE_MS));
+      try {
+        await child.waitFor((l) => l === "ack 20");
+        child.process.kill("SIGSTOP");
+        await sleep(LEASE_MS + 300); // the lease runs out on the server; the child cannot renew it
+        const driver = driverOn("fence-w", { lockLeaseMs: LEASE_MS });
+        const q = await QueueWriter.open("fq", { driver, durability: "fsync", rollOnOpen: false });
+        for (let i = 0; i < 30; i++) await q.push(`new-${i}`);
+        child.process.kill("SIGCONT");
+        expect(await child.waitFor((l) => l.startsWith("err "))).toBe("err E_FENCED");
+        await q.push("new-30");
+        await q.close();
+        const acked = child.lines.filter((l) => l.startsWith("ack ")).map((l) => `old-${l.slice(4)}`);
+        const { all, problems } = await readAll(driver, "fq");
+        expect(problems).toEqual([]); // every record's CRC is good
+        const data = all.map((m) => m.data as string);
+        // Sequence numbers continuous within each part.
+        for (let i = 1; i < all.length; i++) if (all[i]!.part === all[i - 1]!.part) expect(all[i]!.seq).toBe(all[i - 1]!.seq + 1);
+        const firstNew = data.indexOf("new-0");
+        expect(data.slice(firstNew).every((d) => d.startsWith("new-"))).toBe(true);
+        expect(data.slice(firstNew)).toEqual(Array.from({ length: 31 }, (_, i) => `new-${i}`));
+        for (const d of acked) expect(data.slice(0, firstNew)).toContain(d);
+        expect(data.slice(0, firstNew)).toEqual(Array.from({ length: firstNew }, (_, i) => `old-${i}`));
+      } finally {
+        child.process.kill("SIGKILL");
+        await child.exited;
+      }
+    }, 30_000);
+
+    it("a stale consumer cannot overwrite the new holder's saved position", async () => {
+      const driver = driverOn("fence-c", { lockLeaseMs: LEASE_MS });
+      const q = await QueueWriter.open("cq", { driver, durability: "none" });
+      await q.pushBatch(Array.from({ length: 200 }, (_, i) => `m${i}`));
+      await q.close();
+      const child = startScript(FENCE_CHILD, "consumer", server.url, "fence-c", String(LEASE_MS));
+      try {
+        await child.waitFor((l) => l === "commit 10");
+        child.process.kill("SIGSTOP");
+        await sleep(LEASE_MS + 300);
+        const c = await QueueConsumer.open("cq", "c", { driver, syncCommits: true });
+        const got = await c.read({ max: 50 });
+        await c.commit();
+        const last = got.at(-1)!.seq;
+        expect(last).toBeGreaterThanOrEqual(60);
+        child.process.kill("SIGCONT");
+        expect(await child.waitFor((l) => l.startsWith("err "))).toBe("err E_FENCED");
+        await c.close();
+        const again = await QueueConsumer.open("cq", "c", { driver });
+        expect((await again.read({ max: 1 }))[0]!.seq).toBe(last + 1);
+        await again.close();
+      } finally {
+        child.process.kill("SIGKILL");
+        await child.exited;
+      }
+    }, 30_000);
+  });
+});

@@ -82,6 +82,14 @@ export class PartitionSet<T> {
     return taking;
   }
 
+  /** As `tryTake`, but leaves a partition another instance asked for to that instance (so that one let go is not taken back at once). */
+  async tryTakeUnwanted(index: number): Promise<Slot<T> | undefined> {
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return held;
+    if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id)) return undefined;
+    return this.tryTake(index);
+  }
+
   /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`). */
   take(index: number, timeoutMs: number): Promise<Slot<T>> {
     const partition = partitionName(this.#hooks.queue, index);

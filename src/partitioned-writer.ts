@@ -153,7 +153,7 @@ export class PartitionedWriter {
     if (held.length > 0) return held[this.#next++ % held.length]!;
     const start = Math.floor(Math.random() * this.partitions);
     for (let i = 0; i < this.partitions; i++) {
-      const slot = await this.#set.tryTake((start + i) % this.partitions);
+      const slot = await this.#set.tryTakeUnwanted((start + i) % this.partitions);
       if (slot) return slot;
     }
     return this.#set.take(start, this.handoff.handoffTimeoutMs);

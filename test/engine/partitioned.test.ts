@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer, QueueWriter, openQueue } from "../../src/index";
+import { QueueConsumer, QueueWriter, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
@@ -295,6 +295,37 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(await shared.lag()).toBe(0);
     await shared.close();
     await writer.close();
+  });
+
+  it("lists a partitioned queue as itself, its partitions under it, totals and lag summed", async () => {
+    const { driver } = make();
+    await (await QueueWriter.open("plain", { driver, ...quiet })).close();
+    const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 10; i++) await writer.produce([`m${i}`, `n${i}`], { partitionKey: `k${i}` });
+    await writer.close();
+    // An ordinary queue whose name looks like a partition of an undeclared queue stays on top.
+    await (await QueueWriter.open("other.p0", { driver, ...quiet })).close();
+    const consumer = await PartitionedConsumer.open("orders", "billing", { driver, syncCommits: false });
+    await consumer.commit((await consumer.poll({ max: 5 })).at(-1)!);
+    await consumer.close();
+
+    expect(await listQueues(driver)).toEqual(["orders", "other.p0", "plain"]);
+    const stats = (await inspectQueue(driver, "orders"))!;
+    expect(stats).toMatchObject({ name: "orders", partitions: 3, messages: 20 });
+    expect(stats.partitionQueues!.map((q) => q.name)).toEqual(["orders.p0", "orders.p1", "orders.p2"].filter((_, p) => Array.from({ length: 10 }, (_, i) => partitionOfKey(`k${i}`, 3)).includes(p)));
+    expect(stats.partitionQueues!.reduce((sum, q) => sum + q.messages, 0)).toBe(20);
+    const billing = stats.consumers.find((c) => c.name === "billing")!;
+    expect(billing.lag).toBe(stats.partitionQueues!.reduce((sum, q) => sum + (q.consumers.find((c) => c.name === "billing")?.lag ?? q.messages), 0));
+    expect(billing.lag).toBeLessThan(20);
+
+    const overview = await storageOverview(driver);
+    expect(overview.map((q) => q.name)).toEqual(["orders", "other.p0", "plain"]);
+    const orders = overview[0]!;
+    expect(orders).toMatchObject({ partitions: 3 });
+    expect(orders.totals.messages).toBe(20);
+    expect(orders.partitionQueues!.map((q) => q.name)).toEqual(stats.partitionQueues!.map((q) => q.name));
+    expect(orders.consumers.find((c) => c.name === "billing")!.lag).toBe(billing.lag);
+    expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([["orders", stats.partitionQueues!.length]]);
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

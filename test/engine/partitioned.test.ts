@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer, QueueWriter, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
+import { QueueConsumer, QueueWriter, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
@@ -326,6 +326,20 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(orders.partitionQueues!.map((q) => q.name)).toEqual(stats.partitionQueues!.map((q) => q.name));
     expect(orders.consumers.find((c) => c.name === "billing")!.lag).toBe(billing.lag);
     expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([["orders", stats.partitionQueues!.length]]);
+  });
+
+  it("deletes a partitioned queue: every partition, then the declaration (refused while a partition is open)", async () => {
+    const { driver, again } = make();
+    const writer = await PartitionedWriter.open("gone", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 6; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+    const consumer = await PartitionedConsumer.open("gone", "c", { driver: again(), syncCommits: false });
+    await expect(deleteQueue(driver, "gone")).rejects.toMatchObject({ code: "E_LOCKED" });
+    await Promise.all([writer.close(), consumer.close()]);
+    const result = await deleteQueue(driver, "gone");
+    expect(result).toMatchObject({ queue: "gone", consumers: ["c"] });
+    expect(result.parts).toBeGreaterThan(0);
+    expect(await readPartitions(driver, "gone")).toBeUndefined();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone"))).toEqual([]);
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

@@ -12,7 +12,7 @@ import { RETRY_MS, sleep, type ResolvedHandoffOptions } from "./handoff";
 import { readPosition } from "./overview";
 import { PartitionSet } from "./partition-set";
 import { assertName } from "./names";
-import { partitionName, readPartitions } from "./partitions";
+import { openPartitions, partitionName } from "./partitions";
 import { consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
 
@@ -216,13 +216,11 @@ export abstract class FanConsumer<T, M> {
     this.fan = fan;
   }
 
-  /** The partition count of `queue` for a consumer `name` of it: `E_NOT_FOUND` when it is not declared. */
-  protected static async declared(driver: QueueDriver, queue: string, name: string): Promise<number> {
-    assertName(queue, "queue");
-    const partitions = await readPartitions(driver, queue);
-    if (partitions === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue.`);
-    assertName(name, "consumer", partitionName(queue, partitions - 1));
-    return partitions;
+  /** The partition count of `queue` for a consumer `name` of it (declared first with `partitions`): `E_NOT_FOUND` when it is not declared. */
+  protected static async declared(driver: QueueDriver, queue: string, name: string, partitions: number | undefined): Promise<number> {
+    const count = await openPartitions(driver, queue, partitions);
+    assertName(name, "consumer", partitionName(queue, count - 1));
+    return count;
   }
 
   /** Takes the free partitions; on failure lets go of what it took. */

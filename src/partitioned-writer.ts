@@ -7,10 +7,9 @@
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { MessageInput } from "./message";
-import { assertName } from "./names";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { PartitionSet, type Slot } from "./partition-set";
-import { checkPartitionCount, declarePartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
+import { openPartitions, partitionName, partitionOfKey } from "./partitions";
 import { writerWantPath } from "./paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
 import { QueueWriter } from "./writer";
@@ -77,14 +76,7 @@ export class PartitionedWriter {
    * `partitions` does not declare it). Takes no partition yet: each is taken at its first produce.
    */
   static async open(queue: string, options: PartitionedQueueOptions = {}): Promise<PartitionedWriter> {
-    assertName(queue, "queue");
-    const driver = resolveQueueOptions(options).driver;
-    if (options.partitions !== undefined) {
-      checkPartitionCount(options.partitions);
-      if ((await readPartitions(driver, queue)) !== options.partitions) await declarePartitions(driver, queue, options.partitions, { sync: options.durability !== "none" });
-    }
-    const partitions = await readPartitions(driver, queue);
-    if (partitions === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue: declare it first (option partitions).`);
+    const partitions = await openPartitions(resolveQueueOptions(options).driver, queue, options.partitions, { sync: options.durability !== "none" });
     return new PartitionedWriter(queue, partitions, options);
   }
 

@@ -72,6 +72,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const again = await PartitionedWriter.open("made", { driver, ...quiet });
       expect(again.partitions).toBe(3);
       await again.close();
+      // Consumers declare too; their options are checked at open, whatever partitions exist.
+      await (await PartitionedConsumer.open("fresh", "c", { driver, partitions: 2 })).close();
+      expect(await readPartitions(driver, "fresh")).toBe(2);
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, partitions: 3 })).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, leaseMs: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("leaseMs") });
+      await expect(PartitionedConsumer.open("fresh", "c", { driver, handoffGraceMs: -5 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("handoffGraceMs") });
       for (const bad of [{ minHoldMs: -1 }, { idleMs: "x" }, { handoffTimeoutMs: 1.5 }]) {
         await expect(PartitionedWriter.open("made", { driver, ...(bad as object) })).rejects.toMatchObject({ code: "E_OPTION" });
       }

@@ -49,6 +49,7 @@ export class PartitionSet<T> {
   readonly #hooks: PartitionSetHooks<T>;
   readonly #slots = new Map<number, Slot<T>>();
   readonly #taking = new Map<number, Promise<Slot<T> | undefined>>();
+  readonly #requests = new Map<number, Promise<Slot<T>>>();
   readonly #releases = new Set<Promise<void>>();
   readonly #timer: ReturnType<typeof setInterval>;
   #checking = false;
@@ -92,13 +93,21 @@ export class PartitionSet<T> {
 
   /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`). */
   take(index: number, timeoutMs: number): Promise<Slot<T>> {
-    const partition = partitionName(this.#hooks.queue, index);
-    return takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition));
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return Promise.resolve(held);
+    // One request per partition at a time: concurrent produces for it wait for the same one.
+    let request = this.#requests.get(index);
+    if (!request) {
+      const partition = partitionName(this.#hooks.queue, index);
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
+      this.#requests.set(index, request);
+    }
+    return request;
   }
 
   /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
   want(index: number): Promise<void> {
-    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
+    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id).catch(() => {});
   }
 
   touch(slot: Slot<T>): void {

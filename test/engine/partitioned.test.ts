@@ -173,6 +173,18 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await Promise.all([a.close(), b.close()]);
     });
 
+    it("asks once for a partition that concurrent produces all need", async () => {
+      const { driver, again } = make();
+      const a = await PartitionedWriter.open("many", { driver, partitions: 2, ...quiet });
+      const b = await PartitionedWriter.open("many", { driver: again(), partitions: 2, ...quiet });
+      await a.produce(["a"], { partitionKey: "k" });
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => b.produce([`b${i}`], { partitionKey: "k" })));
+      expect(new Set(results.map((r) => r.partition))).toEqual(new Set([partitionOfKey("k", 2)]));
+      expect(a.handedOver).toBe(1);
+      await Promise.all([a.close(), b.close()]);
+      expect((await readPartition(driver, "many", partitionOfKey("k", 2))).sort()).toEqual(["a", "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"]);
+    });
+
     it("gives up a hand-over request after handoffTimeoutMs (E_LOCKED)", async () => {
       const { driver, again } = make();
       await declarePartitions(driver, "stuck", 1);

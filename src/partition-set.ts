@@ -72,6 +72,10 @@ export class PartitionSet<T> {
     };
   }
 
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** The slots that take work now, in partition order. */
   held(): Slot<T>[] {
     return [...this.#slots.values()].filter((slot) => !slot.releasing).sort((a, b) => a.index - b.index);

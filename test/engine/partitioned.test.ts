@@ -288,6 +288,22 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await writer.close();
     });
 
+    it("rewinds every partition held to its saved position", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("rw", { driver, partitions: 3, ...quiet });
+      for (let i = 0; i < 9; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+      await writer.close();
+      const consumer = await PartitionedConsumer.open("rw", "c", { driver, syncCommits: false });
+      const first = await consumer.poll({ max: 3 });
+      await consumer.commit(first[0]!);
+      const rest = await consumer.poll({ max: 100 });
+      await consumer.rewind();
+      const again = await consumer.poll({ max: 100 });
+      expect(again.map((m) => m.data).sort()).toEqual([...first.slice(1), ...rest].map((m) => m.data).sort());
+      expect(consumer.takeMissed()).toBe(0);
+      await consumer.close();
+    });
+
     it("refuses bad cursors", async () => {
       const { driver } = make();
       const writer = await PartitionedWriter.open("cur", { driver, partitions: 2, ...quiet });
@@ -354,6 +370,13 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(seen.size).toBe(30);
     expect([...seen].filter(([, n]) => n === 2).map(([d]) => d).sort()).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
     await expect(shared.ack({ part: 0, offset: 0, lease: 1, partition: 7 })).rejects.toMatchObject({ code: "E_LEASE" });
+    // Many at once: one write per partition; a bad lease has its own error.
+    for (let i = 30; i < 40; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
+    const leases = await shared.poll({ max: 10, timeoutMs: 1000 });
+    expect(leases).toHaveLength(10);
+    const settled = await shared.ackAll([...leases, { part: 0, offset: 0, lease: 1, partition: -1 }]);
+    expect(settled.slice(0, 10)).toEqual(Array.from({ length: 10 }, () => undefined));
+    expect(settled[10]).toMatchObject({ code: "E_LEASE" });
     expect(await shared.lag()).toBe(0);
     await shared.close();
     await writer.close();

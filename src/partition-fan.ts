@@ -141,7 +141,7 @@ export class PartitionFan<T, M> {
     for (let i = 0; i < held.length && out.length < max; i++) {
       const slot = held[(start + i) % held.length]!;
       if (slot.releasing) continue;
-      const messages = await this.#hooks.take(slot.item, Math.min(share, max - out.length)).catch((error: unknown) => {
+      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length))).catch((error: unknown) => {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
         throw error;

@@ -22,6 +22,8 @@ export interface Slot<T> {
   usedAt: number;
   /** Being let go: no new work goes to it. */
   releasing: boolean;
+  /** Calls in flight on it (`use`): it is let go only after them. */
+  using: number;
 }
 
 export interface PartitionSetHooks<T> {
@@ -134,6 +136,16 @@ export class PartitionSet<T> {
     slot.usedAt = Date.now();
   }
 
+  /** Runs a call on a slot's object (a produce, a read): a release waits for it to end. */
+  async use<R>(slot: Slot<T>, call: (item: T) => Promise<R>): Promise<R> {
+    slot.using++;
+    try {
+      return await call(slot.item);
+    } finally {
+      slot.using--;
+    }
+  }
+
   /** Lets go of a slot whose object failed (a lost lock): at once, its close's errors dropped. */
   drop(slot: Slot<T>): void {
     if (this.#slots.get(slot.index) !== slot) return;
@@ -147,6 +159,7 @@ export class PartitionSet<T> {
     slot.releasing = true;
     const run = (async () => {
       const until = Date.now() + this.#hooks.graceMs;
+      while (slot.using > 0) await sleep(5);
       while (this.#hooks.busy(slot.item) && Date.now() < until && !this.#closed) await sleep(10);
       if (this.#slots.get(slot.index) === slot) this.#slots.delete(slot.index);
       await this.#hooks.close(slot.item).catch(() => {});
@@ -179,7 +192,7 @@ export class PartitionSet<T> {
       return undefined;
     }
     const now = Date.now();
-    const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false };
+    const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false, using: 0 };
     this.#slots.set(index, slot);
     // Asked for and got: the marker goes (left, it would keep others off this partition for a while).
     if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
@@ -199,7 +212,7 @@ export class PartitionSet<T> {
     try {
       await Promise.all(
         this.held().map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
+          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
           if (now - slot.since < this.#hooks.minHoldMs) return;
           if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id)) void this.release(slot, "wanted");
         }),

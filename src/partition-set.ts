@@ -7,6 +7,7 @@
  * after `graceMs` anyway.
  */
 import type { QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
 import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant } from "./handoff";
 import { partitionName } from "./partitions";
 
@@ -120,7 +121,11 @@ export class PartitionSet<T> {
     let request = this.#requests.get(index);
     if (!request) {
       const partition = partitionName(this.#hooks.queue, index);
-      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
+      const tryTake = () => {
+        if (this.#closed) throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
+        return this.tryTake(index);
+      };
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, tryTake, timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
       this.#requests.set(index, request);
     }
     return request;

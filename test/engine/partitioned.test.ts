@@ -218,9 +218,15 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const started = Date.now();
       await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_LOCKED", message: expect.stringContaining("handoffTimeoutMs") });
       expect(Date.now() - started).toBeGreaterThanOrEqual(90);
-      await holder.close();
-      expect((await writer.produce(["x"])).partition).toBe(0);
+      // A request in flight ends with the writer's close.
+      const waiting = writer.produce(["y"], { partitionKey: "k" });
+      await new Promise((resolve) => setTimeout(resolve, 20));
       await writer.close();
+      await expect(waiting).rejects.toMatchObject({ code: "E_CLOSED" });
+      await holder.close();
+      const reopened = await PartitionedWriter.open("stuck", { driver: again(), ...quiet });
+      expect((await reopened.produce(["x"])).partition).toBe(0);
+      await reopened.close();
     });
 
     it("lets go of a partition it did not use for idleMs", async () => {

@@ -145,6 +145,11 @@ export class PartitionFan<T, M> {
       const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length))).catch((error: unknown) => {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
+        // Its lock was lost (a lease taken over): another instance has the partition now.
+        if (VQueueError.isError(error) && (error.code === "E_LOCKED" || error.code === "E_FENCED")) {
+          this.set.drop(slot);
+          return [];
+        }
         throw error;
       });
       if (messages.length === 0) continue;

@@ -4,6 +4,8 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
+import unstorageDriver from "../../adapters/drivers/unstorage";
+import { createStorage } from "unstorage";
 import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer, QueueWriter, VQueueError, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
@@ -23,6 +25,13 @@ const drivers: [string, () => { driver: QueueDriver; again: () => QueueDriver }]
     () => {
       const name = `partitioned-${++stores}`;
       return { driver: memoryDriver({ name }), again: () => memoryDriver({ name }) };
+    },
+  ],
+  [
+    "unstorage (memory)",
+    () => {
+      const storage = createStorage();
+      return { driver: unstorageDriver({ storage }), again: () => unstorageDriver({ storage }) };
     },
   ],
   [

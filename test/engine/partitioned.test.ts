@@ -56,6 +56,22 @@ async function readPartition(driver: QueueDriver, queue: string, index: number):
   return out;
 }
 
+/** A driver whose locks the test can declare lost, as a lease driver does when another holder took over. */
+function losableLocks(base: QueueDriver): { driver: QueueDriver; lost: Map<string, AbortController> } {
+  const lost = new Map<string, AbortController>();
+  const driver: QueueDriver = {
+    ...base,
+    async lock(path) {
+      const lock = await base.lock(path);
+      if (!lock) return undefined;
+      const controller = new AbortController();
+      lost.set(path, controller);
+      return { release: () => lock.release(), lost: controller.signal };
+    },
+  };
+  return { driver, lost };
+}
+
 describe.each(drivers)("partitioned queues on %s", (_name, make) => {
   describe("declaration", () => {
     it("is idempotent, refuses another count, an ordinary queue and bad counts or names", async () => {
@@ -196,18 +212,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
 
     it("drops a partition's writer that lost its lock: the produce fails, the next one opens it again", async () => {
       const { driver: base } = make();
-      // Locks that the test can declare lost, as a lease driver does when another holder took over.
-      const lost = new Map<string, AbortController>();
-      const driver: QueueDriver = {
-        ...base,
-        async lock(path) {
-          const lock = await base.lock(path);
-          if (!lock) return undefined;
-          const controller = new AbortController();
-          lost.set(path, controller);
-          return { release: () => lock.release(), lost: controller.signal };
-        },
-      };
+      const { driver, lost } = losableLocks(base);
       const writer = await PartitionedWriter.open("fenced", { driver, partitions: 2, ...quiet });
       const { partition } = await writer.produce(["before"], { partitionKey: "k" });
       lost.get(`fenced.p${partition}_queue.lock`)!.abort(new VQueueError("E_FENCED", "taken over"));
@@ -317,6 +322,25 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(again.map((m) => m.data).sort()).toEqual([...first.slice(1), ...rest].map((m) => m.data).sort());
       expect(consumer.takeMissed()).toBe(0);
       await consumer.close();
+    });
+
+    it("drops a partition whose lock was lost, and takes it again once it is free", async () => {
+      const { driver: base } = make();
+      const { driver, lost } = losableLocks(base);
+      const writer = await PartitionedWriter.open("lost", { driver: base, partitions: 2, ...quiet });
+      await writer.produce(["a1", "a2"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("lost", "c", { driver, syncCommits: false });
+      const p = partitionOfKey("k", 2);
+      expect(consumer.held()).toEqual([p]);
+      expect((await consumer.poll({ max: 1 })).map((m) => m.data)).toEqual(["a1"]);
+      lost.get(`lost.p${p}_info_pop_c.lock`)!.abort(new VQueueError("E_LOCKED", "lease taken over"));
+      // Dropped, and free again (nobody took it): taken back, from its saved position: a1 comes
+      // again (never committed), which the consumer that lost its lock would not have given.
+      const got: string[] = [];
+      for (let i = 0; i < 20 && got.length < 2; i++) got.push(...(await consumer.poll({ max: 10, timeoutMs: 100 })).map((m) => m.data as string));
+      expect(got).toEqual(["a1", "a2"]);
+      expect(consumer.held()).toEqual([p]);
+      await Promise.all([consumer.close(), writer.close()]);
     });
 
     it("refuses bad cursors", async () => {

@@ -9,7 +9,7 @@ import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions
 import type { MessageInput } from "./message";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { PartitionSet, type Slot } from "./partition-set";
-import { openPartitions, partitionName, partitionOfKey } from "./partitions";
+import { openPartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
 import { writerWantPath } from "./paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
 import { QueueWriter } from "./writer";
@@ -52,7 +52,11 @@ export class PartitionedWriter {
       count: partitions,
       wantPath: writerWantPath,
       what: (partition) => `The writer of queue "${partition}"`,
-      open: (index) => QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true }),
+      open: async (index) => {
+        // Deleted since open (deleteQueue): not made again as an ordinary queue under a partition's name.
+        if ((await readPartitions(resolved.driver, name)) !== partitions) throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
+        return QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true });
+      },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,
       // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.

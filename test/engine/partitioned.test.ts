@@ -464,6 +464,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(result.parts).toBeGreaterThan(0);
     expect(await readPartitions(driver, "gone")).toBeUndefined();
     expect((await driver.list("")).filter((entry) => entry.startsWith("gone"))).toEqual([]);
+    // A writer opened before the delete makes nothing under the deleted queue's names.
+    const late = await PartitionedWriter.open("gone2", { driver, partitions: 2, ...quiet });
+    await deleteQueue(driver, "gone2");
+    await expect(late.produce(["x"])).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+    await late.close();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone2"))).toEqual([]);
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

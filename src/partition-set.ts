@@ -64,6 +64,7 @@ export class PartitionSet<T> {
   readonly #unwatch: () => void;
   #checkedAt = 0;
   #checking = false;
+  #trailing: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   constructor(hooks: PartitionSetHooks<T>) {
@@ -75,6 +76,7 @@ export class PartitionSet<T> {
     const unwatch = hooks.driver.watch?.("", () => void this.#check());
     this.#unwatch = () => {
       clearInterval(timer);
+      clearTimeout(this.#trailing);
       unwatch?.();
     };
   }
@@ -206,12 +208,19 @@ export class PartitionSet<T> {
 
   /**
    * Every `CHECK_MS`, and on a change in the base directory (at most every `MIN_CHECK_MS`): one
-   * marker read per slot held long enough; idle slots go. A change seen while a check runs is
-   * covered by the next tick.
+   * marker read per slot held long enough; idle slots go.
    */
   async #check(): Promise<void> {
     const now = Date.now();
-    if (this.#checking || this.#closed || now - this.#checkedAt < MIN_CHECK_MS) return;
+    if (this.#closed) return;
+    if (this.#checking || now - this.#checkedAt < MIN_CHECK_MS) {
+      // A change seen meanwhile (a marker's temporary file, then its rename) gets a check of its own, soon.
+      this.#trailing ??= setTimeout(() => {
+        this.#trailing = undefined;
+        void this.#check();
+      }, MIN_CHECK_MS);
+      return;
+    }
     this.#checking = true;
     this.#checkedAt = now;
     try {

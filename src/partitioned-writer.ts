@@ -98,8 +98,11 @@ export class PartitionedWriter {
     const routed = this.#route(partitionKey, produceOptions.key);
     let slot: Slot<QueueWriter>;
     // A slot let go while it was being taken (a hand-over request) is taken again, or another one.
-    do slot = routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
-    while (slot.releasing);
+    do {
+      // Held already (the common case): no await on the way.
+      const held = routed === undefined ? undefined : this.#set.get(routed);
+      slot = held && !held.releasing ? held : routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
+    } while (slot.releasing);
     this.#set.touch(slot);
     try {
       const result = await this.#set.use(slot, (writer) => writer.produce(messages, produceOptions));

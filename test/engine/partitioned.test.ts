@@ -1,0 +1,484 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+import { afterAll, describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
+import memoryDriver from "../../adapters/drivers/memory";
+import unstorageDriver from "../../adapters/drivers/unstorage";
+import { createStorage } from "unstorage";
+import type { QueueDriver } from "../../src/driver";
+import { QueueConsumer, QueueWriter, VQueueError, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
+import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
+import { PartitionedWriter } from "../../src/partitioned-writer";
+import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
+import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
+import { parsePartitionedCursor } from "../../src/partitioned-cursor";
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+let stores = 0;
+/** A driver factory per test: `again()` gives another instance on the same storage (another "handle"). */
+const drivers: [string, () => { driver: QueueDriver; again: () => QueueDriver }][] = [
+  [
+    "memory",
+    () => {
+      const name = `partitioned-${++stores}`;
+      return { driver: memoryDriver({ name }), again: () => memoryDriver({ name }) };
+    },
+  ],
+  [
+    "unstorage (memory)",
+    () => {
+      const storage = createStorage();
+      return { driver: unstorageDriver({ storage }), again: () => unstorageDriver({ storage }) };
+    },
+  ],
+  [
+    "fs",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "vq-partitioned-"));
+      dirs.push(dir);
+      return { driver: fsDriver({ dir }), again: () => fsDriver({ dir }) };
+    },
+  ],
+];
+
+const quiet = { durability: "none", onProblem: () => {} } as const;
+
+/** Every message of partition `index`, in order, read as an ordinary queue. */
+async function readPartition(driver: QueueDriver, queue: string, index: number): Promise<string[]> {
+  const consumer = await QueueConsumer.open(`${queue}.p${index}`, `check-${Math.random().toString(36).slice(2)}`, { driver, syncCommits: false }).catch(() => undefined);
+  if (!consumer) return [];
+  const out: string[] = [];
+  for (let batch = await consumer.read({ max: 1000 }); batch.length > 0; batch = await consumer.read({ max: 1000 })) out.push(...batch.map((m) => m.data as string));
+  await consumer.close();
+  return out;
+}
+
+/** A driver whose locks the test can declare lost, as a lease driver does when another holder took over. */
+function losableLocks(base: QueueDriver): { driver: QueueDriver; lost: Map<string, AbortController> } {
+  const lost = new Map<string, AbortController>();
+  const driver: QueueDriver = {
+    ...base,
+    async lock(path) {
+      const lock = await base.lock(path);
+      if (!lock) return undefined;
+      const controller = new AbortController();
+      lost.set(path, controller);
+      return { release: () => lock.release(), lost: controller.signal };
+    },
+  };
+  return { driver, lost };
+}
+
+describe.each(drivers)("partitioned queues on %s", (_name, make) => {
+  describe("declaration", () => {
+    it("is idempotent, refuses another count, an ordinary queue and bad counts or names", async () => {
+      const { driver } = make();
+      await declarePartitions(driver, "orders", 4);
+      await declarePartitions(driver, "orders", 4);
+      expect(await readPartitions(driver, "orders")).toBe(4);
+      await expect(declarePartitions(driver, "orders", 3)).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("declared with 4 partitions") });
+      await expect(PartitionedWriter.open("orders", { driver, partitions: 5 })).rejects.toMatchObject({ code: "E_OPTION" });
+      await (await QueueWriter.open("plain", { driver })).close();
+      await expect(declarePartitions(driver, "plain", 2)).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("ordinary queue") });
+      for (const bad of [0, -1, 1.5, 1025, "3"]) await expect(declarePartitions(driver, "x", bad as number)).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(declarePartitions(driver, "a_info_b", 2)).rejects.toMatchObject({ code: "E_NAME" });
+      await expect(declarePartitions(driver, "q".repeat(127), 20)).rejects.toMatchObject({ code: "E_NAME" });
+    });
+
+    it("opens a declared queue, declares from the options, refuses an undeclared one", async () => {
+      const { driver } = make();
+      await expect(PartitionedWriter.open("none", { driver })).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+      const writer = await PartitionedWriter.open("made", { driver, partitions: 3, ...quiet });
+      expect(writer.partitions).toBe(3);
+      await writer.close();
+      const again = await PartitionedWriter.open("made", { driver, ...quiet });
+      expect(again.partitions).toBe(3);
+      await again.close();
+      // Consumers declare too; their options are checked at open, whatever partitions exist.
+      await (await PartitionedConsumer.open("fresh", "c", { driver, partitions: 2 })).close();
+      expect(await readPartitions(driver, "fresh")).toBe(2);
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, partitions: 3 })).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, leaseMs: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("leaseMs") });
+      await expect(PartitionedConsumer.open("fresh", "c", { driver, handoffGraceMs: -5 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("handoffGraceMs") });
+      for (const bad of [{ minHoldMs: -1 }, { idleMs: "x" }, { handoffTimeoutMs: 1.5 }]) {
+        await expect(PartitionedWriter.open("made", { driver, ...(bad as object) })).rejects.toMatchObject({ code: "E_OPTION" });
+      }
+    });
+
+    it("refuses to open a partitioned queue's name as an ordinary queue", async () => {
+      const { driver } = make();
+      await declarePartitions(driver, "orders", 2);
+      await expect(openQueue("orders", { driver })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("PartitionedWriter") });
+      // Nothing was made over it: it can still be written as declared.
+      const writer = await PartitionedWriter.open("orders", { driver, ...quiet });
+      await writer.produce(["a"], { partitionKey: "k" });
+      await writer.close();
+    });
+  });
+
+  describe("writer", () => {
+    it("sends a key's batches, whole, to its partition, in order", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("orders", { driver, partitions: 4, ...quiet });
+      const keys = ["alice", "bob", "carol", "dave", "erin"];
+      for (let i = 0; i < 20; i++) {
+        const key = keys[i % keys.length]!;
+        const result = await writer.produce([`${key}-${i}-a`, `${key}-${i}-b`], { partitionKey: key });
+        expect(result.partition).toBe(partitionOfKey(key, 4));
+        expect(result.count).toBe(2);
+      }
+      await writer.close();
+      for (let p = 0; p < 4; p++) {
+        const got = await readPartition(driver, "orders", p);
+        for (const key of keys) {
+          const mine = got.filter((m) => m.startsWith(`${key}-`));
+          if (partitionOfKey(key, 4) !== p) expect(mine).toEqual([]);
+          else expect(mine).toEqual(Array.from({ length: 4 }, (_, j) => [`${key}-${j * 5 + keys.indexOf(key)}-a`, `${key}-${j * 5 + keys.indexOf(key)}-b`]).flat());
+        }
+      }
+      await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_CLOSED" });
+    });
+
+    it("spreads batches without a key over the partitions it holds, and refuses bad partition keys", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("spread", { driver, partitions: 3, ...quiet });
+      const first = await writer.produce(["m0"]);
+      expect(writer.held()).toEqual([first.partition]);
+      // Only the held partition takes unkeyed batches; a keyed one adds its partition to the rotation.
+      const other = [0, 1, 2].find((p) => p !== first.partition)!;
+      const key = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => partitionOfKey(k, 3) === other)!;
+      await writer.produce(["keyed"], { partitionKey: key });
+      expect(writer.held()).toEqual([first.partition, other].sort());
+      const partitions = new Set<number>();
+      for (let i = 1; i < 7; i++) partitions.add((await writer.produce([`m${i}`])).partition);
+      expect([...partitions].sort()).toEqual([first.partition, other].sort());
+      for (const bad of ["", 5, {}, "x".repeat(1025)]) await expect(writer.produce(["x"], { partitionKey: bad as string })).rejects.toMatchObject({ code: "E_OPTION" });
+      await writer.close();
+    });
+
+    it("routes an idempotency key to its partition, so that a retry is written once", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("idem", { driver, partitions: 4, ...quiet });
+      const first = await writer.produce(["once"], { key: "order-17" });
+      expect(first).toMatchObject({ partition: partitionOfKey("order-17", 4), replayed: false });
+      await writer.close();
+      const retry = await PartitionedWriter.open("idem", { driver: again(), ...quiet });
+      expect(await retry.produce(["once"], { key: "order-17" })).toMatchObject({ partition: first.partition, replayed: true });
+      await retry.close();
+      expect(await readPartition(driver, "idem", first.partition)).toEqual(["once"]);
+    });
+
+    it("writes delayed messages into their partition when due", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("later", { driver, partitions: 2, ...quiet });
+      const result = await writer.produce(["soon"], { partitionKey: "k", delayMs: 50 });
+      expect(result.until).toBeGreaterThan(Date.now() - 1000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await writer.close();
+      expect(await readPartition(driver, "later", result.partition)).toEqual(["soon"]);
+    });
+
+    it("hands a partition over on request, after the batch in flight", async () => {
+      const { driver, again } = make();
+      const a = await PartitionedWriter.open("hot", { driver, partitions: 2, minHoldMs: 50, ...quiet });
+      const b = await PartitionedWriter.open("hot", { driver: again(), minHoldMs: 50, ...quiet });
+      await a.produce(["a1"], { partitionKey: "k" });
+      const inFlight = a.produce(["a2"], { partitionKey: "k" });
+      const taken = await b.produce(["b1"], { partitionKey: "k" });
+      await inFlight;
+      expect(a.held()).toEqual([]);
+      expect(b.held()).toEqual([taken.partition]);
+      expect(a.handedOver).toBe(1);
+      // And back: both keep acknowledged order.
+      await a.produce(["a3"], { partitionKey: "k" });
+      expect(await readPartition(driver, "hot", taken.partition)).toEqual(["a1", "a2", "b1", "a3"]);
+      await Promise.all([a.close(), b.close()]);
+    });
+
+    it("asks once for a partition that concurrent produces all need", async () => {
+      const { driver, again } = make();
+      const a = await PartitionedWriter.open("many", { driver, partitions: 2, ...quiet });
+      const b = await PartitionedWriter.open("many", { driver: again(), partitions: 2, ...quiet });
+      await a.produce(["a"], { partitionKey: "k" });
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => b.produce([`b${i}`], { partitionKey: "k" })));
+      expect(new Set(results.map((r) => r.partition))).toEqual(new Set([partitionOfKey("k", 2)]));
+      expect(a.handedOver).toBe(1);
+      await Promise.all([a.close(), b.close()]);
+      expect((await readPartition(driver, "many", partitionOfKey("k", 2))).sort()).toEqual(["a", "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"]);
+    });
+
+    it("drops a partition's writer that lost its lock: the produce fails, the next one opens it again", async () => {
+      const { driver: base } = make();
+      const { driver, lost } = losableLocks(base);
+      const writer = await PartitionedWriter.open("fenced", { driver, partitions: 2, ...quiet });
+      const { partition } = await writer.produce(["before"], { partitionKey: "k" });
+      lost.get(`fenced.p${partition}_queue.lock`)!.abort(new VQueueError("E_FENCED", "taken over"));
+      await expect(writer.produce(["refused"], { partitionKey: "k" })).rejects.toMatchObject({ code: "E_FENCED" });
+      expect(writer.held()).toEqual([]);
+      expect(await writer.produce(["after"], { partitionKey: "k" })).toMatchObject({ partition });
+      await writer.close();
+      expect(await readPartition(base, "fenced", partition)).toEqual(["before", "after"]);
+    });
+
+    it("gives up a hand-over request after handoffTimeoutMs (E_LOCKED)", async () => {
+      const { driver, again } = make();
+      await declarePartitions(driver, "stuck", 1);
+      // An ordinary writer of the partition: it never reads markers.
+      const holder = await QueueWriter.open("stuck.p0", { driver, ...quiet });
+      const writer = await PartitionedWriter.open("stuck", { driver: again(), handoffTimeoutMs: 100, ...quiet });
+      const started = Date.now();
+      await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_LOCKED", message: expect.stringContaining("handoffTimeoutMs") });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+      // A request in flight ends with the writer's close.
+      const waiting = writer.produce(["y"], { partitionKey: "k" });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await writer.close();
+      await expect(waiting).rejects.toMatchObject({ code: "E_CLOSED" });
+      await holder.close();
+      const reopened = await PartitionedWriter.open("stuck", { driver: again(), ...quiet });
+      expect((await reopened.produce(["x"])).partition).toBe(0);
+      await reopened.close();
+    });
+
+    it("lets go of a partition it did not use for idleMs", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("idle", { driver, partitions: 2, idleMs: 150, ...quiet });
+      await writer.produce(["x"], { partitionKey: "k" });
+      // A partition with delayed messages pending is kept: its writer moves them when due.
+      const other = Array.from({ length: 50 }, (_, i) => `d${i}`).find((key) => partitionOfKey(key, 2) !== partitionOfKey("k", 2))!;
+      await writer.produce(["later"], { partitionKey: other, delayMs: 60_000 });
+      expect(writer.held()).toHaveLength(2);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(writer.held()).toEqual([partitionOfKey(other, 2)]);
+      await writer.close();
+    });
+  });
+
+  describe("ordered consumer", () => {
+    it("reads every partition, each in order, and commits by composite cursor", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+      const keys = ["a", "b", "c", "d", "e", "f"];
+      for (let i = 0; i < 60; i++) await writer.produce([`${keys[i % 6]}:${i}`], { partitionKey: keys[i % 6] });
+      const consumer = await PartitionedConsumer.open("orders", "billing", { driver: again(), syncCommits: false });
+      expect(consumer.held()).toEqual([0, 1, 2].filter((p) => keys.some((k) => partitionOfKey(k, 3) === p)));
+      const first = await consumer.poll({ max: 9, timeoutMs: 1000 });
+      expect(first).toHaveLength(9);
+      // Round-robin: each held partition gave some.
+      expect(new Set(first.map((m) => m.partition)).size).toBe(consumer.held().length);
+      const cursor = consumer.cursor;
+      expect(cursor).toMatch(/^p\d:\d+\.\d+\.\d+(,p\d:\d+\.\d+\.\d+)*$/);
+      expect([...parsePartitionedCursor(cursor, 3).keys()]).toEqual([...new Set(first.map((m) => m.partition))].sort());
+      await consumer.commit(cursor);
+      await consumer.close();
+      // Reopened: goes on after the cursor, nothing skipped, nothing twice; per key in order.
+      const again2 = await PartitionedConsumer.open("orders", "billing", { driver: again(), syncCommits: false });
+      const rest: PartitionedMessage[] = [];
+      for (let batch = await again2.poll({ max: 7, timeoutMs: 200 }); batch.length > 0; batch = await again2.poll({ max: 7, timeoutMs: 200 })) rest.push(...batch);
+      const all = [...first, ...rest].map((m) => m.data as string);
+      expect(all.sort()).toEqual(Array.from({ length: 60 }, (_, i) => `${keys[i % 6]}:${i}`).sort());
+      for (const key of keys) {
+        const seen = [...first, ...rest].map((m) => m.data as string).filter((m) => m.startsWith(`${key}:`)).map((m) => Number(m.split(":")[1]));
+        expect(seen).toEqual([...seen].sort((x, y) => x - y));
+      }
+      expect(await again2.lag()).toBe(51);
+      await again2.commit();
+      expect(await again2.lag()).toBe(0);
+      await again2.close();
+      await writer.close();
+    });
+
+    it("wakes a waiting poll on a produce, and ends it on close", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("wake", { driver, partitions: 2, ...quiet });
+      await writer.produce(["first"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("wake", "c", { driver: again(), syncCommits: false });
+      expect((await consumer.poll()).map((m) => m.data)).toEqual(["first"]);
+      const waiting = consumer.poll();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await writer.produce(["second"], { partitionKey: "k" });
+      expect((await waiting).map((m) => m.data)).toEqual(["second"]);
+      const forever = consumer.poll();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await consumer.close();
+      expect(await forever).toEqual([]);
+      await writer.close();
+    });
+
+    it("rewinds every partition held to its saved position", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("rw", { driver, partitions: 3, ...quiet });
+      for (let i = 0; i < 9; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+      await writer.close();
+      const consumer = await PartitionedConsumer.open("rw", "c", { driver, syncCommits: false });
+      const first = await consumer.poll({ max: 3 });
+      await consumer.commit(first[0]!);
+      const rest = await consumer.poll({ max: 100 });
+      await consumer.rewind();
+      const again = await consumer.poll({ max: 100 });
+      expect(again.map((m) => m.data).sort()).toEqual([...first.slice(1), ...rest].map((m) => m.data).sort());
+      expect(consumer.takeMissed()).toBe(0);
+      await consumer.close();
+    });
+
+    it("drops a partition whose lock was lost, and takes it again once it is free", async () => {
+      const { driver: base } = make();
+      const { driver, lost } = losableLocks(base);
+      const writer = await PartitionedWriter.open("lost", { driver: base, partitions: 2, ...quiet });
+      await writer.produce(["a1", "a2"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("lost", "c", { driver, syncCommits: false });
+      const p = partitionOfKey("k", 2);
+      expect(consumer.held()).toEqual([p]);
+      expect((await consumer.poll({ max: 1 })).map((m) => m.data)).toEqual(["a1"]);
+      lost.get(`lost.p${p}_info_pop_c.lock`)!.abort(new VQueueError("E_LOCKED", "lease taken over"));
+      // Dropped, and free again (nobody took it): taken back, from its saved position: a1 comes
+      // again (never committed), which the consumer that lost its lock would not have given.
+      const got: string[] = [];
+      for (let i = 0; i < 20 && got.length < 2; i++) got.push(...(await consumer.poll({ max: 10, timeoutMs: 100 })).map((m) => m.data as string));
+      expect(got).toEqual(["a1", "a2"]);
+      expect(consumer.held()).toEqual([p]);
+      await Promise.all([consumer.close(), writer.close()]);
+    });
+
+    it("refuses bad cursors", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("cur", { driver, partitions: 2, ...quiet });
+      await writer.produce(["x"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("cur", "c", { driver });
+      for (const bad of ["", "p0", "p2:0.0.0", "p0:0.0.0,p0:0.0.0", "0:1.2.3", "p0:1.2", "p01:0.0.0", 5]) {
+        await expect(consumer.commit(bad as string)).rejects.toMatchObject({ code: "E_CURSOR" });
+      }
+      await expect(PartitionedConsumer.open("nope", "c", { driver })).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+      await consumer.close();
+      await writer.close();
+    });
+
+    it("hands a partition over to an idle instance once what it handed out is committed", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("ho", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2", "m3", "m4"]);
+      const a = await PartitionedConsumer.open("ho", "c", { driver, syncCommits: false, minHoldMs: 0 });
+      const b = await PartitionedConsumer.open("ho", "c", { driver: again(), syncCommits: false, minHoldMs: 0 });
+      expect(a.held()).toEqual([0]);
+      expect(b.held()).toEqual([]);
+      const got = await a.poll({ max: 2 });
+      expect(got.map((m) => m.data)).toEqual(["m1", "m2"]);
+      // b asks; a keeps it while m1, m2 are not committed.
+      expect(await b.poll({ timeoutMs: 300 })).toEqual([]);
+      expect(a.handedOver).toBe(0);
+      await a.commit(got[1]!);
+      const taken = await b.poll({ max: 10, timeoutMs: 3000 });
+      expect(taken.map((m) => m.data)).toEqual(["m3", "m4"]);
+      expect(a.handedOver).toBe(1);
+      expect(a.held()).toEqual([]);
+      // A late commit of what a had committed is fine; beyond it, refused.
+      await a.commit(got[1]!);
+      await expect(a.commit("p0:0.999999.9")).rejects.toMatchObject({ code: "E_CURSOR" });
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+
+    it("hands over uncommitted messages after handoffGraceMs: they come again", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("grace", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2"]);
+      const a = await PartitionedConsumer.open("grace", "c", { driver, syncCommits: false, minHoldMs: 0, handoffGraceMs: 200 });
+      const b = await PartitionedConsumer.open("grace", "c", { driver: again(), syncCommits: false });
+      expect((await a.poll({ max: 1 })).map((m) => m.data)).toEqual(["m1"]);
+      expect((await b.poll({ max: 10, timeoutMs: 3000 })).map((m) => m.data)).toEqual(["m1", "m2"]);
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+  });
+
+  it("shared consumer: leases carry their partition; ack and nack go there", async () => {
+    const { driver } = make();
+    const writer = await PartitionedWriter.open("jobs", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 30; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
+    const shared = await PartitionedSharedConsumer.open("jobs", "workers", { driver, syncCommits: false });
+    const seen = new Map<string, number>();
+    for (let round = 0; round < 20 && seen.size < 30; round++) {
+      for (const lease of await shared.poll({ max: 8, timeoutMs: 200 })) {
+        expect(lease.partition).toBe(partitionOfKey(`k${(lease.data as string).slice(1)}`, 3));
+        seen.set(lease.data as string, (seen.get(lease.data as string) ?? 0) + 1);
+        if (seen.get(lease.data as string) === 1 && Number((lease.data as string).slice(1)) % 5 === 0) await shared.nack(lease);
+        else await shared.ack(lease);
+      }
+    }
+    expect(seen.size).toBe(30);
+    expect([...seen].filter(([, n]) => n === 2).map(([d]) => d).sort()).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
+    await expect(shared.ack({ part: 0, offset: 0, lease: 1, partition: 7 })).rejects.toMatchObject({ code: "E_LEASE" });
+    // Many at once: one write per partition; a bad lease has its own error.
+    for (let i = 30; i < 40; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
+    const leases = await shared.poll({ max: 10, timeoutMs: 1000 });
+    expect(leases).toHaveLength(10);
+    const settled = await shared.ackAll([...leases, { part: 0, offset: 0, lease: 1, partition: -1 }]);
+    expect(settled.slice(0, 10)).toEqual(Array.from({ length: 10 }, () => undefined));
+    expect(settled[10]).toMatchObject({ code: "E_LEASE" });
+    expect(await shared.lag()).toBe(0);
+    await shared.close();
+    await writer.close();
+  });
+
+  it("lists a partitioned queue as itself, its partitions under it, totals and lag summed", async () => {
+    const { driver } = make();
+    await (await QueueWriter.open("plain", { driver, ...quiet })).close();
+    const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 10; i++) await writer.produce([`m${i}`, `n${i}`], { partitionKey: `k${i}` });
+    await writer.close();
+    // An ordinary queue whose name looks like a partition of an undeclared queue stays on top.
+    await (await QueueWriter.open("other.p0", { driver, ...quiet })).close();
+    const consumer = await PartitionedConsumer.open("orders", "billing", { driver, syncCommits: false });
+    await consumer.commit((await consumer.poll({ max: 5 })).at(-1)!);
+    await consumer.close();
+
+    expect(await listQueues(driver)).toEqual(["orders", "other.p0", "plain"]);
+    const stats = (await inspectQueue(driver, "orders"))!;
+    expect(stats).toMatchObject({ name: "orders", partitions: 3, messages: 20 });
+    expect(stats.partitionQueues!.map((q) => q.name)).toEqual(["orders.p0", "orders.p1", "orders.p2"].filter((_, p) => Array.from({ length: 10 }, (_, i) => partitionOfKey(`k${i}`, 3)).includes(p)));
+    expect(stats.partitionQueues!.reduce((sum, q) => sum + q.messages, 0)).toBe(20);
+    const billing = stats.consumers.find((c) => c.name === "billing")!;
+    expect(billing.lag).toBe(stats.partitionQueues!.reduce((sum, q) => sum + (q.consumers.find((c) => c.name === "billing")?.lag ?? q.messages), 0));
+    expect(billing.lag).toBeLessThan(20);
+
+    const overview = await storageOverview(driver);
+    expect(overview.map((q) => q.name)).toEqual(["orders", "other.p0", "plain"]);
+    const orders = overview[0]!;
+    expect(orders).toMatchObject({ partitions: 3 });
+    expect(orders.totals.messages).toBe(20);
+    expect(orders.partitionQueues!.map((q) => q.name)).toEqual(stats.partitionQueues!.map((q) => q.name));
+    expect(orders.consumers.find((c) => c.name === "billing")!.lag).toBe(billing.lag);
+    expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([["orders", stats.partitionQueues!.length]]);
+  });
+
+  it("deletes a partitioned queue: every partition, then the declaration (refused while a partition is open)", async () => {
+    const { driver, again } = make();
+    const writer = await PartitionedWriter.open("gone", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 6; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+    const consumer = await PartitionedConsumer.open("gone", "c", { driver: again(), syncCommits: false });
+    await expect(deleteQueue(driver, "gone")).rejects.toMatchObject({ code: "E_LOCKED" });
+    await Promise.all([writer.close(), consumer.close()]);
+    const result = await deleteQueue(driver, "gone");
+    expect(result).toMatchObject({ queue: "gone", consumers: ["c"] });
+    expect(result.parts).toBeGreaterThan(0);
+    expect(await readPartitions(driver, "gone")).toBeUndefined();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone"))).toEqual([]);
+    // A writer opened before the delete makes nothing under the deleted queue's names.
+    const late = await PartitionedWriter.open("gone2", { driver, partitions: 2, ...quiet });
+    await deleteQueue(driver, "gone2");
+    await expect(late.produce(["x"])).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+    await late.close();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone2"))).toEqual([]);
+  });
+
+  it("keeps each partition an ordinary queue, readable as one", async () => {
+    const { driver } = make();
+    const writer = await PartitionedWriter.open("compat", { driver, partitions: 2, ...quiet });
+    const { partition } = await writer.produce(["plain"], { partitionKey: "k" });
+    await writer.close();
+    const consumer = await QueueConsumer.open(`compat.p${partition}`, "rust-like", { driver });
+    expect((await consumer.read()).map((m) => m.data)).toEqual(["plain"]);
+    await consumer.close();
+  });
+});

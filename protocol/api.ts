@@ -25,6 +25,8 @@ export type HttpErrorCode =
   | "E_TOO_LARGE"
   /** A content type this route does not take (415). */
   | "E_MEDIA_TYPE"
+  /** What the request would make conflicts with what exists: a queue declared with another partition count, or an ordinary queue of that name (409). */
+  | "E_CONFLICT"
   /** The server is shutting down (503). */
   | "E_SHUTDOWN"
   /** Out of file descriptors (EMFILE/ENFILE), or `maxConsumers` busy at once: retry after `Retry-After` seconds (503). */
@@ -73,6 +75,19 @@ export interface QueueInfoResponse {
   messages: number;
   bytes: number;
   consumers: number;
+}
+
+/** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (README, "Partitioned queues"). */
+export interface DeclareQueueRequest {
+  /** 1 to 1024; never changes once declared. */
+  partitions: number;
+}
+
+/** `PUT /api/v1/queues/{queue}`: 201 when this request declared it, 200 when it already was so. */
+export interface DeclareQueueResponse {
+  queue: string;
+  partitions: number;
+  created: boolean;
 }
 
 /** One consumer in `GET /api/v1/queues/{queue}/consumers`. */

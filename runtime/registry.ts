@@ -18,6 +18,7 @@ import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
+import { PartitionDeclarations } from "./partition-declarations";
 
 type Slot = ConsumerSlot | SharedSlot;
 
@@ -48,6 +49,8 @@ const PRESSURE_MS = 60_000;
  */
 export class QueueRegistry {
   readonly options: ResolvedQueueAppOptions;
+  /** Which queues are partitioned (declared in storage, or by the `queues` option at start). */
+  readonly partitions: PartitionDeclarations;
   #driver: Promise<QueueDriver> | undefined;
   #writers = new Map<string, Promise<QueueWriter>>();
   #consumers = new Map<string, SlotEntry>();
@@ -69,6 +72,7 @@ export class QueueRegistry {
   constructor(options: ResolvedQueueAppOptions, metrics?: ServerMetrics) {
     this.options = options;
     this.#metrics = metrics;
+    this.partitions = new PartitionDeclarations(() => this.driver(), options.declaredPartitions, options.durability !== "none");
     if (options.consumerIdleMs > 0) {
       // Often enough for the shorter idle time near the cap; a pass only walks the map.
       this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));

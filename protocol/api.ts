@@ -189,6 +189,8 @@ export interface ProduceResponse {
   count: number;
   first: MessagePositionJSON;
   last: MessagePositionJSON;
+  /** A partitioned queue: the partition the batch went to (`first` and `last` are positions in it). */
+  partition?: number;
 }
 
 /**
@@ -199,6 +201,8 @@ export interface ProduceResponse {
 export interface DelayedProduceResponse {
   queue: string;
   count: number;
+  /** A partitioned queue: the partition the batch will enter. */
+  partition?: number;
   delayed: {
     /** When the messages enter the queue: ISO 8601. */
     until: string;

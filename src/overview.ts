@@ -117,7 +117,8 @@ export async function queueOverview(driver: QueueDriver, name: string, listed: L
   return { name, totals, consumers };
 }
 
-async function readPosition(driver: QueueDriver, queue: string, name: string): Promise<ConsumerPosition | undefined> {
+/** A consumer's saved position from its file, or undefined (missing, damaged, not a file). */
+export async function readPosition(driver: QueueDriver, queue: string, name: string): Promise<ConsumerPosition | undefined> {
   try {
     const bytes = await driver.readRecord(popInfoPath(queue, name));
     const pop = bytes && parsePopInfo(decoder.decode(bytes), queue, name);

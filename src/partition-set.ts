@@ -39,8 +39,8 @@ export interface PartitionSetHooks<T> {
   idleMs: number;
   /** Most time a release waits for `busy` to turn false. */
   graceMs: number;
-  /** Counts hand-overs given (monitoring, tests). */
-  onRelease?(index: number, reason: "wanted" | "idle"): void;
+  /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
+  onRelease?(slot: Slot<T>, reason: "wanted" | "idle"): void;
 }
 
 export class PartitionSet<T> {
@@ -113,7 +113,7 @@ export class PartitionSet<T> {
       while (this.#hooks.busy(slot.item) && Date.now() < until && !this.#closed) await sleep(10);
       if (this.#slots.get(slot.index) === slot) this.#slots.delete(slot.index);
       await this.#hooks.close(slot.item).catch(() => {});
-      this.#hooks.onRelease?.(slot.index, reason);
+      this.#hooks.onRelease?.(slot, reason);
     })();
     this.#releases.add(run);
     void run.finally(() => this.#releases.delete(run));

@@ -66,7 +66,7 @@ export class PartitionedWriter {
       idleMs: this.handoff.idleMs,
       // A produce in flight ends (written or failed) on its own.
       graceMs: Number.MAX_SAFE_INTEGER,
-      onRelease: (_index, reason) => {
+      onRelease: (_slot, reason) => {
         if (reason === "wanted") this.handedOver++;
       },
     });

@@ -8,6 +8,9 @@ import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer, QueueWriter, openQueue } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
+import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
+import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
+import { parsePartitionedCursor } from "../../src/partitioned-cursor";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -187,6 +190,111 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(writer.held()).toEqual([]);
       await writer.close();
     });
+  });
+
+  describe("ordered consumer", () => {
+    it("reads every partition, each in order, and commits by composite cursor", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+      const keys = ["a", "b", "c", "d", "e", "f"];
+      for (let i = 0; i < 60; i++) await writer.produce([`${keys[i % 6]}:${i}`], { partitionKey: keys[i % 6] });
+      const consumer = await PartitionedConsumer.open("orders", "billing", { driver: again(), syncCommits: false });
+      expect(consumer.held()).toEqual([0, 1, 2].filter((p) => keys.some((k) => partitionOfKey(k, 3) === p)));
+      const first = await consumer.poll({ max: 9, timeoutMs: 1000 });
+      expect(first).toHaveLength(9);
+      // Round-robin: each held partition gave some.
+      expect(new Set(first.map((m) => m.partition)).size).toBe(consumer.held().length);
+      const cursor = consumer.cursor;
+      expect(cursor).toMatch(/^p\d:\d+\.\d+\.\d+(,p\d:\d+\.\d+\.\d+)*$/);
+      expect([...parsePartitionedCursor(cursor, 3).keys()]).toEqual([...new Set(first.map((m) => m.partition))].sort());
+      await consumer.commit(cursor);
+      await consumer.close();
+      // Reopened: goes on after the cursor, nothing skipped, nothing twice; per key in order.
+      const again2 = await PartitionedConsumer.open("orders", "billing", { driver: again(), syncCommits: false });
+      const rest: PartitionedMessage[] = [];
+      for (let batch = await again2.poll({ max: 7, timeoutMs: 200 }); batch.length > 0; batch = await again2.poll({ max: 7, timeoutMs: 200 })) rest.push(...batch);
+      const all = [...first, ...rest].map((m) => m.data as string);
+      expect(all.sort()).toEqual(Array.from({ length: 60 }, (_, i) => `${keys[i % 6]}:${i}`).sort());
+      for (const key of keys) {
+        const seen = [...first, ...rest].map((m) => m.data as string).filter((m) => m.startsWith(`${key}:`)).map((m) => Number(m.split(":")[1]));
+        expect(seen).toEqual([...seen].sort((x, y) => x - y));
+      }
+      expect(await again2.lag()).toBe(51);
+      await again2.commit();
+      expect(await again2.lag()).toBe(0);
+      await again2.close();
+      await writer.close();
+    });
+
+    it("refuses bad cursors", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("cur", { driver, partitions: 2, ...quiet });
+      await writer.produce(["x"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("cur", "c", { driver });
+      for (const bad of ["", "p0", "p2:0.0.0", "p0:0.0.0,p0:0.0.0", "0:1.2.3", "p0:1.2", "p01:0.0.0", 5]) {
+        await expect(consumer.commit(bad as string)).rejects.toMatchObject({ code: "E_CURSOR" });
+      }
+      await expect(PartitionedConsumer.open("nope", "c", { driver })).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+      await consumer.close();
+      await writer.close();
+    });
+
+    it("hands a partition over to an idle instance once what it handed out is committed", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("ho", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2", "m3", "m4"]);
+      const a = await PartitionedConsumer.open("ho", "c", { driver, syncCommits: false, minHoldMs: 0 });
+      const b = await PartitionedConsumer.open("ho", "c", { driver: again(), syncCommits: false, minHoldMs: 0 });
+      expect(a.held()).toEqual([0]);
+      expect(b.held()).toEqual([]);
+      const got = await a.poll({ max: 2 });
+      expect(got.map((m) => m.data)).toEqual(["m1", "m2"]);
+      // b asks; a keeps it while m1, m2 are not committed.
+      expect(await b.poll({ timeoutMs: 300 })).toEqual([]);
+      expect(a.handedOver).toBe(0);
+      await a.commit(got[1]!);
+      const taken = await b.poll({ max: 10, timeoutMs: 3000 });
+      expect(taken.map((m) => m.data)).toEqual(["m3", "m4"]);
+      expect(a.handedOver).toBe(1);
+      expect(a.held()).toEqual([]);
+      // A late commit of what a had committed is fine; beyond it, refused.
+      await a.commit(got[1]!);
+      await expect(a.commit("p0:0.999999.9")).rejects.toMatchObject({ code: "E_CURSOR" });
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+
+    it("hands over uncommitted messages after handoffGraceMs: they come again", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("grace", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2"]);
+      const a = await PartitionedConsumer.open("grace", "c", { driver, syncCommits: false, minHoldMs: 0, handoffGraceMs: 200 });
+      const b = await PartitionedConsumer.open("grace", "c", { driver: again(), syncCommits: false });
+      expect((await a.poll({ max: 1 })).map((m) => m.data)).toEqual(["m1"]);
+      expect((await b.poll({ max: 10, timeoutMs: 3000 })).map((m) => m.data)).toEqual(["m1", "m2"]);
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+  });
+
+  it("shared consumer: leases carry their partition; ack and nack go there", async () => {
+    const { driver } = make();
+    const writer = await PartitionedWriter.open("jobs", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 30; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
+    const shared = await PartitionedSharedConsumer.open("jobs", "workers", { driver, syncCommits: false });
+    const seen = new Map<string, number>();
+    for (let round = 0; round < 20 && seen.size < 30; round++) {
+      for (const lease of await shared.poll({ max: 8, timeoutMs: 200 })) {
+        expect(lease.partition).toBe(partitionOfKey(`k${(lease.data as string).slice(1)}`, 3));
+        seen.set(lease.data as string, (seen.get(lease.data as string) ?? 0) + 1);
+        if (seen.get(lease.data as string) === 1 && Number((lease.data as string).slice(1)) % 5 === 0) await shared.nack(lease);
+        else await shared.ack(lease);
+      }
+    }
+    expect(seen.size).toBe(30);
+    expect([...seen].filter(([, n]) => n === 2).map(([d]) => d).sort()).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
+    await expect(shared.ack({ part: 0, offset: 0, lease: 1, partition: 7 })).rejects.toMatchObject({ code: "E_LEASE" });
+    expect(await shared.lag()).toBe(0);
+    await shared.close();
+    await writer.close();
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

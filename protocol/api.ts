@@ -43,6 +43,8 @@ export interface MessagePositionJSON {
 
 /** A message as the JSON API gives it. */
 export interface MessageJSON extends MessagePositionJSON {
+  /** A partitioned queue's message: its partition (`part`, `offset`, `seq` are positions in it; `cursor` is `p<partition>:...`). */
+  partition?: number;
   type: "string" | "object";
   /** Text for `string` messages; base64 for `object` (bytes) messages. */
   data: string;
@@ -250,7 +252,7 @@ export interface LeaseRequest {
 
 /** A leased message: ack, nack or extend it with `lease`. */
 export interface LeasedMessageJSON extends Omit<MessageJSON, "cursor"> {
-  /** The lease token `"<part>.<offset>.<lease>"`. */
+  /** The lease token `"<part>.<offset>.<lease>"`; of a partitioned queue `"p<partition>:<part>.<offset>.<lease>"`. */
   lease: string;
   /** Times it was handed out, this one included. */
   deliveries: number;

@@ -8,11 +8,11 @@
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
-import { sleep, type ResolvedHandoffOptions } from "./handoff";
+import { RETRY_MS, sleep, type ResolvedHandoffOptions } from "./handoff";
 import { readPosition } from "./overview";
 import { PartitionSet } from "./partition-set";
 import { assertName } from "./names";
-import { partitionName, readPartitions } from "./partitions";
+import { openPartitions, partitionName } from "./partitions";
 import { consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
 
@@ -49,6 +49,8 @@ export class PartitionFan<T, M> {
   #next = 0;
   #acquiredAt = 0;
   #acquiring: Promise<void> | undefined;
+  /** A hand-over was asked for: the partitions are looked at every `RETRY_MS` until it comes. */
+  #wanting = false;
   /** Partitions handed over to another instance on request, since open. */
   handedOver = 0;
 
@@ -95,10 +97,11 @@ export class PartitionFan<T, M> {
         await this.#acquire(true);
         got = await this.#round(max);
       } else void this.#acquire(false).catch(() => {});
-      if (got.length > 0 || signal?.aborted) return got;
+      // Closed meanwhile: nothing more comes.
+      if (got.length > 0 || signal?.aborted || this.set.closed) return got;
       const remaining = deadline === undefined ? ACQUIRE_MS : deadline - Date.now();
       if (remaining <= 0) return [];
-      await this.#waitAny(Math.min(remaining, ACQUIRE_MS), signal);
+      await this.#waitAny(Math.min(remaining, this.#acquireEvery), signal);
     }
   }
 
@@ -123,6 +126,10 @@ export class PartitionFan<T, M> {
 
   close(): Promise<void> {
     return this.set.close();
+  }
+
+  get #acquireEvery(): number {
+    return this.#wanting ? RETRY_MS : ACQUIRE_MS;
   }
 
   async #round(max: number): Promise<(M & { partition: number })[]> {
@@ -152,9 +159,10 @@ export class PartitionFan<T, M> {
    * has nothing to read from its own).
    */
   #acquire(ask: boolean): Promise<void> {
-    if (this.#acquiring || Date.now() - this.#acquiredAt < ACQUIRE_MS) return this.#acquiring ?? Promise.resolve();
+    if (this.#acquiring || Date.now() - this.#acquiredAt < this.#acquireEvery) return this.#acquiring ?? Promise.resolve();
     this.#acquiredAt = Date.now();
     this.#acquiring = (async () => {
+      let wanting = false;
       const { driver, queue, name, partitions } = this.#hooks;
       for (let index = 0; index < partitions; index++) {
         if (this.set.get(index)) continue;
@@ -163,9 +171,13 @@ export class PartitionFan<T, M> {
         if (!totals) continue; // not written yet: nothing to read
         const position = await readPosition(driver, partition, name);
         if (position && totals.lagAfter(position) === 0) continue;
-        const slot = await this.set.tryTake(index);
-        if (!slot && ask) await this.set.want(index);
+        const slot = await this.set.tryTakeUnwanted(index);
+        if (!slot && ask) {
+          await this.set.want(index);
+          wanting = true;
+        }
       }
+      this.#wanting = wanting;
     })().finally(() => (this.#acquiring = undefined));
     return this.#acquiring;
   }
@@ -205,13 +217,11 @@ export abstract class FanConsumer<T, M> {
     this.fan = fan;
   }
 
-  /** The partition count of `queue` for a consumer `name` of it: `E_NOT_FOUND` when it is not declared. */
-  protected static async declared(driver: QueueDriver, queue: string, name: string): Promise<number> {
-    assertName(queue, "queue");
-    const partitions = await readPartitions(driver, queue);
-    if (partitions === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue.`);
-    assertName(name, "consumer", partitionName(queue, partitions - 1));
-    return partitions;
+  /** The partition count of `queue` for a consumer `name` of it (declared first with `partitions`): `E_NOT_FOUND` when it is not declared. */
+  protected static async declared(driver: QueueDriver, queue: string, name: string, partitions: number | undefined): Promise<number> {
+    const count = await openPartitions(driver, queue, partitions);
+    assertName(name, "consumer", partitionName(queue, count - 1));
+    return count;
   }
 
   /** Takes the free partitions; on failure lets go of what it took. */

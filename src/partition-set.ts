@@ -7,8 +7,11 @@
  * after `graceMs` anyway.
  */
 import type { QueueDriver } from "./driver";
-import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, writeWant } from "./handoff";
+import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant } from "./handoff";
 import { partitionName } from "./partitions";
+
+/** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
+const MIN_CHECK_MS = 15;
 
 export interface Slot<T> {
   readonly index: number;
@@ -34,6 +37,8 @@ export interface PartitionSetHooks<T> {
   open(index: number): Promise<T>;
   /** Whether `item` has outstanding work (a produce in flight, messages not yet committed, leases). */
   busy(item: T): boolean;
+  /** Whether `item` is kept however long it is not used (a writer with delayed messages to move when due). */
+  keep?(item: T): boolean;
   close(item: T): Promise<void>;
   minHoldMs: number;
   idleMs: number;
@@ -49,15 +54,30 @@ export class PartitionSet<T> {
   readonly #hooks: PartitionSetHooks<T>;
   readonly #slots = new Map<number, Slot<T>>();
   readonly #taking = new Map<number, Promise<Slot<T> | undefined>>();
+  readonly #requests = new Map<number, Promise<Slot<T>>>();
+  /** Partitions asked for with `want`, not taken yet. */
+  readonly #wanted = new Set<number>();
   readonly #releases = new Set<Promise<void>>();
-  readonly #timer: ReturnType<typeof setInterval>;
+  readonly #unwatch: () => void;
+  #checkedAt = 0;
   #checking = false;
   #closed = false;
 
   constructor(hooks: PartitionSetHooks<T>) {
     this.#hooks = hooks;
-    this.#timer = setInterval(() => void this.#check(), CHECK_MS);
-    (this.#timer as { unref?: () => void }).unref?.();
+    const timer = setInterval(() => void this.#check(), CHECK_MS);
+    // Not kept alive by this: an instance left open does not hold its process.
+    (timer as { unref?: () => void }).unref?.();
+    // The markers live in the base directory: a driver that watches it wakes the check sooner.
+    const unwatch = hooks.driver.watch?.("", () => void this.#check());
+    this.#unwatch = () => {
+      clearInterval(timer);
+      unwatch?.();
+    };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** The slots that take work now, in partition order. */
@@ -82,15 +102,32 @@ export class PartitionSet<T> {
     return taking;
   }
 
+  /** As `tryTake`, but leaves a partition another instance asked for to that instance (so that one let go is not taken back at once). */
+  async tryTakeUnwanted(index: number): Promise<Slot<T> | undefined> {
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return held;
+    if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id)) return undefined;
+    return this.tryTake(index);
+  }
+
   /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`). */
   take(index: number, timeoutMs: number): Promise<Slot<T>> {
-    const partition = partitionName(this.#hooks.queue, index);
-    return takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition));
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return Promise.resolve(held);
+    // One request per partition at a time: concurrent produces for it wait for the same one.
+    let request = this.#requests.get(index);
+    if (!request) {
+      const partition = partitionName(this.#hooks.queue, index);
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
+      this.#requests.set(index, request);
+    }
+    return request;
   }
 
   /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
   want(index: number): Promise<void> {
-    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
+    this.#wanted.add(index);
+    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id).catch(() => {});
   }
 
   touch(slot: Slot<T>): void {
@@ -123,7 +160,7 @@ export class PartitionSet<T> {
   /** Closes everything held (busy work gets no grace: its owner waited for it first). */
   async close(): Promise<void> {
     this.#closed = true;
-    clearInterval(this.#timer);
+    this.#unwatch();
     await Promise.allSettled([...this.#taking.values()]);
     const slots = [...this.#slots.values()];
     this.#slots.clear();
@@ -144,18 +181,25 @@ export class PartitionSet<T> {
     const now = Date.now();
     const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false };
     this.#slots.set(index, slot);
+    // Asked for and got: the marker goes (left, it would keep others off this partition for a while).
+    if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
     return slot;
   }
 
-  /** Every `CHECK_MS`: one marker read per slot held long enough; idle slots go. */
+  /**
+   * Every `CHECK_MS`, and on a change in the base directory (at most every `MIN_CHECK_MS`): one
+   * marker read per slot held long enough; idle slots go. A change seen while a check runs is
+   * covered by the next tick.
+   */
   async #check(): Promise<void> {
-    if (this.#checking || this.#closed) return;
+    const now = Date.now();
+    if (this.#checking || this.#closed || now - this.#checkedAt < MIN_CHECK_MS) return;
     this.#checking = true;
+    this.#checkedAt = now;
     try {
-      const now = Date.now();
       await Promise.all(
         this.held().map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item)) return void this.release(slot, "idle");
+          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
           if (now - slot.since < this.#hooks.minHoldMs) return;
           if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id)) void this.release(slot, "wanted");
         }),

@@ -14,7 +14,10 @@ import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOp
 import { FanConsumer, PartitionFan } from "./partition-fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
 
-export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {}
+export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {
+  /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
+  partitions?: number;
+}
 
 /** A message of a partitioned queue: its position is in partition `partition`. */
 export type PartitionedMessage = Message & { partition: number };
@@ -28,7 +31,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions) {
     const handoff = resolveHandoffOptions(options);
-    const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, ...consumerOptions } = options;
+    const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...consumerOptions } = options;
     const released = new Map<number, ConsumerPosition>();
     const served = new Set<number>();
     const fan = new PartitionFan<QueueConsumer, Message>({
@@ -57,7 +60,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
 
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedConsumerOptions = {}): Promise<PartitionedConsumer> {
-    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name);
+    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name, options.partitions);
     return FanConsumer.started(new PartitionedConsumer(queue, name, partitions, options));
   }
 

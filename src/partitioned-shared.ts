@@ -11,9 +11,13 @@ import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandof
 import { checkInteger, resolveConsumerOptions } from "./options";
 import { FanConsumer, PartitionFan } from "./partition-fan";
 import { SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./shared-consumer";
-import { MAX_LEASE_MS, type SharedConsumerOptions } from "./shared-options";
+import { MAX_LEASE_MS, resolveSharedOptions, type SharedConsumerOptions } from "./shared-options";
+import { partitionName } from "./partitions";
 
-export interface PartitionedSharedOptions extends SharedConsumerOptions, ConsumerHandoffOptions {}
+export interface PartitionedSharedOptions extends SharedConsumerOptions, ConsumerHandoffOptions {
+  /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
+  partitions?: number;
+}
 
 /** A lease of a partitioned queue's message: in partition `partition`. */
 export type PartitionedLeasedMessage = LeasedMessage & { partition: number };
@@ -26,10 +30,11 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions) {
     const handoff = resolveHandoffOptions(options);
-    const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, ...sharedOptions } = options;
+    const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
     const lease: { leaseMs?: number; maxBytes?: number } = {};
     const fan = new PartitionFan<SharedConsumer, LeasedMessage>({
-      driver: resolveConsumerOptions(sharedOptions).driver,
+      // Checked now, not at the first partition's open.
+      driver: resolveSharedOptions(partitionName(queue, 0), sharedOptions).driver,
       queue,
       name,
       partitions,
@@ -48,7 +53,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
 
   /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedSharedOptions = {}): Promise<PartitionedSharedConsumer> {
-    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name);
+    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name, options.partitions);
     return FanConsumer.started(new PartitionedSharedConsumer(queue, name, partitions, options));
   }
 

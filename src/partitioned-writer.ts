@@ -7,10 +7,9 @@
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { MessageInput } from "./message";
-import { assertName } from "./names";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { PartitionSet, type Slot } from "./partition-set";
-import { checkPartitionCount, declarePartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
+import { openPartitions, partitionName, partitionOfKey } from "./partitions";
 import { writerWantPath } from "./paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
 import { QueueWriter } from "./writer";
@@ -61,6 +60,8 @@ export class PartitionedWriter {
       what: (partition) => `The writer of queue "${partition}"`,
       open: async (index) => ({ writer: await QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true }), inFlight: 0 }),
       busy: (held) => held.inFlight > 0,
+      // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
+      keep: (held) => held.writer.delayedPending > 0,
       close: (held) => held.writer.close(),
       minHoldMs: this.handoff.minHoldMs,
       idleMs: this.handoff.idleMs,
@@ -77,14 +78,7 @@ export class PartitionedWriter {
    * `partitions` does not declare it). Takes no partition yet: each is taken at its first produce.
    */
   static async open(queue: string, options: PartitionedQueueOptions = {}): Promise<PartitionedWriter> {
-    assertName(queue, "queue");
-    const driver = resolveQueueOptions(options).driver;
-    if (options.partitions !== undefined) {
-      checkPartitionCount(options.partitions);
-      if ((await readPartitions(driver, queue)) !== options.partitions) await declarePartitions(driver, queue, options.partitions, { sync: options.durability !== "none" });
-    }
-    const partitions = await readPartitions(driver, queue);
-    if (partitions === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue: declare it first (option partitions).`);
+    const partitions = await openPartitions(resolveQueueOptions(options).driver, queue, options.partitions, { sync: options.durability !== "none" });
     return new PartitionedWriter(queue, partitions, options);
   }
 
@@ -153,7 +147,7 @@ export class PartitionedWriter {
     if (held.length > 0) return held[this.#next++ % held.length]!;
     const start = Math.floor(Math.random() * this.partitions);
     for (let i = 0; i < this.partitions; i++) {
-      const slot = await this.#set.tryTake((start + i) % this.partitions);
+      const slot = await this.#set.tryTakeUnwanted((start + i) % this.partitions);
       if (slot) return slot;
     }
     return this.#set.take(start, this.handoff.handoffTimeoutMs);

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer, QueueWriter, openQueue } from "../../src/index";
+import { QueueConsumer, QueueWriter, VQueueError, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
@@ -72,6 +72,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const again = await PartitionedWriter.open("made", { driver, ...quiet });
       expect(again.partitions).toBe(3);
       await again.close();
+      // Consumers declare too; their options are checked at open, whatever partitions exist.
+      await (await PartitionedConsumer.open("fresh", "c", { driver, partitions: 2 })).close();
+      expect(await readPartitions(driver, "fresh")).toBe(2);
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, partitions: 3 })).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, leaseMs: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("leaseMs") });
+      await expect(PartitionedConsumer.open("fresh", "c", { driver, handoffGraceMs: -5 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("handoffGraceMs") });
       for (const bad of [{ minHoldMs: -1 }, { idleMs: "x" }, { handoffTimeoutMs: 1.5 }]) {
         await expect(PartitionedWriter.open("made", { driver, ...(bad as object) })).rejects.toMatchObject({ code: "E_OPTION" });
       }
@@ -167,6 +173,42 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await Promise.all([a.close(), b.close()]);
     });
 
+    it("asks once for a partition that concurrent produces all need", async () => {
+      const { driver, again } = make();
+      const a = await PartitionedWriter.open("many", { driver, partitions: 2, ...quiet });
+      const b = await PartitionedWriter.open("many", { driver: again(), partitions: 2, ...quiet });
+      await a.produce(["a"], { partitionKey: "k" });
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => b.produce([`b${i}`], { partitionKey: "k" })));
+      expect(new Set(results.map((r) => r.partition))).toEqual(new Set([partitionOfKey("k", 2)]));
+      expect(a.handedOver).toBe(1);
+      await Promise.all([a.close(), b.close()]);
+      expect((await readPartition(driver, "many", partitionOfKey("k", 2))).sort()).toEqual(["a", "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"]);
+    });
+
+    it("drops a partition's writer that lost its lock: the produce fails, the next one opens it again", async () => {
+      const { driver: base } = make();
+      // Locks that the test can declare lost, as a lease driver does when another holder took over.
+      const lost = new Map<string, AbortController>();
+      const driver: QueueDriver = {
+        ...base,
+        async lock(path) {
+          const lock = await base.lock(path);
+          if (!lock) return undefined;
+          const controller = new AbortController();
+          lost.set(path, controller);
+          return { release: () => lock.release(), lost: controller.signal };
+        },
+      };
+      const writer = await PartitionedWriter.open("fenced", { driver, partitions: 2, ...quiet });
+      const { partition } = await writer.produce(["before"], { partitionKey: "k" });
+      lost.get(`fenced.p${partition}_queue.lock`)!.abort(new VQueueError("E_FENCED", "taken over"));
+      await expect(writer.produce(["refused"], { partitionKey: "k" })).rejects.toMatchObject({ code: "E_FENCED" });
+      expect(writer.held()).toEqual([]);
+      expect(await writer.produce(["after"], { partitionKey: "k" })).toMatchObject({ partition });
+      await writer.close();
+      expect(await readPartition(base, "fenced", partition)).toEqual(["before", "after"]);
+    });
+
     it("gives up a hand-over request after handoffTimeoutMs (E_LOCKED)", async () => {
       const { driver, again } = make();
       await declarePartitions(driver, "stuck", 1);
@@ -185,9 +227,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const { driver } = make();
       const writer = await PartitionedWriter.open("idle", { driver, partitions: 2, idleMs: 150, ...quiet });
       await writer.produce(["x"], { partitionKey: "k" });
-      expect(writer.held()).toHaveLength(1);
+      // A partition with delayed messages pending is kept: its writer moves them when due.
+      const other = Array.from({ length: 50 }, (_, i) => `d${i}`).find((key) => partitionOfKey(key, 2) !== partitionOfKey("k", 2))!;
+      await writer.produce(["later"], { partitionKey: other, delayMs: 60_000 });
+      expect(writer.held()).toHaveLength(2);
       await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(writer.held()).toEqual([]);
+      expect(writer.held()).toEqual([partitionOfKey(other, 2)]);
       await writer.close();
     });
   });
@@ -223,6 +268,23 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await again2.commit();
       expect(await again2.lag()).toBe(0);
       await again2.close();
+      await writer.close();
+    });
+
+    it("wakes a waiting poll on a produce, and ends it on close", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("wake", { driver, partitions: 2, ...quiet });
+      await writer.produce(["first"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("wake", "c", { driver: again(), syncCommits: false });
+      expect((await consumer.poll()).map((m) => m.data)).toEqual(["first"]);
+      const waiting = consumer.poll();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await writer.produce(["second"], { partitionKey: "k" });
+      expect((await waiting).map((m) => m.data)).toEqual(["second"]);
+      const forever = consumer.poll();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await consumer.close();
+      expect(await forever).toEqual([]);
       await writer.close();
     });
 
@@ -295,6 +357,51 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(await shared.lag()).toBe(0);
     await shared.close();
     await writer.close();
+  });
+
+  it("lists a partitioned queue as itself, its partitions under it, totals and lag summed", async () => {
+    const { driver } = make();
+    await (await QueueWriter.open("plain", { driver, ...quiet })).close();
+    const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 10; i++) await writer.produce([`m${i}`, `n${i}`], { partitionKey: `k${i}` });
+    await writer.close();
+    // An ordinary queue whose name looks like a partition of an undeclared queue stays on top.
+    await (await QueueWriter.open("other.p0", { driver, ...quiet })).close();
+    const consumer = await PartitionedConsumer.open("orders", "billing", { driver, syncCommits: false });
+    await consumer.commit((await consumer.poll({ max: 5 })).at(-1)!);
+    await consumer.close();
+
+    expect(await listQueues(driver)).toEqual(["orders", "other.p0", "plain"]);
+    const stats = (await inspectQueue(driver, "orders"))!;
+    expect(stats).toMatchObject({ name: "orders", partitions: 3, messages: 20 });
+    expect(stats.partitionQueues!.map((q) => q.name)).toEqual(["orders.p0", "orders.p1", "orders.p2"].filter((_, p) => Array.from({ length: 10 }, (_, i) => partitionOfKey(`k${i}`, 3)).includes(p)));
+    expect(stats.partitionQueues!.reduce((sum, q) => sum + q.messages, 0)).toBe(20);
+    const billing = stats.consumers.find((c) => c.name === "billing")!;
+    expect(billing.lag).toBe(stats.partitionQueues!.reduce((sum, q) => sum + (q.consumers.find((c) => c.name === "billing")?.lag ?? q.messages), 0));
+    expect(billing.lag).toBeLessThan(20);
+
+    const overview = await storageOverview(driver);
+    expect(overview.map((q) => q.name)).toEqual(["orders", "other.p0", "plain"]);
+    const orders = overview[0]!;
+    expect(orders).toMatchObject({ partitions: 3 });
+    expect(orders.totals.messages).toBe(20);
+    expect(orders.partitionQueues!.map((q) => q.name)).toEqual(stats.partitionQueues!.map((q) => q.name));
+    expect(orders.consumers.find((c) => c.name === "billing")!.lag).toBe(billing.lag);
+    expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([["orders", stats.partitionQueues!.length]]);
+  });
+
+  it("deletes a partitioned queue: every partition, then the declaration (refused while a partition is open)", async () => {
+    const { driver, again } = make();
+    const writer = await PartitionedWriter.open("gone", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 6; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+    const consumer = await PartitionedConsumer.open("gone", "c", { driver: again(), syncCommits: false });
+    await expect(deleteQueue(driver, "gone")).rejects.toMatchObject({ code: "E_LOCKED" });
+    await Promise.all([writer.close(), consumer.close()]);
+    const result = await deleteQueue(driver, "gone");
+    expect(result).toMatchObject({ queue: "gone", consumers: ["c"] });
+    expect(result.parts).toBeGreaterThan(0);
+    expect(await readPartitions(driver, "gone")).toBeUndefined();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone"))).toEqual([]);
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

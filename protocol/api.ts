@@ -77,6 +77,9 @@ export interface QueueInfoResponse {
   messages: number;
   bytes: number;
   consumers: number;
+  /** A partitioned queue: its partition count (totals summed over them; `id` and `count_pushed` 0), and each partition's numbers. */
+  partitions?: number;
+  partitionQueues?: { name: string; partition: number; id: number; parts: number; messages: number; bytes: number }[];
 }
 
 /** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (README, "Partitioned queues"). */
@@ -362,6 +365,8 @@ export interface QueueOverviewJSON {
   consumedTotal: number;
   /** What the asking user may do on it. */
   rights: RightName[];
+  /** A partitioned queue: its partition count (the numbers above are summed over its partitions). */
+  partitions?: number;
   /** With `?history=N`: the last N samples. */
   history?: HistoryJSON;
 }
@@ -419,7 +424,10 @@ export interface ConsumerOverviewJSON {
 /** `GET /api/v1/queues/{queue}/overview[?history=N]` */
 export interface QueueDetailResponse {
   queue: QueueOverviewJSON;
+  /** Its parts (none for a partitioned queue: see each partition, by its name `<queue>.p<k>`). */
   parts: PartOverviewJSON[];
+  /** A partitioned queue: each partition's row (as a queue's, named `<queue>.p<k>`), with its index. */
+  partitions?: (QueueOverviewJSON & { partition: number })[];
   consumers: ConsumerOverviewJSON[];
   /** Its shared consumers' dead-letter queue (`<queue>.dead` unless configured) when it exists and the user may read it. */
   deadLetterQueue: string | null;

@@ -236,3 +236,40 @@ describe("partitioned queues over HTTP: consuming", () => {
     await client.commit("jobs", "ordered-too", consumed.cursor);
   });
 });
+
+describe("partitioned queues over HTTP: inspection", () => {
+  it("a partitioned queue is listed once, with partitions and summed totals; its detail lists the partitions; metrics label them", async () => {
+    const s = await startServer({ queues: { events: { partitions: 3 } }, monitor: { sampleMs: 100 } });
+    const client = createClient({ baseURL: s.url });
+    await client.produce("plain", "x");
+    const landed = new Map<number, number>();
+    for (const key of ["a", "b", "c", "d", "e"]) {
+      const { partition } = await client.produce("events", [key, key], { partitionKey: key });
+      landed.set(partition!, (landed.get(partition!) ?? 0) + 2);
+    }
+    await client.consume("events", "reader", { maxMessages: 3 }).then((r) => client.commit("events", "reader", r.cursor));
+    expect((await client.queues()).queues).toEqual(["events", "plain"]);
+    const info = await client.queue("events");
+    expect(info).toMatchObject({ name: "events", messages: 10, partitions: 3, consumers: 1 });
+    expect(info.partitionQueues!.map((p) => [p.partition, p.messages])).toEqual([...landed].sort((a, b) => a[0] - b[0]));
+
+    // The monitor: one row, summed (lag 7 = 10 - 3 committed).
+    let overview = await client.overview();
+    for (let i = 0; i < 50 && !overview.queues.find((q) => q.name === "events")?.consumers; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      overview = await client.overview();
+    }
+    expect(overview.queues.map((q) => q.name)).toEqual(["events", "plain"]);
+    expect(overview.queues[0]).toMatchObject({ name: "events", partitions: 3, messages: 10, maxLag: 7, maxLagConsumer: "reader" });
+    const detail = await client.queueOverview("events", { history: 5 });
+    expect(detail.parts).toEqual([]);
+    expect(detail.partitions!.map((p) => [p.partition, p.name, p.messages])).toEqual([...landed].sort((a, b) => a[0] - b[0]).map(([k, n]) => [k, `events.p${k}`, n]));
+    expect(detail.consumers.map((c) => [c.name, c.lag])).toEqual([["reader", 7]]);
+
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    for (const [k, n] of landed) expect(metrics).toContain(`vqueue_queue_messages{queue="events",partition="${k}"} ${n}`);
+    expect(metrics).not.toContain('vqueue_queue_messages{queue="events"}');
+    expect(metrics).toContain('vqueue_queue_messages{queue="plain"} 1');
+    expect(metrics).toMatch(/^vqueue_fenced_writes_total 0$/m);
+  });
+});

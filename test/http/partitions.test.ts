@@ -8,6 +8,8 @@ import { declarePartitions, partitionName, partitionOfKey } from "../../src/part
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
 import { configProblems } from "../../adapters/config-schema";
+import { errorResponse } from "../../runtime/errors";
+import { VQueueError } from "../../src/errors";
 import { basic, errorCode, jsonHeaders, startServer } from "./_server";
 
 const put = (s: { url: string }, queue: string, body: string, headers: Record<string, string> = jsonHeaders) => fetch(`${s.url}/api/v1/queues/${queue}`, { method: "PUT", body, headers: { ...jsonHeaders, ...headers } });
@@ -271,5 +273,24 @@ describe("partitioned queues over HTTP: inspection", () => {
     expect(metrics).not.toContain('vqueue_queue_messages{queue="events"}');
     expect(metrics).toContain('vqueue_queue_messages{queue="plain"} 1');
     expect(metrics).toMatch(/^vqueue_fenced_writes_total 0$/m);
+  });
+});
+
+describe("partitioned queues: server code and errors", () => {
+  it("QueueHandler.produce writes a partitioned queue by partitionKey; push refuses it; a key on an ordinary queue is refused", async () => {
+    const s = await startServer({ queues: { events: { partitions: 4 } } });
+    const result = await s.handler.produce("events", ["a", "b"], { partitionKey: "user-1" });
+    expect(result).toMatchObject({ count: 2, partition: partitionOfKey("user-1", 4) });
+    await expect(s.handler.push("events", "x")).rejects.toMatchObject({ code: "E_OPTION" });
+    await expect(s.handler.produce("plain", ["x"], { partitionKey: "k" })).rejects.toMatchObject({ code: "E_OPTION" });
+  });
+
+  it("E_FENCED is a 503 with Retry-After, not logged as a fault", async () => {
+    const logged: unknown[] = [];
+    const res = errorResponse(new VQueueError("E_FENCED", "taken over"), { error: (...args: unknown[]) => logged.push(args) });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(await res.json()).toEqual({ error: { code: "E_FENCED", message: "taken over" } });
+    expect(logged).toEqual([]);
   });
 });

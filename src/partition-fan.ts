@@ -47,10 +47,11 @@ export class PartitionFan<T, M> {
   readonly set: PartitionSet<T>;
   readonly #hooks: FanHooks<T, M>;
   #next = 0;
-  #acquiredAt = 0;
+  #scannedAt = 0;
+  #retriedAt = 0;
   #acquiring: Promise<void> | undefined;
-  /** A hand-over was asked for: the partitions are looked at every `RETRY_MS` until it comes. */
-  #wanting = false;
+  /** Partitions asked for (a hand-over): tried every `RETRY_MS` until they come. */
+  readonly #asked = new Set<number>();
   /** Partitions handed over to another instance on request, since open. */
   handedOver = 0;
 
@@ -129,7 +130,7 @@ export class PartitionFan<T, M> {
   }
 
   get #acquireEvery(): number {
-    return this.#wanting ? RETRY_MS : ACQUIRE_MS;
+    return this.#asked.size > 0 ? RETRY_MS : ACQUIRE_MS;
   }
 
   async #round(max: number): Promise<(M & { partition: number })[]> {
@@ -141,9 +142,14 @@ export class PartitionFan<T, M> {
     for (let i = 0; i < held.length && out.length < max; i++) {
       const slot = held[(start + i) % held.length]!;
       if (slot.releasing) continue;
-      const messages = await this.#hooks.take(slot.item, Math.min(share, max - out.length)).catch((error: unknown) => {
+      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length))).catch((error: unknown) => {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
+        // Its lock was lost (a lease taken over): another instance has the partition now.
+        if (VQueueError.isError(error) && (error.code === "E_LOCKED" || error.code === "E_FENCED")) {
+          this.set.drop(slot);
+          return [];
+        }
         throw error;
       });
       if (messages.length === 0) continue;
@@ -156,30 +162,41 @@ export class PartitionFan<T, M> {
   /**
    * Looks at the partitions not held, at most every `ACQUIRE_MS`: a free one with something to
    * read is taken; a held one with something to read is asked for when `ask` (this instance
-   * has nothing to read from its own).
+   * has nothing to read from its own). Between those looks, the partitions asked for are tried
+   * every `RETRY_MS` (one lock attempt each, no reads).
    */
   #acquire(ask: boolean): Promise<void> {
-    if (this.#acquiring || Date.now() - this.#acquiredAt < this.#acquireEvery) return this.#acquiring ?? Promise.resolve();
-    this.#acquiredAt = Date.now();
-    this.#acquiring = (async () => {
-      let wanting = false;
-      const { driver, queue, name, partitions } = this.#hooks;
-      for (let index = 0; index < partitions; index++) {
-        if (this.set.get(index)) continue;
-        const partition = partitionName(queue, index);
-        const totals = await queueTotals(driver, partition);
-        if (!totals) continue; // not written yet: nothing to read
-        const position = await readPosition(driver, partition, name);
-        if (position && totals.lagAfter(position) === 0) continue;
-        const slot = await this.set.tryTakeUnwanted(index);
-        if (!slot && ask) {
-          await this.set.want(index);
-          wanting = true;
-        }
-      }
-      this.#wanting = wanting;
-    })().finally(() => (this.#acquiring = undefined));
+    if (this.#acquiring) return this.#acquiring;
+    const now = Date.now();
+    const scan = now - this.#scannedAt >= ACQUIRE_MS;
+    if (!scan && (this.#asked.size === 0 || now - this.#retriedAt < RETRY_MS)) return Promise.resolve();
+    this.#retriedAt = now;
+    if (scan) this.#scannedAt = now;
+    this.#acquiring = (scan ? this.#scan(ask) : this.#retryAsked()).finally(() => (this.#acquiring = undefined));
     return this.#acquiring;
+  }
+
+  async #scan(ask: boolean): Promise<void> {
+    // Asked anew below, or no longer (this instance has work of its own).
+    this.#asked.clear();
+    const { driver, queue, name, partitions } = this.#hooks;
+    for (let index = 0; index < partitions; index++) {
+      if (this.set.get(index)) continue;
+      const partition = partitionName(queue, index);
+      const totals = await queueTotals(driver, partition);
+      if (!totals) continue; // not written yet: nothing to read
+      const position = await readPosition(driver, partition, name);
+      if (position && totals.lagAfter(position) === 0) continue;
+      const slot = await this.set.tryTakeUnwanted(index);
+      if (!slot && ask) {
+        await this.set.want(index);
+        this.#asked.add(index);
+      }
+    }
+  }
+
+  async #retryAsked(): Promise<void> {
+    for (const index of this.#asked) if (this.set.get(index) || (await this.set.tryTake(index))) this.#asked.delete(index);
   }
 
   /** Until a held partition may have new messages, `timeoutMs` passes or `signal` aborts. */

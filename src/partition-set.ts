@@ -7,6 +7,7 @@
  * after `graceMs` anyway.
  */
 import type { QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
 import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant } from "./handoff";
 import { partitionName } from "./partitions";
 
@@ -22,6 +23,8 @@ export interface Slot<T> {
   usedAt: number;
   /** Being let go: no new work goes to it. */
   releasing: boolean;
+  /** Calls in flight on it (`use`): it is let go only after them. */
+  using: number;
 }
 
 export interface PartitionSetHooks<T> {
@@ -61,6 +64,7 @@ export class PartitionSet<T> {
   readonly #unwatch: () => void;
   #checkedAt = 0;
   #checking = false;
+  #trailing: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   constructor(hooks: PartitionSetHooks<T>) {
@@ -72,6 +76,7 @@ export class PartitionSet<T> {
     const unwatch = hooks.driver.watch?.("", () => void this.#check());
     this.#unwatch = () => {
       clearInterval(timer);
+      clearTimeout(this.#trailing);
       unwatch?.();
     };
   }
@@ -118,7 +123,11 @@ export class PartitionSet<T> {
     let request = this.#requests.get(index);
     if (!request) {
       const partition = partitionName(this.#hooks.queue, index);
-      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
+      const tryTake = () => {
+        if (this.#closed) throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
+        return this.tryTake(index);
+      };
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, tryTake, timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
       this.#requests.set(index, request);
     }
     return request;
@@ -134,6 +143,16 @@ export class PartitionSet<T> {
     slot.usedAt = Date.now();
   }
 
+  /** Runs a call on a slot's object (a produce, a read): a release waits for it to end. */
+  async use<R>(slot: Slot<T>, call: (item: T) => Promise<R>): Promise<R> {
+    slot.using++;
+    try {
+      return await call(slot.item);
+    } finally {
+      slot.using--;
+    }
+  }
+
   /** Lets go of a slot whose object failed (a lost lock): at once, its close's errors dropped. */
   drop(slot: Slot<T>): void {
     if (this.#slots.get(slot.index) !== slot) return;
@@ -147,6 +166,7 @@ export class PartitionSet<T> {
     slot.releasing = true;
     const run = (async () => {
       const until = Date.now() + this.#hooks.graceMs;
+      while (slot.using > 0) await sleep(5);
       while (this.#hooks.busy(slot.item) && Date.now() < until && !this.#closed) await sleep(10);
       if (this.#slots.get(slot.index) === slot) this.#slots.delete(slot.index);
       await this.#hooks.close(slot.item).catch(() => {});
@@ -179,7 +199,7 @@ export class PartitionSet<T> {
       return undefined;
     }
     const now = Date.now();
-    const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false };
+    const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false, using: 0 };
     this.#slots.set(index, slot);
     // Asked for and got: the marker goes (left, it would keep others off this partition for a while).
     if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
@@ -188,18 +208,25 @@ export class PartitionSet<T> {
 
   /**
    * Every `CHECK_MS`, and on a change in the base directory (at most every `MIN_CHECK_MS`): one
-   * marker read per slot held long enough; idle slots go. A change seen while a check runs is
-   * covered by the next tick.
+   * marker read per slot held long enough; idle slots go.
    */
   async #check(): Promise<void> {
     const now = Date.now();
-    if (this.#checking || this.#closed || now - this.#checkedAt < MIN_CHECK_MS) return;
+    if (this.#closed) return;
+    if (this.#checking || now - this.#checkedAt < MIN_CHECK_MS) {
+      // A change seen meanwhile (a marker's temporary file, then its rename) gets a check of its own, soon.
+      this.#trailing ??= setTimeout(() => {
+        this.#trailing = undefined;
+        void this.#check();
+      }, MIN_CHECK_MS);
+      return;
+    }
     this.#checking = true;
     this.#checkedAt = now;
     try {
       await Promise.all(
         this.held().map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
+          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
           if (now - slot.since < this.#hooks.minHoldMs) return;
           if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id)) void this.release(slot, "wanted");
         }),

@@ -110,6 +110,22 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
     await Promise.all([...cursors].map(([index, cursor]) => this.#commitOne(index, cursor)));
   }
 
+  /** Hands out again, in each partition held, everything after its saved position (e.g. after a failed batch). */
+  async rewind(): Promise<void> {
+    this.assertOpen();
+    await Promise.all(this.#partitionsHeld().map((consumer) => consumer.rewind()));
+  }
+
+  /** Messages retention deleted before this consumer read them, over the partitions held, since the last call (see `QueueConsumer.takeMissed`). */
+  takeMissed(): number {
+    return this.#partitionsHeld().reduce((sum, consumer) => sum + consumer.takeMissed(), 0);
+  }
+
+  /** Every partition's consumer held, those being let go included. */
+  #partitionsHeld(): QueueConsumer[] {
+    return Array.from({ length: this.partitions }, (_, index) => this.fan.set.get(index)?.item).filter((consumer) => consumer !== undefined);
+  }
+
   #commitOne(index: number, upTo: Message | string): Promise<void> {
     const slot = this.fan.set.get(index);
     if (slot) return slot.item.commit(upTo);

@@ -73,6 +73,31 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     return this.#route(ref).then((shared) => shared.ack(ref));
   }
 
+  /**
+   * Acknowledges many leases, one journal write per partition (see `SharedConsumer.ackAll`);
+   * resolves with each one's error (`E_LEASE` for a partition handed over since), or undefined when acked.
+   */
+  async ackAll(refs: PartitionedLeaseRef[]): Promise<(Error | undefined)[]> {
+    this.assertOpen();
+    const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
+    const byPartition = new Map<SharedConsumer, number[]>();
+    refs.forEach((ref, i) => {
+      try {
+        const shared = this.#consumerOf(ref);
+        byPartition.set(shared, [...(byPartition.get(shared) ?? []), i]);
+      } catch (error) {
+        errors[i] = error as Error;
+      }
+    });
+    await Promise.all(
+      [...byPartition].map(async ([shared, indexes]) => {
+        const settled = await shared.ackAll(indexes.map((i) => refs[i]!)).catch((error: Error) => indexes.map(() => error));
+        indexes.forEach((i, k) => (errors[i] = settled[k]));
+      }),
+    );
+    return errors;
+  }
+
   /** Gives a lease back in its partition (see `SharedConsumer.nack`). */
   nack(ref: PartitionedLeaseRef, options?: NackOptions): Promise<void> {
     return this.#route(ref).then((shared) => shared.nack(ref, options));
@@ -85,6 +110,11 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
 
   async #route(ref: PartitionedLeaseRef): Promise<SharedConsumer> {
     this.assertOpen();
+    return this.#consumerOf(ref);
+  }
+
+  /** The shared consumer of a lease's partition: `E_LEASE` when the lease names none, or one handed over since. */
+  #consumerOf(ref: PartitionedLeaseRef): SharedConsumer {
     if (!Number.isInteger(ref?.partition) || ref.partition < 0 || ref.partition >= this.partitions) {
       throw new VQueueError("E_LEASE", `Invalid lease: its partition ${JSON.stringify(ref?.partition)} is not one of queue "${this.queue}" (0 to ${this.partitions - 1}); give the lease as poll returned it.`);
     }

@@ -9,7 +9,7 @@ import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions
 import type { MessageInput } from "./message";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { PartitionSet, type Slot } from "./partition-set";
-import { openPartitions, partitionName, partitionOfKey } from "./partitions";
+import { openPartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
 import { writerWantPath } from "./paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
 import { QueueWriter } from "./writer";
@@ -26,12 +26,6 @@ export interface PartitionedProduceOptions extends ProduceOptions {
 
 export type PartitionedProduceResult = ProduceResult & { partition: number };
 
-/** A writer of a partition with the produces it has in flight: it is let go only once they are written. */
-interface HeldWriter {
-  writer: QueueWriter;
-  inFlight: number;
-}
-
 const MAX_PARTITION_KEY = 1024;
 
 export class PartitionedWriter {
@@ -39,7 +33,7 @@ export class PartitionedWriter {
   readonly partitions: number;
   readonly options: ResolvedQueueOptions;
   readonly handoff: ResolvedHandoffOptions;
-  readonly #set: PartitionSet<HeldWriter>;
+  readonly #set: PartitionSet<QueueWriter>;
   #next = 0;
   #closing: Promise<void> | undefined;
   /** Partitions handed over to another instance (on request) since open. */
@@ -52,17 +46,22 @@ export class PartitionedWriter {
     const { partitions: _, handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, ...queueOptions } = options;
     this.options = resolveQueueOptions(queueOptions);
     const resolved = this.options;
-    this.#set = new PartitionSet<HeldWriter>({
+    this.#set = new PartitionSet<QueueWriter>({
       driver: resolved.driver,
       queue: name,
       count: partitions,
       wantPath: writerWantPath,
       what: (partition) => `The writer of queue "${partition}"`,
-      open: async (index) => ({ writer: await QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true }), inFlight: 0 }),
-      busy: (held) => held.inFlight > 0,
+      open: async (index) => {
+        // Deleted since open (deleteQueue): not made again as an ordinary queue under a partition's name.
+        if ((await readPartitions(resolved.driver, name)) !== partitions) throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
+        return QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true });
+      },
+      // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
+      busy: () => false,
       // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
-      keep: (held) => held.writer.delayedPending > 0,
-      close: (held) => held.writer.close(),
+      keep: (writer) => writer.delayedPending > 0,
+      close: (writer) => writer.close(),
       minHoldMs: this.handoff.minHoldMs,
       idleMs: this.handoff.idleMs,
       // A produce in flight ends (written or failed) on its own.
@@ -97,29 +96,28 @@ export class PartitionedWriter {
     if (this.#closing) throw new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`);
     const { partitionKey, ...produceOptions } = options;
     const routed = this.#route(partitionKey, produceOptions.key);
-    let slot: Slot<HeldWriter>;
+    let slot: Slot<QueueWriter>;
     // A slot let go while it was being taken (a hand-over request) is taken again, or another one.
-    do slot = routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
-    while (slot.releasing);
-    const held = slot.item;
-    held.inFlight++;
+    do {
+      // Held already (the common case): no await on the way.
+      const held = routed === undefined ? undefined : this.#set.get(routed);
+      slot = held && !held.releasing ? held : routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
+    } while (slot.releasing);
     this.#set.touch(slot);
     try {
-      const result = await held.writer.produce(messages, produceOptions);
+      const result = await this.#set.use(slot, (writer) => writer.produce(messages, produceOptions));
       return { ...result, partition: slot.index };
     } catch (error) {
       // A writer that lost its lock (or its storage) refuses everything from now on: the next produce opens it again.
-      if (held.writer.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
+      if (slot.item.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
       throw error;
-    } finally {
-      held.inFlight--;
     }
   }
 
   /** Waits for the produces in flight, closes every partition's writer and releases their locks. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      for (const slot of this.#set.held()) while (slot.item.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      for (const slot of this.#set.held()) while (slot.using > 0) await new Promise((resolve) => setTimeout(resolve, 5));
       await this.#set.close();
     })();
     return this.#closing;
@@ -142,7 +140,7 @@ export class PartitionedWriter {
   }
 
   /** A partition for a batch without a key: held (round-robin), else free, else asked for. */
-  async #anySlot(): Promise<Slot<HeldWriter>> {
+  async #anySlot(): Promise<Slot<QueueWriter>> {
     const held = this.#set.held();
     if (held.length > 0) return held[this.#next++ % held.length]!;
     const start = Math.floor(Math.random() * this.partitions);

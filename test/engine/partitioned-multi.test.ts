@@ -111,6 +111,28 @@ describe("partitioned queues across processes", () => {
     expect(got.map((messages) => messages.length > 0), JSON.stringify(consumers.map((c) => [c.lines.filter((l) => !l.startsWith("got ") && l !== "committed"), linesOf(c, "got ").length]))).toEqual([true, true]);
   }, 60_000);
 
+  it("an ordered consumer killed -9: another takes its partitions and goes on from its commits", async () => {
+    const dir = await freshDir();
+    const writer = await PartitionedWriter.open("orders", { driver: fsDriver({ dir }), partitions: P, durability: "none" });
+    const produced: string[] = [];
+    for (let n = 0; n < 400; n++) {
+      produced.push(`w:k${n % 8}:${n}`);
+      await writer.produce([`w:k${n % 8}:${n}`], { partitionKey: `k${n % 8}` });
+    }
+    await writer.close();
+    const victim = worker("consumer", dir, "v", 60_000);
+    await victim.waitFor((line) => line === "committed");
+    victim.process.kill("SIGKILL");
+    await victim.exited;
+    const next = worker("consumer", dir, "n", 2500);
+    await next.waitFor((line) => line === "done", 30_000);
+    const before = linesOf(victim, "got ").map((line) => line.split(" ")[1]!);
+    const after = linesOf(next, "got ").map((line) => line.split(" ")[1]!);
+    expect(new Set([...before, ...after])).toEqual(new Set(produced));
+    expect(after.length).toBeGreaterThan(0);
+    expectKeyOrder(after);
+  }, 60_000);
+
   it("two shared consumers of one name acknowledge every message", async () => {
     const dir = await freshDir();
     const writer = await PartitionedWriter.open("orders", { driver: fsDriver({ dir }), partitions: P, durability: "none" });

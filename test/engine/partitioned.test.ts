@@ -4,6 +4,8 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
+import unstorageDriver from "../../adapters/drivers/unstorage";
+import { createStorage } from "unstorage";
 import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer, QueueWriter, VQueueError, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
@@ -26,6 +28,13 @@ const drivers: [string, () => { driver: QueueDriver; again: () => QueueDriver }]
     },
   ],
   [
+    "unstorage (memory)",
+    () => {
+      const storage = createStorage();
+      return { driver: unstorageDriver({ storage }), again: () => unstorageDriver({ storage }) };
+    },
+  ],
+  [
     "fs",
     () => {
       const dir = mkdtempSync(join(tmpdir(), "vq-partitioned-"));
@@ -45,6 +54,22 @@ async function readPartition(driver: QueueDriver, queue: string, index: number):
   for (let batch = await consumer.read({ max: 1000 }); batch.length > 0; batch = await consumer.read({ max: 1000 })) out.push(...batch.map((m) => m.data as string));
   await consumer.close();
   return out;
+}
+
+/** A driver whose locks the test can declare lost, as a lease driver does when another holder took over. */
+function losableLocks(base: QueueDriver): { driver: QueueDriver; lost: Map<string, AbortController> } {
+  const lost = new Map<string, AbortController>();
+  const driver: QueueDriver = {
+    ...base,
+    async lock(path) {
+      const lock = await base.lock(path);
+      if (!lock) return undefined;
+      const controller = new AbortController();
+      lost.set(path, controller);
+      return { release: () => lock.release(), lost: controller.signal };
+    },
+  };
+  return { driver, lost };
 }
 
 describe.each(drivers)("partitioned queues on %s", (_name, make) => {
@@ -187,18 +212,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
 
     it("drops a partition's writer that lost its lock: the produce fails, the next one opens it again", async () => {
       const { driver: base } = make();
-      // Locks that the test can declare lost, as a lease driver does when another holder took over.
-      const lost = new Map<string, AbortController>();
-      const driver: QueueDriver = {
-        ...base,
-        async lock(path) {
-          const lock = await base.lock(path);
-          if (!lock) return undefined;
-          const controller = new AbortController();
-          lost.set(path, controller);
-          return { release: () => lock.release(), lost: controller.signal };
-        },
-      };
+      const { driver, lost } = losableLocks(base);
       const writer = await PartitionedWriter.open("fenced", { driver, partitions: 2, ...quiet });
       const { partition } = await writer.produce(["before"], { partitionKey: "k" });
       lost.get(`fenced.p${partition}_queue.lock`)!.abort(new VQueueError("E_FENCED", "taken over"));
@@ -218,9 +232,15 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const started = Date.now();
       await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_LOCKED", message: expect.stringContaining("handoffTimeoutMs") });
       expect(Date.now() - started).toBeGreaterThanOrEqual(90);
-      await holder.close();
-      expect((await writer.produce(["x"])).partition).toBe(0);
+      // A request in flight ends with the writer's close.
+      const waiting = writer.produce(["y"], { partitionKey: "k" });
+      await new Promise((resolve) => setTimeout(resolve, 20));
       await writer.close();
+      await expect(waiting).rejects.toMatchObject({ code: "E_CLOSED" });
+      await holder.close();
+      const reopened = await PartitionedWriter.open("stuck", { driver: again(), ...quiet });
+      expect((await reopened.produce(["x"])).partition).toBe(0);
+      await reopened.close();
     });
 
     it("lets go of a partition it did not use for idleMs", async () => {
@@ -286,6 +306,41 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await consumer.close();
       expect(await forever).toEqual([]);
       await writer.close();
+    });
+
+    it("rewinds every partition held to its saved position", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("rw", { driver, partitions: 3, ...quiet });
+      for (let i = 0; i < 9; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+      await writer.close();
+      const consumer = await PartitionedConsumer.open("rw", "c", { driver, syncCommits: false });
+      const first = await consumer.poll({ max: 3 });
+      await consumer.commit(first[0]!);
+      const rest = await consumer.poll({ max: 100 });
+      await consumer.rewind();
+      const again = await consumer.poll({ max: 100 });
+      expect(again.map((m) => m.data).sort()).toEqual([...first.slice(1), ...rest].map((m) => m.data).sort());
+      expect(consumer.takeMissed()).toBe(0);
+      await consumer.close();
+    });
+
+    it("drops a partition whose lock was lost, and takes it again once it is free", async () => {
+      const { driver: base } = make();
+      const { driver, lost } = losableLocks(base);
+      const writer = await PartitionedWriter.open("lost", { driver: base, partitions: 2, ...quiet });
+      await writer.produce(["a1", "a2"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("lost", "c", { driver, syncCommits: false });
+      const p = partitionOfKey("k", 2);
+      expect(consumer.held()).toEqual([p]);
+      expect((await consumer.poll({ max: 1 })).map((m) => m.data)).toEqual(["a1"]);
+      lost.get(`lost.p${p}_info_pop_c.lock`)!.abort(new VQueueError("E_LOCKED", "lease taken over"));
+      // Dropped, and free again (nobody took it): taken back, from its saved position: a1 comes
+      // again (never committed), which the consumer that lost its lock would not have given.
+      const got: string[] = [];
+      for (let i = 0; i < 20 && got.length < 2; i++) got.push(...(await consumer.poll({ max: 10, timeoutMs: 100 })).map((m) => m.data as string));
+      expect(got).toEqual(["a1", "a2"]);
+      expect(consumer.held()).toEqual([p]);
+      await Promise.all([consumer.close(), writer.close()]);
     });
 
     it("refuses bad cursors", async () => {
@@ -354,6 +409,13 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(seen.size).toBe(30);
     expect([...seen].filter(([, n]) => n === 2).map(([d]) => d).sort()).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
     await expect(shared.ack({ part: 0, offset: 0, lease: 1, partition: 7 })).rejects.toMatchObject({ code: "E_LEASE" });
+    // Many at once: one write per partition; a bad lease has its own error.
+    for (let i = 30; i < 40; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
+    const leases = await shared.poll({ max: 10, timeoutMs: 1000 });
+    expect(leases).toHaveLength(10);
+    const settled = await shared.ackAll([...leases, { part: 0, offset: 0, lease: 1, partition: -1 }]);
+    expect(settled.slice(0, 10)).toEqual(Array.from({ length: 10 }, () => undefined));
+    expect(settled[10]).toMatchObject({ code: "E_LEASE" });
     expect(await shared.lag()).toBe(0);
     await shared.close();
     await writer.close();
@@ -402,6 +464,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(result.parts).toBeGreaterThan(0);
     expect(await readPartitions(driver, "gone")).toBeUndefined();
     expect((await driver.list("")).filter((entry) => entry.startsWith("gone"))).toEqual([]);
+    // A writer opened before the delete makes nothing under the deleted queue's names.
+    const late = await PartitionedWriter.open("gone2", { driver, partitions: 2, ...quiet });
+    await deleteQueue(driver, "gone2");
+    await expect(late.produce(["x"])).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+    await late.close();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone2"))).toEqual([]);
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

@@ -81,8 +81,7 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
 
   /**
    * Up to `max` messages of the partitions this server holds, waiting up to `timeoutMs` for the
-   * first. Read for a client that has gone away: the consumer is closed (its partitions let go),
-   * so that they come again from the committed positions, here or on another instance.
+   * first. Read for a client that has gone away: handed out again (rewind).
    */
   poll({ max, timeoutMs, signal }: { max: number; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedMessage[]> {
     return this.use(async () => {
@@ -95,8 +94,8 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
           const messages = await this.consumer.poll({ max, timeoutMs: Math.max(0, deadline - Date.now()), signal: linked.signal });
           if (messages.length === 0) return this.ended();
           if (signal?.aborted) {
-            // No rewind over partitions: letting them go hands the messages out again (at least once).
-            void this.stop("closed");
+            // Nobody will receive them: hand them out again (at-least-once, never lost).
+            await this.consumer.rewind();
             return [];
           }
           return messages;
@@ -118,9 +117,17 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
     });
   }
 
-  /** Hands out again what was not committed: the consumer is closed here (its partitions let go); the next request opens it again. */
-  async rewind(): Promise<void> {
-    await this.stop("closed");
+  /** Hands out again what was handed out and not committed, in the partitions held here (between reads). Returns the committed positions, as a composite cursor. */
+  rewind(): Promise<string> {
+    return this.use(async () => {
+      await this.#mutex.acquire();
+      try {
+        await this.consumer.rewind();
+        return this.consumer.cursor;
+      } finally {
+        this.#mutex.release();
+      }
+    });
   }
 
   protected override async beforeClose(): Promise<void> {
@@ -162,8 +169,11 @@ export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedShared
     });
   }
 
-  ack(refs: PartitionedLeaseRef[]): Promise<Settled<void>[]> {
-    return this.#settle(refs, (ref) => this.consumer.ack(ref));
+  /** Acknowledges each lease (one journal write per partition); a refused one is an error item. */
+  async ack(refs: PartitionedLeaseRef[]): Promise<Settled<void>[]> {
+    const errors = await this.use(() => this.consumer.ackAll(refs));
+    this.#outstanding = Math.max(0, this.#outstanding - errors.filter((e) => !e).length);
+    return errors.map((error) => (error ? { ok: false, error } : { ok: true, value: undefined }));
   }
 
   nack(refs: PartitionedLeaseRef[], options: NackOptions): Promise<Settled<void>[]> {

@@ -55,15 +55,16 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
         if (partitions !== undefined) {
           // The binary framing has no partition: a partitioned queue answers JSON whatever Accept asks (content-type says so).
-          const messages = await ctx.tracing
-            .traced("receive", queue, consumer, event.req.headers, (got) => got.length, async () => {
+          const { slot, messages } = await ctx.tracing
+            .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
               const slot = await ctx.registry.partitionedConsumer(queue, consumer);
               if (commit !== null) await slot.commit(commit);
-              return slot.poll({ max, timeoutMs, signal: event.req.signal });
+              return { slot, messages: await slot.poll({ max, timeoutMs, signal: event.req.signal }) };
             })
             .finally(() => polled?.());
           const cursor = messages.length > 0 ? formatPartitionedCursor(lastPerPartition(messages)) : undefined;
-          return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor), { headers: { "content-type": JSON_TYPE } });
+          const missed = slot.consumer.takeMissed();
+          return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
         }
         const { slot, messages } = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
@@ -114,9 +115,8 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         if ((await ctx.registry.partitions.count(queue)) !== undefined) {
-          // No single position to name: this server lets the partitions go, and they come again from the committed positions.
-          await (await ctx.registry.partitionedConsumer(queue, consumer)).rewind();
-          return json<RewindResponse>({ queue, consumer, cursor: "" });
+          // The partitions this server holds; others rewind where they are held.
+          return json<RewindResponse>({ queue, consumer, cursor: await (await ctx.registry.partitionedConsumer(queue, consumer)).rewind() });
         }
         const slot = await ctx.registry.consumer(queue, consumer, false);
         return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });

@@ -300,7 +300,11 @@ export class QueueRegistry {
 
   /** Deletes a queue (see `#administer`): waits on its consumers here end with 404. */
   deleteQueue(queue: string): Promise<DeleteQueueResult> {
-    return this.#administer(queue, "deleted", (driver) => deleteQueue(driver, queue));
+    return this.#administer(queue, "deleted", async (driver) => {
+      const deleted = await deleteQueue(driver, queue);
+      this.partitions.forget(queue);
+      return deleted;
+    });
   }
 
   /** Purges a queue (see `#administer`): waits on its consumers here end empty. */
@@ -319,7 +323,8 @@ export class QueueRegistry {
     // Taken now, before anything waits: a writer or consumer asked for from here on waits for this.
     const writer = this.#writers.get(queue);
     this.#writers.delete(queue);
-    const closing: Promise<unknown>[] = writer ? [writer.then((w) => w.close(), () => {})] : [];
+    // A partitioned queue's writer too (its partitions' locks): the engine deletes or purges each partition.
+    const closing: Promise<unknown>[] = [this.partitionedWriters.closeQueue(queue), ...(writer ? [writer.then((w) => w.close(), () => {})] : [])];
     for (const [key, entry] of this.#consumers) {
       if (!key.startsWith(`${queue}\u0000`)) continue;
       this.#consumers.delete(key);

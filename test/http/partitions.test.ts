@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createClient, type ProduceResponse } from "../../client/index";
@@ -283,6 +283,23 @@ describe("partitioned queues: server code and errors", () => {
     expect(result).toMatchObject({ count: 2, partition: partitionOfKey("user-1", 4) });
     await expect(s.handler.push("events", "x")).rejects.toMatchObject({ code: "E_OPTION" });
     await expect(s.handler.produce("plain", ["x"], { partitionKey: "k" })).rejects.toMatchObject({ code: "E_OPTION" });
+  });
+
+  it("DELETE of a partitioned queue closes this server's writer and consumers of it, removes every partition and the declaration", async () => {
+    const s = await startServer();
+    const client = createClient({ baseURL: s.url });
+    await client.declare("events", { partitions: 3 });
+    for (const key of ["a", "b", "c"]) await client.produce("events", key, { partitionKey: key });
+    const { cursor } = await client.consume("events", "c", { maxMessages: 10 });
+    await client.commit("events", "c", cursor);
+    await client.lease("events", "w", { max: 1 });
+    const deleted = await client.deleteQueue("events");
+    expect(deleted).toMatchObject({ queue: "events", deleted: true });
+    expect(readdirSync(s.dir)).toEqual([]);
+    await expect(client.queue("events")).rejects.toMatchObject({ status: 404 });
+    // Gone here too: declared again with another count, and used.
+    expect((await client.declare("events", { partitions: 2 })).created).toBe(true);
+    expect((await client.produce("events", "x", { partitionKey: "a" })).partition).toBe(partitionOfKey("a", 2));
   });
 
   it("E_FENCED is a 503 with Retry-After, not logged as a fault", async () => {

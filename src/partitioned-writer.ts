@@ -55,7 +55,9 @@ export class PartitionedWriter {
       open: async (index) => {
         // Deleted since open (deleteQueue): not made again as an ordinary queue under a partition's name.
         if ((await readPartitions(resolved.driver, name)) !== partitions) throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
-        return QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true });
+        // A partition's writer changes hands often: a new part at each hand-over (the crate 0.2.x's
+        // habit) would leave a part per hand-over. Appending to the current part is what 0.3.x does.
+        return QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true });
       },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,

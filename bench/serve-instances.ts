@@ -1,0 +1,148 @@
+/**
+ * v-queue on many instances for the bench of issue 15: N `v-queue serve` processes (the built CLI,
+ * as users run it) on one storage, a partitioned queue declared over HTTP, producers spread over
+ * the instances (binary batches, as bench/http.ts), then one ordered consumer loop per instance,
+ * all with the same consumer name (the instances share its partitions between them). Each run
+ * starts fresh instances on fresh storage (`prepare`), so no run inherits another's state.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { Agent } from "node:http";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BATCH_CONTENT_TYPE, decodeBatch } from "../protocol/binary";
+import { call } from "./http";
+import type { Batch, Measured, System, Workload } from "./instances-workload";
+import { payloadId } from "./instances-workload";
+import { freePort, removeDir, tempDir } from "./util";
+
+const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
+/** A consume run that has not seen every message by then has failed (the bench stays bounded). */
+const CONSUME_LIMIT_MS = 60_000;
+const QUEUE = "bench";
+
+/** The storage of one run: serve's config entries (`dir` or `storage`), and what removes it afterwards. */
+export interface RunStorage {
+  config: Record<string, unknown>;
+  dispose(): Promise<void>;
+}
+
+export function vqueueInstances(label: string, instances: number, work: Workload, prepare: (round: number) => Promise<RunStorage>): System {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  return {
+    label,
+    async run(round, batches) {
+      const storage = await prepare(round);
+      const servers: Instance[] = [];
+      try {
+        for (let i = 0; i < instances; i++) servers.push(await startInstance(storage.config));
+        const ports = servers.map((s) => s.port);
+        const declared = await call(agent, ports[0]!, "PUT", `/api/v1/queues/${QUEUE}`, JSON.stringify({ partitions: work.partitions }), { "content-type": "application/json" });
+        if (declared.status === 405) throw new Error("not yet measured: this build cannot declare a partitioned queue over HTTP (branch partitions-http not merged)");
+        if (declared.status !== 201 && declared.status !== 200) throw new Error(`declare ${QUEUE} with ${work.partitions} partitions: ${declared.status} ${declared.body}`);
+        return await measure(agent, ports, work, batches);
+      } finally {
+        await Promise.all(servers.map((s) => s.stop()));
+        await storage.dispose();
+      }
+    },
+    close: async () => agent.destroy(),
+  };
+}
+
+async function measure(agent: Agent, ports: number[], work: Workload, batches: Batch[]): Promise<Measured> {
+  let retries = 0;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: work.producers }, async (_, loop) => {
+      const port = ports[loop % ports.length]!;
+      for (let b = next++; b < batches.length; b = next++) {
+        for (;;) {
+          const res = await call(agent, port, "POST", `/api/v1/queues/${QUEUE}/messages`, batches[b]!.body, { "content-type": BATCH_CONTENT_TYPE });
+          if (res.status === 201) break;
+          // A partition being handed over (409) or a fenced write (503): not acknowledged, sent again.
+          if (res.status !== 409 && res.status !== 503) throw new Error(`produce on port ${port}: ${res.status} ${res.body}`);
+          retries++;
+          await sleep(5);
+        }
+      }
+    }),
+  );
+  const produce = (performance.now() - t0) / 1000;
+
+  const seen = new Uint8Array(work.messages);
+  const state = { distinct: 0, duplicates: 0 };
+  const t1 = performance.now();
+  const deadline = t1 + CONSUME_LIMIT_MS;
+  await Promise.all(
+    ports.map(async (port) => {
+      const base = `/api/v1/queues/${QUEUE}/consumers/c`;
+      let cursor: string | undefined;
+      while (state.distinct < work.messages) {
+        if (performance.now() > deadline) throw new Error(`consume: ${state.distinct} of ${work.messages} messages after ${CONSUME_LIMIT_MS / 1000} s`);
+        const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
+        const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=100${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
+        if (res.status === 409 || res.status === 503) {
+          retries++;
+          await sleep(5);
+          continue;
+        }
+        if (res.status !== 200) throw new Error(`consume on port ${port}: ${res.status} ${res.body}`);
+        // The request committed the previous cursor: what is left to commit is this batch's.
+        cursor = res.headers["x-vq-cursor"] as string | undefined;
+        for (const record of decodeBatch(res.body)) {
+          const id = payloadId(record.data);
+          if (seen[id]!++ === 0) state.distinct++;
+          else state.duplicates++;
+        }
+      }
+      if (cursor) await call(agent, port, "POST", `${base}/commit?cursor=${encodeURIComponent(cursor)}`);
+    }),
+  );
+  return { produce, consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries };
+}
+
+// --- Instances ---
+
+interface Instance {
+  port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * `v-queue serve` with `config` (plus durability "interval", commits not fsynced, warnings only,
+ * as bench/http.ts's server), in its own temp dir so no config file around is picked up.
+ */
+async function startInstance(config: Record<string, unknown>): Promise<Instance> {
+  const home = tempDir("instance");
+  const port = await freePort();
+  const file = join(home, "vqueue.config.json");
+  writeFileSync(file, JSON.stringify({ durability: "interval", syncCommits: false, logLevel: "warn", ...config }));
+  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    await exited;
+    removeDir(home);
+  };
+  const agent = new Agent();
+  try {
+    for (const deadline = Date.now() + 15_000; ; await sleep(50)) {
+      if (child.exitCode !== null) throw new Error(`v-queue serve exited with ${child.exitCode}: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`v-queue serve did not answer /health within 15 s: ${stderr}`);
+      const res = await call(agent, port, "GET", "/health").catch(() => undefined);
+      if (res?.status === 200) break;
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    agent.destroy();
+  }
+  return { port, stop };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

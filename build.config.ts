@@ -20,6 +20,7 @@ export default defineBuildConfig({
     { input: "adapters/drivers/fs", name: "drivers/fs" },
     { input: "adapters/drivers/memory", name: "drivers/memory" },
     { input: "adapters/drivers/unstorage", name: "drivers/unstorage" },
+    { input: "adapters/drivers/redis", name: "drivers/redis" },
     { input: "adapters/storage", name: "storage" },
     { input: "adapters/zstd-native", name: "zstd-native" },
     { input: "runtime/index", name: "runtime/index" },

@@ -1,5 +1,5 @@
 import { DICT_MAX_BYTES, dictPath, findDictionary, type FoundDictionary } from "./dictionary";
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { partDir } from "./paths";
 import type { Compressor, Decompressor, ZstdLoader } from "./zstd";
@@ -59,6 +59,8 @@ export interface EncoderOptions {
   dictionary?: Uint8Array;
   /** The zstd implementation (the writer's option `zstd`). */
   zstd: ZstdLoader;
+  /** The writer's lock: the fence of the dictionary's write (driver.ts). */
+  fence?: DriverLock;
 }
 
 /**
@@ -91,11 +93,11 @@ export class PartEncoder {
   /** Once enough is learnt, makes and writes the dictionary (records before it must be written first). */
   async prepare(): Promise<void> {
     if (!this.learnt) return;
-    const { driver, queue, part, level, sync } = this.#options;
+    const { driver, queue, part, level, sync, fence } = this.#options;
     const zstd = await this.#options.zstd();
     // At least sampleBytes (1 KiB or more) were learnt: a dictionary is always built.
     const dict = this.#options.dictionary ?? zstd.train(this.#samples, DICT_MAX_BYTES)!;
-    await writeWhole(driver, dictPath(queue, part), dict, sync);
+    await writeWhole(driver, dictPath(queue, part), dict, sync, fence);
     if (sync) await driver.syncDir?.(partDir(queue, part));
     this.#compressor = zstd.compressor(dict, level);
     this.#samples = [];

@@ -88,6 +88,11 @@ export class QueueConsumer {
   }
 
   /** The saved position: where a reopened consumer resumes. */
+  /** The consumer's lock, for what writes under it (a shared consumer's state): the fence of those writes (driver.ts). @internal */
+  get lock(): DriverLock {
+    return this.#lock;
+  }
+
   get committed(): ConsumerPosition {
     return { ...this.#committed };
   }

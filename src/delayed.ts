@@ -16,7 +16,7 @@
  * file is emptied (compaction that a crash cannot make lose a pending message); a file that
  * always has some pending grows until it has none.
  */
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import { type QueueProblem, VQueueError } from "./errors";
 import type { EncodedInput } from "./message";
 import { delayedPath } from "./paths";
@@ -57,6 +57,8 @@ export interface DelayedOptions {
    * durable by then). Not with "interval": a MOVED frame durable before its message would lose it.
    */
   syncMoved: boolean;
+  /** The writer's lock: the fence of the side log's writes. */
+  fence?: DriverLock;
   /** Most messages pending at once (`maxDelayed`): an ADD past it is refused. */
   max: number;
   onProblem: (problem: QueueProblem) => void;
@@ -95,7 +97,7 @@ export class DelayedStore {
   ) {}
 
   static async open(driver: QueueDriver, queue: string, options: DelayedOptions): Promise<DelayedStore> {
-    const { log, frames } = await SideLog.open(driver, delayedPath(queue), queue, options.onProblem);
+    const { log, frames } = await SideLog.open(driver, delayedPath(queue), queue, options.onProblem, options.fence);
     const store = new DelayedStore(queue, options, log);
     try {
       const moved = new Set<string>();

@@ -6,7 +6,13 @@
  * engine names them (paths.ts), and a driver may map them to keys as it likes.
  *
  * Drivers: `v-queue/drivers/fs` (Node's fs, the default on Node), `v-queue/drivers/memory`,
- * `v-queue/drivers/unstorage`.
+ * `v-queue/drivers/unstorage`, `v-queue/drivers/redis`.
+ *
+ * Fencing: every holder of a lock (a queue's writer, a consumer) passes its lock as `fence` to
+ * each of its writes (src/fence.ts). The redis driver checks it in the same Lua script as the
+ * write. The fs and memory drivers ignore it: their locks die only with their process, so a
+ * live holder's lock is never taken over. The unstorage driver ignores it too (no
+ * compare-and-set in unstorage's API: best effort, README).
  */
 export interface QueueDriver {
   /** Short name for messages, e.g. "fs". */

@@ -24,8 +24,8 @@ export function openSharedLog(driver: QueueDriver, path: string, options: { crea
   return openShared(driver, "log", path, options, () => driver.openLog(path, options), (handle, close) => ({
     size: () => handle.size(),
     read: (position, length) => handle.read(position, length),
-    append: (at, data) => handle.append(at, data),
-    truncate: (length) => handle.truncate(length),
+    append: (at, data, fence) => handle.append(at, data, fence),
+    truncate: (length, fence) => handle.truncate(length, fence),
     sync: () => handle.sync(),
     close,
   }));
@@ -46,7 +46,7 @@ export async function withSharedLog<T>(driver: QueueDriver, path: string, use: (
 export function openSharedRecord(driver: QueueDriver, path: string, options: { create: boolean }): Promise<RecordFile | undefined> {
   return openShared(driver, "record", path, options, () => driver.openRecord(path, options), (handle, close) => ({
     read: () => handle.read(),
-    replace: (data) => handle.replace(data),
+    replace: (data, fence) => handle.replace(data, fence),
     sync: () => handle.sync(),
     close,
   }));

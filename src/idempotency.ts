@@ -14,7 +14,7 @@
  * retry writes them. So a crash never makes a retry be told "accepted" for a message that is
  * not in the queue, and, for a whole batch, never writes it twice.
  */
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import type { MessagePosition } from "./message";
 import { idempotencyPath } from "./paths";
@@ -59,6 +59,8 @@ export interface IdempotencyOptions {
   maxKeys: number;
   sync: boolean;
   onProblem: (problem: QueueProblem) => void;
+  /** The writer's lock: the fence of the side log's writes. */
+  fence?: DriverLock;
 }
 
 /** Keys: 1 to 255 printable ASCII characters (an HTTP header value as it is). */
@@ -93,7 +95,7 @@ export class IdempotencyStore {
    * settling the INTENTs a crash left without DONE.
    */
   static async open(driver: QueueDriver, queue: string, options: IdempotencyOptions): Promise<IdempotencyStore> {
-    const { log, frames } = await SideLog.open(driver, idempotencyPath(queue), queue, options.onProblem);
+    const { log, frames } = await SideLog.open(driver, idempotencyPath(queue), queue, options.onProblem, options.fence);
     const store = new IdempotencyStore(options, log);
     const intents = new Map<string, { acceptedAt: number; part: number; base: number; skip: number; count: number }>();
     for (const { payload } of frames) {

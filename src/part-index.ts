@@ -19,7 +19,8 @@
  * does not ascend: a torn tail is ignored (and cut off by the next writer of the part).
  */
 import { crc32Range } from "./crc32";
-import type { LogFile, QueueDriver } from "./driver";
+import type { DriverLock, LogFile, QueueDriver } from "./driver";
+import { fencedLog } from "./fence";
 import type { QueueProblem } from "./errors";
 import { withSharedLog } from "./handles";
 import { partIndexPath } from "./paths";
@@ -166,9 +167,9 @@ export class PartIndexWriter {
     this.#lastTime = last?.time ?? 0;
   }
 
-  /** A new part's index, empty. */
-  static async create(driver: QueueDriver, queue: string, part: number, interval: number): Promise<PartIndexWriter> {
-    const log = (await driver.openLog(partIndexPath(queue, part), { create: true }))!;
+  /** A new part's index, empty. `fence`: the writer's lock (driver.ts). */
+  static async create(driver: QueueDriver, queue: string, part: number, interval: number, fence?: DriverLock): Promise<PartIndexWriter> {
+    const log = await openIndex(driver, queue, part, fence);
     await log.truncate(0);
     return new PartIndexWriter(log, interval, 0, undefined);
   }
@@ -179,8 +180,8 @@ export class PartIndexWriter {
    * indexed anew. Their time is unknown: they get the time of recovery, which can only keep
    * them longer under retention, never delete them early.
    */
-  static async recover(driver: QueueDriver, queue: string, part: number, partFile: LogFile, end: { edge: number; count: number }, interval: number, onProblem: (problem: QueueProblem) => void): Promise<PartIndexWriter> {
-    const log = (await driver.openLog(partIndexPath(queue, part), { create: true }))!;
+  static async recover(driver: QueueDriver, queue: string, part: number, partFile: LogFile, end: { edge: number; count: number }, interval: number, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): Promise<PartIndexWriter> {
+    const log = await openIndex(driver, queue, part, fence);
     const parsed = parseIndex(await log.read(0, await log.size()));
     const kept = parsed.entries.filter((e) => e.offset <= end.edge && e.seq <= end.count + 1);
     const size = kept.length * INDEX_ENTRY_SIZE;
@@ -242,6 +243,12 @@ export class PartIndexWriter {
     this.#size += data.length;
     this.#fileSeq = entries.at(-1)!.seq;
   }
+}
+
+/** A part's index opened for writing (made if missing), its writes fenced by the writer's lock. */
+async function openIndex(driver: QueueDriver, queue: string, part: number, fence: DriverLock | undefined): Promise<LogFile> {
+  const log = (await driver.openLog(partIndexPath(queue, part), { create: true }))!;
+  return fence ? fencedLog(log, fence) : log;
 }
 
 /** Where record `seq` of a part starts, from `from` (an index entry or the part's start), scanning at most to the record. */

@@ -1,5 +1,6 @@
 import type { ConsumerPosition } from "./cursor";
 import type { DriverLock, QueueDriver, RecordFile } from "./driver";
+import { fencedRecord } from "./fence";
 import { formatPopInfo, parsePopInfo } from "./info";
 import { popInfoPath } from "./paths";
 
@@ -49,7 +50,8 @@ export class PositionFile {
     // A holder whose lease ran out must not write over the new holder's position.
     await this.#lock.assertHeld?.();
     const line = formatPopInfo({ queue: this.#queue, consumer: this.#consumer, ...position });
-    const file = (this.#file ??= await this.#driver.openRecord(popInfoPath(this.#queue, this.#consumer), { create: true }));
+    // The lock is every write's fence: a driver with leases refuses the write of a holder taken over meanwhile.
+    const file = (this.#file ??= fencedRecord((await this.#driver.openRecord(popInfoPath(this.#queue, this.#consumer), { create: true }))!, this.#lock));
     await file!.replace(ascii.encode(line));
     if (this.#sync) await file!.sync();
     this.#closeTimer = setTimeout(() => void this.close().catch(() => {}), IDLE_CLOSE_MS);

@@ -5,7 +5,7 @@
  */
 import { checkOption } from "./check";
 import { DelayedStore, type DueMessage } from "./delayed";
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { checkKey, IdempotencyStore, type Intent, type ProduceResult } from "./idempotency";
 import type { EncodedInput, MessagePosition } from "./message";
@@ -35,6 +35,8 @@ export interface WriterHooks {
   queue: string;
   driver: QueueDriver;
   options: ResolvedQueueOptions;
+  /** The writer's lock: the fence of the side logs' writes (driver.ts). */
+  lock: DriverLock;
   /** Enqueues a batch into the writer, tagged with `key` (its INTENT is written before the batch). */
   enqueue(items: EncodedInput[], key: string): Promise<MessagePosition[]>;
 }
@@ -53,14 +55,15 @@ export class ProduceExtras {
   ) {}
 
   static async open(hooks: WriterHooks): Promise<ProduceExtras> {
-    const { driver, queue, options } = hooks;
+    const { driver, queue, options, lock } = hooks;
     const sync = options.durability !== "none";
-    const idempotency = await IdempotencyStore.open(driver, queue, { windowMs: options.idempotencyWindowMs, maxKeys: options.idempotencyMaxKeys, sync, onProblem: options.onProblem });
+    const idempotency = await IdempotencyStore.open(driver, queue, { windowMs: options.idempotencyWindowMs, maxKeys: options.idempotencyMaxKeys, sync, onProblem: options.onProblem, fence: lock });
     let extras: ProduceExtras | undefined;
     try {
       const delayed = await DelayedStore.open(driver, queue, {
         sync,
         syncMoved: options.durability === "fsync",
+        fence: lock,
         max: options.maxDelayed,
         onProblem: options.onProblem,
         push: (messages) => extras!.#moveDue(messages),

@@ -11,7 +11,8 @@
  */
 import { crc32Range } from "./crc32";
 import type { ConsumerPosition } from "./cursor";
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
+import { fencedLog } from "./fence";
 import { withSharedLog } from "./handles";
 import { prunedPath } from "./paths";
 
@@ -53,9 +54,10 @@ export async function readPruned(driver: QueueDriver, queue: string): Promise<Ma
   return new Map(parts.map((p) => [p.part, p]));
 }
 
-/** Records parts about to be deleted (call before deleting them). */
-export async function recordPruned(driver: QueueDriver, queue: string, parts: readonly PrunedPart[]): Promise<void> {
-  const log = (await driver.openLog(prunedPath(queue), { create: true }))!;
+/** Records parts about to be deleted (call before deleting them); `fence`: the lock of the writer whose retention this is. */
+export async function recordPruned(driver: QueueDriver, queue: string, parts: readonly PrunedPart[], fence?: DriverLock): Promise<void> {
+  const opened = (await driver.openLog(prunedPath(queue), { create: true }))!;
+  const log = fence ? fencedLog(opened, fence) : opened;
   try {
     let size = await log.size();
     const whole = size - (size % ENTRY);

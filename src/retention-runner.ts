@@ -1,4 +1,4 @@
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { pruneQueue } from "./retention";
 import { RETENTION_DEFAULTS, retains, type RetentionOptions } from "./retention-options";
@@ -16,7 +16,7 @@ export interface RetentionRunner {
  * rounds run beside the batches (their I/O shares the storage, nothing waits for them), and
  * a failed round is reported (`PRUNE_FAILED`) and tried again at the next.
  */
-export function startRetention(driver: QueueDriver, queue: string, retention: RetentionOptions | undefined, onProblem: (problem: QueueProblem) => void): RetentionRunner | undefined {
+export function startRetention(driver: QueueDriver, queue: string, retention: RetentionOptions | undefined, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): RetentionRunner | undefined {
   if (!retains(retention)) return undefined;
   const { intervalMs, maxPartsPerRound } = { ...RETENTION_DEFAULTS, ...retention };
   let running: Promise<void> | undefined;
@@ -27,7 +27,7 @@ export function startRetention(driver: QueueDriver, queue: string, retention: Re
     if (running) return void (again = true);
     running = (async () => {
       try {
-        await pruneQueue(driver, queue, retention, { limit: maxPartsPerRound });
+        await pruneQueue(driver, queue, retention, { limit: maxPartsPerRound, fence });
       } catch (error) {
         onProblem({ code: "PRUNE_FAILED", queue, message: `Retention of queue "${queue}" failed (${(error as Error)?.message ?? error}); trying again in ${intervalMs} ms.` });
       } finally {

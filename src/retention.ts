@@ -1,4 +1,4 @@
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { listConsumers } from "./inspect";
 import { assertName } from "./names";
@@ -26,6 +26,8 @@ export interface PruneOptions {
   limit?: number;
   /** "Now" for `maxAgeMs` (tests). @default Date.now() */
   now?: number;
+  /** The lock of the writer running this (its background retention): the fence of the pruned record's writes (driver.ts). */
+  fence?: DriverLock;
 }
 
 /**
@@ -83,7 +85,7 @@ export async function pruneQueue(driver: QueueDriver, queue: string, retention: 
     remainingBytes -= p.bytes;
   }
   if (doomed.length === 0) return result;
-  await recordPruned(driver, queue, doomed);
+  await recordPruned(driver, queue, doomed, options.fence);
   for (const p of doomed) {
     // The directory and the files in it (unstorage: the chunk keys too). Readers that have the
     // part open keep reading it where the storage allows (POSIX files, memory).

@@ -177,7 +177,7 @@ export class SharedConsumer {
     const opening = (async () => {
       const inner = await QueueConsumer.open(queue, name, resolved, "shared");
       try {
-        const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits);
+        const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits, inner.lock);
         const loaded = await state.load(resolved.onProblem);
         // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
         for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);

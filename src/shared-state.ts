@@ -1,6 +1,6 @@
 import { crc32Ascii } from "./crc32";
 import { comparePositions, type ConsumerPosition } from "./cursor";
-import type { LogFile, QueueDriver } from "./driver";
+import type { DriverLock, LogFile, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { sharedJournalPath, sharedStatePath } from "./paths";
 import { writeWhole } from "./write-whole";
@@ -150,14 +150,17 @@ export class SharedState {
   readonly #queue: string;
   readonly #consumer: string;
   readonly #sync: boolean;
+  /** The consumer's lock: the fence of every write (driver.ts); none for a reader (inspect). */
+  readonly #fence: DriverLock | undefined;
   #journal: LogFile | undefined;
   #size = 0;
 
-  constructor(driver: QueueDriver, queue: string, consumer: string, sync: boolean) {
+  constructor(driver: QueueDriver, queue: string, consumer: string, sync: boolean, fence?: DriverLock) {
     this.#driver = driver;
     this.#queue = queue;
     this.#consumer = consumer;
     this.#sync = sync;
+    this.#fence = fence;
   }
 
   /** Bytes in the journal since the last snapshot. */
@@ -221,7 +224,7 @@ export class SharedState {
   async append(lines: string): Promise<void> {
     const journal = (this.#journal ??= await this.#driver.openLog(sharedJournalPath(this.#queue, this.#consumer), { create: true }));
     const bytes = ascii.encode(lines);
-    await journal!.append(this.#size, bytes);
+    await journal!.append(this.#size, bytes, this.#fence);
     this.#size += bytes.length;
     if (this.#sync) await journal!.sync();
   }
@@ -231,7 +234,8 @@ export class SharedState {
    * journal. The floor must already be saved: a line dropped here is one the pop line covers.
    */
   async compact(lines: string): Promise<void> {
-    await writeWhole(this.#driver, sharedStatePath(this.#queue, this.#consumer), ascii.encode(line(HEADER) + lines), this.#sync);
+    // Fenced: a stale holder is refused here, before it removes the new holder's journal.
+    await writeWhole(this.#driver, sharedStatePath(this.#queue, this.#consumer), ascii.encode(line(HEADER) + lines), this.#sync, this.#fence);
     await this.#journal?.close();
     this.#journal = undefined;
     await this.#driver.remove(sharedJournalPath(this.#queue, this.#consumer));

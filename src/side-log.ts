@@ -7,7 +7,8 @@
  * between leaves a prefix of the frames. Callers compact only what they can afford to lose so.
  */
 import { crc32Range } from "./crc32";
-import type { LogFile, QueueDriver } from "./driver";
+import type { DriverLock, LogFile, QueueDriver } from "./driver";
+import { fencedLog } from "./fence";
 import type { QueueProblem } from "./errors";
 
 /** A frame read back: its payload, and where that payload starts in the file. */
@@ -58,15 +59,20 @@ export class SideLog {
     readonly path: string,
     log: LogFile | undefined,
     size: number,
+    readonly fence: DriverLock | undefined,
   ) {
     this.#log = log;
     this.#size = size;
   }
 
-  /** Opens the file, if there is one (it is made at the first append), reads every good frame, and cuts off a damaged tail (reported). */
-  static async open(driver: QueueDriver, path: string, queue: string, onProblem: (problem: QueueProblem) => void): Promise<{ log: SideLog; frames: Frame[] }> {
-    const log = await driver.openLog(path, { create: false });
-    if (!log) return { log: new SideLog(driver, path, undefined, 0), frames: [] };
+  /**
+   * Opens the file, if there is one (it is made at the first append), reads every good frame,
+   * and cuts off a damaged tail (reported). `fence`: the lock of the holder writing it.
+   */
+  static async open(driver: QueueDriver, path: string, queue: string, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): Promise<{ log: SideLog; frames: Frame[] }> {
+    const opened = await driver.openLog(path, { create: false });
+    const log = opened && fence ? fencedLog(opened, fence) : opened;
+    if (!log) return { log: new SideLog(driver, path, undefined, 0, fence), frames: [] };
     try {
       const size = await log.size();
       const { frames, end } = readFrames(await log.read(0, size));
@@ -74,7 +80,7 @@ export class SideLog {
         onProblem({ code: "TORN_TAIL", queue, message: `${size - end} bytes at the end of ${path} are no whole frame (a write cut short): cut off.` });
         await log.truncate(end);
       }
-      return { log: new SideLog(driver, path, log, end), frames };
+      return { log: new SideLog(driver, path, log, end, fence), frames };
     } catch (error) {
       await log.close();
       throw error;
@@ -101,7 +107,8 @@ export class SideLog {
   /** The file, made now if it is not there yet (its directory entry synced with `sync`, so that it outlives a power cut). */
   async #file(sync: boolean): Promise<LogFile> {
     if (this.#log) return this.#log;
-    this.#log = (await this.driver.openLog(this.path, { create: true }))!;
+    const log = (await this.driver.openLog(this.path, { create: true }))!;
+    this.#log = this.fence ? fencedLog(log, this.fence) : log;
     if (sync) await this.driver.syncDir?.("");
     return this.#log;
   }

@@ -1,18 +1,21 @@
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 
 /** Replaces a small file's content in place (info lines: never renamed over, FORMAT.md), creating it if missing. */
-export async function rewriteRecord(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean): Promise<void> {
+export async function rewriteRecord(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean, fence?: DriverLock): Promise<void> {
   const file = (await driver.openRecord(path, { create: true }))!;
   try {
-    await file.replace(data);
+    await file.replace(data, fence);
     if (sync) await file.sync();
   } finally {
     await file.close();
   }
 }
 
-/** The whole file at once: atomically where the driver can (all bundled drivers can), else replaced in place. */
-export async function writeWhole(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean): Promise<void> {
-  if (driver.writeAtomic) return driver.writeAtomic(path, data, { sync });
-  return rewriteRecord(driver, path, data, sync);
+/**
+ * The whole file at once: atomically where the driver can (all bundled drivers can), else
+ * replaced in place. `fence`: the lock of the holder writing it (driver.ts, `DriverLock.epoch`).
+ */
+export async function writeWhole(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean, fence?: DriverLock): Promise<void> {
+  if (driver.writeAtomic) return driver.writeAtomic(path, data, { sync, fence });
+  return rewriteRecord(driver, path, data, sync, fence);
 }

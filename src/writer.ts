@@ -2,6 +2,7 @@
 // encoding share the writer's position and files; split, each piece would reach into the others' state.
 import type { DriverLock, LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError } from "./errors";
+import { fencedLog, fencedRecord, isFenced } from "./fence";
 import { openSharedLog, openSharedRecord } from "./handles";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
@@ -88,7 +89,7 @@ export class QueueWriter {
       (lock) => new QueueWriter(name, resolved, lock),
       async (opened) => {
         await opened.#init();
-        opened.#extras = await ProduceExtras.open({ queue: name, driver: resolved.driver, options: resolved, enqueue: (items, key) => opened.#enqueue(items, false, key) as Promise<MessagePosition[]> });
+        opened.#extras = await ProduceExtras.open({ queue: name, driver: resolved.driver, options: resolved, lock: opened.#lock, enqueue: (items, key) => opened.#enqueue(items, false, key) as Promise<MessagePosition[]> });
       },
       (opened) => opened.#closeFiles(),
     );
@@ -101,7 +102,7 @@ export class QueueWriter {
     // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
     lock.lost?.addEventListener("abort", () => writer.#stop(lock.lost!.reason), { once: true });
     await writer.#extras!.start();
-    writer.#retention = startRetention(resolved.driver, name, resolved.retention, resolved.onProblem);
+    writer.#retention = startRetention(resolved.driver, name, resolved.retention, resolved.onProblem, lock);
     if (resolved.durability === "interval") {
       writer.#syncTimer = setInterval(() => void writer.#backgroundSync(), resolved.fsyncIntervalMs);
       (writer.#syncTimer as { unref?: () => void }).unref?.();
@@ -304,7 +305,8 @@ export class QueueWriter {
       // Best effort: leave the part as it was before this batch, so a rejected push is not in
       // it; unless readers were already told of it.
       // Never after a lost lock: the file is another writer's now.
-      if (this.#part === start.part && !announced && !this.#lock.lost?.aborted) {
+      if (isFenced(error)) this.#stop(error);
+      if (this.#part === start.part && !announced && !this.#lock.lost?.aborted && !isFenced(error)) {
         await this.#partFile?.truncate(start.edge).catch(() => {});
         this.#index?.rollback(start.count);
         this.#edge = start.edge;
@@ -312,6 +314,15 @@ export class QueueWriter {
       }
       throw error;
     }
+  }
+
+  /** A file of the queue's, opened (made if missing) with this writer's lock as the fence of every write (fence.ts). */
+  async #openLog(path: string): Promise<LogFile> {
+    return fencedLog((await openSharedLog(this.#driver, path, { create: true }))!, this.#lock);
+  }
+
+  async #openRecord(path: string): Promise<RecordFile> {
+    return fencedRecord((await openSharedRecord(this.#driver, path, { create: true }))!, this.#lock);
   }
 
   async #writePushInfo(): Promise<void> {
@@ -327,11 +338,11 @@ export class QueueWriter {
     const info = await readQueueInfo(driver, this.name, onProblem);
     if (info === undefined && parts.length === 0) {
       if (!create) throw new VQueueError("E_NOT_FOUND", `Queue "${this.name}" does not exist.`);
-      this.#queueInfoFile = await openSharedRecord(driver, queueInfoPath(this.name), { create: true });
+      this.#queueInfoFile = await this.#openRecord(queueInfoPath(this.name));
       await this.#startPart(0);
       return;
     }
-    this.#queueInfoFile = await openSharedRecord(driver, queueInfoPath(this.name), { create: true });
+    this.#queueInfoFile = await this.#openRecord(queueInfoPath(this.name));
     const current = Math.max(info?.part ?? -1, parts.at(-1) ?? -1);
     if (!parts.includes(current)) {
       // The info line names a part whose directory is gone: start it afresh.
@@ -339,14 +350,14 @@ export class QueueWriter {
       return;
     }
     this.#part = current;
-    this.#partFile = await openSharedLog(driver, partPath(this.name, current), { create: true });
-    this.#pushInfoFile = await openSharedRecord(driver, pushInfoPath(this.name, current), { create: true });
+    this.#partFile = await this.#openLog(partPath(this.name, current));
+    this.#pushInfoFile = await this.#openRecord(pushInfoPath(this.name, current));
     const recovered = await recoverPart(driver, this.name, current, this.#partFile!, onProblem);
     if (recovered.v3) {
       // A v3 part (the crate 0.3.x's, or compressed by an earlier writer), left as it is:
       // appending would need its dictionary and format; new records go to a new part. It is
       // sealed all the same (a crash left its index without the end entry retention dates it by).
-      const index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem);
+      const index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem, this.#lock);
       await index.seal(recovered.count + 1, recovered.edge).finally(() => index.close());
       await this.#closeFiles({ keepQueueInfo: true });
       await this.#startPart(current + 1);
@@ -354,7 +365,7 @@ export class QueueWriter {
     }
     this.#edge = recovered.edge;
     this.#count = recovered.count;
-    this.#index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem);
+    this.#index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem, this.#lock);
     if (recovered.infoStale) await this.#writePushInfo();
     if (info?.part !== current) await this.#writeQueueInfo();
     // A part is v2 or v3: compressed records never go after v2 ones.
@@ -377,11 +388,11 @@ export class QueueWriter {
   async #startPart(part: number): Promise<void> {
     const driver = this.#driver;
     await driver.mkdir(partDir(this.name, part));
-    const partFile = await openSharedLog(driver, partPath(this.name, part), { create: true });
-    const pushInfoFile = await openSharedRecord(driver, pushInfoPath(this.name, part), { create: true });
+    const partFile = await this.#openLog(partPath(this.name, part));
+    const pushInfoFile = await this.#openRecord(pushInfoPath(this.name, part));
     this.#partFile = partFile;
     this.#pushInfoFile = pushInfoFile;
-    this.#index = await PartIndexWriter.create(driver, this.name, part, this.options.indexInterval);
+    this.#index = await PartIndexWriter.create(driver, this.name, part, this.options.indexInterval, this.#lock);
     this.#part = part;
     this.#edge = 0;
     this.#count = 0;
@@ -405,7 +416,7 @@ export class QueueWriter {
   #newEncoder(): void {
     this.#encoder?.free();
     const { compression, compressionLevel: level, compressionMinBytes: minBytes, compressionSampleBytes: sampleBytes, compressionDictionary: dictionary, durability, zstd } = this.options;
-    this.#encoder = compression === "zstd" ? new PartEncoder({ driver: this.#driver, queue: this.name, part: this.#part, level, minBytes, sampleBytes, dictionary, sync: durability !== "none", zstd }) : undefined;
+    this.#encoder = compression === "zstd" ? new PartEncoder({ driver: this.#driver, queue: this.name, part: this.#part, level, minBytes, sampleBytes, dictionary, sync: durability !== "none", zstd, fence: this.#lock }) : undefined;
   }
 
   async #writeQueueInfo(): Promise<void> {

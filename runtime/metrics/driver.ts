@@ -40,11 +40,11 @@ function instrumentLog(log: LogFile, metrics: ServerMetrics): LogFile {
   return {
     size: () => log.size(),
     read: (position, length) => log.read(position, length),
-    append: (at, data) => {
+    append: (at, data, fence) => {
       metrics.appendBytes.observe(data.length);
-      return log.append(at, data);
+      return log.append(at, data, fence);
     },
-    truncate: (length) => log.truncate(length),
+    truncate: (length, fence) => log.truncate(length, fence),
     sync: () => timedSync(log, metrics, "log"),
     close: () => close(log),
   };
@@ -54,7 +54,7 @@ function instrumentRecord(record: RecordFile, metrics: ServerMetrics): RecordFil
   const close = opened(metrics, "record");
   return {
     read: () => record.read(),
-    replace: (data) => record.replace(data),
+    replace: (data, fence) => record.replace(data, fence),
     sync: () => timedSync(record, metrics, "record"),
     close: () => close(record),
   };

@@ -8,19 +8,11 @@ import unstorageDriver from "../../adapters/drivers/unstorage";
 import { resolveStorageDriver } from "../../adapters/storage";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
-import { hasRedisServer, startRedisServer, type RedisServer } from "../helpers/redis";
+import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { describeEngineOnDriver } from "./engine-suite";
 import { describeUnstorageDriver } from "./unstorage-suite";
 
-// `.ci/run` installs Debian's redis-server; there a missing binary is a failure, elsewhere a skip.
-const available = hasRedisServer();
-if (!available && process.env.CI) {
-  describe("unstorage driver over redis", () => {
-    it("needs redis-server on PATH", () => {
-      throw new Error("redis-server is not on PATH: install it (Debian: apt-get install -y redis-server) to run the Redis tests.");
-    });
-  });
-}
+const available = redisTestsRun("unstorage driver over redis");
 
 describe.skipIf(!available)("over a real redis-server", () => {
   let server: RedisServer;

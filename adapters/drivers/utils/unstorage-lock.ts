@@ -1,5 +1,5 @@
 import type { DriverLock } from "../../../src/driver";
-import { VQueueError } from "../../../src/errors";
+import { leaseLock } from "./lease";
 import { DRIVER_NAME, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /** Locks held in this process (exact, before any lease): `${storageKey}\u0000${path}`. */
@@ -32,51 +32,25 @@ export async function acquireLock(storage: UnstorageLike, key: string, local: st
     localLocks.delete(local);
     throw error;
   }
-  let released = false;
-  let refreshing: Promise<void> | undefined;
-  // Until when nobody else can have taken the lock: the expiry of the last stamp we wrote,
-  // less a third of the lease for clocks that disagree and writes in flight.
-  let safeUntil = Date.now() + leaseMs - Math.floor(leaseMs / 3);
-  const lost = new AbortController();
-  const lose = () => {
-    if (lost.signal.aborted) return;
-    clearInterval(timer);
-    lost.abort(new VQueueError("E_LOCKED", `[${DRIVER_NAME}] Lost the lock ${JSON.stringify(key)}: its lease ran out (the holder was paused or cut off) and another holder took it.`));
-  };
-  const refresh = async () => {
-    const held = parseLock(await storage.getItemRaw(key));
-    if (released || lost.signal.aborted) return;
-    if (held?.owner !== owner || held.expires <= Date.now()) return lose();
-    const at = Date.now();
-    await storage.setItemRaw(key, stamp());
-    safeUntil = at + leaseMs - Math.floor(leaseMs / 3);
-  };
-  const timer = setInterval(() => {
-    refreshing ??= refresh()
-      .catch(() => {}) // a failed refresh is retried; the lease covers two misses
-      .finally(() => (refreshing = undefined));
-  }, Math.floor(leaseMs / 3));
-  (timer as { unref?: () => void }).unref?.();
-  return {
-    lost: lost.signal,
-    async assertHeld() {
-      if (!lost.signal.aborted && Date.now() < safeUntil) return;
-      // Stale (we were paused, or refreshes failed): ask the storage before any write.
-      if (!lost.signal.aborted) await (refreshing ??= refresh().finally(() => (refreshing = undefined)));
-      if (lost.signal.aborted) throw lost.signal.reason;
+  return leaseLock({
+    driver: DRIVER_NAME,
+    key,
+    leaseMs,
+    since: Date.now(),
+    renew: async () => {
+      const held = parseLock(await storage.getItemRaw(key));
+      if (held?.owner !== owner || held.expires <= Date.now()) return false;
+      await storage.setItemRaw(key, stamp());
+      return true;
     },
-    async release() {
-      if (released) return;
-      released = true;
-      clearInterval(timer);
-      await refreshing?.catch(() => {});
+    async free() {
       try {
         if (parseLock(await storage.getItemRaw(key))?.owner === owner) await storage.removeItem(key);
       } finally {
         localLocks.delete(local);
       }
     },
-  };
+  }).lock;
 }
 
 const LOCK_SETTLE_MS = 15;

@@ -1,0 +1,33 @@
+import type { DriverLock, LogFile, RecordFile } from "./driver";
+import { VQueueError } from "./errors";
+
+/**
+ * A holder's view of a log or a record: every write carries the holder's lock as its `fence`
+ * (driver.ts, `DriverLock.epoch`), so that a driver with leases refuses it once another holder
+ * took over. Wrapped once where the holder opens the file, instead of at each write.
+ */
+export function fencedLog(log: LogFile, lock: DriverLock): LogFile {
+  return {
+    size: () => log.size(),
+    read: (position, length) => log.read(position, length),
+    append: (at, data) => log.append(at, data, lock),
+    truncate: (length) => log.truncate(length, lock),
+    sync: () => log.sync(),
+    close: () => log.close(),
+  };
+}
+
+/** `fencedLog` for a record. */
+export function fencedRecord(record: RecordFile, lock: DriverLock): RecordFile {
+  return {
+    read: () => record.read(),
+    replace: (data) => record.replace(data, lock),
+    sync: () => record.sync(),
+    close: () => record.close(),
+  };
+}
+
+/** Whether `error` is a driver's refusal of a stale holder's write: the lock is lost, whatever the lock's own signal says yet. */
+export function isFenced(error: unknown): boolean {
+  return VQueueError.isError(error) && error.code === "E_FENCED";
+}

@@ -211,7 +211,13 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     const driver = await resolveDriver({ storage, dir }, NITRO_DEFAULT_DIR);
     // The Node process series when the host has node:fs (Nitro's Node presets); none elsewhere.
     const metrics = await import("./process-stats").then(({ withProcessStats }) => withProcessStats(appOptions.metrics), () => appOptions.metrics);
-    return createQueueHandler({ ...appOptions, metrics, driver, auth });
+    const created = createQueueHandler({ ...appOptions, metrics, driver, auth });
+    // The partitioned queues of `queues`, declared before the first request (a conflict stops this instance).
+    await created.ready().catch(async (error: unknown) => {
+      await created.close();
+      throw error;
+    });
+    return created;
   })();
   handler.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
 

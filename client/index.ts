@@ -12,6 +12,7 @@ import type {
   RedriveResponse,
   ConsumeResponse,
   ConsumerListResponse,
+  DeclareQueueResponse,
   DeleteConsumerResponse,
   DeleteQueueResponse,
   ErrorResponse,
@@ -114,6 +115,12 @@ export interface ProduceOptions {
   idempotencyKey?: string;
   /** `"binary"` sends a binary batch; `"json"` a JSON body (bytes as base64). @default "binary" when there are bytes, else "json" */
   format?: "json" | "binary";
+  /**
+   * A partitioned queue only: the key that picks the partition (`Partition-Key`), so every
+   * message of one key goes to one partition, in order. The whole call goes to that partition.
+   * @default none: with the idempotency key's partition, or any this server writes
+   */
+  partitionKey?: string;
 }
 
 export interface VQueueClient {
@@ -141,6 +148,11 @@ export interface VQueueClient {
   produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse>;
   /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
   produce<M>(queue: string, messages: M & ProduceInput<M>, options: ProduceOptions): Promise<ProduceResponse | DelayedProduceResponse>;
+  /**
+   * Declares `queue` partitioned with `partitions` partitions (the admin right): `created` false
+   * when it already was so; 409 `E_CONFLICT` when it is declared otherwise or is an ordinary queue.
+   */
+  declare(queue: string, options: { partitions: number; signal?: AbortSignal }): Promise<DeclareQueueResponse>;
   /** Deletes a consumer's saved position (the admin right; 409 while another process reads it). */
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
   /** Deletes a queue: messages, consumers, files (the admin right; 409 while another process has it open). */
@@ -273,6 +285,7 @@ export function createClient(options: ClientOptions): VQueueClient {
       return send(body, { "content-type": "application/json" });
     },
 
+    declare: (queue, opts) => request(q(queue), { method: "PUT", body: { partitions: opts.partitions }, idempotent: true, signal: opts.signal }),
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
     deleteQueue: (queue) => request(q(queue), { method: "DELETE" }),
     purge: (queue) => request(`${q(queue)}/purge`, { method: "POST" }),

@@ -25,6 +25,8 @@ export type HttpErrorCode =
   | "E_TOO_LARGE"
   /** A content type this route does not take (415). */
   | "E_MEDIA_TYPE"
+  /** What the request would make conflicts with what exists: a queue declared with another partition count, or an ordinary queue of that name (409). */
+  | "E_CONFLICT"
   /** The server is shutting down (503). */
   | "E_SHUTDOWN"
   /** Out of file descriptors (EMFILE/ENFILE), or `maxConsumers` busy at once: retry after `Retry-After` seconds (503). */
@@ -73,6 +75,19 @@ export interface QueueInfoResponse {
   messages: number;
   bytes: number;
   consumers: number;
+}
+
+/** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (README, "Partitioned queues"). */
+export interface DeclareQueueRequest {
+  /** 1 to 1024; never changes once declared. */
+  partitions: number;
+}
+
+/** `PUT /api/v1/queues/{queue}`: 201 when this request declared it, 200 when it already was so. */
+export interface DeclareQueueResponse {
+  queue: string;
+  partitions: number;
+  created: boolean;
 }
 
 /** One consumer in `GET /api/v1/queues/{queue}/consumers`. */
@@ -174,6 +189,8 @@ export interface ProduceResponse {
   count: number;
   first: MessagePositionJSON;
   last: MessagePositionJSON;
+  /** A partitioned queue: the partition the batch went to (`first` and `last` are positions in it). */
+  partition?: number;
 }
 
 /**
@@ -184,6 +201,8 @@ export interface ProduceResponse {
 export interface DelayedProduceResponse {
   queue: string;
   count: number;
+  /** A partitioned queue: the partition the batch will enter. */
+  partition?: number;
   delayed: {
     /** When the messages enter the queue: ISO 8601. */
     until: string;

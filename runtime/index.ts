@@ -49,6 +49,12 @@ export interface QueueHandler {
   sharedConsumer(queue: string, name: string): Promise<SharedSlot>;
   /** `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's `QueueWriter.produce`. */
   produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<ProduceResult>;
+  /**
+   * Declares the queues the `queues` option makes partitioned (once; requests wait for it
+   * anyway). Rejects when one exists with another count or as an ordinary queue: a host awaits
+   * it before serving, so a wrong setup stops the start.
+   */
+  ready(): Promise<void>;
   /** Ends long polls, waits for requests in flight (writes included), closes every queue file. */
   close(): Promise<void>;
 }
@@ -92,6 +98,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       const list = Array.isArray(messages) ? messages : [messages];
       return tracing.traced("send", queue, undefined, undefined, () => list.length, () => registry.produce(queue, list, produceOptions));
     },
+    ready: () => registry.partitions.startup(),
     close: () => {
       monitor.close();
       return registry.close();

@@ -18,6 +18,8 @@ import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
+import { PartitionDeclarations } from "./partition-declarations";
+import { PartitionedWriters, writerOptions } from "./partitioned-writers";
 
 type Slot = ConsumerSlot | SharedSlot;
 
@@ -48,6 +50,10 @@ const PRESSURE_MS = 60_000;
  */
 export class QueueRegistry {
   readonly options: ResolvedQueueAppOptions;
+  /** Which queues are partitioned (declared in storage, or by the `queues` option at start). */
+  readonly partitions: PartitionDeclarations;
+  /** The writers of partitioned queues (produce routes there when `partitions.count(queue)` says so). */
+  readonly partitionedWriters: PartitionedWriters;
   #driver: Promise<QueueDriver> | undefined;
   #writers = new Map<string, Promise<QueueWriter>>();
   #consumers = new Map<string, SlotEntry>();
@@ -69,6 +75,8 @@ export class QueueRegistry {
   constructor(options: ResolvedQueueAppOptions, metrics?: ServerMetrics) {
     this.options = options;
     this.#metrics = metrics;
+    this.partitions = new PartitionDeclarations(() => this.driver(), options.declaredPartitions, options.durability !== "none");
+    this.partitionedWriters = new PartitionedWriters(options, () => this.driver(), metrics);
     if (options.consumerIdleMs > 0) {
       // Often enough for the shorter idle time near the cap; a pass only walks the map.
       this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));
@@ -100,19 +108,7 @@ export class QueueRegistry {
     if (!writer) {
       const admin = this.#adminDone(queue);
       writer = admin.then(() => this.driver()).then((driver) =>
-        this.#relieved(() =>
-          QueueWriter.open(queue, {
-            driver,
-            durability: this.options.durability,
-            compression: this.options.compression,
-            compressionDictionary: this.options.compressionDictionary,
-            zstd: this.options.zstd,
-            idempotencyWindowMs: this.options.idempotencyWindowMs,
-            maxDelayed: this.options.maxDelayed,
-            retention: this.options.retentionFor(queue),
-            onProblem: this.options.onProblem,
-          }),
-        ),
+        this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))),
       );
       this.#writers.set(queue, writer);
       writer.catch(() => {
@@ -157,6 +153,7 @@ export class QueueRegistry {
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
+      if (VQueueError.isError(error) && error.code === "E_FENCED" && this.#metrics) this.#metrics.fencedWrites++;
       if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
@@ -354,7 +351,7 @@ export class QueueRegistry {
       await Promise.all([...stopping, ...this.#closingSlots.values()]);
       const writers = [...this.#writers.values()];
       this.#writers.clear();
-      await Promise.all(writers.map((w) => w.then((writer) => writer.close(), () => {})));
+      await Promise.all([...writers.map((w) => w.then((writer) => writer.close(), () => {})), this.partitionedWriters.close()]);
       await (await this.#driver?.catch(() => undefined))?.dispose?.();
     })();
     return this.#closing;

@@ -41,3 +41,7 @@ export { pruneQueue } from "./retention";
 export type { PruneResult, PruneOptions } from "./retention";
 export type { RetentionOptions } from "./retention-options";
 export type { PrunedPart } from "./pruned";
+export { PartitionedWriter, openPartitionedQueue } from "./partitioned-writer";
+export type { PartitionedQueueOptions, PartitionedProduceOptions, PartitionedProduceResult } from "./partitioned-writer";
+export type { HandoffOptions, ConsumerHandoffOptions } from "./handoff";
+export { partitionName, partitionOfKey, parsePartitionName, readPartitions, declarePartitions, MAX_PARTITIONS } from "./partitions";

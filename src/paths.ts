@@ -28,6 +28,15 @@ export function queueOfPartitionsFile(fileName: string): string | undefined {
   const name = fileName.slice(0, -suffix.length);
   return isValidQueueName(name) ? name : undefined;
 }
+/**
+ * Hand-over requests (handoff.ts): an instance that wants a lock another one holds writes a small
+ * marker, which the holder reads. `wantw` (the queue's writer lock) and `wantc_` (a consumer's
+ * lock), after the queue's `_info_`, are no `pop_`, `queue`, `shared_`, `shlog_` or `pruned`, so
+ * no queue or consumer name spells them and listings pass them by; `wantc_` is shorter than
+ * `pop_` plus `.lock`, so the pair's name length rule covers it.
+ */
+export const writerWantPath = (q: string): string => `${q}_info_wantw`;
+export const consumerWantPath = (q: string, c: string): string => `${q}_info_wantc_${c}`;
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
 /**
  * A shared consumer's state beside its `Q_info_pop_C` (shared-state.ts): a snapshot, which also

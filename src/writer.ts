@@ -10,7 +10,7 @@ import { openLocked } from "./locked";
 import { assertName } from "./names";
 import { queueHub, type ChangeHint, type QueueHub } from "./hub";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
-import { partDir, partPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
+import { partDir, partPath, partitionsPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
 import { PartEncoder } from "./compression";
 import { HEADER_SIZE, MAGIC, MAGIC_V3, TYPE_COMPRESSED, TYPE_OBJECT, TYPE_STRING, writeRecord } from "./record";
 import { listParts, readQueueInfo, recoverPart } from "./recovery";
@@ -338,6 +338,10 @@ export class QueueWriter {
     const info = await readQueueInfo(driver, this.name, onProblem);
     if (info === undefined && parts.length === 0) {
       if (!create) throw new VQueueError("E_NOT_FOUND", `Queue "${this.name}" does not exist.`);
+      // A partitioned queue's name holds no parts of its own: not made an ordinary queue over it.
+      if ((await driver.readRecord(partitionsPath(this.name))) !== undefined) {
+        throw new VQueueError("E_OPTION", `Queue "${this.name}" is a partitioned queue: use PartitionedWriter (openPartitionedQueue) or the partitioned API, or open one of its partitions ("${this.name}.p0", ...).`);
+      }
       this.#queueInfoFile = await this.#openRecord(queueInfoPath(this.name));
       await this.#startPart(0);
       return;

@@ -77,6 +77,7 @@ function serverSeries(out: Exposition, server: ServerMetrics): void {
     if (series.duration.count > 0) out.histogram("vqueue_http_request_duration_seconds", labelPairs({ route: series.route, method: series.method }), series.duration);
   }
   out.family("vqueue_http_long_polls_in_flight", "gauge", "Consume and lease requests with a timeout > 0 in progress (parked or answering).").sample("vqueue_http_long_polls_in_flight", "", server.longPolls);
+  out.family("vqueue_fenced_writes_total", "counter", "Produces refused because another instance took this one's writer lock over (E_FENCED, answered 503 with Retry-After).").sample("vqueue_fenced_writes_total", "", server.fencedWrites);
   out.family("vqueue_produce_batch_messages", "histogram", "Messages per produce request.").histogram("vqueue_produce_batch_messages", "", server.produceBatch);
   out.family("vqueue_storage_open_files", "gauge", "Storage handles open (part logs and info records; shared by every reader in the process).");
   for (const kind of ["log", "record"] as const) out.sample("vqueue_storage_open_files", labels({ file: kind }), server.openFiles[kind]);

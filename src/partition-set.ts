@@ -1,0 +1,167 @@
+/**
+ * What one instance holds of a partitioned queue: one object per partition it took (a writer,
+ * a consumer), each under that partition's lock. Shared by the partitioned writer and both
+ * partitioned consumers: taking a partition (free at once, or by hand-over request:
+ * handoff.ts), and letting go of it when another instance asks for it (after `minHoldMs`) or
+ * when it was not used for `idleMs` — once its outstanding work is done (`busy` false), or
+ * after `graceMs` anyway.
+ */
+import type { QueueDriver } from "./driver";
+import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, writeWant } from "./handoff";
+import { partitionName } from "./partitions";
+
+export interface Slot<T> {
+  readonly index: number;
+  readonly item: T;
+  /** When it was taken. */
+  readonly since: number;
+  /** When it was last used (`touch`). */
+  usedAt: number;
+  /** Being let go: no new work goes to it. */
+  releasing: boolean;
+}
+
+export interface PartitionSetHooks<T> {
+  driver: QueueDriver;
+  /** The partitioned queue. */
+  queue: string;
+  count: number;
+  /** The want marker of partition queue `partition` (paths.ts). */
+  wantPath(partition: string): string;
+  /** What is taken, for messages: `the writer of queue "orders.p3"`. */
+  what(partition: string): string;
+  /** Opens what partition `index`'s lock guards; `E_LOCKED` when another holder has it. */
+  open(index: number): Promise<T>;
+  /** Whether `item` has outstanding work (a produce in flight, messages not yet committed, leases). */
+  busy(item: T): boolean;
+  close(item: T): Promise<void>;
+  minHoldMs: number;
+  idleMs: number;
+  /** Most time a release waits for `busy` to turn false. */
+  graceMs: number;
+  /** Counts hand-overs given (monitoring, tests). */
+  onRelease?(index: number, reason: "wanted" | "idle"): void;
+}
+
+export class PartitionSet<T> {
+  /** This instance, as its want markers name it. */
+  readonly id = instanceId();
+  readonly #hooks: PartitionSetHooks<T>;
+  readonly #slots = new Map<number, Slot<T>>();
+  readonly #taking = new Map<number, Promise<Slot<T> | undefined>>();
+  readonly #releases = new Set<Promise<void>>();
+  readonly #timer: ReturnType<typeof setInterval>;
+  #checking = false;
+  #closed = false;
+
+  constructor(hooks: PartitionSetHooks<T>) {
+    this.#hooks = hooks;
+    this.#timer = setInterval(() => void this.#check(), CHECK_MS);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  /** The slots that take work now, in partition order. */
+  held(): Slot<T>[] {
+    return [...this.#slots.values()].filter((slot) => !slot.releasing).sort((a, b) => a.index - b.index);
+  }
+
+  /** Every slot held, those being let go included (they still take commits). */
+  get(index: number): Slot<T> | undefined {
+    return this.#slots.get(index);
+  }
+
+  /** Partition `index`, held already or free now; undefined when another instance holds it. Never waits for a holder. */
+  tryTake(index: number): Promise<Slot<T> | undefined> {
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return Promise.resolve(held);
+    let taking = this.#taking.get(index);
+    if (!taking) {
+      taking = this.#take(index).finally(() => this.#taking.delete(index));
+      this.#taking.set(index, taking);
+    }
+    return taking;
+  }
+
+  /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`). */
+  take(index: number, timeoutMs: number): Promise<Slot<T>> {
+    const partition = partitionName(this.#hooks.queue, index);
+    return takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition));
+  }
+
+  /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
+  want(index: number): Promise<void> {
+    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
+  }
+
+  touch(slot: Slot<T>): void {
+    slot.usedAt = Date.now();
+  }
+
+  /** Lets go of a slot whose object failed (a lost lock): at once, its close's errors dropped. */
+  drop(slot: Slot<T>): void {
+    if (this.#slots.get(slot.index) !== slot) return;
+    this.#slots.delete(slot.index);
+    void this.#hooks.close(slot.item).catch(() => {});
+  }
+
+  /** Lets go of a slot once it is not busy (or after `graceMs`). */
+  release(slot: Slot<T>, reason: "wanted" | "idle"): Promise<void> {
+    if (slot.releasing) return Promise.resolve();
+    slot.releasing = true;
+    const run = (async () => {
+      const until = Date.now() + this.#hooks.graceMs;
+      while (this.#hooks.busy(slot.item) && Date.now() < until && !this.#closed) await sleep(10);
+      if (this.#slots.get(slot.index) === slot) this.#slots.delete(slot.index);
+      await this.#hooks.close(slot.item).catch(() => {});
+      this.#hooks.onRelease?.(slot.index, reason);
+    })();
+    this.#releases.add(run);
+    void run.finally(() => this.#releases.delete(run));
+    return run;
+  }
+
+  /** Closes everything held (busy work gets no grace: its owner waited for it first). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    await Promise.allSettled([...this.#taking.values()]);
+    const slots = [...this.#slots.values()];
+    this.#slots.clear();
+    const errors = (await Promise.allSettled([...slots.map((slot) => this.#hooks.close(slot.item)), ...this.#releases])).filter((r) => r.status === "rejected");
+    if (errors.length > 0) throw (errors[0] as PromiseRejectedResult).reason;
+  }
+
+  async #take(index: number): Promise<Slot<T> | undefined> {
+    // A slot being let go here frees its lock first.
+    while (this.#slots.get(index)?.releasing) await sleep(5);
+    if (this.#closed) return undefined;
+    const item = await unlessLocked(() => this.#hooks.open(index));
+    if (item === undefined) return undefined;
+    if (this.#closed) {
+      await this.#hooks.close(item);
+      return undefined;
+    }
+    const now = Date.now();
+    const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false };
+    this.#slots.set(index, slot);
+    return slot;
+  }
+
+  /** Every `CHECK_MS`: one marker read per slot held long enough; idle slots go. */
+  async #check(): Promise<void> {
+    if (this.#checking || this.#closed) return;
+    this.#checking = true;
+    try {
+      const now = Date.now();
+      await Promise.all(
+        this.held().map(async (slot) => {
+          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item)) return void this.release(slot, "idle");
+          if (now - slot.since < this.#hooks.minHoldMs) return;
+          if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id)) void this.release(slot, "wanted");
+        }),
+      );
+    } finally {
+      this.#checking = false;
+    }
+  }
+}

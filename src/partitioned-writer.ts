@@ -1,0 +1,166 @@
+/**
+ * The writer side of a partitioned queue (partitions.ts), shared by many instances: each
+ * partition has one writer at a time, and this instance opens the partitions' writers as it
+ * needs them (README, "Partitioned queues"). A message with a key goes to its key's partition
+ * (its order kept); one without goes to a partition this instance holds, round-robin.
+ */
+import { VQueueError } from "./errors";
+import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions } from "./handoff";
+import type { MessageInput } from "./message";
+import { assertName } from "./names";
+import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
+import { PartitionSet, type Slot } from "./partition-set";
+import { checkPartitionCount, declarePartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
+import { writerWantPath } from "./paths";
+import type { ProduceOptions, ProduceResult } from "./produce";
+import { QueueWriter } from "./writer";
+
+export interface PartitionedQueueOptions extends QueueOptions, HandoffOptions {
+  /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
+  partitions?: number;
+}
+
+export interface PartitionedProduceOptions extends ProduceOptions {
+  /** Routes the batch to `crc32(partitionKey) mod partitions`: one key, one partition, its order kept. 1 to 1024 bytes. */
+  partitionKey?: string | Uint8Array;
+}
+
+export type PartitionedProduceResult = ProduceResult & { partition: number };
+
+/** A writer of a partition with the produces it has in flight: it is let go only once they are written. */
+interface HeldWriter {
+  writer: QueueWriter;
+  inFlight: number;
+}
+
+const MAX_PARTITION_KEY = 1024;
+
+export class PartitionedWriter {
+  readonly name: string;
+  readonly partitions: number;
+  readonly options: ResolvedQueueOptions;
+  readonly handoff: ResolvedHandoffOptions;
+  readonly #set: PartitionSet<HeldWriter>;
+  #next = 0;
+  #closing: Promise<void> | undefined;
+  /** Partitions handed over to another instance (on request) since open. */
+  handedOver = 0;
+
+  private constructor(name: string, partitions: number, options: PartitionedQueueOptions) {
+    this.name = name;
+    this.partitions = partitions;
+    this.handoff = resolveHandoffOptions(options);
+    const { partitions: _, handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, ...queueOptions } = options;
+    this.options = resolveQueueOptions(queueOptions);
+    const resolved = this.options;
+    this.#set = new PartitionSet<HeldWriter>({
+      driver: resolved.driver,
+      queue: name,
+      count: partitions,
+      wantPath: writerWantPath,
+      what: (partition) => `The writer of queue "${partition}"`,
+      open: async (index) => ({ writer: await QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true }), inFlight: 0 }),
+      busy: (held) => held.inFlight > 0,
+      close: (held) => held.writer.close(),
+      minHoldMs: this.handoff.minHoldMs,
+      idleMs: this.handoff.idleMs,
+      // A produce in flight ends (written or failed) on its own.
+      graceMs: Number.MAX_SAFE_INTEGER,
+      onRelease: (_index, reason) => {
+        if (reason === "wanted") this.handedOver++;
+      },
+    });
+  }
+
+  /**
+   * Opens partitioned queue `queue` for writing: `E_NOT_FOUND` when it is not declared (and
+   * `partitions` does not declare it). Takes no partition yet: each is taken at its first produce.
+   */
+  static async open(queue: string, options: PartitionedQueueOptions = {}): Promise<PartitionedWriter> {
+    assertName(queue, "queue");
+    const driver = resolveQueueOptions(options).driver;
+    if (options.partitions !== undefined) {
+      checkPartitionCount(options.partitions);
+      if ((await readPartitions(driver, queue)) !== options.partitions) await declarePartitions(driver, queue, options.partitions, { sync: options.durability !== "none" });
+    }
+    const partitions = await readPartitions(driver, queue);
+    if (partitions === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue: declare it first (option partitions).`);
+    return new PartitionedWriter(queue, partitions, options);
+  }
+
+  /** The partitions whose writer this instance holds now. */
+  held(): number[] {
+    return this.#set.held().map((slot) => slot.index);
+  }
+
+  /**
+   * Produces a batch, whole, into one partition: `partitionKey`'s, else the idempotency `key`'s
+   * (a retry lands where the first try did, and is deduplicated there), else one this instance
+   * holds (round-robin), a free one, or one asked of its holder. `E_LOCKED` when a keyed
+   * partition's holder does not hand it over within `handoffTimeoutMs`.
+   */
+  async produce(messages: Iterable<MessageInput>, options: PartitionedProduceOptions = {}): Promise<PartitionedProduceResult> {
+    if (this.#closing) throw new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`);
+    const { partitionKey, ...produceOptions } = options;
+    const routed = this.#route(partitionKey, produceOptions.key);
+    let slot: Slot<HeldWriter>;
+    // A slot let go while it was being taken (a hand-over request) is taken again, or another one.
+    do slot = routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
+    while (slot.releasing);
+    const held = slot.item;
+    held.inFlight++;
+    this.#set.touch(slot);
+    try {
+      const result = await held.writer.produce(messages, produceOptions);
+      return { ...result, partition: slot.index };
+    } catch (error) {
+      // A writer that lost its lock (or its storage) refuses everything from now on: the next produce opens it again.
+      if (held.writer.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
+      throw error;
+    } finally {
+      held.inFlight--;
+    }
+  }
+
+  /** Waits for the produces in flight, closes every partition's writer and releases their locks. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const slot of this.#set.held()) while (slot.item.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await this.#set.close();
+    })();
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  #route(partitionKey: unknown, key: string | undefined): number | undefined {
+    if (partitionKey !== undefined) {
+      const length = typeof partitionKey === "string" ? partitionKey.length : partitionKey instanceof Uint8Array ? partitionKey.length : -1;
+      if (length < 1 || length > MAX_PARTITION_KEY) {
+        throw new VQueueError("E_OPTION", `Invalid partitionKey ${typeof partitionKey === "string" ? JSON.stringify(partitionKey.slice(0, 40)) : typeof partitionKey}: use a string or bytes of 1 to ${MAX_PARTITION_KEY} characters.`);
+      }
+      return partitionOfKey(partitionKey as string | Uint8Array, this.partitions);
+    }
+    // Checked by the partition's writer (produce.ts) before anything is written.
+    return typeof key === "string" && key.length > 0 ? partitionOfKey(key, this.partitions) : undefined;
+  }
+
+  /** A partition for a batch without a key: held (round-robin), else free, else asked for. */
+  async #anySlot(): Promise<Slot<HeldWriter>> {
+    const held = this.#set.held();
+    if (held.length > 0) return held[this.#next++ % held.length]!;
+    const start = Math.floor(Math.random() * this.partitions);
+    for (let i = 0; i < this.partitions; i++) {
+      const slot = await this.#set.tryTake((start + i) % this.partitions);
+      if (slot) return slot;
+    }
+    return this.#set.take(start, this.handoff.handoffTimeoutMs);
+  }
+}
+
+/** Opens partitioned queue `queue` for writing. See `PartitionedWriter`. */
+export function openPartitionedQueue(queue: string, options?: PartitionedQueueOptions): Promise<PartitionedWriter> {
+  return PartitionedWriter.open(queue, options);
+}

@@ -23,10 +23,12 @@ export interface Batch {
   body: Buffer;
 }
 
-/** One run: seconds to produce everything, seconds to consume everything. */
+/** One run: seconds to produce everything, seconds to consume everything (or why not). */
 export interface Measured {
   produce: number;
-  consume: number;
+  consume?: number;
+  /** Why consume has no figure (what failed), when it has none. */
+  consumeFailed?: string;
   /** Messages delivered more than once. */
   duplicates: number;
   /** Produce requests answered 409/503 (a hand-over, a fenced write) and sent again. */

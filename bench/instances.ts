@@ -50,7 +50,7 @@ export async function runInstancesBench(): Promise<void> {
       return undefined;
     });
     if (cluster) await setUp(get("streams"), () => streamsOnCluster(cluster!, WORK));
-    if (cluster) await setUp(get("cluster"), async () => vqueueInstances(get("cluster").label, INSTANCES, WORK, await clusterStorage(cluster!)));
+    if (cluster) await setUp(get("cluster"), async () => vqueueInstances(get("cluster").label, INSTANCES, WORK, clusterStorage(cluster!)));
     await setUp(get("fs-many"), async () => vqueueInstances(get("fs-many").label, INSTANCES, WORK, fsStorage));
     await setUp(get("fs-one"), async () => vqueueInstances(get("fs-one").label, 1, WORK, fsStorage));
 
@@ -94,17 +94,19 @@ async function fsStorage(): Promise<RunStorage> {
   return { config: { dir }, dispose: async () => removeDir(dir) };
 }
 
-/** The redis driver's storage on the cluster, a fresh key prefix per run. */
-async function clusterStorage(cluster: RedisCluster): Promise<(round: number) => Promise<RunStorage>> {
-  void cluster;
-  throw new Error("the redis driver (branch redis-driver) is not merged here yet");
+/** The redis driver on the cluster, a fresh key prefix per run (the cluster lives through the bench). */
+function clusterStorage(cluster: RedisCluster): (round: number) => Promise<RunStorage> {
+  let run = 0;
+  return async () => ({ redisCluster: { startupNodes: cluster.startupNodes, prefix: `bench${run++}` }, dispose: async () => {} });
 }
 
 // --- Output ---
 
 function printTable(entries: Entry[]): void {
-  const rates = (e: Entry, what: "produce" | "consume") => e.runs.map((r) => (r ? WORK.messages / r[what] : Number.NaN));
-  const measured = (e: Entry) => e.runs.some((r) => r !== undefined) && !e.missing;
+  const rates = (e: Entry, what: "produce" | "consume") => e.runs.map((r) => (r?.[what] ? WORK.messages / r[what] : Number.NaN));
+  /** Why `what` has no figure in any round of `e`, if so. */
+  const whyNot = (e: Entry, what: "produce" | "consume") =>
+    rates(e, what).some(Number.isFinite) ? undefined : (e.missing ?? e.runs.find((r) => r?.consumeFailed)?.consumeFailed ?? "no run");
   /** The median over rounds of a/b, each round's pair run side by side. */
   const paired = (a: Entry, b: Entry, what: "produce" | "consume") => {
     const ra = rates(a, what);
@@ -116,8 +118,9 @@ function printTable(entries: Entry[]): void {
   const rows: string[][] = [];
   for (const e of entries) {
     for (const what of ["produce", "consume"] as const) {
-      if (!measured(e)) {
-        rows.push([`${e.label}: ${what}`, "not measured", "-", "-", "-", e.missing ?? "no run"]);
+      const why = whyNot(e, what);
+      if (why) {
+        rows.push([`${e.label}: ${what}`, "not measured", "-", "-", "-", why]);
         continue;
       }
       const runs = rates(e, what).filter(Number.isFinite);
@@ -125,16 +128,17 @@ function printTable(entries: Entry[]): void {
       let ratio = "-";
       let verdict = e.key === "streams" || e.key === "fs-one" ? "baseline" : "";
       const against = e.key === "cluster" ? streams : e.key === "fs-many" ? one : undefined;
-      if (against && measured(against)) {
+      const againstWhy = against && whyNot(against, what);
+      if (against && !againstWhy) {
         const r = paired(e, against, what);
         const target = e.key === "cluster" ? TARGETS.vsStreams : TARGETS.manyVsOne;
         ratio = `${r.toFixed(2)}x ${e.key === "cluster" ? "Redis Streams" : "1 instance"}`;
         verdict = `>= ${target}x: ${r >= target ? "PASS" : "FAIL"}`;
-      } else if (against) verdict = `no baseline (${against.missing ?? "not run"})`;
+      } else if (against) verdict = `no baseline (${againstWhy})`;
       const extra = e.runs.filter((r): r is Measured => r !== undefined);
       const dup = extra.reduce((a, r) => a + r.duplicates, 0);
       const retries = extra.reduce((a, r) => a + r.retries, 0);
-      const notes = [dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : ""].filter(Boolean).join(", ");
+      const notes = [dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : "", e.missing ?? ""].filter(Boolean).join(", ");
       rows.push([`${e.label}: ${what} (msgs/s)`, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }

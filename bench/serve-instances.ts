@@ -16,16 +16,38 @@ import type { Batch, Measured, System, Workload } from "./instances-workload";
 import { payloadId } from "./instances-workload";
 import { freePort, removeDir, tempDir } from "./util";
 
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
 /** A consume run that has not seen every message by then has failed (the bench stays bounded). */
 const CONSUME_LIMIT_MS = 60_000;
+/** Nothing at all delivered by then: consuming a partitioned queue does not work in this build. */
+const NOTHING_MS = 5_000;
 const QUEUE = "bench";
 
-/** The storage of one run: serve's config entries (`dir` or `storage`), and what removes it afterwards. */
+/**
+ * The storage of one run, and what removes it afterwards: serve's config entries (`dir` or
+ * `storage`) for `v-queue serve`, or a Redis Cluster for the redis driver on an ioredis `Cluster`
+ * (until `v-queue serve` takes a storage spec for it: then a `storage` config instead).
+ */
 export interface RunStorage {
-  config: Record<string, unknown>;
+  config?: Record<string, unknown>;
+  redisCluster?: { startupNodes: { host: string; port: number }[]; prefix: string };
   dispose(): Promise<void>;
 }
+
+/** The options `v-queue serve` gets here, as bench/http.ts's server: durability "interval", commits not fsynced. */
+const SERVE_DEFAULTS = { durability: "interval", syncCommits: false, logLevel: "warn" };
+
+/**
+ * The same server as `v-queue serve` (serveQueues of the built package), on the redis driver
+ * over an ioredis Cluster: what no CLI flag can say yet.
+ */
+const CLUSTER_SERVER = `import { Cluster } from "ioredis";
+import redisDriver from "v-queue/drivers/redis";
+import { serveQueues } from "v-queue/server";
+const { startupNodes, prefix, port, options } = JSON.parse(process.env.VQ_BENCH_INSTANCE);
+const driver = redisDriver({ redis: new Cluster(startupNodes), prefix, disposeClient: true });
+await serveQueues({ ...options, logLevel: undefined, driver, port, host: "127.0.0.1", handleSignals: true });`;
 
 export function vqueueInstances(label: string, instances: number, work: Workload, prepare: (round: number) => Promise<RunStorage>): System {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -35,7 +57,7 @@ export function vqueueInstances(label: string, instances: number, work: Workload
       const storage = await prepare(round);
       const servers: Instance[] = [];
       try {
-        for (let i = 0; i < instances; i++) servers.push(await startInstance(storage.config));
+        for (let i = 0; i < instances; i++) servers.push(await startInstance(storage));
         const ports = servers.map((s) => s.port);
         const declared = await call(agent, ports[0]!, "PUT", `/api/v1/queues/${QUEUE}`, JSON.stringify({ partitions: work.partitions }), { "content-type": "application/json" });
         if (declared.status === 405) throw new Error("not yet measured: this build cannot declare a partitioned queue over HTTP (branch partitions-http not merged)");
@@ -71,6 +93,18 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
   );
   const produce = (performance.now() - t0) / 1000;
 
+  try {
+    const consumed = await consumeAll(agent, ports, work);
+    return { produce, ...consumed, retries: retries + consumed.retries };
+  } catch (error) {
+    // The produce figure stands; the table says why consume has none.
+    return { produce, consumeFailed: (error as Error).message.split("\n")[0], duplicates: 0, retries };
+  }
+}
+
+/** One ordered consumer loop per instance, all named "c", until every message was seen. */
+async function consumeAll(agent: Agent, ports: number[], work: Workload): Promise<Omit<Measured, "produce">> {
+  let retries = 0;
   const seen = new Uint8Array(work.messages);
   const state = { distinct: 0, duplicates: 0 };
   const t1 = performance.now();
@@ -80,6 +114,7 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
       const base = `/api/v1/queues/${QUEUE}/consumers/c`;
       let cursor: string | undefined;
       while (state.distinct < work.messages) {
+        if (state.distinct === 0 && performance.now() > t1 + NOTHING_MS) throw new Error(`consume: nothing delivered in ${NOTHING_MS / 1000} s (this build cannot consume a partitioned queue over HTTP?)`);
         if (performance.now() > deadline) throw new Error(`consume: ${state.distinct} of ${work.messages} messages after ${CONSUME_LIMIT_MS / 1000} s`);
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
         const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=100${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
@@ -88,6 +123,7 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
           await sleep(5);
           continue;
         }
+        if (res.status === 404) throw new Error(`not yet measured: this build answers 404 to consuming a partitioned queue over HTTP (${res.body})`);
         if (res.status !== 200) throw new Error(`consume on port ${port}: ${res.status} ${res.body}`);
         // The request committed the previous cursor: what is left to commit is this batch's.
         cursor = res.headers["x-vq-cursor"] as string | undefined;
@@ -100,7 +136,7 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
       if (cursor) await call(agent, port, "POST", `${base}/commit?cursor=${encodeURIComponent(cursor)}`);
     }),
   );
-  return { produce, consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries };
+  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries };
 }
 
 // --- Instances ---
@@ -111,15 +147,21 @@ interface Instance {
 }
 
 /**
- * `v-queue serve` with `config` (plus durability "interval", commits not fsynced, warnings only,
- * as bench/http.ts's server), in its own temp dir so no config file around is picked up.
+ * `v-queue serve` with the run's config and SERVE_DEFAULTS, in its own temp dir so no config
+ * file around is picked up; or the cluster server above.
  */
-async function startInstance(config: Record<string, unknown>): Promise<Instance> {
+async function startInstance(storage: RunStorage): Promise<Instance> {
   const home = tempDir("instance");
   const port = await freePort();
-  const file = join(home, "vqueue.config.json");
-  writeFileSync(file, JSON.stringify({ durability: "interval", syncCommits: false, logLevel: "warn", ...config }));
-  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
+  let child: ChildProcess;
+  if (storage.redisCluster) {
+    const env = { ...process.env, VQ_BENCH_INSTANCE: JSON.stringify({ ...storage.redisCluster, port, options: SERVE_DEFAULTS }) };
+    child = spawn(process.execPath, ["--input-type=module", "-e", CLUSTER_SERVER], { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
+  } else {
+    const file = join(home, "vqueue.config.json");
+    writeFileSync(file, JSON.stringify({ ...SERVE_DEFAULTS, ...storage.config }));
+    child = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
+  }
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

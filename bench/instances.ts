@@ -11,7 +11,7 @@
  * figure is made up. VQ_BENCH_REPEATS sets the rounds, VQ_BENCH_INSTANCES_MESSAGES the messages.
  */
 import { spawnSync } from "node:child_process";
-import { cpus, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 import { startRedisCluster, type RedisCluster } from "../test/helpers/redis-cluster";
 import { streamsOnCluster } from "./cluster-streams";
 import { makeBatches, type Measured, type System, type Workload } from "./instances-workload";
@@ -120,7 +120,7 @@ function printTable(entries: Entry[]): void {
     for (const what of ["produce", "consume"] as const) {
       const why = whyNot(e, what);
       if (why) {
-        rows.push([`${e.label}: ${what}`, "not measured", "-", "-", "-", why]);
+        rows.push([e.label, what, "not measured", "-", "-", "-", why]);
         continue;
       }
       const runs = rates(e, what).filter(Number.isFinite);
@@ -139,10 +139,10 @@ function printTable(entries: Entry[]): void {
       const dup = extra.reduce((a, r) => a + r.duplicates, 0);
       const retries = extra.reduce((a, r) => a + r.retries, 0);
       const notes = [dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : "", e.missing ?? ""].filter(Boolean).join(", ");
-      rows.push([`${e.label}: ${what} (msgs/s)`, formatRate(median(runs)), spread, ratio, verdict, notes]);
+      rows.push([e.label, what, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }
-  console.log(formatTable(["scenario", "msgs/s", "runs (min-max)", "ratio (median of rounds)", "target", "notes"], rows));
+  console.log(formatTable(["system", "", "msgs/s", "runs (min-max)", "ratio (median of rounds)", "target", "notes"], rows));
   console.log(`\nProduce: from the first request to the last acknowledgement; consume: from the first read to the last commit, every message seen (counted by its number). v-queue servers: durability "interval", syncCommits false; each run fresh instances on fresh storage.`);
 }
 
@@ -150,7 +150,7 @@ function machineFacts(): string {
   const redis = spawnSync("redis-server", ["--version"], { encoding: "utf8" }).stdout?.match(/v=(\S+)/)?.[1] ?? "missing";
   const cpu = cpus();
   return (
-    `Machine: ${cpu.length} cores (${cpu[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, redis-server ${redis}. ` +
+    `Machine: ${cpu.length} cores (${cpu[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, redis-server ${redis}, load average ${loadavg()[0]!.toFixed(2)} at the start. ` +
     `The ${INSTANCES} instances, the 6 Redis nodes and this client share these cores: that favours nobody.\n`
   );
 }

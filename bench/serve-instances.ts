@@ -57,7 +57,9 @@ export function vqueueInstances(label: string, instances: number, work: Workload
       const storage = await prepare(round);
       const servers: Instance[] = [];
       try {
-        for (let i = 0; i < instances; i++) servers.push(await startInstance(storage));
+        const started = await Promise.allSettled(Array.from({ length: instances }, () => startInstance(storage)));
+        for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
+        for (const s of started) if (s.status === "rejected") throw s.reason;
         const ports = servers.map((s) => s.port);
         const declared = await call(agent, ports[0]!, "PUT", `/api/v1/queues/${QUEUE}`, JSON.stringify({ partitions: work.partitions }), { "content-type": "application/json" });
         if (declared.status === 405) throw new Error("not yet measured: this build cannot declare a partitioned queue over HTTP (branch partitions-http not merged)");

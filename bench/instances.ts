@@ -138,7 +138,8 @@ function printTable(entries: Entry[]): void {
       const extra = e.runs.filter((r): r is Measured => r !== undefined);
       const dup = extra.reduce((a, r) => a + r.duplicates, 0);
       const retries = extra.reduce((a, r) => a + r.retries, 0);
-      const notes = [dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : "", e.missing ?? ""].filter(Boolean).join(", ");
+      const failed = what === "consume" ? extra.filter((r) => r.consumeFailed) : [];
+      const notes = [dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
       rows.push([e.label, what, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }

@@ -11,7 +11,8 @@ import { Agent } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../protocol/binary";
-import { call } from "./http";
+import type { ConsumeResponse } from "../protocol/api";
+import { call, type Reply } from "./http";
 import type { Batch, Measured, System, Workload } from "./instances-workload";
 import { payloadId } from "./instances-workload";
 import { freePort, removeDir, tempDir } from "./util";
@@ -132,10 +133,11 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload): Promis
         }
         if (res.status === 404) throw new Error(`not yet measured: this build answers 404 to consuming a partitioned queue over HTTP (${res.body})`);
         if (res.status !== 200) throw new Error(`consume on port ${port}: ${res.status} ${res.body}`);
+        const batch = readBatch(res);
         // The request committed the previous cursor: what is left to commit is this batch's.
-        cursor = res.headers["x-vq-cursor"] as string | undefined;
-        for (const record of decodeBatch(res.body)) {
-          const id = payloadId(record.data);
+        cursor = batch.cursor;
+        for (const data of batch.payloads) {
+          const id = payloadId(data);
           if (seen[id]!++ === 0) state.distinct++;
           else state.duplicates++;
         }
@@ -144,6 +146,19 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload): Promis
     }),
   );
   return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries };
+}
+
+/**
+ * A consume answer's payloads and cursor: the binary batch (cursor in x-vq-cursor) or JSON,
+ * which a server may answer whatever Accept asked (a partitioned queue's messages carry their
+ * partition, which the binary framing has no field for).
+ */
+function readBatch(res: Reply): { payloads: (string | Uint8Array)[]; cursor: string | undefined } {
+  if (String(res.headers["content-type"]).startsWith(BATCH_CONTENT_TYPE)) {
+    return { payloads: decodeBatch(res.body).map((r) => r.data), cursor: res.headers["x-vq-cursor"] as string | undefined };
+  }
+  const body = JSON.parse(res.body.toString()) as ConsumeResponse;
+  return { payloads: body.messages.map((m) => (m.encoding === "base64" ? Buffer.from(m.data, "base64") : m.data)), cursor: body.cursor ?? undefined };
 }
 
 // --- Instances ---

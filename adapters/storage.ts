@@ -15,6 +15,7 @@ export const STORAGE_SPECS = [
   "./queues, /var/lib/queues, fs:./queues, file:///var/lib/queues  (files, byte-compatible with the crate)",
   "memory:  or  memory:<name>  (this process only)",
   "redis://[user:pass@]host:port/db[?base=prefix]  or  rediss://...  (unstorage's redis driver; needs unstorage and ioredis)",
+  "redis+vq://[user:pass@]host:port/db[?prefix=vq&cluster=1&lease=10000&replicas=N]  or  rediss+vq://...  (v-queue's redis driver, fenced writes; cluster=1: host:port is a cluster node; needs ioredis)",
   "unstorage-fs:./dir  (unstorage's fs driver; needs unstorage)",
   "unstorage-memory:  (unstorage's memory driver; needs unstorage)",
 ] as const;
@@ -90,6 +91,10 @@ export async function resolveStorageDriver(spec: string | QueueDriver): Promise<
       const storage = createStorage({ driver: redisDriver({ url: url.href, scanCount: 1000 }) });
       return unstorageBacked(storage, { base, key: `redis:${url.host}${url.pathname}` });
     }
+    case "redis+vq":
+    case "rediss+vq": {
+      return redisBacked(text, scheme);
+    }
     case "unstorage-fs": {
       if (!rest) throw specError(spec);
       const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
@@ -113,13 +118,45 @@ async function unstorageBacked(storage: import("unstorage").Storage, options: { 
   return unstorageDriver({ storage, disposeStorage: true, ...options });
 }
 
-async function importOptional<T>(name: string, load: () => Promise<T>): Promise<T> {
+/** `redis+vq://...` (see `STORAGE_SPECS`): v-queue's redis driver on a client made from the URL. */
+async function redisBacked(text: string, scheme: string): Promise<QueueDriver> {
+  const url = new URL(text);
+  const params = url.searchParams;
+  const known = ["prefix", "cluster", "lease", "replicas", "waitMs"];
+  const unknown = [...params.keys()].filter((k) => !known.includes(k));
+  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${known.join(", ")}.`);
+  const number = (name: string) => (params.has(name) ? Number(params.get(name)) : undefined);
+  const cluster = params.get("cluster");
+  if (cluster !== null && cluster !== "1" && cluster !== "0") throw optionError(`Invalid storage ${showValue(text)}: cluster=${cluster}; use cluster=1 (a Redis Cluster) or leave it out.`);
+  const redisUrl = `${scheme === "rediss+vq" ? "rediss" : "redis"}://${url.username ? `${url.username}${url.password ? `:${url.password}` : ""}@` : ""}${url.host}${url.pathname}`;
+  const { default: Redis, Cluster } = await importOptional<typeof import("ioredis")>("ioredis", () => import("ioredis"), "ioredis");
+  const { default: redisDriver } = await import("./drivers/redis");
+  const replicas = number("replicas");
+  const options = {
+    prefix: params.get("prefix") ?? undefined,
+    lockLeaseMs: number("lease"),
+    waitReplicas: replicas === undefined ? undefined : { replicas, timeoutMs: number("waitMs") },
+    key: `${cluster === "1" ? "cluster" : "redis"}:${url.host}${url.pathname}`,
+  };
+  const client =
+    cluster === "1"
+      ? new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], { redisOptions: { username: url.username || undefined, password: url.password || undefined, tls: scheme === "rediss+vq" ? {} : undefined } })
+      : new Redis(redisUrl, { lazyConnect: true });
+  try {
+    return redisDriver({ redis: client, disposeClient: true, ...options });
+  } catch (error) {
+    client.disconnect();
+    throw error;
+  }
+}
+
+async function importOptional<T>(name: string, load: () => Promise<T>, install = name === "ioredis" ? "unstorage ioredis" : "unstorage"): Promise<T> {
   try {
     return await load();
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException)?.code === "ERR_MODULE_NOT_FOUND" || /Cannot find (module|package)/.test(String(error));
     if (!missing) throw error;
-    throw optionError(`Cannot import \`${name}\`. Install it (npm i unstorage${name === "ioredis" ? " ioredis" : ""}) to use this storage.`, { cause: error });
+    throw optionError(`Cannot import \`${name}\`. Install it (npm i ${install}) to use this storage.`, { cause: error });
   }
 }
 

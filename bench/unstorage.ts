@@ -1,6 +1,7 @@
 /**
  * The unstorage benchmark of issue 5: push and consume throughput of v-queue on the unstorage
- * driver over Redis (unstorage 1.x redis driver, ioredis), beside Redis Streams through
+ * driver over Redis (unstorage 1.x redis driver, ioredis), and on v-queue's own redis driver
+ * (issue 15), beside Redis Streams through
  * ioredis (XADD pipelined per batch; XREADGROUP COUNT 1000 + XACK) against the same
  * redis-server, started for the run on a free loopback port. Same messages, same batches.
  *
@@ -11,6 +12,8 @@ import { createStorage, type Storage } from "unstorage";
 import redisStorageDriver from "unstorage/drivers/redis";
 // The built engine, as the engine bench uses it; the driver comes from the sources.
 import { QueueConsumer, QueueWriter } from "v-queue";
+import type { QueueDriver } from "../src/driver";
+import redisDriver from "../adapters/drivers/redis";
 import unstorageDriver from "../adapters/drivers/unstorage";
 import { hasRedisServer, startRedisServer, type RedisServer } from "../test/helpers/redis";
 import { formatRate, formatTable, now, progress, repeat, type Rate, type Sample } from "./util";
@@ -24,7 +27,7 @@ const TARGET = 1;
 const quiet = () => {};
 
 export async function runUnstorageBench(): Promise<void> {
-  console.log(`\n## unstorage driver over Redis vs Redis Streams, median of ${REPEATS} runs${SCALE < 1 ? `, scale ${SCALE}` : ""}\n`);
+  console.log(`\n## unstorage and redis drivers over Redis vs Redis Streams, median of ${REPEATS} runs${SCALE < 1 ? `, scale ${SCALE}` : ""}\n`);
   if (!hasRedisServer()) {
     console.log("skipped: redis-server is not on PATH (Debian: apt-get install -y redis-server)");
     return;
@@ -34,33 +37,40 @@ export async function runUnstorageBench(): Promise<void> {
   let run = 0;
   try {
     progress("warm-up (not measured)");
-    await vqueueRun(server, `warm-${run}`, messages, Math.ceil(COUNT / 10));
+    await vqueueRun(onUnstorage(server, `warm-${run}`), messages, Math.ceil(COUNT / 10));
+    await vqueueRun(onRedis(server, `warm-${run}`), messages, Math.ceil(COUNT / 10));
     await streamsRun(server, `warm-${run}`, messages, Math.ceil(COUNT / 10));
     const vq = { push: [] as Sample[], read: [] as Sample[] };
+    const vr = { push: [] as Sample[], read: [] as Sample[] };
     const xs = { push: [] as Sample[], read: [] as Sample[] };
     for (let i = 0; i < REPEATS; i++) {
-      progress(`run ${i + 1}/${REPEATS}: v-queue on unstorage/redis, then Redis Streams`);
-      const a = await vqueueRun(server, `run-${++run}`, messages, COUNT);
+      progress(`run ${i + 1}/${REPEATS}: v-queue on unstorage/redis, on drivers/redis, then Redis Streams`);
+      const a = await vqueueRun(onUnstorage(server, `run-${++run}`), messages, COUNT);
       vq.push.push(a.push);
       vq.read.push(a.read);
+      const r = await vqueueRun(onRedis(server, `run-${run}`), messages, COUNT);
+      vr.push.push(r.push);
+      vr.read.push(r.read);
       const b = await streamsRun(server, `run-${run}`, messages, COUNT);
       xs.push.push(b.push);
       xs.read.push(b.read);
     }
     const median = (samples: Sample[]) => repeat(samples.length, async (i) => samples[i]!);
-    const rows: [string, Rate, Rate][] = [
-      [`push ${formatRate(COUNT)} x ${SIZE} B, batches of ${BATCH}`, await median(vq.push), await median(xs.push)],
-      [`consume + commit, reads of ${BATCH}`, await median(vq.read), await median(xs.read)],
-    ];
-    console.log(
-      formatTable(
-        ["scenario", "v-queue unstorage/redis msgs/s", "Redis Streams msgs/s", "ratio", "target", "result"],
-        rows.map(([scenario, ours, streams]) => {
-          const ratio = ours.msgsPerSec / streams.msgsPerSec;
-          return [scenario, formatRate(ours.msgsPerSec), formatRate(streams.msgsPerSec), `${ratio.toFixed(2)} x`, `>= ${TARGET.toFixed(2)}`, ratio >= TARGET ? "PASS" : "FAIL"];
-        }),
-      ),
-    );
+    for (const [label, ours] of [["unstorage/redis", vq], ["drivers/redis", vr]] as const) {
+      const rows: [string, Rate, Rate][] = [
+        [`push ${formatRate(COUNT)} x ${SIZE} B, batches of ${BATCH}`, await median(ours.push), await median(xs.push)],
+        [`consume + commit, reads of ${BATCH}`, await median(ours.read), await median(xs.read)],
+      ];
+      console.log(
+        formatTable(
+          ["scenario", `v-queue ${label} msgs/s`, "Redis Streams msgs/s", "ratio", "target", "result"],
+          rows.map(([scenario, mine, streams]) => {
+            const ratio = mine.msgsPerSec / streams.msgsPerSec;
+            return [scenario, formatRate(mine.msgsPerSec), formatRate(streams.msgsPerSec), `${ratio.toFixed(2)} x`, `>= ${TARGET.toFixed(2)}`, ratio >= TARGET ? "PASS" : "FAIL"];
+          }),
+        ),
+      );
+    }
   } finally {
     await server.stop();
   }
@@ -68,10 +78,27 @@ export async function runUnstorageBench(): Promise<void> {
 
 // --- Internal helpers ---
 
-/** Pushes `count` messages in `pushBatch(BATCH)` calls, then reads them back in reads of BATCH, committing each. */
-async function vqueueRun(server: RedisServer, base: string, messages: string[], count: number): Promise<{ push: Sample; read: Sample }> {
+/** Two driver instances on one storage (the consumer's as another process would have), and what frees them. */
+interface OnStorage {
+  writer: QueueDriver;
+  consumer: QueueDriver;
+  dispose(): Promise<void>;
+}
+
+function onUnstorage(server: RedisServer, base: string): OnStorage {
   const storage: Storage = createStorage({ driver: redisStorageDriver({ url: server.url, scanCount: 1000 }) });
-  const driver = unstorageDriver({ storage, base });
+  return { writer: unstorageDriver({ storage, base }), consumer: unstorageDriver({ storage, base }), dispose: () => storage.dispose() };
+}
+
+function onRedis(server: RedisServer, prefix: string): OnStorage {
+  const writer = redisDriver({ redis: server.url, prefix });
+  const consumer = redisDriver({ redis: server.url, prefix });
+  return { writer, consumer, dispose: async () => void (await Promise.all([writer.dispose?.(), consumer.dispose?.()])) };
+}
+
+/** Pushes `count` messages in `pushBatch(BATCH)` calls, then reads them back in reads of BATCH, committing each. */
+async function vqueueRun(on: OnStorage, messages: string[], count: number): Promise<{ push: Sample; read: Sample }> {
+  const driver = on.writer;
   try {
     const queue = await QueueWriter.open("bench", { driver, durability: "fsync", onProblem: quiet });
     let start = now();
@@ -79,7 +106,7 @@ async function vqueueRun(server: RedisServer, base: string, messages: string[], 
     const push = { messages: count, bytes: count * SIZE, seconds: now() - start };
     await queue.close();
     // Another driver instance, as a consumer in another process would have.
-    const consumer = await QueueConsumer.open("bench", "c", { driver: unstorageDriver({ storage, base }), onProblem: quiet });
+    const consumer = await QueueConsumer.open("bench", "c", { driver: on.consumer, onProblem: quiet });
     start = now();
     let got = 0;
     while (got < count) {
@@ -92,7 +119,7 @@ async function vqueueRun(server: RedisServer, base: string, messages: string[], 
     await consumer.close();
     return { push, read };
   } finally {
-    await storage.dispose();
+    await on.dispose();
   }
 }
 

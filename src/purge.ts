@@ -1,4 +1,4 @@
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { forgetShared } from "./handles";
 import { forgetPartDetails } from "./part-details";
@@ -6,7 +6,7 @@ import { invalidateTotals } from "./totals";
 import { formatPopInfo, formatPushInfo, formatQueueInfo } from "./info";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath } from "./paths";
+import { consumerLockPath, partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
 import { readPartEnd } from "./position";
 import { lockWholeQueue } from "./queue-locks";
 import { listParts, readQueueInfo } from "./recovery";
@@ -54,13 +54,15 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
       bytes += end.edge;
     }
     const next = Math.max(info?.part ?? -1, parts.at(-1) ?? -1) + 1;
-    await startEmptyPart(driver, queue, next, sync);
-    await rewriteRecord(driver, queueInfoPath(queue), ascii.encode(formatQueueInfo({ queue, part: next })), sync);
+    // Every write is fenced by the lock it is made under: an admin paused past a lease changes nothing.
+    const writerLock = held.locks.get(writerLockPath(queue));
+    await startEmptyPart(driver, queue, next, sync, writerLock);
+    await rewriteRecord(driver, queueInfoPath(queue), ascii.encode(formatQueueInfo({ queue, part: next })), sync, writerLock);
     for (const consumer of held.consumers) {
       const path = popInfoPath(queue, consumer);
       // A consumer with only a lock file has no position to move.
       if ((await driver.readRecord(path)) === undefined) continue;
-      await rewriteRecord(driver, path, ascii.encode(formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 })), sync);
+      await rewriteRecord(driver, path, ascii.encode(formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 })), sync, held.locks.get(consumerLockPath(queue, consumer)));
     }
     for (const id of parts) await driver.remove(partDir(queue, id));
     forgetShared(driver, (path) => parts.includes(partOfDir(queue, path.split("/")[0]!) ?? -1));
@@ -76,15 +78,15 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
 // --- Internal helpers ---
 
 /** A new empty part as the crate writes one: its directory, an empty `Q_queue`, `Q_info_push` `Q;0;0;<crc>`. */
-async function startEmptyPart(driver: QueueDriver, queue: string, part: number, sync: boolean): Promise<void> {
+async function startEmptyPart(driver: QueueDriver, queue: string, part: number, sync: boolean, fence: DriverLock | undefined): Promise<void> {
   await driver.mkdir(partDir(queue, part));
   const log = await driver.openLog(partPath(queue, part), { create: true });
   try {
-    await log!.truncate(0);
+    await log!.truncate(0, fence);
   } finally {
     await log!.close();
   }
-  await rewriteRecord(driver, pushInfoPath(queue, part), ascii.encode(formatPushInfo({ queue, edge: 0, count: 0 })), sync);
+  await rewriteRecord(driver, pushInfoPath(queue, part), ascii.encode(formatPushInfo({ queue, edge: 0, count: 0 })), sync, fence);
   if (sync) {
     await driver.syncDir?.(partDir(queue, part));
     await driver.syncDir?.("");

@@ -12,6 +12,8 @@ import { consumerLockPath, consumerOfLockFile, consumerOfPopFile, writerLockPath
 export interface HeldQueue {
   /** The consumers locked: every one with a saved position or a lock file. */
   consumers: string[];
+  /** The locks held, by path (`writerLockPath`, `consumerLockPath`): the fences of the admin's writes. */
+  locks: Map<string, DriverLock>;
   /** Releases every lock (which removes the lock files). */
   release(): Promise<void>;
 }
@@ -35,14 +37,16 @@ export async function consumerNames(driver: QueueDriver, queue: string): Promise
  * operation, for the message ("purge").
  */
 export async function lockWholeQueue(driver: QueueDriver, queue: string, doing: string): Promise<HeldQueue> {
-  const held: DriverLock[] = [];
+  const held = new Map<string, DriverLock>();
   const busy: string[] = [];
   const release = async () => {
-    for (const lock of held.splice(0).reverse()) await lock.release().catch(() => {});
+    const locks = [...held.values()].reverse();
+    held.clear();
+    for (const lock of locks) await lock.release().catch(() => {});
   };
   const take = async (path: string, who: string) => {
     const lock = await driver.lock(path);
-    if (lock) held.push(lock);
+    if (lock) held.set(path, lock);
     else busy.push(who);
   };
   try {
@@ -63,7 +67,7 @@ export async function lockWholeQueue(driver: QueueDriver, queue: string, doing: 
       const who = busy.length === 1 ? `${busy[0]} is` : `${busy.slice(0, -1).join(", ")} and ${busy.at(-1)} are`;
       throw new VQueueError("E_LOCKED", `Cannot ${doing} queue "${queue}": ${who} open (in this or another process). Close ${busy.length === 1 ? "it" : "them"} first.`);
     }
-    return { consumers: [...locked].sort(), release };
+    return { consumers: [...locked].sort(), locks: held, release };
   } catch (error) {
     await release();
     throw error;

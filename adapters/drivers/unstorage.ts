@@ -60,6 +60,7 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
   if (!options.storage || typeof options.storage.getItemRaw !== "function" || typeof options.storage.getKeys !== "function") {
     throw optionError(`Missing required option \`storage\` of the ${DRIVER_NAME} driver (an unstorage Storage).`);
   }
+  refuseRedisCluster(options.storage);
   const storage = guarded(options.storage);
   const base = (options.base ?? "").replace(/[/\\]/g, ":").replace(/^:+|:+$/g, "");
   const maxChunkBytes = options.maxChunkBytes ?? 1024 * 1024;
@@ -155,6 +156,23 @@ function guarded(storage: UnstorageLike): UnstorageLike {
     removeItem: call(storage.removeItem),
     hasItem: call(storage.hasItem),
   } as UnstorageLike;
+}
+
+/**
+ * unstorage's redis driver in cluster mode lists keys with a SCAN of one node (of many): a
+ * listing would miss the parts and consumers on the other masters, and queues would lose
+ * data silently. Refused, naming the driver made for it.
+ */
+function refuseRedisCluster(storage: UnstorageLike): void {
+  const getMounts = (storage as { getMounts?: (base: string, parents?: boolean) => { driver?: { name?: string; options?: { cluster?: unknown } } }[] }).getMounts;
+  if (typeof getMounts !== "function") return;
+  for (const { driver } of getMounts.call(storage, "", true)) {
+    if (driver?.name === "redis" && driver.options?.cluster) {
+      throw optionError(
+        `The ${DRIVER_NAME} driver cannot use unstorage's redis driver in cluster mode: it lists keys with a SCAN of one node, so parts and consumers on the other masters would be missed. Use v-queue/drivers/redis (one hash tag per queue, a registry instead of SCAN) with an ioredis Cluster.`,
+      );
+    }
+  }
 }
 
 const storageIds = new WeakMap<object, number>();

@@ -5,9 +5,10 @@ import { forgetPartDetails } from "./part-details";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { consumerOfPopFile, consumerOfSharedFile, partDir, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sharedJournalPath, sharedStatePath } from "./paths";
+import { consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sharedJournalPath, sharedStatePath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
+import { partitionName, readPartitions } from "./partitions";
 
 /** What `deleteQueue` removed. */
 export interface DeleteQueueResult {
@@ -32,6 +33,7 @@ export interface DeleteQueueResult {
 export async function deleteQueue(driver: QueueDriver, queue: string, options: AdminOptions = {}): Promise<DeleteQueueResult> {
   assertName(queue, "queue");
   resolveAdminOptions(driver, options);
+  if ((await readPartitions(driver, queue)) !== undefined) return deletePartitioned(driver, queue, options);
   const held = await lockWholeQueue(driver, queue, "delete");
   try {
     const parts = await listParts(driver, queue);
@@ -48,6 +50,8 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     // The writer's side stores: pending delayed messages go with the queue, and its keys.
     await driver.remove(delayedPath(queue));
     await driver.remove(idempotencyPath(queue));
+    // Hand-over requests (handoff.ts) of its writer and consumers.
+    for (const entry of entries) if (entry.startsWith(`${queue}_info_want`)) await driver.remove(entry);
     await driver.remove(queueInfoPath(queue));
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
@@ -82,9 +86,37 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
     await driver.remove(path);
     await driver.remove(sharedJournalPath(queue, consumer));
     await driver.remove(sharedStatePath(queue, consumer));
+    await driver.remove(consumerWantPath(queue, consumer));
     forgetShared(driver, (p) => p === path);
   } finally {
     // Releasing removes the lock file.
     await lock.release();
   }
+}
+
+/**
+ * A partitioned queue: each partition as a queue (`E_LOCKED` while one is open), then its
+ * declaration, last, under the queue's writer lock: a delete cut short is finished by calling it again.
+ */
+async function deletePartitioned(driver: QueueDriver, queue: string, options: AdminOptions): Promise<DeleteQueueResult> {
+  const count = (await readPartitions(driver, queue))!;
+  let parts = 0;
+  const consumers = new Set<string>();
+  for (let index = 0; index < count; index++) {
+    const deleted = await deleteQueue(driver, partitionName(queue, index), options).catch((error: unknown) => {
+      if (VQueueError.isError(error) && error.code === "E_NOT_FOUND") return undefined; // never written
+      throw error;
+    });
+    parts += deleted?.parts ?? 0;
+    for (const name of deleted?.consumers ?? []) consumers.add(name);
+  }
+  const lock = await driver.lock(writerLockPath(queue));
+  if (!lock) throw new VQueueError("E_LOCKED", `Cannot delete queue "${queue}": its partitions are being declared elsewhere.`);
+  try {
+    await driver.remove(partitionsPath(queue));
+    await driver.syncDir?.("");
+  } finally {
+    await lock.release();
+  }
+  return { queue, parts, consumers: [...consumers].sort() };
 }

@@ -102,7 +102,8 @@ export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by
   try {
     for (;;) {
       if (Date.now() - wrote >= REFRESH_MS) {
-        await writeWant(driver, wantPath, by);
+        // Best effort: a marker not written is written again at the next refresh.
+        await writeWant(driver, wantPath, by).catch(() => {});
         wrote = Date.now();
       }
       await sleep(RETRY_MS);

@@ -45,3 +45,8 @@ export { PartitionedWriter, openPartitionedQueue } from "./partitioned-writer";
 export type { PartitionedQueueOptions, PartitionedProduceOptions, PartitionedProduceResult } from "./partitioned-writer";
 export type { HandoffOptions, ConsumerHandoffOptions } from "./handoff";
 export { partitionName, partitionOfKey, parsePartitionName, readPartitions, declarePartitions, MAX_PARTITIONS } from "./partitions";
+export { PartitionedConsumer, openPartitionedConsumer } from "./partitioned-consumer";
+export type { PartitionedConsumerOptions, PartitionedMessage } from "./partitioned-consumer";
+export { PartitionedSharedConsumer, openPartitionedShared } from "./partitioned-shared";
+export type { PartitionedSharedOptions, PartitionedLeasedMessage, PartitionedLeaseRef } from "./partitioned-shared";
+export { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";

@@ -4,6 +4,8 @@ import type { QueueDriver } from "./driver";
 import { sharedFileStats, type SharedFileStats } from "./inspect-shared";
 import { parsePopInfo } from "./info";
 import { assertName } from "./names";
+import { declaredPartitioned, parentOf, partitionedStats } from "./inspect-partitioned";
+import { partitionName, readPartitions } from "./partitions";
 import { consumerOfPopFile, popInfoPath, queueOfInfoFile } from "./paths";
 import { SharedState } from "./shared-state";
 import { queueTotals, type PartTotals } from "./totals";
@@ -19,6 +21,10 @@ export interface QueueStats {
   messages: number;
   bytes: number;
   consumers: ConsumerStats[];
+  /** A partitioned queue (inspect-partitioned.ts): its partition count; its totals and consumers' lag are summed over `partitionQueues`. */
+  partitions?: number;
+  /** Each partition's stats, as an ordinary queue's (partitions never written are left out). */
+  partitionQueues?: QueueStats[];
 }
 
 export interface ConsumerStats extends ConsumerPosition {
@@ -41,17 +47,25 @@ const decoder = new TextDecoder();
  * Files that are no valid queue's info file are not queues (names.ts).
  */
 export async function listQueues(driver: QueueDriver): Promise<string[]> {
-  const names: string[] = [];
-  for (const entry of await driver.list("")) {
+  const entries = await driver.list("");
+  const declared = await declaredPartitioned(driver, entries);
+  const names: string[] = [...declared.keys()];
+  for (const entry of entries) {
     const name = queueOfInfoFile(entry);
-    if (name !== undefined) names.push(name);
+    // A declared queue's partitions are listed under it (inspectQueue), not beside it.
+    if (name !== undefined && parentOf(name, declared) === undefined) names.push(name);
   }
   return names.sort();
 }
 
-/** Parts, totals and consumers of a queue, or undefined if there is no such queue. */
+/** Parts, totals and consumers of a queue, or undefined if there is no such queue. A partitioned queue: per partition, and summed. */
 export async function inspectQueue(driver: QueueDriver, queue: string): Promise<QueueStats | undefined> {
   assertName(queue, "queue");
+  const partitions = await readPartitions(driver, queue);
+  if (partitions !== undefined) {
+    const rows = await Promise.all(Array.from({ length: partitions }, (_, i) => inspectQueue(driver, partitionName(queue, i))));
+    return partitionedStats(queue, partitions, rows);
+  }
   const totals = await queueTotals(driver, queue);
   if (!totals) return undefined;
   return {

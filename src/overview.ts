@@ -3,6 +3,7 @@ import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { parsePopInfo } from "./info";
 import { isValidConsumerName } from "./names";
+import { declaredPartitioned, parentOf, partitionedOverview } from "./inspect-partitioned";
 import { popInfoPath, queueOfInfoFile } from "./paths";
 import { queueTotals, type QueueTotals } from "./totals";
 
@@ -27,6 +28,10 @@ export interface QueueOverview {
   name: string;
   totals: QueueTotals;
   consumers: ConsumerOverview[];
+  /** A partitioned queue (inspect-partitioned.ts): its partition count; its totals and consumers' lag are summed over `partitionQueues`. */
+  partitions?: number;
+  /** Each partition's overview, as an ordinary queue's (partitions never written are left out). */
+  partitionQueues?: QueueOverview[];
 }
 
 export interface OverviewOptions {
@@ -54,13 +59,25 @@ const SHARED = "_info_shared_";
 
 /** Every queue of the storage (those `include` lets through), by name. */
 export async function storageOverview(driver: QueueDriver, options: OverviewOptions = {}): Promise<QueueOverview[]> {
-  const listed = await listStorage(driver, options.include);
+  const { include } = options;
+  const entries = await driver.list("");
+  const declared = await declaredPartitioned(driver, entries, include);
+  // A partition goes with its queue: included when that queue is.
+  const listed = groupEntries(entries, include && ((queue) => include(queue) || parentOf(queue, declared) !== undefined));
   const names = [...listed.keys()].sort();
   const out: (QueueOverview | undefined)[] = Array.from({ length: names.length });
   await forEachLimited(names.length, options.concurrency ?? 16, async (i) => {
     out[i] = await queueOverview(driver, names[i]!, listed.get(names[i]!)!, options.livePosition);
   });
-  return out.filter((queue): queue is QueueOverview => queue !== undefined);
+  const found = out.filter((queue): queue is QueueOverview => queue !== undefined);
+  const partitionsOf = new Map<string, QueueOverview[]>([...declared.keys()].map((queue) => [queue, []]));
+  const top = found.filter((queue) => {
+    const parent = parentOf(queue.name, declared);
+    if (parent !== undefined) partitionsOf.get(parent)!.push(queue);
+    return parent === undefined;
+  });
+  for (const [queue, partitions] of partitionsOf) top.push(partitionedOverview(queue, declared.get(queue)!, partitions));
+  return top.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /** One listing of the base directory, sorted by queue: part directories, position files, shared markers. */
@@ -117,7 +134,8 @@ export async function queueOverview(driver: QueueDriver, name: string, listed: L
   return { name, totals, consumers };
 }
 
-async function readPosition(driver: QueueDriver, queue: string, name: string): Promise<ConsumerPosition | undefined> {
+/** A consumer's saved position from its file, or undefined (missing, damaged, not a file). */
+export async function readPosition(driver: QueueDriver, queue: string, name: string): Promise<ConsumerPosition | undefined> {
   try {
     const bytes = await driver.readRecord(popInfoPath(queue, name));
     const pop = bytes && parsePopInfo(decoder.decode(bytes), queue, name);

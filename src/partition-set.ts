@@ -39,8 +39,8 @@ export interface PartitionSetHooks<T> {
   idleMs: number;
   /** Most time a release waits for `busy` to turn false. */
   graceMs: number;
-  /** Counts hand-overs given (monitoring, tests). */
-  onRelease?(index: number, reason: "wanted" | "idle"): void;
+  /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
+  onRelease?(slot: Slot<T>, reason: "wanted" | "idle"): void;
 }
 
 export class PartitionSet<T> {
@@ -49,6 +49,7 @@ export class PartitionSet<T> {
   readonly #hooks: PartitionSetHooks<T>;
   readonly #slots = new Map<number, Slot<T>>();
   readonly #taking = new Map<number, Promise<Slot<T> | undefined>>();
+  readonly #requests = new Map<number, Promise<Slot<T>>>();
   readonly #releases = new Set<Promise<void>>();
   readonly #timer: ReturnType<typeof setInterval>;
   #checking = false;
@@ -82,15 +83,31 @@ export class PartitionSet<T> {
     return taking;
   }
 
+  /** As `tryTake`, but leaves a partition another instance asked for to that instance (so that one let go is not taken back at once). */
+  async tryTakeUnwanted(index: number): Promise<Slot<T> | undefined> {
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return held;
+    if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id)) return undefined;
+    return this.tryTake(index);
+  }
+
   /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`). */
   take(index: number, timeoutMs: number): Promise<Slot<T>> {
-    const partition = partitionName(this.#hooks.queue, index);
-    return takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition));
+    const held = this.#slots.get(index);
+    if (held && !held.releasing) return Promise.resolve(held);
+    // One request per partition at a time: concurrent produces for it wait for the same one.
+    let request = this.#requests.get(index);
+    if (!request) {
+      const partition = partitionName(this.#hooks.queue, index);
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, () => this.tryTake(index), timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
+      this.#requests.set(index, request);
+    }
+    return request;
   }
 
   /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
   want(index: number): Promise<void> {
-    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
+    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id).catch(() => {});
   }
 
   touch(slot: Slot<T>): void {
@@ -113,7 +130,7 @@ export class PartitionSet<T> {
       while (this.#hooks.busy(slot.item) && Date.now() < until && !this.#closed) await sleep(10);
       if (this.#slots.get(slot.index) === slot) this.#slots.delete(slot.index);
       await this.#hooks.close(slot.item).catch(() => {});
-      this.#hooks.onRelease?.(slot.index, reason);
+      this.#hooks.onRelease?.(slot, reason);
     })();
     this.#releases.add(run);
     void run.finally(() => this.#releases.delete(run));

@@ -7,10 +7,9 @@
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { MessageInput } from "./message";
-import { assertName } from "./names";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { PartitionSet, type Slot } from "./partition-set";
-import { checkPartitionCount, declarePartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
+import { openPartitions, partitionName, partitionOfKey } from "./partitions";
 import { writerWantPath } from "./paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
 import { QueueWriter } from "./writer";
@@ -66,7 +65,7 @@ export class PartitionedWriter {
       idleMs: this.handoff.idleMs,
       // A produce in flight ends (written or failed) on its own.
       graceMs: Number.MAX_SAFE_INTEGER,
-      onRelease: (_index, reason) => {
+      onRelease: (_slot, reason) => {
         if (reason === "wanted") this.handedOver++;
       },
     });
@@ -77,14 +76,7 @@ export class PartitionedWriter {
    * `partitions` does not declare it). Takes no partition yet: each is taken at its first produce.
    */
   static async open(queue: string, options: PartitionedQueueOptions = {}): Promise<PartitionedWriter> {
-    assertName(queue, "queue");
-    const driver = resolveQueueOptions(options).driver;
-    if (options.partitions !== undefined) {
-      checkPartitionCount(options.partitions);
-      if ((await readPartitions(driver, queue)) !== options.partitions) await declarePartitions(driver, queue, options.partitions, { sync: options.durability !== "none" });
-    }
-    const partitions = await readPartitions(driver, queue);
-    if (partitions === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue: declare it first (option partitions).`);
+    const partitions = await openPartitions(resolveQueueOptions(options).driver, queue, options.partitions, { sync: options.durability !== "none" });
     return new PartitionedWriter(queue, partitions, options);
   }
 
@@ -153,7 +145,7 @@ export class PartitionedWriter {
     if (held.length > 0) return held[this.#next++ % held.length]!;
     const start = Math.floor(Math.random() * this.partitions);
     for (let i = 0; i < this.partitions; i++) {
-      const slot = await this.#set.tryTake((start + i) % this.partitions);
+      const slot = await this.#set.tryTakeUnwanted((start + i) % this.partitions);
       if (slot) return slot;
     }
     return this.#set.take(start, this.handoff.handoffTimeoutMs);

@@ -86,3 +86,18 @@ export async function declarePartitions(driver: QueueDriver, queue: string, coun
     await lock.release();
   }
 }
+
+/**
+ * The partition count of `queue` as an open of it needs it: declared first when `partitions` is
+ * given (the same count again is fine, another is refused); `E_NOT_FOUND` when it is not declared.
+ */
+export async function openPartitions(driver: QueueDriver, queue: string, partitions: number | undefined, options: { sync?: boolean } = {}): Promise<number> {
+  assertName(queue, "queue");
+  if (partitions !== undefined) {
+    checkPartitionCount(partitions);
+    if ((await readPartitions(driver, queue)) !== partitions) await declarePartitions(driver, queue, partitions, options);
+  }
+  const count = await readPartitions(driver, queue);
+  if (count === undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" is not a partitioned queue: declare it first (option partitions).`);
+  return count;
+}

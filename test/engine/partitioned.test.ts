@@ -5,9 +5,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer, QueueWriter, openQueue } from "../../src/index";
+import { QueueConsumer, QueueWriter, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
+import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
+import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
+import { parsePartitionedCursor } from "../../src/partitioned-cursor";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -69,6 +72,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const again = await PartitionedWriter.open("made", { driver, ...quiet });
       expect(again.partitions).toBe(3);
       await again.close();
+      // Consumers declare too; their options are checked at open, whatever partitions exist.
+      await (await PartitionedConsumer.open("fresh", "c", { driver, partitions: 2 })).close();
+      expect(await readPartitions(driver, "fresh")).toBe(2);
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, partitions: 3 })).rejects.toMatchObject({ code: "E_OPTION" });
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, leaseMs: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("leaseMs") });
+      await expect(PartitionedConsumer.open("fresh", "c", { driver, handoffGraceMs: -5 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("handoffGraceMs") });
       for (const bad of [{ minHoldMs: -1 }, { idleMs: "x" }, { handoffTimeoutMs: 1.5 }]) {
         await expect(PartitionedWriter.open("made", { driver, ...(bad as object) })).rejects.toMatchObject({ code: "E_OPTION" });
       }
@@ -164,6 +173,18 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await Promise.all([a.close(), b.close()]);
     });
 
+    it("asks once for a partition that concurrent produces all need", async () => {
+      const { driver, again } = make();
+      const a = await PartitionedWriter.open("many", { driver, partitions: 2, ...quiet });
+      const b = await PartitionedWriter.open("many", { driver: again(), partitions: 2, ...quiet });
+      await a.produce(["a"], { partitionKey: "k" });
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => b.produce([`b${i}`], { partitionKey: "k" })));
+      expect(new Set(results.map((r) => r.partition))).toEqual(new Set([partitionOfKey("k", 2)]));
+      expect(a.handedOver).toBe(1);
+      await Promise.all([a.close(), b.close()]);
+      expect((await readPartition(driver, "many", partitionOfKey("k", 2))).sort()).toEqual(["a", "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"]);
+    });
+
     it("gives up a hand-over request after handoffTimeoutMs (E_LOCKED)", async () => {
       const { driver, again } = make();
       await declarePartitions(driver, "stuck", 1);
@@ -187,6 +208,156 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(writer.held()).toEqual([]);
       await writer.close();
     });
+  });
+
+  describe("ordered consumer", () => {
+    it("reads every partition, each in order, and commits by composite cursor", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+      const keys = ["a", "b", "c", "d", "e", "f"];
+      for (let i = 0; i < 60; i++) await writer.produce([`${keys[i % 6]}:${i}`], { partitionKey: keys[i % 6] });
+      const consumer = await PartitionedConsumer.open("orders", "billing", { driver: again(), syncCommits: false });
+      expect(consumer.held()).toEqual([0, 1, 2].filter((p) => keys.some((k) => partitionOfKey(k, 3) === p)));
+      const first = await consumer.poll({ max: 9, timeoutMs: 1000 });
+      expect(first).toHaveLength(9);
+      // Round-robin: each held partition gave some.
+      expect(new Set(first.map((m) => m.partition)).size).toBe(consumer.held().length);
+      const cursor = consumer.cursor;
+      expect(cursor).toMatch(/^p\d:\d+\.\d+\.\d+(,p\d:\d+\.\d+\.\d+)*$/);
+      expect([...parsePartitionedCursor(cursor, 3).keys()]).toEqual([...new Set(first.map((m) => m.partition))].sort());
+      await consumer.commit(cursor);
+      await consumer.close();
+      // Reopened: goes on after the cursor, nothing skipped, nothing twice; per key in order.
+      const again2 = await PartitionedConsumer.open("orders", "billing", { driver: again(), syncCommits: false });
+      const rest: PartitionedMessage[] = [];
+      for (let batch = await again2.poll({ max: 7, timeoutMs: 200 }); batch.length > 0; batch = await again2.poll({ max: 7, timeoutMs: 200 })) rest.push(...batch);
+      const all = [...first, ...rest].map((m) => m.data as string);
+      expect(all.sort()).toEqual(Array.from({ length: 60 }, (_, i) => `${keys[i % 6]}:${i}`).sort());
+      for (const key of keys) {
+        const seen = [...first, ...rest].map((m) => m.data as string).filter((m) => m.startsWith(`${key}:`)).map((m) => Number(m.split(":")[1]));
+        expect(seen).toEqual([...seen].sort((x, y) => x - y));
+      }
+      expect(await again2.lag()).toBe(51);
+      await again2.commit();
+      expect(await again2.lag()).toBe(0);
+      await again2.close();
+      await writer.close();
+    });
+
+    it("refuses bad cursors", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("cur", { driver, partitions: 2, ...quiet });
+      await writer.produce(["x"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("cur", "c", { driver });
+      for (const bad of ["", "p0", "p2:0.0.0", "p0:0.0.0,p0:0.0.0", "0:1.2.3", "p0:1.2", "p01:0.0.0", 5]) {
+        await expect(consumer.commit(bad as string)).rejects.toMatchObject({ code: "E_CURSOR" });
+      }
+      await expect(PartitionedConsumer.open("nope", "c", { driver })).rejects.toMatchObject({ code: "E_NOT_FOUND" });
+      await consumer.close();
+      await writer.close();
+    });
+
+    it("hands a partition over to an idle instance once what it handed out is committed", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("ho", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2", "m3", "m4"]);
+      const a = await PartitionedConsumer.open("ho", "c", { driver, syncCommits: false, minHoldMs: 0 });
+      const b = await PartitionedConsumer.open("ho", "c", { driver: again(), syncCommits: false, minHoldMs: 0 });
+      expect(a.held()).toEqual([0]);
+      expect(b.held()).toEqual([]);
+      const got = await a.poll({ max: 2 });
+      expect(got.map((m) => m.data)).toEqual(["m1", "m2"]);
+      // b asks; a keeps it while m1, m2 are not committed.
+      expect(await b.poll({ timeoutMs: 300 })).toEqual([]);
+      expect(a.handedOver).toBe(0);
+      await a.commit(got[1]!);
+      const taken = await b.poll({ max: 10, timeoutMs: 3000 });
+      expect(taken.map((m) => m.data)).toEqual(["m3", "m4"]);
+      expect(a.handedOver).toBe(1);
+      expect(a.held()).toEqual([]);
+      // A late commit of what a had committed is fine; beyond it, refused.
+      await a.commit(got[1]!);
+      await expect(a.commit("p0:0.999999.9")).rejects.toMatchObject({ code: "E_CURSOR" });
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+
+    it("hands over uncommitted messages after handoffGraceMs: they come again", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("grace", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2"]);
+      const a = await PartitionedConsumer.open("grace", "c", { driver, syncCommits: false, minHoldMs: 0, handoffGraceMs: 200 });
+      const b = await PartitionedConsumer.open("grace", "c", { driver: again(), syncCommits: false });
+      expect((await a.poll({ max: 1 })).map((m) => m.data)).toEqual(["m1"]);
+      expect((await b.poll({ max: 10, timeoutMs: 3000 })).map((m) => m.data)).toEqual(["m1", "m2"]);
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+  });
+
+  it("shared consumer: leases carry their partition; ack and nack go there", async () => {
+    const { driver } = make();
+    const writer = await PartitionedWriter.open("jobs", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 30; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
+    const shared = await PartitionedSharedConsumer.open("jobs", "workers", { driver, syncCommits: false });
+    const seen = new Map<string, number>();
+    for (let round = 0; round < 20 && seen.size < 30; round++) {
+      for (const lease of await shared.poll({ max: 8, timeoutMs: 200 })) {
+        expect(lease.partition).toBe(partitionOfKey(`k${(lease.data as string).slice(1)}`, 3));
+        seen.set(lease.data as string, (seen.get(lease.data as string) ?? 0) + 1);
+        if (seen.get(lease.data as string) === 1 && Number((lease.data as string).slice(1)) % 5 === 0) await shared.nack(lease);
+        else await shared.ack(lease);
+      }
+    }
+    expect(seen.size).toBe(30);
+    expect([...seen].filter(([, n]) => n === 2).map(([d]) => d).sort()).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
+    await expect(shared.ack({ part: 0, offset: 0, lease: 1, partition: 7 })).rejects.toMatchObject({ code: "E_LEASE" });
+    expect(await shared.lag()).toBe(0);
+    await shared.close();
+    await writer.close();
+  });
+
+  it("lists a partitioned queue as itself, its partitions under it, totals and lag summed", async () => {
+    const { driver } = make();
+    await (await QueueWriter.open("plain", { driver, ...quiet })).close();
+    const writer = await PartitionedWriter.open("orders", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 10; i++) await writer.produce([`m${i}`, `n${i}`], { partitionKey: `k${i}` });
+    await writer.close();
+    // An ordinary queue whose name looks like a partition of an undeclared queue stays on top.
+    await (await QueueWriter.open("other.p0", { driver, ...quiet })).close();
+    const consumer = await PartitionedConsumer.open("orders", "billing", { driver, syncCommits: false });
+    await consumer.commit((await consumer.poll({ max: 5 })).at(-1)!);
+    await consumer.close();
+
+    expect(await listQueues(driver)).toEqual(["orders", "other.p0", "plain"]);
+    const stats = (await inspectQueue(driver, "orders"))!;
+    expect(stats).toMatchObject({ name: "orders", partitions: 3, messages: 20 });
+    expect(stats.partitionQueues!.map((q) => q.name)).toEqual(["orders.p0", "orders.p1", "orders.p2"].filter((_, p) => Array.from({ length: 10 }, (_, i) => partitionOfKey(`k${i}`, 3)).includes(p)));
+    expect(stats.partitionQueues!.reduce((sum, q) => sum + q.messages, 0)).toBe(20);
+    const billing = stats.consumers.find((c) => c.name === "billing")!;
+    expect(billing.lag).toBe(stats.partitionQueues!.reduce((sum, q) => sum + (q.consumers.find((c) => c.name === "billing")?.lag ?? q.messages), 0));
+    expect(billing.lag).toBeLessThan(20);
+
+    const overview = await storageOverview(driver);
+    expect(overview.map((q) => q.name)).toEqual(["orders", "other.p0", "plain"]);
+    const orders = overview[0]!;
+    expect(orders).toMatchObject({ partitions: 3 });
+    expect(orders.totals.messages).toBe(20);
+    expect(orders.partitionQueues!.map((q) => q.name)).toEqual(stats.partitionQueues!.map((q) => q.name));
+    expect(orders.consumers.find((c) => c.name === "billing")!.lag).toBe(billing.lag);
+    expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([["orders", stats.partitionQueues!.length]]);
+  });
+
+  it("deletes a partitioned queue: every partition, then the declaration (refused while a partition is open)", async () => {
+    const { driver, again } = make();
+    const writer = await PartitionedWriter.open("gone", { driver, partitions: 3, ...quiet });
+    for (let i = 0; i < 6; i++) await writer.produce([`m${i}`], { partitionKey: `k${i}` });
+    const consumer = await PartitionedConsumer.open("gone", "c", { driver: again(), syncCommits: false });
+    await expect(deleteQueue(driver, "gone")).rejects.toMatchObject({ code: "E_LOCKED" });
+    await Promise.all([writer.close(), consumer.close()]);
+    const result = await deleteQueue(driver, "gone");
+    expect(result).toMatchObject({ queue: "gone", consumers: ["c"] });
+    expect(result.parts).toBeGreaterThan(0);
+    expect(await readPartitions(driver, "gone")).toBeUndefined();
+    expect((await driver.list("")).filter((entry) => entry.startsWith("gone"))).toEqual([]);
   });
 
   it("keeps each partition an ordinary queue, readable as one", async () => {

@@ -1,0 +1,270 @@
+/**
+ * The reading side of a partitioned queue, for both kinds of consumer: one consumer name over
+ * every partition, each partition's consumer of that name held by one instance at a time
+ * (partition-set.ts). An instance takes the free partitions that have something to read at
+ * once, and asks for the others when it has nothing to read from its own; it reads the
+ * partitions it holds round-robin, so that none starves another.
+ */
+import type { ConsumerPosition } from "./cursor";
+import type { QueueDriver } from "./driver";
+import { VQueueError } from "./errors";
+import { RETRY_MS, sleep, type ResolvedHandoffOptions } from "./handoff";
+import { readPosition } from "./overview";
+import { PartitionSet } from "./partition-set";
+import { assertName } from "./names";
+import { openPartitions, partitionName } from "./partitions";
+import { consumerWantPath } from "./paths";
+import { queueTotals } from "./totals";
+
+export interface FanHooks<T, M> {
+  driver: QueueDriver;
+  queue: string;
+  name: string;
+  partitions: number;
+  /** "consumer" or "shared consumer", for messages. */
+  kind: string;
+  handoff: ResolvedHandoffOptions;
+  open(partition: string): Promise<T>;
+  /** Handed-out messages not yet committed (acknowledged): the partition is let go only after them, or after `handoffGraceMs`. */
+  busy(item: T): boolean;
+  close(item: T): Promise<void>;
+  /** Up to `max` messages of one partition, without waiting. */
+  take(item: T, max: number): Promise<M[]>;
+  /** Resolves when `item` may have new messages (or on timeout / abort); without it, the fan re-reads every `WAIT_STEP_MS`. */
+  wait?(item: T, timeoutMs: number, signal: AbortSignal): Promise<unknown>;
+  /** The saved position (ack floor) of `item`: what its lag counts from. */
+  committed(item: T): ConsumerPosition;
+  /** Called once a partition was let go (its object closed). */
+  onRelease?(index: number, item: T): void;
+}
+
+/** How often the partitions this instance does not hold are looked at (their lag), at most. */
+const ACQUIRE_MS = 200;
+/** Re-read step when the consumer has no way to wait (`FanHooks.wait`). */
+const WAIT_STEP_MS = 50;
+
+export class PartitionFan<T, M> {
+  readonly set: PartitionSet<T>;
+  readonly #hooks: FanHooks<T, M>;
+  #next = 0;
+  #acquiredAt = 0;
+  #acquiring: Promise<void> | undefined;
+  /** A hand-over was asked for: the partitions are looked at every `RETRY_MS` until it comes. */
+  #wanting = false;
+  /** Partitions handed over to another instance on request, since open. */
+  handedOver = 0;
+
+  get kind(): string {
+    return this.#hooks.kind;
+  }
+
+  constructor(hooks: FanHooks<T, M>) {
+    this.#hooks = hooks;
+    const { queue, name, handoff } = hooks;
+    this.set = new PartitionSet<T>({
+      driver: hooks.driver,
+      queue,
+      count: hooks.partitions,
+      wantPath: (partition) => consumerWantPath(partition, name),
+      what: (partition) => `The ${hooks.kind} "${name}" of queue "${partition}"`,
+      open: (index) => hooks.open(partitionName(queue, index)),
+      busy: hooks.busy,
+      close: async (item) => hooks.close(item),
+      minHoldMs: handoff.minHoldMs,
+      idleMs: handoff.idleMs,
+      graceMs: handoff.handoffGraceMs,
+      onRelease: (slot, reason) => {
+        if (reason === "wanted") this.handedOver++;
+        hooks.onRelease?.(slot.index, slot.item);
+      },
+    });
+  }
+
+  /** Takes the free partitions that have something to read (and those never read by this name). */
+  start(): Promise<void> {
+    return this.#acquire(false);
+  }
+
+  /**
+   * Up to `max` messages from the partitions held, round-robin, each tagged with its partition;
+   * waits up to `timeoutMs` (no limit when not given) for the first.
+   */
+  async poll(max: number, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<(M & { partition: number })[]> {
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    for (;;) {
+      let got = await this.#round(max);
+      if (got.length === 0) {
+        await this.#acquire(true);
+        got = await this.#round(max);
+      } else void this.#acquire(false).catch(() => {});
+      if (got.length > 0 || signal?.aborted) return got;
+      const remaining = deadline === undefined ? ACQUIRE_MS : deadline - Date.now();
+      if (remaining <= 0) return [];
+      await this.#waitAny(Math.min(remaining, this.#acquireEvery), signal);
+    }
+  }
+
+  /** The refusal of a commit or an ack of partition `index`, which this instance no longer holds. */
+  notHeld(index: number, code: "E_CURSOR" | "E_LEASE"): VQueueError {
+    return new VQueueError(code, `Partition ${index} of ${this.#hooks.kind} "${this.#hooks.name}" of queue "${this.#hooks.queue}" is not held by this instance (it was handed over): what it handed out and did not commit is delivered again.`);
+  }
+
+  /** Messages after the saved positions (ack floors), summed over every partition. */
+  async lag(): Promise<number> {
+    const { driver, queue, name, partitions, committed } = this.#hooks;
+    let lag = 0;
+    for (let index = 0; index < partitions; index++) {
+      const partition = partitionName(queue, index);
+      const held = this.set.get(index);
+      const position = held ? committed(held.item) : await readPosition(driver, partition, name);
+      const totals = await queueTotals(driver, partition);
+      if (totals) lag += position ? totals.lagAfter(position) : totals.messages;
+    }
+    return lag;
+  }
+
+  close(): Promise<void> {
+    return this.set.close();
+  }
+
+  get #acquireEvery(): number {
+    return this.#wanting ? RETRY_MS : ACQUIRE_MS;
+  }
+
+  async #round(max: number): Promise<(M & { partition: number })[]> {
+    const held = this.set.held();
+    const out: (M & { partition: number })[] = [];
+    if (held.length === 0) return out;
+    const share = Math.max(1, Math.ceil(max / held.length));
+    const start = this.#next++ % held.length;
+    for (let i = 0; i < held.length && out.length < max; i++) {
+      const slot = held[(start + i) % held.length]!;
+      if (slot.releasing) continue;
+      const messages = await this.#hooks.take(slot.item, Math.min(share, max - out.length)).catch((error: unknown) => {
+        // Let go meanwhile (a hand-over): nothing more from it here.
+        if (slot.releasing || this.set.get(slot.index) !== slot) return [];
+        throw error;
+      });
+      if (messages.length === 0) continue;
+      this.set.touch(slot);
+      for (const message of messages) out.push(Object.assign(message as M & object, { partition: slot.index }) as M & { partition: number });
+    }
+    return out;
+  }
+
+  /**
+   * Looks at the partitions not held, at most every `ACQUIRE_MS`: a free one with something to
+   * read is taken; a held one with something to read is asked for when `ask` (this instance
+   * has nothing to read from its own).
+   */
+  #acquire(ask: boolean): Promise<void> {
+    if (this.#acquiring || Date.now() - this.#acquiredAt < this.#acquireEvery) return this.#acquiring ?? Promise.resolve();
+    this.#acquiredAt = Date.now();
+    this.#acquiring = (async () => {
+      let wanting = false;
+      const { driver, queue, name, partitions } = this.#hooks;
+      for (let index = 0; index < partitions; index++) {
+        if (this.set.get(index)) continue;
+        const partition = partitionName(queue, index);
+        const totals = await queueTotals(driver, partition);
+        if (!totals) continue; // not written yet: nothing to read
+        const position = await readPosition(driver, partition, name);
+        if (position && totals.lagAfter(position) === 0) continue;
+        const slot = await this.set.tryTakeUnwanted(index);
+        if (!slot && ask) {
+          await this.set.want(index);
+          wanting = true;
+        }
+      }
+      this.#wanting = wanting;
+    })().finally(() => (this.#acquiring = undefined));
+    return this.#acquiring;
+  }
+
+  /** Until a held partition may have new messages, `timeoutMs` passes or `signal` aborts. */
+  async #waitAny(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const held = this.set.held();
+    const wait = this.#hooks.wait;
+    if (!wait || held.length === 0) {
+      await sleep(Math.min(timeoutMs, WAIT_STEP_MS));
+      return;
+    }
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await Promise.race(held.map((slot) => wait(slot.item, timeoutMs, stop.signal).catch(() => {})));
+    } finally {
+      stop.abort();
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** What both partitioned consumers share: the fan over their partitions, and the calls that only pass through to it. */
+export abstract class FanConsumer<T, M> {
+  readonly queue: string;
+  readonly name: string;
+  readonly partitions: number;
+  protected readonly fan: PartitionFan<T, M>;
+  #closed = false;
+
+  protected constructor(queue: string, name: string, partitions: number, fan: PartitionFan<T, M>) {
+    this.queue = queue;
+    this.name = name;
+    this.partitions = partitions;
+    this.fan = fan;
+  }
+
+  /** The partition count of `queue` for a consumer `name` of it (declared first with `partitions`): `E_NOT_FOUND` when it is not declared. */
+  protected static async declared(driver: QueueDriver, queue: string, name: string, partitions: number | undefined): Promise<number> {
+    const count = await openPartitions(driver, queue, partitions);
+    assertName(name, "consumer", partitionName(queue, count - 1));
+    return count;
+  }
+
+  /** Takes the free partitions; on failure lets go of what it took. */
+  protected static async started<C extends FanConsumer<unknown, unknown>>(consumer: C): Promise<C> {
+    try {
+      await consumer.fan.start();
+    } catch (error) {
+      await consumer.fan.close().catch(() => {});
+      throw error;
+    }
+    return consumer;
+  }
+
+  /** The partitions this instance holds now. */
+  held(): number[] {
+    return this.fan.set.held().map((slot) => slot.index);
+  }
+
+  /** Partitions handed over to another instance on request, since open. */
+  get handedOver(): number {
+    return this.fan.handedOver;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Messages after the saved positions (ack floors), summed over every partition. */
+  lag(): Promise<number> {
+    return this.fan.lag();
+  }
+
+  /** Waits for the commits in flight, closes each partition's consumer and releases its lock. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.fan.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  protected assertOpen(): void {
+    if (this.#closed) throw new VQueueError("E_CLOSED", `${this.fan.kind[0]!.toUpperCase()}${this.fan.kind.slice(1)} "${this.name}" of queue "${this.queue}" is closed.`);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * An ordered consumer of a partitioned queue, shared by many instances (README, "Partitioned
+ * queues"): consumer `name` of each partition, held by one instance at a time; this instance
+ * reads the partitions it holds, round-robin, in order within each. A partition is handed over
+ * once what this instance handed out of it is committed (or after `handoffGraceMs`: then the
+ * new holder delivers it again — at least once).
+ */
+import { QueueConsumer } from "./consumer";
+import { comparePositions, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
+import { VQueueError } from "./errors";
+import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
+import type { Message } from "./message";
+import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOptions, type ReadOptions } from "./options";
+import { FanConsumer, PartitionFan } from "./partition-fan";
+import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
+
+export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {
+  /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
+  partitions?: number;
+}
+
+/** A message of a partitioned queue: its position is in partition `partition`. */
+export type PartitionedMessage = Message & { partition: number };
+
+export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
+  readonly handoff: ResolvedHandoffOptions;
+  /** Partitions this instance handed messages out of (the cursor names only these). */
+  readonly #served: Set<number>;
+  /** The last commit of each partition let go: a late commit at or before it is a no-op. */
+  readonly #released: Map<number, ConsumerPosition>;
+
+  private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions) {
+    const handoff = resolveHandoffOptions(options);
+    const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...consumerOptions } = options;
+    const released = new Map<number, ConsumerPosition>();
+    const served = new Set<number>();
+    const fan = new PartitionFan<QueueConsumer, Message>({
+      driver: resolveConsumerOptions(consumerOptions).driver,
+      queue,
+      name,
+      partitions,
+      kind: "consumer",
+      handoff,
+      open: (partition) => QueueConsumer.open(partition, name, consumerOptions),
+      busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
+      close: (consumer) => consumer.close(),
+      take: (consumer, max) => consumer.read({ max }),
+      wait: (consumer, timeoutMs, signal) => consumer.wait({ timeoutMs, signal }),
+      committed: (consumer) => consumer.committed,
+      onRelease: (index, consumer) => {
+        served.delete(index);
+        released.set(index, consumer.committed);
+      },
+    });
+    super(queue, name, partitions, fan);
+    this.handoff = handoff;
+    this.#served = served;
+    this.#released = released;
+  }
+
+  /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
+  static async open(queue: string, name: string, options: PartitionedConsumerOptions = {}): Promise<PartitionedConsumer> {
+    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name, options.partitions);
+    return FanConsumer.started(new PartitionedConsumer(queue, name, partitions, options));
+  }
+
+  /** The cursor that commits everything handed out so far: `p<k>:<cursor>` per partition served ("" before the first message). */
+  get cursor(): string {
+    const entries: [number, string][] = [];
+    for (const index of this.#served) {
+      const slot = this.fan.set.get(index);
+      if (slot) entries.push([index, slot.item.cursor]);
+    }
+    return formatPartitionedCursor(entries);
+  }
+
+  /** The next messages of the partitions held, round-robin, without waiting ([] when none). */
+  read(options: Omit<ReadOptions, "maxBytes" | "raw"> = {}): Promise<PartitionedMessage[]> {
+    return this.poll({ ...options, timeoutMs: 0 });
+  }
+
+  /** The next messages, waiting up to `timeoutMs` (no limit when not given) for the first, or until `signal` aborts. */
+  async poll(options: Omit<PollOptions, "maxBytes" | "raw"> = {}): Promise<PartitionedMessage[]> {
+    this.assertOpen();
+    const { max = 100, timeoutMs, signal } = options;
+    checkInteger("max", max, 1, 1_000_000);
+    if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, 2 ** 31 - 1);
+    const messages = await this.fan.poll(max, timeoutMs, signal);
+    for (const message of messages) this.#served.add(message.partition);
+    return messages;
+  }
+
+  /**
+   * Saves positions: after everything handed out (no argument), after a message (its
+   * partition), or a composite cursor (each partition it names). A partition handed over since
+   * takes no commit past its last one (`E_CURSOR`): those messages are delivered again.
+   */
+  async commit(upTo?: PartitionedMessage | string): Promise<void> {
+    this.assertOpen();
+    if (upTo === undefined) {
+      await Promise.all([...this.#served].map((index) => this.fan.set.get(index)?.item.commit()));
+      return;
+    }
+    if (typeof upTo !== "string") {
+      if (!Number.isInteger(upTo?.partition)) throw new VQueueError("E_CURSOR", "A message to commit must carry its partition, as this consumer handed it out.");
+      await this.#commitOne(upTo.partition, upTo);
+      return;
+    }
+    const cursors = parsePartitionedCursor(upTo, this.partitions);
+    await Promise.all([...cursors].map(([index, cursor]) => this.#commitOne(index, cursor)));
+  }
+
+  #commitOne(index: number, upTo: Message | string): Promise<void> {
+    const slot = this.fan.set.get(index);
+    if (slot) return slot.item.commit(upTo);
+    const last = this.#released.get(index);
+    const target = typeof upTo === "string" ? parseCursor(upTo) : positionAfter(upTo);
+    // At or before what was committed when the partition was let go: done already.
+    if (last && comparePositions(target, last) <= 0) return Promise.resolve();
+    return Promise.reject(this.fan.notHeld(index, "E_CURSOR"));
+  }
+}
+
+/** Opens ordered consumer `name` of partitioned queue `queue`. See `PartitionedConsumer`. */
+export function openPartitionedConsumer(queue: string, name: string, options?: PartitionedConsumerOptions): Promise<PartitionedConsumer> {
+  return PartitionedConsumer.open(queue, name, options);
+}

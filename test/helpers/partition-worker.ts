@@ -1,0 +1,80 @@
+/**
+ * One instance of a partitioned queue for test/engine/partitioned-multi.test.ts, in its own process:
+ * `node --import jiti/register test/helpers/partition-worker.ts <mode> <dir> <queue> <id> <ms>`.
+ * - `writer`: a PartitionedWriter (fsync) for `<ms>`: two loops produce keyed messages
+ *   `<id>:<key>:<n>` (loop L owns keys kL, kL+2, ... of k0-k7, shared by every writer, so
+ *   partitions change hands), one loop produces unkeyed `<id>:-:<n>`. Prints `ack <message> <partition>`
+ *   once acknowledged, `err <code>` for a refused produce; at the end `handed <n>` and `done`.
+ * - `consumer`: a PartitionedConsumer named `readers` for `<ms>`: polls up to 10, prints
+ *   `got <partition> <message>` for each, commits the batch, prints `committed`; at the end `handed <n>`, `done`.
+ * - `shared`: a PartitionedSharedConsumer named `workers` for `<ms>`: leases up to 5, acks each,
+ *   printing `ack <message>` once acknowledged; at the end `handed <n>`, `done`.
+ */
+import fsDriver from "../../adapters/drivers/fs";
+import { PartitionedConsumer } from "../../src/partitioned-consumer";
+import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
+import { PartitionedWriter } from "../../src/partitioned-writer";
+
+const [mode, dir, queue, id, ms] = process.argv.slice(2);
+const driver = fsDriver({ dir: dir! });
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const until = Date.now() + Number(ms);
+const pause = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay));
+const quiet = { onProblem: () => {} };
+
+switch (mode) {
+  case "writer": {
+    const writer = await PartitionedWriter.open(queue!, { driver, durability: "fsync", ...quiet });
+    out("ready");
+    const loop = async (keys: string[] | undefined) => {
+      for (let n = 0; Date.now() < until; n++) {
+        const key = keys?.[n % keys.length];
+        const message = `${id}:${key ?? "-"}:${n}`;
+        try {
+          const result = await writer.produce([message], key ? { partitionKey: key } : {});
+          out(`ack ${message} ${result.partition}`);
+        } catch (error) {
+          out(`err ${(error as { code?: string }).code ?? String(error)}`);
+        }
+        if (n % 20 === 0) await pause(5); // let the others in now and then
+      }
+    };
+    await Promise.all([loop(["k0", "k2", "k4", "k6"]), loop(["k1", "k3", "k5", "k7"]), loop(undefined)]);
+    out(`handed ${writer.handedOver}`);
+    await writer.close();
+    break;
+  }
+  case "consumer": {
+    const consumer = await PartitionedConsumer.open(queue!, "readers", { driver, pollIntervalMs: 20, ...quiet });
+    out("ready");
+    while (Date.now() < until) {
+      const batch = await consumer.poll({ max: 10, timeoutMs: 100 });
+      for (const message of batch) out(`got ${message.partition} ${message.data as string}`);
+      if (batch.length === 0) continue;
+      await pause(15); // some work
+      await consumer.commit(consumer.cursor);
+      out("committed");
+    }
+    out(`handed ${consumer.handedOver}`);
+    await consumer.close();
+    break;
+  }
+  case "shared": {
+    const shared = await PartitionedSharedConsumer.open(queue!, "workers", { driver, ...quiet });
+    out("ready");
+    while (Date.now() < until) {
+      const batch = await shared.poll({ max: 5, timeoutMs: 100 });
+      await pause(15); // some work
+      for (const lease of batch) {
+        await shared.ack(lease);
+        out(`ack ${lease.data as string}`);
+      }
+    }
+    out(`handed ${shared.handedOver}`);
+    await shared.close();
+    break;
+  }
+  default:
+    throw new Error(`unknown mode ${mode}`);
+}
+out("done");

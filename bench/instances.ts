@@ -37,9 +37,9 @@ export async function runInstancesBench(): Promise<void> {
   console.log(machineFacts());
   const entries: Entry[] = [
     { key: "streams", label: `Redis Streams, ${WORK.partitions} streams, pipelined XADD; XREADGROUP COUNT ${WORK.batch} + XACK, a consumer per stream`, runs: [] },
-    { key: "cluster", label: `v-queue, ${INSTANCES} instances on the Redis Cluster (redis driver), binary HTTP, ordered consumer on each`, runs: [] },
-    { key: "fs-many", label: `v-queue, ${INSTANCES} instances on one fs directory, same`, runs: [] },
-    { key: "fs-one", label: "v-queue, 1 instance on one fs directory, same", runs: [] },
+    { key: "cluster", label: `v-queue, ${INSTANCES} x serve --storage redis+vq://...?cluster=1, P=${WORK.partitions}, binary produce, ordered consumer on each`, runs: [] },
+    { key: "fs-many", label: `v-queue, ${INSTANCES} x serve on one fs directory, same`, runs: [] },
+    { key: "fs-one", label: "v-queue, 1 x serve on one fs directory, same", runs: [] },
   ];
   const get = (key: Entry["key"]) => entries.find((e) => e.key === key)!;
   let cluster: RedisCluster | undefined;
@@ -94,10 +94,11 @@ async function fsStorage(): Promise<RunStorage> {
   return { config: { dir }, dispose: async () => removeDir(dir) };
 }
 
-/** The redis driver on the cluster, a fresh key prefix per run (the cluster lives through the bench). */
+/** The redis driver on the cluster (`redis+vq://...?cluster=1`, one node named), a fresh key prefix per run. */
 function clusterStorage(cluster: RedisCluster): (round: number) => Promise<RunStorage> {
   let run = 0;
-  return async () => ({ redisCluster: { startupNodes: cluster.startupNodes, prefix: `bench${run++}` }, dispose: async () => {} });
+  const node = cluster.startupNodes[0]!;
+  return async () => ({ config: { storage: `redis+vq://${node.host}:${node.port}/0?cluster=1&prefix=bench${run++}` }, dispose: async () => {} });
 }
 
 // --- Output ---

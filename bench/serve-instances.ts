@@ -17,7 +17,6 @@ import type { Batch, Measured, System, Workload } from "./instances-workload";
 import { payloadId } from "./instances-workload";
 import { freePort, removeDir, tempDir } from "./util";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
 /** A consume run that has not seen every message by then has failed (the bench stays bounded). */
 const CONSUME_LIMIT_MS = 60_000;
@@ -25,30 +24,14 @@ const CONSUME_LIMIT_MS = 60_000;
 const NOTHING_MS = 5_000;
 const QUEUE = "bench";
 
-/**
- * The storage of one run, and what removes it afterwards: serve's config entries (`dir` or
- * `storage`) for `v-queue serve`, or a Redis Cluster for the redis driver on an ioredis `Cluster`
- * (until `v-queue serve` takes a storage spec for it: then a `storage` config instead).
- */
+/** The storage of one run: serve's config entries (`dir` or `storage`), and what removes it afterwards. */
 export interface RunStorage {
-  config?: Record<string, unknown>;
-  redisCluster?: { startupNodes: { host: string; port: number }[]; prefix: string };
+  config: Record<string, unknown>;
   dispose(): Promise<void>;
 }
 
 /** The options `v-queue serve` gets here, as bench/http.ts's server: durability "interval", commits not fsynced. */
 const SERVE_DEFAULTS = { durability: "interval", syncCommits: false, logLevel: "warn" };
-
-/**
- * The same server as `v-queue serve` (serveQueues of the built package), on the redis driver
- * over an ioredis Cluster: what no CLI flag can say yet.
- */
-const CLUSTER_SERVER = `import { Cluster } from "ioredis";
-import redisDriver from "v-queue/drivers/redis";
-import { serveQueues } from "v-queue/server";
-const { startupNodes, prefix, port, options } = JSON.parse(process.env.VQ_BENCH_INSTANCE);
-const driver = redisDriver({ redis: new Cluster(startupNodes), prefix, disposeClient: true });
-await serveQueues({ ...options, logLevel: undefined, driver, port, host: "127.0.0.1", handleSignals: true });`;
 
 export function vqueueInstances(label: string, instances: number, work: Workload, prepare: (round: number) => Promise<RunStorage>): System {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -170,20 +153,14 @@ interface Instance {
 
 /**
  * `v-queue serve` with the run's config and SERVE_DEFAULTS, in its own temp dir so no config
- * file around is picked up; or the cluster server above.
+ * file around is picked up.
  */
 async function startInstance(storage: RunStorage): Promise<Instance> {
   const home = tempDir("instance");
   const port = await freePort();
-  let child: ChildProcess;
-  if (storage.redisCluster) {
-    const env = { ...process.env, VQ_BENCH_INSTANCE: JSON.stringify({ ...storage.redisCluster, port, options: SERVE_DEFAULTS }) };
-    child = spawn(process.execPath, ["--input-type=module", "-e", CLUSTER_SERVER], { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
-  } else {
-    const file = join(home, "vqueue.config.json");
-    writeFileSync(file, JSON.stringify({ ...SERVE_DEFAULTS, ...storage.config }));
-    child = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
-  }
+  const file = join(home, "vqueue.config.json");
+  writeFileSync(file, JSON.stringify({ ...SERVE_DEFAULTS, ...storage.config }));
+  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

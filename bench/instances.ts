@@ -153,6 +153,7 @@ function machineFacts(): string {
   const cpu = cpus();
   return (
     `Machine: ${cpu.length} cores (${cpu[0]?.model ?? "?"}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, redis-server ${redis}, load average ${loadavg()[0]!.toFixed(2)} at the start. ` +
-    `The ${INSTANCES} instances, the 6 Redis nodes and this client share these cores: that favours nobody.\n`
+    `The ${INSTANCES} instances, the 6 Redis nodes and this client share these cores: that favours nobody.` +
+    (loadavg()[0]! > cpu.length / 2 ? ` The machine is busy with other work: expect the figures to move; the ratios of each round hold better.\n` : "\n")
   );
 }

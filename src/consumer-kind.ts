@@ -1,4 +1,4 @@
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { SharedState } from "./shared-state";
 
@@ -14,13 +14,13 @@ export type ConsumerKind = "ordered" | "shared";
  * An existing ordered consumer (a pop line, no snapshot) is never turned into a shared one: its
  * readers may still count on its single cursor.
  */
-export async function checkConsumerKind(driver: QueueDriver, queue: string, name: string, kind: ConsumerKind, isNew: boolean, sync: boolean): Promise<void> {
+export async function checkConsumerKind(driver: QueueDriver, queue: string, name: string, kind: ConsumerKind, isNew: boolean, sync: boolean, fence?: DriverLock): Promise<void> {
   const shared = await SharedState.exists(driver, queue, name);
   if (kind === "ordered" && shared) {
     throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is a shared consumer: open it with openSharedConsumer, or use another name for an ordered one.`);
   }
   if (kind === "shared" && !shared) {
     if (!isNew) throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): open it with openConsumer, or use another name for a shared one.`);
-    await SharedState.create(driver, queue, name, sync);
+    await SharedState.create(driver, queue, name, sync, fence);
   }
 }

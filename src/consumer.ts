@@ -304,7 +304,7 @@ export class QueueConsumer {
     const startAt = () => startPosition(driver, this.queue, start, parts, info?.part);
     const loaded = await this.#positionFile.load();
     if (loaded === "missing" && !create) throw new VQueueError("E_NOT_FOUND", `Consumer "${this.name}" of queue "${this.queue}" does not exist.`);
-    await checkConsumerKind(driver, this.queue, this.name, this.#kind, loaded === "missing", this.options.syncCommits);
+    await checkConsumerKind(driver, this.queue, this.name, this.#kind, loaded === "missing", this.options.syncCommits, this.#lock);
     if (loaded === "unreadable") {
       onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
     }

@@ -174,8 +174,8 @@ export class SharedState {
   }
 
   /** Marks a new consumer name as shared: an empty snapshot, before its pop line is written. */
-  static async create(driver: QueueDriver, queue: string, consumer: string, sync: boolean): Promise<void> {
-    await writeWhole(driver, sharedStatePath(queue, consumer), ascii.encode(line(HEADER)), sync);
+  static async create(driver: QueueDriver, queue: string, consumer: string, sync: boolean, fence?: DriverLock): Promise<void> {
+    await writeWhole(driver, sharedStatePath(queue, consumer), ascii.encode(line(HEADER)), sync, fence);
     if (sync) await driver.syncDir?.("");
   }
 

@@ -163,7 +163,8 @@ const redisDriver = defineDriver((options: RedisDriverOptions): QueueDriver => {
     },
     async dispose() {
       await watcher.close();
-      if (options.disposeClient ?? made) client.disconnect();
+      // QUIT: the replies still in flight come back first; a client that cannot reach Redis is cut.
+      if (options.disposeClient ?? made) await client.quit().catch(() => client.disconnect());
     },
   };
 });

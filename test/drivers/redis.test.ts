@@ -130,6 +130,24 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       await expect(resolveStorageDriver(`redis+vq://127.0.0.1:${server.port}?cluster=yes`)).rejects.toThrow(/cluster=yes; use cluster=1/);
     });
 
+    it("has one storageKey per Redis and prefix, and disconnects only a client it made (unless told to)", async () => {
+      const client = new Redis(server.url);
+      try {
+        const passed = redisDriver({ redis: client, prefix: "k" });
+        expect(passed.storageKey).toBe(driverOn("k").storageKey);
+        expect(passed.storageKey).not.toBe(driverOn("k2").storageKey);
+        await passed.isLocked!("a_queue.lock");
+        await passed.dispose!();
+        expect(await client.ping()).toBe("PONG"); // still connected: not the driver's to close
+        const owned = redisDriver({ redis: client, prefix: "k", disposeClient: true });
+        const ended = new Promise((r) => client.once("end", r));
+        await owned.dispose!();
+        await ended;
+      } finally {
+        client.disconnect();
+      }
+    });
+
     it("checks its options with clear errors", () => {
       expect(() => redisDriver({} as never)).toThrow(/Missing required option `redis`/);
       expect(() => redisDriver({ redis: "http://x" })).toThrow(/Invalid redis "http:\/\/x": use a redis:\/\//);

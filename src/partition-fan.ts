@@ -97,7 +97,8 @@ export class PartitionFan<T, M> {
         await this.#acquire(true);
         got = await this.#round(max);
       } else void this.#acquire(false).catch(() => {});
-      if (got.length > 0 || signal?.aborted) return got;
+      // Closed meanwhile: nothing more comes.
+      if (got.length > 0 || signal?.aborted || this.set.closed) return got;
       const remaining = deadline === undefined ? ACQUIRE_MS : deadline - Date.now();
       if (remaining <= 0) return [];
       await this.#waitAny(Math.min(remaining, this.#acquireEvery), signal);

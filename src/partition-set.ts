@@ -10,6 +10,9 @@ import type { QueueDriver } from "./driver";
 import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, writeWant } from "./handoff";
 import { partitionName } from "./partitions";
 
+/** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
+const MIN_CHECK_MS = 15;
+
 export interface Slot<T> {
   readonly index: number;
   readonly item: T;
@@ -51,14 +54,26 @@ export class PartitionSet<T> {
   readonly #taking = new Map<number, Promise<Slot<T> | undefined>>();
   readonly #requests = new Map<number, Promise<Slot<T>>>();
   readonly #releases = new Set<Promise<void>>();
-  readonly #timer: ReturnType<typeof setInterval>;
+  readonly #unwatch: () => void;
+  #checkedAt = 0;
   #checking = false;
   #closed = false;
 
   constructor(hooks: PartitionSetHooks<T>) {
     this.#hooks = hooks;
-    this.#timer = setInterval(() => void this.#check(), CHECK_MS);
-    (this.#timer as { unref?: () => void }).unref?.();
+    const timer = setInterval(() => void this.#check(), CHECK_MS);
+    // Not kept alive by this: an instance left open does not hold its process.
+    (timer as { unref?: () => void }).unref?.();
+    // The markers live in the base directory: a driver that watches it wakes the check sooner.
+    const unwatch = hooks.driver.watch?.("", () => void this.#check());
+    this.#unwatch = () => {
+      clearInterval(timer);
+      unwatch?.();
+    };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** The slots that take work now, in partition order. */
@@ -140,7 +155,7 @@ export class PartitionSet<T> {
   /** Closes everything held (busy work gets no grace: its owner waited for it first). */
   async close(): Promise<void> {
     this.#closed = true;
-    clearInterval(this.#timer);
+    this.#unwatch();
     await Promise.allSettled([...this.#taking.values()]);
     const slots = [...this.#slots.values()];
     this.#slots.clear();
@@ -164,12 +179,17 @@ export class PartitionSet<T> {
     return slot;
   }
 
-  /** Every `CHECK_MS`: one marker read per slot held long enough; idle slots go. */
+  /**
+   * Every `CHECK_MS`, and on a change in the base directory (at most every `MIN_CHECK_MS`): one
+   * marker read per slot held long enough; idle slots go. A change seen while a check runs is
+   * covered by the next tick.
+   */
   async #check(): Promise<void> {
-    if (this.#checking || this.#closed) return;
+    const now = Date.now();
+    if (this.#checking || this.#closed || now - this.#checkedAt < MIN_CHECK_MS) return;
     this.#checking = true;
+    this.#checkedAt = now;
     try {
-      const now = Date.now();
       await Promise.all(
         this.held().map(async (slot) => {
           if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item)) return void this.release(slot, "idle");

@@ -244,6 +244,23 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await writer.close();
     });
 
+    it("wakes a waiting poll on a produce, and ends it on close", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("wake", { driver, partitions: 2, ...quiet });
+      await writer.produce(["first"], { partitionKey: "k" });
+      const consumer = await PartitionedConsumer.open("wake", "c", { driver: again(), syncCommits: false });
+      expect((await consumer.poll()).map((m) => m.data)).toEqual(["first"]);
+      const waiting = consumer.poll();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await writer.produce(["second"], { partitionKey: "k" });
+      expect((await waiting).map((m) => m.data)).toEqual(["second"]);
+      const forever = consumer.poll();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await consumer.close();
+      expect(await forever).toEqual([]);
+      await writer.close();
+    });
+
     it("refuses bad cursors", async () => {
       const { driver } = make();
       const writer = await PartitionedWriter.open("cur", { driver, partitions: 2, ...quiet });

@@ -238,6 +238,7 @@ export function createClient(options: ClientOptions): VQueueClient {
         let cursor: string | undefined;
         let missed = 0;
         let status = 0;
+        let type = "";
         const body = await request<ArrayBuffer>(`${c(queue, consumer)}/messages`, {
           ...common,
           headers: { accept: BATCH_CONTENT_TYPE },
@@ -246,13 +247,15 @@ export function createClient(options: ClientOptions): VQueueClient {
             cursor = response.headers.get("x-vq-cursor") ?? undefined;
             missed = Number(response.headers.get("x-vq-missed") ?? 0) || 0;
             status = response.status;
+            type = response.headers.get("content-type") ?? "";
           },
         });
+        // A partitioned queue answers JSON (the binary framing has no partition).
+        if (type.startsWith("application/json")) return fromConsumeJSON(JSON.parse(new TextDecoder().decode(body)) as ConsumeResponse, opts.json ?? false);
         const messages = decodeResponseBatch(new Uint8Array(body), status).map((r) => fromBatchRecord(r, opts.json ?? false));
         return { messages, cursor, missed };
       }
-      const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
-      return { messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), cursor: body.cursor ?? undefined, missed: body.missed ?? 0 };
+      return fromConsumeJSON(await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common), opts.json ?? false);
     }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
@@ -317,6 +320,10 @@ export function createClient(options: ClientOptions): VQueueClient {
 }
 
 // --- Internal helpers ---
+
+function fromConsumeJSON(body: ConsumeResponse, parseJSON: boolean): { messages: AnyClientMessage[]; cursor: string | undefined; missed: number } {
+  return { messages: body.messages.map((m) => fromJSONMessage(m, parseJSON)), cursor: body.cursor ?? undefined, missed: body.missed ?? 0 };
+}
 
 function basicAuth(username: string, password: string): string {
   // RFC 7617 with charset UTF-8: base64 of the UTF-8 bytes of "user:pass".

@@ -43,6 +43,8 @@ export interface MessagePositionJSON {
 
 /** A message as the JSON API gives it. */
 export interface MessageJSON extends MessagePositionJSON {
+  /** A partitioned queue's message: its partition (`part`, `offset`, `seq` are positions in it; `cursor` is `p<partition>:...`). */
+  partition?: number;
   type: "string" | "object";
   /** Text for `string` messages; base64 for `object` (bytes) messages. */
   data: string;
@@ -75,6 +77,9 @@ export interface QueueInfoResponse {
   messages: number;
   bytes: number;
   consumers: number;
+  /** A partitioned queue: its partition count (totals summed over them; `id` and `count_pushed` 0), and each partition's numbers. */
+  partitions?: number;
+  partitionQueues?: { name: string; partition: number; id: number; parts: number; messages: number; bytes: number }[];
 }
 
 /** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (README, "Partitioned queues"). */
@@ -250,7 +255,7 @@ export interface LeaseRequest {
 
 /** A leased message: ack, nack or extend it with `lease`. */
 export interface LeasedMessageJSON extends Omit<MessageJSON, "cursor"> {
-  /** The lease token `"<part>.<offset>.<lease>"`. */
+  /** The lease token `"<part>.<offset>.<lease>"`; of a partitioned queue `"p<partition>:<part>.<offset>.<lease>"`. */
   lease: string;
   /** Times it was handed out, this one included. */
   deliveries: number;
@@ -360,6 +365,8 @@ export interface QueueOverviewJSON {
   consumedTotal: number;
   /** What the asking user may do on it. */
   rights: RightName[];
+  /** A partitioned queue: its partition count (the numbers above are summed over its partitions). */
+  partitions?: number;
   /** With `?history=N`: the last N samples. */
   history?: HistoryJSON;
 }
@@ -417,7 +424,10 @@ export interface ConsumerOverviewJSON {
 /** `GET /api/v1/queues/{queue}/overview[?history=N]` */
 export interface QueueDetailResponse {
   queue: QueueOverviewJSON;
+  /** Its parts (none for a partitioned queue: see each partition, by its name `<queue>.p<k>`). */
   parts: PartOverviewJSON[];
+  /** A partitioned queue: each partition's row (as a queue's, named `<queue>.p<k>`), with its index. */
+  partitions?: (QueueOverviewJSON & { partition: number })[];
   consumers: ConsumerOverviewJSON[];
   /** Its shared consumers' dead-letter queue (`<queue>.dead` unless configured) when it exists and the user may read it. */
   deadLetterQueue: string | null;

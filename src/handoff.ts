@@ -74,7 +74,7 @@ export async function isWanted(driver: QueueDriver, path: string, self: string):
 }
 
 /** Removes `by`'s marker (not another wanter's, who wrote over it). */
-async function withdrawWant(driver: QueueDriver, path: string, by: string): Promise<void> {
+export async function withdrawWant(driver: QueueDriver, path: string, by: string): Promise<void> {
   const bytes = await driver.readRecord(path).catch(() => undefined);
   if (bytes && MARKER.exec(new TextDecoder().decode(bytes))?.[2] === by) await driver.remove(path).catch(() => {});
 }

@@ -7,7 +7,7 @@
  * after `graceMs` anyway.
  */
 import type { QueueDriver } from "./driver";
-import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, writeWant } from "./handoff";
+import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant } from "./handoff";
 import { partitionName } from "./partitions";
 
 /** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
@@ -37,6 +37,8 @@ export interface PartitionSetHooks<T> {
   open(index: number): Promise<T>;
   /** Whether `item` has outstanding work (a produce in flight, messages not yet committed, leases). */
   busy(item: T): boolean;
+  /** Whether `item` is kept however long it is not used (a writer with delayed messages to move when due). */
+  keep?(item: T): boolean;
   close(item: T): Promise<void>;
   minHoldMs: number;
   idleMs: number;
@@ -53,6 +55,8 @@ export class PartitionSet<T> {
   readonly #slots = new Map<number, Slot<T>>();
   readonly #taking = new Map<number, Promise<Slot<T> | undefined>>();
   readonly #requests = new Map<number, Promise<Slot<T>>>();
+  /** Partitions asked for with `want`, not taken yet. */
+  readonly #wanted = new Set<number>();
   readonly #releases = new Set<Promise<void>>();
   readonly #unwatch: () => void;
   #checkedAt = 0;
@@ -122,6 +126,7 @@ export class PartitionSet<T> {
 
   /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
   want(index: number): Promise<void> {
+    this.#wanted.add(index);
     return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id).catch(() => {});
   }
 
@@ -176,6 +181,8 @@ export class PartitionSet<T> {
     const now = Date.now();
     const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false };
     this.#slots.set(index, slot);
+    // Asked for and got: the marker goes (left, it would keep others off this partition for a while).
+    if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
     return slot;
   }
 
@@ -192,7 +199,7 @@ export class PartitionSet<T> {
     try {
       await Promise.all(
         this.held().map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item)) return void this.release(slot, "idle");
+          if (now - slot.usedAt >= this.#hooks.idleMs && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
           if (now - slot.since < this.#hooks.minHoldMs) return;
           if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id)) void this.release(slot, "wanted");
         }),

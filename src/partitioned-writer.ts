@@ -60,6 +60,8 @@ export class PartitionedWriter {
       what: (partition) => `The writer of queue "${partition}"`,
       open: async (index) => ({ writer: await QueueWriter.open(partitionName(name, index), { ...queueOptions, create: true }), inFlight: 0 }),
       busy: (held) => held.inFlight > 0,
+      // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
+      keep: (held) => held.writer.delayedPending > 0,
       close: (held) => held.writer.close(),
       minHoldMs: this.handoff.minHoldMs,
       idleMs: this.handoff.idleMs,

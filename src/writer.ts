@@ -119,6 +119,11 @@ export class QueueWriter {
     return this.#closed;
   }
 
+  /** Delayed messages this writer holds, not yet due (a partitioned queue's instance keeps such a partition). */
+  get delayedPending(): number {
+    return this.#extras?.delayed.pending ?? 0;
+  }
+
   /**
    * Appends one message. Strings are stored as text (`S`), bytes as `O`, any other JSON
    * value as its JSON text. Resolves once the message is as durable as `durability` says.

@@ -44,9 +44,11 @@ const SHARED_SERIES: [string, MetricType, string, (s: NonNullable<ConsumerSample
  */
 export function renderMetrics(snapshot: MonitorSnapshot, server: ServerMetrics, principal: Principal | undefined, process?: ProcessStats): string {
   const out = new Exposition();
-  const queues = snapshot.queues.filter((q) => can(principal, "read", q.name));
-  const queueLabels = queues.map((q) => labels({ queue: q.name }));
-  const consumers = queues.flatMap((q) => q.consumers.map((c) => ({ c, labels: labels({ queue: q.name, consumer: c.name, kind: c.kind }) })));
+  // A partitioned queue by partition (label `partition`), not its summed row: sum() over them gives it, without counting twice.
+  const queues = snapshot.queues.filter((q) => q.partitions === undefined && can(principal, "read", q.partitionOf?.queue ?? q.name));
+  const queueLabel = (q: QueueSample): Record<string, string> => (q.partitionOf ? { queue: q.partitionOf.queue, partition: String(q.partitionOf.partition) } : { queue: q.name });
+  const queueLabels = queues.map((q) => labels(queueLabel(q)));
+  const consumers = queues.flatMap((q) => q.consumers.map((c) => ({ c, labels: labels({ ...queueLabel(q), consumer: c.name, kind: c.kind }) })));
 
   for (const [name, type, help, value] of QUEUE_SERIES) {
     out.family(name, type, help);

@@ -51,6 +51,10 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           messages: stats.messages,
           bytes: stats.bytes,
           consumers: stats.consumers.length,
+          ...(stats.partitions !== undefined && {
+            partitions: stats.partitions,
+            partitionQueues: (stats.partitionQueues ?? []).map((p) => ({ name: p.name, partition: Number(p.name.slice(p.name.lastIndexOf(".p") + 2)), id: p.currentPart, parts: p.parts.length, messages: p.messages, bytes: p.bytes })),
+          }),
         });
       },
     },

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer, QueueWriter, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
+import { QueueConsumer, QueueWriter, VQueueError, deleteQueue, inspectQueue, listQueues, openQueue, storageOverview } from "../../src/index";
 import { declarePartitions, partitionOfKey, readPartitions } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
@@ -185,6 +185,30 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect((await readPartition(driver, "many", partitionOfKey("k", 2))).sort()).toEqual(["a", "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"]);
     });
 
+    it("drops a partition's writer that lost its lock: the produce fails, the next one opens it again", async () => {
+      const { driver: base } = make();
+      // Locks that the test can declare lost, as a lease driver does when another holder took over.
+      const lost = new Map<string, AbortController>();
+      const driver: QueueDriver = {
+        ...base,
+        async lock(path) {
+          const lock = await base.lock(path);
+          if (!lock) return undefined;
+          const controller = new AbortController();
+          lost.set(path, controller);
+          return { release: () => lock.release(), lost: controller.signal };
+        },
+      };
+      const writer = await PartitionedWriter.open("fenced", { driver, partitions: 2, ...quiet });
+      const { partition } = await writer.produce(["before"], { partitionKey: "k" });
+      lost.get(`fenced.p${partition}_queue.lock`)!.abort(new VQueueError("E_FENCED", "taken over"));
+      await expect(writer.produce(["refused"], { partitionKey: "k" })).rejects.toMatchObject({ code: "E_FENCED" });
+      expect(writer.held()).toEqual([]);
+      expect(await writer.produce(["after"], { partitionKey: "k" })).toMatchObject({ partition });
+      await writer.close();
+      expect(await readPartition(base, "fenced", partition)).toEqual(["before", "after"]);
+    });
+
     it("gives up a hand-over request after handoffTimeoutMs (E_LOCKED)", async () => {
       const { driver, again } = make();
       await declarePartitions(driver, "stuck", 1);
@@ -203,9 +227,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const { driver } = make();
       const writer = await PartitionedWriter.open("idle", { driver, partitions: 2, idleMs: 150, ...quiet });
       await writer.produce(["x"], { partitionKey: "k" });
-      expect(writer.held()).toHaveLength(1);
+      // A partition with delayed messages pending is kept: its writer moves them when due.
+      const other = Array.from({ length: 50 }, (_, i) => `d${i}`).find((key) => partitionOfKey(key, 2) !== partitionOfKey("k", 2))!;
+      await writer.produce(["later"], { partitionKey: other, delayMs: 60_000 });
+      expect(writer.held()).toHaveLength(2);
       await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(writer.held()).toEqual([]);
+      expect(writer.held()).toEqual([partitionOfKey(other, 2)]);
       await writer.close();
     });
   });

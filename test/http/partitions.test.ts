@@ -130,3 +130,146 @@ describe("partitioned queues over HTTP: producing", () => {
     expect(answer.partition).toBe(partitionOfKey("kéy", 5));
   });
 });
+
+describe("partitioned queues over HTTP: consuming", () => {
+  const produceKeyed = async (s: { url: string }, queue: string, key: string, messages: string[]) => {
+    const res = await fetch(`${s.url}/api/v1/queues/${queue}/messages`, { method: "POST", body: JSON.stringify({ messages }), headers: { ...jsonHeaders, "partition-key": key } });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as ProduceResponse).partition!;
+  };
+  type Consumed = { cursor: string | null; messages: { partition: number; data: string; cursor: string; part: number }[] };
+  const consume = async (s: { url: string }, path: string, init?: RequestInit): Promise<Consumed> => {
+    const res = await fetch(`${s.url}/api/v1/queues/${path}`, init);
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    return (await res.json()) as Consumed;
+  };
+
+  it("ordered: every partition, each key in order, messages with their partition and a composite cursor that commit takes", async () => {
+    const s = await startServer({ queues: { orders: { partitions: 4 } } });
+    const keys = ["a", "b", "c", "d", "e", "f"];
+    const partitionOf = new Map<string, number>();
+    for (let round = 0; round < 3; round++) for (const key of keys) partitionOf.set(key, await produceKeyed(s, "orders", key, [`${key}${round}`]));
+    // Binary asked: JSON all the same (the framing has no partition).
+    const first = await consume(s, "orders/consumers/c/messages?max_messages=100", { headers: { accept: "application/vnd.v-queue.batch" } });
+    expect(first.messages).toHaveLength(18);
+    for (const m of first.messages) {
+      expect(m.partition).toBe(partitionOf.get(m.data[0]!));
+      expect(m.cursor).toMatch(new RegExp(`^p${m.partition}:\\d+\\.\\d+\\.\\d+$`));
+    }
+    for (const key of keys) expect(first.messages.filter((m) => m.data[0] === key).map((m) => m.data)).toEqual([`${key}0`, `${key}1`, `${key}2`]);
+    const used = [...new Set(first.messages.map((m) => m.partition))].sort();
+    expect(first.cursor).toBe(used.map((p) => first.messages.filter((m) => m.partition === p).at(-1)!.cursor).join(","));
+    const commit = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit`, { method: "POST", body: JSON.stringify({ cursor: first.cursor }), headers: jsonHeaders });
+    expect(commit.status).toBe(200);
+    // Committed in every partition it named: the consumer's lag (per partition, on disk) is 0.
+    await s.close();
+    const driver = fsDriver({ dir: s.dir });
+    for (const p of used) {
+      const consumer = await QueueConsumer.open(partitionName("orders", p), "c", { driver, create: false });
+      expect(await consumer.read({ max: 10 })).toEqual([]);
+      await consumer.close();
+    }
+  });
+
+  it("ordered: a long poll is woken by a produce to any partition; ?commit= takes a composite cursor; bad cursors are 400; seek is refused", async () => {
+    const s = await startServer({ queues: { orders: { partitions: 3 } } });
+    await produceKeyed(s, "orders", "x", ["one"]);
+    const first = await consume(s, "orders/consumers/c/messages?max_messages=10");
+    expect(first.messages.map((m) => m.data)).toEqual(["one"]);
+    const parked = consume(s, `orders/consumers/c/messages?max_messages=10&timeout_ms=10000&commit=${encodeURIComponent(first.cursor!)}`);
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    await produceKeyed(s, "orders", "y", ["two"]);
+    expect((await parked).messages.map((m) => m.data)).toEqual(["two"]);
+    expect(Date.now() - started).toBeLessThan(3000);
+    for (const bad of ["0.78.3", "p9:0.78.3", "p0:0.1.1,p0:0.1.1", "p0:nope"]) {
+      const res = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit?cursor=${encodeURIComponent(bad)}`, { method: "POST" });
+      expect(res.status, bad).toBe(400);
+      expect(await errorCode(res)).toBe("E_PARAM");
+    }
+    const seek = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/seek`, { method: "POST", body: '{"to":"earliest"}', headers: jsonHeaders });
+    expect(seek.status).toBe(409);
+    expect(await errorCode(seek)).toBe("E_CONFLICT");
+  });
+
+  it("ordered: rewind hands out again what was not committed", async () => {
+    const s = await startServer({ queues: { orders: { partitions: 2 } } });
+    await produceKeyed(s, "orders", "k", ["a", "b"]);
+    expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages.map((m) => m.data)).toEqual(["a", "b"]);
+    expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages).toEqual([]);
+    expect((await fetch(`${s.url}/api/v1/queues/orders/consumers/c/rewind`, { method: "POST" })).status).toBe(200);
+    expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages.map((m) => m.data)).toEqual(["a", "b"]);
+  });
+
+  it("shared: leases carry their partition and a token naming it; ack, nack and extend take it; a token without it is 400", async () => {
+    const s = await startServer({ queues: { jobs: { partitions: 3 } } });
+    for (const key of ["a", "b", "c", "d"]) await produceKeyed(s, "jobs", key, [key]);
+    const leased = (await consume(s, "jobs/consumers/w/lease", { method: "POST", body: '{"max":10}', headers: { ...jsonHeaders, accept: "application/vnd.v-queue.batch" } })) as unknown as { messages: { partition: number; data: string; lease: string }[] };
+    expect(leased.messages.map((m) => m.data).sort()).toEqual(["a", "b", "c", "d"]);
+    for (const m of leased.messages) {
+      expect(m.partition).toBe(partitionOfKey(m.data, 3));
+      expect(m.lease).toMatch(new RegExp(`^p${m.partition}:\\d+\\.\\d+\\.\\d+$`));
+    }
+    const [first, second, ...rest] = leased.messages;
+    const call = (action: string, body: unknown) => fetch(`${s.url}/api/v1/queues/jobs/consumers/w/${action}`, { method: "POST", body: JSON.stringify(body), headers: jsonHeaders });
+    const extended = await call("extend", { leases: [first!.lease], leaseMs: 60_000 });
+    expect(((await extended.json()) as { extended: unknown[] }).extended).toHaveLength(1);
+    const nacked = await call("nack", { leases: [second!.lease] });
+    expect(await nacked.json()).toEqual({ nacked: 1, errors: [] });
+    const acked = await call("ack", { leases: [first!.lease, ...rest.map((m) => m.lease)] });
+    expect(await acked.json()).toEqual({ acked: 3, errors: [] });
+    const bare = await call("ack", { leases: [second!.lease.slice(second!.lease.indexOf(":") + 1)] });
+    expect(bare.status).toBe(400);
+    expect(((await bare.json()) as { error: { message: string } }).error.message).toMatch(/must name its partition/);
+    const again = (await consume(s, "jobs/consumers/w/lease", { method: "POST", body: '{"max":10}', headers: jsonHeaders })) as unknown as { messages: { data: string; lease: string }[] };
+    expect(again.messages.map((m) => m.data)).toEqual([second!.data]);
+    // The client reads the JSON answer (it asks for the binary one).
+    const client = createClient({ baseURL: s.url });
+    await client.ack("jobs", "w", again.messages[0]!.lease);
+    await produceKeyed(s, "jobs", "z", ["z"]);
+    const viaClient = await client.lease("jobs", "w", { max: 5 });
+    expect(viaClient.map((m) => [m.data, m.partition])).toEqual([["z", partitionOfKey("z", 3)]]);
+    expect((await client.ack("jobs", "w", viaClient.map((m) => m.lease))).acked).toBe(1);
+    const consumed = await client.consume("jobs", "ordered-too", { maxMessages: 10, format: "binary" });
+    expect(consumed.messages.map((m) => m.partition).every((p) => typeof p === "number")).toBe(true);
+    await client.commit("jobs", "ordered-too", consumed.cursor);
+  });
+});
+
+describe("partitioned queues over HTTP: inspection", () => {
+  it("a partitioned queue is listed once, with partitions and summed totals; its detail lists the partitions; metrics label them", async () => {
+    const s = await startServer({ queues: { events: { partitions: 3 } }, monitor: { sampleMs: 100 } });
+    const client = createClient({ baseURL: s.url });
+    await client.produce("plain", "x");
+    const landed = new Map<number, number>();
+    for (const key of ["a", "b", "c", "d", "e"]) {
+      const { partition } = await client.produce("events", [key, key], { partitionKey: key });
+      landed.set(partition!, (landed.get(partition!) ?? 0) + 2);
+    }
+    await client.consume("events", "reader", { maxMessages: 3 }).then((r) => client.commit("events", "reader", r.cursor));
+    expect((await client.queues()).queues).toEqual(["events", "plain"]);
+    const info = await client.queue("events");
+    expect(info).toMatchObject({ name: "events", messages: 10, partitions: 3, consumers: 1 });
+    expect(info.partitionQueues!.map((p) => [p.partition, p.messages])).toEqual([...landed].sort((a, b) => a[0] - b[0]));
+
+    // The monitor: one row, summed (lag 7 = 10 - 3 committed).
+    let overview = await client.overview();
+    for (let i = 0; i < 50 && !overview.queues.find((q) => q.name === "events")?.consumers; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      overview = await client.overview();
+    }
+    expect(overview.queues.map((q) => q.name)).toEqual(["events", "plain"]);
+    expect(overview.queues[0]).toMatchObject({ name: "events", partitions: 3, messages: 10, maxLag: 7, maxLagConsumer: "reader" });
+    const detail = await client.queueOverview("events", { history: 5 });
+    expect(detail.parts).toEqual([]);
+    expect(detail.partitions!.map((p) => [p.partition, p.name, p.messages])).toEqual([...landed].sort((a, b) => a[0] - b[0]).map(([k, n]) => [k, `events.p${k}`, n]));
+    expect(detail.consumers.map((c) => [c.name, c.lag])).toEqual([["reader", 7]]);
+
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    for (const [k, n] of landed) expect(metrics).toContain(`vqueue_queue_messages{queue="events",partition="${k}"} ${n}`);
+    expect(metrics).not.toContain('vqueue_queue_messages{queue="events"}');
+    expect(metrics).toContain('vqueue_queue_messages{queue="plain"} 1');
+    expect(metrics).toMatch(/^vqueue_fenced_writes_total 0$/m);
+  });
+});

@@ -33,6 +33,10 @@ export interface Measured {
   duplicates: number;
   /** Produce requests answered 409/503 (a hand-over, a fenced write) and sent again. */
   retries: number;
+  /** Messages consumed through each instance, when there are several. */
+  split?: number[];
+  /** Consume requests answered with no message (waiting for a partition or a hand-over). */
+  emptyPolls?: number;
 }
 
 export interface System {

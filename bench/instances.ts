@@ -139,8 +139,10 @@ function printTable(entries: Entry[]): void {
       const extra = e.runs.filter((r): r is Measured => r !== undefined);
       const dup = extra.reduce((a, r) => a + r.duplicates, 0);
       const retries = extra.reduce((a, r) => a + r.retries, 0);
+      const splits = what === "consume" ? extra.filter((r) => r.split && r.split.length > 1).map((r) => r.split!.map((n) => `${Math.round((100 * n) / WORK.messages)}`).join("/")) : [];
+      const empty = what === "consume" ? extra.reduce((a, r) => a + (r.emptyPolls ?? 0), 0) : 0;
       const failed = what === "consume" ? extra.filter((r) => r.consumeFailed) : [];
-      const notes = [dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
+      const notes = [splits.length ? `% per instance ${splits.join(", ")}` : "", empty ? `${empty} empty polls` : "", dup ? `${dup} redelivered` : "", retries ? `${retries} retried requests` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
       rows.push([e.label, what, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }

@@ -22,6 +22,8 @@ const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
 const CONSUME_LIMIT_MS = 60_000;
 /** Nothing at all delivered by then: consuming a partitioned queue does not work in this build. */
 const NOTHING_MS = 5_000;
+/** A consume request's long poll: short, as the last one of a run is waited for. */
+const POLL_MS = 50;
 const QUEUE = "bench";
 
 /** The storage of one run: serve's config entries (`dir` or `storage`), and what removes it afterwards. */
@@ -97,18 +99,19 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
 async function consumeAll(agent: Agent, ports: number[], work: Workload): Promise<Omit<Measured, "produce">> {
   let retries = 0;
   const seen = new Uint8Array(work.messages);
-  const state = { distinct: 0, duplicates: 0 };
+  const state = { distinct: 0, duplicates: 0, empty: 0 };
+  const perInstance = ports.map(() => 0);
   const t1 = performance.now();
   const deadline = t1 + CONSUME_LIMIT_MS;
   await Promise.all(
-    ports.map(async (port) => {
+    ports.map(async (port, instance) => {
       const base = `/api/v1/queues/${QUEUE}/consumers/c`;
       let cursor: string | undefined;
       while (state.distinct < work.messages) {
         if (state.distinct === 0 && performance.now() > t1 + NOTHING_MS) throw new Error(`consume: nothing delivered in ${NOTHING_MS / 1000} s (this build cannot consume a partitioned queue over HTTP?)`);
         if (performance.now() > deadline) throw new Error(`consume: ${state.distinct} of ${work.messages} messages after ${CONSUME_LIMIT_MS / 1000} s`);
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
-        const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=100${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
+        const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
         if (res.status === 409 || res.status === 503) {
           retries++;
           await sleep(5);
@@ -119,6 +122,8 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload): Promis
         const batch = readBatch(res);
         // The request committed the previous cursor: what is left to commit is this batch's.
         cursor = batch.cursor;
+        perInstance[instance]! += batch.payloads.length;
+        if (batch.payloads.length === 0) state.empty++;
         for (const data of batch.payloads) {
           const id = payloadId(data);
           if (seen[id]!++ === 0) state.distinct++;
@@ -128,7 +133,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload): Promis
       if (cursor) await call(agent, port, "POST", `${base}/commit?cursor=${encodeURIComponent(cursor)}`);
     }),
   );
-  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries };
+  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries, split: perInstance, emptyPolls: state.empty };
 }
 
 /**

@@ -9,7 +9,7 @@
 import type { Cluster } from "ioredis";
 import type { RedisCluster } from "../test/helpers/redis-cluster";
 import type { Workload, Measured, System } from "./instances-workload";
-import { payloadId } from "./instances-workload";
+import { noRetries, payloadId } from "./instances-workload";
 
 export async function streamsOnCluster(cluster: RedisCluster, work: Workload): Promise<System> {
   const { Cluster: ClusterClient } = await import("ioredis");
@@ -47,7 +47,7 @@ export async function streamsOnCluster(cluster: RedisCluster, work: Workload): P
       const total = counts.reduce((a, b) => a + b, 0);
       if (total !== work.messages || seen.some((s) => s !== 1)) throw new Error(`Redis Streams: read ${total} messages, expected each of ${work.messages} once`);
       for (const key of keys) await clients[0]!.del(key);
-      return { produce, consume, duplicates: 0, retries: 0 };
+      return { produce, consume, duplicates: 0, retried: noRetries() };
     },
     async close() {
       await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));

@@ -31,8 +31,8 @@ export interface Measured {
   consumeFailed?: string;
   /** Messages delivered more than once. */
   duplicates: number;
-  /** Produce requests answered 409/503 (a hand-over, a fenced write) and sent again. */
-  retries: number;
+  /** Requests answered 409/503 (a hand-over, a fenced write) and sent again, by operation and "<status> <code>". */
+  retried: Record<"produce" | "consume", Record<string, number>>;
   /** Messages consumed through each instance, when there are several. */
   split?: number[];
   /** Consume requests answered with no message (waiting for a partition or a hand-over). */
@@ -43,6 +43,10 @@ export interface System {
   label: string;
   run(round: number, batches: Batch[]): Promise<Measured>;
   close(): Promise<void>;
+}
+
+export function noRetries(): Measured["retried"] {
+  return { produce: {}, consume: {} };
 }
 
 /** The batches of one round, made before any clock starts. */

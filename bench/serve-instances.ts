@@ -14,7 +14,7 @@ import { BATCH_CONTENT_TYPE, decodeBatch } from "../protocol/binary";
 import type { ConsumeResponse } from "../protocol/api";
 import { call, type Reply } from "./http";
 import type { Batch, Measured, System, Workload } from "./instances-workload";
-import { payloadId } from "./instances-workload";
+import { noRetries, payloadId } from "./instances-workload";
 import { freePort, removeDir, tempDir } from "./util";
 
 const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
@@ -65,7 +65,7 @@ export function vqueueInstances(label: string, instances: number, work: Workload
 }
 
 async function measure(agent: Agent, ports: number[], work: Workload, batches: Batch[], consumeFailed: string | undefined): Promise<Measured> {
-  let retries = 0;
+  const retried = noRetries();
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -77,7 +77,7 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
           if (res.status === 201) break;
           // A partition being handed over (409) or a fenced write (503): not acknowledged, sent again.
           if (res.status !== 409 && res.status !== 503) throw new Error(`produce on port ${port}: ${res.status} ${res.body}`);
-          retries++;
+          countRetry(retried.produce, res);
           await sleep(5);
         }
       }
@@ -85,19 +85,17 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
   );
   const produce = (performance.now() - t0) / 1000;
 
-  if (consumeFailed) return { produce, consumeFailed, duplicates: 0, retries };
+  if (consumeFailed) return { produce, consumeFailed, duplicates: 0, retried };
   try {
-    const consumed = await consumeAll(agent, ports, work);
-    return { produce, ...consumed, retries: retries + consumed.retries };
+    return { produce, ...(await consumeAll(agent, ports, work, retried.consume)), retried };
   } catch (error) {
     // The produce figure stands; the table says why consume has none.
-    return { produce, consumeFailed: (error as Error).message.split("\n")[0], duplicates: 0, retries };
+    return { produce, consumeFailed: (error as Error).message.split("\n")[0], duplicates: 0, retried };
   }
 }
 
 /** One ordered consumer loop per instance, all named "c", until every message was seen. */
-async function consumeAll(agent: Agent, ports: number[], work: Workload): Promise<Omit<Measured, "produce">> {
-  let retries = 0;
+async function consumeAll(agent: Agent, ports: number[], work: Workload, retried: Record<string, number>): Promise<Omit<Measured, "produce" | "retried">> {
   const seen = new Uint8Array(work.messages);
   const state = { distinct: 0, duplicates: 0, empty: 0 };
   const perInstance = ports.map(() => 0);
@@ -113,7 +111,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload): Promis
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
         const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
         if (res.status === 409 || res.status === 503) {
-          retries++;
+          countRetry(retried, res);
           await sleep(5);
           continue;
         }
@@ -133,7 +131,14 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload): Promis
       if (cursor) await call(agent, port, "POST", `${base}/commit?cursor=${encodeURIComponent(cursor)}`);
     }),
   );
-  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, retries, split: perInstance, emptyPolls: state.empty };
+  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, emptyPolls: state.empty };
+}
+
+/** Counts a refused request by "<status> <error code>". */
+function countRetry(counts: Record<string, number>, res: Reply): void {
+  const code = /"code":"([A-Z_]+)"/.exec(res.body.toString())?.[1] ?? "?";
+  const key = `${res.status} ${code}`;
+  counts[key] = (counts[key] ?? 0) + 1;
 }
 
 /**

@@ -15,7 +15,7 @@ import type { ConsumeResponse } from "../protocol/api";
 import { call, type Reply } from "./http";
 import type { Batch, Measured, System, Workload } from "./instances-workload";
 import { noRetries, payloadId } from "./instances-workload";
-import { freePort, removeDir, tempDir } from "./util";
+import { freePort, progress, removeDir, tempDir } from "./util";
 
 const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
 /** A consume run that has not seen every message by then has failed (the bench stays bounded). */
@@ -111,8 +111,10 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
         const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
         if (res.status === 409 || res.status === 503) {
-          countRetry(retried, res);
-          await sleep(5);
+          // E_CURSOR: a partition of the commit was handed over meanwhile; its messages come again
+          // from the new holder (counted as redelivered). Read on without that commit.
+          if (countRetry(retried, res) === "E_CURSOR") cursor = undefined;
+          else await sleep(5);
           continue;
         }
         if (res.status === 404) throw new Error(`not yet measured: this build answers 404 to consuming a partitioned queue over HTTP (${res.body})`);
@@ -128,17 +130,21 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
           else state.duplicates++;
         }
       }
-      if (cursor) await call(agent, port, "POST", `${base}/commit?cursor=${encodeURIComponent(cursor)}`);
+      // Everything this instance handed out (what a refused commit left out too).
+      const last = await call(agent, port, "POST", `${base}/commit`);
+      if (last.status !== 200) throw new Error(`commit on port ${port}: ${last.status} ${last.body}`);
     }),
   );
   return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, emptyPolls: state.empty };
 }
 
-/** Counts a refused request by "<status> <error code>". */
-function countRetry(counts: Record<string, number>, res: Reply): void {
+/** Counts a refused request by "<status> <error code>" (the first of each said on stderr); returns the code. */
+function countRetry(counts: Record<string, number>, res: Reply): string {
   const code = /"code":"([A-Z_]+)"/.exec(res.body.toString())?.[1] ?? "?";
   const key = `${res.status} ${code}`;
+  if (!counts[key]) progress(`  refused, sent again: ${res.status} ${res.body.toString().slice(0, 300)}`);
   counts[key] = (counts[key] ?? 0) + 1;
+  return code;
 }
 
 /**

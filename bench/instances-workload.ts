@@ -35,6 +35,8 @@ export interface Measured {
   retried: Record<"produce" | "consume", Record<string, number>>;
   /** Messages consumed through each instance, when there are several. */
   split?: number[];
+  /** When each instance's first message came (ms after the consume started). */
+  firstMs?: number[];
   /** Consume requests answered with no message (waiting for a partition or a hand-over). */
   emptyPolls?: number;
 }

@@ -140,10 +140,12 @@ function printTable(entries: Entry[]): void {
       const dup = what === "consume" ? extra.reduce((a, r) => a + r.duplicates, 0) : 0;
       const retried = new Map<string, number>();
       for (const r of extra) for (const [key, n] of Object.entries(r.retried[what])) retried.set(key, (retried.get(key) ?? 0) + n);
-      const splits = what === "consume" ? extra.filter((r) => r.split && r.split.length > 1).map((r) => r.split!.map((n) => `${Math.round((100 * n) / WORK.messages)}`).join("/")) : [];
+      const several = what === "consume" ? extra.filter((r) => r.split && r.split.length > 1) : [];
+      const splits = several.map((r) => r.split!.map((n) => `${Math.round((100 * n) / WORK.messages)}`).join("/"));
+      const firsts = several.map((r) => r.firstMs!.map((ms) => ms.toFixed(0)).join("/"));
       const empty = what === "consume" ? extra.reduce((a, r) => a + (r.emptyPolls ?? 0), 0) : 0;
       const failed = what === "consume" ? extra.filter((r) => r.consumeFailed) : [];
-      const notes = [splits.length ? `% per instance ${splits.join(", ")}` : "", empty ? `${empty} empty polls` : "", dup ? `${dup} redelivered` : "", retried.size ? `retried: ${[...retried].map(([key, n]) => `${n} x ${key}`).join(", ")}` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
+      const notes = [splits.length ? `% per instance ${splits.join(", ")}; first message after ${firsts.join(", ")} ms` : "", empty ? `${empty} empty polls` : "", dup ? `${dup} redelivered` : "", retried.size ? `retried: ${[...retried].map(([key, n]) => `${n} x ${key}`).join(", ")}` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
       rows.push([e.label, what, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }

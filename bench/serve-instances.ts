@@ -25,6 +25,8 @@ const NOTHING_MS = 5_000;
 /** A consume request's long poll: short, as the last one of a run is waited for. */
 const POLL_MS = 50;
 const QUEUE = "bench";
+/** Batches each instance produces and reads back before the clock starts. */
+const WARM_BATCHES = 20;
 
 /** The storage of one run: serve's config entries (`dir` or `storage`), and what removes it afterwards. */
 export interface RunStorage {
@@ -49,9 +51,8 @@ export function vqueueInstances(label: string, instances: number, work: Workload
         for (const s of started) if (s.status === "fulfilled") servers.push(s.value);
         for (const s of started) if (s.status === "rejected") throw s.reason;
         const ports = servers.map((s) => s.port);
-        const declared = await call(agent, ports[0]!, "PUT", `/api/v1/queues/${QUEUE}`, JSON.stringify({ partitions: work.partitions }), { "content-type": "application/json" });
-        if (declared.status === 405) throw new Error("not yet measured: this build cannot declare a partitioned queue over HTTP (branch partitions-http not merged)");
-        if (declared.status !== 201 && declared.status !== 200) throw new Error(`declare ${QUEUE} with ${work.partitions} partitions: ${declared.status} ${declared.body}`);
+        await declare(agent, ports[0]!, QUEUE, work.partitions);
+        await warmUp(agent, ports, work, batches);
         const measured = await measure(agent, ports, work, batches, consumeFailed);
         consumeFailed ??= measured.consumeFailed;
         return measured;
@@ -62,6 +63,42 @@ export function vqueueInstances(label: string, instances: number, work: Workload
     },
     close: async () => agent.destroy(),
   };
+}
+
+async function declare(agent: Agent, port: number, queue: string, partitions: number): Promise<void> {
+  const res = await call(agent, port, "PUT", `/api/v1/queues/${queue}`, JSON.stringify({ partitions }), { "content-type": "application/json" });
+  if (res.status === 405) throw new Error("not yet measured: this build cannot declare a partitioned queue over HTTP (branch partitions-http not merged)");
+  if (res.status !== 201 && res.status !== 200) throw new Error(`declare ${queue} with ${partitions} partitions: ${res.status} ${res.body}`);
+}
+
+/**
+ * Before the clock: every instance produces WARM_BATCHES batches to a queue of its own kind
+ * and reads all of them back with a consumer of its own, so that each process's produce and
+ * consume paths are compiled (a fresh process is slow for its first thousands of messages, and
+ * N processes pay it N times: not what the bench is about).
+ */
+async function warmUp(agent: Agent, ports: number[], work: Workload, batches: Batch[]): Promise<void> {
+  await declare(agent, ports[0]!, "warm", work.partitions);
+  await Promise.all(ports.map(async (port) => {
+    for (const batch of batches.slice(0, WARM_BATCHES)) {
+      const res = await call(agent, port, "POST", "/api/v1/queues/warm/messages", batch.body, { "content-type": BATCH_CONTENT_TYPE });
+      if (res.status !== 201) throw new Error(`warm-up produce on port ${port}: ${res.status} ${res.body}`);
+    }
+  }));
+  const total = ports.length * batches.slice(0, WARM_BATCHES).reduce((n, b) => n + b.payloads.length, 0);
+  await Promise.all(ports.map(async (port, i) => {
+    const deadline = performance.now() + 20_000;
+    let cursor: string | undefined;
+    for (let got = 0; got < total; ) {
+      if (performance.now() > deadline) throw new Error(`warm-up consume on port ${port}: ${got} of ${total} messages in 20 s`);
+      const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
+      const res = await call(agent, port, "GET", `/api/v1/queues/warm/consumers/w${i}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
+      if (res.status !== 200) throw new Error(`warm-up consume on port ${port}: ${res.status} ${res.body}`);
+      const batch = readBatch(res);
+      cursor = batch.cursor;
+      got += batch.payloads.length;
+    }
+  }));
 }
 
 async function measure(agent: Agent, ports: number[], work: Workload, batches: Batch[], consumeFailed: string | undefined): Promise<Measured> {
@@ -99,6 +136,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
   const seen = new Uint8Array(work.messages);
   const state = { distinct: 0, duplicates: 0, empty: 0 };
   const perInstance = ports.map(() => 0);
+  const firstAt = ports.map(() => Number.NaN);
   const t1 = performance.now();
   const deadline = t1 + CONSUME_LIMIT_MS;
   await Promise.all(
@@ -123,6 +161,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
         // The request committed the previous cursor: what is left to commit is this batch's.
         cursor = batch.cursor;
         perInstance[instance]! += batch.payloads.length;
+        if (batch.payloads.length > 0 && Number.isNaN(firstAt[instance])) firstAt[instance] = performance.now() - t1;
         if (batch.payloads.length === 0) state.empty++;
         for (const data of batch.payloads) {
           const id = payloadId(data);
@@ -135,7 +174,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
       if (last.status !== 200) throw new Error(`commit on port ${port}: ${last.status} ${last.body}`);
     }),
   );
-  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, emptyPolls: state.empty };
+  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, firstMs: firstAt, emptyPolls: state.empty };
 }
 
 /** Counts a refused request by "<status> <error code>" (the first of each said on stderr); returns the code. */

@@ -37,6 +37,7 @@ const suites = [
   optional("life", "life.ts", "runLifeBench"),
   optional("shared", "shared.ts", "runSharedBench"),
   optional("dashboard", "dashboard.ts", "runDashboardBench"),
+  optional("instances", "instances.ts", "runInstancesBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

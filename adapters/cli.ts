@@ -3,6 +3,7 @@ import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
 import { browse } from "./commands/browse";
 import { consume, tail } from "./commands/consume";
+import { create } from "./commands/create";
 import { del } from "./commands/delete";
 import { dlq, redrive } from "./commands/dlq";
 import { ack, extend, lease, nack } from "./commands/lease";
@@ -14,7 +15,7 @@ import { serve } from "./commands/serve";
 import { stat } from "./commands/stat";
 import { describeError } from "./commands/_errors";
 
-const commands = { serve, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<string, CommandDef>;
+const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<string, CommandDef>;
 
 // An expected error (bad input, bad config, a file that is not there, a lock held...) is one
 // clear message and exit code 1; only a real bug keeps its stack (citty prints it).

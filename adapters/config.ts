@@ -73,7 +73,8 @@ export interface VQueueConfig {
   shared?: SharedSettings;
   /**
    * Per-queue settings: `retention` replaces the default for the queues named (none when not given), `shared` is laid
-   * over `shared`: `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 } } }`.
+   * over `shared`, `partitions` declares the queue partitioned at start:
+   * `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 }, "partitions": 6 } }`.
    */
   queues?: Record<string, QueueSettings>;
   /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000 }` (see the README, "Monitoring"). */

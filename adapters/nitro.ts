@@ -122,7 +122,29 @@ function pluginCode(name: string): string {
 
 // Nitro v3: h3 v2 takes a `{ fetch }` object; only the web Request crosses (Nitro's h3 is not ours).
 function nitro3HandlerCode(name: string): string {
-  return [`import { vQueueFetch } from "v-queue/nitro";`, `export default { fetch: (request) => vQueueFetch(${JSON.stringify(name)}, request) };`].join("\n");
+  return [`import { disconnectSignal, vQueueFetch } from "v-queue/nitro";`, `export default { fetch: (request) => vQueueFetch(${JSON.stringify(name)}, request, disconnectSignal(request)) };`].join("\n");
+}
+
+/**
+ * The client going away, for Nitro v3 on Node: the response's `close` before it finished. Not
+ * `request.signal`: srvx 0.8 (Nitro 3.0.0) aborts it on the request's `close`, which Node emits
+ * once the body is read, so every POST with a body looked abandoned (a lease nacked what it
+ * took and answered none). Elsewhere (no Node response): undefined, the request's own signal.
+ */
+export function disconnectSignal(request: Request): AbortSignal | undefined {
+  const res = (request as { runtime?: { node?: { res?: NodeResponseLike } } }).runtime?.node?.res;
+  if (!res || typeof res.once !== "function") return undefined;
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** What `disconnectSignal` needs of a Node `ServerResponse` (no Node types in the generated code's path). */
+interface NodeResponseLike {
+  readonly writableFinished: boolean;
+  once(event: "close", listener: () => void): unknown;
 }
 
 // nitropack 2: "h3" here is the host's h3 v1. Its web request has no disconnect signal: the
@@ -144,8 +166,8 @@ function nitro2HandlerCode(name: string): string {
 
 /** What `push` answers: the body of the API's produce response (202's for a delayed push). */
 export type VQueuePushResult = ProduceResponse;
-/** `push` with a delay or a key (see the engine's `produce`): `replayed` when the key was accepted before. */
-export type VQueueProduceResult = ProduceResult;
+/** `push` with a delay or a key (see the engine's `produce`): `replayed` when the key was accepted before; `partition` on a partitioned queue. */
+export type VQueueProduceResult = ProduceResult & { partition?: number };
 
 /** One mounted v-queue: the HTTP handler and its open queues. */
 export interface VQueueInstance {
@@ -172,8 +194,8 @@ export interface VQueueInstance {
    * process: the client's `worker` (same options, same messages) on the engine instead of HTTP.
    */
   worker<T = never>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options?: WorkerOptions): Worker;
-  /** Pushes with a delay (`delayMs`, `at`) and/or an idempotency key (`key`), as the API's produce. */
-  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<VQueueProduceResult>;
+  /** Pushes with a delay (`delayMs`, `at`) and/or an idempotency key (`key`), as the API's produce; to a partitioned queue with `partitionKey` (the only way: `push` refuses one). */
+  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions & { partitionKey?: string }): Promise<VQueueProduceResult>;
   /** Ends long polls, lets writes in flight finish, closes every queue. */
   close(): Promise<void>;
 }
@@ -211,7 +233,13 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     const driver = await resolveDriver({ storage, dir }, NITRO_DEFAULT_DIR);
     // The Node process series when the host has node:fs (Nitro's Node presets); none elsewhere.
     const metrics = await import("./process-stats").then(({ withProcessStats }) => withProcessStats(appOptions.metrics), () => appOptions.metrics);
-    return createQueueHandler({ ...appOptions, metrics, driver, auth });
+    const created = createQueueHandler({ ...appOptions, metrics, driver, auth });
+    // The partitioned queues of `queues`, declared before the first request (a conflict stops this instance).
+    await created.ready().catch(async (error: unknown) => {
+      await created.close();
+      throw error;
+    });
+    return created;
   })();
   handler.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
 
@@ -248,7 +276,7 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
     worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) => engineWorker(handler, queue, consumer, run, workerOptions),
-    async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions) {
+    async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions & { partitionKey?: string }) {
       return (await handler).produce(queue, messages, produceOptions);
     },
     async route(request: Request, signal?: AbortSignal) {
@@ -307,9 +335,10 @@ function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueue
   parseEach(o.limits);
   parseEach(o.retention);
   parseEach(o.shared);
-  for (const settings of Object.values((o.queues ?? {}) as Record<string, { retention?: unknown; shared?: unknown }>)) {
+  for (const settings of Object.values((o.queues ?? {}) as Record<string, { retention?: unknown; shared?: unknown; partitions?: unknown }>)) {
     parseEach(settings?.retention);
     parseEach(settings?.shared);
+    if (settings?.partitions !== undefined) settings.partitions = parse(settings.partitions);
   }
   return { ...o, prefix: normalizePrefix(String(o.prefix ?? "/_queue")), dir: String(o.dir ?? ""), storage: String(o.storage ?? "") } as VQueueRuntimeOptions;
 }

@@ -64,6 +64,7 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
   });
   let listener: Listener;
   try {
+    await handler.ready();
     listener = await listen(toNodeHandler(handler.app) as RequestListener, {
       hostname: host,
       port,

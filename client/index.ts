@@ -12,6 +12,7 @@ import type {
   RedriveResponse,
   ConsumeResponse,
   ConsumerListResponse,
+  DeclareQueueResponse,
   DeleteConsumerResponse,
   DeleteQueueResponse,
   ErrorResponse,
@@ -114,6 +115,12 @@ export interface ProduceOptions {
   idempotencyKey?: string;
   /** `"binary"` sends a binary batch; `"json"` a JSON body (bytes as base64). @default "binary" when there are bytes, else "json" */
   format?: "json" | "binary";
+  /**
+   * A partitioned queue only: the key that picks the partition (`Partition-Key`), so every
+   * message of one key goes to one partition, in order. The whole call goes to that partition.
+   * @default none: with the idempotency key's partition, or any this server writes
+   */
+  partitionKey?: string;
 }
 
 export interface VQueueClient {
@@ -141,6 +148,11 @@ export interface VQueueClient {
   produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse>;
   /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
   produce<M>(queue: string, messages: M & ProduceInput<M>, options: ProduceOptions): Promise<ProduceResponse | DelayedProduceResponse>;
+  /**
+   * Declares `queue` partitioned with `partitions` partitions (the admin right): `created` false
+   * when it already was so; 409 `E_CONFLICT` when it is declared otherwise or is an ordinary queue.
+   */
+  declare(queue: string, options: { partitions: number; signal?: AbortSignal }): Promise<DeclareQueueResponse>;
   /** Deletes a consumer's saved position (the admin right; 409 while another process reads it). */
   deleteConsumer(queue: string, consumer: string): Promise<DeleteConsumerResponse>;
   /** Deletes a queue: messages, consumers, files (the admin right; 409 while another process has it open). */
@@ -226,6 +238,7 @@ export function createClient(options: ClientOptions): VQueueClient {
         let cursor: string | undefined;
         let missed = 0;
         let status = 0;
+        let type = "";
         const body = await request<ArrayBuffer>(`${c(queue, consumer)}/messages`, {
           ...common,
           headers: { accept: BATCH_CONTENT_TYPE },
@@ -234,13 +247,15 @@ export function createClient(options: ClientOptions): VQueueClient {
             cursor = response.headers.get("x-vq-cursor") ?? undefined;
             missed = Number(response.headers.get("x-vq-missed") ?? 0) || 0;
             status = response.status;
+            type = response.headers.get("content-type") ?? "";
           },
         });
+        // A partitioned queue answers JSON (the binary framing has no partition).
+        if (type.startsWith("application/json")) return fromConsumeJSON(JSON.parse(new TextDecoder().decode(body)) as ConsumeResponse, opts.json ?? false);
         const messages = decodeResponseBatch(new Uint8Array(body), status).map((r) => fromBatchRecord(r, opts.json ?? false));
         return { messages, cursor, missed };
       }
-      const body = await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common);
-      return { messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), cursor: body.cursor ?? undefined, missed: body.missed ?? 0 };
+      return fromConsumeJSON(await request<ConsumeResponse>(`${c(queue, consumer)}/messages`, common), opts.json ?? false);
     }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
@@ -273,6 +288,7 @@ export function createClient(options: ClientOptions): VQueueClient {
       return send(body, { "content-type": "application/json" });
     },
 
+    declare: (queue, opts) => request(q(queue), { method: "PUT", body: { partitions: opts.partitions }, idempotent: true, signal: opts.signal }),
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
     deleteQueue: (queue) => request(q(queue), { method: "DELETE" }),
     purge: (queue) => request(`${q(queue)}/purge`, { method: "POST" }),
@@ -304,6 +320,10 @@ export function createClient(options: ClientOptions): VQueueClient {
 }
 
 // --- Internal helpers ---
+
+function fromConsumeJSON(body: ConsumeResponse, parseJSON: boolean): { messages: AnyClientMessage[]; cursor: string | undefined; missed: number } {
+  return { messages: body.messages.map((m) => fromJSONMessage(m, parseJSON)), cursor: body.cursor ?? undefined, missed: body.missed ?? 0 };
+}
 
 function basicAuth(username: string, password: string): string {
   // RFC 7617 with charset UTF-8: base64 of the UTF-8 bytes of "user:pass".

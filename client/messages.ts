@@ -3,8 +3,8 @@ import { fromBase64 } from "../protocol/base64";
 import type { BatchRecord } from "../protocol/binary";
 import { cursorAfter } from "../protocol/cursor";
 
-/** Where a message is, and how to commit it: the API's own fields (`protocol/api.ts`). */
-type MessageMeta = Pick<MessageJSON, "part" | "offset" | "seq" | "cursor">;
+/** Where a message is, and how to commit it: the API's own fields (`protocol/api.ts`); `partition` on a partitioned queue. */
+type MessageMeta = Pick<MessageJSON, "partition" | "part" | "offset" | "seq" | "cursor">;
 
 /** A text message (JSON included, as its text). */
 export interface TextMessage extends MessageMeta {
@@ -51,8 +51,11 @@ export type AnyClientMessage = ClientMessage | ClientMessage<unknown>;
 
 export function fromJSONMessage(message: MessageJSON, parseJSON: boolean): AnyClientMessage {
   const { part, offset, seq, cursor } = message;
-  if (message.encoding === "base64") return { part, offset, seq, type: "object", data: fromBase64(message.data)!, cursor };
-  return textMessage(part, offset, seq, message.data, cursor, parseJSON);
+  const out: AnyClientMessage =
+    message.encoding === "base64" ? { part, offset, seq, type: "object", data: fromBase64(message.data)!, cursor } : textMessage(part, offset, seq, message.data, cursor, parseJSON);
+  // Only on a partitioned queue's messages (no `partition: undefined` on the others).
+  if (message.partition !== undefined) out.partition = message.partition;
+  return out;
 }
 
 export function fromBatchRecord(record: BatchRecord, parseJSON: boolean): AnyClientMessage {

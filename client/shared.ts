@@ -1,8 +1,8 @@
-import type { AckResponse, ExtendResponse, NackResponse, RedriveResponse } from "../protocol/api";
+import type { AckResponse, ExtendResponse, LeasedMessageJSON, LeaseResponse, NackResponse, RedriveResponse } from "../protocol/api";
 import { BATCH_CONTENT_TYPE, decodeLeases, leaseToken, type LeaseRecord } from "../protocol/binary";
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError } from "./errors";
-import { textOrJSON, type ClientMessage } from "./messages";
+import { fromJSONMessage, textOrJSON, type ClientMessage } from "./messages";
 
 /** What a leased message carries beside its body: how to ack it, and how often it came. */
 export interface LeaseInfo {
@@ -63,6 +63,7 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
       if (opts.leaseMs !== undefined) body.leaseMs = opts.leaseMs;
       if (opts.timeoutMs) body.timeoutMs = opts.timeoutMs;
       let status = 0;
+      let type = "";
       const raw = await request<ArrayBuffer>(`${c(queue, consumer)}/lease`, {
         method: "POST",
         body,
@@ -70,10 +71,15 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
         responseType: "arrayBuffer",
         signal: opts.signal,
         extraTimeout: opts.timeoutMs ?? 0,
-        onResponse: ({ response }: { response: Response }) => void (status = response.status),
+        onResponse: ({ response }: { response: Response }) => void ((status = response.status), (type = response.headers.get("content-type") ?? "")),
       });
-      const { now, records } = decodeLeaseAnswer(new Uint8Array(raw), status);
       const json = opts.json ?? false;
+      // A partitioned queue answers JSON (the binary framing has no partition).
+      if (type.startsWith("application/json")) {
+        const answer = JSON.parse(new TextDecoder().decode(raw)) as LeaseResponse;
+        return { messages: answer.messages.map((m) => fromLeaseJSON(m, json)), leaseMs: answer.messages.length > 0 ? answer.messages[0]!.leaseUntil - answer.now : 0 };
+      }
+      const { now, records } = decodeLeaseAnswer(new Uint8Array(raw), status);
       return { messages: records.map((r) => fromLeaseRecord(r, json)), leaseMs: records.length > 0 ? records[0]!.leaseUntil - now : 0 };
     },
     ack: (queue: string, consumer: string, list: string | string[], opts: { signal?: AbortSignal } = {}) =>
@@ -97,6 +103,13 @@ export function fromLeaseRecord(record: LeaseRecord, parseJSON: boolean): AnyLea
   if (typeof data !== "string") return { part, offset, seq, type: "object", data, lease, deliveries, leaseUntil };
   if (!parseJSON) return { part, offset, seq, type: "string", data, lease, deliveries, leaseUntil };
   return { part, offset, seq, ...textOrJSON(data, true), lease, deliveries, leaseUntil } as AnyLeasedMessage;
+}
+
+/** A leased message of a JSON lease answer (a partitioned queue's: with its `partition`). */
+function fromLeaseJSON(m: LeasedMessageJSON, parseJSON: boolean): AnyLeasedMessage {
+  const { lease, deliveries, leaseUntil } = m;
+  const { cursor: _, ...message } = fromJSONMessage({ ...m, cursor: "" }, parseJSON);
+  return { ...message, lease, deliveries, leaseUntil } as AnyLeasedMessage;
 }
 
 /** A lease answer the client cannot read is the server's fault: `E_RESPONSE`. */

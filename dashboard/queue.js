@@ -74,6 +74,8 @@ export function queueView(app, name) {
       card("Messages", count(q.messages)),
       card("On disk", bytes(q.bytes)),
       card("Parts", count(q.parts)),
+      // A partitioned queue: its numbers are summed over its partitions (each one's page: <queue>.p<k>).
+      ...(q.partitions ? [card("Partitions", count(q.partitions))] : []),
       card("Consumers", count(q.consumers)),
       card("Produced /s", rate(q.produceRate), "produce"),
       card("Consumed /s", rate(q.consumeRate), "consume"),

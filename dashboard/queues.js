@@ -96,9 +96,11 @@ export function queuesView(app) {
     let html = "";
     for (const q of rows.slice(0, state.limit)) {
       const lagBy = q.maxLag > 0 && q.maxLagConsumer ? `<small class="muted">${esc(q.maxLagConsumer)}</small>` : "";
+      // A partitioned queue: one row, its numbers summed over its partitions.
+      const partitions = q.partitions ? ` <span class="badge">${count(q.partitions)} partitions</span>` : "";
       html +=
         // Without read (write only), its page would answer 403: the name is not a link.
-        `<tr><th scope="row">${q.rights.includes("read") ? `<a href="${esc(queueHref(q.name))}">${esc(q.name)}</a>` : esc(q.name)}</th>` +
+        `<tr><th scope="row">${q.rights.includes("read") ? `<a href="${esc(queueHref(q.name))}">${esc(q.name)}</a>` : esc(q.name)}${partitions}</th>` +
         `<td class="num">${count(q.messages)}</td><td class="num${q.maxLag > 0 ? " lag" : ""}">${count(q.maxLag)}${lagBy}</td>` +
         `<td class="num wide">${bytes(q.bytes)}</td><td class="num wide">${count(q.parts)}</td>` +
         `<td class="num">${rate(q.produceRate)}</td><td class="num">${rate(q.consumeRate)}</td>` +

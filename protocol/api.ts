@@ -25,6 +25,8 @@ export type HttpErrorCode =
   | "E_TOO_LARGE"
   /** A content type this route does not take (415). */
   | "E_MEDIA_TYPE"
+  /** What the request would make conflicts with what exists: a queue declared with another partition count, or an ordinary queue of that name (409). */
+  | "E_CONFLICT"
   /** The server is shutting down (503). */
   | "E_SHUTDOWN"
   /** Out of file descriptors (EMFILE/ENFILE), or `maxConsumers` busy at once: retry after `Retry-After` seconds (503). */
@@ -41,6 +43,8 @@ export interface MessagePositionJSON {
 
 /** A message as the JSON API gives it. */
 export interface MessageJSON extends MessagePositionJSON {
+  /** A partitioned queue's message: its partition (`part`, `offset`, `seq` are positions in it; `cursor` is `p<partition>:...`). */
+  partition?: number;
   type: "string" | "object";
   /** Text for `string` messages; base64 for `object` (bytes) messages. */
   data: string;
@@ -73,6 +77,22 @@ export interface QueueInfoResponse {
   messages: number;
   bytes: number;
   consumers: number;
+  /** A partitioned queue: its partition count (totals summed over them; `id` and `count_pushed` 0), and each partition's numbers. */
+  partitions?: number;
+  partitionQueues?: { name: string; partition: number; id: number; parts: number; messages: number; bytes: number }[];
+}
+
+/** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (README, "Partitioned queues"). */
+export interface DeclareQueueRequest {
+  /** 1 to 1024; never changes once declared. */
+  partitions: number;
+}
+
+/** `PUT /api/v1/queues/{queue}`: 201 when this request declared it, 200 when it already was so. */
+export interface DeclareQueueResponse {
+  queue: string;
+  partitions: number;
+  created: boolean;
 }
 
 /** One consumer in `GET /api/v1/queues/{queue}/consumers`. */
@@ -174,6 +194,8 @@ export interface ProduceResponse {
   count: number;
   first: MessagePositionJSON;
   last: MessagePositionJSON;
+  /** A partitioned queue: the partition the batch went to (`first` and `last` are positions in it). */
+  partition?: number;
 }
 
 /**
@@ -184,6 +206,8 @@ export interface ProduceResponse {
 export interface DelayedProduceResponse {
   queue: string;
   count: number;
+  /** A partitioned queue: the partition the batch will enter. */
+  partition?: number;
   delayed: {
     /** When the messages enter the queue: ISO 8601. */
     until: string;
@@ -231,7 +255,7 @@ export interface LeaseRequest {
 
 /** A leased message: ack, nack or extend it with `lease`. */
 export interface LeasedMessageJSON extends Omit<MessageJSON, "cursor"> {
-  /** The lease token `"<part>.<offset>.<lease>"`. */
+  /** The lease token `"<part>.<offset>.<lease>"`; of a partitioned queue `"p<partition>:<part>.<offset>.<lease>"`. */
   lease: string;
   /** Times it was handed out, this one included. */
   deliveries: number;
@@ -341,6 +365,8 @@ export interface QueueOverviewJSON {
   consumedTotal: number;
   /** What the asking user may do on it. */
   rights: RightName[];
+  /** A partitioned queue: its partition count (the numbers above are summed over its partitions). */
+  partitions?: number;
   /** With `?history=N`: the last N samples. */
   history?: HistoryJSON;
 }
@@ -398,7 +424,10 @@ export interface ConsumerOverviewJSON {
 /** `GET /api/v1/queues/{queue}/overview[?history=N]` */
 export interface QueueDetailResponse {
   queue: QueueOverviewJSON;
+  /** Its parts (none for a partitioned queue: see each partition, by its name `<queue>.p<k>`). */
   parts: PartOverviewJSON[];
+  /** A partitioned queue: each partition's row (as a queue's, named `<queue>.p<k>`), with its index. */
+  partitions?: (QueueOverviewJSON & { partition: number })[];
   consumers: ConsumerOverviewJSON[];
   /** Its shared consumers' dead-letter queue (`<queue>.dead` unless configured) when it exists and the user may read it. */
   deadLetterQueue: string | null;

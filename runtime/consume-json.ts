@@ -27,14 +27,16 @@ const SPECIAL = new Uint8Array(256).fill(1, 0, 0x20).fill(1, 0x80);
 SPECIAL[Q] = SPECIAL[BACKSLASH] = 1;
 
 const PART = encoder.encode('{"part":');
+const PARTITION = encoder.encode('{"partition":');
+const PARTITION_PART = encoder.encode(',"part":');
 const OFFSET = encoder.encode(',"offset":');
 const SEQ = encoder.encode(',"seq":');
 const STRING_DATA = encoder.encode(',"type":"string","data":');
 const OBJECT_DATA = encoder.encode(',"type":"object","data":"');
 const BASE64_END = encoder.encode('","encoding":"base64"');
 const CURSOR = encoder.encode(',"cursor":"');
-/** Room for a message's fixed parts: keys, five integers, punctuation. */
-const MESSAGE_OVERHEAD = 200;
+/** Room for a message's fixed parts: keys, six integers, punctuation. */
+const MESSAGE_OVERHEAD = 240;
 
 /**
  * `JSON.stringify(ConsumeResponse)` as UTF-8 bytes, from messages read with `raw: true`
@@ -66,7 +68,14 @@ export function encodeMessagesJSON(headText: string, messages: Message[]): Uint8
     const room = MESSAGE_OVERHEAD + (m.type === "object" ? Math.ceil(m.size / 3) * 4 : data === undefined ? m.size * 6 : data.length * 6);
     if (at + room + 2 > buf.length) buf = grow(buf, at, room + 2);
     if (i > 0) buf[at++] = 0x2c; // ,
-    at = put(buf, at, PART);
+    // A partitioned queue's message: its partition first, and its cursor names it ("p3:0.78.3").
+    const partition = (m as { partition?: number }).partition;
+    if (partition === undefined) at = put(buf, at, PART);
+    else {
+      at = put(buf, at, PARTITION);
+      at = putInteger(buf, at, partition);
+      at = put(buf, at, PARTITION_PART);
+    }
     at = putInteger(buf, at, m.part);
     at = put(buf, at, OFFSET);
     at = putInteger(buf, at, m.offset);
@@ -84,6 +93,11 @@ export function encodeMessagesJSON(headText: string, messages: Message[]): Uint8
     }
     // cursorAfter(m) (protocol/cursor.ts), written as bytes; test/protocol/cursor.test.ts checks they agree.
     at = put(buf, at, CURSOR);
+    if (partition !== undefined) {
+      buf[at++] = 0x70; // p
+      at = putInteger(buf, at, partition);
+      buf[at++] = 0x3a; // :
+    }
     at = putInteger(buf, at, m.part);
     buf[at++] = 0x2e; // .
     at = putInteger(buf, at, m.offset + HEADER_SIZE + (m.stored ?? m.size));

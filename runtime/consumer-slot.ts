@@ -141,7 +141,7 @@ export class ConsumerSlot {
 // --- Internal helpers ---
 
 /** A FIFO lock whose waiters can give up (abort). */
-class Mutex {
+export class Mutex {
   #locked = false;
   #waiters: (() => void)[] = [];
 

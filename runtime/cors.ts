@@ -12,10 +12,10 @@ export interface CorsOptions {
   maxAge?: number;
 }
 
-const METHODS = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"];
-const ALLOWED_HEADERS = ["authorization", "content-type", "accept", "idempotency-key"];
+const METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS"];
+const ALLOWED_HEADERS = ["authorization", "content-type", "accept", "idempotency-key", "partition-key"];
 // The binary consume response carries its cursor, count and missed messages in headers; a replayed produce says so in one.
-const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count", "x-vq-missed", "idempotency-replayed"];
+const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count", "x-vq-missed", "idempotency-replayed", "retry-after"];
 
 export function corsMiddleware(options: CorsOptions): Middleware {
   const maxAge = String(options.maxAge ?? 600);

@@ -58,6 +58,8 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
     status = err.code === "E_IO" && isOutOfSpace(err) ? 507 : (ENGINE_STATUS[err.code] ?? 500);
     code = err.code;
     message = err.message;
+    // Another instance writes now: a retry (after the hand-over) succeeds, here or there.
+    if (err.code === "E_FENCED") headers = { "retry-after": String(BUSY_RETRY_AFTER) };
   } else if (isHttpError(err) && err.status < 500) {
     // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
     status = err.status;
@@ -68,8 +70,8 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
     code = "E_INTERNAL";
     message = "Internal server error (logged by the server).";
   }
-  // E_BUSY is expected under load, and the registry warns when it starts.
-  if (status >= 500 && code !== "E_BUSY") logger.error(`${LOG_PREFIX} [http]`, err);
+  // E_BUSY is expected under load (the registry warns when it starts); E_FENCED after a hand-over (counted in the metrics).
+  if (status >= 500 && code !== "E_BUSY" && code !== "E_FENCED") logger.error(`${LOG_PREFIX} [http]`, err);
   return jsonError(status, code, message, headers);
 }
 

@@ -6,6 +6,7 @@ import { H3 } from "h3";
 import type { MessageInput, MessagePosition } from "../src/message";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { assertName } from "../src/names";
+import { VQueueError } from "../src/errors";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { requestLogMiddleware } from "./log";
@@ -47,8 +48,19 @@ export interface QueueHandler {
    * closed (and is then opened again).
    */
   sharedConsumer(queue: string, name: string): Promise<SharedSlot>;
-  /** `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's `QueueWriter.produce`. */
-  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions): Promise<ProduceResult>;
+  /**
+   * `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's
+   * `QueueWriter.produce`. On a partitioned queue (the only way to write one from here: `push`
+   * refuses it), the batch goes to one partition: `partitionKey`'s, else the idempotency key's,
+   * else one this server holds; the result says which (`partition`).
+   */
+  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions & { partitionKey?: string }): Promise<ProduceResult & { partition?: number }>;
+  /**
+   * Declares the queues the `queues` option makes partitioned (once; requests wait for it
+   * anyway). Rejects when one exists with another count or as an ordinary queue: a host awaits
+   * it before serving, so a wrong setup stops the start.
+   */
+  ready(): Promise<void>;
   /** Ends long polls, waits for requests in flight (writes included), closes every queue file. */
   close(): Promise<void>;
 }
@@ -90,8 +102,11 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     produce: async (queue, messages, produceOptions) => {
       assertName(queue, "queue");
       const list = Array.isArray(messages) ? messages : [messages];
-      return tracing.traced("send", queue, undefined, undefined, () => list.length, () => registry.produce(queue, list, produceOptions));
+      const partitioned = (await registry.partitions.count(queue)) !== undefined;
+      if (!partitioned && produceOptions.partitionKey !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" is not partitioned: a partitionKey is for a partitioned queue.`);
+      return tracing.traced("send", queue, undefined, undefined, () => list.length, () => (partitioned ? registry.partitionedWriters.produce(queue, list, produceOptions) : registry.produce(queue, list, produceOptions)));
     },
+    ready: () => registry.partitions.startup(),
     close: () => {
       monitor.close();
       return registry.close();

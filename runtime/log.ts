@@ -39,7 +39,7 @@ export function requestLogMiddleware(logger: QueueAppLogger): Middleware {
 
 function changesState(event: H3Event): boolean {
   const method = event.req.method;
-  if (method === "POST" || method === "DELETE") return true;
+  if (method === "POST" || method === "PUT" || method === "DELETE") return true;
   return method === "GET" && event.url.pathname.endsWith("/messages") && event.url.searchParams.has("commit");
 }
 

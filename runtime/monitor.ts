@@ -3,6 +3,8 @@ import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
 import { forEachLimited, listStorage, queueOverview, type QueueOverview } from "../src/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
+import { foldPartitions, sumHistories } from "./partitioned-samples";
+import { partitionName } from "../src/partitions";
 import type { ResolvedQueueAppOptions } from "./options";
 import type { HeldConsumer, QueueRegistry } from "./registry";
 
@@ -56,6 +58,10 @@ export interface QueueSample {
   maxLag: number;
   maxLagConsumer: string | null;
   consumers: ConsumerSample[];
+  /** A partitioned queue's row (partitioned-samples.ts): its partition count; the rest is summed over its partitions. */
+  partitions?: number;
+  /** A partition's row: whose, and which. */
+  partitionOf?: { queue: string; partition: number; partitions: number };
 }
 
 export interface MonitorSnapshot {
@@ -148,6 +154,9 @@ export class Monitor {
 
   /** A queue's last `points` samples of produce and consume rate and worst lag. */
   history(queue: string, points: number): HistoryJSON | undefined {
+    const partitions = this.#last?.queues.find((q) => q.name === queue)?.partitions;
+    // A partitioned queue has no track of its own: its partitions' summed.
+    if (partitions !== undefined) return sumHistories(Array.from({ length: partitions }, (_, i) => this.#tracks.get(partitionName(queue, i))?.history.read(points)));
     return this.#tracks.get(queue)?.history.read(points);
   }
 
@@ -211,7 +220,8 @@ export class Monitor {
       const queue = await queueOverview(driver, name, listed.get(name)!, here && ((_queue, consumer) => here.get(consumer)?.position));
       if (queue) await this.#sampleQueue(queue, held.get(name), Date.now());
     });
-    const queues = [...listed.keys()].sort().flatMap((name) => this.#tracks.get(name)?.sample ?? []);
+    const sampled = [...listed.keys()].sort().flatMap((name) => this.#tracks.get(name)?.sample ?? []);
+    const queues = await foldPartitions(sampled, (queue) => this.#registry.partitions.count(queue));
     return { at: Date.now(), sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues };
   }
 

@@ -8,6 +8,7 @@ import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWi
 import type { ZstdLoader } from "../src/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/retention-options";
 import { isValidQueueName } from "../src/names";
+import { MAX_PARTITIONS, partitionName } from "../src/partitions";
 import { sharedSettingsProblems, type SharedSettings } from "../src/shared-options";
 import type { ProcessStats } from "./metrics/scrape";
 import pkg from "../package.json" with { type: "json" };
@@ -158,6 +159,12 @@ export interface MetricsOptions {
 export interface QueueSettings {
   retention?: RetentionOptions;
   shared?: SharedSettings;
+  /**
+   * Declares the queue partitioned with this many partitions (1 to 1024) when the app starts
+   * (README, "Partitioned queues"): refused at start when it exists with another count or as an
+   * ordinary queue. The count never changes.
+   */
+  partitions?: number;
 }
 
 export interface ResolvedAuth {
@@ -192,6 +199,8 @@ export interface ResolvedQueueAppOptions {
   retentionFor(queue: string): RetentionOptions | undefined;
   /** The shared-consumer settings of a queue: its own (`queues`) over the default (`shared`). */
   sharedFor(queue: string): SharedSettings;
+  /** The queues `queues` declares partitioned, with their counts (declared when the app starts). */
+  declaredPartitions: [queue: string, partitions: number][];
 }
 
 export const DEFAULT_LIMITS: QueueAppLimits = {
@@ -266,6 +275,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
       return own ? own.retention : options.retention;
     },
     sharedFor: (queue) => ({ ...options.shared, ...ownSettings(options.queues, queue)?.shared }),
+    declaredPartitions: Object.entries(options.queues ?? {}).flatMap(([queue, settings]) => (settings.partitions === undefined ? [] : [[queue, settings.partitions] as [string, number]])),
   };
 }
 
@@ -275,10 +285,16 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
   if (typeof queues !== "object" || queues === null || Array.isArray(queues)) return [`Invalid ${path} ${showValue(queues)}: expected an object of queue names, e.g. { "orders": { "retention": { "maxAgeMs": 86400000 } } }.`];
   return Object.entries(queues).flatMap(([name, settings]) => {
     if (!isValidQueueName(name)) return [`Invalid queue name ${showValue(name)} in ${path}.`];
-    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... }, "shared": { ... } }.`];
-    const unknown = Object.keys(settings).filter((key) => key !== "retention" && key !== "shared");
-    const { retention, shared } = settings as { retention?: unknown; shared?: unknown };
-    return [...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention or shared.`), ...retentionProblems(retention, `${path}.${name}.retention`), ...sharedSettingsProblems(shared, `${path}.${name}.shared`)];
+    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... }, "shared": { ... }, "partitions": P }.`];
+    const unknown = Object.keys(settings).filter((key) => key !== "retention" && key !== "shared" && key !== "partitions");
+    const { retention, shared, partitions } = settings as { retention?: unknown; shared?: unknown; partitions?: unknown };
+    return [
+      ...unknown.map((key) => `Unknown key "${path}.${name}.${key}": use retention, shared or partitions.`),
+      ...retentionProblems(retention, `${path}.${name}.retention`),
+      ...sharedSettingsProblems(shared, `${path}.${name}.shared`),
+      ...(partitions === undefined ? [] : [integer(1, MAX_PARTITIONS)(partitions, `${path}.${name}.partitions`)].filter((p) => p !== undefined)),
+      ...(Number.isInteger(partitions) && !isValidQueueName(partitionName(name, (partitions as number) - 1)) ? [`Invalid queue name ${showValue(name)} in ${path}: too long to be partitioned (its partitions are named "${name}.p<k>", at most 128 characters).`] : []),
+    ];
   });
 }
 

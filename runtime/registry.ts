@@ -1,6 +1,7 @@
 // Over 300 lines: the one owner of the server's open writers and consumer slots (ordered and
-// shared: one map, so the cap, idling, EMFILE relief, the kind check and the admin calls that
-// close them treat both alike); the slots themselves are consumer-slot.ts and shared-slot.ts.
+// shared, of ordinary and partitioned queues: one map, so the cap, idling, EMFILE relief, the
+// kind check and the admin calls that close them treat all alike); the slots themselves are
+// consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
 import type { ConsumerPosition } from "../src/cursor";
@@ -16,10 +17,15 @@ import { ConsumerSlot } from "./consumer-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
+import { PartitionedConsumer } from "../src/partitioned-consumer";
+import { PartitionedSharedConsumer } from "../src/partitioned-shared";
+import { PartitionedConsumerSlot, PartitionedSharedSlot } from "./partitioned-slots";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
+import { PartitionDeclarations } from "./partition-declarations";
+import { PartitionedWriters, writerOptions } from "./partitioned-writers";
 
-type Slot = ConsumerSlot | SharedSlot;
+type Slot = ConsumerSlot | SharedSlot | PartitionedConsumerSlot | PartitionedSharedSlot;
 
 /** A consumer held open by this server, as the monitor sees it. */
 export interface HeldConsumer {
@@ -48,6 +54,10 @@ const PRESSURE_MS = 60_000;
  */
 export class QueueRegistry {
   readonly options: ResolvedQueueAppOptions;
+  /** Which queues are partitioned (declared in storage, or by the `queues` option at start). */
+  readonly partitions: PartitionDeclarations;
+  /** The writers of partitioned queues (produce routes there when `partitions.count(queue)` says so). */
+  readonly partitionedWriters: PartitionedWriters;
   #driver: Promise<QueueDriver> | undefined;
   #writers = new Map<string, Promise<QueueWriter>>();
   #consumers = new Map<string, SlotEntry>();
@@ -69,6 +79,8 @@ export class QueueRegistry {
   constructor(options: ResolvedQueueAppOptions, metrics?: ServerMetrics) {
     this.options = options;
     this.#metrics = metrics;
+    this.partitions = new PartitionDeclarations(() => this.driver(), options.declaredPartitions, options.durability !== "none");
+    this.partitionedWriters = new PartitionedWriters(options, () => this.driver(), metrics);
     if (options.consumerIdleMs > 0) {
       // Often enough for the shorter idle time near the cap; a pass only walks the map.
       this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));
@@ -100,19 +112,7 @@ export class QueueRegistry {
     if (!writer) {
       const admin = this.#adminDone(queue);
       writer = admin.then(() => this.driver()).then((driver) =>
-        this.#relieved(() =>
-          QueueWriter.open(queue, {
-            driver,
-            durability: this.options.durability,
-            compression: this.options.compression,
-            compressionDictionary: this.options.compressionDictionary,
-            zstd: this.options.zstd,
-            idempotencyWindowMs: this.options.idempotencyWindowMs,
-            maxDelayed: this.options.maxDelayed,
-            retention: this.options.retentionFor(queue),
-            onProblem: this.options.onProblem,
-          }),
-        ),
+        this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))),
       );
       this.#writers.set(queue, writer);
       writer.catch(() => {
@@ -157,6 +157,7 @@ export class QueueRegistry {
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
+      if (VQueueError.isError(error) && error.code === "E_FENCED" && this.#metrics) this.#metrics.fencedWrites++;
       if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
@@ -175,29 +176,34 @@ export class QueueRegistry {
   /** The consumer's slot, opened (and the consumer created) on first use. */
   consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
     return this.#slot(queue, name, "ordered", (driver) =>
-      QueueConsumer.open(queue, name, {
-        driver,
-        create,
-        start: this.options.start,
-        syncCommits: this.options.syncCommits,
-        zstd: this.options.zstd,
-        onProblem: this.options.onProblem,
-      }).then((consumer) => new ConsumerSlot(consumer, () => void this.#relieve())),
+      QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }).then((consumer) => new ConsumerSlot(consumer, () => void this.#relieve())),
     ) as Promise<ConsumerSlot>;
   }
 
   /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use. */
   shared(queue: string, name: string): Promise<SharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
-      SharedConsumer.open(queue, name, {
-        driver,
-        start: this.options.start,
-        syncCommits: this.options.syncCommits,
-        zstd: this.options.zstd,
-        onProblem: this.options.onProblem,
-        ...this.options.sharedFor(queue),
-      }).then((consumer) => new SharedSlot(consumer, () => void this.#relieve())),
+      SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then((consumer) => new SharedSlot(consumer, () => void this.#relieve())),
     ) as Promise<SharedSlot>;
+  }
+
+  /** The slot of ordered consumer `name` of partitioned queue `queue`: the partitions this server can hold (hand-over with other instances). */
+  partitionedConsumer(queue: string, name: string): Promise<PartitionedConsumerSlot> {
+    return this.#slot(queue, name, "ordered", (driver) =>
+      PartitionedConsumer.open(queue, name, this.#consumerOptions(driver)).then((consumer) => new PartitionedConsumerSlot(consumer, () => void this.#relieve())),
+    ) as Promise<PartitionedConsumerSlot>;
+  }
+
+  /** The slot of shared consumer `name` of partitioned queue `queue`. */
+  partitionedShared(queue: string, name: string): Promise<PartitionedSharedSlot> {
+    return this.#slot(queue, name, "shared", (driver) =>
+      PartitionedSharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then((consumer) => new PartitionedSharedSlot(consumer, () => void this.#relieve())),
+    ) as Promise<PartitionedSharedSlot>;
+  }
+
+  #consumerOptions(driver: QueueDriver) {
+    const { start, syncCommits, zstd, onProblem } = this.options;
+    return { driver, start, syncCommits, zstd, onProblem };
   }
 
   /** Live stats of the shared consumers of `queue` this server holds open, by name. */
@@ -219,7 +225,8 @@ export class QueueRegistry {
     const out = new Map<string, Map<string, HeldConsumer>>();
     for (const [key, entry] of this.#consumers) {
       const slot = entry.slot;
-      if (!slot || slot.stopped) continue;
+      // A partitioned queue's consumers: their positions are per partition (the monitor reads those).
+      if (!slot || slot.stopped || slot instanceof PartitionedConsumerSlot || slot instanceof PartitionedSharedSlot) continue;
       const queue = key.slice(0, key.indexOf("\u0000"));
       let names = out.get(queue);
       if (!names) out.set(queue, (names = new Map()));
@@ -238,6 +245,11 @@ export class QueueRegistry {
         slot.lastUsed = Date.now(); // in use from now: not closed to make room (HANDOUT_GRACE_MS)
         return slot;
       }
+      // Stopped by itself (a partitioned consumer letting its partitions go) and still in the map: the
+      // next turn would find it again, forever. Forgotten as a close is, so the next turn opens anew.
+      const key = `${queue}\u0000${name}`;
+      const entry = this.#consumers.get(key);
+      if (entry?.slot === slot) void this.#closeSlot(key, entry);
     }
   }
 
@@ -288,7 +300,11 @@ export class QueueRegistry {
 
   /** Deletes a queue (see `#administer`): waits on its consumers here end with 404. */
   deleteQueue(queue: string): Promise<DeleteQueueResult> {
-    return this.#administer(queue, "deleted", (driver) => deleteQueue(driver, queue));
+    return this.#administer(queue, "deleted", async (driver) => {
+      const deleted = await deleteQueue(driver, queue);
+      this.partitions.forget(queue);
+      return deleted;
+    });
   }
 
   /** Purges a queue (see `#administer`): waits on its consumers here end empty. */
@@ -307,7 +323,8 @@ export class QueueRegistry {
     // Taken now, before anything waits: a writer or consumer asked for from here on waits for this.
     const writer = this.#writers.get(queue);
     this.#writers.delete(queue);
-    const closing: Promise<unknown>[] = writer ? [writer.then((w) => w.close(), () => {})] : [];
+    // A partitioned queue's writer too (its partitions' locks): the engine deletes or purges each partition.
+    const closing: Promise<unknown>[] = [this.partitionedWriters.closeQueue(queue), ...(writer ? [writer.then((w) => w.close(), () => {})] : [])];
     for (const [key, entry] of this.#consumers) {
       if (!key.startsWith(`${queue}\u0000`)) continue;
       this.#consumers.delete(key);
@@ -354,7 +371,7 @@ export class QueueRegistry {
       await Promise.all([...stopping, ...this.#closingSlots.values()]);
       const writers = [...this.#writers.values()];
       this.#writers.clear();
-      await Promise.all(writers.map((w) => w.then((writer) => writer.close(), () => {})));
+      await Promise.all([...writers.map((w) => w.then((writer) => writer.close(), () => {})), this.partitionedWriters.close()]);
       await (await this.#driver?.catch(() => undefined))?.dispose?.();
     })();
     return this.#closing;

@@ -24,7 +24,7 @@ export type RouteHandler = (event: H3Event, principal: Principal | undefined) =>
  * drops `meta` and adds a validation wrapper we have no schema for.
  */
 export interface ApiRoute {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "PUT" | "POST" | "DELETE";
   /** An h3 pattern: `:queue` and `:consumer` are also the OpenAPI path parameters. */
   route: string;
   /** The OpenAPI operation object (summary, parameters, requestBody, responses). */

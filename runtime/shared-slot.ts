@@ -105,7 +105,7 @@ export class SharedSlot {
 /** One outcome of a batch item: its value, or the error it failed with. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
-async function settleAll<T>(promises: Promise<T>[]): Promise<Settled<T>[]> {
+export async function settleAll<T>(promises: Promise<T>[]): Promise<Settled<T>[]> {
   const out = await Promise.allSettled(promises);
   return out.map((r) => (r.status === "fulfilled" ? { ok: true, value: r.value } : { ok: false, error: r.reason as unknown }));
 }

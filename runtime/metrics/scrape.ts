@@ -44,9 +44,11 @@ const SHARED_SERIES: [string, MetricType, string, (s: NonNullable<ConsumerSample
  */
 export function renderMetrics(snapshot: MonitorSnapshot, server: ServerMetrics, principal: Principal | undefined, process?: ProcessStats): string {
   const out = new Exposition();
-  const queues = snapshot.queues.filter((q) => can(principal, "read", q.name));
-  const queueLabels = queues.map((q) => labels({ queue: q.name }));
-  const consumers = queues.flatMap((q) => q.consumers.map((c) => ({ c, labels: labels({ queue: q.name, consumer: c.name, kind: c.kind }) })));
+  // A partitioned queue by partition (label `partition`), not its summed row: sum() over them gives it, without counting twice.
+  const queues = snapshot.queues.filter((q) => q.partitions === undefined && can(principal, "read", q.partitionOf?.queue ?? q.name));
+  const queueLabel = (q: QueueSample): Record<string, string> => (q.partitionOf ? { queue: q.partitionOf.queue, partition: String(q.partitionOf.partition) } : { queue: q.name });
+  const queueLabels = queues.map((q) => labels(queueLabel(q)));
+  const consumers = queues.flatMap((q) => q.consumers.map((c) => ({ c, labels: labels({ ...queueLabel(q), consumer: c.name, kind: c.kind }) })));
 
   for (const [name, type, help, value] of QUEUE_SERIES) {
     out.family(name, type, help);
@@ -77,6 +79,7 @@ function serverSeries(out: Exposition, server: ServerMetrics): void {
     if (series.duration.count > 0) out.histogram("vqueue_http_request_duration_seconds", labelPairs({ route: series.route, method: series.method }), series.duration);
   }
   out.family("vqueue_http_long_polls_in_flight", "gauge", "Consume and lease requests with a timeout > 0 in progress (parked or answering).").sample("vqueue_http_long_polls_in_flight", "", server.longPolls);
+  out.family("vqueue_fenced_writes_total", "counter", "Produces refused because another instance took this one's writer lock over (E_FENCED, answered 503 with Retry-After).").sample("vqueue_fenced_writes_total", "", server.fencedWrites);
   out.family("vqueue_produce_batch_messages", "histogram", "Messages per produce request.").histogram("vqueue_produce_batch_messages", "", server.produceBatch);
   out.family("vqueue_storage_open_files", "gauge", "Storage handles open (part logs and info records; shared by every reader in the process).");
   for (const kind of ["log", "record"] as const) out.sample("vqueue_storage_open_files", labels({ file: kind }), server.openFiles[kind]);

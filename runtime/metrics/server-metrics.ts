@@ -35,6 +35,8 @@ export class ServerMetrics {
   readonly appendBytes = new Histogram(BYTES_BUCKETS);
   /** Messages of each produce request. */
   readonly produceBatch = new Histogram(BATCH_BUCKETS);
+  /** Produces refused because this instance's writer lock was taken over (E_FENCED): each a 503 the client retries. */
+  fencedWrites = 0;
 
   /** The series of a route and method, made once at registration. */
   route(method: string, route: string): RouteSeries {

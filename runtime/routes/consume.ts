@@ -4,6 +4,8 @@ import { BATCH_CONTENT_TYPE, encodeBatch } from "../../protocol/binary";
 import { cursorAfter, isCursor } from "../../protocol/cursor";
 import { utf8 } from "../../protocol/utf8";
 import { encodeConsumeJSON } from "../consume-json";
+import { formatPartitionedCursor, parsePartitionedCursor } from "../../src/partitioned-cursor";
+import type { PartitionedMessage } from "../../src/partitioned-consumer";
 import { ApiError, JSON_TYPE } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
@@ -48,10 +50,22 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const binaryType = acceptsBinary(event.req.headers.get("accept"));
         // Optional: commit the previous batch in the same round trip.
         const commit = event.url.searchParams.get("commit");
-        if (commit !== null && !isCursor(commit)) {
-          throw new ApiError(400, "E_PARAM", `Invalid commit ${JSON.stringify(commit)}: expected a cursor "<part>.<position>.<count>".`);
-        }
+        const partitions = await ctx.registry.partitions.count(queue);
+        if (commit !== null) checkCursor(commit, partitions, "commit");
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
+        if (partitions !== undefined) {
+          // The binary framing has no partition: a partitioned queue answers JSON whatever Accept asks (content-type says so).
+          const { slot, messages } = await ctx.tracing
+            .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
+              const slot = await ctx.registry.partitionedConsumer(queue, consumer);
+              if (commit !== null) await slot.commit(commit);
+              return { slot, messages: await slot.poll({ max, timeoutMs, signal: event.req.signal }) };
+            })
+            .finally(() => polled?.());
+          const cursor = messages.length > 0 ? formatPartitionedCursor(lastPerPartition(messages)) : undefined;
+          const missed = slot.consumer.takeMissed();
+          return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
+        }
         const { slot, messages } = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
             const slot = await ctx.registry.consumer(queue, consumer);
@@ -84,8 +98,9 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
-        const cursor = await commitCursor(event.req, event.url);
-        const slot = await ctx.registry.consumer(queue, consumer, false);
+        const partitions = await ctx.registry.partitions.count(queue);
+        const cursor = await commitCursor(event.req, event.url, partitions);
+        const slot = partitions === undefined ? await ctx.registry.consumer(queue, consumer, false) : await ctx.registry.partitionedConsumer(queue, consumer);
         const committed = await slot.commit(cursor);
         return json<CommitResponse>({ queue, consumer, committed });
       },
@@ -99,6 +114,10 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
+        if ((await ctx.registry.partitions.count(queue)) !== undefined) {
+          // The partitions this server holds; others rewind where they are held.
+          return json<RewindResponse>({ queue, consumer, cursor: await (await ctx.registry.partitionedConsumer(queue, consumer)).rewind() });
+        }
         const slot = await ctx.registry.consumer(queue, consumer, false);
         return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
       },
@@ -120,6 +139,9 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
+        if ((await ctx.registry.partitions.count(queue)) !== undefined) {
+          throw new ApiError(409, "E_CONFLICT", `Queue "${queue}" is partitioned: a seek would move each partition, held by whichever instance reads it, so it is refused. Seek one partition as an ordinary queue ("${queue}.p<k>") with no instance reading it, or use a new consumer name (it starts at the earliest message).`);
+        }
         const to = await seekTarget(event.req);
         const slot = await ctx.registry.consumer(queue, consumer);
         return json<SeekResponse>({ queue, consumer, cursor: await slot.seek(to) });
@@ -157,8 +179,28 @@ function acceptsBinary(accept: string | null): string | undefined {
   return undefined;
 }
 
+/** Checks a cursor from outside: an ordinary one, or for a partitioned queue a composite one (400 E_PARAM saying what is expected). */
+function checkCursor(cursor: unknown, partitions: number | undefined, name: string): asserts cursor is string {
+  if (partitions === undefined) {
+    if (!isCursor(cursor)) throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(cursor)}: expected a cursor "<part>.<position>.<count>" as given with a message.`);
+    return;
+  }
+  try {
+    parsePartitionedCursor(cursor, partitions);
+  } catch (error) {
+    throw new ApiError(400, "E_PARAM", (error as Error).message);
+  }
+}
+
+/** Each partition's last message of a batch, as cursors (the batch's composite cursor). */
+function lastPerPartition(messages: PartitionedMessage[]): Map<number, string> {
+  const last = new Map<number, string>();
+  for (const m of messages) last.set(m.partition, cursorAfter(m));
+  return last;
+}
+
 /** The cursor to commit up to: `?cursor=`, a JSON `{ "cursor" }` body or a text body; none commits all handed out. */
-async function commitCursor(request: Request, url: URL): Promise<string | undefined> {
+async function commitCursor(request: Request, url: URL, partitions: number | undefined): Promise<string | undefined> {
   let cursor: unknown = url.searchParams.get("cursor") ?? undefined;
   const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
   const text = utf8.decode(body).trim();
@@ -178,8 +220,6 @@ async function commitCursor(request: Request, url: URL): Promise<string | undefi
     } else cursor = text;
   }
   if (cursor === undefined || cursor === null) return undefined;
-  if (!isCursor(cursor)) {
-    throw new ApiError(400, "E_PARAM", `Invalid cursor ${JSON.stringify(cursor)}: expected "<part>.<position>.<count>" as given with a message.`);
-  }
+  checkCursor(cursor, partitions, "cursor");
   return cursor;
 }

@@ -29,7 +29,8 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
         const snapshot = await ctx.monitor.snapshot();
-        const queues = snapshot.queues.filter((q) => can(principal, "read", q.name) || can(principal, "write", q.name)).map((q) => queueJSON(ctx, q, principal, points));
+        // A partitioned queue once (its row sums its partitions); its partitions in its detail.
+        const queues = snapshot.queues.filter((q) => !q.partitionOf && (can(principal, "read", q.name) || can(principal, "write", q.name))).map((q) => queueJSON(ctx, q, principal, points));
         return json<OverviewResponse>({
           version: ctx.options.version,
           user: principal?.username ?? null,
@@ -60,9 +61,12 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
         if (!sample && (await listStorage(await ctx.registry.driver(), (q) => q === queue)).has(queue)) sample = find((snapshot = await ctx.monitor.next()), queue);
         if (!sample) throw new ApiError(404, "E_NOT_FOUND", `Queue "${queue}" does not exist.`);
         const deadLetterQueue = ctx.options.sharedFor(queue).deadLetterQueue ?? `${queue}.dead`;
+        const partitionRows = sample.partitions === undefined ? undefined : snapshot.queues.filter((q) => q.partitionOf?.queue === queue);
         return json<QueueDetailResponse>({
           queue: queueJSON(ctx, sample, principal, points),
-          parts: await partsOf(ctx, queue),
+          // A partitioned queue has no parts of its own: each partition's are under `partitions`.
+          parts: sample.partitions === undefined ? await partsOf(ctx, queue) : [],
+          ...(partitionRows && { partitions: partitionRows.map((q) => ({ partition: q.partitionOf!.partition, ...queueJSON(ctx, q, principal, 0) })) }),
           consumers: sample.consumers.map((c): ConsumerOverviewJSON => ({
             name: c.name,
             kind: c.kind,
@@ -107,6 +111,7 @@ function queueJSON(ctx: RouteContext, q: QueueSample, principal: Principal | und
     producedTotal: q.producedTotal,
     consumedTotal: q.consumedTotal,
     rights,
+    ...(q.partitions !== undefined && { partitions: q.partitions }),
     ...(points > 0 && { history: ctx.monitor.history(q.name, points) }),
   };
 }

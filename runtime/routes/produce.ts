@@ -37,8 +37,10 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
             name: "Idempotency-Key",
             in: "header",
             schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
-            description: "A produce whose key this queue accepted within the server's window (5 minutes by default, across restarts) writes nothing and answers the first answer again, with `Idempotency-Replayed: true`, whatever its body.",
+            description: "A produce whose key this queue accepted within the server's window (5 minutes by default, across restarts) writes nothing and answers the first answer again, with `Idempotency-Replayed: true`, whatever its body. On a partitioned queue without a partition key, it also picks the partition (a retry lands where the first try did).",
           },
+          { name: "Partition-Key", in: "header", schema: { type: "string", minLength: 1, maxLength: 1024 }, description: "A partitioned queue only: the batch goes to partition crc32(key) mod P (one key, one partition, its order kept). Also `?partitionKey=` or a `partitionKey` field of the JSON envelope; one of them." },
+          { name: "partitionKey", in: "query", schema: { type: "string", minLength: 1, maxLength: 1024 }, description: "As the Partition-Key header (any text)." },
         ],
         requestBody: {
           required: true,
@@ -54,7 +56,8 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           "409": errorRef,
           "413": errorRef,
-          "201": { description: "written", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" } } }) },
+          "201": { description: "written", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" }, partition: { type: "integer", description: "A partitioned queue: the partition written to" } } }) },
+          "503": { ...errorRef, description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After" },
           "202": {
             description: "delayed: kept aside until `delayed.until`",
             content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, delayed: { type: "object", properties: { until: { type: "string", format: "date-time" }, untilMs: { type: "integer" } } } } }),
@@ -66,11 +69,14 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
         authorize(principal, "write", queue);
         let count = 0;
         return ctx.tracing.traced("send", queue, undefined, event.req.headers, () => count, async () => {
-          const options = produceParams(event.url, event.req.headers);
+          const options: RouteProduceOptions = produceParams(event.url, event.req.headers);
           const body = await readBodyLimited(event.req, limits.maxBodyBytes);
           const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
           if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
           ctx.metrics?.produceBatch.observe((count = messages.length));
+          const partitions = await ctx.registry.partitions.count(queue);
+          if (partitions !== undefined) return writePartitioned(ctx, queue, messages, options);
+          if (options.partitionKey !== undefined) throw new ApiError(400, "E_PARAM", `Queue "${queue}" is not partitioned: a partition key is for a partitioned queue (declare one with PUT /api/v1/queues/{queue}).`);
           return writeMessages(ctx, queue, messages, options);
         });
       },
@@ -79,7 +85,7 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
 }
 
 /** Writes a produce request's messages: pushed (201), or with a delay or a key (202 when delayed). */
-async function writeMessages(ctx: RouteContext, queue: string, messages: MessageInput[], options: ProduceOptions): Promise<Response> {
+async function writeMessages(ctx: RouteContext, queue: string, messages: MessageInput[], options: RouteProduceOptions): Promise<Response> {
   if (options.key === undefined && options.delayMs === undefined && options.at === undefined) {
     const positions = await ctx.registry.push(queue, messages);
     return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
@@ -92,9 +98,39 @@ async function writeMessages(ctx: RouteContext, queue: string, messages: Message
   return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last! }, 201, headers);
 }
 
-/** `Idempotency-Key`, `?delayMs=` and `?at=`, checked (400 E_PARAM saying what is allowed). */
-function produceParams(url: URL, headers: Headers): ProduceOptions {
-  const options: ProduceOptions = {};
+/** A produce's options as a request gives them: the engine's, and the partition key. */
+type RouteProduceOptions = ProduceOptions & { partitionKey?: string };
+
+/** Writes a produce request's messages into one partition of a partitioned queue: 201 (202 when delayed), with the partition. */
+async function writePartitioned(ctx: RouteContext, queue: string, messages: MessageInput[], options: RouteProduceOptions): Promise<Response> {
+  const result = await ctx.registry.partitionedWriters.produce(queue, messages, options);
+  const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
+  const { partition } = result;
+  if (result.until !== undefined) {
+    return json<DelayedProduceResponse>({ queue, count: result.count, partition, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } }, 202, headers);
+  }
+  return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last!, partition }, 201, headers);
+}
+
+/** Most UTF-8 bytes of a partition key (the engine's bound). */
+const MAX_PARTITION_KEY = 1024;
+
+/** A partition key from outside: 1 to 1024 bytes of text. */
+function checkPartitionKey(key: unknown, where: string): string {
+  if (typeof key !== "string" || key.length === 0 || new TextEncoder().encode(key).length > MAX_PARTITION_KEY) {
+    throw new ApiError(400, "E_PARAM", `Invalid ${where} ${JSON.stringify(key)?.slice(0, 60)}: use text of 1 to ${MAX_PARTITION_KEY} bytes.`);
+  }
+  return key;
+}
+
+/** `Idempotency-Key`, `Partition-Key` (or `?partitionKey=`), `?delayMs=` and `?at=`, checked (400 E_PARAM saying what is allowed). */
+function produceParams(url: URL, headers: Headers): RouteProduceOptions {
+  const options: RouteProduceOptions = {};
+  const header = headers.get("partition-key");
+  const query = url.searchParams.getAll("partitionKey");
+  if (query.length > 1 || (header !== null && query.length > 0)) throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=, once.");
+  if (header !== null) options.partitionKey = checkPartitionKey(header, "Partition-Key");
+  else if (query.length === 1) options.partitionKey = checkPartitionKey(query[0], "partitionKey");
   const key = headers.get("idempotency-key");
   if (key !== null) {
     const problem = checkKey(key, "Idempotency-Key");
@@ -118,7 +154,7 @@ function checkAt(value: unknown): number {
   }
 }
 
-function parseMessages(type: string, body: Uint8Array, maxMessages: number, options: ProduceOptions): MessageInput[] {
+function parseMessages(type: string, body: Uint8Array, maxMessages: number, options: RouteProduceOptions): MessageInput[] {
   if (type === "application/json") return parseJSONBody(body, maxMessages, options);
   // A framing error is a ProtocolError: errorResponse makes it a 400 (413 for too many).
   if (type === BATCH_CONTENT_TYPE) return decodeBatch(body, maxMessages).map((r) => r.data);
@@ -132,7 +168,7 @@ function parseMessages(type: string, body: Uint8Array, maxMessages: number, opti
   return [body];
 }
 
-function parseJSONBody(body: Uint8Array, maxMessages: number, options: ProduceOptions): MessageInput[] {
+function parseJSONBody(body: Uint8Array, maxMessages: number, options: RouteProduceOptions): MessageInput[] {
   let parsed: unknown;
   try {
     // A BOM before the envelope is no message's: RFC 8259 lets a parser skip it.
@@ -141,9 +177,13 @@ function parseJSONBody(body: Uint8Array, maxMessages: number, options: ProduceOp
   } catch {
     throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
   }
-  const shape = 'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at").';
+  const shape = 'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at", "partitionKey").';
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", shape);
-  const { message, messages, encoding, delayMs, at, ...rest } = parsed as Record<string, unknown>;
+  const { message, messages, encoding, delayMs, at, partitionKey, ...rest } = parsed as Record<string, unknown>;
+  if (partitionKey !== undefined) {
+    if (options.partitionKey !== undefined) throw new ApiError(400, "E_PARAM", "Give one partition key: in the body, the Partition-Key header or ?partitionKey=.");
+    options.partitionKey = checkPartitionKey(partitionKey, "partitionKey");
+  }
   if (delayMs !== undefined || at !== undefined) {
     if (options.delayMs !== undefined || options.at !== undefined || (delayMs !== undefined && at !== undefined)) throw new ApiError(400, "E_PARAM", "Give one delay: delayMs or at, in the query or the body.");
     if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= MAX_DELAY_MS)) {

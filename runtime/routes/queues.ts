@@ -4,9 +4,11 @@ import { inspectQueue, listQueues } from "../../src/inspect";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
-import { consumerParams, json, nameParam } from "../request";
+import { consumerParams, json, nameParam, readBodyLimited } from "../request";
+import { MAX_PARTITIONS } from "../../src/partitions";
+import { utf8 } from "../../protocol/utf8";
 import type { ApiRoute, RouteContext } from "../route";
-import type { ConsumerInfo, ConsumerListResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
+import type { ConsumerInfo, ConsumerListResponse, DeclareQueueRequest, DeclareQueueResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
 
 /** Listing and inspecting queues and consumers; purging and deleting them (the admin right). */
 export function queueRoutes(ctx: RouteContext): ApiRoute[] {
@@ -49,6 +51,10 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           messages: stats.messages,
           bytes: stats.bytes,
           consumers: stats.consumers.length,
+          ...(stats.partitions !== undefined && {
+            partitions: stats.partitions,
+            partitionQueues: (stats.partitionQueues ?? []).map((p) => ({ name: p.name, partition: Number(p.name.slice(p.name.lastIndexOf(".p") + 2)), id: p.currentPart, parts: p.parts.length, messages: p.messages, bytes: p.bytes })),
+          }),
         });
       },
     },
@@ -67,6 +73,26 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           return { ...info, inFlight: held.inFlight, redelivered: held.redelivered, deadLettered: held.deadLettered, oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq } };
         });
         return json<ConsumerListResponse>({ queue, consumers });
+      },
+    },
+    {
+      method: "PUT",
+      route: "/api/v1/queues/:queue",
+      openapi: {
+        summary: "Declare a partitioned queue (README, \"Partitioned queues\"); needs the admin right. 409 when it is declared with another count or exists as an ordinary queue",
+        requestBody: { required: true, content: jsonContent({ type: "object", required: ["partitions"], properties: { partitions: { type: "integer", minimum: 1, maximum: MAX_PARTITIONS } } }) },
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": { description: "already declared so", content: declaredContent },
+          "201": { description: "declared", content: declaredContent },
+        },
+      },
+      handler: async (event, principal) => {
+        const queue = adminQueue(event, principal);
+        const { partitions } = await declareBody(event.req);
+        const created = await ctx.registry.partitions.declare(queue, partitions);
+        return json<DeclareQueueResponse>({ queue, partitions, created }, created ? 201 : 200);
       },
     },
     {
@@ -111,6 +137,28 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       },
     },
   ];
+}
+
+const declaredContent = jsonContent({ type: "object", properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } } });
+
+/** The body of a declaration: `{"partitions": P}`, checked. */
+async function declareBody(request: Request): Promise<DeclareQueueRequest> {
+  const shape = `Expected {"partitions": P} with P from 1 to ${MAX_PARTITIONS}.`;
+  let body: unknown;
+  try {
+    body = JSON.parse(utf8.decode(await readBodyLimited(request, 4096)));
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError(400, "E_BODY", `The body is not valid JSON. ${shape}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new ApiError(400, "E_BODY", shape);
+  const { partitions, ...rest } = body as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new ApiError(400, "E_BODY", `Unknown field ${JSON.stringify(extra[0])}. ${shape}`);
+  if (typeof partitions !== "number" || !Number.isInteger(partitions) || partitions < 1 || partitions > MAX_PARTITIONS) {
+    throw new ApiError(400, "E_BODY", `Invalid partitions ${JSON.stringify(partitions) ?? "(none)"}: use a whole number from 1 to ${MAX_PARTITIONS}.`);
+  }
+  return { partitions };
 }
 
 function notFound(queue: string): ApiError {

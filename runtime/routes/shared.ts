@@ -5,14 +5,14 @@ import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken, parseLeaseToken } from ".
 import { utf8Strict } from "../../protocol/utf8";
 import { redrive } from "../../src/dead-letter";
 import { VQueueError } from "../../src/errors";
-import type { LeaseRef } from "../../src/shared-consumer";
+import type { LeasedMessage, LeaseRef } from "../../src/shared-consumer";
 import { MAX_LEASE_MS } from "../../src/shared-options";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { Settled } from "../shared-slot";
+import type { Settled, SharedSlot } from "../shared-slot";
 
 /** Messages leased by one request when the body does not say. */
 const DEFAULT_LEASE_MAX = 100;
@@ -31,7 +31,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
   const consumerRoute = (action: string) => `/api/v1/queues/:queue/consumers/:consumer/${action}`;
   const body = async (request: Request) => parseBody(await readBodyLimited(request, limits.maxBodyBytes), request);
-  const tokens = (value: unknown) => leaseTokens(value, limits.maxMessages);
+  const tokens = (value: unknown, partitions: number | undefined) => leaseTokens(value, limits.maxMessages, partitions);
   return [
     {
       method: "POST",
@@ -74,11 +74,13 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
         const timeoutMs = intField(input, "timeoutMs", 0, limits.maxTimeoutMs) ?? 0;
         unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
-        const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
+        const partitions = await ctx.registry.partitions.count(queue);
+        // The binary framing has no partition: a partitioned queue answers JSON whatever Accept asks (content-type says so).
+        const binary = partitions === undefined && acceptsLeaseBatch(event.req.headers.get("accept"));
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
-        const messages = await ctx.tracing
+        const messages: (LeasedMessage & { partition?: number })[] = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (leased) => leased.length, async () => {
-            const slot = await ctx.registry.shared(queue, consumer);
+            const slot = await sharedSlot(ctx, queue, consumer, partitions);
             return slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
           })
           .finally(() => polled?.());
@@ -87,7 +89,8 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const out: LeaseResponse = {
           now,
           messages: messages.map((m) => {
-            const common = { part: m.part, offset: m.offset, seq: m.seq, lease: leaseToken(m), deliveries: m.deliveries, leaseUntil: m.leaseUntil };
+            const position = { part: m.part, offset: m.offset, seq: m.seq };
+            const common = { ...(m.partition === undefined ? position : { partition: m.partition, ...position }), lease: partitionedToken(m), deliveries: m.deliveries, leaseUntil: m.leaseUntil };
             return typeof m.data === "string" ? { ...common, type: m.type, data: m.data } : { ...common, type: m.type, data: toBase64(m.data), encoding: "base64" as const };
           }),
         };
@@ -105,9 +108,10 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const input = await body(event.req);
-        const refs = tokens(input.leases);
+        const partitions = await ctx.registry.partitions.count(queue);
+        const refs = tokens(input.leases, partitions);
         unknownFields(input, ["leases"]);
-        const slot = await ctx.registry.shared(queue, consumer);
+        const slot = await sharedSlot(ctx, queue, consumer, partitions);
         const { done, errors } = leaseOutcomes(refs, await slot.ack(refs.map((r) => r.ref)));
         return json<AckResponse>({ acked: done.length, errors });
       },
@@ -126,14 +130,15 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const input = await body(event.req);
-        const refs = tokens(input.leases);
+        const partitions = await ctx.registry.partitions.count(queue);
+        const refs = tokens(input.leases, partitions);
         const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
         if (input.error !== undefined && typeof input.error !== "string") throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
         if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean") throw new ApiError(400, "E_BODY", `Invalid deadLetter ${JSON.stringify(input.deadLetter)}: use true or false.`);
         if (input.release !== undefined && typeof input.release !== "boolean") throw new ApiError(400, "E_BODY", `Invalid release ${JSON.stringify(input.release)}: use true or false.`);
         if (input.release === true && input.deadLetter === true) throw new ApiError(400, "E_BODY", "Invalid nack: release and deadLetter exclude each other.");
         unknownFields(input, ["leases", "delayMs", "error", "deadLetter", "release"]);
-        const slot = await ctx.registry.shared(queue, consumer);
+        const slot = await sharedSlot(ctx, queue, consumer, partitions);
         const settled = await slot.nack(
           refs.map((r) => r.ref),
           { delayMs, error: input.error as string | undefined, deadLetter: input.deadLetter as boolean | undefined, release: input.release as boolean | undefined },
@@ -153,10 +158,11 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const input = await body(event.req);
-        const refs = tokens(input.leases);
+        const partitions = await ctx.registry.partitions.count(queue);
+        const refs = tokens(input.leases, partitions);
         const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
         unknownFields(input, ["leases", "leaseMs"]);
-        const slot = await ctx.registry.shared(queue, consumer);
+        const slot = await sharedSlot(ctx, queue, consumer, partitions);
         const { done, errors } = leaseOutcomes(refs, await slot.extend(refs.map((r) => r.ref), leaseMs));
         return json<ExtendResponse>({ extended: done.map(({ token, value }) => ({ lease: token, leaseUntil: value })), errors });
       },
@@ -226,14 +232,41 @@ interface Lease {
   ref: LeaseRef;
 }
 
-/** `leases`: 1..max tokens "<part>.<offset>.<lease>". */
-function leaseTokens(value: unknown, max: number): Lease[] {
-  if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", 'Expected "leases": a non-empty list of lease tokens "<part>.<offset>.<lease>", as given with each leased message.');
+/** A shared slot of either kind of queue: what the routes call (a partitioned one takes refs with their partition). */
+type AnySharedSlot = Pick<SharedSlot, "ack" | "nack" | "extend"> & { lease(options: Parameters<SharedSlot["lease"]>[0]): Promise<(LeasedMessage & { partition?: number })[]> };
+
+/** The shared consumer's slot: of a partitioned queue when `partitions` is set. */
+function sharedSlot(ctx: RouteContext, queue: string, consumer: string, partitions: number | undefined): Promise<AnySharedSlot> {
+  return partitions === undefined ? ctx.registry.shared(queue, consumer) : ctx.registry.partitionedShared(queue, consumer);
+}
+
+/** A lease token; a partitioned queue's names its partition: `"p<partition>:<part>.<offset>.<lease>"`. */
+function partitionedToken(m: LeasedMessage & { partition?: number }): string {
+  return m.partition === undefined ? leaseToken(m) : `p${m.partition}:${leaseToken(m)}`;
+}
+
+const PARTITIONED_TOKEN = /^p(0|[1-9]\d{0,3}):(.+)$/;
+
+/** `leases`: 1..max tokens "<part>.<offset>.<lease>", each with its partition ("p<k>:...") on a partitioned queue. */
+function leaseTokens(value: unknown, max: number, partitions: number | undefined): Lease[] {
+  const form = partitions === undefined ? '"<part>.<offset>.<lease>"' : '"p<partition>:<part>.<offset>.<lease>"';
+  if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", `Expected "leases": a non-empty list of lease tokens ${form}, as given with each leased message.`);
   if (value.length > max) throw new ApiError(413, "E_TOO_LARGE", `Too many leases in one request: ${value.length}, the limit is ${max}.`);
   return value.map((token: unknown) => {
-    const ref = typeof token === "string" ? parseLeaseToken(token) : undefined;
-    if (!ref) throw new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected "<part>.<offset>.<lease>", as given with a leased message.`);
-    return { token: token as string, ref };
+    const bad = (why = "") => new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form}, as given with a leased message${why}.`);
+    if (typeof token !== "string") throw bad();
+    const match = PARTITIONED_TOKEN.exec(token);
+    if (partitions === undefined) {
+      if (match) throw bad(` (queue is not partitioned: a lease names no partition)`);
+      const ref = parseLeaseToken(token);
+      if (!ref) throw bad();
+      return { token, ref };
+    }
+    if (!match) throw bad(parseLeaseToken(token) ? ` (the queue is partitioned: the lease must name its partition)` : "");
+    const partition = Number(match[1]);
+    const ref = parseLeaseToken(match[2]!);
+    if (!ref || partition >= partitions) throw bad(ref ? ` (the queue has ${partitions} partitions)` : "");
+    return { token, ref: { ...ref, partition } };
   });
 }
 

@@ -236,7 +236,7 @@ describe("HTTP API, every endpoint on a real server", () => {
     expect(await errorCode(res)).toBe("E_ROUTE");
     res = await s.post("/api/v1/queues/q");
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("GET, DELETE, HEAD");
+    expect(res.headers.get("allow")).toBe("GET, PUT, DELETE, HEAD");
     expect(await errorCode(res)).toBe("E_METHOD");
     res = await s.get("/api/v1/queues/q/messages");
     expect(res.status).toBe(405);

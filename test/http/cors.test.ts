@@ -38,8 +38,8 @@ describe("CORS", () => {
     const res = await call("/api/v1/queues/q/messages", preflight(PAGE));
     expect(res.status).toBe(204);
     expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
-    expect(items(res, "access-control-allow-methods")).toEqual(["get", "head", "post", "delete", "options"]);
-    expect(items(res, "access-control-allow-headers")).toEqual(["authorization", "content-type", "accept", "idempotency-key"]);
+    expect(items(res, "access-control-allow-methods")).toEqual(["get", "head", "put", "post", "delete", "options"]);
+    expect(items(res, "access-control-allow-headers")).toEqual(["authorization", "content-type", "accept", "idempotency-key", "partition-key"]);
     expect(res.headers.get("access-control-max-age")).toBe("120");
     expect(items(res, "vary")).toContain("origin");
     // No credentials asked of a preflight (browsers send none).
@@ -53,7 +53,7 @@ describe("CORS", () => {
       expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
       // x-vq-missed too: a page's binary consume must see what retention deleted before it read it.
       // idempotency-replayed: a page's produce retry can tell it was answered from the first one.
-      expect(items(res, "access-control-expose-headers")).toEqual(["x-vq-cursor", "x-vq-count", "x-vq-missed", "idempotency-replayed"]);
+      expect(items(res, "access-control-expose-headers")).toEqual(["x-vq-cursor", "x-vq-count", "x-vq-missed", "idempotency-replayed", "retry-after"]);
       expect(items(res, "vary")).toContain("origin");
     };
     let res = await call("/api/v1/queues", { headers: { origin: PAGE } });

@@ -15,7 +15,7 @@ const ALLOW: Record<string, string> = {
   "/health": "GET, HEAD",
   "/api/v1/openapi.json": "GET, HEAD",
   "/api/v1/queues": "GET, HEAD",
-  "/api/v1/queues/:queue": "GET, DELETE, HEAD",
+  "/api/v1/queues/:queue": "GET, PUT, DELETE, HEAD",
   "/api/v1/queues/:queue/purge": "POST",
   "/api/v1/queues/:queue/messages": "POST",
   "/api/v1/queues/:queue/consumers": "GET, HEAD",

@@ -1,0 +1,43 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { useTempDirs } from "../helpers/tmp";
+import { startServer } from "../http/_server";
+import { cli, STACK } from "./_cli";
+
+const tempDir = useTempDirs("vq-cli-create-");
+
+describe("v-queue create <queue> --partitions P", () => {
+  it("on the files: declares, again is a no-op, another count, an ordinary queue or a bad count is one clear error", async () => {
+    const dir = await tempDir();
+    const made = await cli(["create", "events", "--partitions", "6", "--dir", dir]);
+    expect(made.code).toBe(0);
+    expect(made.stderr).toContain('Declared "events" with 6 partitions.');
+    expect(readFileSync(join(dir, "events_info_partitions"), "utf8")).toBe("v-queue partitions 6\n");
+    expect((await cli(["create", "events", "--partitions", "6", "--dir", dir])).stderr).toContain('"events" is already declared with 6 partitions.');
+    const other = await cli(["create", "events", "--partitions", "4", "--dir", dir]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain("declared with 6 partitions; it cannot change to 4");
+    await cli(["push", "plain", "x", "--dir", dir]);
+    const ordinary = await cli(["create", "plain", "--partitions", "2", "--dir", dir]);
+    expect(ordinary.code).toBe(1);
+    expect(ordinary.stderr).toContain("exists as an ordinary queue");
+    for (const bad of ["0", "1025", "two", "1.5"]) {
+      const res = await cli(["create", "q", "--partitions", bad, "--dir", dir]);
+      expect(res.code, bad).toBe(1);
+      expect(res.stderr).toContain("Invalid --partitions");
+      expect(res.stderr).not.toMatch(STACK);
+    }
+    expect(existsSync(join(dir, "q_info_partitions"))).toBe(false);
+  });
+
+  it("with --url: through the server (admin right)", async () => {
+    const s = await startServer();
+    const made = await cli(["create", "events", "--partitions", "3", "--url", s.url]);
+    expect(made.code).toBe(0);
+    expect(made.stderr).toContain('Declared "events" with 3 partitions.');
+    const other = await cli(["create", "events", "--partitions", "2", "--url", s.url]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain("E_CONFLICT");
+  });
+});

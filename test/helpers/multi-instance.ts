@@ -95,32 +95,34 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   const counts = { retries: 0, orderedErrors: 0, fencedAnswers: 0, statuses: {} as Record<string, number> };
   const json = { "content-type": "application/json" };
 
+  /** Produces `key:number` (idempotency key the same), first on `instance` then on the next ones, until answered 2xx. */
+  const produce = async (key: string, number: number, instance: number) => {
+    const body = JSON.stringify({ message: `${key}:${number}` });
+    for (let attempt = 0; ; attempt++) {
+      const target = instances[(instance + attempt) % instances.length]!;
+      const res = await call(`${target.url}/api/v1/queues/${queue}/messages`, { method: "POST", body, headers: { ...json, "partition-key": key, "idempotency-key": `${key}:${number}` } }, options.produceTimeoutMs);
+      if (res?.ok) {
+        await res.arrayBuffer();
+        break;
+      }
+      const text = res ? await res.text() : "";
+      if (res && res.status < 500 && res.status !== 409) throw new Error(`produce answered ${res.status}: ${text}`);
+      const code = res ? ((JSON.parse(text || "{}") as { error?: { code?: string } }).error?.code ?? String(res.status)) : "no answer";
+      counts.statuses[code] = (counts.statuses[code] ?? 0) + 1;
+      if (code === "E_FENCED") counts.fencedAnswers++;
+      counts.retries++;
+      await sleep(20 + Math.random() * 50);
+    }
+    let list = acked.get(key);
+    if (!list) acked.set(key, (list = []));
+    list.push(number);
+  };
+
   const producer = async (instance: number, loop: number) => {
     const keys = Array.from({ length: options.keysPerProducer }, (_, k) => `i${instance}-l${loop}-k${k}`);
-    for (let n = 0; producing; n++) {
-      const key = keys[n % keys.length]!;
-      const number = Math.floor(n / keys.length);
-      const body = JSON.stringify({ message: `${key}:${number}` });
-      for (let attempt = 0; ; attempt++) {
-        const target = instances[(instance + attempt) % instances.length]!;
-        const res = await call(`${target.url}/api/v1/queues/${queue}/messages`, { method: "POST", body, headers: { ...json, "partition-key": key, "idempotency-key": `${key}:${number}` } }, options.produceTimeoutMs);
-        if (res?.ok) {
-          await res.arrayBuffer();
-          break;
-        }
-        const text = res ? await res.text() : "";
-        if (res && res.status < 500 && res.status !== 409) throw new Error(`produce answered ${res.status}: ${text}`);
-        const code = res ? ((JSON.parse(text || "{}") as { error?: { code?: string } }).error?.code ?? String(res.status)) : "no answer";
-        counts.statuses[code] = (counts.statuses[code] ?? 0) + 1;
-        if (code === "E_FENCED") counts.fencedAnswers++;
-        counts.retries++;
-        await sleep(20 + Math.random() * 50);
-      }
-      let list = acked.get(key);
-      if (!list) acked.set(key, (list = []));
-      list.push(number);
-    }
+    for (let n = 0; producing; n++) await produce(keys[n % keys.length]!, Math.floor(n / keys.length), instance);
   };
+  const bursts: Promise<void>[] = [];
 
   const orderedConsumer = async (instance: number) => {
     while (consuming) {
@@ -174,9 +176,17 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     expected,
     missingOrdered: () => expected().filter((m) => !ordered.get(m.split(":")[0]!)?.includes(Number(m.split(":")[1]))),
     missingShared: () => expected().filter((m) => !shared.has(m)),
+    /**
+     * `count` produces at once to `instance`, each of its own key (`burst<n>-<i>`), retried like
+     * the others: an instance that is busy writing when it is paused has writes in flight.
+     */
+    burst(instance: number, count: number) {
+      const name = `burst${bursts.length}`;
+      bursts.push(...Array.from({ length: count }, (_, i) => produce(`${name}-${i}`, 0, instance)));
+    },
     async stopProducing() {
       producing = false;
-      await Promise.all(producers);
+      await Promise.all([...producers, ...bursts]);
     },
     async stopConsuming() {
       consuming = false;
@@ -191,8 +201,8 @@ export interface ChaosOptions {
   runMs: number;
   /** How long a SIGSTOPped instance stays stopped. */
   pauseMs: number;
-  /** Called at the start of each round (every 2 s), before the instance's turn: a Redis master kill, say. */
-  onRound?: (round: number) => Promise<void>;
+  /** Called just before an instance is SIGSTOPped (with its index): to make it busy, say. */
+  beforePause?: (instance: number) => Promise<void>;
 }
 
 /**
@@ -204,9 +214,9 @@ export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
   const end = Date.now() + options.runMs;
   for (let round = 0; Date.now() < end; round++) {
     await sleep(2000);
-    await options.onRound?.(round);
     const instance = instances[round % instances.length]!;
     if (round % 3 === 2) {
+      await options.beforePause?.(round % instances.length);
       instance.kill("SIGSTOP");
       done.pauses++;
       await sleep(options.pauseMs);

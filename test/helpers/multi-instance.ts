@@ -270,17 +270,19 @@ export function expectKeysInOrder(ordered: Map<string, number[]>): void {
   }
 }
 
-/** Reads every record of every partition back (CRC checked): the problems found and the records read. */
-export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number }> {
+/** Reads every record of every partition back (CRC checked): the problems found, the records read and their texts. */
+export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Set<string> }> {
   const problems: QueueProblem[] = [];
+  const stored = new Set<string>();
   let records = 0;
   for (let p = 0; p < partitions; p++) {
     let from: string | undefined = "earliest";
     while (from) {
       const page = await browseMessages(driver, partitionName(queue, p), { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
       records += page.messages.length;
+      for (const m of page.messages) stored.add(String(m.data));
       from = page.next ?? undefined;
     }
   }
-  return { problems, records };
+  return { problems, records, stored };
 }

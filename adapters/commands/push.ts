@@ -4,6 +4,8 @@ import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
 import type { Compression, Durability } from "../../src/options";
 import { QueueWriter } from "../../src/writer";
+import { PartitionedWriter } from "../../src/partitioned-writer";
+import { readPartitions } from "../../src/partitions";
 import { checkKey } from "../../src/idempotency";
 import { MAX_DELAY_MS, parseAt } from "../../src/produce";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
@@ -22,6 +24,7 @@ export const push = defineCommand({
     delay: { type: "string", description: "Deliver no earlier than this from now: ms, or with a unit (30s, 5m, 2h, 1d; at most a year)", valueHint: "time" },
     at: { type: "string", description: "Deliver no earlier than this time: ISO 8601 or ms since the epoch", valueHint: "time" },
     key: { type: "string", description: "Idempotency key: pushed once within the server's key window, however often run (the n-th batch of a long input gets <key>:<n>)", valueHint: "key" },
+    "partition-key": { type: "string", description: "A partitioned queue: every message to this key's partition, in order", valueHint: "key" },
     ...targetArgs,
   },
   async run({ args }) {
@@ -76,16 +79,17 @@ interface Sink {
   until?: number;
 }
 
-/** `--delay`, `--at` and `--key`, checked; `keyOf(n)` is the n-th batch's key. */
+/** `--delay`, `--at`, `--key` and `--partition-key`, checked; `keyOf(n)` is the n-th batch's key. */
 interface PushExtras {
   delayMs?: number;
   at?: string;
+  partitionKey?: string;
   keyOf(batch: number): string | undefined;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-function produceArgs(args: { delay?: string; at?: string; key?: string }): PushExtras {
+function produceArgs(args: { delay?: string; at?: string; key?: string; "partition-key"?: string }): PushExtras {
   if (args.delay !== undefined && args.at !== undefined) throw new CliError("Give --delay or --at, not both.");
   let delayMs: number | undefined;
   if (args.delay !== undefined) {
@@ -105,12 +109,21 @@ function produceArgs(args: { delay?: string; at?: string; key?: string }): PushE
     const problem = checkKey(key, "--key");
     if (problem) throw new CliError(problem);
   }
-  return { delayMs, at: args.at, keyOf: (n) => (key === undefined ? undefined : n === 0 ? key : `${key}:${n + 1}`) };
+  const partitionKey = args["partition-key"];
+  if (partitionKey !== undefined && partitionKey.length === 0) throw new CliError("Invalid --partition-key: give a non-empty key.");
+  return { delayMs, at: args.at, partitionKey, keyOf: (n) => (key === undefined ? undefined : n === 0 ? key : `${key}:${n + 1}`) };
 }
 
 async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability, compression: Compression, extras: PushExtras): Promise<Sink> {
   const driver = await openStorage(target);
-  const writer = await QueueWriter.open(queue, { driver, durability, compression, zstd: cliZstd }).catch(async (error: unknown) => {
+  // A partitioned queue: its partitions' writers (each taken from another holder on request).
+  const partitioned = (await readPartitions(driver, queue).catch(() => undefined)) !== undefined;
+  if (!partitioned && extras.partitionKey !== undefined) {
+    await driver.dispose?.();
+    throw new CliError(`Queue "${queue}" is not partitioned: --partition-key is for a partitioned queue (v-queue create ${queue} --partitions P).`);
+  }
+  const options = { driver, durability, compression, zstd: cliZstd };
+  const writer = await (partitioned ? PartitionedWriter.open(queue, options) : QueueWriter.open(queue, options)).catch(async (error: unknown) => {
     await driver.dispose?.();
     return explain(error, `Cannot open queue "${queue}" in ${storageLabel(target)}`);
   });
@@ -118,6 +131,11 @@ async function directSink(target: { dir?: string; storage?: string }, queue: str
   const sink: Sink = {
     write: async (batch) => {
       const key = extras.keyOf(batches++);
+      if (writer instanceof PartitionedWriter) {
+        const result = await writer.produce(batch, { key, delayMs: extras.delayMs, at: extras.at, partitionKey: extras.partitionKey }).catch((error: unknown) => explain(error, "Push failed"));
+        sink.until = result.until;
+        return;
+      }
       if (key === undefined && extras.delayMs === undefined && extras.at === undefined) {
         await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
         return;
@@ -139,7 +157,7 @@ function httpSink(url: string, user: string | undefined, queue: string, extras: 
   const sink: Sink = {
     // Binary: text stays text and bytes stay bytes (JSON would make every message base64 once one is bytes).
     write: async (batch) => {
-      const answer = await client.produce(queue, batch, { format: "binary", delayMs: extras.delayMs, at: extras.at, idempotencyKey: extras.keyOf(batches++) });
+      const answer = await client.produce(queue, batch, { format: "binary", delayMs: extras.delayMs, at: extras.at, idempotencyKey: extras.keyOf(batches++), partitionKey: extras.partitionKey });
       if ("delayed" in answer) sink.until = answer.delayed.untilMs;
     },
     close: async () => {},

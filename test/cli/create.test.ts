@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { useTempDirs } from "../helpers/tmp";
+import { partitionOfKey } from "../../src/partitions";
 import { startServer } from "../http/_server";
 import { cli, STACK } from "./_cli";
 
@@ -29,6 +30,21 @@ describe("v-queue create <queue> --partitions P", () => {
       expect(res.stderr).not.toMatch(STACK);
     }
     expect(existsSync(join(dir, "q_info_partitions"))).toBe(false);
+  });
+
+  it("push --partition-key: on the files and through a server, to the key's partition; refused on an ordinary queue", async () => {
+    const dir = await tempDir();
+    await cli(["create", "events", "--partitions", "4", "--dir", dir]);
+    expect((await cli(["push", "events", "a", "b", "--partition-key", "user-1", "--dir", dir])).code).toBe(0);
+    const s = await startServer({ dir });
+    expect((await cli(["push", "events", "c", "--partition-key", "user-1", "--url", s.url])).code).toBe(0);
+    await s.close();
+    const partition = partitionOfKey("user-1", 4);
+    expect((await cli(["consume", `events.p${partition}`, "check", "--dir", dir])).stdout).toBe("a\nb\nc\n");
+    await cli(["push", "plain", "x", "--dir", dir]);
+    const refused = await cli(["push", "plain", "y", "--partition-key", "k", "--dir", dir]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Queue "plain" is not partitioned');
   });
 
   it("with --url: through the server (admin right)", async () => {

@@ -72,9 +72,9 @@ describe("the config schema", () => {
       "Invalid retention.maxParts 0: use an integer from 1 up.",
       'Unknown key "retention.keep": use maxAgeMs, maxBytes, maxParts, deleteConsumed, intervalMs, maxPartsPerRound.',
       'Invalid queue name "bad name!" in queues.',
-      'Unknown key "queues.orders.colour": use retention or shared.',
+      'Unknown key "queues.orders.colour": use retention, shared or partitions.',
       'Invalid queues.orders.retention.deleteConsumed "yes": use true or false.',
-      'Invalid queues.audit 3: expected { "retention": { ... }, "shared": { ... } }.',
+      'Invalid queues.audit 3: expected { "retention": { ... }, "shared": { ... }, "partitions": P }.',
     ]);
     expect(configProblems({ retention: [1] })).toEqual([expect.stringMatching(/^Invalid retention \[1\]: expected an object/)]);
   });

@@ -77,7 +77,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       traffic.burst(instance, BURST);
       await sleep(30);
     };
-    const { kills, pauses } = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 2 * LEASE_MS, beforePause });
+    const { kills, pauses } = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 2 * LEASE_MS, beforePause, countFenced: true });
     await masterKill;
     await traffic.stopProducing();
 

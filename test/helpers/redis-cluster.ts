@@ -30,6 +30,8 @@ export interface RedisCluster {
   restart(port: number): Promise<void>;
   /** Waits until every live node says `cluster_state:ok` and every slot is served. */
   waitHealthy(timeoutMs?: number): Promise<void>;
+  /** Waits until every live replica's link to its master is up (a replica takes over only once synced). */
+  waitSynced(timeoutMs?: number): Promise<void>;
   /** Stops every node and removes their dirs. */
   stop(): Promise<void>;
 }
@@ -108,6 +110,18 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     },
+    async waitSynced(timeoutMs = 30_000) {
+      for (const node of nodes) {
+        if (!node.child) continue;
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+          const info = await run("redis-cli", ["-p", String(node.port), "info", "replication"]).catch(() => "");
+          if (info.includes("role:master") || info.includes("master_link_status:up")) break;
+          if (Date.now() > deadline) throw new Error(`Replica on port ${node.port} did not sync with its master within ${timeoutMs} ms:\n${info}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    },
     async stop() {
       // SIGKILL: on SIGTERM a master waits up to 10 s for replicas that are stopping too.
       await Promise.all(
@@ -124,16 +138,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     },
   };
   await cluster.waitHealthy();
-  // A replica takes over only once it has synced with its master: wait for every link to be up.
-  for (const node of nodes) {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const info = await run("redis-cli", ["-p", String(node.port), "info", "replication"]);
-      if (info.includes("role:master") || info.includes("master_link_status:up")) break;
-      if (Date.now() > deadline) throw new Error(`Replica on port ${node.port} did not sync with its master within 30 s:\n${info}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  await cluster.waitSynced();
   return cluster;
 }
 

@@ -1,0 +1,290 @@
+/**
+ * The harness of the many-instances chaos tests (test/multi-instance.test.ts on one directory,
+ * test/redis-cluster-instances.test.ts on a Redis Cluster): `v-queue serve` processes of the
+ * built CLI, producers with keys and idempotency keys that retry until answered 2xx, ordered and
+ * shared consumers on every instance, the kill/pause loop, and the checks after the run.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { expect } from "vitest";
+import { browseMessages } from "../../src/browse";
+import type { QueueDriver } from "../../src/driver";
+import type { QueueProblem } from "../../src/errors";
+import { inspectQueue } from "../../src/inspect";
+import { partitionName } from "../../src/partitions";
+import { BIN } from "../cli/_cli";
+import { freePort } from "./net";
+import { parseScrape, valueOf } from "./prometheus";
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Instance {
+  url: string;
+  child?: ChildProcess;
+  /** Fenced writes counted by the instance's earlier processes (read from /metrics before each SIGKILL). */
+  fencedBefore: number;
+  start(): Promise<void>;
+  kill(signal: NodeJS.Signals): void;
+  /** `vqueue_fenced_writes_total` of this process so far; undefined when it does not answer. */
+  fencedWrites(): Promise<number | undefined>;
+}
+
+/** Starts `v-queue serve <storageArgs> --port <free>` and waits for /health. */
+export async function startInstance(storageArgs: string[]): Promise<Instance> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const instance: Instance = {
+    url,
+    fencedBefore: 0,
+    async start() {
+      const child = spawn(process.execPath, [BIN, "serve", ...storageArgs, "--port", String(port), "--log-level", "error"], { stdio: ["ignore", "ignore", "pipe"] });
+      let output = "";
+      child.stderr!.on("data", (d) => (output += d));
+      instance.child = child;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`instance exited: ${output}`);
+        if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return;
+        if (Date.now() > deadline) throw new Error(`instance did not start: ${output}`);
+        await sleep(50);
+      }
+    },
+    kill(signal) {
+      if (instance.child && instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill(signal);
+    },
+    async fencedWrites() {
+      const res = await call(`${url}/metrics`, {}, 3000);
+      if (!res?.ok) return undefined;
+      return valueOf(parseScrape(await res.text()), "vqueue_fenced_writes_total") ?? 0;
+    },
+  };
+  await instance.start();
+  return instance;
+}
+
+/** A request that may meet a dead or paused instance: undefined on a network error or timeout. */
+export async function call(url: string, init: RequestInit = {}, timeoutMs = 5000): Promise<Response | undefined> {
+  try {
+    return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  } catch {
+    return undefined;
+  }
+}
+
+export interface TrafficOptions {
+  queue: string;
+  /** Producer loops per instance, each with its own keys (a key's messages go one after another: their order is known). */
+  producers: number;
+  keysPerProducer: number;
+  /** How long a produce may take before it is retried elsewhere. @default 5000 */
+  produceTimeoutMs?: number;
+}
+
+/**
+ * Producers and consumers (ordered `ord`, shared `work`) on every instance, until stopped.
+ * A produce is retried with the same idempotency key, on the next instance, until answered 2xx.
+ */
+export function startTraffic(instances: Instance[], options: TrafficOptions) {
+  const { queue } = options;
+  let producing = true;
+  let consuming = true;
+  /** Every message answered 2xx: key -> its numbers in produce order. */
+  const acked = new Map<string, number[]>();
+  /** Each ordered consume, per key, the numbers in the order they came (duplicates included). */
+  const ordered = new Map<string, number[]>();
+  const shared = new Set<string>();
+  const counts = { retries: 0, orderedErrors: 0, fencedAnswers: 0, statuses: {} as Record<string, number> };
+  const json = { "content-type": "application/json" };
+
+  /** Produces `key:number` (idempotency key the same), first on `instance` then on the next ones, until answered 2xx. */
+  const produce = async (key: string, number: number, instance: number) => {
+    const body = JSON.stringify({ message: `${key}:${number}` });
+    for (let attempt = 0; ; attempt++) {
+      const target = instances[(instance + attempt) % instances.length]!;
+      const res = await call(`${target.url}/api/v1/queues/${queue}/messages`, { method: "POST", body, headers: { ...json, "partition-key": key, "idempotency-key": `${key}:${number}` } }, options.produceTimeoutMs);
+      if (res?.ok) {
+        await res.arrayBuffer();
+        break;
+      }
+      const text = res ? await res.text() : "";
+      if (res && res.status < 500 && res.status !== 409) throw new Error(`produce answered ${res.status}: ${text}`);
+      const code = res ? ((JSON.parse(text || "{}") as { error?: { code?: string } }).error?.code ?? String(res.status)) : "no answer";
+      counts.statuses[code] = (counts.statuses[code] ?? 0) + 1;
+      if (code === "E_FENCED") counts.fencedAnswers++;
+      counts.retries++;
+      await sleep(20 + Math.random() * 50);
+    }
+    let list = acked.get(key);
+    if (!list) acked.set(key, (list = []));
+    list.push(number);
+  };
+
+  const producer = async (instance: number, loop: number) => {
+    const keys = Array.from({ length: options.keysPerProducer }, (_, k) => `i${instance}-l${loop}-k${k}`);
+    for (let n = 0; producing; n++) await produce(keys[n % keys.length]!, Math.floor(n / keys.length), instance);
+  };
+  const bursts: Promise<void>[] = [];
+
+  const orderedConsumer = async (instance: number) => {
+    while (consuming) {
+      const url = instances[instance]!.url;
+      const res = await call(`${url}/api/v1/queues/${queue}/consumers/ord/messages?max_messages=200&timeout_ms=500`, {}, 3000);
+      if (!res?.ok) {
+        await res?.arrayBuffer();
+        counts.orderedErrors++;
+        await sleep(50);
+        continue;
+      }
+      const body = (await res.json()) as { cursor: string | null; messages: { data: string }[] };
+      for (const m of body.messages) {
+        const [key, number] = m.data.split(":");
+        let list = ordered.get(key!);
+        if (!list) ordered.set(key!, (list = []));
+        list.push(Number(number));
+      }
+      if (body.cursor) await call(`${url}/api/v1/queues/${queue}/consumers/ord/commit`, { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json }, 3000).then((r) => r?.arrayBuffer());
+    }
+  };
+
+  const sharedConsumer = async (instance: number) => {
+    while (consuming) {
+      const url = instances[instance]!.url;
+      const res = await call(`${url}/api/v1/queues/${queue}/consumers/work/lease`, { method: "POST", body: JSON.stringify({ max: 100, timeoutMs: 500 }), headers: json }, 3000);
+      if (!res?.ok) {
+        await res?.arrayBuffer();
+        await sleep(50);
+        continue;
+      }
+      const body = (await res.json()) as { messages: { data: string; lease: string }[] };
+      if (body.messages.length === 0) continue;
+      const ack = await call(`${url}/api/v1/queues/${queue}/consumers/work/ack`, { method: "POST", body: JSON.stringify({ leases: body.messages.map((m) => m.lease) }), headers: json }, 3000);
+      // Acknowledged (an error item is a lease that ran out: it comes again); unanswered: it comes again.
+      if (!ack?.ok) continue;
+      const { errors } = (await ack.json()) as { errors: { lease: string }[] };
+      const refused = new Set(errors.map((e) => e.lease));
+      for (const m of body.messages) if (!refused.has(m.lease)) shared.add(m.data);
+    }
+  };
+
+  const producers = instances.flatMap((_, i) => Array.from({ length: options.producers }, (_, l) => producer(i, l)));
+  const consumers = instances.flatMap((_, i) => [orderedConsumer(i), sharedConsumer(i)]);
+  const expected = () => [...acked].flatMap(([key, numbers]) => numbers.map((n) => `${key}:${n}`));
+  return {
+    acked,
+    ordered,
+    shared,
+    counts,
+    expected,
+    missingOrdered: () => expected().filter((m) => !ordered.get(m.split(":")[0]!)?.includes(Number(m.split(":")[1]))),
+    missingShared: () => expected().filter((m) => !shared.has(m)),
+    /**
+     * `count` produces at once to `instance`, each of its own key (`burst<n>-<i>`), retried like
+     * the others: an instance that is busy writing when it is paused has writes in flight.
+     */
+    burst(instance: number, count: number) {
+      const name = `burst${bursts.length}`;
+      bursts.push(...Array.from({ length: count }, (_, i) => produce(`${name}-${i}`, 0, instance)));
+    },
+    async stopProducing() {
+      producing = false;
+      await Promise.all([...producers, ...bursts]);
+    },
+    async stopConsuming() {
+      consuming = false;
+      await Promise.all(consumers);
+    },
+  };
+}
+
+export type Traffic = ReturnType<typeof startTraffic>;
+
+export interface ChaosOptions {
+  runMs: number;
+  /** How long a SIGSTOPped instance stays stopped. */
+  pauseMs: number;
+  /** Called just before an instance is SIGSTOPped (with its index): to make it busy, say. */
+  beforePause?: (instance: number) => Promise<void>;
+  /** Read each instance's fenced-writes counter from /metrics before it is killed (see `totalFencedWrites`). */
+  countFenced?: boolean;
+}
+
+/**
+ * Every 2 s, the next instance is SIGKILLed and restarted (two rounds of three) or SIGSTOPped
+ * for `pauseMs` (the third); with `countFenced`, the instance's fenced-writes counter is read before each kill.
+ */
+export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
+  const done = { kills: 0, pauses: 0 };
+  const end = Date.now() + options.runMs;
+  for (let round = 0; Date.now() < end; round++) {
+    await sleep(2000);
+    const instance = instances[round % instances.length]!;
+    if (round % 3 === 2) {
+      await options.beforePause?.(round % instances.length);
+      instance.kill("SIGSTOP");
+      done.pauses++;
+      await sleep(options.pauseMs);
+      instance.kill("SIGCONT");
+    } else {
+      if (options.countFenced) instance.fencedBefore += (await instance.fencedWrites()) ?? 0;
+      instance.kill("SIGKILL");
+      done.kills++;
+      await new Promise((r) => instance.child!.once("exit", r));
+      await instance.start();
+    }
+  }
+  return done;
+}
+
+/** Fenced writes counted by every instance over the run (their processes alive now included). */
+export async function totalFencedWrites(instances: Instance[]): Promise<number> {
+  let total = 0;
+  for (const instance of instances) total += instance.fencedBefore + ((await instance.fencedWrites()) ?? 0);
+  return total;
+}
+
+/** The sum of the lags of every consumer of every partition, as the storage says. */
+export async function totalLag(driver: QueueDriver, queue: string, partitions: number): Promise<number> {
+  let total = 0;
+  for (let p = 0; p < partitions; p++) {
+    const stats = await inspectQueue(driver, partitionName(queue, p));
+    total += stats?.consumers.reduce((sum, c) => sum + c.lag, 0) ?? 0;
+  }
+  return total;
+}
+
+/** Waits (up to `timeoutMs`) until both consumers have every acknowledged message and the lags are 0. */
+export async function settle(traffic: Traffic, driver: QueueDriver, queue: string, partitions: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((traffic.missingOrdered().length > 0 || traffic.missingShared().length > 0) && Date.now() < deadline) await sleep(250);
+  // The commits of the last batches land.
+  while ((await totalLag(driver, queue, partitions)) > 0 && Date.now() < deadline) await sleep(250);
+}
+
+/** Each key in order: what came after a message of a key is the next one, or a redelivery of earlier ones. */
+export function expectKeysInOrder(ordered: Map<string, number[]>): void {
+  for (const [key, numbers] of ordered) {
+    let highest = -1;
+    for (const n of numbers) {
+      if (n > highest) {
+        expect(n, `key ${key}: ${numbers.join(",")}`).toBe(highest + 1);
+        highest = n;
+      }
+    }
+  }
+}
+
+/** Reads every record of every partition back (CRC checked): the problems found, the records read and their texts. */
+export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Set<string> }> {
+  const problems: QueueProblem[] = [];
+  const stored = new Set<string>();
+  let records = 0;
+  for (let p = 0; p < partitions; p++) {
+    let from: string | undefined = "earliest";
+    while (from) {
+      const page = await browseMessages(driver, partitionName(queue, p), { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
+      records += page.messages.length;
+      for (const m of page.messages) stored.add(String(m.data));
+      from = page.next ?? undefined;
+    }
+  }
+  return { problems, records, stored };
+}

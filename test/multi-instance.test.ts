@@ -3,6 +3,7 @@
  * shared by all of them, while one instance after another is SIGKILLed and restarted or
  * SIGSTOPped for a second: every message answered 2xx is consumed (ordered: each key in order,
  * at least once; shared: at least once), no record fails its CRC, and the lags reach 0.
+ * Each instance's /metrics is read before it is killed (its monitor runs, as when it is watched).
  * ~30 s (CI); `VQ_SOAK=1` runs 2 minutes. Needs `npm run build` (dist/).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -34,7 +35,7 @@ describe("several instances on one directory, a partitioned queue", () => {
     for (let i = 0; i < INSTANCES; i++) instances.push(await startInstance(["--dir", dir, "--config", config]));
 
     const traffic = startTraffic(instances, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
-    const { kills, pauses } = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 1000 });
+    const { kills, pauses } = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 1000, countFenced: true });
     await traffic.stopProducing();
 
     // Everything acknowledged reaches both consumers (lingering leases run out, hand-overs settle).

@@ -157,8 +157,18 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       const body = (await res.json()) as { messages: { data: string; lease: string }[] };
       if (body.messages.length === 0) continue;
       const ack = await call(`${url}/api/v1/queues/${queue}/consumers/work/ack`, { method: "POST", body: JSON.stringify({ leases: body.messages.map((m) => m.lease) }), headers: json }, 3000);
-      // Acknowledged (an error item is a lease that ran out: it comes again); unanswered: it comes again.
-      if (!ack?.ok) continue;
+      // Unanswered (the instance was killed or paused): the ack may have landed before, so the
+      // messages may never come again, yet they did reach this consumer: delivered.
+      if (!ack) {
+        for (const m of body.messages) shared.add(m.data);
+        continue;
+      }
+      // Refused as a whole: they come again.
+      if (!ack.ok) {
+        await ack.arrayBuffer();
+        continue;
+      }
+      // An error item is a lease that ran out or moved: that message comes again.
       const { errors } = (await ack.json()) as { errors: { lease: string }[] };
       const refused = new Set(errors.map((e) => e.lease));
       for (const m of body.messages) if (!refused.has(m.lease)) shared.add(m.data);

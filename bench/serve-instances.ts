@@ -187,13 +187,12 @@ function countRetry(counts: Record<string, number>, res: Reply): string {
 }
 
 /**
- * A consume answer's payloads and cursor: the binary batch (cursor in x-vq-cursor) or JSON,
- * which a server may answer whatever Accept asked (a partitioned queue's messages carry their
- * partition, which the binary framing has no field for).
+ * A consume answer's payloads and cursor: the binary batch (VQP1 for a partitioned queue, cursor
+ * in x-vq-cursor) or JSON (a server older than VQP1 answered a partitioned queue in JSON).
  */
 function readBatch(res: Reply): { payloads: (string | Uint8Array)[]; cursor: string | undefined } {
   if (String(res.headers["content-type"]).startsWith(BATCH_CONTENT_TYPE)) {
-    return { payloads: decodeBatch(res.body).map((r) => r.data), cursor: res.headers["x-vq-cursor"] as string | undefined };
+    return { payloads: decodeBatch(res.body, undefined, true).map((r) => r.data), cursor: res.headers["x-vq-cursor"] as string | undefined };
   }
   const body = JSON.parse(res.body.toString()) as ConsumeResponse;
   return { payloads: body.messages.map((m) => (m.encoding === "base64" ? Buffer.from(m.data, "base64") : m.data)), cursor: body.cursor ?? undefined };

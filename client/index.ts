@@ -250,7 +250,7 @@ export function createClient(options: ClientOptions): VQueueClient {
             type = response.headers.get("content-type") ?? "";
           },
         });
-        // A partitioned queue answers JSON (the binary framing has no partition).
+        // A server older than VQP1 answers a partitioned queue in JSON.
         if (type.startsWith("application/json")) return fromConsumeJSON(JSON.parse(new TextDecoder().decode(body)) as ConsumeResponse, opts.json ?? false);
         const messages = decodeResponseBatch(new Uint8Array(body), status).map((r) => fromBatchRecord(r, opts.json ?? false));
         return { messages, cursor, missed };
@@ -334,7 +334,7 @@ function basicAuth(username: string, password: string): string {
 /** A binary batch from the server; one the format refuses is the server's fault, told as `E_RESPONSE`. */
 function decodeResponseBatch(body: Uint8Array, status: number): BatchRecord[] {
   try {
-    return decodeBatch(body);
+    return decodeBatch(body, undefined, true);
   } catch (error) {
     if (ProtocolError.isError(error)) throw new VQueueClientError(status, "E_RESPONSE", `Unreadable response: ${error.message}`, { cause: error });
     throw error;

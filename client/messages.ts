@@ -59,10 +59,12 @@ export function fromJSONMessage(message: MessageJSON, parseJSON: boolean): AnyCl
 }
 
 export function fromBatchRecord(record: BatchRecord, parseJSON: boolean): AnyClientMessage {
-  const { part, offset, seq } = record;
-  const cursor = cursorAfter(record);
-  if (typeof record.data !== "string") return { part, offset, seq, type: "object", data: record.data, cursor };
-  return textMessage(part, offset, seq, record.data, cursor, parseJSON);
+  const { part, offset, seq, partition } = record;
+  // A partitioned queue's (VQP1) cursor names its partition, as the JSON answer's does.
+  const cursor = partition === undefined ? cursorAfter(record) : `p${partition}:${cursorAfter(record)}`;
+  const message = typeof record.data !== "string" ? ({ part, offset, seq, type: "object", data: record.data, cursor } as AnyClientMessage) : textMessage(part, offset, seq, record.data, cursor, parseJSON);
+  if (partition !== undefined) message.partition = partition;
+  return message;
 }
 
 function textMessage(part: number, offset: number, seq: number, data: string, cursor: string, parseJSON: boolean): AnyClientMessage {

@@ -10,6 +10,13 @@
  * In a produce body, `part`, `seq` and `offset` are ignored (send zeros).
  * A consume response also carries the commit cursor in the `x-vq-cursor` header.
  *
+ * A partitioned queue's consume answer is the same with magic "VQP1" and each record's
+ * partition after its offset (`part`, `seq`, `offset` are positions in that partition; the
+ * composite cursor is in `x-vq-cursor`):
+ * ```
+ * record  = type u8 | length u32 | part u32 | seq u32 | offset u64 | partition u32 | body
+ * ```
+ *
  * A lease answer (`POST .../lease` with `Accept: application/vnd.v-queue.batch`) is its own
  * framing, magic "VQL1": each record carries its lease, and the header the server's clock (to
  * know how long the leases run without comparing clocks).
@@ -31,23 +38,26 @@ export const BATCH_CONTENT_TYPE = "application/vnd.v-queue.batch";
 export const BATCH_MAGIC = 0x31425156; // "VQB1" read as a little-endian u32
 export const BATCH_HEADER = 8;
 export const RECORD_HEADER = 21;
+export const PARTITIONED_MAGIC = 0x31505156; // "VQP1" read as a little-endian u32
+export const PARTITIONED_RECORD_HEADER = 25;
 
-/** What a frame needs of a message: text may be a string or its UTF-8 bytes (`size` is the byte length). */
-export type FramedMessage = Pick<Message, "type" | "data" | "size" | "part" | "seq" | "offset">;
+/** What a frame needs of a message: text may be a string or its UTF-8 bytes (`size` is the byte length); `partition` makes it a VQP1 frame. */
+export type FramedMessage = Pick<Message, "type" | "data" | "size" | "part" | "seq" | "offset"> & { partition?: number };
 
 const encoder = new TextEncoder();
 
-/** Frames messages as read by a consumer. */
-export function encodeBatch(messages: FramedMessage[]): Uint8Array<ArrayBuffer> {
+/** Frames messages as read by a consumer: VQB1, or VQP1 when `partitioned` (each message has its `partition`). */
+export function encodeBatch(messages: FramedMessage[], partitioned = false): Uint8Array<ArrayBuffer> {
+  const header = partitioned ? PARTITIONED_RECORD_HEADER : RECORD_HEADER;
   let total = BATCH_HEADER;
-  for (const m of messages) total += RECORD_HEADER + m.size;
+  for (const m of messages) total += header + m.size;
   const buf = new Uint8Array(total);
   const view = new DataView(buf.buffer);
-  view.setUint32(0, BATCH_MAGIC, true);
+  view.setUint32(0, partitioned ? PARTITIONED_MAGIC : BATCH_MAGIC, true);
   view.setUint32(4, messages.length, true);
   let at = BATCH_HEADER;
   for (const m of messages) {
-    const body = at + RECORD_HEADER;
+    const body = at + header;
     // Text may come decoded (a string) or raw (its UTF-8 bytes, from `read({ raw: true })`).
     const length = typeof m.data === "string" ? encoder.encodeInto(m.data, buf.subarray(body, body + m.size)).written : (buf.set(m.data, body), m.size);
     buf[at] = m.type === "string" ? TYPE_STRING : TYPE_OBJECT;
@@ -56,6 +66,7 @@ export function encodeBatch(messages: FramedMessage[]): Uint8Array<ArrayBuffer> 
     view.setUint32(at + 9, m.seq, true);
     view.setUint32(at + 13, m.offset % 0x1_0000_0000, true);
     view.setUint32(at + 17, Math.floor(m.offset / 0x1_0000_0000), true);
+    if (partitioned) view.setUint32(at + 21, m.partition!, true);
     at = body + length;
   }
   return at === total ? buf : buf.subarray(0, at);
@@ -77,28 +88,33 @@ export interface BatchRecord extends MessagePositionJSON {
   data: string | Uint8Array;
   /** Body size in bytes (UTF-8 for text). */
   size: number;
+  /** A VQP1 record's partition (a partitioned queue's consume answer). */
+  partition?: number;
 }
 
 /**
- * Parses a batch; throws a `ProtocolError`: `E_BODY` on any framing error, `E_TOO_MANY` (checked
- * first, before anything is decoded) when it holds more than `maxMessages`. Bodies of `O`
- * records are views into `buf`.
+ * Parses a batch, VQB1 (or VQP1 where `partitioned` allows it: a consume answer); throws a
+ * `ProtocolError`: `E_BODY` on any framing error, `E_TOO_MANY` (checked first, before anything
+ * is decoded) when it holds more than `maxMessages`. Bodies of `O` records are views into `buf`.
  */
-export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEGER): BatchRecord[] {
+export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEGER, partitioned = false): BatchRecord[] {
   const bad = (why: string) => new ProtocolError("E_BODY", `Invalid ${BATCH_CONTENT_TYPE} body: ${why}.`);
   if (buf.length < BATCH_HEADER) throw bad("shorter than its 8-byte header");
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (view.getUint32(0, true) !== BATCH_MAGIC) throw bad('it does not start with "VQB1"');
+  const magic = view.getUint32(0, true);
+  const hasPartition = partitioned && magic === PARTITIONED_MAGIC;
+  if (magic !== BATCH_MAGIC && !hasPartition) throw bad(partitioned ? 'it does not start with "VQB1" or "VQP1"' : 'it does not start with "VQB1"');
+  const header = hasPartition ? PARTITIONED_RECORD_HEADER : RECORD_HEADER;
   const count = view.getUint32(4, true);
   if (count > maxMessages) throw new ProtocolError("E_TOO_MANY", `Too many messages in one request: ${count}, the limit is ${maxMessages}.`);
-  if (count > (buf.length - BATCH_HEADER) / RECORD_HEADER) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
+  if (count > (buf.length - BATCH_HEADER) / header) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
   const out: BatchRecord[] = new Array(count);
   let at = BATCH_HEADER;
   for (let i = 0; i < count; i++) {
-    if (at + RECORD_HEADER > buf.length) throw bad(`record ${i} is cut off`);
+    if (at + header > buf.length) throw bad(`record ${i} is cut off`);
     const type = buf[at];
     const length = view.getUint32(at + 1, true);
-    const start = at + RECORD_HEADER;
+    const start = at + header;
     if (start + length > buf.length) throw bad(`record ${i} is cut off`);
     if (type !== TYPE_STRING && type !== TYPE_OBJECT) throw bad(`record ${i} has type 0x${type!.toString(16)}, expected 'S' or 'O'`);
     const body = buf.subarray(start, start + length);
@@ -118,6 +134,7 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
       data,
       size: length,
     };
+    if (hasPartition) out[i]!.partition = view.getUint32(at + 21, true);
     at = start + length;
   }
   if (at !== buf.length) throw bad(`${buf.length - at} bytes after the last record`);

@@ -83,7 +83,7 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
    * Up to `max` messages of the partitions this server holds, waiting up to `timeoutMs` for the
    * first. Read for a client that has gone away: handed out again (rewind).
    */
-  poll({ max, timeoutMs, signal }: { max: number; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedMessage[]> {
+  poll({ max, maxBytes, raw, timeoutMs, signal }: { max: number; maxBytes: number; raw?: boolean; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedMessage[]> {
     return this.use(async () => {
       const linked = linkSignals(signal, this.stopSignal.signal);
       const deadline = Date.now() + timeoutMs;
@@ -91,7 +91,7 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
         if (!(await this.#mutex.acquire(linked.signal))) return this.ended();
         try {
           if (this.stopped) return this.ended();
-          const messages = await this.consumer.poll({ max, timeoutMs: Math.max(0, deadline - Date.now()), signal: linked.signal });
+          const messages = await this.consumer.poll({ max, maxBytes, raw, timeoutMs: Math.max(0, deadline - Date.now()), signal: linked.signal });
           if (messages.length === 0) return this.ended();
           if (signal?.aborted) {
             // Nobody will receive them: hand them out again (at-least-once, never lost).

@@ -28,8 +28,10 @@ export interface FanHooks<T, M> {
   /** Handed-out messages not yet committed (acknowledged): the partition is let go only after them, or after `handoffGraceMs`. */
   busy(item: T): boolean;
   close(item: T): Promise<void>;
-  /** Up to `max` messages of one partition, without waiting. */
-  take(item: T, max: number): Promise<M[]>;
+  /** Up to `max` messages of one partition, their bodies up to `maxBytes` (at least one), without waiting. */
+  take(item: T, max: number, maxBytes: number): Promise<M[]>;
+  /** A message's body size in bytes (what `maxBytes` counts). */
+  size(message: M): number;
   /** Resolves when `item` may have new messages (or on timeout / abort); without it, the fan re-reads every `WAIT_STEP_MS`. */
   wait?(item: T, timeoutMs: number, signal: AbortSignal): Promise<unknown>;
   /** The saved position (ack floor) of `item`: what its lag counts from. */
@@ -87,16 +89,17 @@ export class PartitionFan<T, M> {
   }
 
   /**
-   * Up to `max` messages from the partitions held, round-robin, each tagged with its partition;
-   * waits up to `timeoutMs` (no limit when not given) for the first.
+   * Up to `max` messages from the partitions held, round-robin, each tagged with its partition,
+   * their bodies up to `maxBytes` over all partitions (at least one message); waits up to
+   * `timeoutMs` (no limit when not given) for the first.
    */
-  async poll(max: number, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<(M & { partition: number })[]> {
+  async poll(max: number, maxBytes: number, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<(M & { partition: number })[]> {
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     for (;;) {
-      let got = await this.#round(max);
+      let got = await this.#round(max, maxBytes);
       if (got.length === 0) {
         await this.#acquire(true);
-        got = await this.#round(max);
+        got = await this.#round(max, maxBytes);
       } else void this.#acquire(false).catch(() => {});
       // Closed meanwhile: nothing more comes.
       if (got.length > 0 || signal?.aborted || this.set.closed) return got;
@@ -133,16 +136,20 @@ export class PartitionFan<T, M> {
     return this.#asked.size > 0 ? RETRY_MS : ACQUIRE_MS;
   }
 
-  async #round(max: number): Promise<(M & { partition: number })[]> {
+  async #round(max: number, maxBytes: number): Promise<(M & { partition: number })[]> {
     const held = this.set.held();
     const out: (M & { partition: number })[] = [];
     if (held.length === 0) return out;
     const share = Math.max(1, Math.ceil(max / held.length));
     const start = this.#next++ % held.length;
-    for (let i = 0; i < held.length && out.length < max; i++) {
+    // The byte limit is the whole answer's, not each partition's (P partitions must not make it P times larger).
+    let bytes = 0;
+    for (let i = 0; i < held.length && out.length < max && bytes < maxBytes; i++) {
       const slot = held[(start + i) % held.length]!;
       if (slot.releasing) continue;
-      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length))).catch((error: unknown) => {
+      // A take returns at least one message: the answer may pass `maxBytes` by one, as an ordinary queue's read does.
+      const budget = maxBytes - bytes;
+      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length), budget)).catch((error: unknown) => {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
         // Its lock was lost (a lease taken over): another instance has the partition now.
@@ -154,6 +161,7 @@ export class PartitionFan<T, M> {
       });
       if (messages.length === 0) continue;
       this.set.touch(slot);
+      for (const message of messages) bytes += this.#hooks.size(message);
       for (const message of messages) out.push(Object.assign(message as M & object, { partition: slot.index }) as M & { partition: number });
     }
     return out;

@@ -28,12 +28,15 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
   readonly #served: Set<number>;
   /** The last commit of each partition let go: a late commit at or before it is a no-op. */
   readonly #released: Map<number, ConsumerPosition>;
+  readonly #rawText: { raw: boolean };
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...consumerOptions } = options;
     const released = new Map<number, ConsumerPosition>();
     const served = new Set<number>();
+    // This poll's `raw`, given to each partition's read.
+    const rawText = { raw: false };
     const fan = new PartitionFan<QueueConsumer, Message>({
       driver: resolveConsumerOptions(consumerOptions).driver,
       queue,
@@ -44,7 +47,8 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
       open: (partition) => QueueConsumer.open(partition, name, consumerOptions),
       busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
       close: (consumer) => consumer.close(),
-      take: (consumer, max) => consumer.read({ max }),
+      take: (consumer, max, maxBytes) => consumer.read({ max, maxBytes, raw: rawText.raw }),
+      size: (message) => message.size,
       wait: (consumer, timeoutMs, signal) => consumer.wait({ timeoutMs, signal }),
       committed: (consumer) => consumer.committed,
       onRelease: (index, consumer) => {
@@ -56,6 +60,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
     this.handoff = handoff;
     this.#served = served;
     this.#released = released;
+    this.#rawText = rawText;
   }
 
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
@@ -75,17 +80,22 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
   }
 
   /** The next messages of the partitions held, round-robin, without waiting ([] when none). */
-  read(options: Omit<ReadOptions, "maxBytes" | "raw"> = {}): Promise<PartitionedMessage[]> {
+  read(options: ReadOptions = {}): Promise<PartitionedMessage[]> {
     return this.poll({ ...options, timeoutMs: 0 });
   }
 
-  /** The next messages, waiting up to `timeoutMs` (no limit when not given) for the first, or until `signal` aborts. */
-  async poll(options: Omit<PollOptions, "maxBytes" | "raw"> = {}): Promise<PartitionedMessage[]> {
+  /**
+   * The next messages, waiting up to `timeoutMs` (no limit when not given) for the first, or
+   * until `signal` aborts; `maxBytes` bounds the whole answer, over every partition.
+   */
+  async poll(options: PollOptions = {}): Promise<PartitionedMessage[]> {
     this.assertOpen();
-    const { max = 100, timeoutMs, signal } = options;
+    const { max = 100, maxBytes = 1024 * 1024, timeoutMs, signal } = options;
     checkInteger("max", max, 1, 1_000_000);
+    checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, 2 ** 31 - 1);
-    const messages = await this.fan.poll(max, timeoutMs, signal);
+    this.#rawText.raw = options.raw ?? false;
+    const messages = await this.fan.poll(max, maxBytes, timeoutMs, signal);
     for (const message of messages) this.#served.add(message.partition);
     return messages;
   }

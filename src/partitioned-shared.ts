@@ -25,13 +25,13 @@ export type PartitionedLeaseRef = LeaseRef & { partition: number };
 
 export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage> {
   readonly handoff: ResolvedHandoffOptions;
-  /** This poll's lease time and size limit, given to each partition's poll. */
-  readonly #lease: { leaseMs?: number; maxBytes?: number };
+  /** This poll's lease time, given to each partition's poll. */
+  readonly #lease: { leaseMs?: number };
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
-    const lease: { leaseMs?: number; maxBytes?: number } = {};
+    const lease: { leaseMs?: number } = {};
     const fan = new PartitionFan<SharedConsumer, LeasedMessage>({
       // Checked now, not at the first partition's open.
       driver: resolveSharedOptions(partitionName(queue, 0), sharedOptions).driver,
@@ -43,7 +43,8 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
       open: (partition) => SharedConsumer.open(partition, name, sharedOptions),
       busy: (shared) => shared.stats.inFlight > 0,
       close: (shared) => shared.close(),
-      take: (shared, max) => shared.poll({ ...lease, max, timeoutMs: 0 }),
+      take: (shared, max, maxBytes) => shared.poll({ ...lease, max, maxBytes, timeoutMs: 0 }),
+      size: (message) => message.size,
       committed: (shared) => shared.floor,
     });
     super(queue, name, partitions, fan);
@@ -60,12 +61,13 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
   /** Leases up to `max` messages from the partitions held, round-robin, waiting up to `timeoutMs` for the first. */
   async poll(options: SharedPollOptions = {}): Promise<PartitionedLeasedMessage[]> {
     this.assertOpen();
-    const { max = 10, maxBytes, leaseMs, signal, timeoutMs } = options;
+    const { max = 10, maxBytes = Infinity, leaseMs, signal, timeoutMs } = options;
     checkInteger("max", max, 1, 1_000_000);
+    if (maxBytes !== Infinity) checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
     if (leaseMs !== undefined) checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
-    Object.assign(this.#lease, { leaseMs, maxBytes });
-    return this.fan.poll(max, timeoutMs, signal);
+    this.#lease.leaseMs = leaseMs;
+    return this.fan.poll(max, maxBytes, timeoutMs, signal);
   }
 
   /** Acknowledges a lease in its partition (see `SharedConsumer.ack`); `E_LEASE` when the partition was handed over since. */

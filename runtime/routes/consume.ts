@@ -54,17 +54,17 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         if (commit !== null) checkCursor(commit, partitions, "commit");
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
         if (partitions !== undefined) {
-          // The binary framing has no partition: a partitioned queue answers JSON whatever Accept asks (content-type says so).
           const { slot, messages } = await ctx.tracing
             .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
               const slot = await ctx.registry.partitionedConsumer(queue, consumer);
               if (commit !== null) await slot.commit(commit);
-              return { slot, messages: await slot.poll({ max, timeoutMs, signal: event.req.signal }) };
+              return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, raw: true, timeoutMs, signal: event.req.signal }) };
             })
             .finally(() => polled?.());
           const cursor = messages.length > 0 ? formatPartitionedCursor(lastPerPartition(messages)) : undefined;
           const missed = slot.consumer.takeMissed();
-          return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
+          // Binary: VQP1, the batch framing with each record's partition.
+          return binaryType ? binaryAnswer(binaryType, encodeBatch(messages, true), messages.length, cursor, missed) : new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
         }
         const { slot, messages } = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
@@ -78,12 +78,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const cursor = last ? cursorAfter(last) : undefined;
         // Retention deleted messages this consumer had not read: told, never silent.
         const missed = slot.consumer.takeMissed();
-        if (binaryType) {
-          const headers: Record<string, string> = { "content-type": binaryType, "x-vq-count": String(messages.length) };
-          if (cursor) headers["x-vq-cursor"] = cursor;
-          if (missed > 0) headers["x-vq-missed"] = String(missed);
-          return new FastResponse(encodeBatch(messages), { headers });
-        }
+        if (binaryType) return binaryAnswer(binaryType, encodeBatch(messages), messages.length, cursor, missed);
         return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
       },
     },
@@ -222,4 +217,12 @@ async function commitCursor(request: Request, url: URL, partitions: number | und
   if (cursor === undefined || cursor === null) return undefined;
   checkCursor(cursor, partitions, "cursor");
   return cursor;
+}
+
+/** A binary consume answer: the batch, its count, cursor and missed messages in headers. */
+function binaryAnswer(type: string, body: Uint8Array<ArrayBuffer>, count: number, cursor: string | undefined, missed: number): Response {
+  const headers: Record<string, string> = { "content-type": type, "x-vq-count": String(count) };
+  if (cursor) headers["x-vq-cursor"] = cursor;
+  if (missed > 0) headers["x-vq-missed"] = String(missed);
+  return new FastResponse(body, { headers });
 }

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { decodeBatch } from "../../protocol/binary";
 import { createClient, type ProduceResponse } from "../../client/index";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
@@ -147,13 +148,35 @@ describe("partitioned queues over HTTP: consuming", () => {
     return (await res.json()) as Consumed;
   };
 
+  it("ordered: an answer holds limits.maxResponseBytes over all partitions (at least one message), the rest comes next", async () => {
+    const s = await startServer({ queues: { big: { partitions: 4 } }, limits: { maxResponseBytes: 2500 } });
+    const keys = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    for (const key of keys) await produceKeyed(s, "big", key, [key.repeat(1000), key.repeat(1000)]);
+    for (const accept of ["application/json", "application/vnd.v-queue.batch"]) {
+      const got: string[] = [];
+      let commit = "";
+      for (let calls = 0; got.length < 16; calls++) {
+        expect(calls, `${accept}: ${got.length} of 16`).toBeLessThan(16);
+        const res = await fetch(`${s.url}/api/v1/queues/big/consumers/${accept.length}/messages?max_messages=100${commit}`, { headers: { accept } });
+        expect(res.status).toBe(200);
+        const texts = accept === "application/json" ? ((await res.json()) as Consumed).messages.map((m) => m.data) : decodeBatch(new Uint8Array(await res.arrayBuffer()), undefined, true).map((r) => String(r.data));
+        // 1000-byte bodies: two fit in 2500 bytes and a third may pass it (as an ordinary queue's read), never more.
+        expect(texts.length).toBeGreaterThan(0);
+        expect(texts.length).toBeLessThanOrEqual(3);
+        got.push(...texts);
+        commit = `&commit=${encodeURIComponent(res.headers.get("x-vq-cursor") ?? "")}`;
+        if (accept === "application/json") commit = "";
+      }
+      expect(got.sort()).toEqual(keys.flatMap((k) => [k.repeat(1000), k.repeat(1000)]).sort());
+    }
+  });
+
   it("ordered: every partition, each key in order, messages with their partition and a composite cursor that commit takes", async () => {
     const s = await startServer({ queues: { orders: { partitions: 4 } } });
     const keys = ["a", "b", "c", "d", "e", "f"];
     const partitionOf = new Map<string, number>();
     for (let round = 0; round < 3; round++) for (const key of keys) partitionOf.set(key, await produceKeyed(s, "orders", key, [`${key}${round}`]));
-    // Binary asked: JSON all the same (the framing has no partition).
-    const first = await consume(s, "orders/consumers/c/messages?max_messages=100", { headers: { accept: "application/vnd.v-queue.batch" } });
+    const first = await consume(s, "orders/consumers/c/messages?max_messages=100");
     expect(first.messages).toHaveLength(18);
     for (const m of first.messages) {
       expect(m.partition).toBe(partitionOf.get(m.data[0]!));
@@ -164,6 +187,20 @@ describe("partitioned queues over HTTP: consuming", () => {
     expect(first.cursor).toBe(used.map((p) => first.messages.filter((m) => m.partition === p).at(-1)!.cursor).join(","));
     const commit = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit`, { method: "POST", body: JSON.stringify({ cursor: first.cursor }), headers: jsonHeaders });
     expect(commit.status).toBe(200);
+
+    // Binary asked: VQP1, the same messages with their partitions, the composite cursor in x-vq-cursor.
+    const res = await fetch(`${s.url}/api/v1/queues/orders/consumers/b/messages?max_messages=100`, { headers: { accept: "application/vnd.v-queue.batch" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/vnd.v-queue.batch");
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    expect(new TextDecoder().decode(bytes.subarray(0, 4))).toBe("VQP1");
+    // An ordinary batch reader refuses it; asked to read partitioned answers, it reads it.
+    expect(() => decodeBatch(bytes)).toThrow(/does not start with "VQB1"/);
+    const records = decodeBatch(bytes, undefined, true);
+    expect(res.headers.get("x-vq-count")).toBe(String(records.length));
+    const seen = (list: { partition?: number; part: number; offset: number; data: unknown }[]) => list.map((m) => `${m.partition}/${m.part}/${m.offset}/${String(m.data)}`).sort();
+    expect(seen(records)).toEqual(seen(first.messages));
+    expect(res.headers.get("x-vq-cursor")).toBe(first.cursor);
     // Committed in every partition it named: the consumer's lag (per partition, on disk) is 0.
     await s.close();
     const driver = fsDriver({ dir: s.dir });

@@ -50,6 +50,8 @@ export class PartitionFan<T, M> {
   readonly #hooks: FanHooks<T, M>;
   #next = 0;
   #scannedAt = 0;
+  /** Whether the last look asked for partitions (this instance had nothing to read). */
+  #scanAsked = false;
   #retriedAt = 0;
   #acquiring: Promise<void> | undefined;
   /** Partitions asked for (a hand-over): tried every `RETRY_MS` until they come. */
@@ -176,7 +178,8 @@ export class PartitionFan<T, M> {
   #acquire(ask: boolean): Promise<void> {
     if (this.#acquiring) return this.#acquiring;
     const now = Date.now();
-    const scan = now - this.#scannedAt >= ACQUIRE_MS;
+    // The first time this instance has nothing to read, it asks at once (not `ACQUIRE_MS` after the last look, which only took free partitions).
+    const scan = now - this.#scannedAt >= ACQUIRE_MS || (ask && !this.#scanAsked);
     if (!scan && (this.#asked.size === 0 || now - this.#retriedAt < RETRY_MS)) return Promise.resolve();
     this.#retriedAt = now;
     if (scan) this.#scannedAt = now;
@@ -187,7 +190,10 @@ export class PartitionFan<T, M> {
   async #scan(ask: boolean): Promise<void> {
     // Asked anew below, or no longer (this instance has work of its own).
     this.#asked.clear();
+    this.#scanAsked = ask;
     const { driver, queue, name, partitions } = this.#hooks;
+    const elsewhere: number[] = [];
+    let took = false;
     for (let index = 0; index < partitions; index++) {
       if (this.set.get(index)) continue;
       const partition = partitionName(queue, index);
@@ -195,11 +201,15 @@ export class PartitionFan<T, M> {
       if (!totals) continue; // not written yet: nothing to read
       const position = await readPosition(driver, partition, name);
       if (position && totals.lagAfter(position) === 0) continue;
-      const slot = await this.set.tryTakeUnwanted(index);
-      if (!slot && ask) {
-        await this.set.want(index);
-        this.#asked.add(index);
-      }
+      if (await this.set.tryTakeUnwanted(index)) took = true;
+      else elsewhere.push(index);
+    }
+    // One partition at a time, picked at random: idle instances that each asked for every
+    // partition would empty the busy one and then each other, back and forth.
+    if (ask && !took && elsewhere.length > 0) {
+      const index = elsewhere[Math.floor(Math.random() * elsewhere.length)]!;
+      await this.set.want(index);
+      this.#asked.add(index);
     }
   }
 

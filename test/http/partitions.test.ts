@@ -140,7 +140,7 @@ describe("partitioned queues over HTTP: consuming", () => {
     expect(res.status).toBe(201);
     return ((await res.json()) as ProduceResponse).partition!;
   };
-  type Consumed = { cursor: string | null; messages: { partition: number; data: string; cursor: string; part: number }[] };
+  type Consumed = { cursor: string | null; messages: { partition: number; data: string; cursor: string; part: number; offset: number }[] };
   const consume = async (s: { url: string }, path: string, init?: RequestInit): Promise<Consumed> => {
     const res = await fetch(`${s.url}/api/v1/queues/${path}`, init);
     expect(res.status, await res.clone().text()).toBe(200);

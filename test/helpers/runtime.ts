@@ -11,6 +11,13 @@ export const RUNTIMES: readonly Runtime[] = ["node", "bun", "deno"];
 
 export const currentRuntime: Runtime = "Deno" in globalThis ? "deno" : "Bun" in globalThis ? "bun" : "node";
 
+/**
+ * Deno's node:child_process takes any `kill()` for the end of the child: after a SIGSTOP it
+ * passes on no more of its output (and reports a child that caught SIGTERM as killed). Tests
+ * that pause a child and read it again cannot run there.
+ */
+export const SIGNALS_END_CHILD = currentRuntime === "deno";
+
 /** The permissions `v-queue serve` and the library need on Deno (README, "Runtimes"). */
 export const DENO_FLAGS = ["--allow-read", "--allow-write", "--allow-net", "--allow-env", "--allow-sys", "--allow-run"];
 

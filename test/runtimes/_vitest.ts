@@ -16,9 +16,11 @@ const VITEST = join(ROOT, "node_modules/vitest/vitest.mjs");
 export interface RuntimeRun {
   files: number;
   passed: number;
+  /** The full names of the tests that passed. */
+  passedNames: string[];
   failed: string[];
   skipped: number;
-  /** The runner's output (the probe file prints the runtime its worker runs on). */
+  /** The runner's output (its last lines explain a failure). */
   output: string;
 }
 
@@ -52,6 +54,7 @@ export async function runVitestOn(runtime: "bun" | "deno", files: string[], extr
     return {
       files: json.testResults.length,
       passed: results.filter((r) => r.status === "passed").length,
+      passedNames: results.filter((r) => r.status === "passed").map((r) => r.fullName),
       failed,
       skipped: results.filter((r) => r.status === "skipped" || r.status === "pending" || r.status === "todo").length,
       output,

@@ -7,6 +7,5 @@ import { currentRuntime } from "../helpers/runtime";
 
 it("runs on the runtime the caller asked for", () => {
   const expected = process.env.VQ_EXPECT_RUNTIME ?? currentRuntime;
-  console.log(`runtime probe: ${currentRuntime} ${process.version} (expected ${expected})`);
   expect(currentRuntime).toBe(expected);
 });

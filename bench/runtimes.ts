@@ -7,8 +7,9 @@
  * the server's CPU time (user + system, /proc) per 1000 messages or requests. Figures are medians
  * of the rounds; ratios are medians of each round's ratio to Node.
  * VQ_BENCH_REPEATS sets the rounds, VQ_BENCH_HTTP_SECONDS each measurement's length;
- * VQ_BENCH_RUNTIMES_PROFILE=<dir> writes a CPU profile of each server (Node and Bun: --cpu-prof;
- * Deno: V8's --prof log, read with `node --prof-process`).
+ * VQ_BENCH_RUNTIMES=bun,deno and VQ_BENCH_RUNTIMES_PARTS=produce,single,consume pick (a consume
+ * alone fills its queue unmeasured first); VQ_BENCH_RUNTIMES_PROFILE=<dir> writes a CPU profile
+ * of each server (Node and Bun: --cpu-prof; Deno: --perf-basic-prof, for `perf record -g`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -30,6 +31,8 @@ const SINGLE_CLIENTS = 16;
 const SERVER = fileURLToPath(new URL("./runtime-server.mjs", import.meta.url));
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
 const TICKS_PER_SECOND = 100;
+const PICKED = RUNTIMES.filter((r) => (process.env.VQ_BENCH_RUNTIMES || RUNTIMES.join(",")).split(",").includes(r));
+const PARTS = new Set((process.env.VQ_BENCH_RUNTIMES_PARTS || "produce,single,consume").split(","));
 
 type Scenario = "produce" | "single" | "consume";
 const SCENARIOS: { key: Scenario; label: string; unit: string }[] = [
@@ -54,12 +57,13 @@ export async function runRuntimesBench(): Promise<void> {
   const one = Buffer.from("x".repeat(SIZE));
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      for (const runtime of round % 2 ? [...RUNTIMES].reverse() : RUNTIMES) {
+      for (const runtime of round % 2 ? [...PICKED].reverse() : PICKED) {
         progress(`round ${round + 1}/${ROUNDS}: ${runtime} ...`);
         const dir = tempDir(`runtimes-${runtime}`);
         const server = await startServer(runtime, dir);
         try {
           const measure = async (key: Scenario, run: () => Promise<number>) => {
+            if (!PARTS.has(key)) return;
             const cpu = server.cpuTicks();
             const start = performance.now();
             const items = await run();
@@ -69,7 +73,9 @@ export async function runRuntimesBench(): Promise<void> {
             list.push({ rate: items / seconds, cpuMsPer1000: (cpuMs / items) * 1000 });
             results.set(`${runtime} ${key}`, list);
           };
-          await measure("produce", async () => BATCH * (await runFor(CLIENTS, async () => expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/bench/messages", batch, { "content-type": "application/json" }), 201))));
+          const produce = async () => BATCH * (await runFor(CLIENTS, async () => expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/bench/messages", batch, { "content-type": "application/json" }), 201)));
+          if (PARTS.has("consume") && !PARTS.has("produce")) await produce();
+          await measure("produce", produce);
           await measure("single", () => runFor(SINGLE_CLIENTS, async () => expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/single/messages", one, { "content-type": "text/plain" }), 201)));
           // consumeRate reads queue "bench" for SECONDS; the rate it returns times its length is the count.
           await measure("consume", async () => {
@@ -91,10 +97,10 @@ export async function runRuntimesBench(): Promise<void> {
 }
 
 function rowsOf(results: Map<string, Measured[]>): string[][] {
-  return SCENARIOS.map(({ key, label, unit }) => {
+  return SCENARIOS.filter(({ key }) => PARTS.has(key)).map(({ key, label, unit }) => {
     const of = (runtime: Runtime) => results.get(`${runtime} ${key}`) ?? [];
     const rate = (runtime: Runtime) => formatRate(median(of(runtime).map((m) => m.rate)));
-    const ratio = (runtime: Runtime) => `${median(of(runtime).map((m, i) => m.rate / of("node")[i]!.rate)).toFixed(2)}x`;
+    const ratio = (runtime: Runtime) => (of(runtime).length > 0 && of("node").length === of(runtime).length ? `${median(of(runtime).map((m, i) => m.rate / of("node")[i]!.rate)).toFixed(2)}x` : "-");
     const cpu = RUNTIMES.map((runtime) => median(of(runtime).map((m) => m.cpuMsPer1000)).toFixed(1)).join(" / ");
     return [`${label} (${unit})`, rate("node"), rate("bun"), rate("deno"), ratio("bun"), ratio("deno"), cpu];
   });
@@ -111,9 +117,10 @@ interface Server {
   stop(): Promise<void>;
 }
 
-/** Profiling flags per runtime (Deno has no --cpu-prof: V8's own log instead). */
+/** Profiling flags per runtime. */
 function profileFlags(runtime: Runtime, dir: string): string[] {
-  if (runtime === "deno") return [`--v8-flags=--prof,--logfile=${dir}/deno-%p.log`];
+  // Deno has no --cpu-prof, and Node 20's --prof-process cannot read Deno's V8 log: perf can.
+  if (runtime === "deno") return ["--v8-flags=--perf-basic-prof"];
   return ["--cpu-prof", `--cpu-prof-dir=${dir}`];
 }
 

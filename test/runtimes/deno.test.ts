@@ -9,5 +9,5 @@ describeRuntimeSuite(
       why: "Deno's node:child_process reports a child that caught SIGTERM and exited 0 as killed by SIGTERM (exit code null); test/runtimes/serve.test.ts checks serve's SIGTERM on Deno from Node",
     },
   ],
-  570,
+  980,
 );

@@ -38,6 +38,7 @@ const suites = [
   optional("shared", "shared.ts", "runSharedBench"),
   optional("dashboard", "dashboard.ts", "runDashboardBench"),
   optional("instances", "instances.ts", "runInstancesBench"),
+  optional("runtimes", "runtimes.ts", "runRuntimesBench"),
 ].filter((s): s is Suite => s !== undefined);
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));

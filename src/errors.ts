@@ -92,5 +92,10 @@ export interface QueueProblem {
  */
 export function ioError(driver: string, error: unknown): VQueueError {
   if (VQueueError.isError(error)) return error;
-  return new VQueueError("E_IO", `The ${driver} driver failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  // Deno's node:fs says "No space left on device (os error 28)" without Node's "ENOSPC: " prefix:
+  // put the code in front, so the message names it on every runtime (Node's is unchanged).
+  const named = typeof code === "string" && /^E[A-Z]+$/.test(code) && !message.includes(code) ? `${code}: ${message}` : message;
+  return new VQueueError("E_IO", `The ${driver} driver failed: ${named}`, { cause: error });
 }

@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll } from "vitest";
 import { serveQueues, type QueueServer } from "../../adapters/server";
+import { scriptCommand, type Runtime } from "../helpers/runtime";
 
 export const BIN = fileURLToPath(new URL("../../bin/v-queue.mjs", import.meta.url));
 const DIST = fileURLToPath(new URL("../../dist/cli.mjs", import.meta.url));
@@ -25,10 +26,11 @@ function cleanEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   return { ...base, ...env };
 }
 
-/** Starts the CLI; the caller reads its output and waits for its exit. */
-export function startCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): { child: ChildProcess; output: () => CliRun; exited: Promise<CliRun> } {
+/** Starts the CLI (on Node unless told); the caller reads its output and waits for its exit. */
+export function startCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; runtime?: Runtime } = {}): { child: ChildProcess; output: () => CliRun; exited: Promise<CliRun> } {
   if (!existsSync(DIST)) throw new Error("Build first: npm run build (bin/v-queue.mjs imports dist/cli.mjs).");
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: cleanEnv(options.env ?? {}), stdio: ["pipe", "pipe", "pipe"] });
+  const { command, args: argv } = scriptCommand(BIN, args, options.runtime ?? "node");
+  const child = spawn(command, argv, { cwd: options.cwd, env: cleanEnv(options.env ?? {}), stdio: ["pipe", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout!.setEncoding("utf8").on("data", (c: string) => (stdout += c));

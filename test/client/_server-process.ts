@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "pathe";
 import { freePort } from "../helpers/net";
+import { scriptCommand } from "../helpers/runtime";
 
 export { freePort };
 
@@ -21,7 +22,7 @@ export interface ServerProcess {
   remove(): Promise<void>;
 }
 
-/** The standalone server (`v-queue serve`) in its own process, on a free loopback port. */
+/** The standalone server (`v-queue serve`) in its own process of the current runtime, on a free loopback port. */
 export async function startServerProcess(config: Record<string, unknown> = {}): Promise<ServerProcess> {
   const root = mkdtempSync(join(tmpdir(), "vq-client-"));
   const dir = join(root, "data");
@@ -31,7 +32,8 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
   let child: ChildProcess | undefined;
 
   const start = async () => {
-    child = spawn(process.execPath, ["--import", "jiti/register", CLI, "serve", "--dir", dir, "--port", String(port), "--config", configFile, "--log-level", "warn"], {
+    const { command, args } = scriptCommand(CLI, ["serve", "--dir", dir, "--port", String(port), "--config", configFile, "--log-level", "warn"]);
+    child = spawn(command, args, {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, NODE_ENV: "test" },
     });

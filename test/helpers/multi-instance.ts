@@ -14,6 +14,7 @@ import { partitionName } from "../../src/partitions";
 import { BIN } from "../cli/_cli";
 import { freePort } from "./net";
 import { parseScrape, valueOf } from "./prometheus";
+import { scriptCommand, type Runtime } from "./runtime";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -28,15 +29,16 @@ export interface Instance {
   fencedWrites(): Promise<number | undefined>;
 }
 
-/** Starts `v-queue serve <storageArgs> --port <free>` and waits for /health. */
-export async function startInstance(storageArgs: string[]): Promise<Instance> {
+/** Starts `v-queue serve <storageArgs> --port <free>` (on Node unless told) and waits for /health. */
+export async function startInstance(storageArgs: string[], runtime: Runtime = "node"): Promise<Instance> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const instance: Instance = {
     url,
     fencedBefore: 0,
     async start() {
-      const child = spawn(process.execPath, [BIN, "serve", ...storageArgs, "--port", String(port), "--log-level", "error"], { stdio: ["ignore", "ignore", "pipe"] });
+      const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", "error"], runtime);
+      const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
       let output = "";
       child.stderr!.on("data", (d) => (output += d));
       instance.child = child;

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "pathe";
+import { scriptCommand } from "./runtime";
 
 const CHILD = resolve(import.meta.dirname, "child.ts");
 
@@ -11,14 +12,15 @@ export interface Child {
   exited: Promise<number | null>;
 }
 
-/** Starts test/helpers/child.ts in its own Node process (TypeScript through jiti). */
+/** Starts test/helpers/child.ts in its own process of the current runtime. */
 export function startChild(...args: string[]): Child {
   return startScript(CHILD, ...args);
 }
 
-/** Starts a TypeScript file in its own Node process (through jiti), collecting its stdout lines. */
+/** Starts a TypeScript file in its own process of the current runtime (Node through jiti), collecting its stdout lines. */
 export function startScript(script: string, ...args: string[]): Child {
-  const child = spawn(process.execPath, ["--import", "jiti/register", script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const { command, args: argv } = scriptCommand(script, args);
+  const child = spawn(command, argv, { stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   const waiters = new Set<() => void>();
   let partial = "";

@@ -81,8 +81,10 @@ describe("purge and delete over HTTP", () => {
     const statuses = await Promise.all(pushes.map(async (p) => (await p).status));
     expect((await deleted).status).toBe(200);
     expect(statuses.every((status) => status === 201)).toBe(true);
-    // The ones that landed after the delete made the queue again, and are all there.
-    const kept = await data(await s.get(poll(0, "check")));
+    // The ones that landed after the delete made the queue again, and are all there; when all landed
+    // before it (usual on Bun, whose fetch sends them faster), the queue is gone: 404, nothing kept.
+    const after = await s.get(poll(0, "check"));
+    const kept = after.status === 404 ? [] : await data(after);
     expect(kept).not.toContain("seed");
     for (const m of kept) expect(m).toMatch(/^m\d+$/);
   });

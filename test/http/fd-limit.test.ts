@@ -9,6 +9,7 @@ import { Agent, request } from "node:http";
 import { resolve } from "pathe";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../helpers/net";
+import { scriptCommand } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
 import { sleep } from "./_server";
 
@@ -35,7 +36,8 @@ async function startLimited(options: Record<string, unknown> = {}): Promise<Limi
   const dir = await tempDir();
   const port = await freePort();
   // $0 and "$@": no quoting of paths into the script.
-  const child: ChildProcess = spawn("bash", ["-c", `ulimit -n ${FD_LIMIT} && exec "$0" --import jiti/register "$@"`, process.execPath, SERVER, dir, String(port), JSON.stringify(options)], {
+  const { command, args } = scriptCommand(SERVER, [dir, String(port), JSON.stringify(options)]);
+  const child: ChildProcess = spawn("bash", ["-c", `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, command, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { link, lstat, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
+import { VQueueError } from "../../../src/errors";
 
 /**
  * An exclusive lock that dies with its process, without native code: the lock file holds
@@ -35,7 +36,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
     }
     const held = await readOwner(path);
     if (held === undefined) continue; // released meanwhile: try again
-    if (await isOwnerAlive(held)) return undefined;
+    if (await isOwnerAlive(held, path)) return undefined;
     // Stale: move it aside atomically, and check that what we moved is what we judged.
     const aside = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.stale`;
     try {
@@ -45,7 +46,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
       throw error;
     }
     const moved = await readOwner(aside);
-    if (moved !== held && moved !== undefined && (await isOwnerAlive(moved))) {
+    if (moved !== held && moved !== undefined && (await isOwnerAlive(moved, path))) {
       // Someone took the lock between our read and our rename: give it back.
       await link(aside, path).catch(() => {});
       await unlink(aside).catch(() => {});
@@ -59,7 +60,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
 /** Whether a live process holds the lock at `path` (a stale or empty lock file is not held). */
 export async function isPidLockHeld(path: string): Promise<boolean> {
   const owner = await readOwner(path);
-  return owner !== undefined && (await isOwnerAlive(owner));
+  return owner !== undefined && (await isOwnerAlive(owner, path));
 }
 
 /**
@@ -92,7 +93,7 @@ async function ownerLine(pid: number): Promise<string> {
 }
 
 /** An empty or unreadable owner (the crate leaves empty lock files behind) is not alive. */
-async function isOwnerAlive(owner: string): Promise<boolean> {
+async function isOwnerAlive(owner: string, path: string): Promise<boolean> {
   const [pidText, start, host] = owner.trim().split(" ");
   const pid = Number(pidText);
   if (!Number.isSafeInteger(pid) || pid <= 0 || !host) return false;
@@ -101,6 +102,13 @@ async function isOwnerAlive(owner: string): Promise<boolean> {
     process.kill(pid, 0);
   } catch (error) {
     if (isCode(error, "ESRCH")) return false;
+    // EPERM: alive, another user's. Anything else means this runtime may not probe processes
+    // (Deno without --allow-run): taking the lock as held would leave a crashed writer's lock
+    // in place for good, with a misleading "already has a writer".
+    if (!isCode(error, "EPERM")) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new VQueueError("E_LOCKED", `Cannot tell whether process ${pid}, named in the lock file ${path}, is still alive: ${why}. The check sends it signal 0 (on Deno: allow it with --allow-run).`, { cause: error });
+    }
   }
   // Alive, unless the pid now belongs to a younger process.
   const now = await processStart(pid);

@@ -4,7 +4,8 @@
  * sentinels promote the replica, the old master comes back and is made its replica; one
  * failover serves every check below (about 25 s in all). The producer goes through the storage
  * URL (`redis+vq+sentinel://...`, as `v-queue serve --storage` takes it), the consumer through
- * the library form (`redisDriver({ redis: { sentinels, name } })`), both with `WAIT 1`.
+ * the library form (`redisDriver({ redis: { sentinels, name } })`), both with `WAIT 1`; then
+ * `v-queue serve --storage redis+vq+sentinel://...` (the built CLI: `npm run build` first).
  *
  * What this does NOT show, honestly: Redis replicates asynchronously. `WAIT 1` means a replica
  * had the write in memory when it was acknowledged, not on disk, and not that the replica the
@@ -15,6 +16,7 @@
  * WAITed: a failover can lose it, which leaves its holder fenced, never two holders writing.
  * A crash of every node at once loses what `appendfsync everysec` had not written (1 s).
  */
+import Redis from "ioredis";
 import { resolve } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import redisDriver from "../adapters/drivers/redis";
@@ -24,6 +26,7 @@ import type { Message } from "../src/message";
 import type { QueueProblem } from "../src/errors";
 import { QueueConsumer } from "../src/consumer";
 import { QueueWriter } from "../src/writer";
+import { startInstance } from "./helpers/multi-instance";
 import { redisTestsRun } from "./helpers/redis";
 import { startRedisSentinel, type RedisSentinelSet } from "./helpers/redis-sentinel";
 import { startScript, type Child } from "./helpers/spawn";
@@ -218,6 +221,28 @@ describe.skipIf(!available)("redis driver on a real Redis Sentinel set, the mast
     // In order: the order of first delivery is the queue's.
     const first = [...new Set(run.delivered)].filter((m) => run.acked.includes(m));
     expect(first).toEqual(run.acked);
+  });
+
+  it("serves queues over HTTP with v-queue serve --storage redis+vq+sentinel://... (on the master the sentinels name now)", async () => {
+    const hosts = set.sentinels.map((s) => `${s.host}:${s.port}`).join(",");
+    const server = await startInstance(["--storage", `redis+vq+sentinel://${hosts}/0?name=${set.name}&prefix=cli&replicas=1`]);
+    try {
+      const produced = await fetch(`${server.url}/api/v1/queues/orders/messages`, { method: "POST", body: "via-serve" });
+      expect(produced.status).toBe(201);
+      const consumed = await fetch(`${server.url}/api/v1/queues/orders/consumers/c/messages?max_messages=10&timeout_ms=2000`);
+      expect(JSON.stringify(await consumed.json())).toContain("via-serve");
+    } finally {
+      server.kill("SIGKILL");
+    }
+    // It wrote to the promoted replica, and the old master (its replica now) has it too.
+    for (const port of [run.failover.to, run.failover.from]) {
+      const node = new Redis({ port, host: "127.0.0.1" });
+      try {
+        expect(await node.smembers("{cli}:queues")).toEqual(["orders"]);
+      } finally {
+        node.disconnect();
+      }
+    }
   });
 
   it("refuses the appends of a writer whose lease ran out during the failover (E_FENCED); nothing of it after the new writer's", () => {

@@ -159,7 +159,8 @@ async function sentinelBacked(text: string): Promise<QueueDriver> {
   const params = new URLSearchParams(query);
   const name = params.get("name");
   if (!name || /\s/.test(name)) throw bad(name ? `name=${JSON.stringify(name)} has white space` : "the master's name is missing (?name=)");
-  const [username, password] = auth ? auth.split(":").map(decodeURIComponent) : [];
+  const colon = auth ? auth.indexOf(":") : -1;
+  const [username, password] = auth ? (colon < 0 ? [auth, ""] : [auth.slice(0, colon), auth.slice(colon + 1)]).map(decodeURIComponent) : [];
   const options = { ...driverParams(text, params, ["name"]), key: `sentinel:${name}@${sentinels.map((s) => `${s.host}:${s.port}`).sort().join(",")}/${db}` };
   const { default: Redis } = await importOptional<typeof import("ioredis")>("ioredis", () => import("ioredis"), "ioredis");
   return redisDriverOn(new Redis({ sentinels, name, db, username: username || undefined, password: password || undefined, lazyConnect: true }), options);

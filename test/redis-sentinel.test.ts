@@ -52,7 +52,7 @@ describe("the redis+vq+sentinel storage URL", () => {
     await expect(resolveStorageDriver("redis+vq+sentinel://h?name=m&lease=5")).rejects.toThrow(/Invalid lockLeaseMs 5/);
   });
 
-  it("asks no sentinel until used: hosts default to port 26379, IPv6 in brackets", async () => {
+  it("reads the sentinels (port 26379 when left out, IPv6 in brackets), db, name and prefix, connecting only when used", async () => {
     const driver = await resolveStorageDriver("redis+vq+sentinel://u:p%40ss@s1,[::1]:26380,s3:26381/2?name=m&prefix=x");
     expect(driver.storageKey).toBe("redis:sentinel:m@::1:26380,s1:26379,s3:26381/2:x");
     await driver.dispose?.();

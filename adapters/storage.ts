@@ -16,6 +16,7 @@ export const STORAGE_SPECS = [
   "memory:  or  memory:<name>  (this process only)",
   "redis://[user:pass@]host:port/db[?base=prefix]  or  rediss://...  (unstorage's redis driver; needs unstorage and ioredis)",
   "redis+vq://[user:pass@]host:port/db[?prefix=vq&cluster=1&lease=10000&replicas=N]  or  rediss+vq://...  (v-queue's redis driver, fenced writes; cluster=1: host:port is a cluster node; needs ioredis)",
+  "redis+vq+sentinel://[user:pass@]host:port,host:port,.../db?name=mymaster[&prefix=vq&lease=10000&replicas=N]  (v-queue's redis driver on the master that Redis Sentinel names; the hosts are sentinels, port 26379 if left out; user:pass is the data nodes'; needs ioredis)",
   "unstorage-fs:./dir  (unstorage's fs driver; needs unstorage)",
   "unstorage-memory:  (unstorage's memory driver; needs unstorage)",
 ] as const;
@@ -95,6 +96,9 @@ export async function resolveStorageDriver(spec: string | QueueDriver): Promise<
     case "rediss+vq": {
       return redisBacked(text, scheme);
     }
+    case "redis+vq+sentinel": {
+      return sentinelBacked(text);
+    }
     case "unstorage-fs": {
       if (!rest) throw specError(spec);
       const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
@@ -122,26 +126,63 @@ async function unstorageBacked(storage: import("unstorage").Storage, options: { 
 async function redisBacked(text: string, scheme: string): Promise<QueueDriver> {
   const url = new URL(text);
   const params = url.searchParams;
-  const known = ["prefix", "cluster", "lease", "replicas", "waitMs"];
-  const unknown = [...params.keys()].filter((k) => !known.includes(k));
-  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${known.join(", ")}.`);
-  const number = (name: string) => (params.has(name) ? Number(params.get(name)) : undefined);
   const cluster = params.get("cluster");
   if (cluster !== null && cluster !== "1" && cluster !== "0") throw optionError(`Invalid storage ${showValue(text)}: cluster=${cluster}; use cluster=1 (a Redis Cluster) or leave it out.`);
+  const options = { ...driverParams(text, params, ["cluster"]), key: `${cluster === "1" ? "cluster" : "redis"}:${url.host}${url.pathname}` };
   const redisUrl = `${scheme === "rediss+vq" ? "rediss" : "redis"}://${url.username ? `${url.username}${url.password ? `:${url.password}` : ""}@` : ""}${url.host}${url.pathname}`;
   const { default: Redis, Cluster } = await importOptional<typeof import("ioredis")>("ioredis", () => import("ioredis"), "ioredis");
-  const { default: redisDriver } = await import("./drivers/redis");
-  const replicas = number("replicas");
-  const options = {
-    prefix: params.get("prefix") ?? undefined,
-    lockLeaseMs: number("lease"),
-    waitReplicas: replicas === undefined ? undefined : { replicas, timeoutMs: number("waitMs") },
-    key: `${cluster === "1" ? "cluster" : "redis"}:${url.host}${url.pathname}`,
-  };
   const client =
     cluster === "1"
       ? new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], { redisOptions: { username: url.username || undefined, password: url.password || undefined, tls: scheme === "rediss+vq" ? {} : undefined } })
       : new Redis(redisUrl, { lazyConnect: true });
+  return redisDriverOn(client, options);
+}
+
+/**
+ * `redis+vq+sentinel://[user:pass@]h1:p1,h2:p2/db?name=m&...` (see `STORAGE_SPECS`): the
+ * redis driver on an ioredis client that asks the sentinels for master `name` (and again after
+ * a failover). WHATWG URLs take one host, so the authority is split here.
+ */
+async function sentinelBacked(text: string): Promise<QueueDriver> {
+  const bad = (what: string) => optionError(`Invalid storage ${showValue(text)}: ${what}. Use redis+vq+sentinel://[user:pass@]host:port,host:port,.../db?name=mymaster (the hosts are sentinels; port 26379 if left out).`);
+  const match = /^redis\+vq\+sentinel:\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/i.exec(text);
+  if (!match) throw bad("not a URL of that form");
+  const [, auth, hostList = "", path = "", query = ""] = match;
+  const sentinels = hostList.split(",").map((entry) => {
+    const hostPort = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/i.exec(entry);
+    const port = Number(hostPort?.[2] ?? 26379);
+    if (!hostPort || port < 1 || port > 65_535) throw bad(`sentinel ${JSON.stringify(entry)} is not host or host:port`);
+    return { host: hostPort[1]!.replace(/^\[(.*)\]$/, "$1"), port };
+  });
+  const db = path === "" || path === "/" ? 0 : /^\/\d{1,5}$/.test(path) ? Number(path.slice(1)) : Number.NaN;
+  if (!Number.isInteger(db)) throw bad(`the database ${JSON.stringify(path.slice(1))} is not a number`);
+  const params = new URLSearchParams(query);
+  const name = params.get("name");
+  if (!name || /\s/.test(name)) throw bad(name ? `name=${JSON.stringify(name)} has white space` : "the master's name is missing (?name=)");
+  const colon = auth ? auth.indexOf(":") : -1;
+  const [username, password] = auth ? (colon < 0 ? [auth, ""] : [auth.slice(0, colon), auth.slice(colon + 1)]).map(decodeURIComponent) : [];
+  const options = { ...driverParams(text, params, ["name"]), key: `sentinel:${name}@${sentinels.map((s) => `${s.host}:${s.port}`).sort().join(",")}/${db}` };
+  const { default: Redis } = await importOptional<typeof import("ioredis")>("ioredis", () => import("ioredis"), "ioredis");
+  return redisDriverOn(new Redis({ sentinels, name, db, username: username || undefined, password: password || undefined, lazyConnect: true }), options);
+}
+
+/** The redis driver's options that every `redis+vq` URL form takes as query parameters (`extra`: the form's own, checked by it). */
+function driverParams(text: string, params: URLSearchParams, extra: string[]) {
+  const known = ["prefix", ...extra, "lease", "replicas", "waitMs"];
+  const unknown = [...params.keys()].filter((k) => !known.includes(k));
+  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${known.join(", ")}.`);
+  const number = (name: string) => (params.has(name) ? Number(params.get(name)) : undefined);
+  const replicas = number("replicas");
+  return {
+    prefix: params.get("prefix") ?? undefined,
+    lockLeaseMs: number("lease"),
+    waitReplicas: replicas === undefined ? undefined : { replicas, timeoutMs: number("waitMs") },
+  };
+}
+
+/** The redis driver on a client made for it (closed by its `dispose()`, or now if the options are refused). */
+async function redisDriverOn(client: import("ioredis").Redis | import("ioredis").Cluster, options: Omit<import("./drivers/redis").RedisDriverOptions, "redis">): Promise<QueueDriver> {
+  const { default: redisDriver } = await import("./drivers/redis");
   try {
     return redisDriver({ redis: client, disposeClient: true, ...options });
   } catch (error) {

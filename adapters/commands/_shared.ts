@@ -14,7 +14,7 @@ export { CliError, explain } from "./_errors";
 /** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
 export const targetArgs = {
   dir: { type: "string", description: "Data directory (direct access to the files)", default: DEFAULT_DIR, valueHint: "path" },
-  storage: { type: "string", description: "Other storage instead of --dir: fs:<dir>, memory:, redis://host:port/db, unstorage-fs:<dir>", valueHint: "spec" },
+  storage: { type: "string", description: "Other storage instead of --dir: fs:<dir>, memory:, redis://host:port/db, redis+vq://host:port/db, redis+vq+sentinel://s1:26379,s2:26379/0?name=mymaster, unstorage-fs:<dir>", valueHint: "spec" },
   url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
 } as const satisfies ArgsDef;

@@ -10,7 +10,7 @@ export const serve = defineCommand({
   args: {
     dir: { type: "string", description: "Data directory [default: ./queues]", valueHint: "path" },
     "data-dir": { type: "string", description: "Same as --dir (the Rust server's name)", valueHint: "path" },
-    storage: { type: "string", description: "Other storage instead of --dir: memory:, redis://host:port/db, unstorage-fs:<dir>", valueHint: "spec" },
+    storage: { type: "string", description: "Other storage instead of --dir: memory:, redis://host:port/db, redis+vq://host:port/db, redis+vq+sentinel://s1:26379,s2:26379/0?name=mymaster, unstorage-fs:<dir>", valueHint: "spec" },
     port: { type: "string", description: "Port [default: 9093]", valueHint: "port" },
     host: { type: "string", description: "Interface [default: 127.0.0.1; 0.0.0.0 for all]", valueHint: "host" },
     bind: { type: "string", description: "host:port (the Rust server's option)", valueHint: "host:port" },

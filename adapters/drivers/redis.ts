@@ -76,6 +76,9 @@ const redisDriver = defineDriver((options: RedisDriverOptions): QueueDriver => {
     throw optionError(`Invalid redis: the client has ioredis's keyPrefix ${showValue(keyPrefixOf(options.redis))}, which the driver's Lua scripts cannot follow (they name keys themselves). Use the driver's prefix option instead.`);
   }
   const client = made ? makeClient(options.redis as string | RedisOptions) : (options.redis as RedisClient);
+  // A client the driver owns: its connection errors come back as E_IO on the calls; unheard,
+  // ioredis would print every failed reconnect (a failover prints dozens).
+  if (options.disposeClient ?? made) client.on("error", () => {});
   const calls = new RedisCalls(client, options.waitReplicas);
   const registry = registryKey(prefix);
   const watcher = createWatcher(client);

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { freePort } from "./net";
-import { launchRedis } from "./redis";
+import { launchRedis, terminate } from "./redis";
 
 /**
  * A real Redis Cluster on loopback for tests and benches: `masters` masters with one replica
@@ -128,10 +128,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         nodes.map(async (n) => {
           const child = n.child;
           n.child = undefined;
-          if (!child || child.exitCode !== null || child.signalCode !== null) return;
-          const exited = new Promise((resolve) => child.once("exit", resolve));
-          child.kill("SIGKILL");
-          await exited;
+          if (child) await terminate(child, "SIGKILL");
         }),
       );
       await rm(root, { recursive: true, force: true });

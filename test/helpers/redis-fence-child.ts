@@ -1,5 +1,6 @@
 /**
  * A stale lock holder for the fencing tests: `node --import jiti/register test/helpers/redis-fence-child.ts <mode> <url> <prefix> <leaseMs>`.
+ * `<url>` is a `redis://` URL, or a storage spec (`redis+vq+sentinel://...`: prefix and lease are the spec's).
  * Its locks are made blind to their loss (`assertHeld` passes, `lost` never aborts), as if the
  * process had been paused right after its last check: only the driver's fence can stop it.
  * - `writer`: pushes `old-<i>` to queue `fq` one at a time (fsync), printing `ack <i>`, or
@@ -8,12 +9,13 @@
  *   printing `commit <seq>`, or `err <code>` once, then stays.
  */
 import redisDriver from "../../adapters/drivers/redis";
+import { resolveStorageDriver } from "../../adapters/storage";
 import type { DriverLock, QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 
 const [mode, url, prefix, leaseMs] = process.argv.slice(2);
-const inner = redisDriver({ redis: url!, prefix: prefix!, lockLeaseMs: Number(leaseMs) });
+const inner = /^rediss?:\/\//.test(url!) ? redisDriver({ redis: url!, prefix: prefix!, lockLeaseMs: Number(leaseMs) }) : await resolveStorageDriver(url!);
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
 /** The same lock object (the fence is looked up by it), with its own checks switched off. */

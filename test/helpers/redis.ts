@@ -65,7 +65,11 @@ export async function startRedisServer(): Promise<RedisServer> {
 
 /** Starts `redis-server` on `port` in `dir` (AOF on, RDB off, loopback only) and waits for its PONG; `extra` arguments go last. */
 export async function launchRedis(port: number, dir: string, extra: string[] = []): Promise<ChildProcess> {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--dir", dir, "--protected-mode", "yes", ...extra];
+  return spawnRedis(port, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--dir", dir, "--protected-mode", "yes", ...extra]);
+}
+
+/** Runs `redis-server args` (a server, or a sentinel: `<conf> --sentinel`) and waits until it answers PING on `port`. */
+export async function spawnRedis(port: number, args: string[]): Promise<ChildProcess> {
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -86,11 +90,11 @@ export async function launchRedis(port: number, dir: string, extra: string[] = [
   }
 }
 
-/** SIGTERM (redis flushes its AOF) and waits for the exit. */
-export async function terminate(child: ChildProcess): Promise<void> {
+/** SIGTERM (redis flushes its AOF; SIGKILL for a crash, or to not wait) and waits for the exit. */
+export async function terminate(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
+  child.kill(signal);
   await exited;
 }
 

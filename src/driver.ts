@@ -60,6 +60,11 @@ export interface QueueDriver {
    * and consumers in one process find each other (wake-ups without I/O).
    */
   readonly storageKey: string;
+  /**
+   * How often a consumer without a watch looks for another instance's writes, unless its own
+   * `pollIntervalMs` says. Optional (100 ms): a driver whose every read is a billed call sets more.
+   */
+  readonly pollIntervalMs?: number;
   /** Frees resources (watchers, connections). */
   dispose?(): Promise<void>;
 }

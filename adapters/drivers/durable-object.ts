@@ -30,6 +30,13 @@ export interface DurableObjectDriverOptions {
    */
   lockLeaseMs?: number;
   /**
+   * How often a consumer looks for messages another isolate wrote (one call to the queue's
+   * object per look): pushes in the same isolate wake it at once. The long-poll budget of a
+   * request in workerd (README, "Cloudflare Workers") counts these calls.
+   * @default 1000
+   */
+  pollIntervalMs?: number;
+  /**
    * Names the storage: driver instances with the same key in one isolate share wake-ups.
    * @default the prefix
    */
@@ -62,6 +69,8 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
   const leaseMs = options.lockLeaseMs ?? 10_000;
   if (typeof prefix !== "string" || !PREFIX_RE.test(prefix)) throw optionError(`Invalid prefix ${showValue(prefix)}: use 1 to 64 characters from A-Z a-z 0-9 . _ : -.`);
   checkOption("lockLeaseMs", leaseMs, integer(30));
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  checkOption("pollIntervalMs", pollIntervalMs, integer(10, 60_000));
 
   // A stub per call, not kept: a stub made while serving one request may not be usable from another in workerd.
   const objectOf = (queue: string) => namespace.get(namespace.idFromName(`${prefix}:${queue}`)) as QueueObjectStub;
@@ -137,6 +146,7 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
   return {
     name: DRIVER_NAME,
     storageKey: `${DRIVER_NAME}:${options.key ?? prefix}`,
+    pollIntervalMs,
     openLog: async (path, { create }) => ((await open(path, create)) ? log(path) : undefined),
     openRecord: async (path, { create }) => ((await open(path, create)) ? record(path) : undefined),
     readRecord: (path) => call(() => objectOf(queueOf(path)).readAll(path)),

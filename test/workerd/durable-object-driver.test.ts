@@ -7,6 +7,7 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import durableObjectDriver, { type DurableObjectNamespace } from "../../adapters/drivers/durable-object";
+import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { describeEngineOnDriver } from "../drivers/engine-suite";
 import { startWorker } from "./_miniflare";
@@ -57,6 +58,43 @@ describe("durable-object driver", () => {
     await log.append(0, new Uint8Array([1, 2, 3]), second);
     expect(await log.size()).toBe(3);
     await second.release();
+  });
+
+  it("costs a few calls to the queue's object per message: counted for the README", async () => {
+    const calls: string[] = [];
+    const counting: DurableObjectNamespace = {
+      idFromName: (name) => namespace.idFromName(name),
+      get: (id) => {
+        const stub = namespace.get(id) as Record<string, (...args: unknown[]) => unknown>;
+        return new Proxy(stub, { get: (target, key) => (...args: unknown[]) => (calls.push(String(key)), target[key as string]!(...args)) });
+      },
+    };
+    const driver = durableObjectDriver({ namespace: counting, prefix: `cost-${++n}` });
+    const writer = await QueueWriter.open("cost", { driver });
+    const consumer = await QueueConsumer.open("cost", "c", { driver });
+    const opened = calls.splice(0).length;
+    const N = 50;
+    for (let i = 0; i < N; i++) await writer.push(`message ${i}`);
+    const perPush = calls.splice(0);
+    const batch = await writer.pushBatch(Array.from({ length: N }, (_, i) => `batched ${i}`));
+    expect(batch).toHaveLength(N);
+    const perBatch = calls.splice(0);
+    let read = 0;
+    while (read < 2 * N) {
+      const got = await consumer.read({ max: 1 });
+      if (got.length === 0) break;
+      read += got.length;
+      await consumer.commit(got.at(-1)!);
+    }
+    const perConsume = calls.splice(0);
+    const tally = (list: string[]) => Object.entries(list.reduce<Record<string, number>>((t, k) => ((t[k] = (t[k] ?? 0) + 1), t), {}));
+    console.info(`[durable-object cost] open writer + consumer: ${opened} calls; push one at a time: ${(perPush.length / N).toFixed(1)} calls/message ${JSON.stringify(tally(perPush))}; batch of ${N}: ${perBatch.length} calls; consume + commit one at a time: ${(perConsume.length / (2 * N)).toFixed(1)} calls/message ${JSON.stringify(tally(perConsume))}`);
+    expect(read).toBe(2 * N);
+    expect(perPush.length / N).toBeLessThanOrEqual(4);
+    expect(perBatch.length).toBeLessThanOrEqual(6);
+    expect(perConsume.length / (2 * N)).toBeLessThanOrEqual(4);
+    await consumer.close();
+    await writer.close();
   });
 
   it("keeps a 5 MiB append in 64 KiB values and reads any range of it back", async () => {

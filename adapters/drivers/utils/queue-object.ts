@@ -125,13 +125,16 @@ export class VQueueObject extends DurableObject {
     return { ok: true, unregistered };
   }
 
-  /** Names directly under `dir` ("" is the queue's top level). */
+  /** Names directly under `dir` ("" is the queue's top level), held locks included. */
   async list(dir: string): Promise<string[]> {
     const under = dir ? `${dir}/` : "";
     const names = new Set<string>();
     for (const kind of ["s:", "d:"]) {
       for (const key of (await this.#storage.list({ prefix: `${kind}${under}` })).keys()) names.add(key.slice(kind.length + under.length).split("/")[0]!);
     }
+    // Held locks are listed too, as lock files are on disk: an admin finds a consumer by its lock before its first file.
+    const now = Date.now();
+    for (const [key, held] of await this.#storage.list<LockRecord>({ prefix: `l:${under}` })) if (held.until > now) names.add(key.slice(2 + under.length).split("/")[0]!);
     names.delete("");
     return [...names];
   }

@@ -97,6 +97,27 @@ describe("durable-object driver", () => {
     await writer.close();
   });
 
+  it("leases: one that ran out is taken back by its holder while nobody took the lock, and lost for good once another did", async () => {
+    const object = namespace.get(namespace.idFromName(`lease-${++n}:q`)) as import("../../adapters/drivers/utils/queue-object").VQueueObject;
+    const first = await object.lock("q_queue.lock", 100);
+    expect(first).toBeGreaterThan(0);
+    expect(await object.lock("q_queue.lock", 100)).toBe(0); // held
+    await new Promise((r) => setTimeout(r, 200));
+    // Ran out (workerd runs no timer between requests, so no renewal came), nobody took it: taken back.
+    expect(await object.isLocked("q_queue.lock")).toBe(false);
+    expect(await object.renew("q_queue.lock", first, 100)).toBe(true);
+    expect(await object.lock("q_queue.lock", 100)).toBe(0);
+    await new Promise((r) => setTimeout(r, 200));
+    const second = await object.lock("q_queue.lock", 5000);
+    expect(second).toBe(first + 1);
+    expect(await object.renew("q_queue.lock", first, 100)).toBe(false);
+    await object.mkdir("q-0");
+    await object.open("q-0/q_queue", true);
+    expect(await object.append("q-0/q_queue", 0, new Uint8Array([1]), { path: "q_queue.lock", epoch: first })).toMatchObject({ ok: false, reason: "fenced" });
+    expect(await object.append("q-0/q_queue", 0, new Uint8Array([1]), { path: "q_queue.lock", epoch: second })).toMatchObject({ ok: true });
+    expect(await object.append("q-0/q_queue", 0, new Uint8Array([2]), { path: "q_queue.lock", epoch: second })).toMatchObject({ ok: false, reason: "not-at-end", size: 1 });
+  });
+
   it("keeps a 5 MiB append in 64 KiB values and reads any range of it back", async () => {
     const driver = durableObjectDriver({ namespace, prefix: `big-${++n}` });
     const writer = await QueueWriter.open("big", { driver, durability: "none" });

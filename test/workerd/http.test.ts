@@ -107,6 +107,9 @@ describe("the app made at global scope in workerd (memory driver)", () => {
       expect((await mf.dispatchFetch("http://x/api/v1/queues/g/messages", { method: "POST", body: "hi" })).status).toBe(201);
       const got = (await (await mf.dispatchFetch("http://x/api/v1/queues/g/consumers/c/messages?timeout_ms=0")).json()) as { messages: { data: string }[] };
       expect(got.messages[0]!.data).toBe("hi");
+      // The app was made at global scope: its start time must still be a real one.
+      const overview = (await (await mf.dispatchFetch("http://x/api/v1/overview")).json()) as { startedAt?: number };
+      expect(overview.startedAt).toBeGreaterThan(Date.parse("2020-01-01"));
     } finally {
       await mf.dispose();
     }

@@ -158,7 +158,12 @@ export class QueueRegistry {
   }
 
   async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
-    const writer = await this.writer(queue);
+    let writer = await this.writer(queue);
+    // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
+    if (!(await writer.holds())) {
+      await this.dropWriter(queue, writer);
+      writer = await this.writer(queue);
+    }
     try {
       return await write(writer);
     } catch (error) {

@@ -116,6 +116,11 @@ export interface DriverLock {
    */
   assertHeld?(): Promise<void>;
   /**
+   * Whether the lock is surely held now, without asking the storage: false once the lease is
+   * stale (not renewed in time) or lost. Drivers whose locks cannot be lost leave it out.
+   */
+  fresh?(): boolean;
+  /**
    * The fencing token: a number that grows each time the lock changes hands, never reused.
    * Drivers whose locks can be lost (leases) set it, and check it in the same atomic step as
    * every write given this lock as `fence` (append, truncate, replace, writeAtomic): a write

@@ -25,8 +25,10 @@ export interface DurableObjectDriverOptions {
   /**
    * How long a writer or consumer lock stays valid without being renewed (timed by the object).
    * The holder renews it every third of this while its isolate runs, and before a write once it
-   * is stale; a lock whose holder is gone is free after at most this.
-   * @default 10000
+   * is stale; a lock whose holder is gone is free after at most this. workerd runs no timer of an
+   * isolate between its requests, so an idle isolate's locks lapse after this: kept under the
+   * hand-over wait (`handoffTimeoutMs`, 5 s), a partition an idle isolate held is taken within one.
+   * @default 3000
    */
   lockLeaseMs?: number;
   /**
@@ -66,7 +68,7 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
     throw optionError(`Missing required option \`namespace\` of the ${DRIVER_NAME} driver: the Durable Object namespace binding of the VQueueObject class (e.g. env.VQUEUE), got ${showValue(namespace)}.`);
   }
   const prefix = options.prefix ?? "vq";
-  const leaseMs = options.lockLeaseMs ?? 10_000;
+  const leaseMs = options.lockLeaseMs ?? 3000;
   if (typeof prefix !== "string" || !PREFIX_RE.test(prefix)) throw optionError(`Invalid prefix ${showValue(prefix)}: use 1 to 64 characters from A-Z a-z 0-9 . _ : -.`);
   checkOption("lockLeaseMs", leaseMs, integer(30));
   const pollIntervalMs = options.pollIntervalMs ?? 1000;

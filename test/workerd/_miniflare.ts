@@ -34,3 +34,21 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Miniflar
   await mf.ready;
   return mf;
 }
+
+/**
+ * Two Workers, "a" and "b", each its own isolate with its own app (registry, writers, consumers),
+ * on one Durable Object namespace (the class lives in "a"; "b" binds it by scriptName): two
+ * instances of a deployed Worker, as Cloudflare runs many.
+ */
+export async function startTwoWorkers(bindings: Record<string, string> = {}): Promise<Miniflare> {
+  const script = await bundleWorker(WORKER_ENTRY);
+  const modules = [{ type: "ESModule" as const, path: "worker.mjs", contents: script }];
+  const mf = new Miniflare({
+    workers: [
+      { name: "a", modules, compatibilityDate: COMPATIBILITY_DATE, durableObjects: { VQUEUE: "VQueueObject" }, bindings },
+      { name: "b", modules, compatibilityDate: COMPATIBILITY_DATE, durableObjects: { VQUEUE: { className: "VQueueObject", scriptName: "a" } }, bindings },
+    ],
+  });
+  await mf.ready;
+  return mf;
+}

@@ -2,7 +2,7 @@
  * The Worker the workerd tests run: the v-queue HTTP app on the durable-object driver (env.VQUEUE),
  * or on the memory driver when env.STORAGE is "memory" (that app is made at global scope, as
  * Nitro's cloudflare-module does: nothing may start a timer there). Basic auth when env.AUTH is
- * "user:password". With env.STORAGE "kv", the app is made on the KV binding env.KV: the answer
+ * "user:password"; env.LEASE_MS sets the driver's lockLeaseMs. With env.STORAGE "kv", the app is made on the KV binding env.KV: the answer
  * is the error that refuses it (500, its code and message as JSON).
  */
 import { createQueueHandler, type QueueHandler } from "../../runtime/index";
@@ -16,6 +16,7 @@ interface Env {
   KV?: unknown;
   STORAGE?: string;
   AUTH?: string;
+  LEASE_MS?: string;
 }
 
 const atGlobalScope = createQueueHandler({ driver: memoryDriver(), auth: false });
@@ -36,7 +37,7 @@ export default {
     if (!handler) {
       const [username = "", password = ""] = (env.AUTH ?? "").split(":");
       const auth = env.AUTH ? { users: [{ username, password }] } : false;
-      handler = createQueueHandler({ driver: durableObjectDriver({ namespace: env.VQUEUE! }), auth });
+      handler = createQueueHandler({ driver: durableObjectDriver({ namespace: env.VQUEUE!, ...(env.LEASE_MS ? { lockLeaseMs: Number(env.LEASE_MS) } : {}) }), auth });
     }
     return handler.fetch(request);
   },

@@ -52,6 +52,7 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
   const lock: DriverLock = {
     ...(options.epoch === undefined ? {} : { epoch: options.epoch }),
     lost,
+    fresh: () => !lost.aborted && !released && Date.now() < safeUntil,
     async assertHeld() {
       if (!lost.aborted && Date.now() < safeUntil) return;
       // Stale (we were paused, or refreshes failed): ask the storage before any write.

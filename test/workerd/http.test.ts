@@ -87,7 +87,7 @@ describe("the HTTP app in workerd on Durable Objects", () => {
 
     mf = await startWorker({ persist, bindings: { AUTH }, http: true });
     base = await mf.ready;
-    // The old isolate's locks were leases: a new writer and reader may wait out lockLeaseMs (10 s) at most.
+    // The old isolate's locks were leases: a new writer and reader may wait out lockLeaseMs (3 s) at most.
     let next: { messages: { data: string }[] } | undefined;
     for (let i = 0; i < 40 && !next; i++) {
       const res = await call("/api/v1/queues/kept/consumers/c/messages?timeout_ms=0");

@@ -21,6 +21,8 @@ export default defineBuildConfig({
     { input: "adapters/drivers/memory", name: "drivers/memory" },
     { input: "adapters/drivers/unstorage", name: "drivers/unstorage" },
     { input: "adapters/drivers/redis", name: "drivers/redis" },
+    { input: "adapters/drivers/durable-object", name: "drivers/durable-object" },
+    { input: "adapters/cloudflare", name: "cloudflare" },
     { input: "adapters/storage", name: "storage" },
     { input: "adapters/zstd-native", name: "zstd-native" },
     { input: "runtime/index", name: "runtime/index" },
@@ -29,6 +31,8 @@ export default defineBuildConfig({
     { input: "adapters/nitro", name: "nitro" },
     { input: "adapters/nuxt", name: "nuxt" },
   ],
+  // workerd's own module (the Durable Object base class of v-queue/cloudflare): resolved by workerd, never bundled.
+  externals: ["cloudflare:workers"],
   declaration: "node16",
   rollup: { emitCJS: false },
   hooks: {

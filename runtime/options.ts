@@ -219,7 +219,7 @@ export const DEFAULT_LIMITS: QueueAppLimits = {
  * when several are).
  */
 export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQueueAppOptions {
-  const limits = defu(options.limits, DEFAULT_LIMITS) as QueueAppLimits;
+  const limits = defu(options.limits, inWorkerd() ? WORKERD_LIMITS : {}, DEFAULT_LIMITS) as QueueAppLimits;
   const resolved = {
     // The engine's defaults, from its one place (src/options.ts).
     durability: options.durability ?? QUEUE_DEFAULTS.durability,
@@ -326,6 +326,19 @@ export function monitorProblems(monitor: unknown, path = "monitor"): string[] {
 /** A queue's own settings, if `queues` names it. */
 function ownSettings(queues: Record<string, QueueSettings> | undefined, queue: string): QueueSettings | undefined {
   return queues && Object.hasOwn(queues, queue) ? queues[queue] : undefined;
+}
+
+/**
+ * In workerd (Cloudflare Workers) a long poll waits at most 20 s unless `limits.maxTimeoutMs`
+ * says otherwise: a waiting consumer looks for other isolates' writes once per driver poll
+ * interval (1 s on the durable-object driver), and each look is a call that counts against the
+ * request's subrequest budget (50 on the Free plan). README, "Cloudflare Workers".
+ */
+export const WORKERD_LIMITS: Partial<QueueAppLimits> = { maxTimeoutMs: 20_000 };
+
+/** Whether this runs in workerd (its navigator says so). */
+export function inWorkerd(): boolean {
+  return (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers";
 }
 
 /** What is wrong with `limits` (over the defaults; undefined ones are not given), at `path`: also the config schema's check. */

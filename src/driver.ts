@@ -1,3 +1,5 @@
+import type { StopSignalLike } from "./stop-signal";
+
 /**
  * The storage a queue lives on, as the engine uses it: an append-only log per part, small
  * records rewritten whole (the info lines), listing, and locks. Nothing more: a driver for
@@ -58,6 +60,11 @@ export interface QueueDriver {
    * and consumers in one process find each other (wake-ups without I/O).
    */
   readonly storageKey: string;
+  /**
+   * How often a consumer without a watch looks for another instance's writes, unless its own
+   * `pollIntervalMs` says. Optional (100 ms): a driver whose every read is a billed call sets more.
+   */
+  readonly pollIntervalMs?: number;
   /** Frees resources (watchers, connections). */
   dispose?(): Promise<void>;
 }
@@ -100,7 +107,7 @@ export interface DriverLock {
    * Aborted once the lock is known to be lost (a lease that ran out and was taken by another
    * holder), with the error as its reason. Drivers whose locks cannot be lost leave it out.
    */
-  readonly lost?: AbortSignal;
+  readonly lost?: StopSignalLike;
   /**
    * Resolves while the lock is surely held; rejects (`E_LOCKED`) once it is lost. A holder
    * calls it before each write, so that a holder that was paused past its lease (SIGSTOP, a
@@ -108,6 +115,11 @@ export interface DriverLock {
    * fresh. Drivers whose locks cannot be lost leave it out.
    */
   assertHeld?(): Promise<void>;
+  /**
+   * Whether the lock is surely held now, without asking the storage: false once the lease is
+   * stale (not renewed in time) or lost. Drivers whose locks cannot be lost leave it out.
+   */
+  fresh?(): boolean;
   /**
    * The fencing token: a number that grows each time the lock changes hands, never reused.
    * Drivers whose locks can be lost (leases) set it, and check it in the same atomic step as

@@ -19,7 +19,8 @@ type Listener = (hint?: ChangeHint) => void;
 
 export class QueueHub {
   readonly #listeners = new Set<Listener>();
-  #writers = 0;
+  /** The writers registered here, each with its check that it still surely holds the queue. */
+  readonly #writers = new Set<() => boolean>();
   /** Where the writer's current part ends, as of its last batch. */
   #edge: { part: number; edge: number } | undefined;
   readonly #release: () => void;
@@ -40,7 +41,7 @@ export class QueueHub {
 
   /** Announces a change: a batch (with its hint), or anything else that waiters must re-check. */
   emit(hint?: ChangeHint): void {
-    this.#edge = hint && this.#writers > 0 ? { part: hint.part, edge: hint.edge } : undefined;
+    this.#edge = hint && this.#writers.size > 0 ? { part: hint.part, edge: hint.edge } : undefined;
     for (const listener of [...this.#listeners]) listener(hint);
   }
 
@@ -49,24 +50,30 @@ export class QueueHub {
     return this.#listeners.size > 0;
   }
 
-  /** Whether the queue's writer is in this process (then waits need no polling). */
+  /**
+   * Whether the queue's writer is in this process (then waits need no polling): registered, and
+   * its lease (if its lock is one) surely held. A writer whose lease went stale may have lost the
+   * queue to another instance without knowing yet (an idle isolate in workerd runs no timer to
+   * renew it): its edge is then no longer the queue's end, and waiters poll the storage.
+   */
   get hasWriter(): boolean {
-    return this.#writers > 0;
+    for (const live of this.#writers) if (live()) return true;
+    return false;
   }
 
   /** Where the writer in this process has written up to, as of its last batch; undefined when unknown. */
   get writerEdge(): { part: number; edge: number } | undefined {
-    return this.#edge;
+    return this.hasWriter ? this.#edge : undefined;
   }
 
-  /** Registers the queue's writer; returns its unregister function. */
-  registerWriter(): () => void {
-    this.#writers++;
+  /** Registers the queue's writer (`live`: whether it still surely holds the queue); returns its unregister function. */
+  registerWriter(live: () => boolean = () => true): () => void {
+    this.#writers.add(live);
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      this.#writers--;
+      this.#writers.delete(live);
       // Waiters re-check: they must now poll for a writer elsewhere (this also forgets the edge).
       this.emit();
       this.#releaseIfUnused();
@@ -74,7 +81,7 @@ export class QueueHub {
   }
 
   #releaseIfUnused(): void {
-    if (this.#writers === 0 && this.#listeners.size === 0) this.#release();
+    if (this.#writers.size === 0 && this.#listeners.size === 0) this.#release();
   }
 }
 

@@ -1,4 +1,5 @@
 import { defu } from "defu";
+import { workersKvProblem } from "./workers-kv";
 import { checkOption, integer, oneOf, throwProblems, type Check } from "./check";
 import type { QueueDriver } from "./driver";
 import { LOG_PREFIX, type QueueProblem } from "./errors";
@@ -248,7 +249,9 @@ export function resolveConsumerOptions(options: ConsumerOptions): ResolvedConsum
 
 /** Options over their defaults, every problem (the driver's included) in one `E_OPTION`. */
 function resolveOptions<T extends CommonOptions>(options: CommonOptions, defaults: object, checks: (resolved: T) => (string | undefined)[]): T {
-  const resolved = defu(options, defaults, { onProblem: defaultProblemReporter, zstd: loadZstd }) as T;
+  // A driver whose reads are billed calls (durable-object) asks consumers to poll less often than the default.
+  const hint = "pollIntervalMs" in defaults && options.driver?.pollIntervalMs ? { pollIntervalMs: options.driver.pollIntervalMs } : {};
+  const resolved = defu(options, hint, defaults, { onProblem: defaultProblemReporter, zstd: loadZstd }) as T;
   throwProblems([checkDriver(options.driver, "driver"), checkZstd(resolved.zstd, "zstd"), ...checks(resolved)]);
   return resolved;
 }
@@ -259,9 +262,10 @@ export function checkInteger(name: string, value: unknown, min: number, max: num
 
 /** The storage every layer needs (the engine's options, the HTTP runtime's): present and a driver. */
 export const checkDriver: Check = (driver, name) =>
-  driver && typeof (driver as QueueDriver).openLog === "function"
+  workersKvProblem(driver, name) ??
+  (driver && typeof (driver as QueueDriver).openLog === "function"
     ? undefined
-    : `${driver ? `Invalid ${name} (it has no \`openLog\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`;
+    : `${driver ? `Invalid ${name} (it has no \`openLog\` method)` : `Missing ${name}`}: pass one, e.g. \`fsDriver({ dir })\` from \`v-queue/drivers/fs\`, or \`memoryDriver()\`.`);
 
 /** The `zstd` option: a function that loads an implementation. */
 export const checkZstd: Check = (zstd, name) =>

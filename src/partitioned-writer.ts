@@ -99,12 +99,19 @@ export class PartitionedWriter {
     const { partitionKey, ...produceOptions } = options;
     const routed = this.#route(partitionKey, produceOptions.key);
     let slot: Slot<QueueWriter>;
-    // A slot let go while it was being taken (a hand-over request) is taken again, or another one.
-    do {
-      // Held already (the common case): no await on the way.
+    // A slot let go while it was being taken (a hand-over request) is taken again, or another one;
+    // so is one whose lock lapsed and was taken meanwhile (an idle isolate in workerd: QueueWriter.holds).
+    for (let lapsed = 0; ; ) {
+      // Held already (the common case): no storage call on the way while its lease is fresh.
       const held = routed === undefined ? undefined : this.#set.get(routed);
       slot = held && !held.releasing ? held : routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
-    } while (slot.releasing);
+      if (slot.releasing) continue;
+      if (lapsed++ < 2 && !(await slot.item.holds())) {
+        this.#set.drop(slot);
+        continue;
+      }
+      break;
+    }
     this.#set.touch(slot);
     try {
       const result = await this.#set.use(slot, (writer) => writer.produce(messages, produceOptions));

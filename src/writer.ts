@@ -96,7 +96,7 @@ export class QueueWriter {
     const lock = writer.#lock;
     // Taken once open (a hub nobody uses is let go): held by the registration from here on.
     writer.#hub = queueHub(resolved.driver, name);
-    writer.#unregister = writer.#hub.registerWriter();
+    writer.#unregister = writer.#hub.registerWriter(() => !lock.lost?.aborted && (lock.fresh?.() ?? true));
     writer.#totals = trackWriter(resolved.driver, name);
     writer.#totals.report(writer.#part, writer.#edge, writer.#count);
     // A lease lost to another writer stops this one at once: nothing is written or acknowledged after.
@@ -117,6 +117,23 @@ export class QueueWriter {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /**
+   * Whether this writer still holds its queue's lock: asks the storage when the lease is stale
+   * (a lease driver), false once the lock is lost (it then refuses every write). Its owner drops
+   * it and opens the queue again before writing: nothing was written, so nothing is lost or
+   * doubled. In workerd an isolate runs no timer between requests, so an idle one's leases
+   * lapse and another isolate may take the queue meanwhile.
+   */
+  async holds(): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      await this.#lock.assertHeld?.();
+    } catch {
+      return false;
+    }
+    return !this.#lock.lost?.aborted;
   }
 
   /** Delayed messages this writer holds, not yet due (a partitioned queue's instance keeps such a partition). */

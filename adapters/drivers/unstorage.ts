@@ -1,6 +1,7 @@
 import { defineDriver } from "../../src/driver";
 import { checkOption, integer, optionError } from "../../src/check";
 import { ioError } from "../../src/errors";
+import { workersKvProblem } from "../../src/workers-kv";
 
 import { createLogHandle, createRecordHandle } from "./utils/unstorage-handles";
 import { copyOf, DRIVER_NAME, joinKey, parentKey, toBytes, type Context, type UnstorageLike } from "./utils/unstorage-keys";
@@ -57,6 +58,8 @@ export interface UnstorageDriverOptions {
  * const queue = await openQueue("orders", { driver: unstorageDriver({ storage, base: "vq" }) });
  */
 const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
+  const kv = workersKvProblem(options?.storage, "storage");
+  if (kv) throw optionError(kv);
   if (!options.storage || typeof options.storage.getItemRaw !== "function" || typeof options.storage.getKeys !== "function") {
     throw optionError(`Missing required option \`storage\` of the ${DRIVER_NAME} driver (an unstorage Storage).`);
   }

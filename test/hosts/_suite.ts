@@ -1,31 +1,55 @@
 /**
  * The same checks against each host: the API through the client (`v-queue/client`, the built
- * package), the app's own route that pushes from server code, and a clean shutdown.
+ * package), the app's own route that pushes from server code, and a clean shutdown. A host
+ * that lacks something (no Node process series, no signals) says so in its `SuiteOptions`.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, isAbortError, VQueueClientError, type VQueueClient } from "v-queue/client";
-import { buildApp, lockFiles, startApp, type HostApp, type RunningHost } from "./_host";
+import { appName, buildApp, lockFiles, startApp, startLabel, type HostApp, type RunningHost } from "./_host";
 import { HAS_CHROMIUM, launch, openPage } from "../browser/_dashboard";
 
 const ADMIN = { username: "admin", password: "admin-secret" };
 const READER = { username: "reader", password: "reader-secret" };
 
-export function describeHost(app: HostApp): void {
-  describe(`v-queue mounted in the ${app.dir} playground (built, node .output/server/index.mjs)`, () => {
+export interface SuiteOptions {
+  /** Runs the built app: default `startApp` (its start command as a child process). */
+  start?: (app: HostApp) => Promise<RunningHost>;
+  /** How it runs, for the title: default the start command. */
+  runsIn?: string;
+  /** `/metrics` has the Node process series (memory, CPU). @default true */
+  processSeries?: boolean;
+  /** ... and `process_open_fds` (read from /proc/self, which Deno refuses without --allow-all). @default processSeries */
+  openFds?: boolean;
+  /** Opens the dashboard in Chromium (when installed); else only its page is fetched. @default true */
+  chromium?: boolean;
+  /** A process that SIGTERM stops, and a data dir whose lock files it removes. @default true */
+  signals?: boolean;
+  /**
+   * How it exits on SIGTERM: 0 when the host handles the signal (Nitro's node preset), or
+   * "SIGTERM" (v-queue closes its queues, then raises the signal again: nobody else listens).
+   * @default 0
+   */
+  sigtermExit?: number | NodeJS.Signals;
+}
+
+export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
+  const { start = startApp, runsIn = startLabel(app), processSeries = true, openFds = processSeries, chromium = true, signals = true, sigtermExit = 0 } = options;
+  const name = appName(app);
+  describe(`v-queue mounted in the ${name} playground (built, ${runsIn})`, () => {
     let host: RunningHost;
     let client: VQueueClient;
 
     beforeAll(async () => {
       const timings = await buildApp(app);
-      const start = performance.now();
-      host = await startApp(app);
-      console.log(`[hosts] ${app.dir}: install ${ms(timings.install)}, build ${ms(timings.build)}, start ${ms(performance.now() - start)}`);
+      const started = performance.now();
+      host = await start(app);
+      console.log(`[hosts] ${name}: install ${ms(timings.install)}, build ${ms(timings.build)}, start ${ms(performance.now() - started)}`);
       client = createClient({ baseURL: `${host.url}/_queue`, auth: ADMIN });
     }, 600_000);
 
     afterAll(async () => {
-      if (host?.process.exitCode === null) await host.stop().catch(() => host.process.kill("SIGKILL"));
+      if (host?.running()) await host.stop().catch(() => host.kill());
     });
 
     it("answers /health and needs credentials for the API (401, then 403 for a read-only user)", async () => {
@@ -40,13 +64,14 @@ export function describeHost(app: HostApp): void {
       expect((await reader.consume("auth", "r")).messages.map((m) => m.data)).toEqual(["x"]);
     });
 
-    it("serves <prefix>/metrics behind auth, with the Node process series", async () => {
+    it(`serves <prefix>/metrics behind auth${processSeries ? `, with the Node process series${openFds ? "" : " (no process_open_fds)"}` : ""}`, async () => {
       expect((await fetch(`${host.url}/_queue/metrics`)).status).toBe(401);
       const res = await fetch(`${host.url}/_queue/metrics`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}` } });
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
       const text = await res.text();
-      expect(text).toMatch(/^process_open_fds \d+$/m);
+      if (processSeries) expect(text).toMatch(/^process_resident_memory_bytes \d+$/m);
+      if (openFds) expect(text).toMatch(/^process_open_fds \d+$/m);
       expect(text).toContain('vqueue_http_requests_total{route="/api/v1/queues/:queue/messages",method="POST",status="201"} 1');
     });
 
@@ -98,6 +123,22 @@ export function describeHost(app: HostApp): void {
       expect(rest.messages.map((m) => m.data)).toEqual(["c"]);
     });
 
+    it("leases from a shared consumer (a long poll woken by a push) and acks: each message once, none back", async () => {
+      await client.produce("jobs", "j0");
+      const [seed] = await client.lease("jobs", "workers");
+      expect(await client.ack("jobs", "workers", seed!.lease)).toEqual({ acked: 1, errors: [] });
+      const polling = client.lease("jobs", "workers", { max: 10, timeoutMs: 20_000 });
+      await sleep(300);
+      await client.produce("jobs", ["j1", "j2", "j3"]);
+      const leased = await polling;
+      expect(leased.map((m) => m.data)).toEqual(["j1", "j2", "j3"]);
+      // A host that takes the request's end for a client gone would have given them back (nacked).
+      await sleep(200);
+      expect(await client.lease("jobs", "workers", { max: 10 })).toEqual([]);
+      expect(await client.ack("jobs", "workers", leased.map((m) => m.lease))).toEqual({ acked: 3, errors: [] });
+      expect(await client.lease("jobs", "workers", { max: 10, timeoutMs: 300 })).toEqual([]);
+    });
+
     it("round-trips a 5 MiB binary message byte for byte (binary batches both ways)", async () => {
       const body = new Uint8Array(randomBytes(5 * 1024 * 1024));
       await client.produce("big", body);
@@ -133,7 +174,7 @@ export function describeHost(app: HostApp): void {
       expect(page.status).toBe(200);
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(await page.text()).toMatch(/\.\/_dashboard\/app\.[0-9a-f]+\.js/);
-      if (!HAS_CHROMIUM) return;
+      if (!HAS_CHROMIUM || !chromium) return;
       await client.produce("dashboard", ["seen in the page"]);
       const browser = await launch();
       try {
@@ -147,7 +188,7 @@ export function describeHost(app: HostApp): void {
       }
     }, 60_000);
 
-    it("on SIGTERM ends a long poll at once, closes the queues (no lock left) and exits", async () => {
+    it.runIf(signals)("on SIGTERM ends a long poll at once, closes the queues (no lock left) and exits", async () => {
       await client.produce("shutdown", "x");
       await client.commit("shutdown", "c", (await client.consume("shutdown", "c")).cursor);
       expect(lockFiles(host.dataDir).length).toBeGreaterThan(0);
@@ -160,7 +201,7 @@ export function describeHost(app: HostApp): void {
       if (result instanceof Error) expect(result).not.toBeInstanceOf(VQueueClientError);
       else expect(result.messages).toEqual([]);
       expect(performance.now() - start).toBeLessThan(10_000);
-      expect(code).toBe(0);
+      expect(code).toBe(sigtermExit);
       expect(lockFiles(host.dataDir)).toEqual([]);
     });
   });

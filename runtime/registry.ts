@@ -81,11 +81,18 @@ export class QueueRegistry {
     this.#metrics = metrics;
     this.partitions = new PartitionDeclarations(() => this.driver(), options.declaredPartitions, options.durability !== "none");
     this.partitionedWriters = new PartitionedWriters(options, () => this.driver(), metrics);
-    if (options.consumerIdleMs > 0) {
-      // Often enough for the shorter idle time near the cap; a pass only walks the map.
-      this.#sweep = setInterval(() => this.#closeIdle(), Math.min(options.consumerIdleMs, 1000));
-      (this.#sweep as { unref?: () => void }).unref?.();
-    }
+  }
+
+  /**
+   * Starts the idle sweep with the first consumer opened, not at construction: a host may make
+   * the app at global scope, where workerd refuses timers ("Disallowed operation called within
+   * global scope"), and a registry without consumers has nothing to sweep.
+   */
+  #startSweep(): void {
+    if (this.#sweep || this.options.consumerIdleMs <= 0 || this.#closing) return;
+    // Often enough for the shorter idle time near the cap; a pass only walks the map.
+    this.#sweep = setInterval(() => this.#closeIdle(), Math.min(this.options.consumerIdleMs, 1000));
+    (this.#sweep as { unref?: () => void }).unref?.();
   }
 
   /** The storage: the driver of the options (the adapters make it from a `dir` or a storage spec), measured when metrics are on. */
@@ -263,6 +270,7 @@ export class QueueRegistry {
     if (existing) return existing.promise;
     const pendingClose = this.#closingSlots.get(key);
     const admin = this.#adminDone(queue);
+    this.#startSweep();
     const entry = { kind } as SlotEntry;
     entry.promise = (async () => {
       await pendingClose;

@@ -65,11 +65,10 @@ export async function buildApp(app: HostApp): Promise<{ install: number; build: 
   return { install, build: performance.now() - start };
 }
 
-/** Starts the built server with its queues in a new temporary directory (set through the runtime config). */
-export async function startApp(app: HostApp): Promise<RunningHost> {
+/** Starts the built server with its queues in `dataDir` (a new temporary directory when not given; set through the runtime config). */
+export async function startApp(app: HostApp, dataDir = mkdtempSync(join(tmpdir(), `vq-host-${appName(app).replace(/\W/g, "-")}-`))): Promise<RunningHost> {
   const name = appName(app);
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), `vq-host-${name}-`));
   const { command, args, in: sub = "." } = startOf(app);
   const child = spawn(command, args, {
     cwd: join(appDir(app), sub),

@@ -13,8 +13,8 @@ const ADMIN = { username: "admin", password: "admin-secret" };
 const READER = { username: "reader", password: "reader-secret" };
 
 export interface SuiteOptions {
-  /** Runs the built app: default `startApp` (its start command as a child process). */
-  start?: (app: HostApp) => Promise<RunningHost>;
+  /** Runs the built app (on `dataDir` when given): default `startApp` (its start command as a child process). */
+  start?: (app: HostApp, dataDir?: string) => Promise<RunningHost>;
   /** How it runs, for the title: default the start command. */
   runsIn?: string;
   /** `/metrics` has the Node process series (memory, CPU). @default true */
@@ -23,7 +23,7 @@ export interface SuiteOptions {
   openFds?: boolean;
   /** Opens the dashboard in Chromium (when installed); else only its page is fetched. @default true */
   chromium?: boolean;
-  /** A process that SIGTERM stops, and a data dir whose lock files it removes. @default true */
+  /** A process that SIGTERM stops (and SIGKILL kills), and a data dir whose lock files it removes (or leaves). @default true */
   signals?: boolean;
   /**
    * How it exits on SIGTERM: 0 when the host handles the signal (Nitro's node preset), or
@@ -203,6 +203,31 @@ export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
       expect(performance.now() - start).toBeLessThan(10_000);
       expect(code).toBe(sigtermExit);
       expect(lockFiles(host.dataDir)).toEqual([]);
+    });
+
+    it.runIf(signals)("after a SIGKILL, a restart on the same data takes the stale locks over and has every acknowledged message", async () => {
+      const first = await start(app);
+      let second: RunningHost | undefined;
+      try {
+        const before = createClient({ baseURL: `${first.url}/_queue`, auth: ADMIN });
+        const sent = Array.from({ length: 20 }, (_, i) => `m${i}`);
+        for (const message of sent) await before.produce("crash", message);
+        const read = await before.consume("crash", "c", { maxMessages: 5 });
+        await before.commit("crash", "c", read.cursor);
+        first.kill();
+        for (const until = Date.now() + 10_000; first.running() && Date.now() < until; ) await sleep(20);
+        expect(first.running()).toBe(false);
+        expect(lockFiles(first.dataDir).length).toBeGreaterThan(0); // left by the dead process
+
+        second = await start(app, first.dataDir);
+        const after = createClient({ baseURL: `${second.url}/_queue`, auth: ADMIN });
+        await after.produce("crash", "after-restart"); // the writer's lock, taken over
+        const { messages } = await after.consume("crash", "c", { maxMessages: 100 }); // the consumer's
+        expect(messages.map((m) => m.data)).toEqual([...sent.slice(5), "after-restart"]);
+      } finally {
+        first.kill();
+        await second?.stop().catch(() => second?.kill());
+      }
     });
   });
 }

@@ -2,6 +2,7 @@ import type { QueueConsumer } from "../src/consumer";
 import type { SeekTarget } from "../src/seek";
 import type { Message } from "../src/message";
 import { ApiError, isTooManyFiles } from "./errors";
+import { StopSignal, type StopSignalLike } from "../src/stop-signal";
 
 export interface PollOptions {
   max: number;
@@ -22,7 +23,7 @@ export class ConsumerSlot {
   lastUsed = Date.now();
   #active = 0;
   #mutex = new Mutex();
-  #stop = new AbortController();
+  #stop = new StopSignal();
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
 
@@ -48,7 +49,7 @@ export class ConsumerSlot {
    */
   async poll({ max, maxBytes, timeoutMs, signal, raw }: PollOptions): Promise<Message[]> {
     this.#active++;
-    const linked = linkSignals(signal, this.#stop.signal);
+    const linked = linkSignals(signal, this.#stop);
     const deadline = Date.now() + timeoutMs;
     try {
       if (!(await this.#mutex.acquire(linked.signal))) return this.#ended();
@@ -182,7 +183,7 @@ export class Mutex {
  * Not `AbortSignal.any`: on Node 20 each call leaves an entry in the long-lived stop signal's
  * dependants that GC never prunes (nodejs/node#55351; test/http/consumer-slot.test.ts).
  */
-export function linkSignals(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
+export function linkSignals(a: AbortSignal | undefined, b: StopSignalLike): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
   const abort = () => controller.abort();
   if (a?.aborted || b.aborted) controller.abort();

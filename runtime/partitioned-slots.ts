@@ -11,13 +11,14 @@ import type { NackOptions } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, Mutex } from "./consumer-slot";
 import { settleAll, type Settled } from "./shared-slot";
+import { StopSignal } from "../src/stop-signal";
 
 /** What both partitioned slots share: the stop, the use count, and the end of a deleted consumer. */
 abstract class PartitionedSlotBase<C extends { queue: string; name: string; close(): Promise<void> }> {
   readonly consumer: C;
   lastUsed = Date.now();
   protected active = 0;
-  protected readonly stopSignal = new AbortController();
+  protected readonly stopSignal = new StopSignal();
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
   readonly #onTooManyFiles: () => void;
@@ -85,7 +86,7 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
    */
   poll({ max, timeoutMs, signal }: { max: number; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedMessage[]> {
     return this.use(async () => {
-      const linked = linkSignals(signal, this.stopSignal.signal);
+      const linked = linkSignals(signal, this.stopSignal);
       const deadline = Date.now() + timeoutMs;
       try {
         if (!(await this.#mutex.acquire(linked.signal))) return this.ended();
@@ -150,7 +151,7 @@ export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedShared
 
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedLeasedMessage[]> {
     return this.use(async () => {
-      const linked = linkSignals(options.signal, this.stopSignal.signal);
+      const linked = linkSignals(options.signal, this.stopSignal);
       try {
         const { max, maxBytes, leaseMs, timeoutMs } = options;
         const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal });

@@ -1,6 +1,7 @@
 import type { LeasedMessage, LeaseRef, NackOptions, SharedConsumer, SharedStats } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals } from "./consumer-slot";
+import { StopSignal } from "../src/stop-signal";
 
 /**
  * One shared consumer the server holds (its lock) and the requests using it. Unlike an
@@ -13,7 +14,7 @@ export class SharedSlot {
   readonly consumer: SharedConsumer;
   lastUsed = Date.now();
   #active = 0;
-  #stop = new AbortController();
+  #stop = new StopSignal();
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
   readonly #onTooManyFiles: () => void;
@@ -40,7 +41,7 @@ export class SharedSlot {
   /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]> {
     return this.#use(async () => {
-      const linked = linkSignals(options.signal, this.#stop.signal);
+      const linked = linkSignals(options.signal, this.#stop);
       try {
         const { max, maxBytes, leaseMs, timeoutMs } = options;
         const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal });

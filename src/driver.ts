@@ -1,3 +1,5 @@
+import type { StopSignalLike } from "./stop-signal";
+
 /**
  * The storage a queue lives on, as the engine uses it: an append-only log per part, small
  * records rewritten whole (the info lines), listing, and locks. Nothing more: a driver for
@@ -100,7 +102,7 @@ export interface DriverLock {
    * Aborted once the lock is known to be lost (a lease that ran out and was taken by another
    * holder), with the error as its reason. Drivers whose locks cannot be lost leave it out.
    */
-  readonly lost?: AbortSignal;
+  readonly lost?: StopSignalLike;
   /**
    * Resolves while the lock is surely held; rejects (`E_LOCKED`) once it is lost. A holder
    * calls it before each write, so that a holder that was paused past its lease (SIGSTOP, a

@@ -1,5 +1,6 @@
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
+import { StopSignal } from "../../../src/stop-signal";
 
 export interface LeaseOptions {
   /** The driver's name and the lock's key, for the lost-lock message. */
@@ -28,16 +29,17 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
   let refreshing: Promise<void> | undefined;
   // Until when nobody else can have it: the lease from the last renewal asked, less a third for clocks and writes in flight.
   let safeUntil = options.since + leaseMs - Math.floor(leaseMs / 3);
-  const lost = new AbortController();
+  // Not an AbortController: it outlives the request that took the lock (workerd, src/stop-signal.ts).
+  const lost = new StopSignal();
   const lose = () => {
-    if (lost.signal.aborted) return;
+    if (lost.aborted) return;
     clearInterval(timer);
     lost.abort(new VQueueError("E_LOCKED", `[${options.driver}] Lost the lock ${JSON.stringify(options.key)}: its lease ran out (the holder was paused or cut off) and another holder took it.`));
   };
   const refresh = async () => {
     const at = Date.now();
     const held = await options.renew();
-    if (released || lost.signal.aborted) return;
+    if (released || lost.aborted) return;
     if (!held) return lose();
     safeUntil = at + leaseMs - Math.floor(leaseMs / 3);
   };
@@ -49,12 +51,12 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
   (timer as { unref?: () => void }).unref?.();
   const lock: DriverLock = {
     ...(options.epoch === undefined ? {} : { epoch: options.epoch }),
-    lost: lost.signal,
+    lost,
     async assertHeld() {
-      if (!lost.signal.aborted && Date.now() < safeUntil) return;
+      if (!lost.aborted && Date.now() < safeUntil) return;
       // Stale (we were paused, or refreshes failed): ask the storage before any write.
-      if (!lost.signal.aborted) await (refreshing ??= refresh().finally(() => (refreshing = undefined)));
-      if (lost.signal.aborted) throw lost.signal.reason;
+      if (!lost.aborted) await (refreshing ??= refresh().finally(() => (refreshing = undefined)));
+      if (lost.aborted) throw lost.reason;
     },
     async release() {
       if (released) return;

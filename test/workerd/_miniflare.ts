@@ -1,0 +1,36 @@
+/**
+ * Miniflare for the workerd tests: the test Worker (./_worker.ts, bundled) with the VQueueObject
+ * class bound as VQUEUE, its Durable Objects kept in `persist` when given (a restart keeps them).
+ */
+import { Miniflare } from "miniflare";
+import { resolve } from "pathe";
+import { bundleWorker } from "./_bundle";
+
+export const WORKER_ENTRY = resolve(import.meta.dirname, "_worker.ts");
+/** The compatibility date the tests run workerd with (RPC to Durable Objects needs 2024-04-03 or later). */
+export const COMPATIBILITY_DATE = "2025-01-01";
+
+export interface WorkerOptions {
+  /** Directory that keeps the Durable Objects' storage across Miniflare instances. */
+  persist?: string;
+  /** Worker bindings (STORAGE, AUTH: see _worker.ts). */
+  bindings?: Record<string, string>;
+  /** Serve real HTTP on a loopback port too. */
+  http?: boolean;
+}
+
+export async function startWorker(options: WorkerOptions = {}): Promise<Miniflare> {
+  const script = await bundleWorker(WORKER_ENTRY);
+  const mf = new Miniflare({
+    // The modules listed, not found by Miniflare: the bundle keeps a dynamic import("@opentelemetry/api") it cannot follow (it fails softly at run time).
+    modules: [{ type: "ESModule", path: "worker.mjs", contents: script }],
+    compatibilityDate: COMPATIBILITY_DATE,
+    durableObjects: { VQUEUE: "VQueueObject" },
+    ...(options.persist ? { durableObjectsPersist: options.persist } : {}),
+    kvNamespaces: ["KV"],
+    bindings: options.bindings ?? {},
+    ...(options.http ? { host: "127.0.0.1", port: 0 } : {}),
+  });
+  await mf.ready;
+  return mf;
+}

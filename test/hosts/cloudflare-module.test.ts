@@ -14,7 +14,7 @@ import { startWorkerd } from "./_miniflare";
 
 const app = presetApp("cloudflare-module", { noMinify: true });
 const start = startWorkerd({ compatibilityFlags: ["nodejs_compat"], bindings: { NITRO_V_QUEUE_DEFAULT_STORAGE: "memory:" } });
-describeHost(app, { start, runsIn: "workerd via Miniflare", processSeries: false, signals: false });
+describeHost(app, { start, runsIn: "workerd via Miniflare", processSeries: false, clientAbort: false, signals: false });
 
 // The same build (made by the suite above, unless filtered out), run without a storage setting: the module's default, the fs driver.
 describe("cloudflare-module without a storage setting", () => {

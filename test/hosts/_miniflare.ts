@@ -1,25 +1,32 @@
 /**
  * Runs a built `cloudflare-module` output (.output/server) in workerd through Miniflare, on a
- * loopback port, as a RunningHost. Every module is listed: Miniflare's own module walk refuses
- * the engine's optional `import(OTEL_API)` (a specifier in a variable).
+ * loopback port, as a RunningHost, with the compatibility date, flags and vars of the app's
+ * `wrangler.json` (as `wrangler deploy` would). Every module is listed: Miniflare's own module
+ * walk refuses the engine's optional `import(OTEL_API)` (a specifier in a variable).
  */
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { join } from "pathe";
 import { Miniflare } from "miniflare";
 import { appDir, appName, waitHealthy, type HostApp, type RunningHost } from "./_host";
 
 export interface WorkerdOptions {
-  /** Cloudflare compatibility flags (the wrangler config's `compatibility_flags`). */
-  compatibilityFlags?: string[];
-  /** Text bindings (the wrangler config's `vars`): with `nodejs_compat` they reach `process.env`, so the runtime config. */
-  bindings?: Record<string, string>;
+  /** Text bindings instead of the wrangler config's `vars`. */
+  vars?: Record<string, string>;
   /** Wait for `/_queue/health` to answer 200 (else only for workerd to listen). @default true */
   healthy?: boolean;
 }
 
+interface WranglerConfig {
+  compatibility_date?: string;
+  compatibility_flags?: string[];
+  vars?: Record<string, string>;
+}
+
 export function startWorkerd(options: WorkerdOptions = {}): (app: HostApp) => Promise<RunningHost> {
   return async (app) => {
+    const configPath = join(appDir(app), "wrangler.json");
+    const config = existsSync(configPath) ? (JSON.parse(readFileSync(configPath, "utf8")) as WranglerConfig) : {};
     const root = join(appDir(app), ".output/server");
     const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".mjs"));
     // The entry first: Miniflare takes the first module as the worker's.
@@ -28,9 +35,9 @@ export function startWorkerd(options: WorkerdOptions = {}): (app: HostApp) => Pr
     const mf = new Miniflare({
       modulesRoot: root,
       modules: ordered.map((file) => ({ type: "ESModule" as const, path: join(root, file) })),
-      compatibilityDate: "2025-10-01",
-      compatibilityFlags: options.compatibilityFlags ?? [],
-      bindings: options.bindings ?? {},
+      compatibilityDate: config.compatibility_date ?? "2025-10-01",
+      compatibilityFlags: config.compatibility_flags ?? [],
+      bindings: options.vars ?? config.vars ?? {},
       host: "127.0.0.1",
       port: 0,
       handleRuntimeStdio(stdout: Readable, stderr: Readable) {

@@ -3,7 +3,7 @@
  * temporary folder (the playground's node_modules linked), so that a preset's build and the
  * playground's own (nitro.test.ts) can run at once without sharing `.nitro` and `.output`.
  */
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll } from "vitest";
@@ -18,6 +18,8 @@ export interface PresetOptions {
   start?: HostApp["start"];
   /** `--no-minify` (cloudflare-module minifies with @rollup/plugin-terser, which is not installed). */
   noMinify?: boolean;
+  /** Files added to the copy (e.g. `wrangler.json`), by path in it. */
+  files?: Record<string, string>;
 }
 
 /** A copy of the playground built with `nitro build --preset <preset>`; removed after the file's tests. */
@@ -25,6 +27,7 @@ export function presetApp(preset: string, options: PresetOptions = {}): HostApp 
   const cwd = mkdtempSync(join(tmpdir(), `vq-preset-${preset}-`));
   afterAll(() => rmSync(cwd, { recursive: true, force: true }));
   for (const entry of ["package.json", "nitro.config.ts", "routes"]) cpSync(join(PLAYGROUND, entry), join(cwd, entry), { recursive: true });
+  for (const [path, text] of Object.entries(options.files ?? {})) writeFileSync(join(cwd, path), text);
   // Installed by buildApp when missing; the link may point at nothing until then.
   symlinkSync(join(PLAYGROUND, "node_modules"), join(cwd, "node_modules"), "dir");
   const build = ["nitro", "build", "--preset", preset, ...(options.noMinify ? ["--no-minify"] : [])];

@@ -1,8 +1,8 @@
 /**
- * Nitro's `cloudflare-module` preset: playground/nitro built with it and run in workerd through
- * Miniflare (the npm `miniflare` package). Storage `memory:` (one isolate's life: there is no file
- * system), set through a text binding, which `nodejs_compat` puts in `process.env`. No signals,
- * no Node process series. Slow (a Nitro build).
+ * Nitro's `cloudflare-module` preset: playground/nitro, with the wrangler config of the README,
+ * built with it and run in workerd through Miniflare (the npm `miniflare` package). Storage
+ * `memory:` (one isolate's life: there is no file system), set by a var, which `nodejs_compat`
+ * puts in `process.env`. No signals, no Node process series. Slow (a Nitro build).
  */
 import { existsSync } from "node:fs";
 import { join } from "pathe";
@@ -12,8 +12,16 @@ import { describeHost } from "./_suite";
 import { presetApp } from "./_preset";
 import { startWorkerd } from "./_miniflare";
 
-const app = presetApp("cloudflare-module", { noMinify: true });
-const start = startWorkerd({ compatibilityFlags: ["nodejs_compat"], bindings: { NITRO_V_QUEUE_DEFAULT_STORAGE: "memory:" } });
+// nodejs_compat here also makes Nitro leave node:* to workerd (else unenv's stubs are bundled).
+const WRANGLER = {
+  name: "v-queue-playground",
+  main: ".output/server/index.mjs",
+  compatibility_date: "2025-10-01",
+  compatibility_flags: ["nodejs_compat"],
+  vars: { NITRO_V_QUEUE_DEFAULT_STORAGE: "memory:" },
+};
+const app = presetApp("cloudflare-module", { noMinify: true, files: { "wrangler.json": JSON.stringify(WRANGLER, null, 2) } });
+const start = startWorkerd();
 describeHost(app, { start, runsIn: "workerd via Miniflare", processSeries: false, clientAbort: false, signals: false });
 
 // The same build (made by the suite above, unless filtered out), run without a storage setting: the module's default, the fs driver.
@@ -21,7 +29,7 @@ describe("cloudflare-module without a storage setting", () => {
   let host: RunningHost;
   beforeAll(async () => {
     if (!existsSync(join(appDir(app), ".output/server/index.mjs"))) await buildApp(app);
-    host = await startWorkerd({ compatibilityFlags: ["nodejs_compat"], healthy: false })(app);
+    host = await startWorkerd({ vars: {}, healthy: false })(app);
   }, 600_000);
   afterAll(() => host?.kill());
 

@@ -146,8 +146,13 @@ export class Monitor {
       this.#timer = undefined;
     }
     if (!this.#timer && !this.#first) this.#first = this.#run();
-    if (this.#last && !stale) return Promise.resolve(this.#last);
-    return this.#first!;
+    if (!this.#last) return this.#first!;
+    if (!stale) return Promise.resolve(this.#last);
+    // Waited for, but at most a period: a sample stuck on the storage must not hold up /metrics.
+    const last = this.#last;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const cap = new Promise<MonitorSnapshot>((done) => (timer = setTimeout(() => done(last), this.#options.sampleMs)));
+    return Promise.race([this.#first!, cap]).finally(() => clearTimeout(timer));
   }
 
   /** A sample taken from now (one running now when it started after the last change is not enough: a new one). */

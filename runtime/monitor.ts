@@ -122,6 +122,8 @@ export class Monitor {
   #last: MonitorSnapshot | undefined;
   #first: Promise<MonitorSnapshot> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** How long the last sample took (ms). */
+  #took = 0;
   #lookedAt = 0;
   #closed = false;
 
@@ -132,13 +134,25 @@ export class Monitor {
     this.#include = include;
   }
 
-  /** The last sample; starts sampling when idle and, the first time, waits for a sample. */
+  /** The last sample; starts sampling when idle and, the first time (or when the last is stale), waits for a sample. */
   snapshot(): Promise<MonitorSnapshot> {
     this.#lookedAt = Date.now();
     if (this.#closed) return Promise.resolve(this.#last ?? { at: Date.now(), sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: [] });
+    // Older than two periods: the timer is lost (workerd drops the timers a request set when it
+    // ends; the dashboard showed the first sample for good) or the process was stalled.
+    const stale = this.#last !== undefined && Date.now() - this.#last.at > 2 * Math.max(this.#options.sampleMs, this.#took);
+    if (stale && this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
     if (!this.#timer && !this.#first) this.#first = this.#run();
-    if (this.#last) return Promise.resolve(this.#last);
-    return this.#first!;
+    if (!this.#last) return this.#first!;
+    if (!stale) return Promise.resolve(this.#last);
+    // Waited for, but at most a period: a sample stuck on the storage must not hold up /metrics.
+    const last = this.#last;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const cap = new Promise<MonitorSnapshot>((done) => (timer = setTimeout(() => done(last), this.#options.sampleMs)));
+    return Promise.race([this.#first!, cap]).finally(() => clearTimeout(timer));
   }
 
   /** A sample taken from now (one running now when it started after the last change is not enough: a new one). */
@@ -189,7 +203,7 @@ export class Monitor {
       this.#last ??= { at: started, sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: [] };
     } finally {
       this.#first = undefined;
-      const took = Date.now() - started;
+      const took = (this.#took = Date.now() - started);
       if (!this.#closed && Date.now() - this.#lookedAt < this.#options.idleMs) {
         this.#timer = setTimeout(() => {
           this.#timer = undefined;

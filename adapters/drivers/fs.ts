@@ -34,6 +34,10 @@ export interface FsDriverOptions {
  * `fdatasync`; locks are pid lock files that die with their process.
  */
 const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
+  // Bundled for workerd, node:fs is a stub (or a per-request memory file system): refuse at once, not at every call.
+  if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers") {
+    throw optionError(`The fs driver cannot run in Cloudflare Workers: there is no file system that outlives a request. Set the storage: "memory:" (this isolate only, lost when it is evicted), or see the README, "Nitro presets".`);
+  }
   const base = resolve(options.dir ?? DEFAULT_DIR);
   const inlineIOBytes = options.inlineIOBytes ?? 65_536;
   if (!Number.isSafeInteger(inlineIOBytes) || inlineIOBytes < 0) {

@@ -63,7 +63,10 @@ async function serve(request: Request, asset: DashboardAsset, cacheControl: stri
     headers["content-encoding"] = "gzip";
   } else body = encoder.encode(asset.body);
   headers["content-length"] = String(body.length);
-  return new Response(request.method === "HEAD" ? null : (body as Uint8Array<ArrayBuffer>), { status: 200, headers });
+  // workerd gzips a body sent with `content-encoding` itself unless told it already is ("manual";
+  // a Cloudflare extension, ignored elsewhere): without it the page arrived gzipped twice.
+  const init = { status: 200, headers, encodeBody: "manual" } as ResponseInit;
+  return new Response(request.method === "HEAD" ? null : (body as Uint8Array<ArrayBuffer>), init);
 }
 
 async function gzip(text: string): Promise<Uint8Array> {

@@ -1,8 +1,9 @@
 /**
  * Builds a playground app (playground/nitro, playground/nuxt) for real and runs its built
- * server (`node .output/server/index.mjs`) on a free loopback port, with a fresh data dir.
+ * server (`node .output/server/index.mjs`, or the preset's command) on a free loopback port,
+ * with a fresh data dir.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { promisify } from "node:util";
@@ -19,74 +20,83 @@ export interface HostApp {
   build: string[];
   /** Prefix of the runtime config env variables: NITRO_ or NUXT_. */
   envPrefix: string;
+  /** Where it is built and run: default playground/<dir> (a preset's test builds a copy, see _preset.ts). */
+  cwd?: string;
+  /** The built server's command, run in `cwd` (or its subfolder `in`): default `node .output/server/index.mjs`. */
+  start?: { command: string; args: string[]; in?: string };
+  /** Its name in titles and errors: default `dir`. */
+  name?: string;
 }
 
 export interface RunningHost {
   url: string;
   dataDir: string;
-  process: ChildProcess;
   output: () => string;
-  /** SIGTERM; resolves with the exit code (fails after `timeoutMs`). */
-  stop(timeoutMs?: number): Promise<number | null>;
+  /** Not exited (nor disposed). */
+  running(): boolean;
+  /** SIGKILL (or dispose), without waiting. */
+  kill(): void;
+  /** SIGTERM; resolves with the exit code, or the signal that ended it (fails after `timeoutMs`). */
+  stop(timeoutMs?: number): Promise<number | NodeJS.Signals | null>;
 }
 
-/** Installs the app's dependencies when missing (`npm ci`) and builds it. Returns the timings in ms. */
+export const appName = (app: HostApp): string => app.name ?? app.dir;
+export const appDir = (app: HostApp): string => app.cwd ?? join(ROOT, "playground", app.dir);
+const startOf = (app: HostApp) => app.start ?? { command: process.execPath, args: [".output/server/index.mjs"] };
+/** The start command as a reader would type it (node for process.execPath). */
+export const startLabel = (app: HostApp): string => {
+  const { command, args } = startOf(app);
+  const line = [command === process.execPath ? "node" : command.split("/").pop(), ...args].join(" ");
+  return app.start?.in ? `cd ${app.start.in} && ${line}` : line;
+};
+
+/** Installs the playground's dependencies when missing (`npm ci`) and builds the app. Returns the timings in ms. */
 export async function buildApp(app: HostApp): Promise<{ install: number; build: number }> {
   if (!existsSync(join(ROOT, "dist/nitro.mjs"))) throw new Error("dist/nitro.mjs is missing: run `npm run build` at the root first.");
-  const cwd = join(ROOT, "playground", app.dir);
+  const playground = join(ROOT, "playground", app.dir);
   const env = { ...process.env, NODE_ENV: "production", NUXT_TELEMETRY_DISABLED: "1" };
   let start = performance.now();
-  if (!existsSync(join(cwd, "node_modules/.package-lock.json"))) {
-    await run("npm", ["ci", "--no-audit", "--no-fund"], { cwd, env, maxBuffer: 64 << 20 });
+  if (!existsSync(join(playground, "node_modules/.package-lock.json"))) {
+    await run("npm", ["ci", "--no-audit", "--no-fund"], { cwd: playground, env, maxBuffer: 64 << 20 });
   }
   const install = performance.now() - start;
   start = performance.now();
-  await run("npx", app.build, { cwd, env, maxBuffer: 64 << 20 });
+  await run("npx", app.build, { cwd: appDir(app), env, maxBuffer: 64 << 20 });
   return { install, build: performance.now() - start };
 }
 
-/** Starts the built server with its queues in a new temporary directory (set through the runtime config). */
-export async function startApp(app: HostApp): Promise<RunningHost> {
-  const cwd = join(ROOT, "playground", app.dir);
+/** Starts the built server with its queues in `dataDir` (a new temporary directory when not given; set through the runtime config). */
+export async function startApp(app: HostApp, dataDir = mkdtempSync(join(tmpdir(), `vq-host-${appName(app).replace(/\W/g, "-")}-`))): Promise<RunningHost> {
+  const name = appName(app);
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), `vq-host-${app.dir}-`));
-  const child = spawn(process.execPath, [".output/server/index.mjs"], {
-    cwd,
+  const { command, args, in: sub = "." } = startOf(app);
+  const child = spawn(command, args, {
+    cwd: join(appDir(app), sub),
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", [`${app.envPrefix}V_QUEUE_DEFAULT_DIR`]: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
   child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+  const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once("exit", (code, signal) => done(code ?? signal)));
   const url = `http://127.0.0.1:${port}`;
 
-  // Ready once /_queue/health answers.
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`The ${app.dir} server exited: ${output}`);
-    const ok = await fetch(`${url}/_queue/health`).then((r) => r.ok, () => false);
-    if (ok) break;
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`The ${app.dir} server did not answer in 30 s: ${output}`);
-    }
-    await new Promise((done) => setTimeout(done, 100));
-  }
+  await waitHealthy(url, name, () => output, () => child.exitCode !== null, () => child.kill("SIGKILL"));
 
   return {
     url,
     dataDir,
-    process: child,
     output: () => output,
+    running: () => child.exitCode === null && child.signalCode === null,
+    kill: () => child.kill("SIGKILL"),
     async stop(timeoutMs = 15_000) {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       child.kill("SIGTERM");
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timeout = new Promise<never>((_, fail) => {
         timer = setTimeout(() => {
           child.kill("SIGKILL");
-          fail(new Error(`The ${app.dir} server did not exit ${timeoutMs} ms after SIGTERM: ${output}`));
+          fail(new Error(`The ${name} server did not exit ${timeoutMs} ms after SIGTERM: ${output}`));
         }, timeoutMs);
       });
       try {
@@ -96,6 +106,21 @@ export async function startApp(app: HostApp): Promise<RunningHost> {
       }
     },
   };
+}
+
+/** Resolves once `<url>/_queue/health` answers (30 s at most); throws with the server's output if it exits first. */
+export async function waitHealthy(url: string, name: string, output: () => string, exited: () => boolean, kill: () => void): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited()) throw new Error(`The ${name} server exited: ${output()}`);
+    const ok = await fetch(`${url}/_queue/health`).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > deadline) {
+      kill();
+      throw new Error(`The ${name} server did not answer in 30 s: ${output()}`);
+    }
+    await new Promise((done) => setTimeout(done, 100));
+  }
 }
 
 /** Lock files left in a data dir (recursively). */

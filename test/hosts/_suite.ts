@@ -1,31 +1,60 @@
 /**
  * The same checks against each host: the API through the client (`v-queue/client`, the built
- * package), the app's own route that pushes from server code, and a clean shutdown.
+ * package), the app's own route that pushes from server code, and a clean shutdown. A host
+ * that lacks something (no Node process series, no signals) says so in its `SuiteOptions`.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, isAbortError, VQueueClientError, type VQueueClient } from "v-queue/client";
-import { buildApp, lockFiles, startApp, type HostApp, type RunningHost } from "./_host";
+import { appName, buildApp, lockFiles, startApp, startLabel, type HostApp, type RunningHost } from "./_host";
 import { HAS_CHROMIUM, launch, openPage } from "../browser/_dashboard";
 
 const ADMIN = { username: "admin", password: "admin-secret" };
 const READER = { username: "reader", password: "reader-secret" };
 
-export function describeHost(app: HostApp): void {
-  describe(`v-queue mounted in the ${app.dir} playground (built, node .output/server/index.mjs)`, () => {
+export interface SuiteOptions {
+  /** Runs the built app (on `dataDir` when given): default `startApp` (its start command as a child process). */
+  start?: (app: HostApp, dataDir?: string) => Promise<RunningHost>;
+  /** How it runs, for the title: default the start command. */
+  runsIn?: string;
+  /** `/metrics` has the Node process series (memory, CPU). @default true */
+  processSeries?: boolean;
+  /** ... and `process_open_fds` (read from /proc/self, which Deno refuses without --allow-all). @default processSeries */
+  openFds?: boolean;
+  /** Opens the dashboard in Chromium (when installed); else only its page is fetched. @default true */
+  chromium?: boolean;
+  /**
+   * The host tells the app when a client goes away (the request's signal aborts). Not workerd under
+   * Miniflare: a request's signal never aborts there, even with `enable_request_signal`. @default true
+   */
+  clientAbort?: boolean;
+  /** A process that SIGTERM stops (and SIGKILL kills), and a data dir whose lock files it removes (or leaves). @default true */
+  signals?: boolean;
+  /**
+   * How it exits on SIGTERM: 0 when the host handles the signal (Nitro's node preset), or
+   * "SIGTERM" (v-queue closes its queues, then raises the signal again: nobody else listens).
+   * @default 0
+   */
+  sigtermExit?: number | NodeJS.Signals;
+}
+
+export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
+  const { start = startApp, runsIn = startLabel(app), processSeries = true, openFds = processSeries, chromium = true, clientAbort = true, signals = true, sigtermExit = 0 } = options;
+  const name = appName(app);
+  describe(`v-queue mounted in the ${name} playground (built, ${runsIn})`, () => {
     let host: RunningHost;
     let client: VQueueClient;
 
     beforeAll(async () => {
       const timings = await buildApp(app);
-      const start = performance.now();
-      host = await startApp(app);
-      console.log(`[hosts] ${app.dir}: install ${ms(timings.install)}, build ${ms(timings.build)}, start ${ms(performance.now() - start)}`);
+      const started = performance.now();
+      host = await start(app);
+      console.log(`[hosts] ${name}: install ${ms(timings.install)}, build ${ms(timings.build)}, start ${ms(performance.now() - started)}`);
       client = createClient({ baseURL: `${host.url}/_queue`, auth: ADMIN });
     }, 600_000);
 
     afterAll(async () => {
-      if (host?.process.exitCode === null) await host.stop().catch(() => host.process.kill("SIGKILL"));
+      if (host?.running()) await host.stop().catch(() => host.kill());
     });
 
     it("answers /health and needs credentials for the API (401, then 403 for a read-only user)", async () => {
@@ -40,13 +69,14 @@ export function describeHost(app: HostApp): void {
       expect((await reader.consume("auth", "r")).messages.map((m) => m.data)).toEqual(["x"]);
     });
 
-    it("serves <prefix>/metrics behind auth, with the Node process series", async () => {
+    it(`serves <prefix>/metrics behind auth${processSeries ? `, with the Node process series${openFds ? "" : " (no process_open_fds)"}` : ""}`, async () => {
       expect((await fetch(`${host.url}/_queue/metrics`)).status).toBe(401);
       const res = await fetch(`${host.url}/_queue/metrics`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}` } });
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
       const text = await res.text();
-      expect(text).toMatch(/^process_open_fds \d+$/m);
+      if (processSeries) expect(text).toMatch(/^process_resident_memory_bytes \d+$/m);
+      if (openFds) expect(text).toMatch(/^process_open_fds \d+$/m);
       expect(text).toContain('vqueue_http_requests_total{route="/api/v1/queues/:queue/messages",method="POST",status="201"} 1');
     });
 
@@ -66,7 +96,7 @@ export function describeHost(app: HostApp): void {
       expect(took).toBeLessThan(5000);
     });
 
-    it("sees a client abort: the consumer is free at once and no message is lost", async () => {
+    it.runIf(clientAbort)("sees a client abort: the consumer is free at once and no message is lost", async () => {
       await client.produce("abort", "seed");
       await client.commit("abort", "c", (await client.consume("abort", "c")).cursor);
 
@@ -96,6 +126,22 @@ export function describeHost(app: HostApp): void {
       expect(consumers.find((c) => c.name === "c")).toMatchObject({ count_popped: 2, lag: 1 });
       const rest = await client.consume("commit", "c", { maxMessages: 10 });
       expect(rest.messages.map((m) => m.data)).toEqual(["c"]);
+    });
+
+    it("leases from a shared consumer (a long poll woken by a push) and acks: each message once, none back", async () => {
+      await client.produce("jobs", "j0");
+      const [seed] = await client.lease("jobs", "workers");
+      expect(await client.ack("jobs", "workers", seed!.lease)).toEqual({ acked: 1, errors: [] });
+      const polling = client.lease("jobs", "workers", { max: 10, timeoutMs: 20_000 });
+      await sleep(300);
+      await client.produce("jobs", ["j1", "j2", "j3"]);
+      const leased = await polling;
+      expect(leased.map((m) => m.data)).toEqual(["j1", "j2", "j3"]);
+      // A host that takes the request's end for a client gone would have given them back (nacked).
+      await sleep(200);
+      expect(await client.lease("jobs", "workers", { max: 10 })).toEqual([]);
+      expect(await client.ack("jobs", "workers", leased.map((m) => m.lease))).toEqual({ acked: 3, errors: [] });
+      expect(await client.lease("jobs", "workers", { max: 10, timeoutMs: 300 })).toEqual([]);
     });
 
     it("round-trips a 5 MiB binary message byte for byte (binary batches both ways)", async () => {
@@ -133,7 +179,7 @@ export function describeHost(app: HostApp): void {
       expect(page.status).toBe(200);
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(await page.text()).toMatch(/\.\/_dashboard\/app\.[0-9a-f]+\.js/);
-      if (!HAS_CHROMIUM) return;
+      if (!HAS_CHROMIUM || !chromium) return;
       await client.produce("dashboard", ["seen in the page"]);
       const browser = await launch();
       try {
@@ -147,7 +193,7 @@ export function describeHost(app: HostApp): void {
       }
     }, 60_000);
 
-    it("on SIGTERM ends a long poll at once, closes the queues (no lock left) and exits", async () => {
+    it.runIf(signals)("on SIGTERM ends a long poll at once, closes the queues (no lock left) and exits", async () => {
       await client.produce("shutdown", "x");
       await client.commit("shutdown", "c", (await client.consume("shutdown", "c")).cursor);
       expect(lockFiles(host.dataDir).length).toBeGreaterThan(0);
@@ -160,8 +206,33 @@ export function describeHost(app: HostApp): void {
       if (result instanceof Error) expect(result).not.toBeInstanceOf(VQueueClientError);
       else expect(result.messages).toEqual([]);
       expect(performance.now() - start).toBeLessThan(10_000);
-      expect(code).toBe(0);
+      expect(code).toBe(sigtermExit);
       expect(lockFiles(host.dataDir)).toEqual([]);
+    });
+
+    it.runIf(signals)("after a SIGKILL, a restart on the same data takes the stale locks over and has every acknowledged message", async () => {
+      const first = await start(app);
+      let second: RunningHost | undefined;
+      try {
+        const before = createClient({ baseURL: `${first.url}/_queue`, auth: ADMIN });
+        const sent = Array.from({ length: 20 }, (_, i) => `m${i}`);
+        for (const message of sent) await before.produce("crash", message);
+        const read = await before.consume("crash", "c", { maxMessages: 5 });
+        await before.commit("crash", "c", read.cursor);
+        first.kill();
+        for (const until = Date.now() + 10_000; first.running() && Date.now() < until; ) await sleep(20);
+        expect(first.running()).toBe(false);
+        expect(lockFiles(first.dataDir).length).toBeGreaterThan(0); // left by the dead process
+
+        second = await start(app, first.dataDir);
+        const after = createClient({ baseURL: `${second.url}/_queue`, auth: ADMIN });
+        await after.produce("crash", "after-restart"); // the writer's lock, taken over
+        const { messages } = await after.consume("crash", "c", { maxMessages: 100 }); // the consumer's
+        expect(messages.map((m) => m.data)).toEqual([...sent.slice(5), "after-restart"]);
+      } finally {
+        first.kill();
+        await second?.stop().catch(() => second?.kill());
+      }
     });
   });
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { OverviewResponse, QueueDetailResponse } from "../../protocol/api";
 import { QueueWriter } from "../../src/writer";
 import fsDriver from "../../adapters/drivers/fs";
@@ -100,6 +100,22 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     expect((await s.get("/api/v1/queues/missing/overview")).status).toBe(404);
     expect((await s.get("/api/v1/overview?history=100001")).status).toBe(400);
     expect((await s.get("/api/v1/overview?history=-1")).status).toBe(400);
+  });
+
+  it("samples again when its timer is lost (workerd drops the timers a request set when it ends): a look after two periods waits for a fresh sample", async () => {
+    const s = await startServer({ monitor: { sampleMs: 100 } });
+    // The monitor's timers never fire (the others run).
+    const real = globalThis.setTimeout;
+    const spy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((run: () => void, ms?: number) => (new Error().stack?.includes("monitor") ? real(() => {}, 0) : real(run, ms))) as typeof setTimeout);
+    try {
+      expect((await overview(s)).queues).toEqual([]);
+      await s.post("/api/v1/queues/late/messages", JSON.stringify({ messages: ["a"] }), jsonHeaders);
+      await sleep(250);
+      // No polling: this one look has to see it.
+      expect((await overview(s)).queues.map((q) => q.name)).toEqual(["late"]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("shows a user only the queues it has rights on, and which rights", async () => {

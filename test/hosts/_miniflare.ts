@@ -1,0 +1,68 @@
+/**
+ * Runs a built `cloudflare-module` output (.output/server) in workerd through Miniflare, on a
+ * loopback port, as a RunningHost, with the compatibility date, flags and vars of the app's
+ * `wrangler.json` (as `wrangler deploy` would). Every module is listed: Miniflare's own module
+ * walk refuses the engine's optional `import(OTEL_API)` (a specifier in a variable).
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import type { Readable } from "node:stream";
+import { join } from "pathe";
+import { Miniflare } from "miniflare";
+import { appDir, appName, waitHealthy, type HostApp, type RunningHost } from "./_host";
+
+export interface WorkerdOptions {
+  /** Text bindings instead of the wrangler config's `vars`. */
+  vars?: Record<string, string>;
+  /** Wait for `/_queue/health` to answer 200 (else only for workerd to listen). @default true */
+  healthy?: boolean;
+}
+
+interface WranglerConfig {
+  compatibility_date?: string;
+  compatibility_flags?: string[];
+  vars?: Record<string, string>;
+}
+
+export function startWorkerd(options: WorkerdOptions = {}): (app: HostApp) => Promise<RunningHost> {
+  return async (app) => {
+    const configPath = join(appDir(app), "wrangler.json");
+    const config = existsSync(configPath) ? (JSON.parse(readFileSync(configPath, "utf8")) as WranglerConfig) : {};
+    const root = join(appDir(app), ".output/server");
+    const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".mjs"));
+    // The entry first: Miniflare takes the first module as the worker's.
+    const ordered = ["index.mjs", ...files.filter((file) => file !== "index.mjs")];
+    let output = "";
+    const mf = new Miniflare({
+      modulesRoot: root,
+      modules: ordered.map((file) => ({ type: "ESModule" as const, path: join(root, file) })),
+      compatibilityDate: config.compatibility_date ?? "2025-10-01",
+      compatibilityFlags: config.compatibility_flags ?? [],
+      bindings: options.vars ?? config.vars ?? {},
+      host: "127.0.0.1",
+      port: 0,
+      handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+        stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+        stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+      },
+    });
+    let disposed = false;
+    const dispose = async () => {
+      if (disposed) return;
+      disposed = true;
+      await mf.dispose();
+    };
+    const url = (await mf.ready).origin;
+    if (options.healthy !== false) await waitHealthy(url, appName(app), () => output, () => disposed, () => void dispose());
+    return {
+      url,
+      dataDir: "",
+      output: () => output,
+      running: () => !disposed,
+      kill: () => void dispose(),
+      async stop() {
+        await dispose();
+        return 0;
+      },
+    };
+  };
+}

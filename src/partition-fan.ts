@@ -16,7 +16,8 @@ import { openPartitions, partitionName } from "./partitions";
 import { consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
 
-export interface FanHooks<T, M> {
+/** `P`: what one poll asks of every partition's take besides its size (a lease time, raw text). */
+export interface FanHooks<T, M, P> {
   driver: QueueDriver;
   queue: string;
   name: string;
@@ -29,7 +30,7 @@ export interface FanHooks<T, M> {
   busy(item: T): boolean;
   close(item: T): Promise<void>;
   /** Up to `max` messages of one partition, their bodies up to `maxBytes` (at least one), without waiting. */
-  take(item: T, max: number, maxBytes: number): Promise<M[]>;
+  take(item: T, max: number, maxBytes: number, poll: P): Promise<M[]>;
   /** A message's body size in bytes (what `maxBytes` counts). */
   size(message: M): number;
   /** Resolves when `item` may have new messages (or on timeout / abort); without it, the fan re-reads every `WAIT_STEP_MS`. */
@@ -45,9 +46,9 @@ const ACQUIRE_MS = 200;
 /** Re-read step when the consumer has no way to wait (`FanHooks.wait`). */
 const WAIT_STEP_MS = 50;
 
-export class PartitionFan<T, M> {
+export class PartitionFan<T, M, P> {
   readonly set: PartitionSet<T>;
-  readonly #hooks: FanHooks<T, M>;
+  readonly #hooks: FanHooks<T, M, P>;
   #next = 0;
   #scannedAt = 0;
   /** Whether the last look asked for partitions (this instance had nothing to read). */
@@ -63,7 +64,7 @@ export class PartitionFan<T, M> {
     return this.#hooks.kind;
   }
 
-  constructor(hooks: FanHooks<T, M>) {
+  constructor(hooks: FanHooks<T, M, P>) {
     this.#hooks = hooks;
     const { queue, name, handoff } = hooks;
     this.set = new PartitionSet<T>({
@@ -93,15 +94,15 @@ export class PartitionFan<T, M> {
   /**
    * Up to `max` messages from the partitions held, round-robin, each tagged with its partition,
    * their bodies up to `maxBytes` over all partitions (at least one message); waits up to
-   * `timeoutMs` (no limit when not given) for the first.
+   * `timeoutMs` (no limit when not given) for the first. `poll` goes to every take.
    */
-  async poll(max: number, maxBytes: number, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<(M & { partition: number })[]> {
+  async poll(max: number, maxBytes: number, timeoutMs: number | undefined, signal: AbortSignal | undefined, poll: P): Promise<(M & { partition: number })[]> {
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     for (;;) {
-      let got = await this.#round(max, maxBytes);
+      let got = await this.#round(max, maxBytes, poll);
       if (got.length === 0) {
         await this.#acquire(true);
-        got = await this.#round(max, maxBytes);
+        got = await this.#round(max, maxBytes, poll);
       } else void this.#acquire(false).catch(() => {});
       // Closed meanwhile: nothing more comes.
       if (got.length > 0 || signal?.aborted || this.set.closed) return got;
@@ -138,7 +139,7 @@ export class PartitionFan<T, M> {
     return this.#asked.size > 0 ? RETRY_MS : ACQUIRE_MS;
   }
 
-  async #round(max: number, maxBytes: number): Promise<(M & { partition: number })[]> {
+  async #round(max: number, maxBytes: number, poll: P): Promise<(M & { partition: number })[]> {
     const held = this.set.held();
     const out: (M & { partition: number })[] = [];
     if (held.length === 0) return out;
@@ -151,7 +152,7 @@ export class PartitionFan<T, M> {
       if (slot.releasing) continue;
       // A take returns at least one message: the answer may pass `maxBytes` by one, as an ordinary queue's read does.
       const budget = maxBytes - bytes;
-      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length), budget)).catch((error: unknown) => {
+      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length), budget, poll)).catch((error: unknown) => {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
         // Its lock was lost (a lease taken over): another instance has the partition now.
@@ -163,8 +164,10 @@ export class PartitionFan<T, M> {
       });
       if (messages.length === 0) continue;
       this.set.touch(slot);
-      for (const message of messages) bytes += this.#hooks.size(message);
-      for (const message of messages) out.push(Object.assign(message as M & object, { partition: slot.index }) as M & { partition: number });
+      for (const message of messages) {
+        bytes += this.#hooks.size(message);
+        out.push(Object.assign(message as M & object, { partition: slot.index }) as M & { partition: number });
+      }
     }
     return out;
   }
@@ -238,14 +241,14 @@ export class PartitionFan<T, M> {
 }
 
 /** What both partitioned consumers share: the fan over their partitions, and the calls that only pass through to it. */
-export abstract class FanConsumer<T, M> {
+export abstract class FanConsumer<T, M, P> {
   readonly queue: string;
   readonly name: string;
   readonly partitions: number;
-  protected readonly fan: PartitionFan<T, M>;
+  protected readonly fan: PartitionFan<T, M, P>;
   #closed = false;
 
-  protected constructor(queue: string, name: string, partitions: number, fan: PartitionFan<T, M>) {
+  protected constructor(queue: string, name: string, partitions: number, fan: PartitionFan<T, M, P>) {
     this.queue = queue;
     this.name = name;
     this.partitions = partitions;
@@ -260,7 +263,7 @@ export abstract class FanConsumer<T, M> {
   }
 
   /** Takes the free partitions; on failure lets go of what it took. */
-  protected static async started<C extends FanConsumer<unknown, unknown>>(consumer: C): Promise<C> {
+  protected static async started<C extends FanConsumer<unknown, unknown, unknown>>(consumer: C): Promise<C> {
     try {
       await consumer.fan.start();
     } catch (error) {

@@ -22,22 +22,19 @@ export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHan
 /** A message of a partitioned queue: its position is in partition `partition`. */
 export type PartitionedMessage = Message & { partition: number };
 
-export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
+export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { raw: boolean }> {
   readonly handoff: ResolvedHandoffOptions;
   /** Partitions this instance handed messages out of (the cursor names only these). */
   readonly #served: Set<number>;
   /** The last commit of each partition let go: a late commit at or before it is a no-op. */
   readonly #released: Map<number, ConsumerPosition>;
-  readonly #rawText: { raw: boolean };
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...consumerOptions } = options;
     const released = new Map<number, ConsumerPosition>();
     const served = new Set<number>();
-    // This poll's `raw`, given to each partition's read.
-    const rawText = { raw: false };
-    const fan = new PartitionFan<QueueConsumer, Message>({
+    const fan = new PartitionFan<QueueConsumer, Message, { raw: boolean }>({
       driver: resolveConsumerOptions(consumerOptions).driver,
       queue,
       name,
@@ -47,7 +44,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
       open: (partition) => QueueConsumer.open(partition, name, consumerOptions),
       busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
       close: (consumer) => consumer.close(),
-      take: (consumer, max, maxBytes) => consumer.read({ max, maxBytes, raw: rawText.raw }),
+      take: (consumer, max, maxBytes, { raw }) => consumer.read({ max, maxBytes, raw }),
       size: (message) => message.size,
       wait: (consumer, timeoutMs, signal) => consumer.wait({ timeoutMs, signal }),
       committed: (consumer) => consumer.committed,
@@ -60,7 +57,6 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
     this.handoff = handoff;
     this.#served = served;
     this.#released = released;
-    this.#rawText = rawText;
   }
 
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
@@ -94,8 +90,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message> {
     checkInteger("max", max, 1, 1_000_000);
     checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, 2 ** 31 - 1);
-    this.#rawText.raw = options.raw ?? false;
-    const messages = await this.fan.poll(max, maxBytes, timeoutMs, signal);
+    const messages = await this.fan.poll(max, maxBytes, timeoutMs, signal, { raw: options.raw ?? false });
     for (const message of messages) this.#served.add(message.partition);
     return messages;
   }

@@ -23,16 +23,13 @@ export interface PartitionedSharedOptions extends SharedConsumerOptions, Consume
 export type PartitionedLeasedMessage = LeasedMessage & { partition: number };
 export type PartitionedLeaseRef = LeaseRef & { partition: number };
 
-export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage> {
+export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> {
   readonly handoff: ResolvedHandoffOptions;
-  /** This poll's lease time, given to each partition's poll. */
-  readonly #lease: { leaseMs?: number };
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
-    const lease: { leaseMs?: number } = {};
-    const fan = new PartitionFan<SharedConsumer, LeasedMessage>({
+    const fan = new PartitionFan<SharedConsumer, LeasedMessage, { leaseMs?: number }>({
       // Checked now, not at the first partition's open.
       driver: resolveSharedOptions(partitionName(queue, 0), sharedOptions).driver,
       queue,
@@ -43,13 +40,12 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
       open: (partition) => SharedConsumer.open(partition, name, sharedOptions),
       busy: (shared) => shared.stats.inFlight > 0,
       close: (shared) => shared.close(),
-      take: (shared, max, maxBytes) => shared.poll({ ...lease, max, maxBytes, timeoutMs: 0 }),
+      take: (shared, max, maxBytes, { leaseMs }) => shared.poll({ leaseMs, max, maxBytes, timeoutMs: 0 }),
       size: (message) => message.size,
       committed: (shared) => shared.floor,
     });
     super(queue, name, partitions, fan);
     this.handoff = handoff;
-    this.#lease = lease;
   }
 
   /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
@@ -66,8 +62,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     if (maxBytes !== Infinity) checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
     if (leaseMs !== undefined) checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
-    this.#lease.leaseMs = leaseMs;
-    return this.fan.poll(max, maxBytes, timeoutMs, signal);
+    return this.fan.poll(max, maxBytes, timeoutMs, signal, { leaseMs });
   }
 
   /** Acknowledges a lease in its partition (see `SharedConsumer.ack`); `E_LEASE` when the partition was handed over since. */

@@ -12,6 +12,7 @@ import { withProcessStats } from "./process-stats";
 import { fsDataDir, resolveDriver } from "./storage";
 import { selectZstd, type ZstdChoice } from "./zstd-native";
 import type { ZstdLoader } from "../src/zstd";
+import { VQueueError } from "../src/errors";
 
 export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
   /**
@@ -64,7 +65,7 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
   });
   let listener: Listener;
   try {
-    await handler.ready();
+    await readyThroughOutages(handler, STARTUP_RETRY_MS);
     listener = await listen(toNodeHandler(handler.app) as RequestListener, {
       hostname: host,
       port,
@@ -111,4 +112,25 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
     process.once("SIGTERM", onSignal);
   }
   return { url, port: actualPort, handler, server: listener.server as Server, close };
+}
+
+/** How long a server keeps trying to reach its storage at start (a Redis failover takes seconds). */
+const STARTUP_RETRY_MS = 60_000;
+
+/**
+ * `handler.ready()` (declaring the configured partitioned queues), tried again while the
+ * storage fails with `E_IO` (unreachable, failing over) for up to `retryMs`: a server restarted
+ * during an outage starts once it ends, instead of exiting. Other errors fail at once.
+ */
+async function readyThroughOutages(handler: { ready(): Promise<void> }, retryMs: number): Promise<void> {
+  const deadline = Date.now() + retryMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      return await handler.ready();
+    } catch (error) {
+      if (!VQueueError.isError(error) || error.code !== "E_IO" || Date.now() + delay > deadline) throw error;
+      consola.warn(`The storage failed at start (${error.message}); trying again in ${delay} ms.`);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
 }

@@ -26,11 +26,18 @@ export class PartitionDeclarations {
     private readonly sync: boolean,
   ) {}
 
-  /** Declares the configured queues (once; a failure is thrown to every caller: the app cannot serve them as configured). */
+  /**
+   * Declares the configured queues (once). A failure is thrown to every caller waiting on it,
+   * and the next caller tries again: storage that was unreachable for a moment (a Redis
+   * failover) must not leave the app unable to serve partitioned queues for its whole life.
+   */
   startup(): Promise<void> {
     this.#startup ??= (async () => {
       for (const [queue, partitions] of this.configured) await this.declare(queue, partitions);
-    })();
+    })().catch((error: unknown) => {
+      this.#startup = undefined;
+      throw error;
+    });
     return this.#startup;
   }
 

@@ -5,6 +5,7 @@
  * shared consumers on every instance, the kill/pause loop, and the checks after the run.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { expect } from "vitest";
 import { browseMessages } from "../../src/browse";
 import type { QueueDriver } from "../../src/driver";
@@ -37,10 +38,12 @@ export async function startInstance(storageArgs: string[], runtime: Runtime = "n
     url,
     fencedBefore: 0,
     async start() {
-      const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", "error"], runtime);
+      const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", process.env.VQ_INSTANCE_LOG ? "warn" : "error"], runtime);
       const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
       let output = "";
       child.stderr!.on("data", (d) => (output += d));
+      // VQ_INSTANCE_LOG=<file>: every instance's warnings and errors, to find what a chaos run did.
+      if (process.env.VQ_INSTANCE_LOG) child.stderr!.on("data", (d) => appendFileSync(process.env.VQ_INSTANCE_LOG!, `[${port} ${child.pid}] ${d}`));
       instance.child = child;
       const deadline = Date.now() + 30_000;
       for (;;) {

@@ -58,7 +58,7 @@ export class PartitionedWriters {
   #writer(queue: string): Promise<PartitionedWriter> {
     let writer = this.#writers.get(queue);
     if (!writer) {
-      writer = this.driver().then((driver) => PartitionedWriter.open(queue, writerOptions(this.options, queue, driver)));
+      writer = this.driver().then((driver) => PartitionedWriter.open(queue, { ...writerOptions(this.options, queue, driver), onLockLost: () => this.metrics && this.metrics.writerLocksLost++ }));
       this.#writers.set(queue, writer);
       const opening = writer;
       writer.then(

@@ -161,6 +161,7 @@ export class QueueRegistry {
     let writer = await this.writer(queue);
     // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
     if (!(await writer.holds())) {
+      if (this.#metrics) this.#metrics.writerLocksLost++;
       await this.dropWriter(queue, writer);
       writer = await this.writer(queue);
     }

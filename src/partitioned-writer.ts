@@ -17,6 +17,12 @@ import { QueueWriter } from "./writer";
 export interface PartitionedQueueOptions extends QueueOptions, HandoffOptions {
   /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
   partitions?: number;
+  /**
+   * Called when a partition's writer lock is found taken over before a write (this instance was
+   * paused or cut off past its lease): nothing is written with it, the produce goes on with the
+   * partition taken again or another one.
+   */
+  onLockLost?: (partition: number) => void;
 }
 
 export interface PartitionedProduceOptions extends ProduceOptions {
@@ -34,6 +40,7 @@ export class PartitionedWriter {
   readonly options: ResolvedQueueOptions;
   readonly handoff: ResolvedHandoffOptions;
   readonly #set: PartitionSet<QueueWriter>;
+  readonly #onLockLost: ((partition: number) => void) | undefined;
   #next = 0;
   #closing: Promise<void> | undefined;
   /** Partitions handed over to another instance (on request) since open. */
@@ -43,7 +50,8 @@ export class PartitionedWriter {
     this.name = name;
     this.partitions = partitions;
     this.handoff = resolveHandoffOptions(options);
-    const { partitions: _, handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, ...queueOptions } = options;
+    const { partitions: _, handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, onLockLost, ...queueOptions } = options;
+    this.#onLockLost = onLockLost;
     this.options = resolveQueueOptions(queueOptions);
     const resolved = this.options;
     this.#set = new PartitionSet<QueueWriter>({
@@ -107,6 +115,7 @@ export class PartitionedWriter {
       slot = held && !held.releasing ? held : routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
       if (slot.releasing) continue;
       if (lapsed++ < 2 && !(await slot.item.holds())) {
+        this.#onLockLost?.(slot.index);
         this.#set.drop(slot);
         continue;
       }
@@ -117,6 +126,8 @@ export class PartitionedWriter {
       const result = await this.#set.use(slot, (writer) => writer.produce(messages, produceOptions));
       return { ...result, partition: slot.index };
     } catch (error) {
+      // Its lock was found lost during the write (a writer's own lock is refused only so): nothing was acknowledged.
+      if (VQueueError.isError(error) && error.code === "E_LOCKED") this.#onLockLost?.(slot.index);
       // A writer that lost its lock (or its storage) refuses everything from now on: the next produce opens it again.
       if (slot.item.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
       throw error;

@@ -37,6 +37,8 @@ export class ServerMetrics {
   readonly produceBatch = new Histogram(BATCH_BUCKETS);
   /** Produces refused because this instance's writer lock was taken over (E_FENCED): each a 503 the client retries. */
   fencedWrites = 0;
+  /** Writer locks found taken over by another instance before a write (this one was paused or cut off past its lease): nothing written with them. */
+  writerLocksLost = 0;
 
   /** The series of a route and method, made once at registration. */
   route(method: string, route: string): RouteSeries {

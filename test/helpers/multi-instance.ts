@@ -22,12 +22,22 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface Instance {
   url: string;
   child?: ChildProcess;
-  /** Fenced writes counted by the instance's earlier processes (read from /metrics before each SIGKILL). */
-  fencedBefore: number;
+  /** Stale-writer refusals counted by the instance's earlier processes (read from /metrics before each SIGKILL). */
+  fencedBefore: StaleWriterCounts;
   start(): Promise<void>;
   kill(signal: NodeJS.Signals): void;
-  /** `vqueue_fenced_writes_total` of this process so far; undefined when it does not answer. */
-  fencedWrites(): Promise<number | undefined>;
+  /** This process's stale-writer refusals so far; undefined when it does not answer. */
+  fencedWrites(): Promise<StaleWriterCounts | undefined>;
+}
+
+/**
+ * A stale writer's writes refused: by the storage's fence (`vqueue_fenced_writes_total`: a write
+ * sent before its lock was taken over, landing after), or by the writer itself, which found its
+ * lock taken before writing (`vqueue_writer_locks_lost_total`).
+ */
+export interface StaleWriterCounts {
+  storage: number;
+  lease: number;
 }
 
 /** Starts `v-queue serve <storageArgs> --port <free>` (on Node unless told) and waits for /health. */
@@ -36,7 +46,7 @@ export async function startInstance(storageArgs: string[], runtime: Runtime = "n
   const url = `http://127.0.0.1:${port}`;
   const instance: Instance = {
     url,
-    fencedBefore: 0,
+    fencedBefore: { storage: 0, lease: 0 },
     async start() {
       const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", process.env.VQ_INSTANCE_LOG ? "warn" : "error"], runtime);
       const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
@@ -59,7 +69,8 @@ export async function startInstance(storageArgs: string[], runtime: Runtime = "n
     async fencedWrites() {
       const res = await call(`${url}/metrics`, {}, 3000);
       if (!res?.ok) return undefined;
-      return valueOf(parseScrape(await res.text()), "vqueue_fenced_writes_total") ?? 0;
+      const families = parseScrape(await res.text());
+      return { storage: valueOf(families, "vqueue_fenced_writes_total") ?? 0, lease: valueOf(families, "vqueue_writer_locks_lost_total") ?? 0 };
     },
   };
   await instance.start();
@@ -130,12 +141,26 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   const bursts: Promise<void>[] = [];
 
   const orderedConsumer = async (instance: number) => {
+    let rewind = false;
     while (consuming) {
       const url = instances[instance]!.url;
+      // After a consume that got no answer (the instance paused or killed while answering), the
+      // messages it read may be handed out to nobody: rewind first, as the API asks (and the
+      // client's subscribe does). Retried until answered: the next consume must not skip them.
+      if (rewind) {
+        const rewound = await call(`${url}/api/v1/queues/${queue}/consumers/ord/rewind`, { method: "POST" }, 3000);
+        await rewound?.arrayBuffer();
+        if (!rewound?.ok) {
+          await sleep(50);
+          continue;
+        }
+        rewind = false;
+      }
       const res = await call(`${url}/api/v1/queues/${queue}/consumers/ord/messages?max_messages=200&timeout_ms=500`, {}, 3000);
       if (!res?.ok) {
         await res?.arrayBuffer();
         counts.orderedErrors++;
+        rewind = true;
         await sleep(50);
         continue;
       }
@@ -239,7 +264,7 @@ export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
       await sleep(options.pauseMs);
       instance.kill("SIGCONT");
     } else {
-      if (options.countFenced) instance.fencedBefore += (await instance.fencedWrites()) ?? 0;
+      if (options.countFenced) instance.fencedBefore = addCounts(instance.fencedBefore, await instance.fencedWrites());
       instance.kill("SIGKILL");
       done.kills++;
       await new Promise((r) => instance.child!.once("exit", r));
@@ -249,11 +274,15 @@ export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
   return done;
 }
 
-/** Fenced writes counted by every instance over the run (their processes alive now included). */
-export async function totalFencedWrites(instances: Instance[]): Promise<number> {
-  let total = 0;
-  for (const instance of instances) total += instance.fencedBefore + ((await instance.fencedWrites()) ?? 0);
+/** Stale-writer refusals counted by every instance over the run (their processes alive now included). */
+export async function totalFencedWrites(instances: Instance[]): Promise<StaleWriterCounts> {
+  let total: StaleWriterCounts = { storage: 0, lease: 0 };
+  for (const instance of instances) total = addCounts(addCounts(total, instance.fencedBefore), await instance.fencedWrites());
   return total;
+}
+
+function addCounts(a: StaleWriterCounts, b: StaleWriterCounts | undefined): StaleWriterCounts {
+  return { storage: a.storage + (b?.storage ?? 0), lease: a.lease + (b?.lease ?? 0) };
 }
 
 /** The sum of the lags of every consumer of every partition, as the storage says. */
@@ -288,16 +317,17 @@ export function expectKeysInOrder(ordered: Map<string, number[]>): void {
 }
 
 /** Reads every record of every partition back (CRC checked): the problems found, the records read and their texts. */
-export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Set<string> }> {
+export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string> }> {
   const problems: QueueProblem[] = [];
-  const stored = new Set<string>();
+  /** Each text stored, and where: `p<partition> <part>:<offset>`. */
+  const stored = new Map<string, string>();
   let records = 0;
   for (let p = 0; p < partitions; p++) {
     let from: string | undefined = "earliest";
     while (from) {
       const page = await browseMessages(driver, partitionName(queue, p), { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
       records += page.messages.length;
-      for (const m of page.messages) stored.add(String(m.data));
+      for (const m of page.messages) stored.set(String(m.data), `p${p} ${m.part}:${m.offset}`);
       from = page.next ?? undefined;
     }
   }

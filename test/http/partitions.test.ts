@@ -310,6 +310,7 @@ describe("partitioned queues over HTTP: inspection", () => {
     expect(metrics).not.toContain('vqueue_queue_messages{queue="events"}');
     expect(metrics).toContain('vqueue_queue_messages{queue="plain"} 1');
     expect(metrics).toMatch(/^vqueue_fenced_writes_total 0$/m);
+    expect(metrics).toMatch(/^vqueue_writer_locks_lost_total 0$/m);
   });
 });
 

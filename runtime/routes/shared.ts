@@ -274,13 +274,19 @@ function leaseTokens(value: unknown, max: number, partitions: number | undefined
 function leaseOutcomes<T>(leases: Lease[], settled: Settled<T>[]): { done: { token: string; value: T }[]; errors: LeaseErrorJSON[] } {
   const done: { token: string; value: T }[] = [];
   const errors: LeaseErrorJSON[] = [];
+  let failure: unknown;
   settled.forEach((outcome, i) => {
     const { token } = leases[i]!;
     if (outcome.ok) return void done.push({ token, value: outcome.value });
     const error = outcome.error;
-    if (!VQueueError.isError(error) || error.code !== "E_LEASE") throw error;
-    errors.push({ lease: token, code: error.code, message: error.message });
+    if (VQueueError.isError(error) && error.code === "E_LEASE") return void errors.push({ lease: token, code: error.code, message: error.message });
+    failure ??= error;
+    if (VQueueError.isError(error)) errors.push({ lease: token, code: error.code, message: error.message });
   });
+  // Nothing done: the request failed as a whole (its status says how). Some done (a partitioned
+  // queue: another partition's consumer failed or was handed over meanwhile): those are done and
+  // must be answered so, or a client would take them for not acknowledged and wait for them forever.
+  if (failure !== undefined && (done.length === 0 || !VQueueError.isError(failure))) throw failure;
   return { done, errors };
 }
 

@@ -108,7 +108,9 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   /** Each ordered consume, per key, the numbers in the order they came (duplicates included). */
   const ordered = new Map<string, number[]>();
   const shared = new Set<string>();
-  const counts = { retries: 0, orderedErrors: 0, fencedAnswers: 0, statuses: {} as Record<string, number> };
+  /** Messages a worker got whose ack was answered 5xx (it may have been written): delivered, but never acked for sure. */
+  const ambiguous = new Set<string>();
+  const counts = { retries: 0, orderedErrors: 0, fencedAnswers: 0, ambiguousAcks: 0, statuses: {} as Record<string, number> };
   const json = { "content-type": "application/json" };
 
   /** Produces `key:number` (idempotency key the same), first on `instance` then on the next ones, until answered 2xx. */
@@ -193,15 +195,25 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
         for (const m of body.messages) shared.add(m.data);
         continue;
       }
-      // Refused as a whole: they come again.
       if (!ack.ok) {
         await ack.arrayBuffer();
+        // A storage failure (5xx): the ack may have been written all the same (Redis took it,
+        // its WAIT for a replica failed), and then the messages never come again; this worker
+        // did get them. Refused otherwise (4xx): they come again.
+        if (ack.status >= 500) {
+          counts.ambiguousAcks++;
+          for (const m of body.messages) ambiguous.add(m.data);
+        }
         continue;
       }
       // An error item is a lease that ran out or moved: that message comes again.
-      const { errors } = (await ack.json()) as { errors: { lease: string }[] };
-      const refused = new Set(errors.map((e) => e.lease));
-      for (const m of body.messages) if (!refused.has(m.lease)) shared.add(m.data);
+      // An error item is not acknowledged (it comes again), but an E_IO one may have been written.
+      const { errors } = (await ack.json()) as { errors: { lease: string; code: string }[] };
+      const refused = new Map(errors.map((e) => [e.lease, e.code]));
+      for (const m of body.messages) {
+        if (!refused.has(m.lease)) shared.add(m.data);
+        else if (refused.get(m.lease) === "E_IO") ambiguous.add(m.data);
+      }
     }
   };
 
@@ -215,7 +227,9 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     counts,
     expected,
     missingOrdered: () => expected().filter((m) => !ordered.get(m.split(":")[0]!)?.includes(Number(m.split(":")[1]))),
-    missingShared: () => expected().filter((m) => !shared.has(m)),
+    missingShared: () => expected().filter((m) => !shared.has(m) && !ambiguous.has(m)),
+    /** Messages the shared consumer delivered only with an ack answered 5xx (never acked for sure, never handed out again). */
+    onlyAmbiguous: () => expected().filter((m) => !shared.has(m) && ambiguous.has(m)),
     /**
      * `count` produces at once to `instance`, each of its own key (`burst<n>-<i>`), retried like
      * the others: an instance that is busy writing when it is paused has writes in flight.
@@ -317,19 +331,27 @@ export function expectKeysInOrder(ordered: Map<string, number[]>): void {
 }
 
 /** Reads every record of every partition back (CRC checked): the problems found, the records read and their texts. */
-export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string> }> {
+export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string>; misnumbered: string[] }> {
   const problems: QueueProblem[] = [];
-  /** Each text stored, and where: `p<partition> <part>:<offset>`. */
+  /** Each text stored, and where: `p<partition> <part>:<offset> #<seq>`. */
   const stored = new Map<string, string>();
+  /** Records whose number is not the one after the previous record's in their part (each part counts 1, 2, 3...). */
+  const misnumbered: string[] = [];
   let records = 0;
   for (let p = 0; p < partitions; p++) {
     let from: string | undefined = "earliest";
+    let last: { part: number; seq: number } | undefined;
     while (from) {
       const page = await browseMessages(driver, partitionName(queue, p), { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
       records += page.messages.length;
-      for (const m of page.messages) stored.set(String(m.data), `p${p} ${m.part}:${m.offset}`);
+      for (const m of page.messages) {
+        stored.set(String(m.data), `p${p} ${m.part}:${m.offset} #${m.seq}`);
+        const expected = last?.part === m.part ? last.seq + 1 : 1;
+        if (m.seq !== expected) misnumbered.push(`p${p} ${m.part}:${m.offset} #${m.seq} (expected #${expected})`);
+        last = { part: m.part, seq: m.seq };
+      }
       from = page.next ?? undefined;
     }
   }
-  return { problems, records, stored };
+  return { problems, records, stored, misnumbered };
 }

@@ -4,6 +4,7 @@
  * `durable-object:BINDING` storage.
  */
 import type { WorkerEnv } from "./storage";
+import { inWorkerd } from "../runtime/options";
 
 /** Nitro's presets whose output is one Worker whose entry may export Durable Object classes (Pages cannot). */
 const WORKER_PRESETS = new Set(["cloudflare-module", "cloudflare-durable"]);
@@ -46,4 +47,13 @@ export function exportQueueObject(options: NitroEntryOptions): boolean {
 export async function workerEnv(): Promise<WorkerEnv | undefined> {
   const env = await (globalThis as { __env__?: WorkerEnv | Promise<WorkerEnv> }).__env__;
   return env && typeof env === "object" ? env : undefined;
+}
+
+/**
+ * In workerd before the Worker's first event (Nitro makes the app at global scope, and a plugin
+ * may call `useVQueue()` there): the env is not known yet. Opening now would fail, and that
+ * failure be kept for every later request: the caller is refused instead, and may try again.
+ */
+export function workerEnvPending(): boolean {
+  return inWorkerd() && (globalThis as { __env__?: unknown }).__env__ === undefined;
 }

@@ -24,7 +24,7 @@ import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
 import { metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
 import { NITRO_DEFAULT_DIR, resolveDriver, storageNeedsEnv } from "./storage";
-import { exportQueueObject, workerEnv, type NitroEntryOptions } from "./nitro-cloudflare";
+import { exportQueueObject, workerEnv, workerEnvPending, type NitroEntryOptions } from "./nitro-cloudflare";
 import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
 import type { Worker, WorkerOptions } from "../client/worker";
@@ -249,6 +249,9 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
   let opened: Promise<QueueHandler> | undefined;
   const handler = () => {
     if (opened) return opened;
+    if (storageNeedsEnv(storage) && workerEnvPending()) {
+      return Promise.reject(optionError(`v-queue "${name}" opens its queues (storage ${JSON.stringify(storage)}) at the Worker's first event, where its bindings are known: use it while serving a request (or another event), not at global scope.`));
+    }
     opened = open();
     opened.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
     return opened;

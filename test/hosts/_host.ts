@@ -54,11 +54,12 @@ const builds = new Map<string, Promise<{ install: number; build: number }>>();
 
 /** Installs the playground's dependencies when missing (`npm ci`) and builds the app, once per test file (several suites may run one build). Returns the timings in ms. */
 export function buildApp(app: HostApp): Promise<{ install: number; build: number }> {
-  let built = builds.get(appDir(app));
+  const key = `${appDir(app)}\0${app.build.join(" ")}`;
+  let built = builds.get(key);
   if (!built) {
     built = buildOnce(app);
-    builds.set(appDir(app), built);
-    built.catch(() => builds.delete(appDir(app)));
+    builds.set(key, built);
+    built.catch(() => builds.delete(key));
   }
   return built;
 }

@@ -6,12 +6,12 @@
  * the suite on `memory:` (one isolate's life: there is no file system). The storage is a var,
  * which `nodejs_compat` puts in `process.env`. No signals, no Node process series. Slow (a Nitro build).
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, VQueueClientError } from "v-queue/client";
-import { appDir, buildApp, type RunningHost } from "./_host";
+import { buildApp, type RunningHost } from "./_host";
 import { describeHost } from "./_suite";
 import { presetApp } from "./_preset";
 import { startWorkerd, type WranglerConfig } from "./_miniflare";
@@ -80,11 +80,11 @@ describe("cloudflare-module on Durable Objects, workerd stopped and started agai
   }, 60_000);
 });
 
-// The same build, run without a storage setting: the module's default, the fs driver.
+// The same build (made once per file), run without a storage setting: the module's default, the fs driver.
 describe("cloudflare-module without a storage setting", () => {
   let host: RunningHost;
   beforeAll(async () => {
-    if (!existsSync(join(appDir(app), ".output/server/index.mjs"))) await buildApp(app);
+    await buildApp(app);
     host = await startWorkerd({ config: MEMORY, vars: {}, healthy: false })(app);
   }, 600_000);
   afterAll(() => host?.kill());

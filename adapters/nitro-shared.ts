@@ -27,8 +27,9 @@ export interface VQueueSharedConsumer {
   stats(): Promise<SharedStats>;
 }
 
-export function sharedHandle(handler: Promise<QueueHandler>, queue: string, name: string): VQueueSharedConsumer {
-  const slot = async (): Promise<SharedSlot> => (await handler).sharedConsumer(queue, name);
+/** `handler` is asked at each call: the instance may open its queues at first use (a Worker's `durable-object:` storage). */
+export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string, name: string): VQueueSharedConsumer {
+  const slot = async (): Promise<SharedSlot> => (await handler()).sharedConsumer(queue, name);
   // One ref through the slot's batch calls: its outcome, or its error thrown.
   const one = async <T>(settled: Promise<Settled<T>[]>): Promise<T> => {
     const [result] = await settled;
@@ -53,8 +54,8 @@ export function sharedHandle(handler: Promise<QueueHandler>, queue: string, name
  * letters, clean stop) on calls to the engine in this process instead of HTTP requests: the
  * handler gets the same messages as a remote worker's (lease tokens as strings).
  */
-export function engineWorker<T>(handler: Promise<QueueHandler>, queue: string, name: string, handle: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
-  const slot = async (): Promise<SharedSlot> => (await handler).sharedConsumer(queue, name);
+export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: string, name: string, handle: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
+  const slot = async (): Promise<SharedSlot> => (await handler()).sharedConsumer(queue, name);
   // The tokens are the worker's own, made by fromLeaseRecord.
   const refs = (leases: string[]) =>
     leases.map((token) => {

@@ -23,7 +23,8 @@ import { LOG_PREFIX } from "../src/errors";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
 import { metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
-import { NITRO_DEFAULT_DIR, resolveDriver } from "./storage";
+import { NITRO_DEFAULT_DIR, resolveDriver, storageNeedsEnv } from "./storage";
+import { exportQueueObject, workerEnv, workerEnvPending, type NitroEntryOptions } from "./nitro-cloudflare";
 import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
 import type { Worker, WorkerOptions } from "../client/worker";
@@ -41,7 +42,7 @@ export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" |
   prefix?: string;
   /** Data directory of the fs driver, relative to the server's working directory. @default ".data/v-queue" (`NITRO_DEFAULT_DIR`) */
   dir?: string;
-  /** A storage spec instead of `dir`: `memory:`, `redis://host:6379/0`, `unstorage-fs:./dir`, ... (see `resolveStorageDriver`). */
+  /** A storage spec instead of `dir`: `memory:`, `redis://host:6379/0`, `unstorage-fs:./dir`, `durable-object:VQUEUE` (Cloudflare), ... (see `resolveStorageDriver`). */
   storage?: string;
   /** Basic auth users; prefer setting them at run time (`NITRO_V_QUEUE_DEFAULT_AUTH_USERS='[...]'`). */
   auth?: AuthOptions | false;
@@ -57,7 +58,7 @@ export interface VQueueRuntimeOptions extends Omit<VQueueNitroOptions, "name"> {
 /** The part of a Nitro instance (either generation) the module touches. */
 export interface NitroLike {
   meta?: { majorVersion?: number };
-  options: {
+  options: NitroEntryOptions & {
     handlers: { route: string; handler: string; lazy?: boolean }[];
     plugins: string[];
     virtual?: Record<string, string | (() => string | Promise<string>)>;
@@ -98,6 +99,8 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
       nitro.options.plugins.push(`${id}/plugin`);
       // The prefix itself too: the dashboard is `<prefix>/` (`<prefix>` redirects there), which `/**` alone leaves to the app's pages.
       nitro.options.handlers.push({ route: prefix, handler: `${id}/handler` }, { route: `${prefix}/**`, handler: `${id}/handler` });
+      // Cloudflare Worker presets: the Durable Object class for a `durable-object:` storage.
+      exportQueueObject(nitro.options);
       // nitropack 2 (and Nuxt) auto-import `useVQueue` in server code.
       if (nitro.options.imports) (nitro.options.imports.presets ??= []).push({ from: "v-queue/nitro", imports: ["useVQueue"] });
     },
@@ -173,7 +176,7 @@ export type VQueueProduceResult = ProduceResult & { partition?: number };
 export interface VQueueInstance {
   readonly name: string;
   readonly prefix: string;
-  /** The API's handler (routes without the prefix), created once with the driver. */
+  /** The API's handler (routes without the prefix), created once with the driver: at start, or at first use for a Worker's `durable-object:` storage. */
   readonly handler: Promise<QueueHandler>;
   /**
    * A request to the API inside the process (no socket). Auth applies as for any request:
@@ -229,8 +232,10 @@ export async function vQueueFetch(name: string, request: Request, signal?: Abort
 function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: string): VQueueInstance {
   const { prefix, dir, storage, auth, ...appOptions } = options;
   const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
-  const handler = (async () => {
-    const driver = await resolveDriver({ storage, dir }, NITRO_DEFAULT_DIR);
+  const open = async () => {
+    // A Worker's bindings are known from its first event on: `durable-object:` storage opens then (see `handler` below).
+    const env = storageNeedsEnv(storage) ? await workerEnv() : undefined;
+    const driver = await resolveDriver({ storage, dir, env }, NITRO_DEFAULT_DIR);
     // The Node process series when the host has node:fs (Nitro's Node presets); none elsewhere.
     const metrics = await import("./process-stats").then(({ withProcessStats }) => withProcessStats(appOptions.metrics), () => appOptions.metrics);
     const created = createQueueHandler({ ...appOptions, metrics, driver, auth });
@@ -240,8 +245,20 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       throw error;
     });
     return created;
-  })();
-  handler.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
+  };
+  let opened: Promise<QueueHandler> | undefined;
+  const handler = () => {
+    if (opened) return opened;
+    if (storageNeedsEnv(storage) && workerEnvPending()) {
+      return Promise.reject(optionError(`v-queue "${name}" opens its queues (storage ${JSON.stringify(storage)}) at the Worker's first event, where its bindings are known: use it while serving a request (or another event), not at global scope.`));
+    }
+    opened = open();
+    opened.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
+    return opened;
+  };
+  // At start, unless the storage is a binding of the Worker's env: Nitro makes the app at the
+  // Worker's global scope, before any event gives the env (and workerd allows no I/O there).
+  if (!storageNeedsEnv(storage)) handler();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -249,7 +266,7 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
       if (registry().get(name) === instance) registry().delete(name);
-      await (await handler.catch(() => undefined))?.close();
+      await (await opened?.catch(() => undefined))?.close();
     })());
   // On SIGTERM/SIGINT, end long polls at once: Nitro's graceful shutdown first waits for open
   // requests (up to 30 s), then calls the `close` hook. With nobody else listening (shutdown
@@ -265,19 +282,21 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
   const instance = {
     name,
     prefix,
-    handler,
+    get handler() {
+      return handler();
+    },
     async fetch(input: string, init: RequestInit = {}) {
-      return (await handler).fetch(new Request(new URL(input, "http://v-queue.internal"), init));
+      return (await handler()).fetch(new Request(new URL(input, "http://v-queue.internal"), init));
     },
     async push(queue: string, messages: MessageInput | MessageInput[]) {
       // Straight to the engine, through the same open writer as the API: no HTTP, no auth.
-      const positions = await (await handler).push(queue, messages);
+      const positions = await (await handler()).push(queue, messages);
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
     worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) => engineWorker(handler, queue, consumer, run, workerOptions),
     async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions & { partitionKey?: string }) {
-      return (await handler).produce(queue, messages, produceOptions);
+      return (await handler()).produce(queue, messages, produceOptions);
     },
     async route(request: Request, signal?: AbortSignal) {
       const url = new URL(request.url);
@@ -295,7 +314,7 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
         signal: signal ?? request.signal,
         duplex: "half",
       } as RequestInit);
-      return (await handler).fetch(inner);
+      return (await handler()).fetch(inner);
     },
     close,
   };

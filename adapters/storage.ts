@@ -5,6 +5,8 @@ import type { VQueueError } from "../src/errors";
 import { DEFAULT_DIR } from "./defaults";
 import fsDriver from "./drivers/fs";
 import memoryDriver from "./drivers/memory";
+import type { DurableObjectNamespace } from "./drivers/utils/durable-object-types";
+import { inWorkerd } from "../runtime/options";
 
 export { DEFAULT_DIR, NITRO_DEFAULT_DIR } from "./defaults";
 
@@ -19,6 +21,7 @@ export const STORAGE_SPECS = [
   "redis+vq+sentinel://[user:pass@]host:port,host:port,.../db?name=mymaster[&prefix=vq&lease=10000&replicas=N]  (v-queue's redis driver on the master that Redis Sentinel names; the hosts are sentinels, port 26379 if left out; user:pass is the data nodes'; needs ioredis)",
   "unstorage-fs:./dir  (unstorage's fs driver; needs unstorage)",
   "unstorage-memory:  (unstorage's memory driver; needs unstorage)",
+  "durable-object:BINDING[?prefix=vq&lease=3000&poll=1000]  (Cloudflare Durable Objects: the Worker's namespace binding BINDING of the VQueueObject class; in workerd only, e.g. Nitro's cloudflare-module preset)",
 ] as const;
 
 /** What an adapter's options say about the storage: a driver, a storage spec, or a data directory. */
@@ -28,7 +31,12 @@ export interface DriverSource {
   storage?: string;
   /** Data directory of the fs driver. */
   dir?: string;
+  /** The Worker's env (its bindings), for a `durable-object:` spec. */
+  env?: WorkerEnv;
 }
+
+/** A Cloudflare Worker's env: its bindings by name. */
+export type WorkerEnv = Record<string, unknown>;
 
 /**
  * The one place an adapter's options become a driver: `driver` if given, else the `storage`
@@ -38,7 +46,7 @@ export interface DriverSource {
  */
 export async function resolveDriver(source: DriverSource, defaultDir: string = DEFAULT_DIR): Promise<QueueDriver> {
   if (source.driver) return source.driver;
-  if (source.storage) return resolveStorageDriver(source.storage);
+  if (source.storage) return resolveStorageDriver(source.storage, { env: source.env });
   return fsDriver({ dir: fsDataDir(source, defaultDir) });
 }
 
@@ -52,12 +60,13 @@ export function fsDataDir(source: DriverSource, defaultDir: string = DEFAULT_DIR
  * memory driver, `redis://` an unstorage Redis storage under the unstorage driver, and so
  * on (see `STORAGE_SPECS`). A driver passed in is returned as is. unstorage and ioredis are
  * imported only when a spec needs them. The driver's `dispose()` closes what it opened.
+ * `durable-object:BINDING` takes the binding from `env`, the Worker's (see `storageNeedsEnv`).
  *
  * @example
  * const driver = await resolveStorageDriver(process.env.VQ_STORAGE ?? DEFAULT_DIR);
  * const queue = await openQueue("orders", { driver });
  */
-export async function resolveStorageDriver(spec: string | QueueDriver): Promise<QueueDriver> {
+export async function resolveStorageDriver(spec: string | QueueDriver, context: { env?: WorkerEnv } = {}): Promise<QueueDriver> {
   if (typeof spec !== "string") {
     if (spec && typeof spec.openLog === "function" && typeof spec.lock === "function") return spec;
     throw specError(spec);
@@ -109,13 +118,43 @@ export async function resolveStorageDriver(spec: string | QueueDriver): Promise<
       const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
       return unstorageBacked(createStorage(), {});
     }
+    case "durable-object": {
+      return durableObjectBacked(text, context.env);
+    }
     default: {
       throw specError(spec);
     }
   }
 }
 
+/** Whether the spec names a binding of the Worker's env (`durable-object:`): it can be resolved only once that env is known. */
+export function storageNeedsEnv(spec: string | undefined): boolean {
+  return /^\s*durable-object:/i.test(spec ?? "");
+}
+
 // --- Internal helpers ---
+
+/** `durable-object:BINDING[?prefix=&lease=&poll=]` (see `STORAGE_SPECS`): the durable-object driver on the env's binding. */
+async function durableObjectBacked(text: string, env: WorkerEnv | undefined): Promise<QueueDriver> {
+  const bad = (what: string) => optionError(`Invalid storage ${showValue(text)}: ${what}.`);
+  const [name = "", query = ""] = text.slice("durable-object:".length).split("?", 2);
+  if (!/^[A-Za-z_]\w*$/.test(name)) throw bad(`${name ? `${JSON.stringify(name)} is not` : "it names no"} binding; use durable-object:BINDING, BINDING being the name of the VQueueObject class's binding in the wrangler config (e.g. durable-object:VQUEUE)`);
+  if (!inWorkerd()) throw bad("Durable Objects are reachable only from a Cloudflare Worker (workerd): build the Nitro app with the cloudflare-module preset, or use another storage here");
+  if (!env) throw bad("the Worker's env is not known here; pass it (resolveStorageDriver(spec, { env }))");
+  const namespace = env[name] as Partial<DurableObjectNamespace> | undefined;
+  if (typeof namespace?.idFromName !== "function" || typeof namespace.get !== "function") {
+    const namespaces = Object.keys(env).filter((key) => typeof (env[key] as Partial<DurableObjectNamespace> | null)?.idFromName === "function");
+    const found = namespace === undefined ? `the Worker has no binding ${JSON.stringify(name)}` : `the binding ${JSON.stringify(name)} is not a Durable Object namespace`;
+    throw bad(`${found}. Bind the VQueueObject class as ${name} in the wrangler config ("durable_objects": { "bindings": [{ "name": "${name}", "class_name": "VQueueObject" }] }, and a migration that creates it); Durable Object namespaces bound now: ${namespaces.length > 0 ? namespaces.join(", ") : "none"}`);
+  }
+  const params = new URLSearchParams(query);
+  const known = ["prefix", "lease", "poll"];
+  const unknown = [...params.keys()].filter((k) => !known.includes(k));
+  if (unknown.length > 0) throw bad(`unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${known.join(", ")}`);
+  const number = (key: string) => (params.has(key) ? Number(params.get(key)) : undefined);
+  const { default: durableObjectDriver } = await import("./drivers/durable-object");
+  return durableObjectDriver({ namespace: namespace as DurableObjectNamespace, prefix: params.get("prefix") ?? undefined, lockLeaseMs: number("lease"), pollIntervalMs: number("poll"), key: `${name}:${params.get("prefix") ?? "vq"}` });
+}
 
 async function unstorageBacked(storage: import("unstorage").Storage, options: { base?: string; key?: string }): Promise<QueueDriver> {
   const { default: unstorageDriver } = await import("./drivers/unstorage");

@@ -10,7 +10,7 @@ import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import unstorageDriver from "../../adapters/drivers/unstorage";
 import vQueue, { setupVQueue, useVQueue, type NitroLike } from "../../adapters/nitro";
-import { DEFAULT_DIR, NITRO_DEFAULT_DIR, fsDataDir, resolveDriver } from "../../adapters/storage";
+import { DEFAULT_DIR, NITRO_DEFAULT_DIR, fsDataDir, resolveDriver, resolveStorageDriver, storageNeedsEnv } from "../../adapters/storage";
 import { createQueueHandler } from "../../runtime/index";
 import { VQueueError } from "../../src/errors";
 import { QueueWriter } from "../../src/writer";
@@ -79,6 +79,32 @@ describe("the Nitro module", () => {
       expect((await instance.fetch("/health")).status).toBe(200);
     } finally {
       await instance.close();
+    }
+  });
+});
+
+describe("durable-object: storage (Cloudflare)", () => {
+  it("is refused outside workerd and when it names no binding, saying what to use (E_OPTION)", async () => {
+    await expect(resolveStorageDriver("durable-object:VQUEUE", { env: {} })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("Durable Objects are reachable only from a Cloudflare Worker (workerd)") });
+    await expect(resolveDriver({ storage: "durable-object:" })).rejects.toThrow(/it names no binding; use durable-object:BINDING/);
+    await expect(resolveDriver({ storage: "durable-object:my-binding" })).rejects.toThrow(/"my-binding" is not binding/);
+    expect(storageNeedsEnv(" durable-object:VQUEUE")).toBe(true);
+    expect(storageNeedsEnv("memory:")).toBe(false);
+  });
+
+  it("makes the module export VQueueObject from the entry of a Worker preset's build, and only there", () => {
+    const nitroOn = (preset: string, dev = false): NitroLike => ({ options: { preset, dev, entry: "/app/presets/cloudflare/runtime/cloudflare-module.mjs", handlers: [], plugins: [], runtimeConfig: {} } });
+    const worker = nitroOn("cloudflare-module");
+    vQueue().setup(worker);
+    vQueue({ name: "second" }).setup(worker);
+    expect(worker.options.entry).toBe("#v-queue/cloudflare-entry");
+    expect(worker.options.virtual!["#v-queue/cloudflare-entry"]).toBe(
+      ['export * from "/app/presets/cloudflare/runtime/cloudflare-module.mjs";', 'export { default } from "/app/presets/cloudflare/runtime/cloudflare-module.mjs";', 'export { VQueueObject } from "v-queue/cloudflare";'].join("\n"),
+    );
+    for (const other of [nitroOn("node-server"), nitroOn("cloudflare-pages"), nitroOn("cloudflare-module", true)]) {
+      vQueue().setup(other);
+      expect(other.options.entry).toBe("/app/presets/cloudflare/runtime/cloudflare-module.mjs");
+      expect(other.options.virtual?.["#v-queue/cloudflare-entry"]).toBeUndefined();
     }
   });
 });

@@ -50,8 +50,21 @@ export const startLabel = (app: HostApp): string => {
   return app.start?.in ? `cd ${app.start.in} && ${line}` : line;
 };
 
-/** Installs the playground's dependencies when missing (`npm ci`) and builds the app. Returns the timings in ms. */
-export async function buildApp(app: HostApp): Promise<{ install: number; build: number }> {
+const builds = new Map<string, Promise<{ install: number; build: number }>>();
+
+/** Installs the playground's dependencies when missing (`npm ci`) and builds the app, once per test file (several suites may run one build). Returns the timings in ms. */
+export function buildApp(app: HostApp): Promise<{ install: number; build: number }> {
+  const key = `${appDir(app)}\0${app.build.join(" ")}`;
+  let built = builds.get(key);
+  if (!built) {
+    built = buildOnce(app);
+    builds.set(key, built);
+    built.catch(() => builds.delete(key));
+  }
+  return built;
+}
+
+async function buildOnce(app: HostApp): Promise<{ install: number; build: number }> {
   if (!existsSync(join(ROOT, "dist/nitro.mjs"))) throw new Error("dist/nitro.mjs is missing: run `npm run build` at the root first.");
   const playground = join(ROOT, "playground", app.dir);
   const env = { ...process.env, NODE_ENV: "production", NUXT_TELEMETRY_DISABLED: "1" };

@@ -60,10 +60,12 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const { driver } = await setup();
       const w = await writer(driver);
       const started = Date.now();
-      const receipt = await w.produce(["later"], { delayMs: 800 });
+      // Long enough that opening both consumers and their first reads end before it is due, even
+      // on a slow storage (workerd's Durable Objects under Miniflare, on a loaded machine).
+      const receipt = await w.produce(["later"], { delayMs: 2500 });
       expect(receipt).toMatchObject({ count: 1, replayed: false });
       expect(receipt.first).toBeUndefined();
-      expect(receipt.until).toBeGreaterThanOrEqual(started + 800);
+      expect(receipt.until).toBeGreaterThanOrEqual(started + 2500);
       await w.push("now");
       const c = await reader(driver);
       const s = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: () => {} });
@@ -102,7 +104,8 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
     it("delayed messages survive a close: not delivered without a writer, delivered by the next one when due, once", async () => {
       const ctx = await setup();
       const w = await writer(ctx.driver);
-      await w.produce(["d1", "d2"], { delayMs: 700 });
+      // d1, d2 due well after "soon" is moved at the next writer's open (slow storages included).
+      await w.produce(["d1", "d2"], { delayMs: 2500 });
       await w.produce(["soon"], { delayMs: 100 });
       await w.close();
       await sleep(200);

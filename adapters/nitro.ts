@@ -19,7 +19,7 @@ import type { ProduceOptions, ProduceResult } from "../src/produce";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkOption, optionError, throwProblems } from "../src/check";
-import { LOG_PREFIX } from "../src/errors";
+import { LOG_PREFIX, VQueueError } from "../src/errors";
 import { checkCompression, checkDurability, checkStart } from "../src/options";
 import { retentionProblems } from "../src/retention-options";
 import { metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
@@ -252,9 +252,14 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     if (storageNeedsEnv(storage) && workerEnvPending()) {
       return Promise.reject(optionError(`v-queue "${name}" opens its queues (storage ${JSON.stringify(storage)}) at the Worker's first event, where its bindings are known: use it while serving a request (or another event), not at global scope.`));
     }
-    opened = open();
-    opened.catch((error: unknown) => console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error));
-    return opened;
+    const opening = (opened = open());
+    opening.catch((error: unknown) => {
+      console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error);
+      // The storage failed (unreachable at start, a Redis failing over): the next use tries
+      // again, instead of every request failing for the app's life. A bad config stays failed.
+      if (VQueueError.isError(error) && error.code === "E_IO" && opened === opening) opened = undefined;
+    });
+    return opening;
   };
   // At start, unless the storage is a binding of the Worker's env: Nitro makes the app at the
   // Worker's global scope, before any event gives the env (and workerd allows no I/O there).

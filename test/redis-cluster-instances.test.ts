@@ -16,7 +16,8 @@
  *
  * NOT run by default (set `VQ_REDIS_CHAOS=1`): with those fixes 12 runs in a row passed, then 1 of
  * the next runs (a CI run) lost one message for the shared consumer: stored, acknowledged in
- * storage (lag 0), never handed out to a worker. Not found yet.
+ * storage (lag 0), never handed out to a worker. Likely (not confirmed) dead-lettered: a hand-out
+ * whose answer is lost still counts as a delivery; so maxDeliveries is 20 here and letters fail it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,7 +26,7 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import redisDriver from "../adapters/drivers/redis";
 import type { QueueDriver } from "../src/driver";
-import { chaosLoop, expectKeysInOrder, readAllRecords, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
+import { chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
 import { redisTestsRun } from "./helpers/redis";
 import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster";
 
@@ -65,7 +66,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     const entry = cluster.nodes.find((n) => n.port !== victim)!.port;
     const storage = `redis+vq://127.0.0.1:${entry}/0?cluster=1&prefix=chaos&lease=${LEASE_MS}&replicas=1&waitMs=2000`;
     const config = join(root, "vqueue.config.json");
-    writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000 } }));
+    writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000, maxDeliveries: 20 } }));
     for (let i = 0; i < INSTANCES; i++) instances.push(await startInstance(["--storage", storage, "--config", config]));
     driver = redisDriver({ redis: new Cluster(cluster.startupNodes, { clusterRetryStrategy: (times) => Math.min(100 * times, 1000) }), prefix: "chaos", disposeClient: true });
 
@@ -113,6 +114,11 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     const missingOrdered = traffic.missingOrdered();
     const missingShared = traffic.missingShared();
     const lag = await totalLag(driver, QUEUE, PARTITIONS);
+    // A hand-out counts as a delivery even when its answer is lost (a kill, a pause), so a message
+    // can reach maxDeliveries without any worker having had it: the default 5 dead-lettered one
+    // under this chaos, it seems (the CI run that lost one). 20 here; any letter is reported.
+    const letters = await readDeadLetters(driver, QUEUE, PARTITIONS);
+    if (letters.length > 0) console.log(`[redis-cluster-instances] dead letters: ${letters.slice(0, 20).join(" | ")}`);
     for (const [consumer, missing] of [["ordered", missingOrdered], ["shared", missingShared]] as const) {
       if (missing.length > 0) console.log(`[redis-cluster-instances] lag now ${lag}; ${consumer} missing:`);
       if (missing.length > 0) console.log(`[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing.slice(0, 40).map((m) => `${m} (${stored.get(m) ?? "not in storage"})`).join(", ")}`);
@@ -125,6 +131,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     expect(missingOrdered).toEqual([]);
     expect(missingShared).toEqual([]);
     expect(lag).toBe(0);
+    expect(letters).toEqual([]);
     expectKeysInOrder(traffic.ordered);
     // A paused writer is stopped by its own lease check (it asks Redis before writing) or, for a
     // write already on its way when it was paused, by the storage's fence: either is counted.

@@ -355,3 +355,18 @@ export async function readAllRecords(driver: QueueDriver, queue: string, partiti
   }
   return { problems, records, stored, misnumbered };
 }
+
+/** The letters in every partition's dead-letter queue (`<queue>.p<k>.dead`), as their JSON text. */
+export async function readDeadLetters(driver: QueueDriver, queue: string, partitions: number): Promise<string[]> {
+  const letters: string[] = [];
+  for (let p = 0; p < partitions; p++) {
+    let from: string | undefined = "earliest";
+    while (from) {
+      const page: Awaited<ReturnType<typeof browseMessages>> | undefined = await browseMessages(driver, `${partitionName(queue, p)}.dead`, { from, limit: 1000, onProblem: () => {} }).catch(() => undefined);
+      if (!page) break; // no dead-letter queue: nothing dead-lettered
+      for (const m of page.messages) letters.push(String(m.data));
+      from = page.next ?? undefined;
+    }
+  }
+  return letters;
+}

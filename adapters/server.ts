@@ -13,6 +13,7 @@ import { fsDataDir, resolveDriver } from "./storage";
 import { selectZstd, type ZstdChoice } from "./zstd-native";
 import type { ZstdLoader } from "../src/zstd";
 import { VQueueError } from "../src/errors";
+import { sleep } from "../src/handoff";
 
 export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
   /**
@@ -130,7 +131,7 @@ async function readyThroughOutages(handler: { ready(): Promise<void> }, retryMs:
     } catch (error) {
       if (!VQueueError.isError(error) || error.code !== "E_IO" || Date.now() + delay > deadline) throw error;
       consola.warn(`The storage failed at start (${error.message}); trying again in ${delay} ms.`);
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await sleep(delay);
     }
   }
 }

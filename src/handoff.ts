@@ -61,16 +61,33 @@ export function instanceId(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Asks the holder of a lock to let go: the marker at `path`, written by `by`, now. */
-export function writeWant(driver: QueueDriver, path: string, by: string): Promise<void> {
-  return writeWhole(driver, path, new TextEncoder().encode(`v-queue want ${Date.now()} ${by}\n`), false);
+/**
+ * Asks the holder of a lock to let go: the marker at `path`, written by `by`, now. `idle`: the
+ * wanter has nothing to read (a second line, which markers of older versions lack).
+ */
+export function writeWant(driver: QueueDriver, path: string, by: string, idle = false): Promise<void> {
+  return writeWhole(driver, path, new TextEncoder().encode(`v-queue want ${Date.now()} ${by}\n${idle ? "idle\n" : ""}`), false);
 }
 
-/** Whether someone other than `self` asked for the lock within `WANT_FRESH_MS`. A missing or damaged marker asks nothing. */
-export async function isWanted(driver: QueueDriver, path: string, self: string): Promise<boolean> {
+/** A fresh request for a lock, by another instance. */
+export interface Want {
+  by: string;
+  /** The wanter has nothing to read. */
+  idle: boolean;
+}
+
+/** Someone other than `self`'s request for the lock, made within `WANT_FRESH_MS`. A missing or damaged marker asks nothing. */
+export async function readWant(driver: QueueDriver, path: string, self: string): Promise<Want | undefined> {
   const bytes = await driver.readRecord(path).catch(() => undefined);
-  const match = bytes && MARKER.exec(new TextDecoder().decode(bytes));
-  return !!match && match[2] !== self && Date.now() - Number(match[1]) < WANT_FRESH_MS;
+  const text = bytes ? new TextDecoder().decode(bytes) : "";
+  const match = MARKER.exec(text);
+  if (!match || match[2] === self || Date.now() - Number(match[1]) >= WANT_FRESH_MS) return undefined;
+  return { by: match[2]!, idle: text.slice(match[0].length).startsWith("idle\n") };
+}
+
+/** Whether someone other than `self` asked for the lock within `WANT_FRESH_MS`. */
+export async function isWanted(driver: QueueDriver, path: string, self: string): Promise<boolean> {
+  return (await readWant(driver, path, self)) !== undefined;
 }
 
 /** Removes `by`'s marker (not another wanter's, who wrote over it). */

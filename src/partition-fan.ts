@@ -1,9 +1,12 @@
 /**
  * The reading side of a partitioned queue, for both kinds of consumer: one consumer name over
  * every partition, each partition's consumer of that name held by one instance at a time
- * (partition-set.ts). An instance takes the free partitions that have something to read at
- * once, and asks for the others when it has nothing to read from its own; it reads the
- * partitions it holds round-robin, so that none starves another.
+ * (partition-set.ts). The instances polling a consumer share its partitions evenly
+ * (members.ts): an instance takes the free partitions that have something to read up to its
+ * share, asks for one more at a time while it holds less than its share or has nothing to
+ * read, and hands one over only when it holds more than its share (or keeps another busy one
+ * while the asker has nothing to read). It reads the partitions it holds round-robin, so that
+ * none starves another.
  */
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
@@ -11,9 +14,10 @@ import { VQueueError } from "./errors";
 import { RETRY_MS, sleep, type ResolvedHandoffOptions } from "./handoff";
 import { readPosition } from "./overview";
 import { PartitionSet } from "./partition-set";
+import { Members } from "./members";
 import { assertName } from "./names";
 import { openPartitions, partitionName } from "./partitions";
-import { consumerWantPath } from "./paths";
+import { consumerMembersPath, consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
 
 /** `P`: what one poll asks of every partition's take besides its size (a lease time, raw text). */
@@ -59,6 +63,7 @@ export class PartitionFan<T, M, P> {
   readonly #asked = new Set<number>();
   /** Partitions handed over to another instance on request, since open. */
   handedOver = 0;
+  readonly #members: Members;
 
   get kind(): string {
     return this.#hooks.kind;
@@ -79,11 +84,13 @@ export class PartitionFan<T, M, P> {
       minHoldMs: handoff.minHoldMs,
       idleMs: handoff.idleMs,
       graceMs: handoff.handoffGraceMs,
+      grant: (want, held) => this.#grant(want, held),
       onRelease: (slot, reason) => {
         if (reason === "wanted") this.handedOver++;
         hooks.onRelease?.(slot.index, slot.item);
       },
     });
+    this.#members = new Members(hooks.driver, consumerMembersPath(partitionName(queue, 0), name), this.set.id);
   }
 
   /** Takes the free partitions that have something to read (and those never read by this name). */
@@ -131,8 +138,24 @@ export class PartitionFan<T, M, P> {
     return lag;
   }
 
-  close(): Promise<void> {
-    return this.set.close();
+  /** Instances polling this consumer now, this one included (as last read). */
+  get members(): number {
+    return this.#members.count;
+  }
+
+  async close(): Promise<void> {
+    await this.#members.leave();
+    await this.set.close();
+  }
+
+  /**
+   * A partition is handed over when this instance holds more than its share, or to an asker
+   * with nothing to read while this one keeps another. An instance that no longer polls grants
+   * every request (its share is not known, and it does not read).
+   */
+  #grant(want: { idle: boolean }, held: number): boolean {
+    if (!this.#members.active) return true;
+    return held > this.#members.share(this.#hooks.partitions).floor || (want.idle && held >= 2);
   }
 
   get #acquireEvery(): number {
@@ -195,6 +218,9 @@ export class PartitionFan<T, M, P> {
     this.#asked.clear();
     this.#scanAsked = ask;
     const { driver, queue, name, partitions } = this.#hooks;
+    await this.#members.refresh();
+    const share = this.#members.share(partitions);
+    let held = this.set.held().length;
     const elsewhere: number[] = [];
     let took = false;
     for (let index = 0; index < partitions; index++) {
@@ -204,14 +230,17 @@ export class PartitionFan<T, M, P> {
       if (!totals) continue; // not written yet: nothing to read
       const position = await readPosition(driver, partition, name);
       if (position && totals.lagAfter(position) === 0) continue;
-      if (await this.set.tryTakeUnwanted(index)) took = true;
-      else elsewhere.push(index);
+      // Up to this instance's share: the others take the rest.
+      if (held < share.ceil && (await this.set.tryTakeUnwanted(index))) {
+        took = true;
+        held++;
+      } else elsewhere.push(index);
     }
     // One partition at a time, picked at random: idle instances that each asked for every
     // partition would empty the busy one and then each other, back and forth.
-    if (ask && !took && elsewhere.length > 0) {
+    if (elsewhere.length > 0 && (held < share.floor || (ask && !took))) {
       const index = elsewhere[Math.floor(Math.random() * elsewhere.length)]!;
-      await this.set.want(index);
+      await this.set.want(index, ask);
       this.#asked.add(index);
     }
   }

@@ -8,7 +8,7 @@
  */
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
-import { CHECK_MS, instanceId, isWanted, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant } from "./handoff";
+import { CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want } from "./handoff";
 import { partitionName } from "./partitions";
 
 /** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
@@ -47,6 +47,11 @@ export interface PartitionSetHooks<T> {
   idleMs: number;
   /** Most time a release waits for `busy` to turn false. */
   graceMs: number;
+  /**
+   * Whether to hand a partition over to `want` while this instance holds `held` (those already
+   * being let go not counted). Without it, every request is granted (after `minHoldMs`).
+   */
+  grant?(want: Want, held: number): boolean;
   /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
   onRelease?(slot: Slot<T>, reason: "wanted" | "idle"): void;
 }
@@ -133,10 +138,10 @@ export class PartitionSet<T> {
     return request;
   }
 
-  /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
-  want(index: number): Promise<void> {
+  /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). `idle`: this instance has nothing to read. */
+  want(index: number, idle: boolean): Promise<void> {
     this.#wanted.add(index);
-    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id).catch(() => {});
+    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id, idle).catch(() => {});
   }
 
   touch(slot: Slot<T>): void {
@@ -224,13 +229,25 @@ export class PartitionSet<T> {
     this.#checking = true;
     this.#checkedAt = now;
     try {
-      await Promise.all(
-        this.held().map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
+      const held = this.held();
+      let count = held.length;
+      const wanted = await Promise.all(
+        held.map(async (slot) => {
+          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) {
+            count--;
+            return void this.release(slot, "idle");
+          }
           if (now - slot.since < this.#hooks.minHoldMs) return;
-          if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id)) void this.release(slot, "wanted");
+          const want = await readWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id);
+          return want && { slot, want };
         }),
       );
+      // One at a time, each granted against what is still held: requests that come together do not take this instance below its share.
+      for (const request of wanted) {
+        if (!request || this.#hooks.grant?.(request.want, count) === false) continue;
+        count--;
+        void this.release(request.slot, "wanted");
+      }
     } finally {
       this.#checking = false;
     }

@@ -37,6 +37,12 @@ export function queueOfPartitionsFile(fileName: string): string | undefined {
  */
 export const writerWantPath = (q: string): string => `${q}_info_wantw`;
 export const consumerWantPath = (q: string, c: string): string => `${q}_info_wantc_${c}`;
+/**
+ * Who polls consumer `c` of a partitioned queue (members.ts), kept beside partition 0's files
+ * (`q` is that partition's name): `wantm_` is as long as `wantc_`, and a queue's delete removes
+ * it with the want markers.
+ */
+export const consumerMembersPath = (q: string, c: string): string => `${q}_info_wantm_${c}`;
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
 /**
  * A shared consumer's state beside its `Q_info_pop_C` (shared-state.ts): a snapshot, which also

@@ -91,7 +91,7 @@ describe("partitioned queues across processes", () => {
     const dir = await freshDir();
     const writer = await PartitionedWriter.open("orders", { driver: fsDriver({ dir }), partitions: P, durability: "none" });
     const produced: string[] = [];
-    for (let n = 0; n < 600; n++) {
+    for (let n = 0; n < 1600; n++) {
       const key = `k${n % 8}`;
       produced.push(`w:${key}:${n}`);
       await writer.produce([`w:${key}:${n}`], { partitionKey: key });
@@ -150,5 +150,24 @@ describe("partitioned queues across processes", () => {
     expect(new Set(acked)).toEqual(new Set(produced));
     expect(workers.every((w) => linesOf(w, "ack ").length > 0)).toBe(true);
     expect(handed(first)).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("three shared consumers of one name share six partitions two each, while all have work", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir });
+    const writer = await PartitionedWriter.open("even", { driver, partitions: 6, durability: "none" });
+    // A backlog in every partition that outlasts the run (each worker acks about 300 a second).
+    const keys = Array.from({ length: 6 }, (_, p) => Array.from({ length: 200 }, (_, i) => `k${i}`).find((key) => partitionOfKey(key, 6) === p)!);
+    for (let n = 0; n < 6000; n += 100) await Promise.all(keys.map((key) => writer.produce(Array.from({ length: 100 }, (_, i) => `${key}:${n + i}`), { partitionKey: key })));
+    await writer.close();
+    // The first takes every partition; the others join.
+    const first = startScript(WORKER, "shared", dir, "even", "a", "6000");
+    await first.waitFor((line) => line.startsWith("ack "));
+    const workers = [first, startScript(WORKER, "shared", dir, "even", "b", "5000"), startScript(WORKER, "shared", dir, "even", "c", "5000")];
+    await Promise.all(workers.map((w) => w.waitFor((line) => line === "done", 30_000)));
+    // What each held shortly before the first of them stopped, with work left in every partition.
+    const at = Math.min(...workers.map((w) => Number(linesOf(w, "end ")[0]))) - 300;
+    const heldAt = (w: Child) => linesOf(w, "held ").map((line) => line.split(" ")).filter(([t]) => Number(t) <= at).at(-1)?.[1]?.split(",").filter(Boolean).length ?? 0;
+    expect(workers.map(heldAt), JSON.stringify(workers.map((w) => linesOf(w, "held ")))).toEqual([2, 2, 2]);
   }, 60_000);
 });

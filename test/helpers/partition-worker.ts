@@ -8,7 +8,8 @@
  * - `consumer`: a PartitionedConsumer named `readers` for `<ms>`: polls up to 10, prints
  *   `got <partition> <message>` for each, commits the batch, prints `committed`; at the end `handed <n>`, `done`.
  * - `shared`: a PartitionedSharedConsumer named `workers` for `<ms>`: leases up to 5, acks each,
- *   printing `ack <message>` once acknowledged; at the end `handed <n>`, `done`.
+ *   printing `ack <message>` once acknowledged, and `held <ms> <partitions>` each time the partitions
+ *   it holds change (`<ms>`: the time); at the end `end <ms>` (before it lets go), `handed <n>`, `done`.
  */
 import fsDriver from "../../adapters/drivers/fs";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
@@ -62,14 +63,17 @@ switch (mode) {
   case "shared": {
     const shared = await PartitionedSharedConsumer.open(queue!, "workers", { driver, ...quiet });
     out("ready");
+    let held = "";
     while (Date.now() < until) {
       const batch = await shared.poll({ max: 5, timeoutMs: 100 });
+      if (shared.held().join() !== held) out(`held ${Date.now()} ${(held = shared.held().join())}`);
       await pause(15); // some work
       for (const lease of batch) {
         await shared.ack(lease);
         out(`ack ${lease.data as string}`);
       }
     }
+    out(`end ${Date.now()}`);
     out(`handed ${shared.handedOver}`);
     await shared.close();
     break;

@@ -61,19 +61,23 @@ export function instanceId(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/**
- * Asks the holder of a lock to let go: the marker at `path`, written by `by`, now. `idle`: the
- * wanter has nothing to read (a second line, which markers of older versions lack).
- */
-export function writeWant(driver: QueueDriver, path: string, by: string, idle = false): Promise<void> {
-  return writeWhole(driver, path, new TextEncoder().encode(`v-queue want ${Date.now()} ${by}\n${idle ? "idle\n" : ""}`), false);
+/** What a request says of its wanter, besides who it is (lines after the first, which markers of older versions lack). */
+export interface WantContext {
+  /** The wanter has nothing to read. */
+  idle?: boolean;
+  /** How many instances share what is asked for, as the wanter counts them (members.ts). */
+  members?: number;
 }
 
 /** A fresh request for a lock, by another instance. */
-export interface Want {
+export interface Want extends WantContext {
   by: string;
-  /** The wanter has nothing to read. */
-  idle: boolean;
+}
+
+/** Asks the holder of a lock to let go: the marker at `path`, written by `by`, now. */
+export function writeWant(driver: QueueDriver, path: string, by: string, context: WantContext = {}): Promise<void> {
+  const lines = `${context.idle ? "idle\n" : ""}${context.members ? `members ${context.members}\n` : ""}`;
+  return writeWhole(driver, path, new TextEncoder().encode(`v-queue want ${Date.now()} ${by}\n${lines}`), false);
 }
 
 /** Someone other than `self`'s request for the lock, made within `WANT_FRESH_MS`. A missing or damaged marker asks nothing. */
@@ -82,7 +86,9 @@ export async function readWant(driver: QueueDriver, path: string, self: string):
   const text = bytes ? new TextDecoder().decode(bytes) : "";
   const match = MARKER.exec(text);
   if (!match || match[2] === self || Date.now() - Number(match[1]) >= WANT_FRESH_MS) return undefined;
-  return { by: match[2]!, idle: text.slice(match[0].length).startsWith("idle\n") };
+  const lines = text.slice(match[0].length).split("\n");
+  const members = Number(/^members (\d{1,6})$/.exec(lines.find((line) => line.startsWith("members ")) ?? "")?.[1] ?? 0);
+  return { by: match[2]!, idle: lines.includes("idle"), ...(members > 0 ? { members } : {}) };
 }
 
 /** Whether someone other than `self` asked for the lock within `WANT_FRESH_MS`. */

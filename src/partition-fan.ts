@@ -11,12 +11,11 @@
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
-import { RETRY_MS, sleep, type ResolvedHandoffOptions } from "./handoff";
+import { RETRY_MS, sleep, type ResolvedHandoffOptions, type Want } from "./handoff";
 import { readPosition } from "./overview";
 import { PartitionSet } from "./partition-set";
 import { Members } from "./members";
-import { assertName } from "./names";
-import { openPartitions, partitionName } from "./partitions";
+import { partitionName } from "./partitions";
 import { consumerMembersPath, consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
 
@@ -153,9 +152,11 @@ export class PartitionFan<T, M, P> {
    * with nothing to read while this one keeps another. An instance that no longer polls grants
    * every request (its share is not known, and it does not read).
    */
-  #grant(want: { idle: boolean }, held: number): boolean {
+  #grant(want: Want, held: number): boolean {
     if (!this.#members.active) return true;
-    return held > this.#members.share(this.#hooks.partitions).floor || (want.idle && held >= 2);
+    // The asker may have counted a newcomer this instance has not read yet.
+    const floor = Math.floor(this.#hooks.partitions / Math.max(this.#members.count, want.members ?? 0));
+    return held > floor || (!!want.idle && held >= 2);
   }
 
   get #acquireEvery(): number {
@@ -236,11 +237,12 @@ export class PartitionFan<T, M, P> {
         held++;
       } else elsewhere.push(index);
     }
-    // One partition at a time, picked at random: idle instances that each asked for every
-    // partition would empty the busy one and then each other, back and forth.
-    if (elsewhere.length > 0 && (held < share.floor || (ask && !took))) {
-      const index = elsewhere[Math.floor(Math.random() * elsewhere.length)]!;
-      await this.set.want(index, ask);
+    // Below its share: what it lacks, at once. Idle at its share: one partition at a time, picked
+    // at random (idle instances that each asked for every partition would empty the busy one and
+    // then each other, back and forth). The holders decide (`#grant`).
+    const wanted = Math.min(elsewhere.length, Math.max(share.floor - held, ask && !took ? 1 : 0));
+    for (const index of pickRandom(elsewhere, wanted)) {
+      await this.set.want(index, { idle: ask, members: this.#members.count });
       this.#asked.add(index);
     }
   }
@@ -269,70 +271,10 @@ export class PartitionFan<T, M, P> {
   }
 }
 
-/** What both partitioned consumers share: the fan over their partitions, and the calls that only pass through to it. */
-export abstract class FanConsumer<T, M, P> {
-  readonly queue: string;
-  readonly name: string;
-  readonly partitions: number;
-  protected readonly fan: PartitionFan<T, M, P>;
-  #closed = false;
-
-  protected constructor(queue: string, name: string, partitions: number, fan: PartitionFan<T, M, P>) {
-    this.queue = queue;
-    this.name = name;
-    this.partitions = partitions;
-    this.fan = fan;
-  }
-
-  /** The partition count of `queue` for a consumer `name` of it (declared first with `partitions`): `E_NOT_FOUND` when it is not declared. */
-  protected static async declared(driver: QueueDriver, queue: string, name: string, partitions: number | undefined): Promise<number> {
-    const count = await openPartitions(driver, queue, partitions);
-    assertName(name, "consumer", partitionName(queue, count - 1));
-    return count;
-  }
-
-  /** Takes the free partitions; on failure lets go of what it took. */
-  protected static async started<C extends FanConsumer<unknown, unknown, unknown>>(consumer: C): Promise<C> {
-    try {
-      await consumer.fan.start();
-    } catch (error) {
-      await consumer.fan.close().catch(() => {});
-      throw error;
-    }
-    return consumer;
-  }
-
-  /** The partitions this instance holds now. */
-  held(): number[] {
-    return this.fan.set.held().map((slot) => slot.index);
-  }
-
-  /** Partitions handed over to another instance on request, since open. */
-  get handedOver(): number {
-    return this.fan.handedOver;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  /** Messages after the saved positions (ack floors), summed over every partition. */
-  lag(): Promise<number> {
-    return this.fan.lag();
-  }
-
-  /** Waits for the commits in flight, closes each partition's consumer and releases its lock. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await this.fan.close();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.close();
-  }
-
-  protected assertOpen(): void {
-    if (this.#closed) throw new VQueueError("E_CLOSED", `${this.fan.kind[0]!.toUpperCase()}${this.fan.kind.slice(1)} "${this.name}" of queue "${this.queue}" is closed.`);
-  }
+/** Up to `count` of `items`, picked at random, each once. */
+function pickRandom<T>(items: T[], count: number): T[] {
+  const pool = [...items];
+  const out: T[] = [];
+  while (out.length < count && pool.length > 0) out.push(pool.splice(Math.floor(Math.random() * pool.length), 1)[0]!);
+  return out;
 }

@@ -8,7 +8,7 @@
  */
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
-import { CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want } from "./handoff";
+import { CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "./handoff";
 import { partitionName } from "./partitions";
 
 /** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
@@ -138,10 +138,10 @@ export class PartitionSet<T> {
     return request;
   }
 
-  /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). `idle`: this instance has nothing to read. */
-  want(index: number, idle: boolean): Promise<void> {
+  /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
+  want(index: number, context: WantContext): Promise<void> {
     this.#wanted.add(index);
-    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id, idle).catch(() => {});
+    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id, context).catch(() => {});
   }
 
   touch(slot: Slot<T>): void {

@@ -11,7 +11,8 @@ import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { Message } from "./message";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOptions, type ReadOptions } from "./options";
-import { FanConsumer, PartitionFan } from "./partition-fan";
+import { FanConsumer } from "./fan-consumer";
+import { PartitionFan } from "./partition-fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
 
 export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {

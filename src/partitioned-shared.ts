@@ -9,7 +9,8 @@
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import { checkInteger, resolveConsumerOptions } from "./options";
-import { FanConsumer, PartitionFan } from "./partition-fan";
+import { FanConsumer } from "./fan-consumer";
+import { PartitionFan } from "./partition-fan";
 import { SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./shared-consumer";
 import { MAX_LEASE_MS, resolveSharedOptions, type SharedConsumerOptions } from "./shared-options";
 import { partitionName } from "./partitions";

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import memoryDriver from "../../adapters/drivers/memory";
+import { readWant, writeWant } from "../../src/handoff";
+import { Members } from "../../src/members";
+
+describe("hand-over requests", () => {
+  it("carry whether the asker is idle and how many instances it counts; a marker of an older version reads as neither", async () => {
+    const driver = memoryDriver({ name: "handoff-markers" });
+    await writeWant(driver, "q.p0_info_wantc_c", "a1", { idle: true, members: 3 });
+    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", idle: true, members: 3 });
+    // The asker's own marker asks nothing of it.
+    expect(await readWant(driver, "q.p0_info_wantc_c", "a1")).toBeUndefined();
+    await driver.writeAtomic!("q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now()} a1\n`), { sync: false });
+    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", idle: false });
+    // Stale or damaged: no request.
+    await driver.writeAtomic!("q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now() - 60_000} a1\nidle\n`), { sync: false });
+    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();
+    await driver.writeAtomic!("q.p0_info_wantc_c", new TextEncoder().encode("garbage"), { sync: false });
+    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();
+  });
+});
+
+describe("members", () => {
+  it("counts the instances that polled lately, itself included; one that leaves or stops is no longer counted", async () => {
+    const driver = memoryDriver({ name: "members" });
+    const path = "q.p0_info_wantm_c";
+    const [a, b, c] = ["a1", "b2", "c3"].map((id) => new Members(driver, path, id)) as [Members, Members, Members];
+    expect(await a.refresh()).toBe(1);
+    expect(await b.refresh()).toBe(2);
+    expect(await c.refresh()).toBe(3);
+    expect(c.share(8)).toEqual({ floor: 2, ceil: 3 });
+    await b.leave();
+    expect(await c.refresh()).toBe(2);
+    // A line older than four beats is of an instance that stopped polling (or died).
+    const text = new TextDecoder().decode(await driver.readRecord(path));
+    await driver.writeAtomic!(path, new TextEncoder().encode(text.replace(/^a1 \d+$/m, `a1 ${Date.now() - 10_000}`)), { sync: false });
+    expect(await c.refresh()).toBe(1);
+    // A damaged record counts nobody else.
+    await driver.writeAtomic!(path, new TextEncoder().encode("not a members record"), { sync: false });
+    expect(await a.refresh()).toBe(1);
+  });
+});

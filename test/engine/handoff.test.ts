@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { readWant, writeWant } from "../../src/handoff";
 import { Members } from "../../src/members";
+import { writeWhole } from "../../src/write-whole";
 
 describe("hand-over requests", () => {
   it("carry whether the asker is idle and how many instances it counts; a marker of an older version reads as neither", async () => {
@@ -10,12 +11,12 @@ describe("hand-over requests", () => {
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", idle: true, members: 3 });
     // The asker's own marker asks nothing of it.
     expect(await readWant(driver, "q.p0_info_wantc_c", "a1")).toBeUndefined();
-    await driver.writeAtomic!("q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now()} a1\n`), { sync: false });
+    await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now()} a1\n`), false);
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", idle: false });
     // Stale or damaged: no request.
-    await driver.writeAtomic!("q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now() - 60_000} a1\nidle\n`), { sync: false });
+    await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now() - 60_000} a1\nidle\n`), false);
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();
-    await driver.writeAtomic!("q.p0_info_wantc_c", new TextEncoder().encode("garbage"), { sync: false });
+    await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode("garbage"), false);
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();
   });
 });
@@ -33,10 +34,10 @@ describe("members", () => {
     expect(await c.refresh()).toBe(2);
     // A line older than four beats is of an instance that stopped polling (or died).
     const text = new TextDecoder().decode(await driver.readRecord(path));
-    await driver.writeAtomic!(path, new TextEncoder().encode(text.replace(/^a1 \d+$/m, `a1 ${Date.now() - 10_000}`)), { sync: false });
+    await writeWhole(driver, path, new TextEncoder().encode(text.replace(/^a1 \d+$/m, `a1 ${Date.now() - 10_000}`)), false);
     expect(await c.refresh()).toBe(1);
     // A damaged record counts nobody else.
-    await driver.writeAtomic!(path, new TextEncoder().encode("not a members record"), { sync: false });
+    await writeWhole(driver, path, new TextEncoder().encode("not a members record"), false);
     expect(await a.refresh()).toBe(1);
   });
 });

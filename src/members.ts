@@ -4,8 +4,9 @@
  * a line per instance with the time it last polled. Each polling instance rewrites its own line
  * every `BEAT_MS` and drops the lines older than `MEMBER_FRESH_MS` (instances that stopped
  * polling, or died). Read-modify-write without a lock: two instances writing at once may drop
- * each other's line, and the next beat puts it back. A count can so be off for a beat; it only
- * shapes how the partitions are shared, never what is read or acknowledged.
+ * each other's line. So each instance also remembers whom it saw (and who asked it for a
+ * partition) until that is `MEMBER_FRESH_MS` old, and writes them back with its own line. The
+ * count only shapes how the partitions are shared, never what is read or acknowledged.
  */
 import type { QueueDriver } from "./driver";
 import { writeWhole } from "./write-whole";
@@ -28,6 +29,8 @@ export class Members {
   readonly #driver: QueueDriver;
   readonly #path: string;
   readonly #self: string;
+  /** The other instances seen lately, with when each last said it polls. */
+  readonly #seen = new Map<string, number>();
   #count = 1;
   #beatAt = 0;
   #refreshedAt = 0;
@@ -57,12 +60,11 @@ export class Members {
   async refresh(): Promise<number> {
     const now = Date.now();
     try {
-      const others = await this.#others(now);
+      this.#merge(await this.#read(), now);
       if (now - this.#beatAt >= BEAT_MS) {
-        await this.#write([...others, [this.#self, now]]);
+        await this.#write([...this.#seen, [this.#self, now]]);
         this.#beatAt = now;
       }
-      this.#count = others.length + 1;
       this.#refreshedAt = now;
     } catch {
       // A storage outage: the poll goes on with the last count; the next refresh tries again.
@@ -70,27 +72,39 @@ export class Members {
     return this.#count;
   }
 
-  /** Takes this instance's line out, so that the others grow their share at once (best effort: else it ages out). */
+  /** Instance `id` asked this one for a partition: it polls, whether or not its line was read yet. */
+  saw(id: string): void {
+    if (id === this.#self) return;
+    this.#merge([[id, Date.now()]], Date.now());
+  }
+
+  /** Takes this instance's line out, so that the others grow their share sooner (best effort: else it ages out). */
   async leave(): Promise<void> {
     if (this.#beatAt === 0) return;
     this.#beatAt = 0;
     this.#refreshedAt = 0;
-    const others = await this.#others(Date.now()).catch(() => undefined);
-    if (!others) return;
+    const lines = await this.#read().catch(() => undefined);
+    if (!lines) return;
+    const others = lines.filter(([id, at]) => id !== this.#self && Date.now() - at < MEMBER_FRESH_MS);
     await (others.length > 0 ? this.#write(others) : this.#driver.remove(this.#path)).catch(() => {});
   }
 
-  /** The fresh lines of the other instances. A missing or damaged record has none. */
-  async #others(now: number): Promise<[string, number][]> {
+  /** Adds `lines` to what was seen, forgets what is no longer fresh, and counts. */
+  #merge(lines: [string, number][], now: number): void {
+    for (const [id, at] of lines) if (id !== this.#self && at > (this.#seen.get(id) ?? 0)) this.#seen.set(id, at);
+    for (const [id, at] of this.#seen) if (now - at >= MEMBER_FRESH_MS) this.#seen.delete(id);
+    this.#count = this.#seen.size + 1;
+  }
+
+  /** The record's lines. A missing or damaged record has none. */
+  async #read(): Promise<[string, number][]> {
     const bytes = await this.#driver.readRecord(this.#path);
     const text = bytes ? new TextDecoder().decode(bytes) : "";
     if (!text.startsWith(HEADER)) return [];
     const out: [string, number][] = [];
     for (const line of text.slice(HEADER.length).split("\n")) {
       const match = LINE.exec(line);
-      if (!match || match[1] === this.#self) continue;
-      const at = Number(match[2]);
-      if (now - at < MEMBER_FRESH_MS) out.push([match[1]!, at]);
+      if (match) out.push([match[1]!, Number(match[2])]);
     }
     return out;
   }

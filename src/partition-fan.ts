@@ -57,7 +57,8 @@ export class PartitionFan<T, M, P> {
   /** Whether the last look asked for partitions (this instance had nothing to read). */
   #scanAsked = false;
   #retriedAt = 0;
-  #acquiring: Promise<void> | undefined;
+  #scanning: Promise<void> | undefined;
+  #retrying: Promise<void> | undefined;
   /** Partitions asked for (a hand-over): tried every `RETRY_MS` until they come. */
   readonly #asked = new Set<number>();
   /** Partitions handed over to another instance on request, since open. */
@@ -154,7 +155,8 @@ export class PartitionFan<T, M, P> {
    */
   #grant(want: Want, held: number): boolean {
     if (!this.#members.active) return true;
-    // The asker may have counted a newcomer this instance has not read yet.
+    // The asker polls, and may have counted a newcomer this instance has not read yet.
+    this.#members.saw(want.by);
     const floor = Math.floor(this.#hooks.partitions / Math.max(this.#members.count, want.members ?? 0));
     return held > floor || (!!want.idle && held >= 2);
   }
@@ -203,34 +205,32 @@ export class PartitionFan<T, M, P> {
    * every `RETRY_MS` (one lock attempt each, no reads).
    */
   #acquire(ask: boolean): Promise<void> {
-    if (this.#acquiring) return this.#acquiring;
     const now = Date.now();
     // The first time this instance has nothing to read, it asks at once (not `ACQUIRE_MS` after the last look, which only took free partitions).
     const scan = now - this.#scannedAt >= ACQUIRE_MS || (ask && !this.#scanAsked);
-    if (!scan && (this.#asked.size === 0 || now - this.#retriedAt < RETRY_MS)) return Promise.resolve();
-    this.#retriedAt = now;
-    if (scan) this.#scannedAt = now;
-    this.#acquiring = (scan ? this.#scan(ask) : this.#retryAsked()).finally(() => (this.#acquiring = undefined));
-    return this.#acquiring;
+    if (scan && !this.#scanning) {
+      this.#scannedAt = now;
+      this.#scanning = this.#scan(ask).finally(() => (this.#scanning = undefined));
+      return this.#scanning;
+    }
+    // A look takes a while on a busy instance: the partitions asked for are tried meanwhile.
+    if (this.#asked.size > 0 && now - this.#retriedAt >= RETRY_MS && !this.#retrying) {
+      this.#retriedAt = now;
+      this.#retrying = this.#retryAsked().finally(() => (this.#retrying = undefined));
+      return this.#retrying;
+    }
+    return this.#retrying ?? this.#scanning ?? Promise.resolve();
   }
 
   async #scan(ask: boolean): Promise<void> {
-    // Asked anew below, or no longer (this instance has work of its own).
-    this.#asked.clear();
     this.#scanAsked = ask;
-    const { driver, queue, name, partitions } = this.#hooks;
-    await this.#members.refresh();
-    const share = this.#members.share(partitions);
+    const [, readable] = await Promise.all([this.#members.refresh(), this.#readable()]);
+    const share = this.#members.share(this.#hooks.partitions);
     let held = this.set.held().length;
     const elsewhere: number[] = [];
     let took = false;
-    for (let index = 0; index < partitions; index++) {
-      if (this.set.get(index)) continue;
-      const partition = partitionName(queue, index);
-      const totals = await queueTotals(driver, partition);
-      if (!totals) continue; // not written yet: nothing to read
-      const position = await readPosition(driver, partition, name);
-      if (position && totals.lagAfter(position) === 0) continue;
+    for (const index of readable) {
+      if (this.set.get(index)) continue; // taken meanwhile (an asked one)
       // Up to this instance's share: the others take the rest.
       if (held < share.ceil && (await this.set.tryTakeUnwanted(index))) {
         took = true;
@@ -241,10 +241,27 @@ export class PartitionFan<T, M, P> {
     // at random (idle instances that each asked for every partition would empty the busy one and
     // then each other, back and forth). The holders decide (`#grant`).
     const wanted = Math.min(elsewhere.length, Math.max(share.floor - held, ask && !took ? 1 : 0));
-    for (const index of pickRandom(elsewhere, wanted)) {
-      await this.set.want(index, { idle: ask, members: this.#members.count });
-      this.#asked.add(index);
-    }
+    const picked = pickRandom(elsewhere, wanted);
+    await Promise.all(picked.map((index) => this.set.want(index, { idle: ask, members: this.#members.count })));
+    // Asked anew, or no longer (this instance has work of its own).
+    this.#asked.clear();
+    for (const index of picked) this.#asked.add(index);
+  }
+
+  /** The partitions not held here that have something to read for this consumer, or were never read by it; read at once. */
+  async #readable(): Promise<number[]> {
+    const { driver, queue, name, partitions } = this.#hooks;
+    const found = await Promise.all(
+      Array.from({ length: partitions }, async (_, index) => {
+        if (this.set.get(index)) return undefined;
+        const partition = partitionName(queue, index);
+        const totals = await queueTotals(driver, partition);
+        if (!totals) return undefined; // not written yet: nothing to read
+        const position = await readPosition(driver, partition, name);
+        return position && totals.lagAfter(position) === 0 ? undefined : index;
+      }),
+    );
+    return found.filter((index) => index !== undefined);
   }
 
   async #retryAsked(): Promise<void> {

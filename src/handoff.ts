@@ -63,8 +63,6 @@ export function instanceId(): string {
 
 /** What a request says of its wanter, besides who it is (lines after the first, which markers of older versions lack). */
 export interface WantContext {
-  /** The wanter has nothing to read. */
-  idle?: boolean;
   /** How many instances share what is asked for, as the wanter counts them (members.ts). */
   members?: number;
 }
@@ -76,7 +74,7 @@ export interface Want extends WantContext {
 
 /** Asks the holder of a lock to let go: the marker at `path`, written by `by`, now. */
 export function writeWant(driver: QueueDriver, path: string, by: string, context: WantContext = {}): Promise<void> {
-  const lines = `${context.idle ? "idle\n" : ""}${context.members ? `members ${context.members}\n` : ""}`;
+  const lines = context.members ? `members ${context.members}\n` : "";
   return writeWhole(driver, path, new TextEncoder().encode(`v-queue want ${Date.now()} ${by}\n${lines}`), false);
 }
 
@@ -88,7 +86,7 @@ export async function readWant(driver: QueueDriver, path: string, self: string):
   if (!match || match[2] === self || Date.now() - Number(match[1]) >= WANT_FRESH_MS) return undefined;
   const lines = text.slice(match[0].length).split("\n");
   const members = Number(/^members (\d{1,6})$/.exec(lines.find((line) => line.startsWith("members ")) ?? "")?.[1] ?? 0);
-  return { by: match[2]!, idle: lines.includes("idle"), ...(members > 0 ? { members } : {}) };
+  return { by: match[2]!, ...(members > 0 ? { members } : {}) };
 }
 
 /** Whether someone other than `self` asked for the lock within `WANT_FRESH_MS`. */

@@ -3,10 +3,9 @@
  * every partition, each partition's consumer of that name held by one instance at a time
  * (partition-set.ts). The instances polling a consumer share its partitions evenly
  * (members.ts): an instance takes the free partitions that have something to read up to its
- * share, asks for one more at a time while it holds less than its share or has nothing to
- * read, and hands one over only when it holds more than its share (or keeps another busy one
- * while the asker has nothing to read). It reads the partitions it holds round-robin, so that
- * none starves another.
+ * share, asks for what it lacks while it holds less than its share (and for one partition at a
+ * time while it has nothing to read), and hands one over only when it holds more than its
+ * share. It reads the partitions it holds round-robin, so that none starves another.
  */
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
@@ -149,16 +148,15 @@ export class PartitionFan<T, M, P> {
   }
 
   /**
-   * A partition is handed over when this instance holds more than its share, or to an asker
-   * with nothing to read while this one keeps another. An instance that no longer polls grants
-   * every request (its share is not known, and it does not read).
+   * A partition is handed over only when this instance holds more than its share: handing one
+   * over below it would leave this instance to ask for one back, and the partitions would pass
+   * back and forth. An instance that no longer polls grants every request (it does not read).
    */
   #grant(want: Want, held: number): boolean {
     if (!this.#members.active) return true;
     // The asker polls, and may have counted a newcomer this instance has not read yet.
     this.#members.saw(want.by);
-    const floor = Math.floor(this.#hooks.partitions / Math.max(this.#members.count, want.members ?? 0));
-    return held > floor || (!!want.idle && held >= 2);
+    return held > Math.floor(this.#hooks.partitions / Math.max(this.#members.count, want.members ?? 0));
   }
 
   get #acquireEvery(): number {
@@ -237,12 +235,12 @@ export class PartitionFan<T, M, P> {
         held++;
       } else elsewhere.push(index);
     }
-    // Below its share: what it lacks, at once. Idle at its share: one partition at a time, picked
-    // at random (idle instances that each asked for every partition would empty the busy one and
-    // then each other, back and forth). The holders decide (`#grant`).
+    // Below its share: what it lacks, at once. With nothing to read: one partition, picked at
+    // random (granted by a holder above its share, or one that no longer polls). The holders
+    // decide (`#grant`).
     const wanted = Math.min(elsewhere.length, Math.max(share.floor - held, ask && !took ? 1 : 0));
     const picked = pickRandom(elsewhere, wanted);
-    await Promise.all(picked.map((index) => this.set.want(index, { idle: ask, members: this.#members.count })));
+    await Promise.all(picked.map((index) => this.set.want(index, { members: this.#members.count })));
     // Asked anew, or no longer (this instance has work of its own).
     this.#asked.clear();
     for (const index of picked) this.#asked.add(index);

@@ -5,14 +5,14 @@ import { Members } from "../../src/members";
 import { writeWhole } from "../../src/write-whole";
 
 describe("hand-over requests", () => {
-  it("carry whether the asker is idle and how many instances it counts; a marker of an older version reads as neither", async () => {
+  it("carry how many instances the asker counts; a marker of an older version reads without", async () => {
     const driver = memoryDriver({ name: "handoff-markers" });
-    await writeWant(driver, "q.p0_info_wantc_c", "a1", { idle: true, members: 3 });
-    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", idle: true, members: 3 });
+    await writeWant(driver, "q.p0_info_wantc_c", "a1", { members: 3 });
+    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", members: 3 });
     // The asker's own marker asks nothing of it.
     expect(await readWant(driver, "q.p0_info_wantc_c", "a1")).toBeUndefined();
     await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now()} a1\n`), false);
-    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", idle: false });
+    expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1" });
     // Stale or damaged: no request.
     await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now() - 60_000} a1\nidle\n`), false);
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();

@@ -74,7 +74,7 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
         onResponse: ({ response }: { response: Response }) => void ((status = response.status), (type = response.headers.get("content-type") ?? "")),
       });
       const json = opts.json ?? false;
-      // A partitioned queue answers JSON (the binary framing has no partition).
+      // Servers before VQM1 answered a partitioned queue's leases in JSON.
       if (type.startsWith("application/json")) {
         const answer = JSON.parse(new TextDecoder().decode(raw)) as LeaseResponse;
         return { messages: answer.messages.map((m) => fromLeaseJSON(m, json)), leaseMs: answer.messages.length > 0 ? answer.messages[0]!.leaseUntil - answer.now : 0 };
@@ -97,8 +97,10 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
 
 /** A leased message as the client gives it (also from the engine's, in a Nitro app). */
 export function fromLeaseRecord(record: LeaseRecord, parseJSON: boolean): AnyLeasedMessage {
-  const { part, offset, seq, deliveries, leaseUntil, data } = record;
+  const { part, offset, seq, deliveries, leaseUntil, data, partition } = record;
   const lease = leaseToken(record);
+  // A partitioned queue's: with its partition, as in a JSON answer.
+  if (partition !== undefined) return { partition, ...fromLeaseRecord({ ...record, partition: undefined }, parseJSON), lease } as AnyLeasedMessage;
   // Literals, not spreads: this runs for every message.
   if (typeof data !== "string") return { part, offset, seq, type: "object", data, lease, deliveries, leaseUntil };
   if (!parseJSON) return { part, offset, seq, type: "string", data, lease, deliveries, leaseUntil };

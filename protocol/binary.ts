@@ -25,7 +25,13 @@
  * record  = type u8 | length u32 | part u32 | seq u32 | offset u64 | lease u64
  *           | deliveries u32 | leaseUntil f64 (ms since the epoch) | body (length bytes)
  * ```
- * The lease token to ack with is `"<part>.<offset>.<lease>"` in decimal.
+ * The lease token to ack with is `"<part>.<offset>.<lease>"` in decimal. A partitioned queue's
+ * lease answer is the same with magic "VQM1" and each record's partition after its `leaseUntil`
+ * (its token is `"p<partition>:<part>.<offset>.<lease>"`):
+ * ```
+ * record  = type u8 | length u32 | part u32 | seq u32 | offset u64 | lease u64
+ *           | deliveries u32 | leaseUntil f64 | partition u32 | body
+ * ```
  */
 import type { Message } from "../src/message";
 // The record type bytes of the on-disk format, the same on the wire.
@@ -144,10 +150,12 @@ export function decodeBatch(buf: Uint8Array, maxMessages = Number.MAX_SAFE_INTEG
 // --- Lease answers ---
 
 export const LEASE_MAGIC = 0x314c5156; // "VQL1" read as a little-endian u32
+export const PARTITIONED_LEASE_MAGIC = 0x314d5156; // "VQM1" read as a little-endian u32
 export const LEASE_HEADER = 16;
 export const LEASE_RECORD_HEADER = 41;
+const PARTITIONED_LEASE_RECORD_HEADER = LEASE_RECORD_HEADER + 4;
 
-/** A leased message as framed: a `FramedMessage` and its lease. */
+/** A leased message as framed: a `FramedMessage` and its lease (and `partition`: a partitioned queue's). */
 export type FramedLease = FramedMessage & { lease: number; deliveries: number; leaseUntil: number };
 
 /** A decoded lease record: a `BatchRecord` with its lease (the token is `leaseToken(record)`). */
@@ -157,9 +165,9 @@ export interface LeaseRecord extends BatchRecord {
   leaseUntil: number;
 }
 
-/** The token naming a lease: `"<part>.<offset>.<lease>"`. */
-export function leaseToken(m: Pick<FramedLease, "part" | "offset" | "lease">): string {
-  return `${m.part}.${m.offset}.${m.lease}`;
+/** The token naming a lease: `"<part>.<offset>.<lease>"`, or `"p<partition>:<part>.<offset>.<lease>"` for a partitioned queue's. */
+export function leaseToken(m: Pick<FramedLease, "part" | "offset" | "lease" | "partition">): string {
+  return m.partition === undefined ? `${m.part}.${m.offset}.${m.lease}` : `p${m.partition}:${m.part}.${m.offset}.${m.lease}`;
 }
 
 /** The message and hand-out a lease token names, or undefined when it is no token. */
@@ -171,18 +179,19 @@ export function parseLeaseToken(token: string): { part: number; offset: number; 
   return Number.isSafeInteger(offset) && Number.isSafeInteger(lease) ? { part, offset, lease } : undefined;
 }
 
-/** Frames leased messages, with the server's clock `now`. */
-export function encodeLeases(messages: FramedLease[], now: number): Uint8Array<ArrayBuffer> {
+/** Frames leased messages, with the server's clock `now`: VQL1, or VQM1 when `partitioned` (each message has its `partition`). */
+export function encodeLeases(messages: FramedLease[], now: number, partitioned = false): Uint8Array<ArrayBuffer> {
+  const header = partitioned ? PARTITIONED_LEASE_RECORD_HEADER : LEASE_RECORD_HEADER;
   let total = LEASE_HEADER;
-  for (const m of messages) total += LEASE_RECORD_HEADER + (typeof m.data === "string" ? m.data.length * 3 : m.size);
+  for (const m of messages) total += header + (typeof m.data === "string" ? m.data.length * 3 : m.size);
   const buf = new Uint8Array(total);
   const view = new DataView(buf.buffer);
-  view.setUint32(0, LEASE_MAGIC, true);
+  view.setUint32(0, partitioned ? PARTITIONED_LEASE_MAGIC : LEASE_MAGIC, true);
   view.setUint32(4, messages.length, true);
   view.setFloat64(8, now, true);
   let at = LEASE_HEADER;
   for (const m of messages) {
-    const body = at + LEASE_RECORD_HEADER;
+    const body = at + header;
     const length = typeof m.data === "string" ? encoder.encodeInto(m.data, buf.subarray(body)).written : (buf.set(m.data, body), m.size);
     buf[at] = m.type === "string" ? TYPE_STRING : TYPE_OBJECT;
     view.setUint32(at + 1, length, true);
@@ -192,26 +201,33 @@ export function encodeLeases(messages: FramedLease[], now: number): Uint8Array<A
     setUint64(view, at + 21, m.lease);
     view.setUint32(at + 29, m.deliveries, true);
     view.setFloat64(at + 33, m.leaseUntil, true);
+    if (partitioned) view.setUint32(at + 41, m.partition!, true);
     at = body + length;
   }
   return at === total ? buf : buf.subarray(0, at);
 }
 
-/** Parses a lease answer; a framing error is a `ProtocolError` `E_BODY`. Bodies of `O` records are views into `buf`. */
+/**
+ * Parses a lease answer, VQL1 or VQM1 (a partitioned queue's: each record has its `partition`);
+ * a framing error is a `ProtocolError` `E_BODY`. Bodies of `O` records are views into `buf`.
+ */
 export function decodeLeases(buf: Uint8Array): { now: number; records: LeaseRecord[] } {
   const bad = (why: string) => new ProtocolError("E_BODY", `Invalid lease answer: ${why}.`);
   if (buf.length < LEASE_HEADER) throw bad("shorter than its 16-byte header");
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (view.getUint32(0, true) !== LEASE_MAGIC) throw bad('it does not start with "VQL1"');
+  const magic = view.getUint32(0, true);
+  if (magic !== LEASE_MAGIC && magic !== PARTITIONED_LEASE_MAGIC) throw bad('it does not start with "VQL1" or "VQM1"');
+  const partitioned = magic === PARTITIONED_LEASE_MAGIC;
+  const header = partitioned ? PARTITIONED_LEASE_RECORD_HEADER : LEASE_RECORD_HEADER;
   const count = view.getUint32(4, true);
-  if (count > (buf.length - LEASE_HEADER) / LEASE_RECORD_HEADER) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
+  if (count > (buf.length - LEASE_HEADER) / header) throw bad(`count ${count} does not fit in ${buf.length} bytes`);
   const records: LeaseRecord[] = new Array(count);
   let at = LEASE_HEADER;
   for (let i = 0; i < count; i++) {
-    if (at + LEASE_RECORD_HEADER > buf.length) throw bad(`record ${i} is cut off`);
+    if (at + header > buf.length) throw bad(`record ${i} is cut off`);
     const type = buf[at];
     const length = view.getUint32(at + 1, true);
-    const start = at + LEASE_RECORD_HEADER;
+    const start = at + header;
     if (start + length > buf.length) throw bad(`record ${i} is cut off`);
     if (type !== TYPE_STRING && type !== TYPE_OBJECT) throw bad(`record ${i} has type 0x${type!.toString(16)}, expected 'S' or 'O'`);
     const bytes = buf.subarray(start, start + length);
@@ -234,6 +250,7 @@ export function decodeLeases(buf: Uint8Array): { now: number; records: LeaseReco
       data,
       size: length,
     };
+    if (partitioned) records[i]!.partition = view.getUint32(at + 41, true);
     at = start + length;
   }
   if (at !== buf.length) throw bad(`${buf.length - at} bytes after the last record`);

@@ -75,8 +75,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const timeoutMs = intField(input, "timeoutMs", 0, limits.maxTimeoutMs) ?? 0;
         unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
         const partitions = await ctx.registry.partitions.count(queue);
-        // The binary framing has no partition: a partitioned queue answers JSON whatever Accept asks (content-type says so).
-        const binary = partitions === undefined && acceptsLeaseBatch(event.req.headers.get("accept"));
+        const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
         const messages: (LeasedMessage & { partition?: number })[] = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (leased) => leased.length, async () => {
@@ -85,12 +84,13 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           })
           .finally(() => polled?.());
         const now = Date.now();
-        if (binary) return new FastResponse(encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
+        // A partitioned queue's: VQM1, each record with its partition.
+        if (binary) return new FastResponse(encodeLeases(messages, now, partitions !== undefined), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
         const out: LeaseResponse = {
           now,
           messages: messages.map((m) => {
             const position = { part: m.part, offset: m.offset, seq: m.seq };
-            const common = { ...(m.partition === undefined ? position : { partition: m.partition, ...position }), lease: partitionedToken(m), deliveries: m.deliveries, leaseUntil: m.leaseUntil };
+            const common = { ...(m.partition === undefined ? position : { partition: m.partition, ...position }), lease: leaseToken(m), deliveries: m.deliveries, leaseUntil: m.leaseUntil };
             return typeof m.data === "string" ? { ...common, type: m.type, data: m.data } : { ...common, type: m.type, data: toBase64(m.data), encoding: "base64" as const };
           }),
         };
@@ -238,11 +238,6 @@ type AnySharedSlot = Pick<SharedSlot, "ack" | "nack" | "extend"> & { lease(optio
 /** The shared consumer's slot: of a partitioned queue when `partitions` is set. */
 function sharedSlot(ctx: RouteContext, queue: string, consumer: string, partitions: number | undefined): Promise<AnySharedSlot> {
   return partitions === undefined ? ctx.registry.shared(queue, consumer) : ctx.registry.partitionedShared(queue, consumer);
-}
-
-/** A lease token; a partitioned queue's names its partition: `"p<partition>:<part>.<offset>.<lease>"`. */
-function partitionedToken(m: LeasedMessage & { partition?: number }): string {
-  return m.partition === undefined ? leaseToken(m) : `p${m.partition}:${leaseToken(m)}`;
 }
 
 const PARTITIONED_TOKEN = /^p(0|[1-9]\d{0,3}):(.+)$/;

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { decodeBatch } from "../../protocol/binary";
+import { decodeBatch, decodeLeases, leaseToken } from "../../protocol/binary";
 import { createClient, type ProduceResponse } from "../../client/index";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
@@ -241,11 +241,15 @@ describe("partitioned queues over HTTP: consuming", () => {
     expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages.map((m) => m.data)).toEqual(["a", "b"]);
   });
 
-  it("shared: leases carry their partition and a token naming it; ack, nack and extend take it; a token without it is 400", async () => {
+  it("shared: leases carry their partition and a token naming it, in JSON and in the binary framing (VQM1); ack, nack and extend take it; a token without it is 400", async () => {
     const s = await startServer({ queues: { jobs: { partitions: 3 } } });
     for (const key of ["a", "b", "c", "d"]) await produceKeyed(s, "jobs", key, [key]);
-    const leased = (await consume(s, "jobs/consumers/w/lease", { method: "POST", body: '{"max":10}', headers: { ...jsonHeaders, accept: "application/vnd.v-queue.batch" } })) as unknown as { messages: { partition: number; data: string; lease: string }[] };
-    expect(leased.messages.map((m) => m.data).sort()).toEqual(["a", "b", "c", "d"]);
+    const res = await fetch(`${s.url}/api/v1/queues/jobs/consumers/w/lease`, { method: "POST", body: '{"max":10}', headers: { ...jsonHeaders, accept: "application/vnd.v-queue.batch" } });
+    expect(res.headers.get("content-type")).toBe("application/vnd.v-queue.batch");
+    const binary = decodeLeases(new Uint8Array(await res.arrayBuffer()));
+    expect(binary.records.map((r) => r.data).sort()).toEqual(["a", "b", "c", "d"]);
+    expect(Math.abs(binary.now - Date.now())).toBeLessThan(60_000);
+    const leased = { messages: binary.records.map((r) => ({ partition: r.partition!, data: r.data as string, lease: leaseToken(r) })) };
     for (const m of leased.messages) {
       expect(m.partition).toBe(partitionOfKey(m.data, 3));
       expect(m.lease).toMatch(new RegExp(`^p${m.partition}:\\d+\\.\\d+\\.\\d+$`));
@@ -263,7 +267,7 @@ describe("partitioned queues over HTTP: consuming", () => {
     expect(((await bare.json()) as { error: { message: string } }).error.message).toMatch(/must name its partition/);
     const again = (await consume(s, "jobs/consumers/w/lease", { method: "POST", body: '{"max":10}', headers: jsonHeaders })) as unknown as { messages: { data: string; lease: string }[] };
     expect(again.messages.map((m) => m.data)).toEqual([second!.data]);
-    // The client reads the JSON answer (it asks for the binary one).
+    // The client asks for the binary answer, and gives each lease its partition.
     const client = createClient({ baseURL: s.url });
     await client.ack("jobs", "w", again.messages[0]!.lease);
     await produceKeyed(s, "jobs", "z", ["z"]);

@@ -81,7 +81,7 @@ describe("binary batch framing", () => {
   });
 });
 
-describe("VQL1 lease answers", () => {
+describe("VQL1 and VQM1 lease answers", () => {
   it("round-trips text, bytes, the lease info per record and the server's clock; 64-bit offsets and leases", () => {
     const leases = [
       { type: "string" as const, data: "héllo", size: 6, part: 3, seq: 7, offset: 2 ** 33 + 5, lease: 2 ** 40 + 1, deliveries: 2, leaseUntil: 1_765_000_000_123 },
@@ -92,6 +92,21 @@ describe("VQL1 lease answers", () => {
     expect(records).toEqual(leases);
     expect(leaseToken(records[0]!)).toBe(`3.${2 ** 33 + 5}.${2 ** 40 + 1}`);
     expect(decodeLeases(encodeLeases([], 5))).toEqual({ now: 5, records: [] });
+  });
+
+  it("VQM1: a partitioned queue's leases carry their partition, and their tokens name it", () => {
+    const leases = [
+      { type: "string" as const, data: "a", size: 1, part: 2, seq: 4, offset: 90, lease: 7, deliveries: 1, leaseUntil: 1_765_000_000_000, partition: 11 },
+      { type: "object" as const, data: Uint8Array.from([1]), size: 1, part: 0, seq: 1, offset: 0, lease: 8, deliveries: 3, leaseUntil: 1_765_000_000_001, partition: 0 },
+    ];
+    const buf = encodeLeases(leases, 42, true);
+    expect(new TextDecoder().decode(buf.subarray(0, 4))).toBe("VQM1");
+    const { now, records } = decodeLeases(buf);
+    expect(now).toBe(42);
+    expect(records).toEqual(leases);
+    expect(records.map(leaseToken)).toEqual(["p11:2.90.7", "p0:0.0.8"]);
+    // Cut inside the partition field of the last record.
+    expect(() => decodeLeases(buf.subarray(0, buf.length - 3))).toThrow(expect.objectContaining({ code: "E_BODY" }));
   });
 
   it("refuses malformed answers with a ProtocolError E_BODY", () => {

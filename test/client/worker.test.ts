@@ -73,6 +73,23 @@ describe("client: shared consumers", () => {
     expect(await clientOf(s).lease("q", "w", { max: 100 })).toEqual([]);
   });
 
+  it("worker() on a partitioned queue: every message handled once, each with its partition, all acked", async () => {
+    const s = await startServer({ queues: { parts: { partitions: 4 } } });
+    const client = clientOf(s);
+    const bodies = Array.from({ length: 40 }, (_, i) => `m${i}`);
+    for (const body of bodies) await client.produce("parts", [body], { partitionKey: body });
+    const seen: [string, number | undefined][] = [];
+    const worker = client.worker("parts", "w", async (m) => void seen.push([m.data as string, m.partition]), { concurrency: 4, batch: 10, ...quiet });
+    await until(() => seen.length === 40);
+    await worker.stop();
+    await worker.done;
+    expect(seen.map(([body]) => body).sort()).toEqual([...bodies].sort());
+    expect(seen.every(([, partition]) => Number.isInteger(partition) && partition! >= 0 && partition! < 4)).toBe(true);
+    expect(worker.stats).toMatchObject({ processed: 40, failed: 0 });
+    // All acked (the tokens named their partitions): nothing comes again.
+    expect(await client.lease("parts", "w", { max: 100 })).toEqual([]);
+  });
+
   it("worker(): a throw is nacked with its error and retried after the backoff; maxDeliveries sends it to the DLQ", async () => {
     const s = await startServer();
     await fill(s, 3);

@@ -11,7 +11,7 @@ import type { StopSignalLike } from "./stop-signal";
  * `v-queue/drivers/unstorage`, `v-queue/drivers/redis`.
  *
  * Fencing: every holder of a lock (a queue's writer, a consumer) passes its lock as `fence` to
- * each of its writes (src/fence.ts). The redis driver checks it in the same Lua script as the
+ * each of its writes and removes (src/fence.ts). The redis driver checks it in the same Lua script as the
  * write. The fs and memory drivers ignore it: their locks die only with their process, so a
  * live holder's lock is never taken over. The unstorage driver ignores it too (no
  * compare-and-set in unstorage's API: best effort, README).
@@ -29,8 +29,12 @@ export interface QueueDriver {
   list(dir: string): Promise<string[]>;
   /** Creates a directory and its parents. */
   mkdir(dir: string): Promise<void>;
-  /** Removes a file or a directory tree; no error when missing. */
-  remove(path: string): Promise<void>;
+  /**
+   * Removes a file or a directory tree; no error when missing. `fence`: the lock of the holder
+   * removing it (a part deleted by retention, a journal after compaction): refused (`E_FENCED`)
+   * once that lock was taken over, as a write is.
+   */
+  remove(path: string, fence?: DriverLock): Promise<void>;
   /**
    * Takes an exclusive lock named by `path`, held until `release()` or until the process
    * dies (kill -9 included). Resolves undefined when another holder has it.
@@ -123,7 +127,7 @@ export interface DriverLock {
   /**
    * The fencing token: a number that grows each time the lock changes hands, never reused.
    * Drivers whose locks can be lost (leases) set it, and check it in the same atomic step as
-   * every write given this lock as `fence` (append, truncate, replace, writeAtomic): a write
+   * every write given this lock as `fence` (append, truncate, replace, writeAtomic, remove): a write
    * from a holder whose lock was taken over is refused with `E_FENCED` and changes nothing,
    * however long the holder was paused. Drivers whose locks cannot be lost (a lock that dies
    * only with its process) leave it out and ignore `fence`.

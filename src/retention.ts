@@ -89,7 +89,7 @@ export async function pruneQueue(driver: QueueDriver, queue: string, retention: 
   for (const p of doomed) {
     // The directory and the files in it (unstorage: the chunk keys too). Readers that have the
     // part open keep reading it where the storage allows (POSIX files, memory).
-    await driver.remove(partDir(queue, p.part));
+    await driver.remove(partDir(queue, p.part), options.fence);
     result.deleted.push(p);
     result.messages += p.messages;
     result.bytes += p.bytes;

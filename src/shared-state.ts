@@ -238,7 +238,8 @@ export class SharedState {
     await writeWhole(this.#driver, sharedStatePath(this.#queue, this.#consumer), ascii.encode(line(HEADER) + lines), this.#sync, this.#fence);
     await this.#journal?.close();
     this.#journal = undefined;
-    await this.#driver.remove(sharedJournalPath(this.#queue, this.#consumer));
+    // Fenced too: a holder paused between these two steps must not remove its successor's journal.
+    await this.#driver.remove(sharedJournalPath(this.#queue, this.#consumer), this.#fence);
     this.#size = 0;
   }
 

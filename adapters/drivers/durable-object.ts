@@ -170,10 +170,15 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
       const { unregistered } = await call(() => objectOf(queue).mkdir(dir));
       await call(() => register(queue, unregistered));
     },
-    async remove(path) {
+    async remove(path, fence) {
       const queue = queueOfPath(path);
       if (!queue) return;
-      const { empty } = await call(() => objectOf(queue).remove(path));
+      const held = fenceOf(path, fence);
+      const { empty, fenced } = await call(() => objectOf(queue).remove(path, held?.fence));
+      if (fenced) {
+        held?.lose();
+        throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused to remove ${JSON.stringify(path)}: its lock was taken over by a newer holder (epoch ${fence?.epoch} is stale). Nothing was removed.`);
+      }
       if (empty) await call(() => forget(queue));
     },
     async lock(path) {

@@ -152,9 +152,9 @@ const redisDriver = defineDriver((options: RedisDriverOptions): QueueDriver => {
       const keys = queueKeys(prefix, queueOfPath(dir));
       await registered(keys.queue, await calls.call((c) => c.sadd(keys.files, `${dir}/`)));
     },
-    async remove(path) {
+    async remove(path, fence) {
       const file = ref(path);
-      const left = Number(await calls.write("vqRemove", file.keys.files, path, file.keys.file("")));
+      const left = await fencedWrite(file, fence, "vqRemove", path, file.keys.file(""));
       if (left === 0) await forgetIfEmpty(file.keys.queue);
     },
     lock(path) {

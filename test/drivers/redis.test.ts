@@ -109,9 +109,17 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       expect(fresh.epoch).toBeGreaterThan(old.epoch!);
       await expect(log.append(2, new Uint8Array([3]), old)).rejects.toMatchObject({ code: "E_FENCED" });
       await expect(log.truncate(0, old)).rejects.toMatchObject({ code: "E_FENCED" });
+      // A remove too (retention deleting a part, a journal after compaction): the file stays.
+      await expect(driver.remove("f-0", old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringMatching(/refused to remove "f-0"/) });
+      expect(await driver.list("f-0")).toEqual(["f_queue"]);
       expect(old.lost!.aborted).toBe(true);
       await log.append(2, new Uint8Array([4]), fresh);
       expect([...(await log.read(0, 10))]).toEqual([1, 2, 4]);
+      // The holder's own remove goes through.
+      const other = (await driver.openLog("f-1/f_queue", { create: true }))!;
+      await other.append(0, new Uint8Array([9]), fresh);
+      await driver.remove("f-1", fresh);
+      expect(await driver.list("f-1")).toEqual([]);
       await fresh.release();
     });
 

@@ -57,6 +57,11 @@ describe("durable-object driver", () => {
     expect(await log.size()).toBe(0);
     await log.append(0, new Uint8Array([1, 2, 3]), second);
     expect(await log.size()).toBe(3);
+    // A stale remove (retention deleting a part) is refused too: the part stays.
+    await expect(a.remove("q-0", first)).rejects.toMatchObject({ code: "E_FENCED" });
+    expect(await b.list("q-0")).toEqual(["q_queue"]);
+    await b.remove("q-0", second);
+    expect(await b.list("q-0")).toEqual([]);
     await second.release();
   });
 

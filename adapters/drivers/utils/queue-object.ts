@@ -144,8 +144,12 @@ export class VQueueObject extends DurableObject {
     return { unregistered: await this.#unregistered() };
   }
 
-  /** Removes a file or a directory tree. `empty`: the queue has no file left (the registry may forget it). */
-  async remove(path: string): Promise<{ empty: boolean }> {
+  /**
+   * Removes a file or a directory tree, unless `fence` is stale (`fenced`: nothing removed).
+   * `empty`: the queue has no file left (the registry may forget it).
+   */
+  async remove(path: string, fence?: Fence): Promise<{ empty: boolean; fenced?: true }> {
+    if (!(await this.#fenceHolds(fence))) return { empty: false, fenced: true };
     const keys = [sizeKey(path), `d:${path}`];
     for (const prefix of [`c:${path}#`, `s:${path}/`, `d:${path}/`, `c:${path}/`]) keys.push(...(await this.#storage.list({ prefix })).keys());
     await this.#write({}, keys);

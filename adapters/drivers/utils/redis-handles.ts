@@ -61,14 +61,14 @@ export function createRecordHandle(file: FileRef): RecordFile {
  * and turns its status into the driver's errors. A refused fence also marks the lock lost:
  * its holder stops as on a lease seen lost. Returns the script's value.
  */
-export async function fencedWrite(file: FileRef, fence: DriverLock | undefined, script: "vqAppend" | "vqTruncate" | "vqReplace", ...args: (string | number | Buffer)[]): Promise<number> {
+export async function fencedWrite(file: FileRef, fence: DriverLock | undefined, script: "vqAppend" | "vqTruncate" | "vqReplace" | "vqRemove", ...args: (string | number | Buffer)[]): Promise<number> {
   const { key, token, info } = fenceArgs(fence, file.keys, file.key);
-  const keys = script === "vqReplace" ? [key, file.key, file.keys.files] : [key, file.key];
+  const keys = script === "vqReplace" ? [key, file.key, file.keys.files] : script === "vqRemove" ? [key, file.keys.files] : [key, file.key];
   const [status, value] = (await file.calls.write(script, ...keys, token, ...args)) as [number, number];
   if (status === OK) return value;
   if (status === FENCED) {
     info?.lose();
-    throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused a write to ${JSON.stringify(file.path)}: its lock was taken over by a newer holder (epoch ${fence?.epoch} is stale). Nothing was written.`);
+    throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused ${script === "vqRemove" ? "to remove" : "a write to"} ${JSON.stringify(file.path)}: its lock was taken over by a newer holder (epoch ${fence?.epoch} is stale). Nothing was ${script === "vqRemove" ? "removed" : "written"}.`);
   }
   if (status === NOT_AT_END) {
     throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot append at byte ${args[0]} of ${JSON.stringify(file.path)}: the log ends at ${value}.`);

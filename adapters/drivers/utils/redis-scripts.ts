@@ -80,23 +80,23 @@ for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 end
 return out`,
   },
-  /** KEYS: files. ARGV: path, file key prefix. Removes the file or directory tree; the names left. */
+  /** KEYS: lock, files. ARGV: token, path, file key prefix. Removes the file or directory tree; the names left. */
   vqRemove: {
-    keys: 1,
-    lua: `
-local path = ARGV[1]
+    keys: 2,
+    lua: `${FENCE}
+local path = ARGV[2]
 local under = path .. '/'
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   if name == path or name == under or string.sub(name, 1, #under) == under then
     -- A lock stays: its holder (a delete) releases it.
     if string.sub(name, -5) ~= '.lock' then
-      redis.call('DEL', ARGV[2] .. name)
-      redis.call('SREM', KEYS[1], name)
+      redis.call('DEL', ARGV[3] .. name)
+      redis.call('SREM', KEYS[2], name)
     end
   end
 end
-redis.call('DEL', ARGV[2] .. path)
-return redis.call('SCARD', KEYS[1])`,
+redis.call('DEL', ARGV[3] .. path)
+return {${OK}, redis.call('SCARD', KEYS[2])}`,
   },
   /** KEYS: lock, epoch, files. ARGV: owner, lease ms, path. The new epoch, or 0 when held. */
   vqLock: {

@@ -137,11 +137,6 @@ export class PartitionFan<T, M, P> {
     return lag;
   }
 
-  /** Instances polling this consumer now, this one included (as last read). */
-  get members(): number {
-    return this.#members.count;
-  }
-
   async close(): Promise<void> {
     await this.#members.leave();
     await this.set.close();

@@ -84,8 +84,7 @@ export async function readWant(driver: QueueDriver, path: string, self: string):
   const text = bytes ? new TextDecoder().decode(bytes) : "";
   const match = MARKER.exec(text);
   if (!match || match[2] === self || Date.now() - Number(match[1]) >= WANT_FRESH_MS) return undefined;
-  const lines = text.slice(match[0].length).split("\n");
-  const members = Number(/^members (\d{1,6})$/.exec(lines.find((line) => line.startsWith("members ")) ?? "")?.[1] ?? 0);
+  const members = Number(/^members (\d{1,6})$/m.exec(text.slice(match[0].length))?.[1] ?? 0);
   return { by: match[2]!, ...(members > 0 ? { members } : {}) };
 }
 

@@ -31,7 +31,6 @@ export class Members {
   readonly #self: string;
   /** The other instances seen lately, with when each last said it polls. */
   readonly #seen = new Map<string, number>();
-  #count = 1;
   #beatAt = 0;
   #refreshedAt = 0;
 
@@ -43,7 +42,7 @@ export class Members {
 
   /** Instances polling now, this one included (as of the last `refresh`). */
   get count(): number {
-    return this.#count;
+    return this.#seen.size + 1;
   }
 
   /** Whether this instance polled within `MEMBER_FRESH_MS`: others count it, and share with it. */
@@ -51,9 +50,9 @@ export class Members {
     return Date.now() - this.#refreshedAt < MEMBER_FRESH_MS;
   }
 
-  /** This instance's share of `partitions`. */
-  share(partitions: number): Share {
-    return { floor: Math.floor(partitions / this.#count), ceil: Math.ceil(partitions / this.#count) };
+  /** The share of `partitions` among `members` instances (by default as many as this one counts). */
+  share(partitions: number, members = this.count): Share {
+    return { floor: Math.floor(partitions / members), ceil: Math.ceil(partitions / members) };
   }
 
   /** Reads who polls (and says that this instance does, every `BEAT_MS`); keeps the last count when the storage fails. */
@@ -69,7 +68,7 @@ export class Members {
     } catch {
       // A storage outage: the poll goes on with the last count; the next refresh tries again.
     }
-    return this.#count;
+    return this.count;
   }
 
   /** Instance `id` asked this one for a partition: it polls, whether or not its line was read yet. */
@@ -89,11 +88,10 @@ export class Members {
     await (others.length > 0 ? this.#write(others) : this.#driver.remove(this.#path)).catch(() => {});
   }
 
-  /** Adds `lines` to what was seen, forgets what is no longer fresh, and counts. */
+  /** Adds `lines` to what was seen, and forgets what is no longer fresh. */
   #merge(lines: [string, number][], now: number): void {
     for (const [id, at] of lines) if (id !== this.#self && at > (this.#seen.get(id) ?? 0)) this.#seen.set(id, at);
     for (const [id, at] of this.#seen) if (now - at >= MEMBER_FRESH_MS) this.#seen.delete(id);
-    this.#count = this.#seen.size + 1;
   }
 
   /** The record's lines. A missing or damaged record has none. */

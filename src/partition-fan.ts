@@ -151,7 +151,7 @@ export class PartitionFan<T, M, P> {
     if (!this.#members.active) return true;
     // The asker polls, and may have counted a newcomer this instance has not read yet.
     this.#members.saw(want.by);
-    return held > Math.floor(this.#hooks.partitions / Math.max(this.#members.count, want.members ?? 0));
+    return held > this.#members.share(this.#hooks.partitions, Math.max(this.#members.count, want.members ?? 0)).floor;
   }
 
   get #acquireEvery(): number {

@@ -229,24 +229,18 @@ export class PartitionSet<T> {
     this.#checking = true;
     this.#checkedAt = now;
     try {
-      const held = this.held();
-      let count = held.length;
       const wanted = await Promise.all(
-        held.map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) {
-            count--;
-            return void this.release(slot, "idle");
-          }
+        this.held().map(async (slot) => {
+          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
           if (now - slot.since < this.#hooks.minHoldMs) return;
           const want = await readWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id);
           return want && { slot, want };
         }),
       );
-      // One at a time, each granted against what is still held: requests that come together do not take this instance below its share.
+      // One at a time, each granted against what is still held (a release marks its slot at once):
+      // requests that come together do not take this instance below its share.
       for (const request of wanted) {
-        if (!request || this.#hooks.grant?.(request.want, count) === false) continue;
-        count--;
-        void this.release(request.slot, "wanted");
+        if (request && this.#hooks.grant?.(request.want, this.held().length) !== false) void this.release(request.slot, "wanted");
       }
     } finally {
       this.#checking = false;

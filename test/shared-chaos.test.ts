@@ -21,7 +21,11 @@ const WORKER = resolve(import.meta.dirname, "helpers/chaos-worker.ts");
 const COUNT = 20_000;
 const DELAYED = 200;
 const DELAY_MS = 3000;
-const MAX_DELIVERIES = 6;
+// Deliveries pile up without any fault of v-queue here: a SIGKILLed worker's prefetched leases run
+// out (each counts), acks die with workers and with the server, handlers fail twice at random. A
+// run with 6 saw non-poison messages reach 5 deliveries (blocks of them, leased together), so a
+// 6th could dead-letter one by chance: 10 keeps the check on loss, not on the dice.
+const MAX_DELIVERIES = 10;
 const isPoison = (i: number) => i < COUNT && i % 1000 === 13;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
@@ -109,7 +113,8 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
       }
     }
     const deadline = Date.now() + 90_000;
-    while (!(await finished()) && Date.now() < deadline) await sleep(250);
+    let settled = false;
+    while (!(settled = await finished()) && Date.now() < deadline) await sleep(250);
     await Promise.all(
       live.map(async (child) => {
         child.process.kill("SIGTERM");
@@ -140,11 +145,23 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
       writeFileSync(process.env.VQ_CHAOS_DUMP, children.map((child, n) => child.lines.map((l) => `${n} ${l}`).join("\n")).join("\n"));
     }
 
+    // The dead letters, read first: a missing message is told apart, dead-lettered (after how many deliveries, why) or lost.
+    const driver = fsDriver({ dir: srv.dir });
+    const dead = await QueueConsumer.open("jobs.dead", "check", { driver, start: "earliest" });
+    const letters = new Map<number, { deliveries: number; error: string | undefined }>();
+    for (let batch = await dead.read({ max: 1000 }); batch.length > 0; batch = await dead.read({ max: 1000 })) {
+      for (const message of batch) {
+        const letter = parseDeadLetter(message)!;
+        letters.set((JSON.parse(letter.data) as { i: number }).i, { deliveries: letter.deliveries, error: letter.error });
+      }
+    }
+    await dead.close();
     // Every message processed successfully at least once (its ack's answer may have died with its
     // worker: then it came again, or the ack had landed), except the poison ones, never.
     const missing: number[] = [];
     for (let i = 0; i < COUNT + DELAYED; i++) if (!isPoison(i) && !doneSet.has(i)) missing.push(i);
-    expect(missing).toEqual([]);
+    const history = (i: number) => `${i}: ${letters.has(i) ? `dead-lettered ${JSON.stringify(letters.get(i))}` : "not dead-lettered"}, starts ${JSON.stringify(starts.filter((s) => s.i === i))}`;
+    expect(missing, `${missing.length} missing (all done in time: ${settled}); first ones: ${missing.slice(0, 3).map(history).join("; ")}`).toEqual([]);
     expect([...doneSet].filter(isPoison)).toEqual([]);
 
     // No lease granted after an ack of the same message got its 2xx (the server's restarts included).
@@ -163,7 +180,6 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     expect(delayedSentAt.size).toBe(DELAYED);
 
     // --- The files: each message written once, the DLQ holds exactly the poison ones, nothing left.
-    const driver = fsDriver({ dir: srv.dir });
     const reader = await QueueConsumer.open("jobs", "check", { driver, start: "earliest" });
     const seen = new Map<number, number>();
     for (let batch = await reader.read({ max: 5000 }); batch.length > 0; batch = await reader.read({ max: 5000 })) {
@@ -176,20 +192,13 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     expect(seen.size).toBe(COUNT + DELAYED);
     expect([...seen.values()].filter((n) => n !== 1)).toEqual([]);
 
-    const dead = await QueueConsumer.open("jobs.dead", "check", { driver, start: "earliest" });
-    const letters = new Set<number>();
-    for (let batch = await dead.read({ max: 1000 }); batch.length > 0; batch = await dead.read({ max: 1000 })) {
-      for (const message of batch) {
-        const letter = parseDeadLetter(message)!;
-        expect(letter.deliveries).toBeGreaterThanOrEqual(MAX_DELIVERIES);
-        // The last failure: the handler's, a lease that ran out with a killed worker, or a server restart.
-        expect(letter.error).toMatch(/^poison$|lease ran out|restart/);
-        letters.add((JSON.parse(letter.data) as { i: number }).i);
-      }
+    for (const letter of letters.values()) {
+      expect(letter.deliveries).toBeGreaterThanOrEqual(MAX_DELIVERIES);
+      // The last failure: the handler's, a lease that ran out with a killed worker, or a server restart.
+      expect(letter.error).toMatch(/^poison$|lease ran out|restart/);
     }
-    await dead.close();
     const poison = Array.from({ length: COUNT }, (_, i) => i).filter(isPoison);
-    expect([...letters].sort((a, b) => a - b)).toEqual(poison);
+    expect([...letters.keys()].sort((a, b) => a - b)).toEqual(poison);
 
     const shared = await SharedConsumer.open("jobs", "w", { driver, onProblem: () => {} });
     expect(await shared.poll({ max: 10, timeoutMs: 0 })).toEqual([]);

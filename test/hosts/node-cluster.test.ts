@@ -42,8 +42,14 @@ const PRODUCE_ROUTE = `import { defineHandler } from "nitro/h3";
 import { useVQueue } from "v-queue/nitro";
 export default defineHandler(async (event) => {
   const { key, message } = (await event.req.json()) as { key: string; message: string };
-  const result = await useVQueue().produce("events", [message], { partitionKey: key, key: message });
-  return { partition: result.partition, pid: process.pid };
+  try {
+    const result = await useVQueue().produce("events", [message], { partitionKey: key, key: message });
+    return { partition: result.partition, pid: process.pid };
+  } catch (error) {
+    // Which worker refused, and why: the test says so if a worker never produces.
+    const { code, message: why } = error as { code?: string; message: string };
+    return new Response(JSON.stringify({ pid: process.pid, code, message: why }), { status: code === "E_LOCKED" ? 409 : 500, headers: { "content-type": "application/json" } });
+  }
 });
 `;
 
@@ -114,6 +120,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
     // Produced over HTTP and by server code, on whichever worker gets the connection; retried on a hand-over's 409/503.
     const expected: string[] = [];
     const producedBy = new Set<number>();
+    const refusals: string[] = [];
     // Over HTTP first, then by server code until every worker's has written (the cluster's turns are not strictly in order).
     for (let n = 0; n < 90 || (producedBy.size < WORKERS && n < 1000); n++) {
       const key = `k${n % KEYS}`;
@@ -125,12 +132,13 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
           if (byServerCode) producedBy.add((res.body as { pid: number }).pid);
           break;
         }
+        if (byServerCode) refusals.push(`${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
         if (attempt > 20 || (res.status !== 409 && res.status < 500)) throw new Error(`produce ${message}: ${res.status} ${JSON.stringify(res.body)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
       expected.push(message);
     }
-    expect(producedBy.size).toBe(WORKERS);
+    expect(producedBy.size, `workers ${[...pids].join(",")} produced: ${[...producedBy].join(",")}; refusals (${refusals.length}, last 5): ${refusals.slice(-5).join(" | ")}`).toBe(WORKERS);
 
     // Consumed from every worker: clients with a kept-alive connection each (so, each on one worker), an
     // ordered consumer committing each batch with the next consume, and a shared one acking.

@@ -255,9 +255,10 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     const opening = (opened = open());
     opening.catch((error: unknown) => {
       console.error(`${LOG_PREFIX} [nitro] Cannot open "${name}":`, error);
-      // The storage failed (unreachable at start, a Redis failing over): the next use tries
-      // again, instead of every request failing for the app's life. A bad config stays failed.
-      if (VQueueError.isError(error) && error.code === "E_IO" && opened === opening) opened = undefined;
+      // The storage failed (unreachable at start, a Redis failing over) or a lock was held a
+      // moment too long (another instance declaring the queues): the next use tries again,
+      // instead of every request failing for the app's life. A bad config stays failed.
+      if (VQueueError.isError(error) && (error.code === "E_IO" || error.code === "E_LOCKED") && opened === opening) opened = undefined;
     });
     return opening;
   };

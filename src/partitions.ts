@@ -9,6 +9,7 @@
 import { crc32 } from "./crc32";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
+import { sleep } from "./handoff";
 import { assertName, isValidQueueName } from "./names";
 import { partitionsPath, queueInfoPath, writerLockPath } from "./paths";
 import { writeWhole } from "./write-whole";
@@ -62,7 +63,8 @@ export function checkPartitionCount(count: unknown, name = "partitions"): assert
  * Declares `queue` with `count` partitions (idempotent: the same count again is a no-op). Refused
  * when it is declared with another count, when an ordinary queue of that name exists, or when
  * its partitions' names would be too long. The queue's own writer lock (it never has a writer)
- * keeps two declarations from racing.
+ * keeps two declarations from racing; one that finds it taken waits for the other (instances
+ * starting together), up to DECLARE_WAIT_MS.
  */
 export async function declarePartitions(driver: QueueDriver, queue: string, count: number, options: { sync?: boolean } = {}): Promise<void> {
   assertName(queue, "queue");
@@ -70,21 +72,44 @@ export async function declarePartitions(driver: QueueDriver, queue: string, coun
   if (!isValidQueueName(partitionName(queue, count - 1))) {
     throw new VQueueError("E_NAME", `Queue name "${queue}" is too long to be partitioned: its partitions are named "${partitionName(queue, count - 1)}", and a queue name has at most 128 characters.`);
   }
-  const lock = await driver.lock(writerLockPath(queue));
-  if (!lock) throw new VQueueError("E_LOCKED", `Cannot declare the partitions of queue "${queue}": it is being declared elsewhere, or it is an ordinary queue with a writer open.`);
+  const lock = await lockToDeclare(driver, queue, count);
+  if (!lock) return;
   try {
-    const declared = await readPartitions(driver, queue);
-    if (declared === count) return;
-    if (declared !== undefined) {
-      throw new VQueueError("E_OPTION", `Queue "${queue}" is declared with ${declared} partitions; it cannot change to ${count} (a key's partition would move, and its order with it).`);
-    }
-    if ((await driver.readRecord(queueInfoPath(queue))) !== undefined) {
-      throw new VQueueError("E_OPTION", `Queue "${queue}" exists as an ordinary queue: it cannot be made partitioned. Use another name.`);
-    }
+    if (await refuseExisting(driver, queue, count)) return;
     await writeWhole(driver, partitionsPath(queue), utf8.encode(`v-queue partitions ${count}\n`), options.sync ?? true);
   } finally {
     await lock.release();
   }
+}
+
+/** How long a declaration waits while another holds the queue's lock (instances starting together declare at once). */
+const DECLARE_WAIT_MS = 5000;
+
+/**
+ * The queue's writer lock for a declaration, or undefined when another instance declared the
+ * same count meanwhile (its declaration is as good as this one). `E_LOCKED` when the lock stays
+ * taken, by a declaration that never ends or by an ordinary queue's writer.
+ */
+async function lockToDeclare(driver: QueueDriver, queue: string, count: number) {
+  for (const until = Date.now() + DECLARE_WAIT_MS; ; await sleep(25)) {
+    const lock = await driver.lock(writerLockPath(queue));
+    if (lock) return lock;
+    if (await refuseExisting(driver, queue, count)) return undefined;
+    if (Date.now() >= until) throw new VQueueError("E_LOCKED", `Cannot declare the partitions of queue "${queue}": it is being declared elsewhere, or it is an ordinary queue with a writer open.`);
+  }
+}
+
+/** True when `queue` is declared with `count` partitions; `E_OPTION` when it is declared otherwise or is an ordinary queue. */
+async function refuseExisting(driver: QueueDriver, queue: string, count: number): Promise<boolean> {
+  const declared = await readPartitions(driver, queue);
+  if (declared === count) return true;
+  if (declared !== undefined) {
+    throw new VQueueError("E_OPTION", `Queue "${queue}" is declared with ${declared} partitions; it cannot change to ${count} (a key's partition would move, and its order with it).`);
+  }
+  if ((await driver.readRecord(queueInfoPath(queue))) !== undefined) {
+    throw new VQueueError("E_OPTION", `Queue "${queue}" exists as an ordinary queue: it cannot be made partitioned. Use another name.`);
+  }
+  return false;
 }
 
 /**

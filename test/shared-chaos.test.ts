@@ -113,8 +113,11 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
       }
     }
     const deadline = Date.now() + 90_000;
-    let settled = false;
-    while (!(settled = await finished()) && Date.now() < deadline) await sleep(250);
+    let settled = await finished();
+    while (!settled && Date.now() < deadline) {
+      await sleep(250);
+      settled = await finished();
+    }
     await Promise.all(
       live.map(async (child) => {
         child.process.kill("SIGTERM");

@@ -13,6 +13,7 @@ import { PartitionedWriter } from "../../src/partitioned-writer";
 import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitioned-consumer";
 import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
 import { parsePartitionedCursor } from "../../src/partitioned-cursor";
+import { writerLockPath } from "../../src/paths";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -86,6 +87,27 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       for (const bad of [0, -1, 1.5, 1025, "3"]) await expect(declarePartitions(driver, "x", bad as number)).rejects.toMatchObject({ code: "E_OPTION" });
       await expect(declarePartitions(driver, "a_info_b", 2)).rejects.toMatchObject({ code: "E_NAME" });
       await expect(declarePartitions(driver, "q".repeat(127), 20)).rejects.toMatchObject({ code: "E_NAME" });
+    });
+
+    it("declarations racing (instances starting together) all succeed; one waits out a lock held a moment; an ordinary queue's open writer is refused as such", async () => {
+      const { driver, again } = make();
+      const racers = [driver, again(), again(), again()];
+      await Promise.all(racers.map((d) => declarePartitions(d, "together", 4)));
+      expect(await readPartitions(driver, "together")).toBe(4);
+      await Promise.all(racers.map((d) => PartitionedWriter.open("opened", { driver: d, partitions: 3, ...quiet }).then((w) => w.close())));
+      expect(await readPartitions(driver, "opened")).toBe(3);
+
+      // A lock held for a moment (another declaration, slow storage): waited for, not refused.
+      const held = (await again().lock(writerLockPath("later")))!;
+      const released = new Promise((done) => setTimeout(done, 300)).then(() => held.release());
+      await declarePartitions(driver, "later", 2);
+      await released;
+      expect(await readPartitions(driver, "later")).toBe(2);
+
+      const writer = await QueueWriter.open("busy", { driver: again(), ...quiet });
+      await writer.push("x");
+      await expect(declarePartitions(driver, "busy", 2)).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("ordinary queue") });
+      await writer.close();
     });
 
     it("opens a declared queue, declares from the options, refuses an undeclared one", async () => {

@@ -39,6 +39,10 @@ export interface Measured {
   firstMs?: number[];
   /** Consume requests answered with no message (waiting for a partition or a hand-over). */
   emptyPolls?: number;
+  /** Consume requests answered with messages (each of up to `batch`). */
+  fullPolls?: number;
+  /** CPU time the servers used (all instances together, ms) while producing and while consuming; v-queue only. */
+  serverCpuMs?: { produce: number; consume?: number };
 }
 
 export interface System {

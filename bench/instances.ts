@@ -8,7 +8,9 @@
  * Every system moves the same numbered messages; the rounds are interleaved (a drift of the
  * machine falls on all alike) and each figure is the median; ratios are medians of each round's
  * ratio. A system that cannot run here (a branch not merged yet) says why in the table: no
- * figure is made up. VQ_BENCH_REPEATS sets the rounds, VQ_BENCH_INSTANCES_MESSAGES the messages.
+ * figure is made up. VQ_BENCH_REPEATS sets the rounds, VQ_BENCH_INSTANCES_MESSAGES the messages,
+ * VQ_BENCH_INSTANCES the systems (e.g. `fs-many,fs-one`), VQ_BENCH_INSTANCES_PROFILE=<dir> writes a
+ * CPU profile of each v-queue process there (node --cpu-prof).
  */
 import { spawnSync } from "node:child_process";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -22,9 +24,12 @@ const ROUNDS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 3);
 const WORK: Workload = { messages: Number(process.env.VQ_BENCH_INSTANCES_MESSAGES) || 200_000, size: 100, partitions: 6, batch: 1000, producers: 6 };
 const INSTANCES = 3;
 const TARGETS = { vsStreams: 2, manyVsOne: 1 };
+const SYSTEMS = ["streams", "cluster", "fs-many", "fs-one"] as const;
+/** VQ_BENCH_INSTANCES=fs-many,fs-one measures only those (a quick look at one comparison). */
+const PICKED: readonly string[] = process.env.VQ_BENCH_INSTANCES?.split(",") ?? SYSTEMS;
 
 interface Entry {
-  key: "streams" | "cluster" | "fs-many" | "fs-one";
+  key: (typeof SYSTEMS)[number];
   label: string;
   system?: System;
   /** Why it has no figure (not set up, or a run failed). */
@@ -42,13 +47,16 @@ export async function runInstancesBench(): Promise<void> {
     { key: "fs-one", label: "v-queue, 1 x serve on one fs directory, same", runs: [] },
   ];
   const get = (key: Entry["key"]) => entries.find((e) => e.key === key)!;
+  for (const entry of entries) if (!PICKED.includes(entry.key)) entry.missing = `not picked (VQ_BENCH_INSTANCES=${PICKED.join(",")})`;
   let cluster: RedisCluster | undefined;
   try {
-    progress("starting a 6-node Redis Cluster ...");
-    cluster = await startRedisCluster().catch((error: Error) => {
-      get("streams").missing = get("cluster").missing = `no Redis Cluster: ${error.message.split("\n")[0]}`;
-      return undefined;
-    });
+    if (!get("streams").missing || !get("cluster").missing) {
+      progress("starting a 6-node Redis Cluster ...");
+      cluster = await startRedisCluster().catch((error: Error) => {
+        get("streams").missing = get("cluster").missing = `no Redis Cluster: ${error.message.split("\n")[0]}`;
+        return undefined;
+      });
+    }
     if (cluster) await setUp(get("streams"), () => streamsOnCluster(cluster!, WORK));
     if (cluster) await setUp(get("cluster"), async () => vqueueInstances(get("cluster").label, INSTANCES, WORK, clusterStorage(cluster!)));
     await setUp(get("fs-many"), async () => vqueueInstances(get("fs-many").label, INSTANCES, WORK, fsStorage));
@@ -144,8 +152,11 @@ function printTable(entries: Entry[]): void {
       const splits = several.map((r) => r.split!.map((n) => `${Math.round((100 * n) / WORK.messages)}`).join("/"));
       const firsts = several.map((r) => r.firstMs!.map((ms) => ms.toFixed(0)).join("/"));
       const empty = what === "consume" ? extra.reduce((a, r) => a + (r.emptyPolls ?? 0), 0) : 0;
+      const full = what === "consume" ? extra.reduce((a, r) => a + (r.fullPolls ?? 0), 0) : 0;
       const failed = what === "consume" ? extra.filter((r) => r.consumeFailed) : [];
-      const notes = [splits.length ? `% per instance ${splits.join(", ")}; first message after ${firsts.join(", ")} ms` : "", empty ? `${empty} empty polls` : "", dup ? `${dup} redelivered` : "", retried.size ? `retried: ${[...retried].map(([key, n]) => `${n} x ${key}`).join(", ")}` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
+      const cpu = extra.map((r) => r.serverCpuMs?.[what]).filter((ms): ms is number => ms !== undefined);
+      const cpuNote = cpu.length ? `server CPU ${((median(cpu) / WORK.messages) * 1000).toFixed(1)} ms per 1000` : "";
+      const notes = [cpuNote, splits.length ? `% per instance ${splits.join(", ")}; first message after ${firsts.join(", ")} ms` : "", full ? `${Math.round((extra.length * WORK.messages) / full)} messages per answer` : "", empty ? `${empty} empty polls` : "", dup ? `${dup} redelivered` : "", retried.size ? `retried: ${[...retried].map(([key, n]) => `${n} x ${key}`).join(", ")}` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
       rows.push([e.label, what, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }

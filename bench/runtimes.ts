@@ -12,14 +12,13 @@
  * of each server (Node and Bun: --cpu-prof; Deno: --perf-basic-prof, for `perf record -g`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { Agent } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { RUNTIMES, runtimeBinary, scriptCommand, type Runtime } from "../test/helpers/runtime";
 import { call, consumeRate, runFor } from "./http";
-import { formatRate, formatTable, median, progress, removeDir, tempDir } from "./util";
+import { cpuMsOf, formatRate, formatTable, median, progress, removeDir, tempDir } from "./util";
 
 const ROUNDS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 5);
 const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 2;
@@ -29,8 +28,6 @@ const SIZE = 100;
 const CLIENTS = 4;
 const SINGLE_CLIENTS = 16;
 const SERVER = fileURLToPath(new URL("./runtime-server.mjs", import.meta.url));
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
-const TICKS_PER_SECOND = 100;
 const PICKED = RUNTIMES.filter((r) => (process.env.VQ_BENCH_RUNTIMES || RUNTIMES.join(",")).split(",").includes(r));
 const PARTS = new Set((process.env.VQ_BENCH_RUNTIMES_PARTS || "produce,single,consume").split(","));
 
@@ -64,11 +61,11 @@ export async function runRuntimesBench(): Promise<void> {
         try {
           const measure = async (key: Scenario, run: () => Promise<number>) => {
             if (!PARTS.has(key)) return;
-            const cpu = server.cpuTicks();
+            const cpu = server.cpuMs();
             const start = performance.now();
             const items = await run();
             const seconds = (performance.now() - start) / 1000;
-            const cpuMs = ((server.cpuTicks() - cpu) / TICKS_PER_SECOND) * 1000;
+            const cpuMs = server.cpuMs() - cpu;
             const list = results.get(`${runtime} ${key}`) ?? [];
             list.push({ rate: items / seconds, cpuMsPer1000: (cpuMs / items) * 1000 });
             results.set(`${runtime} ${key}`, list);
@@ -112,8 +109,8 @@ function expectStatus(reply: { status: number; body: Buffer }, status: number): 
 
 interface Server {
   port: number;
-  /** The process's user + system CPU time so far, in ticks. */
-  cpuTicks(): number;
+  /** The process's user + system CPU time so far, in ms. */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -137,12 +134,7 @@ async function startServer(runtime: Runtime, dir: string): Promise<Server> {
   const { port } = JSON.parse(line) as { port: number };
   return {
     port,
-    cpuTicks() {
-      const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // utime and stime: fields 14 and 15 of the whole line, 11 and 12 after the command.
-      return Number(fields[11]) + Number(fields[12]);
-    },
+    cpuMs: () => cpuMsOf(child.pid!),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -15,7 +15,7 @@ import type { ConsumeResponse } from "../protocol/api";
 import { call, type Reply } from "./http";
 import type { Batch, Measured, System, Workload } from "./instances-workload";
 import { noRetries, payloadId } from "./instances-workload";
-import { freePort, progress, removeDir, tempDir } from "./util";
+import { cpuMsOf, freePort, progress, removeDir, tempDir } from "./util";
 
 const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
 /** A consume run that has not seen every message by then has failed (the bench stays bounded). */
@@ -53,7 +53,8 @@ export function vqueueInstances(label: string, instances: number, work: Workload
         const ports = servers.map((s) => s.port);
         await declare(agent, ports[0]!, QUEUE, work.partitions);
         await warmUp(agent, ports, work, batches);
-        const measured = await measure(agent, ports, work, batches, consumeFailed);
+        const cpuMs = () => servers.reduce((sum, s) => sum + s.cpuMs(), 0);
+        const measured = await measure(agent, ports, work, batches, consumeFailed, cpuMs);
         consumeFailed ??= measured.consumeFailed;
         return measured;
       } finally {
@@ -101,9 +102,10 @@ async function warmUp(agent: Agent, ports: number[], work: Workload, batches: Ba
   }));
 }
 
-async function measure(agent: Agent, ports: number[], work: Workload, batches: Batch[], consumeFailed: string | undefined): Promise<Measured> {
+async function measure(agent: Agent, ports: number[], work: Workload, batches: Batch[], consumeFailed: string | undefined, cpuMs: () => number): Promise<Measured> {
   const retried = noRetries();
   let next = 0;
+  const cpu0 = cpuMs();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: work.producers }, async (_, loop) => {
@@ -121,20 +123,23 @@ async function measure(agent: Agent, ports: number[], work: Workload, batches: B
     }),
   );
   const produce = (performance.now() - t0) / 1000;
+  const cpu1 = cpuMs();
+  const serverCpuMs = { produce: cpu1 - cpu0 };
 
-  if (consumeFailed) return { produce, consumeFailed, duplicates: 0, retried };
+  if (consumeFailed) return { produce, consumeFailed, duplicates: 0, retried, serverCpuMs };
   try {
-    return { produce, ...(await consumeAll(agent, ports, work, retried.consume)), retried };
+    const consumed = await consumeAll(agent, ports, work, retried.consume);
+    return { produce, ...consumed, retried, serverCpuMs: { ...serverCpuMs, consume: cpuMs() - cpu1 } };
   } catch (error) {
     // The produce figure stands; the table says why consume has none.
-    return { produce, consumeFailed: (error as Error).message.split("\n")[0], duplicates: 0, retried };
+    return { produce, consumeFailed: (error as Error).message.split("\n")[0], duplicates: 0, retried, serverCpuMs };
   }
 }
 
 /** One ordered consumer loop per instance, all named "c", until every message was seen. */
 async function consumeAll(agent: Agent, ports: number[], work: Workload, retried: Record<string, number>): Promise<Omit<Measured, "produce" | "retried">> {
   const seen = new Uint8Array(work.messages);
-  const state = { distinct: 0, duplicates: 0, empty: 0 };
+  const state = { distinct: 0, duplicates: 0, empty: 0, full: 0 };
   const perInstance = ports.map(() => 0);
   const firstAt = ports.map(() => Number.NaN);
   const t1 = performance.now();
@@ -163,6 +168,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
         perInstance[instance]! += batch.payloads.length;
         if (batch.payloads.length > 0 && Number.isNaN(firstAt[instance])) firstAt[instance] = performance.now() - t1;
         if (batch.payloads.length === 0) state.empty++;
+        else state.full++;
         for (const data of batch.payloads) {
           const id = payloadId(data);
           if (seen[id]!++ === 0) state.distinct++;
@@ -174,7 +180,7 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
       if (last.status !== 200) throw new Error(`commit on port ${port}: ${last.status} ${last.body}`);
     }),
   );
-  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, firstMs: firstAt, emptyPolls: state.empty };
+  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, firstMs: firstAt, emptyPolls: state.empty, fullPolls: state.full };
 }
 
 /** Counts a refused request by "<status> <error code>" (the first of each said on stderr); returns the code. */
@@ -202,6 +208,8 @@ function readBatch(res: Reply): { payloads: (string | Uint8Array)[]; cursor: str
 
 interface Instance {
   port: number;
+  /** The process's user + system CPU time so far, in ms. */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -214,7 +222,8 @@ async function startInstance(storage: RunStorage): Promise<Instance> {
   const port = await freePort();
   const file = join(home, "vqueue.config.json");
   writeFileSync(file, JSON.stringify({ ...SERVE_DEFAULTS, ...storage.config }));
-  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
+  const profile = process.env.VQ_BENCH_INSTANCES_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.VQ_BENCH_INSTANCES_PROFILE] : [];
+  const child: ChildProcess = spawn(process.execPath, [...profile, BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -237,7 +246,7 @@ async function startInstance(storage: RunStorage): Promise<Instance> {
   } finally {
     agent.destroy();
   }
-  return { port, stop };
+  return { port, cpuMs: () => cpuMsOf(child.pid!), stop };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@
  * Small helpers shared by the benchmarks: timing, medians, temp dirs and a plain-text table.
  * The machine is shared and noisy, so every figure is the median of a few repeats.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -106,4 +106,15 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time (user + system) a process has used so far, in ms (10 ms steps), from /proc/<pid>/stat. */
+export function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // utime and stime: fields 14 and 15 of the whole line, 11 and 12 after the command.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000;
 }

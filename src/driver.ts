@@ -55,10 +55,12 @@ export interface QueueDriver {
   /** Makes a directory's entries durable (new files and parts). Optional. */
   syncDir?(dir: string): Promise<void>;
   /**
-   * Calls `onChange` when files under `dir` may have changed, and returns a stop
-   * function. Optional: without it, consumers in other processes poll the info file.
+   * Calls `onChange` when files under `dir` may have changed, with the changed entry's name in
+   * `dir` when the driver knows it (no name: anything may have changed), and returns a stop
+   * function; or undefined when it cannot watch `dir`, and the caller polls. Optional: without
+   * it, consumers in other processes poll the info file.
    */
-  watch?(dir: string, onChange: () => void): () => void;
+  watch?(dir: string, onChange: (name?: string) => void): (() => void) | undefined;
   /**
    * A key that is equal for two driver instances on the same storage, so that writers
    * and consumers in one process find each other (wake-ups without I/O).

@@ -8,7 +8,7 @@
  */
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
-import { CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "./handoff";
+import { CHECK_MS, WATCHED_CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "./handoff";
 import { partitionName } from "./partitions";
 
 /** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
@@ -74,11 +74,17 @@ export class PartitionSet<T> {
 
   constructor(hooks: PartitionSetHooks<T>) {
     this.#hooks = hooks;
-    const timer = setInterval(() => void this.#check(), CHECK_MS);
+    // The markers live in the base directory: a driver that watches it wakes the check when one
+    // of a held partition is written. Every other entry there (commits, info lines, other sets'
+    // markers) changes all the time: passed by.
+    const unwatch = hooks.driver.watch?.("", (name) => {
+      if (name === undefined || this.#isMarkerOfHeld(name)) void this.#check();
+    });
+    // Idle slots go on this timer alone: a short idleMs keeps it short.
+    const every = unwatch ? Math.max(CHECK_MS, Math.min(WATCHED_CHECK_MS, hooks.idleMs / 4)) : CHECK_MS;
+    const timer = setInterval(() => void this.#check(), every);
     // Not kept alive by this: an instance left open does not hold its process.
     (timer as { unref?: () => void }).unref?.();
-    // The markers live in the base directory: a driver that watches it wakes the check sooner.
-    const unwatch = hooks.driver.watch?.("", () => void this.#check());
     this.#unwatch = () => {
       clearInterval(timer);
       clearTimeout(this.#trailing);
@@ -116,7 +122,7 @@ export class PartitionSet<T> {
   async tryTakeUnwanted(index: number): Promise<Slot<T> | undefined> {
     const held = this.#slots.get(index);
     if (held && !held.releasing) return held;
-    if (await isWanted(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id)) return undefined;
+    if (await isWanted(this.#hooks.driver, this.#markerOf(index), this.id)) return undefined;
     return this.tryTake(index);
   }
 
@@ -141,7 +147,7 @@ export class PartitionSet<T> {
   /** Asks the holder of partition `index` to let go, without waiting (a consumer tries again at its next poll). */
   want(index: number, context: WantContext): Promise<void> {
     this.#wanted.add(index);
-    return writeWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id, context).catch(() => {});
+    return writeWant(this.#hooks.driver, this.#markerOf(index), this.id, context).catch(() => {});
   }
 
   touch(slot: Slot<T>): void {
@@ -207,12 +213,23 @@ export class PartitionSet<T> {
     const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false, using: 0 };
     this.#slots.set(index, slot);
     // Asked for and got: the marker goes (left, it would keep others off this partition for a while).
-    if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, index)), this.id);
+    if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#markerOf(index), this.id);
     return slot;
   }
 
+  /** The want marker of partition `index` (in the base directory). */
+  #markerOf(index: number): string {
+    return this.#hooks.wantPath(partitionName(this.#hooks.queue, index));
+  }
+
+  /** Whether a base-directory entry is the marker of a held partition, or its temporary file (a name that only starts with one passes too: a check in vain). */
+  #isMarkerOfHeld(name: string): boolean {
+    for (const index of this.#slots.keys()) if (name.startsWith(this.#markerOf(index))) return true;
+    return false;
+  }
+
   /**
-   * Every `CHECK_MS`, and on a change in the base directory (at most every `MIN_CHECK_MS`): one
+   * Every `CHECK_MS` (`WATCHED_CHECK_MS` with a watch), and when a marker changes (at most every `MIN_CHECK_MS`): one
    * marker read per slot held long enough; idle slots go.
    */
   async #check(): Promise<void> {
@@ -233,7 +250,7 @@ export class PartitionSet<T> {
         this.held().map(async (slot) => {
           if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
           if (now - slot.since < this.#hooks.minHoldMs) return;
-          const want = await readWant(this.#hooks.driver, this.#hooks.wantPath(partitionName(this.#hooks.queue, slot.index)), this.id);
+          const want = await readWant(this.#hooks.driver, this.#markerOf(slot.index), this.id);
           return want && { slot, want };
         }),
       );

@@ -140,11 +140,11 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     },
     watch(dir, onChange) {
       try {
-        const watcher = fsWatch(abs(dir), { persistent: false, recursive: false }, () => onChange());
+        const watcher = fsWatch(abs(dir), { persistent: false, recursive: false }, (_event, name) => onChange(name ?? undefined));
         watcher.on("error", () => {});
         return () => watcher.close();
       } catch {
-        return () => {};
+        return undefined;
       }
     },
   };

@@ -166,7 +166,7 @@ const redisDriver = defineDriver((options: RedisDriverOptions): QueueDriver => {
     watch(dir, onChange) {
       // A directory of no queue (the base) has no channel: the consumers watch their part's too.
       const queue = queueOfPath(dir);
-      return queue ? watcher.watch(queueKeys(prefix, queue).channel, onChange) : () => {};
+      return queue ? watcher.watch(queueKeys(prefix, queue).channel, () => onChange()) : undefined;
     },
     async dispose() {
       await watcher.close();

@@ -1,8 +1,18 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+import { afterAll, describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import { readWant, writeWant } from "../../src/handoff";
 import { Members } from "../../src/members";
+import { PartitionedWriter } from "../../src/partitioned-writer";
+import { writerWantPath } from "../../src/paths";
+import { partitionName, partitionOfKey } from "../../src/partitions";
 import { writeWhole } from "../../src/write-whole";
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 describe("hand-over requests", () => {
   it("carry how many instances the asker counts; a marker of an older version reads without", async () => {
@@ -18,6 +28,35 @@ describe("hand-over requests", () => {
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();
     await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode("garbage"), false);
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toBeUndefined();
+  });
+
+  it("wake a holder on the fs driver when one of its markers is written, not on every other change beside them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "vq-handoff-"));
+    dirs.push(dir);
+    const inner = fsDriver({ dir });
+    let markerReads = 0;
+    const driver = { ...inner, readRecord: (path: string) => ((markerReads += path.includes("_info_want") ? 1 : 0), inner.readRecord(path)) };
+    const writer = await PartitionedWriter.open("busy", { driver, partitions: 2, durability: "none", onProblem: () => {} });
+    try {
+      for (const index of [0, 1]) await writer.produce(["x"], { partitionKey: Array.from({ length: 50 }, (_, i) => `k${i}`).find((key) => partitionOfKey(key, 2) === index)! });
+      expect(writer.held()).toHaveLength(2);
+      // The base directory changes all the time on a busy storage (commits, info lines, other
+      // queues' markers): each change used to read every held marker again.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      markerReads = 0;
+      for (let i = 0; i < 40; i++) {
+        await writeWhole(inner, `other${i % 4}_info_wantc_c`, new TextEncoder().encode(`noise ${i}`), false);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      // The poll alone (every 500 ms, a read per held partition) may have run once or twice meanwhile.
+      expect(markerReads).toBeLessThanOrEqual(4);
+      // Another instance asks for partition 0's writer: the holder lets go of it.
+      await writeWant(inner, writerWantPath(partitionName("busy", 0)), "other1");
+      for (const deadline = Date.now() + 3000; writer.held().includes(0) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(writer.held()).toEqual([1]);
+    } finally {
+      await writer.close();
+    }
   });
 });
 

@@ -18,9 +18,15 @@ export interface PidLock {
 }
 
 const HOST = hostname();
+/** This process's owner line: its pid and start time do not change while it runs. */
+let myLine: Promise<string> | undefined;
 
 export async function acquirePidLock(path: string): Promise<PidLock | undefined> {
-  const me = await ownerLine(process.pid);
+  // Held by a live process, as it is whenever instances take turns on a partition: said after
+  // one read, instead of a temporary file written, linked in vain and removed.
+  const current = await readOwner(path);
+  if (current !== undefined && (await isOwnerAlive(current, path))) return undefined;
+  const me = await (myLine ??= ownerLine(process.pid));
   for (let attempt = 0; attempt < 5; attempt++) {
     const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     await writeFile(tmp, me);

@@ -5,7 +5,8 @@
  * every `BEAT_MS` and drops the lines older than `MEMBER_FRESH_MS` (instances that stopped
  * polling, or died). Read-modify-write without a lock: two instances writing at once may drop
  * each other's line. So each instance also remembers whom it saw (and who asked it for a
- * partition) until that is `MEMBER_FRESH_MS` old, and writes them back with its own line. The
+ * partition) until that is `MEMBER_FRESH_MS` old, and writes them back with its own line; one
+ * that finds its own line dropped writes it again at its next refresh. The
  * count only shapes how the partitions are shared, never what is read or acknowledged.
  */
 import type { QueueDriver } from "./driver";
@@ -59,8 +60,12 @@ export class Members {
   async refresh(): Promise<number> {
     const now = Date.now();
     try {
-      this.#merge(await this.#read(), now);
-      if (now - this.#beatAt >= BEAT_MS) {
+      const lines = await this.#read();
+      this.#merge(lines, now);
+      // A line dropped by another instance's write is written again at once, not a beat later:
+      // meanwhile the others would count one instance fewer and take more than their share.
+      const dropped = this.#beatAt > 0 && !lines.some(([id]) => id === this.#self);
+      if (now - this.#beatAt >= BEAT_MS || dropped) {
         await this.#write([...this.#seen, [this.#self, now]]);
         this.#beatAt = now;
       }

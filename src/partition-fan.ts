@@ -5,7 +5,8 @@
  * (members.ts): an instance takes the free partitions that have something to read up to its
  * share, asks for what it lacks while it holds less than its share (and for one partition at a
  * time while it has nothing to read), and hands one over only when it holds more than its
- * share. It reads the partitions it holds round-robin, so that none starves another.
+ * share. It reads the partitions it holds round-robin (an answer filled from one, then the next,
+ * from a start that turns with each answer), so that none starves another.
  */
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
@@ -162,7 +163,9 @@ export class PartitionFan<T, M, P> {
     const held = this.set.held();
     const out: (M & { partition: number })[] = [];
     if (held.length === 0) return out;
-    const share = Math.max(1, Math.ceil(max / held.length));
+    // Filled from one partition, then the next, from a start that turns with each call: an answer
+    // from fewer partitions commits fewer positions (a split of every answer over P partitions
+    // cost a commit per partition per answer), and over the calls every partition has its turn.
     const start = this.#next++ % held.length;
     // The byte limit is the whole answer's, not each partition's (P partitions must not make it P times larger).
     let bytes = 0;
@@ -171,7 +174,7 @@ export class PartitionFan<T, M, P> {
       if (slot.releasing) continue;
       // A take returns at least one message: the answer may pass `maxBytes` by one, as an ordinary queue's read does.
       const budget = maxBytes - bytes;
-      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, Math.min(share, max - out.length), budget, poll)).catch((error: unknown) => {
+      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, max - out.length, budget, poll)).catch((error: unknown) => {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
         // Its lock was lost (a lease taken over): another instance has the partition now.

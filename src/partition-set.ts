@@ -11,7 +11,7 @@ import { VQueueError } from "./errors";
 import { CHECK_MS, WATCHED_CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "./handoff";
 import { partitionName } from "./partitions";
 
-/** Changes in the base directory (commits, info lines) come often: the markers are read at most this often for them. */
+/** Marker changes come in bursts (a temporary file, then its rename): the markers are read at most this often for them. */
 const MIN_CHECK_MS = 15;
 
 export interface Slot<T> {
@@ -70,6 +70,8 @@ export class PartitionSet<T> {
   #checkedAt = 0;
   #checking = false;
   #trailing: ReturnType<typeof setTimeout> | undefined;
+  /** A check when a slot too young to hand over (`minHoldMs`) comes of age: its marker's event came before. */
+  #ofAge: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   constructor(hooks: PartitionSetHooks<T>) {
@@ -88,6 +90,7 @@ export class PartitionSet<T> {
     this.#unwatch = () => {
       clearInterval(timer);
       clearTimeout(this.#trailing);
+      clearTimeout(this.#ofAge);
       unwatch?.();
     };
   }
@@ -217,6 +220,14 @@ export class PartitionSet<T> {
     return slot;
   }
 
+  /** A check in `ms` (one pending at a time): when the youngest slot passed over can be handed over. */
+  #checkWhenOfAge(ms: number): void {
+    this.#ofAge ??= setTimeout(() => {
+      this.#ofAge = undefined;
+      void this.#check();
+    }, ms);
+  }
+
   /** The want marker of partition `index` (in the base directory). */
   #markerOf(index: number): string {
     return this.#hooks.wantPath(partitionName(this.#hooks.queue, index));
@@ -249,7 +260,7 @@ export class PartitionSet<T> {
       const wanted = await Promise.all(
         this.held().map(async (slot) => {
           if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
-          if (now - slot.since < this.#hooks.minHoldMs) return;
+          if (now - slot.since < this.#hooks.minHoldMs) return void this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
           const want = await readWant(this.#hooks.driver, this.#markerOf(slot.index), this.id);
           return want && { slot, want };
         }),

@@ -225,14 +225,19 @@ export class PartitionFan<T, M, P> {
     let held = this.set.held().length;
     const elsewhere: number[] = [];
     let took = false;
-    for (const index of readable) {
-      if (this.set.get(index)) continue; // taken meanwhile (an asked one)
-      // Up to this instance's share: the others take the rest.
-      if (held < share.ceil && (await this.set.tryTakeUnwanted(index))) {
+    // Not taken meanwhile (an asked one); up to this instance's share (the others take the rest),
+    // as many at once as it lacks: each take opens a consumer, a few round trips to the storage.
+    const candidates = readable.filter((index) => !this.set.get(index));
+    while (candidates.length > 0 && held < share.ceil) {
+      const batch = candidates.splice(0, share.ceil - held);
+      const taken = await Promise.all(batch.map((index) => this.set.tryTakeUnwanted(index)));
+      batch.forEach((index, i) => {
+        if (!taken[i]) return void elsewhere.push(index);
         took = true;
         held++;
-      } else elsewhere.push(index);
+      });
     }
+    elsewhere.push(...candidates);
     // Below its share: what it lacks, at once. With nothing to read: one partition, picked at
     // random (granted by a holder above its share, or one that no longer polls). The holders
     // decide (`#grant`).

@@ -33,13 +33,6 @@ export interface PartitionedProduceOptions extends ProduceOptions {
 export type PartitionedProduceResult = ProduceResult & { partition: number };
 
 const MAX_PARTITION_KEY = 1024;
-/**
- * How often a writer routing messages without a key to the partitions it holds also tries to
- * take one more free partition: over time the instances write to every partition between them,
- * and consumers can read them in parallel (with only what its first produces took, an instance
- * kept writing to one or two partitions, and some partitions stayed empty).
- */
-const SPREAD_MS = 100;
 
 export class PartitionedWriter {
   readonly name: string;
@@ -49,9 +42,6 @@ export class PartitionedWriter {
   readonly #set: PartitionSet<QueueWriter>;
   readonly #onLockLost: ((partition: number) => void) | undefined;
   #next = 0;
-  /** The last try to take one more partition (from the open: a writer's first produces take what they need). */
-  #spreadAt = Date.now();
-  #spreading: Promise<unknown> | undefined;
   #closing: Promise<void> | undefined;
   /** Partitions handed over to another instance (on request) since open. */
   handedOver = 0;
@@ -148,7 +138,6 @@ export class PartitionedWriter {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       for (const slot of this.#set.held()) while (slot.using > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      await this.#spreading;
       await this.#set.close();
     })();
     return this.#closing;
@@ -171,24 +160,9 @@ export class PartitionedWriter {
   }
 
   /** A partition for a batch without a key: held (round-robin), else free, else asked for. */
-  /** In the background: one partition not held here, taken if it is free (never waiting for, nor asking, its holder). */
-  #spread(held: Slot<QueueWriter>[]): void {
-    this.#spreadAt = Date.now();
-    const free = Array.from({ length: this.partitions }, (_, index) => index).filter((index) => !held.some((slot) => slot.index === index));
-    const index = free[Math.floor(Math.random() * free.length)]!;
-    // A failure (the storage, a lock) only means no more partitions for now: the next produce goes on.
-    this.#spreading = this.#set
-      .tryTakeUnwanted(index)
-      .catch(() => undefined)
-      .finally(() => (this.#spreading = undefined));
-  }
-
   async #anySlot(): Promise<Slot<QueueWriter>> {
     const held = this.#set.held();
-    if (held.length > 0) {
-      if (held.length < this.partitions && !this.#spreading && Date.now() - this.#spreadAt >= SPREAD_MS) this.#spread(held);
-      return held[this.#next++ % held.length]!;
-    }
+    if (held.length > 0) return held[this.#next++ % held.length]!;
     const start = Math.floor(Math.random() * this.partitions);
     for (let i = 0; i < this.partitions; i++) {
       const slot = await this.#set.tryTakeUnwanted((start + i) % this.partitions);

@@ -220,7 +220,10 @@ export class PartitionFan<T, M, P> {
 
   async #scan(ask: boolean): Promise<void> {
     this.#scanAsked = ask;
-    const [, readable] = await Promise.all([this.#members.refresh(), this.#readable()]);
+    // Holding its share already (as last counted) and not asking: nothing to take, so the other
+    // partitions' lags are not read (a few reads each, every scan, on every instance).
+    const full = !ask && this.set.held().length >= this.#members.share(this.#hooks.partitions).ceil;
+    const [, readable] = await Promise.all([this.#members.refresh(), full ? [] : this.#readable()]);
     const share = this.#members.share(this.#hooks.partitions);
     let held = this.set.held().length;
     const elsewhere: number[] = [];

@@ -25,7 +25,7 @@ export interface RuntimeRun {
 }
 
 interface JsonReport {
-  testResults: { name: string; status: string; message?: string; assertionResults: { fullName: string; status: string }[] }[];
+  testResults: { name: string; status: string; message?: string; assertionResults: { fullName: string; status: string; failureMessages?: string[] }[] }[];
 }
 
 /** `vitest run <files>` on `runtime` (Deno with -A: vitest forks workers and reads its own config). */
@@ -57,7 +57,8 @@ export async function runVitestOn(runtime: "bun" | "deno", files: string[], extr
       passedNames: results.filter((r) => r.status === "passed").map((r) => r.fullName),
       failed,
       skipped: results.filter((r) => r.status === "skipped" || r.status === "pending" || r.status === "todo").length,
-      output,
+      // The JSON reporter prints only where its report went: a failure's own messages say why.
+      output: [output, ...results.filter((r) => r.status === "failed").map((r) => `${r.fullName}:\n${(r.failureMessages ?? []).join("\n").slice(0, 3000)}`)].join("\n"),
     };
   } finally {
     await rm(out, { recursive: true, force: true });

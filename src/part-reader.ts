@@ -310,10 +310,8 @@ export class PartReader {
     if (info && info.part > part) return true;
     // The line is missing or damaged, or (once the writer is gone) may lag: ask the directory.
     if (info) {
-      // At most every DIR_CHECK_MS, whatever it finds: a live writer's lock was read on every refresh.
-      if (Date.now() - this.#dirCheckedAt < DIR_CHECK_MS) return false;
+      if (Date.now() - this.#dirCheckedAt < DIR_CHECK_MS || !(await writerGone())) return false;
       this.#dirCheckedAt = Date.now();
-      if (!(await writerGone())) return false;
     }
     return (await listParts(this.#driver, this.#queue)).some((id) => id > part);
   }

@@ -5,7 +5,7 @@ import { forgetPartDetails } from "./part-details";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { consumerMembersPath, consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sharedJournalPath, sharedStatePath } from "./paths";
+import { consumerMembersPath, consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, sharedInboxDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sharedJournalPath, sharedStatePath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
 import { partitionName, readPartitions } from "./partitions";
@@ -88,6 +88,7 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
     await driver.remove(sharedStatePath(queue, consumer));
     await driver.remove(consumerWantPath(queue, consumer));
     await driver.remove(consumerMembersPath(queue, consumer));
+    await driver.remove(sharedInboxDir(queue, consumer));
     forgetShared(driver, (p) => p === path);
   } finally {
     // Releasing removes the lock file.

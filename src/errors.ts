@@ -73,7 +73,9 @@ export interface QueueProblem {
     /** A background retention round failed (it is tried again later). */
     | "PRUNE_FAILED"
     /** A shared consumer could not push a message to its dead-letter queue (it is tried again at the next poll). */
-    | "DEAD_LETTER_FAILED";
+    | "DEAD_LETTER_FAILED"
+    /** A shared consumer could not apply the acks in its inbox (ack-inbox.ts); it tries again soon. */
+    | "INBOX_FAILED";
   message: string;
   queue: string;
   part?: number;

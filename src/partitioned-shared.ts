@@ -2,17 +2,19 @@
  * A shared consumer of a partitioned queue, shared by many instances (README, "Partitioned
  * queues"): shared consumer `name` of each partition (shared-consumer.ts), held by one instance
  * at a time; this instance leases from the partitions it holds, round-robin. A lease carries its
- * partition, and `ack`/`nack`/`extend` go to that partition's consumer. A partition is handed
+ * partition, and `ack`/`nack`/`extend` go to that partition's consumer (an ack of a partition
+ * held elsewhere goes through its inbox, ack-inbox.ts). A partition is handed
  * over once its leases are acknowledged or ran out (or after `handoffGraceMs`): the new holder
  * delivers the unacknowledged ones again (at least once).
  */
+import { postAcks } from "./ack-inbox";
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import { checkInteger, resolveConsumerOptions } from "./options";
 import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
 import { SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./shared-consumer";
-import { MAX_LEASE_MS, resolveSharedOptions, type SharedConsumerOptions } from "./shared-options";
+import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
 import { partitionName } from "./partitions";
 
 export interface PartitionedSharedOptions extends SharedConsumerOptions, ConsumerHandoffOptions {
@@ -26,13 +28,15 @@ export type PartitionedLeaseRef = LeaseRef & { partition: number };
 
 export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> {
   readonly handoff: ResolvedHandoffOptions;
+  readonly #shared: ResolvedSharedOptions;
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
+    // Checked now, not at the first partition's open.
+    const shared = resolveSharedOptions(partitionName(queue, 0), sharedOptions);
     const fan = new PartitionFan<SharedConsumer, LeasedMessage, { leaseMs?: number }>({
-      // Checked now, not at the first partition's open.
-      driver: resolveSharedOptions(partitionName(queue, 0), sharedOptions).driver,
+      driver: shared.driver,
       queue,
       name,
       partitions,
@@ -47,6 +51,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     });
     super(queue, name, partitions, fan);
     this.handoff = handoff;
+    this.#shared = shared;
   }
 
   /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
@@ -66,33 +71,46 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     return this.fan.poll(max, maxBytes, timeoutMs, signal, { leaseMs });
   }
 
-  /** Acknowledges a lease in its partition (see `SharedConsumer.ack`); `E_LEASE` when the partition was handed over since. */
-  ack(ref: PartitionedLeaseRef): Promise<void> {
-    return this.#route(ref).then((shared) => shared.ack(ref));
+  /**
+   * Acknowledges a lease in its partition (see `SharedConsumer.ack`). A partition this instance
+   * does not hold (handed over since, or never held here) takes it through its inbox
+   * (ack-inbox.ts): stored now, applied by the holder.
+   */
+  async ack(ref: PartitionedLeaseRef): Promise<void> {
+    this.assertOpen();
+    const slot = !this.#invalid(ref) && this.fan.set.get(ref.partition);
+    if (slot) return slot.item.ack(ref);
+    const [error] = await this.ackAll([ref]);
+    if (error) throw error;
   }
 
   /**
-   * Acknowledges many leases, one journal write per partition (see `SharedConsumer.ackAll`);
-   * resolves with each one's error (`E_LEASE` for a partition handed over since), or undefined when acked.
+   * Acknowledges many leases, one journal write per partition held (see `SharedConsumer.ackAll`)
+   * and one inbox file per partition held elsewhere; resolves with each one's error, or undefined when acked.
    */
   async ackAll(refs: PartitionedLeaseRef[]): Promise<(Error | undefined)[]> {
     this.assertOpen();
     const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
-    const byPartition = new Map<SharedConsumer, number[]>();
+    const held = new Map<SharedConsumer, number[]>();
+    const elsewhere = new Map<number, number[]>();
     refs.forEach((ref, i) => {
-      try {
-        const shared = this.#consumerOf(ref);
-        byPartition.set(shared, [...(byPartition.get(shared) ?? []), i]);
-      } catch (error) {
-        errors[i] = error as Error;
-      }
+      const invalid = this.#invalid(ref);
+      if (invalid) return void (errors[i] = invalid);
+      const slot = this.fan.set.get(ref.partition);
+      if (slot) held.set(slot.item, [...(held.get(slot.item) ?? []), i]);
+      else elsewhere.set(ref.partition, [...(elsewhere.get(ref.partition) ?? []), i]);
     });
-    await Promise.all(
-      [...byPartition].map(async ([shared, indexes]) => {
+    await Promise.all([
+      ...[...held].map(async ([shared, indexes]) => {
         const settled = await shared.ackAll(indexes.map((i) => refs[i]!)).catch((error: Error) => indexes.map(() => error));
         indexes.forEach((i, k) => (errors[i] = settled[k]));
       }),
-    );
+      ...[...elsewhere].map(async ([partition, indexes]) => {
+        const { driver, syncCommits } = this.#shared;
+        const posted = postAcks(driver, partitionName(this.queue, partition), this.name, this.fan.set.id, indexes.map((i) => refs[i]!), syncCommits);
+        await posted.catch((error: Error) => indexes.forEach((i) => (errors[i] = error)));
+      }),
+    ]);
     return errors;
   }
 
@@ -111,14 +129,24 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     return this.#consumerOf(ref);
   }
 
-  /** The shared consumer of a lease's partition: `E_LEASE` when the lease names none, or one handed over since. */
+  /** The shared consumer of a lease's partition: `E_LEASE` when the lease is not one, or its partition is held elsewhere (nack and extend go to the holder). */
   #consumerOf(ref: PartitionedLeaseRef): SharedConsumer {
-    if (!Number.isInteger(ref?.partition) || ref.partition < 0 || ref.partition >= this.partitions) {
-      throw new VQueueError("E_LEASE", `Invalid lease: its partition ${JSON.stringify(ref?.partition)} is not one of queue "${this.queue}" (0 to ${this.partitions - 1}); give the lease as poll returned it.`);
-    }
+    const invalid = this.#invalid(ref);
+    if (invalid) throw invalid;
     const slot = this.fan.set.get(ref.partition);
     if (!slot) throw this.fan.notHeld(ref.partition, "E_LEASE");
     return slot.item;
+  }
+
+  /** Why `ref` is no lease of this queue, if it is not. */
+  #invalid(ref: PartitionedLeaseRef): VQueueError | undefined {
+    if (!Number.isInteger(ref?.partition) || ref.partition < 0 || ref.partition >= this.partitions) {
+      return new VQueueError("E_LEASE", `Invalid lease: its partition ${JSON.stringify(ref?.partition)} is not one of queue "${this.queue}" (0 to ${this.partitions - 1}); give the lease as poll returned it.`);
+    }
+    if (![ref.part, ref.offset, ref.lease].every((n) => Number.isSafeInteger(n) && n >= 0)) {
+      return new VQueueError("E_LEASE", `Invalid lease: part, offset and lease must be integers from 0 (got ${JSON.stringify([ref.part, ref.offset, ref.lease])}); give the lease as poll returned it.`);
+    }
+    return undefined;
   }
 }
 

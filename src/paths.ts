@@ -43,6 +43,11 @@ export const consumerWantPath = (q: string, c: string): string => `${q}_info_wan
  * it with the want markers.
  */
 export const consumerMembersPath = (q: string, c: string): string => `${q}_info_wantm_${c}`;
+/**
+ * A shared consumer's ack inbox (ack-inbox.ts): a directory of acks other instances took for it.
+ * `wanta_` is as long as `wantc_`, and a queue's delete removes it with the want markers.
+ */
+export const sharedInboxDir = (q: string, c: string): string => `${q}_info_wanta_${c}`;
 export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}`;
 /**
  * A shared consumer's state beside its `Q_info_pop_C` (shared-state.ts): a snapshot, which also

@@ -12,6 +12,7 @@ import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type Sh
 import { ackLine, ackLines, deadLetteredLine, deliveryLine, isBelow, markLine, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "./shared-state";
 import { SharedWindow, type WindowEntry } from "./shared-window";
 import { GroupCommit } from "./group-commit";
+import { clearInbox, INBOX_CHECK_MS, readInbox } from "./ack-inbox";
 import { iterateShared, type SharedIterateOptions } from "./shared-iterate";
 import { QueueWriter } from "./writer";
 
@@ -135,6 +136,8 @@ export class SharedConsumer {
   #floorTimer: ReturnType<typeof setTimeout> | undefined;
   #redelivered = 0;
   #deadLettered = 0;
+  #inboxTimer: ReturnType<typeof setTimeout> | undefined;
+  #inboxCheck: Promise<void> | undefined;
 
   private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -185,6 +188,8 @@ export class SharedConsumer {
         const consumer = new SharedConsumer(key, inner, state, loaded, resolved);
         // A fresh snapshot of what is above the floor, and an empty journal (a torn line goes).
         await state.compact(consumer.#snapshotLines());
+        // Acks other instances took meanwhile, before anything goes out again.
+        await consumer.#checkInbox();
         return consumer;
       } catch (error) {
         await inner.close();
@@ -342,6 +347,8 @@ export class SharedConsumer {
     open.delete(this.#key);
     this.#notify();
     try {
+      clearTimeout(this.#inboxTimer);
+      await this.#inboxCheck;
       await this.#serial.catch(() => {});
       await this.#commits.idle();
       clearTimeout(this.#floorTimer);
@@ -363,6 +370,59 @@ export class SharedConsumer {
 
   #assertOpen(): void {
     if (this.#closed) throw new VQueueError("E_CLOSED", `Shared consumer "${this.name}" of queue "${this.queue}" is closed.`);
+  }
+
+  /** Applies the inbox (a failure is told and tried again), then looks again after `INBOX_CHECK_MS`. */
+  #checkInbox(): Promise<void> {
+    this.#inboxCheck = this.#applyInbox()
+      .catch((error: unknown) => {
+        const why = error instanceof Error ? error.message : String(error);
+        this.options.onProblem({ code: "INBOX_FAILED", queue: this.queue, consumer: this.name, message: `Shared consumer "${this.name}" could not apply the acks of its inbox (${why}); trying again.` });
+      })
+      .finally(() => {
+        this.#inboxCheck = undefined;
+        if (this.#closed) return;
+        this.#inboxTimer = setTimeout(() => void this.#checkInbox(), INBOX_CHECK_MS);
+        (this.#inboxTimer as { unref?: () => void }).unref?.();
+      });
+    return this.#inboxCheck;
+  }
+
+  /**
+   * Acks that other instances took (ack-inbox.ts), of messages this or an earlier holder handed
+   * out: acknowledged (whoever holds them now: the work is done), written, then their files go.
+   * An ack of a message never handed out is no lease's, and is dropped.
+   */
+  async #applyInbox(): Promise<void> {
+    const { files, acks } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
+    if (files.length === 0 || this.#closed) return;
+    const entries = new Set<WindowEntry>();
+    const waits: Promise<unknown>[] = [];
+    const ahead = new Set<string>();
+    for (const ack of acks) {
+      if (isBelow(ack.key, this.#floor)) continue;
+      const entry = this.#window.get(ack.key);
+      if (entry) {
+        if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
+        // Moving to the dead-letter queue (until Infinity): acked by that move.
+        else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
+      } else if (!this.#ackedBefore(ack, ack.key) && !ahead.has(ack.key) && (this.#loaded.deliveries.has(ack.key) || startsBelow(ack.part, ack.offset, this.#mark))) {
+        // Not read by the head yet: acknowledged as a restart's loaded acks are (#take passes it).
+        ahead.add(ack.key);
+      }
+    }
+    if (entries.size > 0) waits.push(this.#ackEntries([...entries]));
+    if (ahead.size > 0) {
+      for (const key of ahead) this.#loaded.acked.add(key);
+      const written = this.#commits.add([...ahead].map(ackLine).join(""));
+      // Not written: the inbox keeps them, and the next check tries again.
+      waits.push(written.catch((error: unknown) => {
+        for (const key of ahead) this.#loaded.acked.delete(key);
+        throw error;
+      }));
+    }
+    await Promise.all(waits);
+    await clearInbox(this.options.driver, files);
   }
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {

@@ -11,6 +11,7 @@ import type { Message } from "../../src/message";
 import type { QueueProblem } from "../../src/errors";
 import { adminTests } from "./admin-suite";
 import { sharedTests } from "./shared-suite";
+import { ackInboxTests } from "./ack-inbox-suite";
 import { produceTests } from "./produce-suite";
 import { browseTests } from "./browse-suite";
 import { describeLifeOnDriver } from "./life-suite";
@@ -440,6 +441,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
 
     adminTests(setup);
     sharedTests(setup);
+    ackInboxTests(setup);
     produceTests(setup);
     browseTests(setup);
   });

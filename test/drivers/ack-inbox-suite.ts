@@ -1,0 +1,86 @@
+// A shared consumer's ack inbox (src/ack-inbox.ts) on every driver: acks another instance took
+// for it, applied by the holder, at open and while it runs.
+import { afterEach, describe, expect, it } from "vitest";
+import { INBOX_CHECK_MS, postAcks } from "../../src/ack-inbox";
+import { deleteConsumer } from "../../src/delete";
+import type { QueueDriver } from "../../src/driver";
+import type { QueueProblem } from "../../src/errors";
+import { sharedInboxDir } from "../../src/paths";
+import { SharedConsumer } from "../../src/shared-consumer";
+import { QueueWriter } from "../../src/writer";
+import type { EngineTestContext } from "./engine-suite";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `check` holds, looking every 20 ms, for a few inbox rounds at most. */
+async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + INBOX_CHECK_MS * 6;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("not within a few inbox rounds");
+    await sleep(20);
+  }
+}
+
+export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
+  describe("a shared consumer's ack inbox (acks another instance took)", () => {
+    const opened: SharedConsumer[] = [];
+    afterEach(async () => {
+      for (const c of opened.splice(0)) if (!c.closed) await c.close().catch(() => {});
+    });
+    const filled = async (driver: QueueDriver, count: number) => {
+      const q = await QueueWriter.open("q", { driver, durability: "none", onProblem: () => {} });
+      await q.pushBatch(Array.from({ length: count }, (_, i) => `m${i}`));
+      await q.close();
+    };
+    const shared = async (driver: QueueDriver, problems: QueueProblem[] = []) => {
+      const c = await SharedConsumer.open("q", "work", { driver, syncCommits: false, onProblem: (p) => problems.push(p) });
+      opened.push(c);
+      return c;
+    };
+
+    it("acks leases it handed out, drops an ack of a message never handed out and a damaged line (said), removes what it applied", async () => {
+      const { driver } = await setup();
+      await filled(driver, 6);
+      const problems: QueueProblem[] = [];
+      const c = await shared(driver, problems);
+      const [m0, m1, m2, m3] = await c.poll({ max: 4, leaseMs: 60_000 });
+      // m5 was never handed out (a made-up or mistaken ack); m3's line is damaged.
+      const m5 = { part: m0!.part, offset: m3!.offset + (m3!.offset - m2!.offset) * 2, lease: m0!.lease };
+      await postAcks(driver, "q", "work", "other1", [m0!, m2!, m5], false);
+      await driver.mkdir(sharedInboxDir("q", "work"));
+      const damaged = await driver.openRecord(`${sharedInboxDir("q", "work")}/other2-1`, { create: true });
+      await damaged!.replace(new TextEncoder().encode(`A;${m3!.part};${m3!.offset};${m3!.lease};123\n`));
+      await damaged!.close();
+      await eventually(() => c.stats.inFlight === 2);
+      expect(c.stats.oldestUnacked).toMatchObject({ offset: m1!.offset });
+      expect(problems.map((p) => p.code)).toEqual(["BAD_INFO"]);
+      // The files go once their acks are written (the damaged one too: nothing in it can be applied).
+      await eventually(async () => (await driver.list(sharedInboxDir("q", "work"))).length === 0);
+      // The acked ones never come again; the one acked without a lease does.
+      await c.ackAll([m1!, m3!]);
+      const rest = await c.poll({ max: 10, timeoutMs: 0 });
+      expect(rest.map((m) => m.data)).toEqual(["m4", "m5"]);
+      await c.ackAll(rest);
+      expect(c.stats.ackFloor.count).toBe(6);
+    });
+
+    it("is read at open: acks taken while nobody held the consumer count before anything goes out again; delete removes the inbox", async () => {
+      const { driver } = await setup();
+      await filled(driver, 4);
+      const first = await shared(driver);
+      const leased = await first.poll({ max: 4, leaseMs: 60_000 });
+      // Closed with its leases running (its instance lost the partition): they would all come again.
+      await first.close();
+      await postAcks(driver, "q", "work", "other1", leased.slice(0, 3), true);
+      const next = await shared(driver);
+      const again = await next.poll({ max: 10, timeoutMs: 0 });
+      expect(again.map((m) => [m.data, m.deliveries])).toEqual([["m3", 2]]);
+      await next.ack(again[0]!);
+      expect(next.stats.ackFloor.count).toBe(4);
+      await next.close();
+      await postAcks(driver, "q", "work", "other1", [again[0]!], false);
+      await deleteConsumer(driver, "q", "work");
+      expect(await driver.list(sharedInboxDir("q", "work"))).toEqual([]);
+    });
+  });
+}

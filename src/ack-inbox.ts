@@ -6,47 +6,114 @@ import { line, messageKey, type MessageKey } from "./shared-state";
 import { writeWhole } from "./write-whole";
 
 /**
- * Acks taken by an instance that does not hold the shared consumer they are for (README,
- * "Partitioned queues"): its partition was handed over since the leases went out, or the
- * request reached another instance (Nitro's `node-cluster` hands each connection to any
+ * Acks, nacks and extends taken by an instance that does not hold the shared consumer they are
+ * for (README, "Partitioned queues"): its partition was handed over since the leases went out,
+ * or the request reached another instance (Nitro's `node-cluster` hands each connection to any
  * worker). That instance writes them, durably, into the consumer's inbox, a directory of small
  * files (`Q_info_wanta_C/<instance>-<seq>`), each written whole once and never changed. The
- * holder reads the inbox when it opens and every `INBOX_CHECK_MS`, acknowledges what it finds
+ * holder reads the inbox when it opens and every `INBOX_CHECK_MS`, applies what it finds
  * (shared-consumer.ts), and removes a file once its acks are in its journal: a crash in between
- * applies them again, which changes nothing. Lines: `A;<part>;<offset>;<lease>;<crc>\n`.
+ * applies them again, which changes nothing. Lines, each with the CRC-32 of what precedes it:
+ * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged;
+ * - `N;<part>;<offset>;<lease>;<delayMs>;<r|d|->;<error, URI-encoded>;<crc>`: given back
+ *   (`r` release, `d` dead-letter);
+ * - `E;<part>;<offset>;<lease>;<until>;<crc>`: its lease runs until then (ms since the epoch).
  */
 
-/** How often a holder looks into its inbox: an ack waits this long at most, its lease runs far longer. */
+/** How often a holder looks into its inbox: an ack waits this long at most, a lease runs far longer. */
 export const INBOX_CHECK_MS = 500;
 
 /** One file of an inbox: an instance id, a dash, its sequence number (a temporary file of a write has another shape). */
 const FILE_NAME = /^[0-9a-z]{1,64}-\d{1,15}$/;
 
-let written = 0;
-
-/** An ack as an inbox line names it. */
-export interface InboxAck {
+/** The lease an inbox line is about. */
+export interface InboxRef {
   key: MessageKey;
   part: number;
   offset: number;
   lease: number;
 }
 
-/** Writes `acks` into the inbox of consumer `consumer` of `queue`, as one new file of instance `from`; resolves once stored (fsync'd with `sync`). */
-export async function postAcks(driver: QueueDriver, queue: string, consumer: string, from: string, acks: readonly Omit<InboxAck, "key">[], sync: boolean): Promise<void> {
-  const dir = sharedInboxDir(queue, consumer);
-  const body = acks.map((ack) => line(`A;${ack.part};${ack.offset};${ack.lease};`)).join("");
-  await driver.mkdir(dir);
-  await writeWhole(driver, `${dir}/${from}-${++written}`, new TextEncoder().encode(body), sync);
-  if (sync) await driver.syncDir?.(dir);
+export type InboxItem =
+  | { kind: "ack"; ref: InboxRef }
+  | { kind: "nack"; ref: InboxRef; delayMs: number; release: boolean; deadLetter: boolean; error?: string }
+  | { kind: "extend"; ref: InboxRef; until: number };
+
+type RefOf = Omit<InboxRef, "key">;
+/** What a poster is given: an item about a lease as poll returned it. */
+export type InboxPost = { kind: "ack"; ref: RefOf } | { kind: "nack"; ref: RefOf; delayMs: number; release: boolean; deadLetter: boolean; error?: string } | { kind: "extend"; ref: RefOf; until: number };
+
+function lineOf(item: InboxPost): string {
+  const { part, offset, lease } = item.ref;
+  const head = `${part};${offset};${lease};`;
+  if (item.kind === "ack") return line(`A;${head}`);
+  if (item.kind === "extend") return line(`E;${head}${item.until};`);
+  const flag = item.release ? "r" : item.deadLetter ? "d" : "-";
+  return line(`N;${head}${item.delayMs};${flag};${encodeURIComponent(item.error ?? "")};`);
 }
 
-/** The inbox's files and their acks (a damaged line is skipped and told). */
-export async function readInbox(driver: QueueDriver, queue: string, consumer: string, onProblem: (problem: QueueProblem) => void): Promise<{ files: string[]; acks: InboxAck[] }> {
+function parseLine(fields: string): InboxItem | undefined {
+  const [kind, ...rest] = fields.slice(0, -1).split(";");
+  const [part, offset, lease, a] = rest.map(Number) as [number, number, number, number];
+  if (![part, offset, lease].every((n) => Number.isSafeInteger(n) && n >= 0)) return undefined;
+  const ref = { key: messageKey(part, offset), part, offset, lease };
+  if (kind === "A" && rest.length === 3) return { kind: "ack", ref };
+  if (kind === "E" && rest.length === 4 && Number.isSafeInteger(a)) return { kind: "extend", ref, until: a };
+  if (kind === "N" && rest.length === 6 && Number.isSafeInteger(a) && a >= 0 && ["r", "d", "-"].includes(rest[4]!)) {
+    let error: string | undefined;
+    try {
+      error = rest[5] ? decodeURIComponent(rest[5]) : undefined;
+    } catch {
+      return undefined;
+    }
+    return { kind: "nack", ref, delayMs: a, release: rest[4] === "r", deadLetter: rest[4] === "d", error };
+  }
+  return undefined;
+}
+
+/**
+ * Writes items into inboxes for instance `from`: those posted in the same turn of the event loop
+ * to one consumer go in one file (a batch of nacks, say, is one write).
+ */
+export class InboxPoster {
+  readonly #pending = new Map<string, { queue: string; consumer: string; lines: string[]; done: Promise<void> }>();
+  #seq = 0;
+
+  constructor(
+    private readonly driver: QueueDriver,
+    private readonly from: string,
+    private readonly sync: boolean,
+  ) {}
+
+  /** Resolves once the items are stored (fsync'd with `sync`). */
+  post(queue: string, consumer: string, items: readonly InboxPost[]): Promise<void> {
+    const dir = sharedInboxDir(queue, consumer);
+    let batch = this.#pending.get(dir);
+    if (!batch) {
+      const lines: string[] = [];
+      const done = new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() => {
+        this.#pending.delete(dir);
+        return this.#write(dir, lines.join(""));
+      });
+      this.#pending.set(dir, (batch = { queue, consumer, lines, done }));
+    }
+    batch.lines.push(...items.map(lineOf));
+    return batch.done;
+  }
+
+  async #write(dir: string, body: string): Promise<void> {
+    await this.driver.mkdir(dir);
+    await writeWhole(this.driver, `${dir}/${this.from}-${++this.#seq}`, new TextEncoder().encode(body), this.sync);
+    if (this.sync) await this.driver.syncDir?.(dir);
+  }
+}
+
+/** The inbox's files and their items (a damaged line is skipped and told). */
+export async function readInbox(driver: QueueDriver, queue: string, consumer: string, onProblem: (problem: QueueProblem) => void): Promise<{ files: string[]; items: InboxItem[] }> {
   const dir = sharedInboxDir(queue, consumer);
-  const names = (await driver.list(dir)).filter((name) => FILE_NAME.test(name));
+  const names = (await driver.list(dir)).filter((name) => FILE_NAME.test(name)).sort();
   const files: string[] = [];
-  const acks: InboxAck[] = [];
+  const items: InboxItem[] = [];
   let bad = 0;
   for (const name of names) {
     const path = `${dir}/${name}`;
@@ -59,19 +126,16 @@ export async function readInbox(driver: QueueDriver, queue: string, consumer: st
       if (raw === "") continue;
       const cut = raw.lastIndexOf(";") + 1;
       const fields = raw.slice(0, cut);
-      const [kind, part, offset, lease] = fields.split(";").map((field, i) => (i === 0 ? field : Number(field))) as [string, number, number, number];
-      if (cut === 0 || String(crc32Ascii(fields)) !== raw.slice(cut) || kind !== "A" || ![part, offset, lease].every(Number.isSafeInteger)) {
-        bad++;
-        continue;
-      }
-      acks.push({ key: messageKey(part, offset), part, offset, lease });
+      const item = cut > 0 && String(crc32Ascii(fields)) === raw.slice(cut) ? parseLine(fields) : undefined;
+      if (item) items.push(item);
+      else bad++;
     }
   }
-  if (bad > 0) onProblem({ code: "BAD_INFO", queue, message: `Shared consumer "${consumer}": skipped ${bad} damaged line(s) of its ack inbox (${dir}).` });
-  return { files, acks };
+  if (bad > 0) onProblem({ code: "BAD_INFO", queue, message: `Shared consumer "${consumer}": skipped ${bad} damaged line(s) of its inbox (${dir}).` });
+  return { files, items };
 }
 
-/** Removes inbox files whose acks are written (each written once and never changed: nothing newer is lost). */
+/** Removes inbox files whose items are applied (each written once and never changed: nothing newer is lost). */
 export async function clearInbox(driver: QueueDriver, files: readonly string[]): Promise<void> {
   for (const path of files) await driver.remove(path);
 }

@@ -7,13 +7,13 @@
  * over once its leases are acknowledged or ran out (or after `handoffGraceMs`): the new holder
  * delivers the unacknowledged ones again (at least once).
  */
-import { postAcks } from "./ack-inbox";
+import { InboxPoster } from "./ack-inbox";
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import { checkInteger, resolveConsumerOptions } from "./options";
 import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
-import { SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./shared-consumer";
+import { MAX_ERROR_CHARS, SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./shared-consumer";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
 import { partitionName } from "./partitions";
 
@@ -29,6 +29,8 @@ export type PartitionedLeaseRef = LeaseRef & { partition: number };
 export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> {
   readonly handoff: ResolvedHandoffOptions;
   readonly #shared: ResolvedSharedOptions;
+  /** Acks, nacks and extends of partitions held elsewhere, to their inboxes. */
+  readonly #inbox: InboxPoster;
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions) {
     const handoff = resolveHandoffOptions(options);
@@ -52,6 +54,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     super(queue, name, partitions, fan);
     this.handoff = handoff;
     this.#shared = shared;
+    this.#inbox = new InboxPoster(shared.driver, fan.set.id, shared.syncCommits);
   }
 
   /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
@@ -106,36 +109,43 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
         indexes.forEach((i, k) => (errors[i] = settled[k]));
       }),
       ...[...elsewhere].map(async ([partition, indexes]) => {
-        const { driver, syncCommits } = this.#shared;
-        const posted = postAcks(driver, partitionName(this.queue, partition), this.name, this.fan.set.id, indexes.map((i) => refs[i]!), syncCommits);
+        const posted = this.#inbox.post(partitionName(this.queue, partition), this.name, indexes.map((i) => ({ kind: "ack", ref: refs[i]! })));
         await posted.catch((error: Error) => indexes.forEach((i) => (errors[i] = error)));
       }),
     ]);
     return errors;
   }
 
-  /** Gives a lease back in its partition (see `SharedConsumer.nack`). */
-  nack(ref: PartitionedLeaseRef, options?: NackOptions): Promise<void> {
-    return this.#route(ref).then((shared) => shared.nack(ref, options));
+  /** Gives a lease back in its partition (see `SharedConsumer.nack`); one held elsewhere through its inbox (applied if the lease still runs there). */
+  async nack(ref: PartitionedLeaseRef, options: NackOptions = {}): Promise<void> {
+    const shared = this.#heldFor(ref);
+    if (shared) return shared.nack(ref, options);
+    const { delayMs = 0, error, deadLetter = false, release = false } = options;
+    checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
+    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "nack", ref, delayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) }]);
   }
 
-  /** Keeps a lease longer (see `SharedConsumer.extend`). */
-  extend(ref: PartitionedLeaseRef, options?: { leaseMs?: number }): Promise<number> {
-    return this.#route(ref).then((shared) => shared.extend(ref, options));
+  /**
+   * Keeps a lease longer (see `SharedConsumer.extend`). One of a partition held elsewhere goes
+   * through its inbox: the holder applies it within about `INBOX_CHECK_MS` if the lease still runs.
+   */
+  async extend(ref: PartitionedLeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
+    const shared = this.#heldFor(ref);
+    if (shared) return shared.extend(ref, options);
+    const { leaseMs = this.#shared.leaseMs } = options;
+    checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
+    const until = Date.now() + leaseMs;
+    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "extend", ref, until }]);
+    return until;
   }
 
-  async #route(ref: PartitionedLeaseRef): Promise<SharedConsumer> {
+  /** The consumer of a lease's partition if this instance holds it; `E_LEASE` for no lease of this queue. */
+  #heldFor(ref: PartitionedLeaseRef): SharedConsumer | undefined {
     this.assertOpen();
-    return this.#consumerOf(ref);
-  }
-
-  /** The shared consumer of a lease's partition: `E_LEASE` when the lease is not one, or its partition is held elsewhere (nack and extend go to the holder). */
-  #consumerOf(ref: PartitionedLeaseRef): SharedConsumer {
     const invalid = this.#invalid(ref);
     if (invalid) throw invalid;
-    const slot = this.fan.set.get(ref.partition);
-    if (!slot) throw this.fan.notHeld(ref.partition, "E_LEASE");
-    return slot.item;
+    return this.fan.set.get(ref.partition)?.item;
   }
 
   /** Why `ref` is no lease of this queue, if it is not. */

@@ -92,7 +92,8 @@ const COMPACT_BYTES = 64 * 1024;
  * left above it, and at close; a consumer that stops mid-way saves its last floor after this long.
  */
 const FLOOR_SAVE_MS = 200;
-const MAX_ERROR_CHARS = 4096;
+/** A nack's `error` is kept up to this many characters. */
+export const MAX_ERROR_CHARS = 4096;
 
 const open = new Map<string, Promise<SharedConsumer>>();
 
@@ -377,7 +378,7 @@ export class SharedConsumer {
     this.#inboxCheck = this.#applyInbox()
       .catch((error: unknown) => {
         const why = error instanceof Error ? error.message : String(error);
-        this.options.onProblem({ code: "INBOX_FAILED", queue: this.queue, consumer: this.name, message: `Shared consumer "${this.name}" could not apply the acks of its inbox (${why}); trying again.` });
+        this.options.onProblem({ code: "INBOX_FAILED", queue: this.queue, consumer: this.name, message: `Shared consumer "${this.name}" could not apply what its inbox holds (${why}); trying again.` });
       })
       .finally(() => {
         this.#inboxCheck = undefined;
@@ -389,26 +390,33 @@ export class SharedConsumer {
   }
 
   /**
-   * Acks that other instances took (ack-inbox.ts), of messages this or an earlier holder handed
-   * out: acknowledged (whoever holds them now: the work is done), written, then their files go.
-   * An ack of a message never handed out is no lease's, and is dropped.
+   * What other instances took for this consumer (ack-inbox.ts). An ack of a message this or an
+   * earlier holder handed out is taken whoever holds it now (the work is done); one of a message
+   * never handed out is no lease's, and is dropped. A nack or an extend applies to a lease that
+   * is still running here. Written, then the files go.
    */
   async #applyInbox(): Promise<void> {
-    const { files, acks } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
+    const { files, items } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
     if (files.length === 0 || this.#closed) return;
     const entries = new Set<WindowEntry>();
     const waits: Promise<unknown>[] = [];
     const ahead = new Set<string>();
-    for (const ack of acks) {
-      if (isBelow(ack.key, this.#floor)) continue;
-      const entry = this.#window.get(ack.key);
-      if (entry) {
+    for (const item of items) {
+      const { ref } = item;
+      if (isBelow(ref.key, this.#floor)) continue;
+      const entry = this.#window.get(ref.key);
+      if (item.kind === "nack") {
+        waits.push(this.nack(ref, item).catch(() => {})); // not a running lease here: nothing to give back
+      } else if (item.kind === "extend") {
+        const now = Date.now();
+        if (entry?.state === "leased" && entry.lease === ref.lease && entry.until > now && entry.until !== Infinity) entry.until = Math.min(Math.max(entry.until, item.until), now + MAX_LEASE_MS);
+      } else if (entry) {
         if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
         // Moving to the dead-letter queue (until Infinity): acked by that move.
         else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
-      } else if (!this.#ackedBefore(ack, ack.key) && !ahead.has(ack.key) && (this.#loaded.deliveries.has(ack.key) || startsBelow(ack.part, ack.offset, this.#mark))) {
+      } else if (!this.#ackedBefore(ref, ref.key) && (this.#loaded.deliveries.has(ref.key) || startsBelow(ref.part, ref.offset, this.#mark))) {
         // Not read by the head yet: acknowledged as a restart's loaded acks are (#take passes it).
-        ahead.add(ack.key);
+        ahead.add(ref.key);
       }
     }
     if (entries.size > 0) waits.push(this.#ackEntries([...entries]));

@@ -2,7 +2,8 @@
  * A shared consumer's leases work from any instance: two `v-queue serve` processes (the built
  * CLI) on one directory and a partitioned queue; messages leased on one instance are acked on
  * the other (as a load balancer or Nitro's `node-cluster` sends requests), and each message is
- * handed out once and acknowledged, the lag reaching 0. Needs `npm run build` (dist/).
+ * handed out once and acknowledged, the lag reaching 0; nacks and extends sent to the other
+ * instance take effect too. Needs `npm run build` (dist/).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,7 +33,8 @@ async function post<T>(instance: Instance, path: string, body: unknown): Promise
   return JSON.parse(text) as T;
 }
 
-const lease = (instance: Instance, timeoutMs: number) => post<{ messages: { data: string; lease: string }[] }>(instance, "consumers/work/lease", { max: 50, timeoutMs });
+type Leased = { data: string; lease: string; deliveries: number };
+const lease = (instance: Instance, timeoutMs: number, consumer = "work", more: object = {}) => post<{ messages: Leased[] }>(instance, `consumers/${consumer}/lease`, { max: 50, timeoutMs, ...more });
 const ack = (instance: Instance, leases: string[]) => post<{ acked: number; errors: unknown[] }>(instance, "consumers/work/ack", { leases });
 
 describe("a partitioned queue's shared consumer on two instances", () => {
@@ -68,5 +70,25 @@ describe("a partitioned queue's shared consumer on two instances", () => {
     expect(await totalLag(driver, QUEUE, PARTITIONS)).toBe(0);
     expect((await lease(a, 300)).messages).toEqual([]);
     expect((await lease(b, 300)).messages).toEqual([]);
+  });
+  it("takes nacks and extends of leases handed out by the other instance", { timeout: 60_000 }, async () => {
+    const [a, b] = instances as [Instance, Instance];
+    // A consumer of its own, from the start of the queue (every message is in it), leased on a only.
+    const first = await lease(a, 2000, "jobs2", { max: 2, leaseMs: 2500 });
+    expect(first.messages).toHaveLength(2);
+    const [gaveBack, kept] = first.messages as [Leased, Leased];
+    const leasedAt = Date.now();
+    expect(await post(b, "consumers/jobs2/nack", { leases: [gaveBack.lease] })).toMatchObject({ nacked: 1, errors: [] });
+    const extended = await post<{ extended: { lease: string; leaseUntil: number }[]; errors: unknown[] }>(b, "consumers/jobs2/extend", { leases: [kept.lease], leaseMs: 60_000 });
+    expect(extended.errors).toEqual([]);
+    expect(extended.extended[0]!.leaseUntil).toBeGreaterThan(Date.now() + 50_000);
+    // The nacked one comes again at once (once the holder read its inbox); the extended one not
+    // even after its first lease ran out.
+    const again: Leased[] = [];
+    while (Date.now() < leasedAt + 4000) {
+      const { messages } = await lease(a, 200, "jobs2", { max: 50, leaseMs: 60_000 });
+      again.push(...messages.filter((m) => m.deliveries > 1));
+    }
+    expect(again.map((m) => m.data)).toEqual([gaveBack.data]);
   });
 });

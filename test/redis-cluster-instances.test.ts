@@ -124,6 +124,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     for (const [consumer, missing] of [["ordered", missingOrdered], ["shared", missingShared]] as const) {
       if (missing.length > 0) console.log(`[redis-cluster-instances] lag now ${lag}; ${consumer} missing:`);
       if (missing.length > 0) console.log(`[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing.slice(0, 40).map((m) => `${m} (${stored.get(m) ?? "not in storage"})`).join(", ")}`);
+      if (consumer === "shared") for (const m of missing.slice(0, 5)) console.log(`[redis-cluster-instances] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
     }
     expect(misnumbered).toEqual([]);
     expect(failover).not.toBe("");
@@ -145,3 +146,9 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     expect(records).toBe(expected.length);
   });
 });
+
+/** "p1 0:2189 #63" (where a message is stored) as a lease token's position, "p1:0.2189". */
+function positionOf(stored: string | undefined): string {
+  const match = /^p(\d+) (\d+):(\d+)/.exec(stored ?? "");
+  return match ? `p${match[1]}:${match[2]}.${match[3]}` : "";
+}

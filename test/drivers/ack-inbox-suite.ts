@@ -1,7 +1,7 @@
 // A shared consumer's ack inbox (src/ack-inbox.ts) on every driver: acks another instance took
 // for it, applied by the holder, at open and while it runs.
 import { afterEach, describe, expect, it } from "vitest";
-import { INBOX_CHECK_MS, postAcks } from "../../src/ack-inbox";
+import { INBOX_CHECK_MS, InboxPoster } from "../../src/ack-inbox";
 import { deleteConsumer } from "../../src/delete";
 import type { QueueDriver } from "../../src/driver";
 import type { QueueProblem } from "../../src/errors";
@@ -11,6 +11,9 @@ import { QueueWriter } from "../../src/writer";
 import type { EngineTestContext } from "./engine-suite";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+type Ref = { part: number; offset: number; lease: number };
+/** Acks as another instance posts them. */
+const postAcks = (driver: QueueDriver, refs: Ref[], sync = false) => new InboxPoster(driver, "other1", sync).post("q", "work", refs.map((ref) => ({ kind: "ack", ref })));
 
 /** Waits until `check` holds, looking every 20 ms, for a few inbox rounds at most. */
 async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {
@@ -46,7 +49,7 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const [m0, m1, m2, m3] = await c.poll({ max: 4, leaseMs: 60_000 });
       // m5 was never handed out (a made-up or mistaken ack); m3's line is damaged.
       const m5 = { part: m0!.part, offset: m3!.offset + (m3!.offset - m2!.offset) * 2, lease: m0!.lease };
-      await postAcks(driver, "q", "work", "other1", [m0!, m2!, m5], false);
+      await postAcks(driver, [m0!, m2!, m5]);
       await driver.mkdir(sharedInboxDir("q", "work"));
       const damaged = await driver.openRecord(`${sharedInboxDir("q", "work")}/other2-1`, { create: true });
       await damaged!.replace(new TextEncoder().encode(`A;${m3!.part};${m3!.offset};${m3!.lease};123\n`));
@@ -71,16 +74,40 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const leased = await first.poll({ max: 4, leaseMs: 60_000 });
       // Closed with its leases running (its instance lost the partition): they would all come again.
       await first.close();
-      await postAcks(driver, "q", "work", "other1", leased.slice(0, 3), true);
+      await postAcks(driver, leased.slice(0, 3), true);
       const next = await shared(driver);
       const again = await next.poll({ max: 10, timeoutMs: 0 });
       expect(again.map((m) => [m.data, m.deliveries])).toEqual([["m3", 2]]);
       await next.ack(again[0]!);
       expect(next.stats.ackFloor.count).toBe(4);
       await next.close();
-      await postAcks(driver, "q", "work", "other1", [again[0]!], false);
+      await postAcks(driver, [again[0]!]);
       await deleteConsumer(driver, "q", "work");
       expect(await driver.list(sharedInboxDir("q", "work"))).toEqual([]);
+    });
+
+    it("gives back (nack) and extends a lease still running here; one that is not (a wrong lease) is left alone", async () => {
+      const { driver } = await setup();
+      await filled(driver, 3);
+      const c = await shared(driver);
+      const leasedAt = Date.now();
+      const [m0, m1, m2] = await c.poll({ max: 3, leaseMs: 1500 });
+      const poster = new InboxPoster(driver, "other1", false);
+      await Promise.all([
+        poster.post("q", "work", [{ kind: "nack", ref: m0!, delayMs: 0, release: false, deadLetter: false, error: "failed; elsewhere" }]),
+        poster.post("q", "work", [{ kind: "extend", ref: m1!, until: Date.now() + 60_000 }]),
+        poster.post("q", "work", [{ kind: "nack", ref: { ...m2!, lease: m2!.lease + 1 }, delayMs: 0, release: false, deadLetter: false }]),
+      ]);
+      // Posted in one turn: one file.
+      expect(await driver.list(sharedInboxDir("q", "work"))).toHaveLength(1);
+      await eventually(() => c.stats.inFlight === 2);
+      const again = await c.poll({ max: 3, timeoutMs: 0 });
+      expect(again.map((m) => [m.data, m.deliveries])).toEqual([["m0", 2]]);
+      // m2's lease runs out (the wrong-lease nack did nothing), m1's was extended.
+      await sleep(leasedAt + 1700 - Date.now());
+      const later = await c.poll({ max: 3, timeoutMs: 0 });
+      expect(later.map((m) => m.data)).toEqual(["m2"]);
+      expect(c.stats.inFlight).toBe(3);
     });
   });
 }

@@ -110,6 +110,12 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   const shared = new Set<string>();
   /** Messages a worker got whose ack was answered 5xx (it may have been written): delivered, but never acked for sure. */
   const ambiguous = new Set<string>();
+  /** Every lease the shared consumers got, by position ("p<k>:<part>.<offset>"): what came, from where, and how its ack was answered. */
+  const leases = new Map<string, string[]>();
+  const noteLease = (token: string, note: string) => {
+    const at = token.split(".").slice(0, 2).join(".");
+    leases.set(at, [...(leases.get(at) ?? []), note]);
+  };
   const counts = { retries: 0, orderedErrors: 0, fencedAnswers: 0, ambiguousAcks: 0, statuses: {} as Record<string, number> };
   const json = { "content-type": "application/json" };
 
@@ -188,7 +194,13 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       }
       const body = (await res.json()) as { messages: { data: string; lease: string }[] };
       if (body.messages.length === 0) continue;
-      const ack = await call(`${url}/api/v1/queues/${queue}/consumers/work/ack`, { method: "POST", body: JSON.stringify({ leases: body.messages.map((m) => m.lease) }), headers: json }, 3000);
+      for (const m of body.messages) noteLease(m.lease, `${m.data} leased ${m.lease.split(".")[2]} from i${instance} at ${Date.now() - startedAt} ms`);
+      // Acked where it was leased, or (one time in three) on another instance, as a load
+      // balancer would send it: an ack is taken anywhere (through the partition's ack inbox).
+      const acker = Math.random() < 1 / 3 ? (instance + 1 + Math.floor(Math.random() * (instances.length - 1))) % instances.length : instance;
+      const ack = await call(`${instances[acker]!.url}/api/v1/queues/${queue}/consumers/work/ack`, { method: "POST", body: JSON.stringify({ leases: body.messages.map((m) => m.lease) }), headers: json }, 3000);
+      const answered = ack ? `${ack.status}` : "no answer";
+      for (const m of body.messages) noteLease(m.lease, `ack of ${m.lease.split(".")[2]} at i${acker}: ${answered}`);
       // Unanswered (the instance was killed or paused): the ack may have landed before, so the
       // messages may never come again, yet they did reach this consumer: delivered.
       if (!ack) {
@@ -211,12 +223,14 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       const { errors } = (await ack.json()) as { errors: { lease: string; code: string }[] };
       const refused = new Map(errors.map((e) => [e.lease, e.code]));
       for (const m of body.messages) {
+        if (refused.has(m.lease)) noteLease(m.lease, `  refused: ${refused.get(m.lease)}`);
         if (!refused.has(m.lease)) shared.add(m.data);
         else if (refused.get(m.lease) === "E_IO") ambiguous.add(m.data);
       }
     }
   };
 
+  const startedAt = Date.now();
   const producers = instances.flatMap((_, i) => Array.from({ length: options.producers }, (_, l) => producer(i, l)));
   const consumers = instances.flatMap((_, i) => [orderedConsumer(i), sharedConsumer(i)]);
   const expected = () => [...acked].flatMap(([key, numbers]) => numbers.map((n) => `${key}:${n}`));
@@ -228,6 +242,8 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     expected,
     missingOrdered: () => expected().filter((m) => !ordered.get(m.split(":")[0]!)?.includes(Number(m.split(":")[1]))),
     missingShared: () => expected().filter((m) => !shared.has(m) && !ambiguous.has(m)),
+    /** What the shared consumers got at a position ("p<k>:<part>.<offset>"), to tell why a message is missing. */
+    leasesAt: (at: string) => leases.get(at) ?? [],
     /** Messages the shared consumer delivered only with an ack answered 5xx (never acked for sure, never handed out again). */
     onlyAmbiguous: () => expected().filter((m) => !shared.has(m) && ambiguous.has(m)),
     /**

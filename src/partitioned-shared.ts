@@ -103,15 +103,22 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
       if (slot) held.set(slot.item, [...(held.get(slot.item) ?? []), i]);
       else elsewhere.set(ref.partition, [...(elsewhere.get(ref.partition) ?? []), i]);
     });
+    const post = async (partition: number, indexes: number[]) => {
+      const posted = this.#inbox.post(partitionName(this.queue, partition), this.name, indexes.map((i) => ({ kind: "ack", ref: refs[i]! })));
+      await posted.then(
+        () => indexes.forEach((i) => (errors[i] = undefined)),
+        (error: Error) => indexes.forEach((i) => (errors[i] = error)),
+      );
+    };
     await Promise.all([
       ...[...held].map(async ([shared, indexes]) => {
         const settled = await shared.ackAll(indexes.map((i) => refs[i]!)).catch((error: Error) => indexes.map(() => error));
         indexes.forEach((i, k) => (errors[i] = settled[k]));
+        // Let go meanwhile (a hand-over closed it): its next holder takes them.
+        const closed = indexes.filter((i) => VQueueError.isError(errors[i]) && (errors[i] as VQueueError).code === "E_CLOSED");
+        if (closed.length > 0) await post(refs[closed[0]!]!.partition, closed);
       }),
-      ...[...elsewhere].map(async ([partition, indexes]) => {
-        const posted = this.#inbox.post(partitionName(this.queue, partition), this.name, indexes.map((i) => ({ kind: "ack", ref: refs[i]! })));
-        await posted.catch((error: Error) => indexes.forEach((i) => (errors[i] = error)));
-      }),
+      ...[...elsewhere].map(([partition, indexes]) => post(partition, indexes)),
     ]);
     return errors;
   }

@@ -26,7 +26,16 @@ const INSTANCES = 3;
 const TARGETS = { vsStreams: 2, manyVsOne: 1 };
 const SYSTEMS = ["streams", "cluster", "fs-many", "fs-one"] as const;
 /** VQ_BENCH_INSTANCES=fs-many,fs-one measures only those (a quick look at one comparison). */
-const PICKED: readonly string[] = process.env.VQ_BENCH_INSTANCES?.split(",") ?? SYSTEMS;
+const PICKED: readonly string[] = pickedSystems(process.env.VQ_BENCH_INSTANCES);
+
+/** The systems a `VQ_BENCH_INSTANCES` value names: a name that is none of them stops the bench, saying which are. */
+function pickedSystems(value: string | undefined): readonly string[] {
+  if (value === undefined) return SYSTEMS;
+  const names = value.split(",").map((name) => name.trim()).filter(Boolean);
+  const unknown = names.filter((name) => !(SYSTEMS as readonly string[]).includes(name));
+  if (names.length === 0 || unknown.length > 0) throw new Error(`VQ_BENCH_INSTANCES=${JSON.stringify(value)}: ${unknown.length > 0 ? `unknown ${unknown.join(", ")}` : "names nothing"}; use a comma-separated list of ${SYSTEMS.join(", ")}.`);
+  return names;
+}
 
 interface Entry {
   key: (typeof SYSTEMS)[number];

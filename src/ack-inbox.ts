@@ -1,5 +1,5 @@
 import { crc32Ascii } from "./crc32";
-import type { QueueDriver } from "./driver";
+import type { DriverLock, QueueDriver } from "./driver";
 import type { QueueProblem } from "./errors";
 import { sharedInboxDir } from "./paths";
 import { line, messageKey, type MessageKey } from "./shared-state";
@@ -49,7 +49,9 @@ function lineOf(item: InboxPost): string {
   if (item.kind === "ack") return line(`A;${head}`);
   if (item.kind === "extend") return line(`E;${head}${item.until};`);
   const flag = item.release ? "r" : item.deadLetter ? "d" : "-";
-  return line(`N;${head}${item.delayMs};${flag};${encodeURIComponent(item.error ?? "")};`);
+  // A lone surrogate (a text cut in the middle of a pair) is no URI component: replaced.
+  const error = (item.error ?? "").replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+  return line(`N;${head}${item.delayMs};${flag};${encodeURIComponent(error)};`);
 }
 
 function parseLine(fields: string): InboxItem | undefined {
@@ -78,6 +80,8 @@ function parseLine(fields: string): InboxItem | undefined {
 export class InboxPoster {
   readonly #pending = new Map<string, { queue: string; consumer: string; lines: string[]; done: Promise<void> }>();
   #seq = 0;
+  /** Inbox directories made (and synced into the base directory) by this poster. */
+  readonly #made = new Set<string>();
 
   constructor(
     private readonly driver: QueueDriver,
@@ -88,21 +92,25 @@ export class InboxPoster {
   /** Resolves once the items are stored (fsync'd with `sync`). */
   post(queue: string, consumer: string, items: readonly InboxPost[]): Promise<void> {
     const dir = sharedInboxDir(queue, consumer);
+    const lines = items.map(lineOf);
     let batch = this.#pending.get(dir);
     if (!batch) {
-      const lines: string[] = [];
+      const batchLines: string[] = [];
       const done = new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() => {
         this.#pending.delete(dir);
-        return this.#write(dir, lines.join(""));
+        return this.#write(dir, batchLines.join(""));
       });
-      this.#pending.set(dir, (batch = { queue, consumer, lines, done }));
+      this.#pending.set(dir, (batch = { queue, consumer, lines: batchLines, done }));
     }
-    batch.lines.push(...items.map(lineOf));
+    batch.lines.push(...lines);
     return batch.done;
   }
 
   async #write(dir: string, body: string): Promise<void> {
     await this.driver.mkdir(dir);
+    // The directory's own entry, once: a crash must not take a stored ack with a new directory.
+    if (this.sync && !this.#made.has(dir)) await this.driver.syncDir?.("");
+    this.#made.add(dir);
     await writeWhole(this.driver, `${dir}/${this.from}-${++this.#seq}`, new TextEncoder().encode(body), this.sync);
     if (this.sync) await this.driver.syncDir?.(dir);
   }
@@ -135,7 +143,11 @@ export async function readInbox(driver: QueueDriver, queue: string, consumer: st
   return { files, items };
 }
 
-/** Removes inbox files whose items are applied (each written once and never changed: nothing newer is lost). */
-export async function clearInbox(driver: QueueDriver, files: readonly string[]): Promise<void> {
-  for (const path of files) await driver.remove(path);
+/**
+ * Removes inbox files whose items are applied (each written once and never changed: nothing
+ * newer is lost); `fence`, the holder's lock: a stale holder is refused (`E_FENCED`) before it
+ * removes what its successor has not read.
+ */
+export async function clearInbox(driver: QueueDriver, files: readonly string[], fence?: DriverLock): Promise<void> {
+  for (const path of files) await driver.remove(path, fence);
 }

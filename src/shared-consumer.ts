@@ -276,6 +276,7 @@ export class SharedConsumer {
         return this.#ack(entry);
       }
       if (isBelow(key, this.#floor) || this.#ackedBefore(ref, key)) return Promise.resolve();
+      if (this.#handedOutBefore(ref.part, ref.offset, key)) return this.#ackAhead([key]);
       throw this.#notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
@@ -291,6 +292,8 @@ export class SharedConsumer {
     const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
     const entries = new Set<WindowEntry>();
     const waits: Promise<unknown>[] = [];
+    /** Handed out before (by an earlier holder), not read here yet: index of each ref. */
+    const ahead = new Map<string, number[]>();
     refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
@@ -298,8 +301,12 @@ export class SharedConsumer {
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor) && !this.#ackedBefore(ref, key)) errors[i] = this.#notHandedOut(key);
+      else if (!isBelow(key, this.#floor) && !this.#ackedBefore(ref, key)) {
+        if (this.#handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
+        else errors[i] = this.#notHandedOut(key);
+      }
     });
+    if (ahead.size > 0) waits.push(this.#ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
       waits.push(this.#ackEntries([...entries]).catch((error: Error) => refs.forEach((ref, i) => entries.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error))));
@@ -414,23 +421,32 @@ export class SharedConsumer {
         if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
         // Moving to the dead-letter queue (until Infinity): acked by that move.
         else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
-      } else if (!this.#ackedBefore(ref, ref.key) && (this.#loaded.deliveries.has(ref.key) || startsBelow(ref.part, ref.offset, this.#mark))) {
-        // Not read by the head yet: acknowledged as a restart's loaded acks are (#take passes it).
-        ahead.add(ref.key);
-      }
+      } else if (!this.#ackedBefore(ref, ref.key) && this.#handedOutBefore(ref.part, ref.offset, ref.key)) ahead.add(ref.key);
     }
     if (entries.size > 0) waits.push(this.#ackEntries([...entries]));
-    if (ahead.size > 0) {
-      for (const key of ahead) this.#loaded.acked.add(key);
-      const written = this.#commits.add([...ahead].map(ackLine).join(""));
-      // Not written: the inbox keeps them, and the next check tries again.
-      waits.push(written.catch((error: unknown) => {
-        for (const key of ahead) this.#loaded.acked.delete(key);
-        throw error;
-      }));
-    }
+    // Not written: the inbox keeps them, and the next check tries again.
+    if (ahead.size > 0) waits.push(this.#ackAhead([...ahead]));
     await Promise.all(waits);
-    await clearInbox(this.options.driver, files);
+    // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
+    await clearInbox(this.options.driver, files, this.#inner.lock);
+  }
+
+  /** Whether the message at `part`/`offset`, not in the window, was handed out (by this or an earlier holder). */
+  #handedOutBefore(part: number, offset: number, key: string): boolean {
+    return this.#loaded.deliveries.has(key) || startsBelow(part, offset, this.#mark);
+  }
+
+  /**
+   * Acknowledges messages the head has not read yet, handed out before (an earlier holder's
+   * leases): as a restart's loaded acks are (#take passes them), with their lines written.
+   */
+  #ackAhead(keys: string[]): Promise<void> {
+    const fresh = keys.filter((key) => !this.#loaded.acked.has(key));
+    for (const key of fresh) this.#loaded.acked.add(key);
+    return this.#commits.add(keys.map(ackLine).join("")).catch((error: unknown) => {
+      for (const key of fresh) this.#loaded.acked.delete(key);
+      throw error;
+    });
   }
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
@@ -455,7 +471,8 @@ export class SharedConsumer {
       let moved = false;
       for (const entry of scan.available) {
         if (room <= 0) break;
-        if (failed.has(entry)) continue;
+        // Acked meanwhile (an ack, or the inbox, while a dead letter was being moved): not handed out.
+        if (failed.has(entry) || entry.state === "acked" || entry.message === undefined) continue;
         // Back from a lease that ran out: that is its last failure.
         if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
         // Counted before a restart, the error given then is not kept: say so rather than nothing.

@@ -74,8 +74,10 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const leased = await first.poll({ max: 4, leaseMs: 60_000 });
       // Closed with its leases running (its instance lost the partition): they would all come again.
       await first.close();
-      await postAcks(driver, leased.slice(0, 3), true);
+      await postAcks(driver, leased.slice(0, 2), true);
       const next = await shared(driver);
+      // An ack of the earlier holder's lease reaching the new holder itself, before it read that far, is taken too.
+      expect(await next.ackAll([leased[2]!])).toEqual([undefined]);
       const again = await next.poll({ max: 10, timeoutMs: 0 });
       expect(again.map((m) => [m.data, m.deliveries])).toEqual([["m3", 2]]);
       await next.ack(again[0]!);
@@ -94,7 +96,7 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const [m0, m1, m2] = await c.poll({ max: 3, leaseMs: 1500 });
       const poster = new InboxPoster(driver, "other1", false);
       await Promise.all([
-        poster.post("q", "work", [{ kind: "nack", ref: m0!, delayMs: 0, release: false, deadLetter: false, error: "failed; elsewhere" }]),
+        poster.post("q", "work", [{ kind: "nack", ref: m0!, delayMs: 0, release: false, deadLetter: false, error: "failed; elsewhere 🚀".slice(0, -1) }]),
         poster.post("q", "work", [{ kind: "extend", ref: m1!, until: Date.now() + 60_000 }]),
         poster.post("q", "work", [{ kind: "nack", ref: { ...m2!, lease: m2!.lease + 1 }, delayMs: 0, release: false, deadLetter: false }]),
       ]);

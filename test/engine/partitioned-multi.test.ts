@@ -72,7 +72,9 @@ describe("partitioned queues across processes", () => {
     await declarePartitions(fsDriver({ dir }), "orders", P);
     const victim = worker("writer", dir, "v", 60_000);
     await victim.waitFor((line) => line.startsWith("ack ") && Number(line.split(" ")[1]!.split(":")[2]) > 30);
-    const survivor = worker("writer", dir, "s", 2500);
+    // Long enough after the kill to take the victim's partitions and write to them, on a loaded
+    // machine too (with 2.5 s a CI run's last 40 acks named only 2 of the 4 partitions).
+    const survivor = worker("writer", dir, "s", 4000);
     await survivor.waitFor((line) => line.startsWith("ack "));
     victim.process.kill("SIGKILL");
     await victim.exited;

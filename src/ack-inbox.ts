@@ -11,7 +11,8 @@ import { writeWhole } from "./write-whole";
  * or the request reached another instance (Nitro's `node-cluster` hands each connection to any
  * worker). That instance writes them, durably, into the consumer's inbox, a directory of small
  * files (`Q_info_wanta_C/<instance>-<seq>`), each written whole once and never changed. The
- * holder reads the inbox when it opens and every `INBOX_CHECK_MS`, applies what it finds
+ * holder reads the inbox when it opens, every `INBOX_CHECK_MS`, and before a lease that ran out
+ * goes out again (an ack or extend posted in time counts), applies what it finds
  * (shared-consumer.ts), and removes a file once its acks are in its journal: a crash in between
  * applies them again, which changes nothing. Lines, each with the CRC-32 of what precedes it:
  * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged;
@@ -78,7 +79,7 @@ function parseLine(fields: string): InboxItem | undefined {
  * to one consumer go in one file (a batch of nacks, say, is one write).
  */
 export class InboxPoster {
-  readonly #pending = new Map<string, { queue: string; consumer: string; lines: string[]; done: Promise<void> }>();
+  readonly #pending = new Map<string, { lines: string[]; done: Promise<void> }>();
   #seq = 0;
   /** Inbox directories made (and synced into the base directory) by this poster. */
   readonly #made = new Set<string>();
@@ -100,7 +101,7 @@ export class InboxPoster {
         this.#pending.delete(dir);
         return this.#write(dir, batchLines.join(""));
       });
-      this.#pending.set(dir, (batch = { queue, consumer, lines: batchLines, done }));
+      this.#pending.set(dir, (batch = { lines: batchLines, done }));
     }
     batch.lines.push(...lines);
     return batch.done;

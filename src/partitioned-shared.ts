@@ -135,7 +135,8 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
 
   /**
    * Keeps a lease longer (see `SharedConsumer.extend`). One of a partition held elsewhere goes
-   * through its inbox: the holder applies it within about `INBOX_CHECK_MS` if the lease still runs.
+   * through its inbox: the holder applies it within about `INBOX_CHECK_MS`, or before the message
+   * would go out again, while the lease is not handed out again.
    */
   async extend(ref: PartitionedLeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
     const shared = this.#heldFor(ref);

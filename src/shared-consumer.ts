@@ -139,6 +139,10 @@ export class SharedConsumer {
   #deadLettered = 0;
   #inboxTimer: ReturnType<typeof setTimeout> | undefined;
   #inboxCheck: Promise<void> | undefined;
+  /** When the last inbox read began: a lease that ran out after it may have an ack or extend there not read yet. */
+  #inboxReadAt = 0;
+  /** A poll found such a lease: the inbox is read before it goes out again. */
+  #inboxWanted = false;
 
   private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -252,6 +256,10 @@ export class SharedConsumer {
       // exclusive section, so that concurrent polls share one journal write (and fsync).
       await counted;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
+      if (this.#inboxWanted) {
+        await this.#inboxNow();
+        continue;
+      }
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
       await this.#wait(remaining, signal);
@@ -321,7 +329,10 @@ export class SharedConsumer {
     const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
-    const entry = this.#leased(ref, "nack");
+    return this.#nack(this.#leased(ref, "nack"), { delayMs, error, deadLetter, release });
+  }
+
+  async #nack(entry: WindowEntry, { delayMs = 0, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
     if (release) entry.deliveries = Math.max(0, entry.deliveries - 1);
     else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
@@ -396,6 +407,13 @@ export class SharedConsumer {
     return this.#inboxCheck;
   }
 
+  /** Reads the inbox now (or waits for the read under way). */
+  #inboxNow(): Promise<void> {
+    if (this.#inboxCheck) return this.#inboxCheck;
+    clearTimeout(this.#inboxTimer);
+    return this.#checkInbox();
+  }
+
   /**
    * What other instances took for this consumer (ack-inbox.ts). An ack of a message this or an
    * earlier holder handed out is taken whoever holds it now (the work is done); one of a message
@@ -403,6 +421,8 @@ export class SharedConsumer {
    * is still running here. Written, then the files go.
    */
   async #applyInbox(): Promise<void> {
+    this.#inboxReadAt = Date.now();
+    this.#inboxWanted = false;
     const { files, items } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
     if (files.length === 0 || this.#closed) return;
     const entries = new Set<WindowEntry>();
@@ -412,11 +432,13 @@ export class SharedConsumer {
       const { ref } = item;
       if (isBelow(ref.key, this.#floor)) continue;
       const entry = this.#window.get(ref.key);
+      // A lease that ran out while the item waited here, and did not go out again since, is still
+      // the worker's: its nack or extend counts (posted in time, read late).
+      const running = entry?.state === "leased" && entry.lease === ref.lease && entry.until !== Infinity;
       if (item.kind === "nack") {
-        waits.push(this.nack(ref, item).catch(() => {})); // not a running lease here: nothing to give back
+        if (running) waits.push(this.#nack(entry, { ...item, delayMs: Math.min(item.delayMs, MAX_LEASE_MS) }).catch(() => {})); // moved meanwhile: nothing to give back
       } else if (item.kind === "extend") {
-        const now = Date.now();
-        if (entry?.state === "leased" && entry.lease === ref.lease && entry.until > now && entry.until !== Infinity) entry.until = Math.min(Math.max(entry.until, item.until), now + MAX_LEASE_MS);
+        if (running) entry.until = Math.min(Math.max(entry.until, item.until), Date.now() + MAX_LEASE_MS);
       } else if (entry) {
         if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
         // Moving to the dead-letter queue (until Infinity): acked by that move.
@@ -473,6 +495,13 @@ export class SharedConsumer {
         if (room <= 0) break;
         // Acked meanwhile (an ack, or the inbox, while a dead letter was being moved): not handed out.
         if (failed.has(entry) || entry.state === "acked" || entry.message === undefined) continue;
+        // Ran out since the inbox was last read: an ack or extend taken in time by another
+        // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
+        if (entry.state === "leased" && entry.until > this.#inboxReadAt) {
+          this.#inboxWanted = true;
+          if (out.length === 0) return { leased: [], counted: Promise.resolve() };
+          continue;
+        }
         // Back from a lease that ran out: that is its last failure.
         if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
         // Counted before a restart, the error given then is not kept: say so rather than nothing.

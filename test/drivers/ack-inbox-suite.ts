@@ -111,5 +111,24 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       expect(later.map((m) => m.data)).toEqual(["m2"]);
       expect(c.stats.inFlight).toBe(3);
     });
+
+    it("reads the inbox before a lease that ran out goes out again: an extend, ack or nack posted in time counts", async () => {
+      const { driver } = await setup();
+      await filled(driver, 4);
+      const c = await shared(driver);
+      // The open read the inbox; the next timed read is INBOX_CHECK_MS later, after these leases ran out.
+      const [m0, m1, m2] = await c.poll({ max: 3, leaseMs: 100 });
+      const poster = new InboxPoster(driver, "other1", false);
+      await Promise.all([
+        poster.post("q", "work", [{ kind: "extend", ref: m0!, until: Date.now() + 60_000 }]),
+        poster.post("q", "work", [{ kind: "ack", ref: m1! }]),
+        poster.post("q", "work", [{ kind: "nack", ref: m2!, delayMs: 60_000, release: false, deadLetter: false, error: "later" }]),
+      ]);
+      await sleep(150);
+      // Extended, acknowledged, put off: none comes again; the one never handed out does.
+      const again = await c.poll({ max: 4, timeoutMs: 0 });
+      expect(again.map((m) => m.data)).toEqual(["m3"]);
+      expect(c.stats).toMatchObject({ inFlight: 2, waiting: 1, redelivered: 0 });
+    });
   });
 }

@@ -1,3 +1,4 @@
+// Over 300 lines: one benchmark and its baselines in one run, so that they share the machine's moment.
 /**
  * The HTTP benchmark of issue 3, in one run beside its baselines:
  * - a bare `node:http` server answering "ok" (the ceiling for one request, same client);

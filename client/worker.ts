@@ -1,3 +1,5 @@
+// Over 300 lines: one worker loop (lease, run handlers concurrently, ack, nack with backoff, extend
+// long handlers, retry the network) whose parts share its state; split, each would need all of it.
 import { sleep } from "./sleep";
 import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptions } from "./shared";

@@ -1,3 +1,5 @@
+// Over 300 lines: one class that samples every queue and consumer within a time budget and keeps
+// their short histories; its sample shapes are the dashboard's and /metrics' inputs, kept beside it.
 import { comparePositions, type ConsumerPosition } from "../src/cursor";
 import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
 import { forEachLimited, listStorage, queueOverview, type QueueOverview } from "../src/overview";

@@ -1,3 +1,5 @@
+// Over 300 lines: the server's options in one place, as the brief asks: their types with docs,
+// the defaults, and the checks that say what was wrong (one resolver, so nothing defaults twice).
 import { defu } from "defu";
 import { resolveCors, type CorsOptions } from "./cors";
 import type { QueueAppLogger } from "./log";

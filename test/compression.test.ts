@@ -1,3 +1,4 @@
+// Over 300 lines: compression end to end (v3 parts, dictionaries, the crate's reader) with shared fixtures.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";

@@ -1,3 +1,4 @@
+// Over 300 lines: one suite every driver file runs by one call.
 // Shared consumers (src/shared-consumer.ts) on every driver: leases, acks, nacks, dead
 // letters, restarts, kinds, bounds and the crate-format floor.
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,3 +1,5 @@
+// Over 300 lines: the engine's partitioned-queue tests (writers, both consumer kinds, hand-overs)
+// share their fixtures; the multi-process ones live in partitioned-multi.test.ts.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";

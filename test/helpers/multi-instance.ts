@@ -1,3 +1,5 @@
+// Over 300 lines: the chaos harness (instances, traffic, the chaos loop, the checks) shared by
+// the fs and Redis Cluster runs; its parts share the run's bookkeeping.
 /**
  * The harness of the many-instances chaos tests (test/multi-instance.test.ts on one directory,
  * test/redis-cluster-instances.test.ts on a Redis Cluster): `v-queue serve` processes of the

@@ -1,3 +1,4 @@
+// Over 300 lines: the HTTP tests of partitioned queues, one server per test, sharing their helpers.
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";

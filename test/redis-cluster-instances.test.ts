@@ -130,6 +130,20 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       if (missing.length > 0) console.log(`[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing.slice(0, 40).map((m) => `${m} (${stored.get(m) ?? "not in storage"})`).join(", ")}`);
       if (consumer === "shared") for (const m of missing.slice(0, 5)) console.log(`[redis-cluster-instances] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
     }
+    // A message never handed out: who handed out its neighbours (one holder's read, or a hand-over
+    // between them?), and the partition's shared-consumer files as they are now.
+    for (const m of missingShared.slice(0, 2)) {
+      const at = /^p(\d+) (\d+):\d+ #(\d+)/.exec(stored.get(m) ?? "");
+      if (!at) continue;
+      const [, partition, part, seq] = at.map(Number) as [number, number, number, number];
+      const near = [...stored.values()].filter((where) => where.startsWith(`p${partition} ${part}:`) && Math.abs(Number(where.split("#")[1]) - seq) <= 6).sort((a, b) => Number(a.split("#")[1]) - Number(b.split("#")[1]));
+      for (const where of near) console.log(`[redis-cluster-instances]   ${where}: ${traffic.leasesAt(positionOf(where)).join(" | ") || "none"}`);
+      const name = `${QUEUE}.p${partition}`;
+      for (const path of [`${name}_info_pop_work`, `${name}_info_shared_work`, `${name}_info_shlog_work`]) {
+        const bytes = await driver!.readRecord(path);
+        console.log(`[redis-cluster-instances]   ${path}: ${bytes ? JSON.stringify(new TextDecoder().decode(bytes).slice(0, 1500)) : "missing"}`);
+      }
+    }
     expect(misnumbered).toEqual([]);
     expect(failover).not.toBe("");
     expect(kills).toBeGreaterThan(0);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
+import { createServer } from "node:net";
 import { freePort } from "./net";
 import { launchRedis, terminate } from "./redis";
 
@@ -51,9 +52,19 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     launchRedis(node.port, node.dir, ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", String(nodeTimeout), "--appendfsync", "everysec", "--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0"]);
   try {
     for (let i = 0; i < masters * 2; i++) {
-      const node: RedisClusterNode = { port: await freePort(), dir: join(root, `node-${i}`), child: undefined };
+      const node: RedisClusterNode = { port: 0, dir: join(root, `node-${i}`), child: undefined };
       await mkdir(node.dir, { recursive: true });
-      node.child = await launchNode(node);
+      // A node also listens on port + 10000 (the cluster bus), which another program (another
+      // suite's servers, run at once) may hold: tried again on other ports.
+      for (let attempt = 1; ; attempt++) {
+        node.port = await freeBusPort();
+        try {
+          node.child = await launchNode(node);
+          break;
+        } catch (error) {
+          if (attempt >= 5 || !String(error).includes("Address already in use")) throw error;
+        }
+      }
       nodes.push(node);
     }
     await run("redis-cli", ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"]);
@@ -147,5 +158,21 @@ function run(command: string, args: string[]): Promise<string> {
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));
     child.once("error", reject);
     child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(" ")} exited with ${code}:\n${out}`))));
+  });
+}
+
+/** A free loopback port whose cluster-bus port (+10000) is free too, as far as can be told before binding. */
+async function freeBusPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10_000 <= 65_535 && (await isFree(port + 10_000))) return port;
+  }
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }

@@ -182,6 +182,10 @@ export class PartitionFan<T, M, P> {
           this.set.drop(slot);
           return [];
         }
+        // Others' messages are taken already (a shared consumer's are leased and counted):
+        // answered, not dropped for nobody until their lease runs out. The failure shows at
+        // this partition's next turn.
+        if (out.length > 0) return [];
         throw error;
       });
       if (messages.length === 0) continue;

@@ -23,6 +23,12 @@ const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 /** At most one directory listing a second looks for parts that a dead writer's queue line does not name. */
 const DIR_CHECK_MS = 1000;
 
+/** What a read took: `out`, of which the first `passed` are behind the reader's position. */
+interface Taken {
+  out: Message[];
+  passed: number;
+}
+
 export interface PartReaderOptions {
   onProblem: (problem: QueueProblem) => void;
   readChunkBytes: number;
@@ -106,10 +112,24 @@ export class PartReader {
 
   /** The next records, oldest first, up to `max` or `maxBytes` (at least one); [] when nothing new is known. */
   async read(max: number, maxBytes: number, decode: boolean): Promise<Message[]> {
-    const out: Message[] = [];
+    const taken: Taken = { out: [], passed: 0 };
+    try {
+      await this.#readInto(taken, max, maxBytes, decode);
+    } catch (error) {
+      // The position is past the first `passed` already: a failure while looking for more (the
+      // storage down, say) must not take them with it, or nobody would ever get them. Those of
+      // a scan cut short are read again.
+      if (taken.passed === 0) throw error;
+      taken.out.length = taken.passed;
+    }
+    return taken.out;
+  }
+
+  async #readInto(taken: Taken, max: number, maxBytes: number, decode: boolean): Promise<void> {
+    const { out } = taken;
     let bytes = 0;
     for (;;) {
-      if (this.#read.position >= this.#limit && !(this.localEdge() ?? (await this.refresh()))) return out;
+      if (this.#read.position >= this.#limit && !(this.localEdge() ?? (await this.refresh()))) return;
       const part = this.#read.part;
       let count = this.#read.count;
       // With no writer left, a damaged end of the part may be a torn write: stop before it.
@@ -160,11 +180,12 @@ export class PartReader {
       );
       if (tailAt !== undefined) {
         await this.#holdAtTail(part, tailAt, count);
-        return out;
+        return;
       }
       if (skips.length > 0 && !(await listParts(this.#driver, this.#queue)).includes(part)) {
         // Not damage: retention deleted the part under this reader (unstorage drops its chunks). On from the next part.
         this.#read = { part, position: skips[0]![0], count };
+        taken.passed = out.length;
         this.#limit = this.#read.position;
         this.#finished = true;
         continue;
@@ -172,6 +193,7 @@ export class PartReader {
       for (const [offset, skipped] of skips) this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
       if (needDecoder !== undefined) {
         this.#read = { part, position: needDecoder, count };
+        taken.passed = out.length;
         const opened = await PartDecoder.open(this.#driver, this.#queue, part, this.#options.zstd);
         if (!opened.dictionary && !(await listParts(this.#driver, this.#queue)).includes(part)) {
           // Retention deleted the part, its dictionary with it, before this reader needed it: missed, not damage.
@@ -183,8 +205,9 @@ export class PartReader {
         continue;
       }
       this.#read = { part, position: result.next, count };
+      taken.passed = out.length;
       // With room left, go on: the part may have grown, or the next part may hold more.
-      if (result.stopped) return out;
+      if (result.stopped) return;
     }
   }
 

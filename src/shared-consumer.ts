@@ -534,7 +534,14 @@ export class SharedConsumer {
       if (moved && room > 0) continue;
       const space = Math.min(room, this.options.maxAckWindow - this.#window.size);
       if (space <= 0 || this.#closed) break;
-      const batch = await this.#inner.read({ max: space });
+      let batch: Message[];
+      try {
+        batch = await this.#inner.read({ max: space });
+      } catch (error) {
+        // Those leased above go out (they are counted below); the failure shows at the next poll.
+        if (out.length > 0) break;
+        throw error;
+      }
       if (batch.length === 0) break;
       let anyAcked = false;
       const loaded = this.#loaded;

@@ -54,7 +54,8 @@ describe("several instances on one directory, a partitioned queue", () => {
     expectKeysInOrder(traffic.ordered);
 
     // Every record of every partition reads back with a good CRC.
-    const { problems, records, misnumbered } = await readAllRecords(driver, QUEUE, PARTITIONS);
+    const { problems, records, misnumbered, duplicates } = await readAllRecords(driver, QUEUE, PARTITIONS);
+    if (duplicates.length > 0) console.log(`[multi-instance] stored twice (${duplicates.length}): ${duplicates.slice(0, 20).join(" | ")}`);
     expect(misnumbered).toEqual([]);
     expect(problems.filter((p) => p.code !== "TORN_TAIL" && p.code !== "NO_INDEX")).toEqual([]);
     // Idempotency keys kept retries from writing twice: exactly the messages acknowledged.

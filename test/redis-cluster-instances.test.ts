@@ -114,7 +114,8 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
         `${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, ${ambiguousAcks} acks answered 5xx (${traffic.onlyAmbiguous().length} messages delivered only so)`,
     );
     // Every record of every partition reads back through the redis driver with a good CRC.
-    const { problems, records, stored, misnumbered } = await readAllRecords(driver, QUEUE, PARTITIONS);
+    const { problems, records, stored, misnumbered, duplicates } = await readAllRecords(driver, QUEUE, PARTITIONS);
+    if (duplicates.length > 0) console.log(`[redis-cluster-instances] stored twice (${duplicates.length}): ${duplicates.slice(0, 20).join(" | ")}`);
     // A lost message is named, with where it is missing: in the storage (a write acknowledged but
     // lost, e.g. with a failover) or only at a consumer (a delivery bug).
     const missingOrdered = traffic.missingOrdered();

@@ -349,12 +349,14 @@ export function expectKeysInOrder(ordered: Map<string, number[]>): void {
 }
 
 /** Reads every record of every partition back (CRC checked): the problems found, the records read and their texts. */
-export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string>; misnumbered: string[] }> {
+export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string>; misnumbered: string[]; duplicates: string[] }> {
   const problems: QueueProblem[] = [];
   /** Each text stored, and where: `p<partition> <part>:<offset> #<seq>`. */
   const stored = new Map<string, string>();
   /** Records whose number is not the one after the previous record's in their part (each part counts 1, 2, 3...). */
   const misnumbered: string[] = [];
+  /** Texts stored more than once (a retry written again: its idempotency key did not hold), with both places. */
+  const duplicates: string[] = [];
   let records = 0;
   for (let p = 0; p < partitions; p++) {
     let from: string | undefined = "earliest";
@@ -363,7 +365,9 @@ export async function readAllRecords(driver: QueueDriver, queue: string, partiti
       const page = await browseMessages(driver, partitionName(queue, p), { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
       records += page.messages.length;
       for (const m of page.messages) {
-        stored.set(String(m.data), `p${p} ${m.part}:${m.offset} #${m.seq}`);
+        const where = `p${p} ${m.part}:${m.offset} #${m.seq}`;
+        if (stored.has(String(m.data))) duplicates.push(`${String(m.data)} at ${stored.get(String(m.data))} and ${where}`);
+        stored.set(String(m.data), where);
         const expected = last?.part === m.part ? last.seq + 1 : 1;
         if (m.seq !== expected) misnumbered.push(`p${p} ${m.part}:${m.offset} #${m.seq} (expected #${expected})`);
         last = { part: m.part, seq: m.seq };
@@ -371,7 +375,7 @@ export async function readAllRecords(driver: QueueDriver, queue: string, partiti
       from = page.next ?? undefined;
     }
   }
-  return { problems, records, stored, misnumbered };
+  return { problems, records, stored, misnumbered, duplicates };
 }
 
 /** The letters in every partition's dead-letter queue (`<queue>.p<k>.dead`), as their JSON text. */

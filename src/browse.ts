@@ -74,7 +74,8 @@ export async function browseMessages(driver: QueueDriver, queue: string, options
   const reader = new PartReader(queue, BROWSER, driver, { onProblem, readChunkBytes: CONSUMER_DEFAULTS.readChunkBytes, zstd });
   try {
     await reader.openAt(start);
-    const messages = await reader.read(limit, maxBytes, !raw);
+    // No position to keep here: a failure fails the page (cut short, it would look like the end).
+    const messages = await reader.read(limit, maxBytes, !raw, false);
     const last = messages.at(-1);
     const full = messages.length >= limit || messages.reduce((sum, m) => sum + m.size, 0) >= maxBytes;
     // A full page says whether more is there now; a short one stopped at the end.

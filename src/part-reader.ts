@@ -110,12 +110,16 @@ export class PartReader {
     this.#finished = !this.#partFile; // a missing part reads as empty
   }
 
-  /** The next records, oldest first, up to `max` or `maxBytes` (at least one); [] when nothing new is known. */
-  async read(max: number, maxBytes: number, decode: boolean): Promise<Message[]> {
+  /**
+   * The next records, oldest first, up to `max` or `maxBytes` (at least one); [] when nothing new
+   * is known. `keepOnError` (a consumer's read): a failure after some were taken answers those.
+   */
+  async read(max: number, maxBytes: number, decode: boolean, keepOnError = true): Promise<Message[]> {
     const taken: Taken = { out: [], passed: 0 };
     try {
       await this.#readInto(taken, max, maxBytes, decode);
     } catch (error) {
+      if (!keepOnError) throw error;
       // The position is past the first `passed` already: a failure while looking for more (the
       // storage down, say) must not take them with it, or nobody would ever get them. Those of
       // a scan cut short are read again.

@@ -141,8 +141,6 @@ export class SharedConsumer {
   #inboxCheck: Promise<void> | undefined;
   /** When the last inbox read began: a lease that ran out after it may have an ack or extend there not read yet. */
   #inboxReadAt = 0;
-  /** A poll found such a lease: the inbox is read before it goes out again. */
-  #inboxWanted = false;
 
   private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -250,13 +248,16 @@ export class SharedConsumer {
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    // Once per poll: a lease that ran out since the inbox was last read waits for one read of it.
+    let inboxFirst = true;
     for (;;) {
-      const { leased: got, counted } = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes));
+      const { leased: got, counted, inbox } = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes, inboxFirst));
       // Counted before it goes out: a crash never forgets a delivery. Awaited out of the
       // exclusive section, so that concurrent polls share one journal write (and fsync).
       await counted;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
-      if (this.#inboxWanted) {
+      if (inbox) {
+        inboxFirst = false;
         await this.#inboxNow();
         continue;
       }
@@ -422,7 +423,6 @@ export class SharedConsumer {
    */
   async #applyInbox(): Promise<void> {
     this.#inboxReadAt = Date.now();
-    this.#inboxWanted = false;
     const { files, items } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
     if (files.length === 0 || this.#closed) return;
     const entries = new Set<WindowEntry>();
@@ -478,7 +478,7 @@ export class SharedConsumer {
   }
 
   /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
-  async #take(max: number, leaseMs: number, maxBytes: number): Promise<{ leased: LeasedMessage[]; counted: Promise<void> }> {
+  async #take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<{ leased: LeasedMessage[]; counted: Promise<void>; inbox?: true }> {
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
     let bytes = 0;
@@ -493,13 +493,12 @@ export class SharedConsumer {
       let moved = false;
       for (const entry of scan.available) {
         if (room <= 0) break;
-        // Acked meanwhile (an ack, or the inbox, while a dead letter was being moved): not handed out.
-        if (failed.has(entry) || entry.state === "acked" || entry.message === undefined) continue;
+        // Acked meanwhile, or given a later time (an inbox nack or extend, while a dead letter was being moved): not now.
+        if (failed.has(entry) || entry.state === "acked" || entry.message === undefined || entry.until > now) continue;
         // Ran out since the inbox was last read: an ack or extend taken in time by another
         // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
-        if (entry.state === "leased" && entry.until > this.#inboxReadAt) {
-          this.#inboxWanted = true;
-          if (out.length === 0) return { leased: [], counted: Promise.resolve() };
+        if (inboxFirst && entry.state === "leased" && entry.until > this.#inboxReadAt) {
+          if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true };
           continue;
         }
         // Back from a lease that ran out: that is its last failure.

@@ -4,6 +4,7 @@
 // their position passed).
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
+import { browseMessages } from "../../src/browse";
 import { QueueConsumer } from "../../src/consumer";
 import type { QueueDriver } from "../../src/driver";
 import { VQueueError } from "../../src/errors";
@@ -57,4 +58,19 @@ describe("a read that fails after it took messages", () => {
       }
     });
   }
+
+  it("fails a browse page instead (it keeps no position: a short page would read as the end)", async () => {
+    const name = `read-failure-browse-${Math.random()}`;
+    const writer = await QueueWriter.open("q", { driver: memoryDriver({ name }), durability: "none" });
+    const { driver, failAfter, heal } = flakyReader(name);
+    try {
+      await writer.pushBatch(["m0", "m1", "m2"]);
+      failAfter(1);
+      await expect(browseMessages(driver, "q", { from: "earliest", limit: 10 })).rejects.toMatchObject({ code: "E_IO" });
+      heal();
+      expect((await browseMessages(driver, "q", { from: "earliest", limit: 10 })).messages.map((m) => m.data)).toEqual(["m0", "m1", "m2"]);
+    } finally {
+      await writer.close();
+    }
+  });
 });

@@ -12,7 +12,7 @@ import { purgeQueue, type PurgeResult } from "../src/purge";
 import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
 import { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
-import { delayedPath } from "../src/paths";
+import { delayedPath, sideJournalPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
@@ -152,9 +152,11 @@ export class QueueRegistry {
     if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
     this.#delayedChecked.add(queue);
     const driver = await this.driver();
-    const log = await driver.openLog(delayedPath(queue), { create: false }).catch(() => undefined);
-    const size = await log?.size().finally(() => log.close());
-    if (size) await this.writer(queue).catch(() => {});
+    // Its file, or the copy a compaction cut short left (side-log.ts): the next writer finishes it.
+    for (const path of [delayedPath(queue), sideJournalPath(delayedPath(queue))]) {
+      const log = await driver.openLog(path, { create: false }).catch(() => undefined);
+      if (await log?.size().finally(() => log.close())) return void (await this.writer(queue).catch(() => {}));
+    }
   }
 
   async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {

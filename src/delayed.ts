@@ -21,7 +21,8 @@ import { type QueueProblem, VQueueError } from "./errors";
 import type { EncodedInput } from "./message";
 import { delayedPath } from "./paths";
 import { TYPE_OBJECT, TYPE_STRING } from "./record";
-import { FieldReader, FieldWriter, SideLog } from "./side-log";
+import { FieldReader, FieldWriter } from "./fields";
+import { SideLog } from "./side-log";
 
 const ADD = 1;
 const MOVED = 2;

@@ -5,7 +5,7 @@ import { forgetPartDetails } from "./part-details";
 import { invalidateTotals } from "./totals";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
-import { consumerMembersPath, consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, sharedInboxDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sharedJournalPath, sharedStatePath } from "./paths";
+import { consumerMembersPath, consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, sharedInboxDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sideJournalPath, sharedJournalPath, sharedStatePath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
 import { partitionName, readPartitions } from "./partitions";
@@ -48,14 +48,14 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     // Retention's record of deleted parts: a queue made later under this name reuses part ids.
     await driver.remove(prunedPath(queue));
     // The writer's side stores: pending delayed messages go with the queue, and its keys.
-    await driver.remove(delayedPath(queue));
-    await driver.remove(idempotencyPath(queue));
+    const sideFiles = [delayedPath(queue), idempotencyPath(queue)].flatMap((path) => [path, sideJournalPath(path)]);
+    for (const path of sideFiles) await driver.remove(path);
     // Hand-over requests (handoff.ts) of its writer and consumers.
     for (const entry of entries) if (entry.startsWith(`${queue}_info_want`)) await driver.remove(entry);
     await driver.remove(queueInfoPath(queue));
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
-    forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), delayedPath(queue), idempotencyPath(queue)].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
+    forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), ...sideFiles].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.

@@ -20,7 +20,8 @@ import type { MessagePosition } from "./message";
 import { idempotencyPath } from "./paths";
 import { readPushInfo } from "./recovery";
 import { resolveSeek } from "./seek";
-import { FieldReader, FieldWriter, SideLog } from "./side-log";
+import { FieldReader, FieldWriter } from "./fields";
+import { SideLog } from "./side-log";
 
 const INTENT = 1;
 const DONE = 2;

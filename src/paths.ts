@@ -19,6 +19,8 @@ export const prunedPath = (q: string): string => `${q}_info_pruned`;
  */
 export const delayedPath = (q: string): string => `${q}_info_delayed`;
 export const idempotencyPath = (q: string): string => `${q}_info_idem`;
+/** The copy a side file's compaction writes first (side-log.ts): `Q_info_delayed_new`, `Q_info_idem_new`. */
+export const sideJournalPath = (path: string): string => `${path}_new`;
 /** v-queue's declaration of a partitioned queue (partitions.ts): like `delayed`, no `pop_`, `queue` or `shared_`. */
 export const partitionsPath = (q: string): string => `${q}_info_partitions`;
 /** The queue name of a `Q_info_partitions` file name, if it is one of a valid queue. */

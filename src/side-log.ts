@@ -2,14 +2,24 @@
  * An append-only file of checked frames, for v-queue's own side files of a queue (delayed.ts,
  * idempotency.ts): `u32 length | payload | u32 CRC-32 of length and payload`, little-endian.
  * A torn or damaged frame ends the reading and is cut off at open (as a part's torn tail), so
- * a frame is either whole or absent. Compaction writes the file anew through the log itself
- * (cut to nothing, then one append), as pruned.ts does: every driver's log can, and a crash in
- * between leaves a prefix of the frames. Callers compact only what they can afford to lose so.
+ * a frame is either whole or absent.
+ *
+ * Compaction writes the file anew with the log calls every driver has (cut to nothing, then one
+ * append), and a crash or a storage failure in between (a Redis failover) would leave the file
+ * empty: every idempotency key forgotten, and retries written twice. So the new content goes to
+ * a journal first (`Q_info_idem_new`, one append ending in an END frame), then to the file, and
+ * then the journal is removed. Open finishes what was cut short: a whole journal is written to
+ * the file again; a journal without its END was cut before the file was touched, and goes.
+ * Callers' payloads never start with a 0 byte (the END frame's does).
  */
 import { crc32Range } from "./crc32";
 import type { DriverLock, LogFile, QueueDriver } from "./driver";
 import { fencedLog } from "./fence";
-import type { QueueProblem } from "./errors";
+import { VQueueError, type QueueProblem } from "./errors";
+import { sideJournalPath } from "./paths";
+
+/** The journal's last frame (side-log.ts, top): the copy before it is whole. */
+const JOURNAL_END = Uint8Array.of(0, 0x45, 0x4e, 0x44);
 
 /** A frame read back: its payload, and where that payload starts in the file. */
 export interface Frame {
@@ -53,6 +63,8 @@ export class SideLog {
   #size: number;
   /** Appends and rewrites one after another: each appends where the one before ended. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** A compaction that failed: the file is left to the next open (`finishCompaction`). */
+  #failed: unknown;
 
   private constructor(
     readonly driver: QueueDriver,
@@ -70,6 +82,7 @@ export class SideLog {
    * and cuts off a damaged tail (reported). `fence`: the lock of the holder writing it.
    */
   static async open(driver: QueueDriver, path: string, queue: string, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): Promise<{ log: SideLog; frames: Frame[] }> {
+    await finishCompaction(driver, path, fence);
     const opened = await driver.openLog(path, { create: false });
     const log = opened && fence ? fencedLog(opened, fence) : opened;
     if (!log) return { log: new SideLog(driver, path, undefined, 0, fence), frames: [] };
@@ -95,6 +108,7 @@ export class SideLog {
   append(payloads: readonly Uint8Array[], sync: boolean): Promise<number> {
     const data = encodeFrames(payloads);
     return this.#serial(async () => {
+      this.#assertWhole();
       const log = await this.#file(sync);
       const at = this.#size;
       await log.append(at, data);
@@ -125,17 +139,45 @@ export class SideLog {
 
   /** Replaces the whole file with these frames (compaction), then appends after them. Returns each payload's new start. */
   rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
-    return this.#serial(() => this.#rewrite(payloads, sync));
+    return this.#serial(async () => {
+      this.#assertWhole();
+      try {
+        return await this.#rewrite(payloads, sync);
+      } catch (error) {
+        // The file may be cut or half written: nothing more goes to it (an append would land at a
+        // wrong place, and be lost to the journal at the next open, which finishes the compaction).
+        this.#failed = error;
+        throw error;
+      }
+    });
+  }
+
+  #assertWhole(): void {
+    if (this.#failed === undefined) return;
+    const cause = this.#failed as Error;
+    throw new VQueueError("E_IO", `${this.path} stopped after its compaction failed (${cause?.message ?? cause}); reopen the queue to recover.`, { cause });
   }
 
   async #rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
     const data = encodeFrames(payloads);
     if (!this.#log && data.length === 0) return [];
     const log = await this.#file(sync);
+    // The journal first (side-log.ts, top): whole, and durable as asked, before the file is cut.
+    const journalPath = sideJournalPath(this.path);
+    const journal = await openFenced(this.driver, journalPath, this.fence);
+    try {
+      await journal.truncate(0);
+      await journal.append(0, concat(data, encodeFrames([JOURNAL_END])));
+      if (sync) await journal.sync();
+    } finally {
+      await journal.close();
+    }
+    if (sync) await this.driver.syncDir?.(parentDir(journalPath));
     await log.truncate(0);
     if (data.length > 0) await log.append(0, data);
     if (sync) await log.sync();
     this.#size = data.length;
+    await this.driver.remove(journalPath, this.fence);
     const starts: number[] = [];
     let at = 0;
     for (const p of payloads) {
@@ -150,79 +192,57 @@ export class SideLog {
   }
 }
 
-/** Little-endian fields one after another (payloads of side files). */
-export class FieldWriter {
-  #parts: Uint8Array[] = [];
-  #size = 0;
-
-  #push(bytes: Uint8Array): this {
-    this.#parts.push(bytes);
-    this.#size += bytes.length;
-    return this;
-  }
-
-  u8(value: number): this {
-    return this.#push(Uint8Array.of(value));
-  }
-
-  u32(value: number): this {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setUint32(0, value, true);
-    return this.#push(b);
-  }
-
-  /** A number exactly (ids, times, positions: all below 2^53). */
-  f64(value: number): this {
-    const b = new Uint8Array(8);
-    new DataView(b.buffer).setFloat64(0, value, true);
-    return this.#push(b);
-  }
-
-  /** u32 length, then the bytes. */
-  bytes(value: Uint8Array): this {
-    return this.u32(value.length).#push(value);
-  }
-
-  done(): Uint8Array {
-    const out = new Uint8Array(this.#size);
-    let at = 0;
-    for (const p of this.#parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
-  }
+/** A log of the queue's, made if missing, its writes fenced by `fence`. */
+async function openFenced(driver: QueueDriver, path: string, fence: DriverLock | undefined): Promise<LogFile> {
+  const log = (await driver.openLog(path, { create: true }))!;
+  return fence ? fencedLog(log, fence) : log;
 }
 
-/** Reads what `FieldWriter` wrote, in the same order. */
-export class FieldReader {
-  #view: DataView;
-  at = 0;
-
-  constructor(readonly buf: Uint8Array) {
-    this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+/**
+ * Finishes a compaction of `path` that a crash or a failed write cut short (side-log.ts, top):
+ * a whole journal is the file's content, written to it again; a journal without its END was cut
+ * before the file was touched. Either way the journal goes. Nothing is lost, so nothing is reported.
+ */
+async function finishCompaction(driver: QueueDriver, path: string, fence: DriverLock | undefined): Promise<void> {
+  const journalPath = sideJournalPath(path);
+  const journal = await driver.openLog(journalPath, { create: false });
+  if (!journal) return;
+  let whole: Uint8Array | undefined;
+  try {
+    const bytes = await journal.read(0, await journal.size());
+    const last = readFrames(bytes).frames.at(-1);
+    if (last && sameBytes(last.payload, JOURNAL_END)) whole = bytes.subarray(0, last.at - 4);
+  } finally {
+    await journal.close();
   }
-
-  u8(): number {
-    return this.#view.getUint8(this.at++);
+  if (whole) {
+    const log = await openFenced(driver, path, fence);
+    try {
+      // The file starts with the copy: it was written whole (only the journal's removal failed), and
+      // what was appended after it stays. Else it was cut or half written: written again.
+      if (!sameBytes(await log.read(0, Math.min(whole.length, await log.size())), whole)) {
+        await log.truncate(0);
+        if (whole.length > 0) await log.append(0, whole);
+        await log.sync();
+      }
+    } finally {
+      await log.close();
+    }
   }
+  await driver.remove(journalPath, fence);
+}
 
-  u32(): number {
-    const v = this.#view.getUint32(this.at, true);
-    this.at += 4;
-    return v;
-  }
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
 
-  f64(): number {
-    const v = this.#view.getFloat64(this.at, true);
-    this.at += 8;
-    return v;
-  }
+function parentDir(path: string): string {
+  return path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+}
 
-  bytes(): Uint8Array {
-    const length = this.u32();
-    const v = this.buf.subarray(this.at, this.at + length);
-    this.at += length;
-    return v;
-  }
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
 }

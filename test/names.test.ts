@@ -6,7 +6,7 @@ import memoryDriver from "../adapters/drivers/memory";
 import { QueueConsumer } from "../src/consumer";
 import { inspectQueue, listConsumers, listQueues } from "../src/inspect";
 import { isValidConsumerName, isValidQueueName } from "../src/names";
-import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, delayedPath, idempotencyPath, pushInfoPath, queueInfoPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../src/paths";
+import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, delayedPath, idempotencyPath, pushInfoPath, queueInfoPath, sideJournalPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../src/paths";
 import { QueueWriter } from "../src/writer";
 import { errorCode, startServer } from "./http/_server";
 import { useTempDirs } from "./helpers/tmp";
@@ -45,6 +45,8 @@ function layout(queues: string[], consumers: string[]): Map<string, string[]> {
     add(prunedPath(q), `pruned ${q}`);
     add(delayedPath(q), `delayed ${q}`);
     add(idempotencyPath(q), `idempotency ${q}`);
+    add(sideJournalPath(delayedPath(q)), `delayed-journal ${q}`);
+    add(sideJournalPath(idempotencyPath(q)), `idempotency-journal ${q}`);
     for (const part of PARTS) {
       add(partDir(q, part), `part-dir ${q} ${part}`);
       add(partPath(q, part), `part ${q} ${part}`);
@@ -183,7 +185,7 @@ describe("the writer's side files (delayed messages, idempotency keys)", () => {
     const queues = generated.filter((n) => isValidQueueName(n));
     const consumers = generated.filter((n) => isValidConsumerName(n));
     for (const q of queues) {
-      for (const path of [delayedPath(q), idempotencyPath(q)]) {
+      for (const path of [delayedPath(q), idempotencyPath(q)].flatMap((p) => [p, sideJournalPath(p)])) {
         expect(queueOfInfoFile(path), path).toBeUndefined();
         for (const other of queues) {
           expect(consumerOfPopFile(other, path), `${other} ${path}`).toBeUndefined();

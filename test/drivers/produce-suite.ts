@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { LogFile, QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
+import { VQueueError } from "../../src/errors";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { IdempotencyStore } from "../../src/idempotency";
 import { deleteQueue } from "../../src/delete";
@@ -212,6 +213,36 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       await again.close();
       const c = await reader(ctx.reopen());
       expect(await readAll(c)).toEqual(["written", "lost"]);
+    });
+
+    it("a compaction cut short (the storage failing after the file was cut, as in a Redis failover) loses no key", async () => {
+      const ctx = await setup();
+      const w = await writer(ctx.driver);
+      const first = await w.produce(["once"], { key: "k" });
+      await w.close();
+      // The next writer's open compacts the idempotency file: the storage fails once it is cut.
+      let injected = 0;
+      const failing = withMethod(ctx.reopen(), "openLog", (openLog) => async (path: string, o: { create: boolean }) => {
+        const log = await (openLog as QueueDriver["openLog"])(path, o);
+        if (!log || path !== idempotencyPath("q")) return log;
+        let cut = false;
+        const cutting = withMethod(log, "truncate", (truncate) => async (length: number, fence?: unknown) => {
+          await (truncate as LogFile["truncate"])(length, fence as never);
+          cut = length === 0;
+        });
+        return withMethod(cutting, "append", (append) => async (...args: never[]) => {
+          if (!cut) return append(...args);
+          injected++;
+          throw new VQueueError("E_IO", "the storage is down (injected)");
+        });
+      });
+      await expect(writer(failing)).rejects.toThrow(/injected/);
+      expect(injected).toBe(1);
+      // A retry on the next writer is answered from the first produce, not written again.
+      const again = await writer(ctx.reopen());
+      expect(await again.produce(["once"], { key: "k" })).toMatchObject({ replayed: true, first: first.first });
+      await again.close();
+      expect(await readAll(await reader(ctx.reopen()))).toEqual(["once"]);
     });
 
     it("a torn last frame of the side files is cut off and reported; what was whole is kept", async () => {

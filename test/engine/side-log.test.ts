@@ -48,9 +48,9 @@ function faulty(name: string, failAt: (step: Step, path: string) => boolean, tea
       const log = await inner.openLog(path, options);
       return log && wrap(path, log);
     },
-    async remove(path, fence) {
+    async remove(path) {
       if (fails("remove", path)) throw injected();
-      return inner.remove(path, fence);
+      return inner.remove(path);
     },
   };
 }

@@ -117,6 +117,34 @@ describe("the measured driver", () => {
     });
   }
 
+  it("passes each write's fence through to the driver (the redis driver refuses a stale holder's write or remove by it)", async () => {
+    const seen: string[] = [];
+    const inner = memoryDriver();
+    const note = (what: string, fence: unknown) => seen.push(`${what} ${fence === lock ? "fenced" : "unfenced"}`);
+    const recording: QueueDriver = {
+      ...inner,
+      remove: async (path, fence) => (note("remove", fence), inner.remove(path)),
+      writeAtomic: async (path, data, options) => (note("writeAtomic", options.fence), inner.writeAtomic!(path, data)),
+      openLog: async (path, options) => {
+        const log = (await inner.openLog(path, options))!;
+        return { ...log, append: async (at, data, fence) => (note("append", fence), log.append(at, data)), truncate: async (length, fence) => (note("truncate", fence), log.truncate(length)) };
+      },
+      openRecord: async (path, options) => {
+        const record = (await inner.openRecord(path, options))!;
+        return { ...record, replace: async (data, fence) => (note("replace", fence), record.replace(data)) };
+      },
+    };
+    const lock = (await inner.lock("q_queue.lock"))!;
+    const wrapped = instrumentDriver(recording, new ServerMetrics());
+    const log = (await wrapped.openLog("q_info_idem", { create: true }))!;
+    await log.append(0, new Uint8Array([1]), lock);
+    await log.truncate(0, lock);
+    await (await wrapped.openRecord("q_info_queue", { create: true }))!.replace(new Uint8Array([1]), lock);
+    await wrapped.writeAtomic!("q_info_shared_c", new Uint8Array([1]), { sync: false, fence: lock });
+    await wrapped.remove("q_info_idem", lock);
+    expect(seen).toEqual(["append fenced", "truncate fenced", "replace fenced", "writeAtomic fenced", "remove fenced"]);
+  });
+
   it("counts open handles, times syncs and measures appends", async () => {
     const metrics = new ServerMetrics();
     const driver = instrumentDriver(fsDriver({ dir: await tempDir() }), metrics);

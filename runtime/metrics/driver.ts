@@ -25,7 +25,7 @@ export function instrumentDriver(driver: QueueDriver, metrics: ServerMetrics): Q
     readRecord: (path) => driver.readRecord(path),
     list: (dir) => driver.list(dir),
     mkdir: (dir) => driver.mkdir(dir),
-    remove: (path) => driver.remove(path),
+    remove: (path, fence) => driver.remove(path, fence),
     lock: (path) => driver.lock(path),
   };
   for (const key of OPTIONAL) {

@@ -48,7 +48,8 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     // Retention's record of deleted parts: a queue made later under this name reuses part ids.
     await driver.remove(prunedPath(queue));
     // The writer's side stores: pending delayed messages go with the queue, and its keys.
-    const sideFiles = [delayedPath(queue), idempotencyPath(queue)].flatMap((path) => [path, sideJournalPath(path)]);
+    // Each journal before its file: a journal left alone would make the file again at the next open.
+    const sideFiles = [delayedPath(queue), idempotencyPath(queue)].flatMap((path) => [sideJournalPath(path), path]);
     for (const path of sideFiles) await driver.remove(path);
     // Hand-over requests (handoff.ts) of its writer and consumers.
     for (const entry of entries) if (entry.startsWith(`${queue}_info_want`)) await driver.remove(entry);

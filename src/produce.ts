@@ -79,6 +79,7 @@ export class ProduceExtras {
       await idempotency.compact();
       return extras;
     } catch (error) {
+      await extras?.delayed.close().catch(() => {});
       await idempotency.close();
       throw error;
     }

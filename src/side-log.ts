@@ -9,8 +9,11 @@
  * empty: every idempotency key forgotten, and retries written twice. So the new content goes to
  * a journal first (`Q_info_idem_new`, one append ending in an END frame), then to the file, and
  * then the journal is removed. Open finishes what was cut short: a whole journal is written to
- * the file again; a journal without its END was cut before the file was touched, and goes.
- * Callers' payloads never start with a 0 byte (the END frame's does).
+ * the file again unless the file starts with it; a journal without its END was cut before the
+ * file was touched, and goes. The new content starts with a BEGIN frame of random bytes, so that
+ * "the file starts with it" means this compaction's copy even when nothing else is kept (a
+ * driver whose cut is several steps, unstorage's chunks, can leave any prefix of the old file).
+ * Callers' payloads never start with a 0 byte; BEGIN's and END's do, and readers never see them.
  */
 import { crc32Range } from "./crc32";
 import type { DriverLock, LogFile, QueueDriver } from "./driver";
@@ -20,6 +23,13 @@ import { sideJournalPath } from "./paths";
 
 /** The journal's last frame (side-log.ts, top): the copy before it is whole. */
 const JOURNAL_END = Uint8Array.of(0, 0x45, 0x4e, 0x44);
+
+/** The first frame of a compacted file (side-log.ts, top): "BEG" and 8 random bytes. */
+function beginFrame(): Uint8Array {
+  const payload = Uint8Array.of(0, 0x42, 0x45, 0x47, 0, 0, 0, 0, 0, 0, 0, 0);
+  crypto.getRandomValues(payload.subarray(4));
+  return encodeFrames([payload]);
+}
 
 /** A frame read back: its payload, and where that payload starts in the file. */
 export interface Frame {
@@ -93,7 +103,8 @@ export class SideLog {
         onProblem({ code: "TORN_TAIL", queue, message: `${size - end} bytes at the end of ${path} are no whole frame (a write cut short): cut off.` });
         await log.truncate(end);
       }
-      return { log: new SideLog(driver, path, log, end, fence), frames };
+      // The compaction's own marks (a 0 byte first) are no caller's.
+      return { log: new SideLog(driver, path, log, end, fence), frames: frames.filter((f) => f.payload[0] !== 0) };
     } catch (error) {
       await log.close();
       throw error;
@@ -159,27 +170,28 @@ export class SideLog {
   }
 
   async #rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
-    const data = encodeFrames(payloads);
-    if (!this.#log && data.length === 0) return [];
+    if (!this.#log && payloads.length === 0) return [];
     const log = await this.#file(sync);
+    const begin = beginFrame();
+    const content = concat(begin, encodeFrames(payloads));
     // The journal first (side-log.ts, top): whole, and durable as asked, before the file is cut.
     const journalPath = sideJournalPath(this.path);
     const journal = await openFenced(this.driver, journalPath, this.fence);
     try {
       await journal.truncate(0);
-      await journal.append(0, concat(data, encodeFrames([JOURNAL_END])));
+      await journal.append(0, concat(content, encodeFrames([JOURNAL_END])));
       if (sync) await journal.sync();
     } finally {
       await journal.close();
     }
     if (sync) await this.driver.syncDir?.(parentDir(journalPath));
     await log.truncate(0);
-    if (data.length > 0) await log.append(0, data);
+    await log.append(0, content);
     if (sync) await log.sync();
-    this.#size = data.length;
+    this.#size = content.length;
     await this.driver.remove(journalPath, this.fence);
     const starts: number[] = [];
-    let at = 0;
+    let at = begin.length;
     for (const p of payloads) {
       starts.push(at + 4);
       at += p.length + 8;
@@ -222,7 +234,7 @@ async function finishCompaction(driver: QueueDriver, path: string, fence: Driver
       // what was appended after it stays. Else it was cut or half written: written again.
       if (!sameBytes(await log.read(0, Math.min(whole.length, await log.size())), whole)) {
         await log.truncate(0);
-        if (whole.length > 0) await log.append(0, whole);
+        await log.append(0, whole);
         await log.sync();
       }
     } finally {

@@ -89,14 +89,39 @@ describe("a side file's compaction cut short", () => {
     expect((await reopen(name)).frames).toEqual(["b", "c", "d"]);
   });
 
-  it("a rewrite to nothing, cut after the file was cut, stays nothing", async () => {
-    const name = `side-empty-${Math.random()}`;
+  it("a rewrite to nothing cut short after its journal (before the cut, or before the journal went): the next open finishes it", async () => {
+    for (const failAt of [(step: Step, path: string) => path === PATH && step === "truncate", (step: Step, path: string) => path === JOURNAL && step === "remove"]) {
+      const name = `side-empty-${Math.random()}`;
+      await seed(name);
+      const { log } = await SideLog.open(faulty(name, failAt), PATH, "q", quiet);
+      await expect(log.rewrite([], false)).rejects.toThrow(/injected/);
+      expect(await memoryDriver({ name }).readRecord(JOURNAL)).toBeDefined();
+      expect(await reopen(name)).toMatchObject({ frames: [], journal: false });
+    }
+  });
+
+  it("a rewrite to nothing, cut when the cut had taken only the file's last frame (unstorage cuts chunk by chunk): stays nothing", async () => {
+    const name = `side-partial-${Math.random()}`;
     await seed(name);
-    const { log } = await SideLog.open(faulty(name, (step, path) => path === PATH && step === "truncate"), PATH, "q", quiet);
+    const inner = memoryDriver({ name });
+    const driver: QueueDriver = {
+      ...faulty(name, () => false),
+      async openLog(path, options) {
+        const log = await inner.openLog(path, options);
+        if (!log || path !== PATH) return log;
+        return {
+          ...log,
+          async truncate(length, fence) {
+            if (length !== 0) return log.truncate(length, fence);
+            await log.truncate((await log.size()) - encodeFrames([frame("c")]).length, fence);
+            throw injected();
+          },
+        };
+      },
+    };
+    const { log } = await SideLog.open(driver, PATH, "q", quiet);
     await expect(log.rewrite([], false)).rejects.toThrow(/injected/);
-    expect(await reopen(name)).toMatchObject({ frames: ["a", "b", "c"], journal: false });
-    const { log: second } = await SideLog.open(faulty(name, (step, path) => path === JOURNAL && step === "remove"), PATH, "q", quiet);
-    await expect(second.rewrite([], false)).rejects.toThrow(/injected/);
+    // The file now holds a, b: a prefix of what was there, not the compaction's copy.
     expect(await reopen(name)).toMatchObject({ frames: [], journal: false });
   });
 
@@ -116,9 +141,7 @@ describe("a side file's compaction cut short", () => {
     await expect(log.rewrite([frame("b")], false)).rejects.toThrow(/injected/);
     // What another holder could have appended since (the journal still there).
     const file = (await memoryDriver({ name }).openLog(PATH, { create: false }))!;
-    const size = await file.size();
-    expect(size).toBe(encodeFrames([frame("b")]).length);
-    await file.append(size, encodeFrames([frame("d")]));
+    await file.append(await file.size(), encodeFrames([frame("d")]));
     expect(await reopen(name)).toMatchObject({ frames: ["b", "d"], journal: false });
   });
 
@@ -126,7 +149,8 @@ describe("a side file's compaction cut short", () => {
     const name = `side-whole-${Math.random()}`;
     await seed(name);
     const { log } = await SideLog.open(memoryDriver({ name }), PATH, "q", quiet);
-    expect(await log.rewrite([frame("c"), frame("a")], false)).toEqual([4, 14]);
+    // Each payload's new start, after the compaction's BEGIN frame (20 bytes).
+    expect(await log.rewrite([frame("c"), frame("a")], false)).toEqual([24, 34]);
     await log.append([frame("e")], false);
     expect(await reopen(name)).toMatchObject({ frames: ["c", "a", "e"], journal: false });
   });

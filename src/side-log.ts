@@ -132,9 +132,8 @@ export class SideLog {
   /** The file, made now if it is not there yet (its directory entry synced with `sync`, so that it outlives a power cut). */
   async #file(sync: boolean): Promise<LogFile> {
     if (this.#log) return this.#log;
-    const log = (await this.driver.openLog(this.path, { create: true }))!;
-    this.#log = this.fence ? fencedLog(log, this.fence) : log;
-    if (sync) await this.driver.syncDir?.("");
+    this.#log = await openFenced(this.driver, this.path, this.fence);
+    if (sync) await this.driver.syncDir?.(parentDir(this.path));
     return this.#log;
   }
 

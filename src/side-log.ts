@@ -24,11 +24,11 @@ import { sideJournalPath } from "./paths";
 /** The journal's last frame (side-log.ts, top): the copy before it is whole. */
 const JOURNAL_END = Uint8Array.of(0, 0x45, 0x4e, 0x44);
 
-/** The first frame of a compacted file (side-log.ts, top): "BEG" and 8 random bytes. */
-function beginFrame(): Uint8Array {
+/** The payload of a compacted file's first frame (side-log.ts, top): "BEG" and 8 random bytes. */
+function beginPayload(): Uint8Array {
   const payload = Uint8Array.of(0, 0x42, 0x45, 0x47, 0, 0, 0, 0, 0, 0, 0, 0);
   crypto.getRandomValues(payload.subarray(4));
-  return encodeFrames([payload]);
+  return payload;
 }
 
 /** A frame read back: its payload, and where that payload starts in the file. */
@@ -171,14 +171,14 @@ export class SideLog {
   async #rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
     if (!this.#log && payloads.length === 0) return [];
     const log = await this.#file(sync);
-    const begin = beginFrame();
-    const content = concat(begin, encodeFrames(payloads));
+    const begin = beginPayload();
+    const content = encodeFrames([begin, ...payloads]);
     // The journal first (side-log.ts, top): whole, and durable as asked, before the file is cut.
     const journalPath = sideJournalPath(this.path);
     const journal = await openFenced(this.driver, journalPath, this.fence);
     try {
       await journal.truncate(0);
-      await journal.append(0, concat(content, encodeFrames([JOURNAL_END])));
+      await journal.append(0, encodeFrames([begin, ...payloads, JOURNAL_END]));
       if (sync) await journal.sync();
     } finally {
       await journal.close();
@@ -190,7 +190,7 @@ export class SideLog {
     this.#size = content.length;
     await this.driver.remove(journalPath, this.fence);
     const starts: number[] = [];
-    let at = begin.length;
+    let at = begin.length + 8;
     for (const p of payloads) {
       starts.push(at + 4);
       at += p.length + 8;
@@ -249,11 +249,4 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 function parentDir(path: string): string {
   return path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }

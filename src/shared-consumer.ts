@@ -9,7 +9,7 @@ import { VQueueError } from "./errors";
 import type { Message } from "./message";
 import { assertName } from "./names";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
-import { ackLine, ackLines, deadLetteredLine, deliveryLine, isBelow, markLine, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "./shared-state";
+import { ackLine, ackLines, bornLine, deadLetteredLine, deliveryLine, isBelow, markLine, nextLeaseId, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "./shared-state";
 import { SharedWindow, type WindowEntry } from "./shared-window";
 import { GroupCommit } from "./group-commit";
 import { clearInbox, INBOX_CHECK_MS, readInbox } from "./ack-inbox";
@@ -123,9 +123,10 @@ export class SharedConsumer {
   #closed = false;
   /**
    * Lease ids grow across restarts too (from the clock, in thousandths of a ms): a lease of an
-   * earlier process is always below this one's, a made-up one from the future is refused.
+   * earlier process is always below this one's, a made-up one from the future is refused. Never
+   * below the consumer's birth (`B` line), whose clock may be ahead of this host's.
    */
-  #leaseSeq = Date.now() * 1000;
+  #leaseSeq = nextLeaseId();
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   readonly #commits: GroupCommit<WindowEntry>;
@@ -152,6 +153,7 @@ export class SharedConsumer {
     this.#loaded = loaded;
     this.#floor = inner.committed;
     this.#mark = loaded.mark;
+    this.#leaseSeq = Math.max(this.#leaseSeq, loaded.born);
     this.#commits = new GroupCommit<WindowEntry>({
       write: (lines, acked) => state.append(lines + ackLines(acked.sort(byPosition))),
       written: (acked) => {
@@ -278,6 +280,7 @@ export class SharedConsumer {
     try {
       this.#assertOpen();
       const key = messageKey(ref.part, ref.offset);
+      if (this.#bornAfter(ref)) throw this.#earlierConsumer(key, ref, "ack");
       const entry = this.#window.get(key);
       if (entry) {
         const refused = this.#ackRefusal(entry, ref);
@@ -306,7 +309,7 @@ export class SharedConsumer {
     refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      const refused = entry && this.#ackRefusal(entry, ref);
+      const refused = this.#bornAfter(ref) ? this.#earlierConsumer(key, ref, "ack") : entry && this.#ackRefusal(entry, ref);
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
@@ -430,7 +433,8 @@ export class SharedConsumer {
     const ahead = new Set<string>();
     for (const item of items) {
       const { ref } = item;
-      if (isBelow(ref.key, this.#floor)) continue;
+      // Below the floor: done. Older than this consumer: a deleted namesake's lease, no message here.
+      if (isBelow(ref.key, this.#floor) || this.#bornAfter(ref)) continue;
       const entry = this.#window.get(ref.key);
       // A lease that ran out while the item waited here, and did not go out again since, is still
       // the worker's: its nack or extend counts (posted in time, read late).
@@ -523,7 +527,7 @@ export class SharedConsumer {
         else lines += deliveryLine(entry.key, entry.deliveries + 1);
         if (++entry.deliveries > 1) this.#redelivered++;
         entry.firstAt ??= now;
-        entry.lease = ++this.#leaseSeq;
+        entry.lease = this.#leaseSeq = nextLeaseId(this.#leaseSeq);
         entry.until = now + leaseMs;
         out.push(entry);
         room--;
@@ -611,6 +615,7 @@ export class SharedConsumer {
 
   #leased(ref: LeaseRef, what: string): WindowEntry {
     const key = messageKey(ref.part, ref.offset);
+    if (this.#bornAfter(ref)) throw this.#earlierConsumer(key, ref, what);
     const entry = this.#window.get(key);
     if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until <= Date.now()) {
       const why = !entry || entry.state === "acked" ? "it is acknowledged" : entry.lease !== ref.lease ? "it was handed out again since" : "the lease ran out";
@@ -639,6 +644,15 @@ export class SharedConsumer {
    */
   #ackedBefore(ref: LeaseRef, key: string): boolean {
     return this.#loaded.acked.has(key) || this.#loaded.ranges.contains(ref.part, ref.offset);
+  }
+
+  /** Whether `ref` is a lease of an earlier consumer of this name, deleted since (`B` line). */
+  #bornAfter(ref: LeaseRef): boolean {
+    return ref.lease <= this.#loaded.born;
+  }
+
+  #earlierConsumer(key: string, ref: LeaseRef, what: string): VQueueError {
+    return new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}": the lease is from an earlier consumer "${this.name}", deleted since (alone or with its queue); this one was created anew and has not handed it out.`);
   }
 
   #notHandedOut(key: string): VQueueError {
@@ -671,7 +685,7 @@ export class SharedConsumer {
     const message = entry.message!;
     entry.state = "leased";
     entry.until = Infinity; // held: no poll hands it out while it moves
-    entry.lease = ++this.#leaseSeq;
+    entry.lease = this.#leaseSeq = nextLeaseId(this.#leaseSeq);
     try {
       const { driver, onProblem, zstd, syncCommits, deadLetterQueue } = this.options;
       const writer = await (this.#dlq ??= QueueWriter.open(deadLetterQueue, { driver, onProblem, zstd, durability: syncCommits ? "fsync" : "none" }));
@@ -744,6 +758,7 @@ export class SharedConsumer {
     for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
     const deadLettered = this.#loaded.deadLettered + this.#deadLettered;
     if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
+    if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
     return lines;
   }
 }

@@ -23,7 +23,11 @@ import { writeWhole } from "./write-whole";
  *   mark with no `D` line has been handed out once;
  * - `D;<part>;<offset>;<deliveries>;`: handed out that many times, not acknowledged (written
  *   for a second hand-out and later; files of earlier versions have one for each hand-out);
- * - `L;<count>;`: messages moved to the dead-letter queue since the consumer was created.
+ * - `L;<count>;`: messages moved to the dead-letter queue since the consumer was created;
+ * - `B;<lease>;` (born): the lease ids of this consumer are above it (the clock when the name was
+ *   created, in lease units): a token from a consumer of the same name deleted before (with its
+ *   queue, or alone) is below and refused, not taken for a new message at its position. Files of
+ *   earlier versions have none (0: every lease id is taken).
  * All only grow in meaning (sets of acks, counts and a mark that only go up), so replaying the
  * journal over any snapshot, twice or in part, gives the same state: a crash between writing
  * the new snapshot and emptying the journal loses nothing. A line with a bad crc (a torn last
@@ -49,6 +53,8 @@ export interface SharedSnapshot {
   mark: ConsumerPosition | undefined;
   /** Messages dead-lettered since the consumer was created. */
   deadLettered: number;
+  /** Lease ids at or below it are an earlier consumer's of this name (`B`); 0 when not known. */
+  born: number;
 }
 
 /** A run of acknowledged messages of one part: those whose offset lies in [from, to]. */
@@ -134,6 +140,20 @@ export const ackLine = (key: MessageKey): string => line(`A;${fieldsOf(key)};`);
 export const rangeLine = (range: AckRange): string => line(`R;${range.part};${range.from};${range.to};${range.count};`);
 export const deliveryLine = (key: MessageKey, deliveries: number): string => line(`D;${fieldsOf(key)};${deliveries};`);
 export const deadLetteredLine = (count: number): string => line(`L;${count};`);
+export const bornLine = (born: number): string => line(`B;${born};`);
+
+/** The lease id of `at` (ms since the epoch): lease ids count from the clock in thousandths of a ms. */
+export const leaseIdAt = (at: number): number => Math.floor(at) * 1000;
+
+let lastLeaseId = 0;
+/**
+ * A new lease id, above `floor` and every id this process gave before (whichever consumer):
+ * a consumer created after another of its name was deleted is born above all that one's leases.
+ */
+export function nextLeaseId(floor = 0): number {
+  lastLeaseId = Math.max(lastLeaseId + 1, floor + 1, leaseIdAt(Date.now()));
+  return lastLeaseId;
+}
 
 /** Whether the message at `key` lies before `floor` (acknowledged through the pop line). */
 export function isBelow(key: MessageKey, floor: ConsumerPosition): boolean {
@@ -175,13 +195,13 @@ export class SharedState {
 
   /** Marks a new consumer name as shared: an empty snapshot, before its pop line is written. */
   static async create(driver: QueueDriver, queue: string, consumer: string, sync: boolean, fence?: DriverLock): Promise<void> {
-    await writeWhole(driver, sharedStatePath(queue, consumer), ascii.encode(line(HEADER)), sync, fence);
+    await writeWhole(driver, sharedStatePath(queue, consumer), ascii.encode(line(HEADER) + bornLine(nextLeaseId())), sync, fence);
     if (sync) await driver.syncDir?.("");
   }
 
   /** Reads the snapshot and the journal; lines with a bad crc are reported and skipped. */
   async load(onProblem: (problem: QueueProblem) => void): Promise<SharedSnapshot> {
-    const state: SharedSnapshot = { acked: new Set(), ranges: new AckRanges(), deliveries: new Map(), mark: undefined, deadLettered: 0 };
+    const state: SharedSnapshot = { acked: new Set(), ranges: new AckRanges(), deliveries: new Map(), mark: undefined, deadLettered: 0, born: 0 };
     const snapshot = await this.#driver.readRecord(sharedStatePath(this.#queue, this.#consumer));
     const journal = await this.#driver.openLog(sharedJournalPath(this.#queue, this.#consumer), { create: false });
     let journalText = "";
@@ -213,6 +233,7 @@ export class SharedState {
         const key = `${Number(a)}.${Number(b)}`;
         state.deliveries.set(key, Math.max(state.deliveries.get(key) ?? 0, Number(c)));
       } else if (kind === "L") state.deadLettered = Math.max(state.deadLettered, Number(a));
+      else if (kind === "B") state.born = Math.max(state.born, Number(a) || 0);
     }
     if (bad > 0) {
       onProblem({ code: "BAD_INFO", queue: this.#queue, message: `Shared consumer "${this.#consumer}": skipped ${bad} damaged line(s) of its state (a torn last write is normal after a crash).` });

@@ -358,6 +358,48 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(await driver.list("")).not.toContain(sharedJournalPath("q", "s"));
     });
 
+    it("a late ack, nack or extend of a consumer deleted since (with its queue, or alone) never touches its namesake's new message at that position", async () => {
+      const { driver } = await setup();
+      await fill(driver, 2);
+      let c = await shared(driver);
+      const old = await c.poll({ max: 2, leaseMs: 10_000 });
+      await c.close();
+      await deleteQueue(driver, "q");
+      await fill(driver, 2);
+      c = await shared(driver);
+      const [fresh] = await c.poll({ max: 1, leaseMs: 20 });
+      expect([fresh!.part, fresh!.offset]).toEqual([old[0]!.part, old[0]!.offset]);
+      await sleep(40); // its lease ran out: a late ack of the new lease would be taken now
+      await expect(c.ack(old[0]!)).rejects.toMatchObject({ code: "E_LEASE", message: expect.stringContaining("earlier consumer") });
+      expect((await c.ackAll([old[0]!]))[0]).toMatchObject({ code: "E_LEASE" });
+      await expect(c.nack(old[0]!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await expect(c.extend(old[0]!)).rejects.toMatchObject({ code: "E_LEASE" });
+      // Across a restart of the new consumer too (its message handed out, not in a window yet).
+      await c.close();
+      c = await shared(driver);
+      await expect(c.ack(old[0]!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await expect(c.ack(old[1]!)).rejects.toMatchObject({ code: "E_LEASE" });
+      const again = await c.poll({ max: 2, timeoutMs: 0 });
+      expect(bodies(again)).toEqual(["m0", "m1"]);
+      await c.ackAll(again);
+      await c.close();
+      // A consumer deleted alone: the same.
+      c = await shared(driver);
+      await c.close();
+      await fill(driver, 1);
+      c = await shared(driver);
+      const [third] = await c.poll({ max: 1, leaseMs: 20 });
+      await c.close();
+      await deleteConsumer(driver, "q", "s");
+      c = await shared(driver);
+      const [reborn] = await c.poll({ max: 1, leaseMs: 20 });
+      expect(reborn!.offset).toBe(old[0]!.offset); // a new consumer starts at the queue's start
+      await sleep(40);
+      await expect(c.ack(third!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await c.ack(reborn!);
+      await c.close();
+    });
+
     it("one object per name in a process; another opener elsewhere gets E_LOCKED", async () => {
       const ctx = await setup();
       await fill(ctx.driver, 1);

@@ -33,8 +33,8 @@ describe("a shared consumer's state files (fs)", () => {
     const journal = await stat(join(dir, sharedJournalPath("q", "s"))).catch(() => undefined);
     expect(journal?.size ?? 0).toBeLessThan(64 * 1024 + 8 * 1024);
     await c.close();
-    // Closed at the floor: the snapshot is its header line only, and the journal is gone.
-    expect((await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean)).toHaveLength(1);
+    // Closed at the floor: the snapshot is its header and birth lines only, and the journal is gone.
+    expect((await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean).map((l) => l[0])).toEqual(["H", "B"]);
     expect(await stat(join(dir, sharedJournalPath("q", "s"))).catch(() => undefined)).toBeUndefined();
   });
 
@@ -44,10 +44,14 @@ describe("a shared consumer's state files (fs)", () => {
     const [m0, m1, m2] = await c.poll({ max: 3 });
     await c.ack(m1!);
     await c.close();
-    // The snapshot: the header, the high-water mark after m2 (m0 and m2 handed out once), m1's ack.
+    // The snapshot: the header, the high-water mark after m2 (m0 and m2 handed out once), m1's ack,
+    // the birth: its leases are above that id.
     const lines = (await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean);
     const after = positionAfter(m2!);
-    expect(lines.map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", `W;0;${after.position};${after.count}`, `A;0;${m1!.offset}`]);
+    const born = lines.at(-1)!.split(";");
+    expect(lines.slice(0, -1).map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", `W;0;${after.position};${after.count}`, `A;0;${m1!.offset}`]);
+    expect(born[0]).toBe("B");
+    expect(Number(born[1])).toBeLessThan(m0!.lease);
     // What a crash in the middle of an append leaves: no crc, no newline.
     await appendFile(join(dir, sharedJournalPath("q", "s")), "A;0;999;12");
     const problems: QueueProblem[] = [];
@@ -79,7 +83,7 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
       `R;0;${got[1]!.offset};${got[3]!.offset};3`,
     ]);
     await c.close();
-    expect(await kinds(dir)).toEqual(["H", "W", "R"]);
+    expect(await kinds(dir)).toEqual(["H", "W", "R", "B"]);
     // The snapshot's lines again in the journal (a crash between snapshot and emptied journal): the same state.
     const snapshot = await readFile(join(dir, sharedStatePath("q", "s")), "utf8");
     await appendFile(join(dir, sharedJournalPath("q", "s")), snapshot.split("\n").slice(1).join("\n"));

@@ -46,6 +46,7 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     for (const entry of [...positions, ...sharedFiles]) await driver.remove(entry);
     for (const id of parts) await driver.remove(partDir(queue, id));
     // Retention's record of deleted parts: a queue made later under this name reuses part ids.
+    await driver.remove(sideJournalPath(prunedPath(queue)));
     await driver.remove(prunedPath(queue));
     // The writer's side stores: pending delayed messages go with the queue, and its keys.
     // Each journal before its file: a journal left alone would make the file again at the next open.
@@ -56,7 +57,7 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     await driver.remove(queueInfoPath(queue));
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
-    forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), ...sideFiles].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
+    forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), sideJournalPath(prunedPath(queue)), ...sideFiles].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.

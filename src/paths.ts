@@ -19,7 +19,7 @@ export const prunedPath = (q: string): string => `${q}_info_pruned`;
  */
 export const delayedPath = (q: string): string => `${q}_info_delayed`;
 export const idempotencyPath = (q: string): string => `${q}_info_idem`;
-/** The copy a side file's compaction writes first (side-log.ts): `Q_info_delayed_new`, `Q_info_idem_new`. */
+/** The copy a side file's compaction writes first (side-log.ts, pruned.ts): `Q_info_delayed_new`, `Q_info_idem_new`, `Q_info_pruned_new`. */
 export const sideJournalPath = (path: string): string => `${path}_new`;
 /** v-queue's declaration of a partitioned queue (partitions.ts): like `delayed`, no `pop_`, `queue` or `shared_`. */
 export const partitionsPath = (q: string): string => `${q}_info_partitions`;

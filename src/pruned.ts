@@ -7,14 +7,17 @@
  * Format: append-only, fixed-size entries of 32 bytes, little-endian:
  *   0..8 u64 part id, 8..16 u64 messages in it, 16..24 u64 bytes, 24..28 zero, 28..32 CRC-32 of 0..28.
  * A torn or damaged entry ends the reading. Bounded: past `MAX_ENTRIES` the file keeps the
- * newest half (a consumer behind all of those is told "at least").
+ * newest half (a consumer behind all of those is told "at least"). That compaction writes the
+ * half it keeps to a copy, `B/Q_info_pruned_new`, whole and durable, before it cuts the file,
+ * and removes the copy once the file is written again: readers count the copy's entries too,
+ * and a compaction a crash cut short is finished by the next record, so no entry is lost.
  */
 import { crc32Range } from "./crc32";
 import type { ConsumerPosition } from "./cursor";
-import type { DriverLock, QueueDriver } from "./driver";
+import type { DriverLock, LogFile, QueueDriver } from "./driver";
 import { fencedLog } from "./fence";
 import { withSharedLog } from "./handles";
-import { prunedPath } from "./paths";
+import { prunedPath, sideJournalPath } from "./paths";
 
 const ENTRY = 32;
 const MAX_ENTRIES = 65_536;
@@ -48,10 +51,24 @@ function decode(bytes: Uint8Array): PrunedPart[] {
   return out;
 }
 
-/** Parts retention deleted, by id (an id recorded twice, by two pruners at once, counts once). */
+const readEntries = async (driver: QueueDriver, path: string): Promise<PrunedPart[]> => (await withSharedLog(driver, path, async (log) => decode(await log.read(0, await log.size())))) ?? [];
+
+/**
+ * Parts retention deleted, by id (an id recorded twice, by two pruners at once, counts once).
+ * The compaction's copy is read before and after the file: one cut meanwhile is seen in either.
+ */
 export async function readPruned(driver: QueueDriver, queue: string): Promise<Map<number, PrunedPart>> {
-  const parts = (await withSharedLog(driver, prunedPath(queue), async (log) => decode(await log.read(0, await log.size())))) ?? [];
+  const copy = sideJournalPath(prunedPath(queue));
+  const parts = [...(await readEntries(driver, copy)), ...(await readEntries(driver, prunedPath(queue))), ...(await readEntries(driver, copy))];
   return new Map(parts.map((p) => [p.part, p]));
+}
+
+/** The file's content replaced by `parts`, durably. */
+async function rewrite(log: LogFile, parts: readonly PrunedPart[]): Promise<number> {
+  await log.truncate(0);
+  await log.append(0, encode(parts));
+  await log.sync();
+  return parts.length * ENTRY;
 }
 
 /** Records parts about to be deleted (call before deleting them); `fence`: the lock of the writer whose retention this is. */
@@ -62,11 +79,28 @@ export async function recordPruned(driver: QueueDriver, queue: string, parts: re
     let size = await log.size();
     const whole = size - (size % ENTRY);
     if (whole !== size) await log.truncate((size = whole)); // a torn entry: cut off, as the part files' tails are
+    const copyPath = sideJournalPath(prunedPath(queue));
+    const copy = await readEntries(driver, copyPath);
+    if (copy.length > 0) {
+      // A compaction cut short: the file holds all it had (not cut yet) or a part of the copy.
+      const held = decode(await log.read(0, size));
+      const known = new Set(held.map((p) => p.part));
+      const missing = copy.filter((p) => !known.has(p.part));
+      if (missing.length > 0) size = await rewrite(log, [...held, ...missing]);
+      // (An empty copy, cut before its first entry, is left: the next compaction writes over it.)
+      await driver.remove(copyPath, fence);
+    }
     if (size / ENTRY + parts.length > MAX_ENTRIES) {
       const kept = decode(await log.read(0, size)).slice(-MAX_ENTRIES / 2);
-      await log.truncate(0);
-      await log.append(0, encode(kept));
-      size = kept.length * ENTRY;
+      const copyLog = (await driver.openLog(copyPath, { create: true }))!;
+      try {
+        await rewrite(fence ? fencedLog(copyLog, fence) : copyLog, kept);
+      } finally {
+        await copyLog.close();
+      }
+      await driver.syncDir?.("");
+      size = await rewrite(log, kept);
+      await driver.remove(copyPath, fence);
     }
     await log.append(size, encode(parts));
     // Durable before any part goes: a deletion that outlives a power cut without its record

@@ -47,6 +47,7 @@ function layout(queues: string[], consumers: string[]): Map<string, string[]> {
     add(idempotencyPath(q), `idempotency ${q}`);
     add(sideJournalPath(delayedPath(q)), `delayed-journal ${q}`);
     add(sideJournalPath(idempotencyPath(q)), `idempotency-journal ${q}`);
+    add(sideJournalPath(prunedPath(q)), `pruned-copy ${q}`);
     for (const part of PARTS) {
       add(partDir(q, part), `part-dir ${q} ${part}`);
       add(partPath(q, part), `part ${q} ${part}`);

@@ -4,56 +4,16 @@
 // (the idempotency file, cut at a writer's open, was never written again).
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { LogFile, QueueDriver } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
+import type { QueueDriver } from "../../src/driver";
 import { sideJournalPath } from "../../src/paths";
 import { SideLog, encodeFrames, type Frame } from "../../src/side-log";
+import { faulty, injected, type Step } from "../helpers/faulty-driver";
 
 const PATH = "q_info_idem";
 const JOURNAL = sideJournalPath(PATH);
 const quiet = () => {};
 const frame = (text: string) => Uint8Array.of(1, ...new TextEncoder().encode(text));
 const texts = (frames: Frame[]) => frames.map((f) => new TextDecoder().decode(f.payload.subarray(1)));
-const injected = () => new VQueueError("E_IO", "the storage is down (injected)");
-
-type Step = "truncate" | "append" | "remove";
-
-/**
- * The memory store `name` through a driver whose writes fail from the one `failAt` picks on:
- * `tear` writes the first half of that append before failing (a write cut short).
- */
-function faulty(name: string, failAt: (step: Step, path: string) => boolean, tear = false): QueueDriver {
-  const inner = memoryDriver({ name });
-  let failing = false;
-  const fails = (step: Step, path: string) => (failing ||= failAt(step, path));
-  const wrap = (path: string, log: LogFile): LogFile => ({
-    ...log,
-    size: () => log.size(),
-    read: (at, length) => log.read(at, length),
-    sync: () => log.sync(),
-    close: () => log.close(),
-    async truncate(length, fence) {
-      if (fails("truncate", path)) throw injected();
-      return log.truncate(length, fence);
-    },
-    async append(at, data, fence) {
-      if (!fails("append", path)) return log.append(at, data, fence);
-      if (tear) await log.append(at, data.subarray(0, data.length >> 1), fence);
-      throw injected();
-    },
-  });
-  return {
-    ...inner,
-    async openLog(path, options) {
-      const log = await inner.openLog(path, options);
-      return log && wrap(path, log);
-    },
-    async remove(path) {
-      if (fails("remove", path)) throw injected();
-      return inner.remove(path);
-    },
-  };
-}
 
 /** A side file of frames a, b, c on store `name`. */
 async function seed(name: string): Promise<void> {

@@ -68,6 +68,8 @@ export function fromBatchRecord(record: BatchRecord, parseJSON: boolean): AnyCli
 }
 
 function textMessage(part: number, offset: number, seq: number, data: string, cursor: string, parseJSON: boolean): AnyClientMessage {
+  // Per message of every batch: a plain text one without the spread's object in between.
+  if (!parseJSON) return { part, offset, seq, type: "string", data, cursor };
   return { part, offset, seq, ...textOrJSON(data, parseJSON), cursor } as AnyClientMessage;
 }
 

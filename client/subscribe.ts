@@ -2,6 +2,7 @@ import { sleep } from "./sleep";
 import { VQueueClientError, VQueueNetworkError } from "./errors";
 import type { ConsumeOptions, VQueueClient } from "./index";
 import type { AnyClientMessage } from "./messages";
+import { MessageIterator } from "./message-iterator";
 
 export interface SubscribeOptions extends Pick<ConsumeOptions, "format" | "json"> {
   /** Stops the loop (the iterator then ends; nothing is thrown). */
@@ -48,12 +49,7 @@ interface NextBatch {
  * finished, so a server restart neither loses a message nor hands the loop one twice.
  * The next batch is requested while the loop body works on the current one.
  */
-export async function* subscribe(
-  client: VQueueClient,
-  queue: string,
-  consumer: string,
-  options: SubscribeOptions = {},
-): AsyncGenerator<AnyClientMessage, void, undefined> {
+export function subscribe(client: VQueueClient, queue: string, consumer: string, options: SubscribeOptions = {}): AsyncGenerator<AnyClientMessage, void, undefined> {
   const { signal, maxMessages = 100, pollTimeoutMs = 25_000, commit = "batch", format, json } = options;
   const minDelay = options.backoff?.min ?? 100;
   const maxDelay = options.backoff?.max ?? 5000;
@@ -96,69 +92,76 @@ export async function* subscribe(
     next = undefined;
   };
 
-  try {
-    while (!signal?.aborted) {
-      let batch: AnyClientMessage[];
-      try {
-        if (next) {
-          const pending = next;
-          next = undefined;
-          batch = await pending.batch;
-        } else {
-          // After a (re)connect, hand out again everything after the committed position.
-          if (needRewind) {
-            handedOut = undefined;
-            // A consumer (or queue) that does not exist yet has nothing to hand out again.
-            await client.rewind(queue, consumer, { signal }).catch((error: unknown) => {
-              if (!(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
-            });
-            needRewind = false;
+  /** Batches, each once the loop body finished the one before (MessageIterator hands out their messages). */
+  async function* batches(): AsyncGenerator<AnyClientMessage[], void, undefined> {
+    try {
+      while (!signal?.aborted) {
+        let batch: AnyClientMessage[];
+        try {
+          if (next) {
+            const pending = next;
+            next = undefined;
+            batch = await pending.batch;
+          } else {
+            // After a (re)connect, hand out again everything after the committed position.
+            if (needRewind) {
+              handedOut = undefined;
+              // A consumer (or queue) that does not exist yet has nothing to hand out again.
+              await client.rewind(queue, consumer, { signal }).catch((error: unknown) => {
+                if (!(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
+              });
+              needRewind = false;
+            }
+            batch = await poll();
+            // What the body finished before a reconnect could not go with that request: saved now.
+            await commitDone();
           }
-          batch = await poll();
-          // What the body finished before a reconnect could not go with that request: saved now.
-          await commitDone();
+          delay = minDelay;
+        } catch (error) {
+          if (signal?.aborted) return;
+          if (!isRecoverable(error)) throw error;
+          options.onReconnect?.(error, delay);
+          await sleep(delay, signal);
+          delay = Math.min(delay * 2, maxDelay);
+          needRewind = true;
+          continue;
         }
-        delay = minDelay;
-      } catch (error) {
+        if (batch.length > 0) {
+          const abort = new AbortController();
+          const pending: NextBatch = { batch: poll(abort), settled: false, abort };
+          pending.batch.then(
+            () => (pending.settled = true),
+            () => (pending.settled = true),
+          );
+          next = pending;
+        }
+        // Already finished by this loop (handed out again after a reconnect): skipped.
+        const fresh = done && batch.length > 0 && !isBefore(done, batch[0]!) ? batch.filter((message) => isBefore(done!, message)) : batch;
+        if (fresh.length > 0) yield fresh;
         if (signal?.aborted) return;
-        if (!isRecoverable(error)) throw error;
-        options.onReconnect?.(error, delay);
-        await sleep(delay, signal);
-        delay = Math.min(delay * 2, maxDelay);
-        needRewind = true;
-        continue;
+        // The batch is finished. When the next one comes soon, its successor's request commits
+        // this one; on a quiet queue (the next request is parked on the server), commit it now.
+        if (next && !next.settled) {
+          await settledWithin(next.batch, QUIET_AFTER_MS);
+          if (!next.settled) await commitDone().catch(() => (needRewind = true));
+        }
+        if (needRewind) dropNext();
       }
-      if (batch.length > 0) {
-        const abort = new AbortController();
-        const pending: NextBatch = { batch: poll(abort), settled: false, abort };
-        pending.batch.then(
-          () => (pending.settled = true),
-          () => (pending.settled = true),
-        );
-        next = pending;
-      }
-      for (const message of batch) {
-        // Already finished by this loop (handed out again after a reconnect): skip it.
-        if (done && !isBefore(done, message)) continue;
-        yield message;
-        done = message;
-        if (commit === "message") await commitDone().catch(() => (needRewind = true));
-        if (signal?.aborted) return;
-      }
-      // The batch is finished. When the next one comes soon, its successor's request commits
-      // this one; on a quiet queue (the next request is parked on the server), commit it now.
-      if (next && !next.settled) {
-        await settledWithin(next.batch, QUIET_AFTER_MS);
-        if (!next.settled) await commitDone().catch(() => (needRewind = true));
-      }
-      if (needRewind) dropNext();
+    } finally {
+      // Best effort: save what the body finished (before dropping the next request, whose
+      // cancellation makes the server hand its batch out again). If it fails, those come again.
+      await commitDone().catch(() => {});
+      dropNext();
     }
-  } finally {
-    // Best effort: save what the body finished (before dropping the next request, whose
-    // cancellation makes the server hand its batch out again). If it fails, those come again.
-    await commitDone().catch(() => {});
-    dropNext();
   }
+
+  /** The loop body is done with `message`: with `commit: "message"`, saved before the next one. */
+  const finished = (message: AnyClientMessage): Promise<void> | undefined => {
+    done = message;
+    if (commit === "message") return commitDone().catch(() => void (needRewind = true));
+    return undefined;
+  };
+  return new MessageIterator(batches(), finished, () => !!signal?.aborted);
 }
 
 /**

@@ -201,6 +201,22 @@ describe("client SDK against the standalone server", () => {
     expect(rest).toEqual(["c", "d"]);
   });
 
+  it('subscribe with commit: "message" saves each finished message before the next is handed out', async () => {
+    const client = admin();
+    await client.produce("each", ["a", "b", "c", "d"]);
+    const popped: number[] = [];
+    const failing = (async () => {
+      for await (const message of client.subscribe("each", "w", { commit: "message", maxMessages: 10 })) {
+        // What the server has saved when the body gets this message: every one before it.
+        popped.push((await client.consumers("each")).consumers[0]?.count_popped ?? 0);
+        if (message.data === "c") throw new Error("boom");
+      }
+    })();
+    await expect(failing).rejects.toThrow("boom");
+    expect(popped).toEqual([0, 1, 2]);
+    expect((await client.consumers("each")).consumers[0]).toMatchObject({ count_popped: 2 });
+  });
+
   it("subscribe fetches the next batch while the body works: a break loses none of it, a quiet queue still commits", async () => {
     const client = admin();
     await client.produce("ahead", Array.from({ length: 10 }, (_, i) => `m${i}`));

@@ -1,5 +1,6 @@
 import { crc32Ascii } from "./crc32";
 import type { DriverLock, QueueDriver } from "./driver";
+import type { ConsumerPosition } from "./cursor";
 import type { QueueProblem } from "./errors";
 import { sharedInboxDir } from "./paths";
 import { line, messageKey, type MessageKey } from "./shared-state";
@@ -7,7 +8,8 @@ import { writeWhole } from "./write-whole";
 
 /**
  * Acks, nacks and extends taken by an instance that does not hold the shared consumer they are
- * for (README, "Partitioned queues"): its partition was handed over since the leases went out,
+ * for, and commits of an ordered consumer's partition held elsewhere (partitioned-consumer.ts)
+ * (README, "Partitioned queues"): its partition was handed over since the leases went out,
  * or the request reached another instance (Nitro's `node-cluster` hands each connection to any
  * worker). That instance writes them, durably, into the consumer's inbox, a directory of small
  * files (`Q_info_wanta_C/<instance>-<seq>`), each written whole once and never changed. The
@@ -18,7 +20,8 @@ import { writeWhole } from "./write-whole";
  * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged;
  * - `N;<part>;<offset>;<lease>;<delayMs>;<r|d|->;<error, URI-encoded>;<crc>`: given back
  *   (`r` release, `d` dead-letter);
- * - `E;<part>;<offset>;<lease>;<until>;<crc>`: its lease runs until then (ms since the epoch).
+ * - `E;<part>;<offset>;<lease>;<until>;<crc>`: its lease runs until then (ms since the epoch);
+ * - `C;<part>;<position>;<count>;<crc>`: an ordered consumer's commit up to that cursor.
  */
 
 /** How often a holder looks into its inbox: an ack waits this long at most, a lease runs far longer. */
@@ -35,16 +38,24 @@ export interface InboxRef {
   lease: number;
 }
 
+/** An ordered consumer's commit, taken elsewhere: up to `position`. */
+export interface InboxCommit {
+  kind: "commit";
+  position: ConsumerPosition;
+}
+
 export type InboxItem =
   | { kind: "ack"; ref: InboxRef }
   | { kind: "nack"; ref: InboxRef; delayMs: number; release: boolean; deadLetter: boolean; error?: string }
-  | { kind: "extend"; ref: InboxRef; until: number };
+  | { kind: "extend"; ref: InboxRef; until: number }
+  | InboxCommit;
 
 type RefOf = Omit<InboxRef, "key">;
-/** What a poster is given: an item about a lease as poll returned it. */
-export type InboxPost = { kind: "ack"; ref: RefOf } | { kind: "nack"; ref: RefOf; delayMs: number; release: boolean; deadLetter: boolean; error?: string } | { kind: "extend"; ref: RefOf; until: number };
+/** What a poster is given: an item about a lease as poll returned it, or a commit. */
+export type InboxPost = { kind: "ack"; ref: RefOf } | { kind: "nack"; ref: RefOf; delayMs: number; release: boolean; deadLetter: boolean; error?: string } | { kind: "extend"; ref: RefOf; until: number } | InboxCommit;
 
 function lineOf(item: InboxPost): string {
+  if (item.kind === "commit") return line(`C;${item.position.part};${item.position.position};${item.position.count};`);
   const { part, offset, lease } = item.ref;
   const head = `${part};${offset};${lease};`;
   if (item.kind === "ack") return line(`A;${head}`);
@@ -59,6 +70,7 @@ function parseLine(fields: string): InboxItem | undefined {
   const [kind, ...rest] = fields.slice(0, -1).split(";");
   const [part, offset, lease, a] = rest.map(Number) as [number, number, number, number];
   if (![part, offset, lease].every((n) => Number.isSafeInteger(n) && n >= 0)) return undefined;
+  if (kind === "C" && rest.length === 3) return { kind: "commit", position: { part, position: offset, count: lease } };
   const ref = { key: messageKey(part, offset), part, offset, lease };
   if (kind === "A" && rest.length === 3) return { kind: "ack", ref };
   if (kind === "E" && rest.length === 4 && Number.isSafeInteger(a)) return { kind: "extend", ref, until: a };
@@ -140,7 +152,7 @@ export async function readInbox(driver: QueueDriver, queue: string, consumer: st
       else bad++;
     }
   }
-  if (bad > 0) onProblem({ code: "BAD_INFO", queue, message: `Shared consumer "${consumer}": skipped ${bad} damaged line(s) of its inbox (${dir}).` });
+  if (bad > 0) onProblem({ code: "BAD_INFO", queue, message: `Consumer "${consumer}": skipped ${bad} damaged line(s) of its inbox (${dir}).` });
   return { files, items };
 }
 

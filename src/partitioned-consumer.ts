@@ -5,15 +5,18 @@
  * once what this instance handed out of it is committed (or after `handoffGraceMs`: then the
  * new holder delivers it again — at least once).
  */
+import { INBOX_CHECK_MS, InboxPoster } from "./ack-inbox";
+import { applyInboxCommits, assertCommitFits } from "./commit-inbox";
 import { QueueConsumer } from "./consumer";
 import { comparePositions, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { Message } from "./message";
-import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOptions, type ReadOptions } from "./options";
+import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions } from "./options";
 import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
+import { partitionName } from "./partitions";
 
 export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {
   /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
@@ -29,20 +32,31 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
   readonly #served: Set<number>;
   /** The last commit of each partition let go: a late commit at or before it is a no-op. */
   readonly #released: Map<number, ConsumerPosition>;
+  readonly #resolved: ResolvedConsumerOptions;
+  /** Commits of partitions held elsewhere, to their inboxes (commit-inbox.ts). */
+  readonly #inbox: InboxPoster;
+  readonly #inboxTimer: ReturnType<typeof setInterval>;
+  #checking = false;
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...consumerOptions } = options;
+    const resolved = resolveConsumerOptions(consumerOptions);
     const released = new Map<number, ConsumerPosition>();
     const served = new Set<number>();
     const fan = new PartitionFan<QueueConsumer, Message, { raw: boolean }>({
-      driver: resolveConsumerOptions(consumerOptions).driver,
+      driver: resolved.driver,
       queue,
       name,
       partitions,
       kind: "consumer",
       handoff,
-      open: (partition) => QueueConsumer.open(partition, name, consumerOptions),
+      open: async (partition) => {
+        const consumer = await QueueConsumer.open(partition, name, consumerOptions);
+        // Commits other instances took for it, before anything goes out again (a failure: next round).
+        await applyInboxCommits(consumer, resolved.driver, resolved.onProblem).catch(() => {});
+        return consumer;
+      },
       busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
       close: (consumer) => consumer.close(),
       take: (consumer, max, maxBytes, { raw }) => consumer.read({ max, maxBytes, raw }),
@@ -58,12 +72,25 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     this.handoff = handoff;
     this.#served = served;
     this.#released = released;
+    this.#resolved = resolved;
+    this.#inbox = new InboxPoster(resolved.driver, fan.set.id, resolved.syncCommits);
+    this.#inboxTimer = setInterval(() => void this.#checkInboxes(), INBOX_CHECK_MS);
+    (this.#inboxTimer as { unref?: () => void }).unref?.();
   }
 
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedConsumerOptions = {}): Promise<PartitionedConsumer> {
     const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name, options.partitions);
-    return FanConsumer.started(new PartitionedConsumer(queue, name, partitions, options));
+    const consumer = new PartitionedConsumer(queue, name, partitions, options);
+    return FanConsumer.started(consumer).catch((error: unknown) => {
+      clearInterval(consumer.#inboxTimer);
+      throw error;
+    });
+  }
+
+  override async close(): Promise<void> {
+    clearInterval(this.#inboxTimer);
+    await super.close();
   }
 
   /** The cursor that commits everything handed out so far: `p<k>:<cursor>` per partition served ("" before the first message). */
@@ -98,8 +125,9 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
 
   /**
    * Saves positions: after everything handed out (no argument), after a message (its
-   * partition), or a composite cursor (each partition it names). A partition handed over since
-   * takes no commit past its last one (`E_CURSOR`): those messages are delivered again.
+   * partition), or a composite cursor (each partition it names). A partition held elsewhere
+   * (handed over since, or the cursor came from another instance) takes it through its inbox:
+   * stored now, applied by its holder within about `INBOX_CHECK_MS` (commit-inbox.ts).
    */
   async commit(upTo?: PartitionedMessage | string): Promise<void> {
     this.assertOpen();
@@ -132,14 +160,29 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     return Array.from({ length: this.partitions }, (_, index) => this.fan.set.get(index)?.item).filter((consumer) => consumer !== undefined);
   }
 
-  #commitOne(index: number, upTo: Message | string): Promise<void> {
+  async #commitOne(index: number, upTo: Message | string): Promise<void> {
     const slot = this.fan.set.get(index);
     if (slot) return slot.item.commit(upTo);
     const last = this.#released.get(index);
     const target = typeof upTo === "string" ? parseCursor(upTo) : positionAfter(upTo);
     // At or before what was committed when the partition was let go: done already.
-    if (last && comparePositions(target, last) <= 0) return Promise.resolve();
-    return Promise.reject(this.fan.notHeld(index, "E_CURSOR"));
+    if (last && comparePositions(target, last) <= 0) return;
+    // Held elsewhere, or by nobody now: stored in its inbox, applied by its (next) holder.
+    const partition = partitionName(this.queue, index);
+    await assertCommitFits(this.#resolved.driver, partition, target);
+    await this.#inbox.post(partition, this.name, [{ kind: "commit", position: target }]);
+  }
+
+  /** Applies the commits other instances took for the partitions held here (each round one at a time). */
+  async #checkInboxes(): Promise<void> {
+    if (this.#checking || this.closed) return;
+    this.#checking = true;
+    try {
+      // Those being let go too: a commit that reaches one ends the wait for it (the hand-over's grace).
+      for (const consumer of this.#partitionsHeld()) await applyInboxCommits(consumer, this.#resolved.driver, this.#resolved.onProblem).catch(() => {});
+    } finally {
+      this.#checking = false;
+    }
   }
 }
 

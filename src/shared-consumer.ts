@@ -432,6 +432,7 @@ export class SharedConsumer {
     const waits: Promise<unknown>[] = [];
     const ahead = new Set<string>();
     for (const item of items) {
+      if (item.kind === "commit") continue; // an ordered consumer's: none is written here
       const { ref } = item;
       // Below the floor: done. Older than this consumer: a deleted namesake's lease, no message here.
       if (isBelow(ref.key, this.#floor) || this.#bornAfter(ref)) continue;

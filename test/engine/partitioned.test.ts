@@ -412,6 +412,34 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await Promise.all([a.close(), b.close(), writer.close()]);
     });
 
+    it("a commit taken by an instance that does not hold the partition reaches its holder through the inbox: nothing comes again", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("elsewhere", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2", "m3", "m4"]);
+      const a = await PartitionedConsumer.open("elsewhere", "c", { driver, syncCommits: false, minHoldMs: 0 });
+      const problems: string[] = [];
+      const b = await PartitionedConsumer.open("elsewhere", "c", { driver: again(), syncCommits: false, minHoldMs: 0, handoffGraceMs: 60_000, onProblem: (p) => problems.push(p.message) });
+      expect([a.held(), b.held()]).toEqual([[0], []]);
+      const got = await a.poll({ max: 2 });
+      // The cursor of a's batch, committed through b (as node-cluster may route the request).
+      await b.commit(a.cursor);
+      // b asks for the partition: a lets go once the commit reached it (no grace period needed).
+      const taken = await b.poll({ max: 10, timeoutMs: 5000 });
+      expect(got.map((m) => m.data)).toEqual(["m1", "m2"]);
+      expect(taken.map((m) => m.data)).toEqual(["m3", "m4"]);
+      // Garbage is refused at once; a cursor that fits the part but names no message end is dropped by the holder and told.
+      await expect(a.commit("p0:0.999999.9")).rejects.toMatchObject({ code: "E_CURSOR" });
+      const [, position, count] = b.cursor.split(":")[1]!.split(".").map(Number) as [number, number, number];
+      await writer.produce(["m5"]);
+      await a.commit(`p0:0.${position + 3}.${count + 1}`); // inside m5, past what b handed out
+      for (let i = 0; i < 100 && problems.length === 0; i++) await new Promise((done) => setTimeout(done, 20));
+      expect(problems).toEqual([expect.stringContaining("was dropped")]);
+      // Nothing skipped: m5 comes next.
+      expect((await b.poll({ timeoutMs: 0 })).map((m) => m.data)).toEqual(["m5"]);
+      await b.commit();
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+
     it("hands over uncommitted messages after handoffGraceMs: they come again", async () => {
       const { driver, again } = make();
       const writer = await PartitionedWriter.open("grace", { driver, partitions: 1, ...quiet });

@@ -11,15 +11,19 @@ import type { Message } from "./message";
 import { openLocked } from "./locked";
 import { assertName } from "./names";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type IterateOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions, type WaitOptions } from "./options";
-import { consumerLockPath } from "./paths";
+import { withSharedLog } from "./handles";
+import { consumerLockPath, partPath } from "./paths";
 import { PartReader } from "./part-reader";
-import { checkSavedPosition, startPosition } from "./position";
+import { checkSavedPosition, isRecordBoundary, startPosition } from "./position";
 import { PositionFile } from "./position-file";
 import { resolveSeek, type SeekTarget } from "./seek";
 import { listParts, readQueueInfo } from "./recovery";
 import { watchStorage } from "./watch";
 
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./options";
+
+/** Read ends remembered for commits (a client commits one of its last batches, rarely older). */
+const READ_ENDS_KEPT = 64;
 
 /**
  * A named reader of a queue with a saved position (`Q_info_pop_C`). Any number of consumers
@@ -40,6 +44,8 @@ export class QueueConsumer {
   /** Reads, refreshes and moves of the reader, one at a time (they swap file handles). */
   #serial: Promise<unknown> = Promise.resolve();
   #closed = false;
+  /** The ends of the last reads (cursors): a commit of one is known good without a look at the part. */
+  readonly #readEnds = new Set<string>();
   /** Messages retention deleted before this consumer read them, not yet taken (`takeMissed`). */
   #missed = 0;
   /** The consumer's problems pass here: `MISSED` is counted too. */
@@ -116,7 +122,11 @@ export class QueueConsumer {
     const maxBytes = options.maxBytes ?? 1024 * 1024;
     checkInteger("max", max, 1, 1_000_000);
     checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
-    return this.#exclusive(() => this.#reader.read(max, maxBytes, !options.raw));
+    return this.#exclusive(async () => {
+      const messages = await this.#reader.read(max, maxBytes, !options.raw);
+      if (messages.length > 0) this.#noteReadEnd();
+      return messages;
+    });
   }
 
   /**
@@ -199,9 +209,29 @@ export class QueueConsumer {
     } catch (error) {
       return Promise.reject(error);
     }
+    // A cursor from outside, inside what was handed out: it must be a message's end (its count
+    // too), or the saved position would fall inside a record (the crate could not read on).
+    const inside = comparePositions(target, this.#reader.position) < 0 && comparePositions(target, this.#committed) > 0;
+    return this.#commitTo(target, typeof upTo === "string" && inside && !this.#readEnds.has(upTo));
+  }
+
+  /** @internal Saves a position the engine worked out itself (a shared consumer's ack floor): not looked at again. */
+  commitPosition(position: ConsumerPosition): Promise<void> {
+    try {
+      this.#assertOpen();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#commitTo({ ...position }, false);
+  }
+
+  #commitTo(target: ConsumerPosition, check: boolean): Promise<void> {
     const ahead = comparePositions(target, this.#reader.position) > 0;
     const run = this.#commitChain.then(async () => {
       if (ahead) await this.#exclusive(() => this.#reader.skipTo(target));
+      if (check && !(await this.#isMessageEnd(target))) {
+        throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.queue}" that consumer "${this.name}" handed out.`);
+      }
       if (comparePositions(target, this.#committed) <= 0) return;
       await this.#positionFile.save(target);
       this.#committed = target;
@@ -226,6 +256,17 @@ export class QueueConsumer {
     this.#commitChain = run.catch(() => {});
     await run;
     return { ...target };
+  }
+
+  #noteReadEnd(): void {
+    this.#readEnds.add(formatCursor(this.#reader.position));
+    if (this.#readEnds.size > READ_ENDS_KEPT) this.#readEnds.delete(this.#readEnds.values().next().value!);
+  }
+
+  /** Whether a message of the queue ends at `target` (with its count), scanned from the saved position or the part's start. */
+  async #isMessageEnd(target: ConsumerPosition): Promise<boolean> {
+    const from = target.part === this.#committed.part ? this.#committed : { part: target.part, position: 0, count: 0 };
+    return (await withSharedLog(this.#driver, partPath(this.queue, target.part), (file) => isRecordBoundary(file, from, target))) ?? false;
   }
 
   /** Hands out again everything after the saved position (e.g. after a failed batch). */

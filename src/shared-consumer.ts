@@ -3,7 +3,7 @@
 // format and the iterator live in their own files; these calls share one window.
 import { checkInteger } from "./options";
 import { QueueConsumer } from "./consumer";
-import { comparePositions, formatCursor, type ConsumerPosition } from "./cursor";
+import { comparePositions, type ConsumerPosition } from "./cursor";
 import { deadLetterOf } from "./dead-letter";
 import { VQueueError } from "./errors";
 import type { Message } from "./message";
@@ -718,7 +718,7 @@ export class SharedConsumer {
     const compact = this.#state.journalBytes > COMPACT_BYTES;
     // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
     if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
-    await this.#inner.commit(formatCursor(this.#floor));
+    await this.#inner.commitPosition(this.#floor);
     this.#floorSavedAt = Date.now();
     if (compact) await this.#compact();
   }

@@ -8,6 +8,7 @@ import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import type { Message } from "../../src/message";
+import { cursorAfter, positionAfter } from "../../src/cursor";
 import type { QueueProblem } from "../../src/errors";
 import { adminTests } from "./admin-suite";
 import { sharedTests } from "./shared-suite";
@@ -328,6 +329,29 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       await expect(c.commit("garbage")).rejects.toMatchObject({ code: "E_CURSOR" });
       await c.rewind();
       expect((await c.read()).map((m) => m.data)).toEqual(["c"]);
+    });
+
+    it("refuses a cursor inside what was handed out that is no message end (inside a record, or the wrong count); takes any message's end", async () => {
+      const { driver } = await setup();
+      const q = await writer(driver);
+      await q.pushBatch(["aaaa", "bbbb", "cccc", "dddd"]);
+      const c = await consumer(driver);
+      const read = await c.read({ max: 4 });
+      const [, b] = read.map((m) => cursorAfter(m));
+      const end = positionAfter(read[1]!);
+      for (const bad of [`0.5.1`, `0.${end.position - 1}.${end.count}`, `0.${end.position}.${end.count + 1}`, `0.${end.position}.0`]) {
+        await expect(c.commit(bad)).rejects.toMatchObject({ code: "E_CURSOR" });
+      }
+      expect(c.committed).toMatchObject({ part: 0, position: 0, count: 0 });
+      await c.commit(b!); // the second message's end: not a read's end, still a message's
+      expect(c.committed).toEqual(end);
+      await c.close();
+      // Saved where it said: the next reader goes on with the third message, no damage told.
+      const problems: string[] = [];
+      const again = await QueueConsumer.open("q", "c", { driver, onProblem: (p) => problems.push(p.code) });
+      expect((await again.read({ max: 10 })).map((m) => m.data)).toEqual(["cccc", "dddd"]);
+      expect(problems).toEqual([]);
+      await again.close();
     });
 
     it("checks names and options with clear errors", async () => {

@@ -209,10 +209,7 @@ export class QueueConsumer {
     } catch (error) {
       return Promise.reject(error);
     }
-    // A cursor from outside, inside what was handed out: it must be a message's end (its count
-    // too), or the saved position would fall inside a record (the crate could not read on).
-    const inside = comparePositions(target, this.#reader.position) < 0 && comparePositions(target, this.#committed) > 0;
-    return this.#commitTo(target, typeof upTo === "string" && inside && !this.#readEnds.has(upTo));
+    return this.#commitTo(target, typeof upTo === "string" ? upTo : undefined);
   }
 
   /** @internal Saves a position the engine worked out itself (a shared consumer's ack floor): not looked at again. */
@@ -222,17 +219,24 @@ export class QueueConsumer {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#commitTo({ ...position }, false);
+    return this.#commitTo({ ...position }, undefined);
   }
 
-  #commitTo(target: ConsumerPosition, check: boolean): Promise<void> {
-    const ahead = comparePositions(target, this.#reader.position) > 0;
+  /** `cursor`: the text of a cursor from outside, checked against the part unless known good. */
+  #commitTo(target: ConsumerPosition, cursor: string | undefined): Promise<void> {
     const run = this.#commitChain.then(async () => {
-      if (ahead) await this.#exclusive(() => this.#reader.skipTo(target));
-      if (check && !(await this.#isMessageEnd(target))) {
-        throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.queue}" that consumer "${this.name}" handed out.`);
-      }
       if (comparePositions(target, this.#committed) <= 0) return;
+      // Between reads (which move the reader): where the target lies is decided here, not at the call.
+      await this.#exclusive(async () => {
+        const order = comparePositions(target, this.#reader.position);
+        if (order > 0) return this.#reader.skipTo(target);
+        // Inside what was handed out: a message's end with its count, or the saved position
+        // would fall inside a record (the crate could not read on from it).
+        if (cursor === undefined || (order === 0 ? target.count === this.#reader.position.count : this.#readEnds.has(cursor))) return;
+        if (!(await this.#isMessageEnd(target))) {
+          throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.queue}" that consumer "${this.name}" handed out.`);
+        }
+      });
       await this.#positionFile.save(target);
       this.#committed = target;
     });

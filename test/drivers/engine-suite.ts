@@ -339,11 +339,15 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       const read = await c.read({ max: 4 });
       const [, b] = read.map((m) => cursorAfter(m));
       const end = positionAfter(read[1]!);
-      for (const bad of [`0.5.1`, `0.${end.position - 1}.${end.count}`, `0.${end.position}.${end.count + 1}`, `0.${end.position}.0`]) {
+      const all = positionAfter(read[3]!);
+      // The reader's own position with another count too.
+      for (const bad of [`0.5.1`, `0.${end.position - 1}.${end.count}`, `0.${end.position}.${end.count + 1}`, `0.${end.position}.0`, `0.${all.position}.${all.count + 1}`]) {
         await expect(c.commit(bad)).rejects.toMatchObject({ code: "E_CURSOR" });
       }
       expect(c.committed).toMatchObject({ part: 0, position: 0, count: 0 });
-      await c.commit(b!); // the second message's end: not a read's end, still a message's
+      // The second message's end: not a read's end, still a message's. With an older one in
+      // flight behind it: that one is a no-op, not refused.
+      await Promise.all([c.commit(b!), c.commit(cursorAfter(read[0]!))]);
       expect(c.committed).toEqual(end);
       await c.close();
       // Saved where it said: the next reader goes on with the third message, no damage told.

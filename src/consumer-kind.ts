@@ -19,8 +19,10 @@ export async function checkConsumerKind(driver: QueueDriver, queue: string, name
   if (kind === "ordered" && shared) {
     throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is a shared consumer: open it with openSharedConsumer, or use another name for an ordered one.`);
   }
-  if (kind === "shared" && !shared) {
-    if (!isNew) throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): open it with openConsumer, or use another name for a shared one.`);
-    await SharedState.create(driver, queue, name, sync, fence);
+  if (kind === "shared" && !shared && !isNew) {
+    throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): open it with openConsumer, or use another name for a shared one.`);
   }
+  // New: a state without a pop line is what a delete or a creation cut short left; its acks and
+  // birth are no new consumer's (they would skip its messages, take a deleted one's leases).
+  if (kind === "shared" && isNew) await SharedState.create(driver, queue, name, sync, fence);
 }

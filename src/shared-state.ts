@@ -193,8 +193,9 @@ export class SharedState {
     return (await driver.readRecord(sharedStatePath(queue, consumer))) !== undefined;
   }
 
-  /** Marks a new consumer name as shared: an empty snapshot, before its pop line is written. */
+  /** Marks a new consumer name as shared: an empty snapshot (and no journal), before its pop line is written. */
   static async create(driver: QueueDriver, queue: string, consumer: string, sync: boolean, fence?: DriverLock): Promise<void> {
+    await driver.remove(sharedJournalPath(queue, consumer), fence);
     await writeWhole(driver, sharedStatePath(queue, consumer), ascii.encode(line(HEADER) + bornLine(nextLeaseId())), sync, fence);
     if (sync) await driver.syncDir?.("");
   }

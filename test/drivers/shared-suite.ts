@@ -400,6 +400,24 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await c.close();
     });
 
+    it("a delete cut short after the position went (the state left): the name starts afresh, no old ack or lease counts", async () => {
+      const { driver } = await setup();
+      await fill(driver, 3);
+      let c = await shared(driver);
+      const old = await c.poll({ max: 3, leaseMs: 10_000 });
+      await c.ack(old[1]!); // acked above the floor: a line in the state
+      await c.close();
+      await driver.remove(popInfoPath("q", "s"));
+      c = await shared(driver);
+      // All three come: m1's old ack is no ack of the new consumer's.
+      const again = await c.poll({ max: 3, leaseMs: 20 });
+      expect(bodies(again)).toEqual(["m0", "m1", "m2"]);
+      await sleep(40);
+      await expect(c.ack(old[0]!)).rejects.toMatchObject({ code: "E_LEASE" });
+      await c.ackAll(again);
+      await c.close();
+    });
+
     it("one object per name in a process; another opener elsewhere gets E_LOCKED", async () => {
       const ctx = await setup();
       await fill(ctx.driver, 1);

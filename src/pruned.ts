@@ -8,9 +8,11 @@
  *   0..8 u64 part id, 8..16 u64 messages in it, 16..24 u64 bytes, 24..28 zero, 28..32 CRC-32 of 0..28.
  * A torn or damaged entry ends the reading. Bounded: past `MAX_ENTRIES` the file keeps the
  * newest half (a consumer behind all of those is told "at least"). That compaction writes the
- * half it keeps to a copy, `B/Q_info_pruned_new`, whole and durable, before it cuts the file,
- * and removes the copy once the file is written again: readers count the copy's entries too,
- * and a compaction a crash cut short is finished by the next record, so no entry is lost.
+ * half it keeps to a copy, `B/Q_info_pruned_new`, whole and durable, before it cuts the file;
+ * readers count the copy's entries too, and the next record (the next retention round) writes
+ * back what the file lacks, a compaction a crash cut short included, and only then removes the
+ * copy: a reader that saw the file cut sees the copy on its second look, unless a whole round
+ * passed in between. No entry is lost.
  */
 import { crc32Range } from "./crc32";
 import type { ConsumerPosition } from "./cursor";
@@ -100,7 +102,7 @@ export async function recordPruned(driver: QueueDriver, queue: string, parts: re
       }
       await driver.syncDir?.("");
       size = await rewrite(log, kept);
-      await driver.remove(copyPath, fence);
+      // The copy stays until the next round: a reader between its two looks at it still finds it.
     }
     await log.append(size, encode(parts));
     // Durable before any part goes: a deletion that outlives a power cut without its record

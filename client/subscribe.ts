@@ -55,32 +55,46 @@ export function subscribe(client: VQueueClient, queue: string, consumer: string,
   const maxDelay = options.backoff?.max ?? 5000;
   let delay = minDelay;
   let needRewind = true;
-  /** The last message the loop body finished, and the last one the server confirmed committed. */
-  let done: AnyClientMessage | undefined;
-  let committed: AnyClientMessage | undefined;
-  /** The last message the server handed out since the last rewind: a commit may not go past it. */
-  let handedOut: AnyClientMessage | undefined;
+  // Per partition (-1 for a queue without partitions): a partition's messages are ordered among
+  // themselves only. The last message the loop body finished, the last one the server confirmed
+  // committed, and the last one it handed out since the last rewind (no commit may go past it).
+  const done = new Map<number, AnyClientMessage>();
+  const committed = new Map<number, AnyClientMessage>();
+  const handedOut = new Map<number, AnyClientMessage>();
   /** The request for the next batch, sent before the loop body starts on the current one. */
   let next: NextBatch | undefined;
 
-  const canCommit = () => !!done && done !== committed && !!handedOut && !isBefore(handedOut, done);
-  const markCommitted = (message: AnyClientMessage) => {
-    if (!committed || isBefore(committed, message)) committed = message;
+  /** What may be committed now: each partition's last finished message, if not committed yet and handed out since the last rewind. */
+  const toCommit = (): AnyClientMessage[] => {
+    const out: AnyClientMessage[] = [];
+    for (const [key, message] of done) {
+      const last = handedOut.get(key);
+      if (message !== committed.get(key) && last && !isBefore(last, message)) out.push(message);
+    }
+    return out;
+  };
+  /** One cursor, or a partitioned queue's composite one ("p0:...,p3:..."). */
+  const cursorOf = (messages: AnyClientMessage[]) => (messages.length === 0 ? undefined : messages.map((m) => m.cursor).join(","));
+  const markCommitted = (messages: AnyClientMessage[]) => {
+    for (const message of messages) {
+      const before = committed.get(partitionOf(message));
+      if (!before || isBefore(before, message)) committed.set(partitionOf(message), message);
+    }
   };
   const commitDone = async () => {
-    if (!canCommit()) return;
-    const target = done!;
-    await client.commit(queue, consumer, target.cursor);
-    markCommitted(target);
+    const targets = toCommit();
+    if (targets.length === 0) return;
+    await client.commit(queue, consumer, cursorOf(targets));
+    markCommitted(targets);
   };
   /** One long poll; what the body finished is committed in the same request, before the server waits. */
   const poll = (abort?: AbortController): Promise<AnyClientMessage[]> => {
-    const target = canCommit() ? done : undefined;
+    const targets = toCommit();
     const requestSignal = abort ? (signal ? AbortSignal.any([signal, abort.signal]) : abort.signal) : signal;
-    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: target?.cursor }).then(({ messages, missed }) => {
-      if (target) markCommitted(target);
+    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: cursorOf(targets) }).then(({ messages, missed }) => {
+      markCommitted(targets);
       if (missed > 0) (options.onMissed ?? warnMissed)(missed);
-      handedOut = messages.at(-1) ?? handedOut;
+      for (const message of messages) handedOut.set(partitionOf(message), message);
       return messages;
     });
   };
@@ -105,7 +119,7 @@ export function subscribe(client: VQueueClient, queue: string, consumer: string,
           } else {
             // After a (re)connect, hand out again everything after the committed position.
             if (needRewind) {
-              handedOut = undefined;
+              handedOut.clear();
               // A consumer (or queue) that does not exist yet has nothing to hand out again.
               await client.rewind(queue, consumer, { signal }).catch((error: unknown) => {
                 if (!(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
@@ -136,7 +150,7 @@ export function subscribe(client: VQueueClient, queue: string, consumer: string,
           next = pending;
         }
         // Already finished by this loop (handed out again after a reconnect): skipped.
-        const fresh = done && batch.length > 0 && !isBefore(done, batch[0]!) ? batch.filter((message) => isBefore(done!, message)) : batch;
+        const fresh = done.size === 0 ? batch : batch.filter((message) => isAfter(message, done.get(partitionOf(message))));
         if (fresh.length > 0) yield fresh;
         if (signal?.aborted) return;
         // The batch is finished. When the next one comes soon, its successor's request commits
@@ -157,7 +171,7 @@ export function subscribe(client: VQueueClient, queue: string, consumer: string,
 
   /** The loop body is done with `message`: with `commit: "message"`, saved before the next one. */
   const finished = (message: AnyClientMessage): Promise<void> | undefined => {
-    done = message;
+    done.set(partitionOf(message), message);
     if (commit === "message") return commitDone().catch(() => void (needRewind = true));
     return undefined;
   };
@@ -177,10 +191,16 @@ function isRecoverable(error: unknown): boolean {
   return false;
 }
 
-/** Whether `a` comes strictly before `b` in the queue. */
+/** Whether `a` comes strictly before `b` in their partition (both of one). */
 function isBefore(a: AnyClientMessage, b: AnyClientMessage): boolean {
   return a.part < b.part || (a.part === b.part && a.offset < b.offset);
 }
+
+/** Whether `message` comes after `than` (none: yes). */
+const isAfter = (message: AnyClientMessage, than: AnyClientMessage | undefined): boolean => !than || isBefore(than, message);
+
+/** The key of a message's partition: -1 for a queue without partitions. */
+const partitionOf = (message: AnyClientMessage): number => message.partition ?? -1;
 
 /** Resolves when `promise` settles or after `ms`, whichever comes first (no timer left behind). */
 function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {

@@ -14,7 +14,7 @@ import { VQueueError } from "./errors";
 import { RETRY_MS, sleep, type ResolvedHandoffOptions, type Want } from "./handoff";
 import { readPosition } from "./overview";
 import { PartitionSet } from "./partition-set";
-import { Members } from "./members";
+import { Members, type Share } from "./members";
 import { partitionName } from "./partitions";
 import { consumerMembersPath, consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
@@ -85,6 +85,7 @@ export class PartitionFan<T, M, P> {
       idleMs: handoff.idleMs,
       graceMs: handoff.handoffGraceMs,
       grant: (want, held) => this.#grant(want, held),
+      grantYoung: (want, held) => this.#grant(want, held, "ceil"),
       onRelease: (slot, reason) => {
         if (reason === "wanted") this.handedOver++;
         hooks.onRelease?.(slot.index, slot.item);
@@ -147,12 +148,14 @@ export class PartitionFan<T, M, P> {
    * A partition is handed over only when this instance holds more than its share: handing one
    * over below it would leave this instance to ask for one back, and the partitions would pass
    * back and forth. An instance that no longer polls grants every request (it does not read).
+   * Above `ceil` (it took them all before the others came), a partition taken less than
+   * `minHoldMs` ago goes too: keeping it makes the newcomers wait, and it cannot come back.
    */
-  #grant(want: Want, held: number): boolean {
+  #grant(want: Want, held: number, above: keyof Share = "floor"): boolean {
     if (!this.#members.active) return true;
     // The asker polls, and may have counted a newcomer this instance has not read yet.
     this.#members.saw(want.by);
-    return held > this.#members.share(this.#hooks.partitions, Math.max(this.#members.count, want.members ?? 0)).floor;
+    return held > this.#members.share(this.#hooks.partitions, Math.max(this.#members.count, want.members ?? 0))[above];
   }
 
   get #acquireEvery(): number {

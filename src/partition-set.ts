@@ -52,6 +52,12 @@ export interface PartitionSetHooks<T> {
    * being let go not counted). Without it, every request is granted (after `minHoldMs`).
    */
   grant?(want: Want, held: number): boolean;
+  /**
+   * Whether a request may be granted before `minHoldMs`: this instance holds more than any fair
+   * share (a consumer that took every partition before the other instances came). Without it,
+   * a slot is always kept `minHoldMs`.
+   */
+  grantYoung?(want: Want, held: number): boolean;
   /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
   onRelease?(slot: Slot<T>, reason: "wanted" | "idle"): void;
 }
@@ -260,15 +266,22 @@ export class PartitionSet<T> {
       const wanted = await Promise.all(
         this.held().map(async (slot) => {
           if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
-          if (now - slot.since < this.#hooks.minHoldMs) return void this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
+          const young = now - slot.since < this.#hooks.minHoldMs;
+          if (young && !this.#hooks.grantYoung) return void this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
           const want = await readWant(this.#hooks.driver, this.#markerOf(slot.index), this.id);
-          return want && { slot, want };
+          return want && { slot, want, young };
         }),
       );
       // One at a time, each granted against what is still held (a release marks its slot at once):
       // requests that come together do not take this instance below its share.
       for (const request of wanted) {
-        if (request && this.#hooks.grant?.(request.want, this.held().length) !== false) void this.release(request.slot, "wanted");
+        if (!request) continue;
+        const { slot, want, young } = request;
+        if (young && !this.#hooks.grantYoung!(want, this.held().length)) {
+          this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
+          continue;
+        }
+        if (this.#hooks.grant?.(want, this.held().length) !== false) void this.release(slot, "wanted");
       }
     } finally {
       this.#checking = false;

@@ -412,6 +412,30 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await Promise.all([a.close(), b.close(), writer.close()]);
     });
 
+    it("an instance that took every partition before the others came hands what is above its share over at once, minHoldMs or not", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("early", { driver, partitions: 4, ...quiet });
+      const keys = [0, 1, 2, 3].map((p) => Array.from({ length: 200 }, (_, i) => `k${i}`).find((k) => partitionOfKey(k, 4) === p)!);
+      for (const key of keys) await writer.produce(["x1", "x2", "x3"], { key });
+      const a = await PartitionedConsumer.open("early", "c", { driver, syncCommits: false, minHoldMs: 60_000 });
+      expect(a.held()).toEqual([0, 1, 2, 3]);
+      expect(await a.poll({ max: 1 })).toHaveLength(1);
+      await a.commit();
+      const b = await PartitionedConsumer.open("early", "c", { driver: again(), syncCommits: false, minHoldMs: 60_000 });
+      const started = Date.now();
+      let got: PartitionedMessage[] = [];
+      while (got.length === 0 && Date.now() - started < 5000) got = await b.poll({ max: 10, timeoutMs: 200 });
+      // Well before minHoldMs: a held 4 of 4, above any share of 2 instances.
+      expect(got.length).toBeGreaterThan(0);
+      while (b.held().length < 2 && Date.now() - started < 5000) await b.poll({ max: 10, timeoutMs: 100 });
+      expect(Date.now() - started).toBeLessThan(5000);
+      // Down to its share, a keeps the rest: a young partition at the share's ceiling is not passed on.
+      await b.poll({ max: 10, timeoutMs: 300 });
+      expect(a.held().length).toBe(2);
+      expect(b.held().length).toBe(2);
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+
     it("a commit taken by an instance that does not hold the partition reaches its holder through the inbox: nothing comes again", async () => {
       const { driver, again } = make();
       const writer = await PartitionedWriter.open("elsewhere", { driver, partitions: 1, ...quiet });

@@ -32,19 +32,18 @@ export class MessageIterator<T> implements AsyncGenerator<T, void, undefined> {
     if (this.#busy === 0 && !this.#ended && this.#next > 0 && this.#next < this.#batch.length) {
       const finishing = this.#finished(this.#batch[this.#next - 1]!);
       if (finishing === undefined && !this.#stop()) return Promise.resolve({ value: this.#batch[this.#next++]!, done: false });
-      return this.#serial(async () => {
-        await finishing;
-        return this.#stop() ? this.#end() : this.#take();
-      });
+      return this.#serial(() => this.#afterFinished(finishing));
     }
     return this.#serial(async () => {
       if (this.#ended) return { value: undefined, done: true };
-      if (this.#next > 0) {
-        await this.#finished(this.#batch[this.#next - 1]!);
-        if (this.#stop()) return this.#end();
-      }
-      return this.#take();
+      return this.#next > 0 ? this.#afterFinished(this.#finished(this.#batch[this.#next - 1]!)) : this.#take();
     });
+  }
+
+  /** Once the message handed out last is finished: the end (`stop()`), or the next message. */
+  async #afterFinished(finishing: Promise<void> | undefined): Promise<IteratorResult<T, void>> {
+    await finishing;
+    return this.#stop() ? this.#end() : this.#take();
   }
 
   /** Ends the loop (a `break` or a `return` in a for-await body): the batches' `finally` runs. */

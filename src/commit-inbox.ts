@@ -9,12 +9,13 @@ import { clearInbox, readInbox } from "./ack-inbox";
 import type { QueueConsumer } from "./consumer";
 import { comparePositions, formatCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
-import { VQueueError, type QueueProblem } from "./errors";
+import { VQueueError } from "./errors";
 import { withSharedLog } from "./handles";
 import { partPath } from "./paths";
 
 /** Applies the commits in `consumer`'s inbox; an I/O failure leaves the files for the next round. */
-export async function applyInboxCommits(consumer: QueueConsumer, driver: QueueDriver, onProblem: (problem: QueueProblem) => void): Promise<void> {
+export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> {
+  const { driver, onProblem } = consumer.options;
   const { files, items } = await readInbox(driver, consumer.queue, consumer.name, onProblem);
   if (files.length === 0) return;
   const positions = items.flatMap((item) => (item.kind === "commit" && comparePositions(item.position, consumer.committed) > 0 ? [item.position] : []));

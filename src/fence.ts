@@ -1,4 +1,4 @@
-import type { DriverLock, LogFile, RecordFile } from "./driver";
+import type { DriverLock, LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError } from "./errors";
 
 /**
@@ -15,6 +15,12 @@ export function fencedLog(log: LogFile, lock: DriverLock): LogFile {
     sync: () => log.sync(),
     close: () => log.close(),
   };
+}
+
+/** A log of the queue's, made if missing, its writes fenced by `fence` (none: unfenced). */
+export async function openFencedLog(driver: QueueDriver, path: string, fence: DriverLock | undefined): Promise<LogFile> {
+  const log = (await driver.openLog(path, { create: true }))!;
+  return fence ? fencedLog(log, fence) : log;
 }
 
 /** `fencedLog` for a record. */

@@ -54,7 +54,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
       open: async (partition) => {
         const consumer = await QueueConsumer.open(partition, name, consumerOptions);
         // Commits other instances took for it, before anything goes out again (a failure: next round).
-        await applyInboxCommits(consumer, resolved.driver, resolved.onProblem).catch(() => {});
+        await applyInboxCommits(consumer).catch(() => {});
         return consumer;
       },
       busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
@@ -179,7 +179,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     this.#checking = true;
     try {
       // Those being let go too: a commit that reaches one ends the wait for it (the hand-over's grace).
-      for (const consumer of this.#partitionsHeld()) await applyInboxCommits(consumer, this.#resolved.driver, this.#resolved.onProblem).catch(() => {});
+      for (const consumer of this.#partitionsHeld()) await applyInboxCommits(consumer).catch(() => {});
     } finally {
       this.#checking = false;
     }

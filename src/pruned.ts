@@ -17,7 +17,7 @@
 import { crc32Range } from "./crc32";
 import type { ConsumerPosition } from "./cursor";
 import type { DriverLock, LogFile, QueueDriver } from "./driver";
-import { fencedLog } from "./fence";
+import { openFencedLog } from "./fence";
 import { withSharedLog } from "./handles";
 import { prunedPath, sideJournalPath } from "./paths";
 
@@ -75,8 +75,7 @@ async function rewrite(log: LogFile, parts: readonly PrunedPart[]): Promise<numb
 
 /** Records parts about to be deleted (call before deleting them); `fence`: the lock of the writer whose retention this is. */
 export async function recordPruned(driver: QueueDriver, queue: string, parts: readonly PrunedPart[], fence?: DriverLock): Promise<void> {
-  const opened = (await driver.openLog(prunedPath(queue), { create: true }))!;
-  const log = fence ? fencedLog(opened, fence) : opened;
+  const log = await openFencedLog(driver, prunedPath(queue), fence);
   try {
     let size = await log.size();
     const whole = size - (size % ENTRY);
@@ -94,9 +93,9 @@ export async function recordPruned(driver: QueueDriver, queue: string, parts: re
     }
     if (size / ENTRY + parts.length > MAX_ENTRIES) {
       const kept = decode(await log.read(0, size)).slice(-MAX_ENTRIES / 2);
-      const copyLog = (await driver.openLog(copyPath, { create: true }))!;
+      const copyLog = await openFencedLog(driver, copyPath, fence);
       try {
-        await rewrite(fence ? fencedLog(copyLog, fence) : copyLog, kept);
+        await rewrite(copyLog, kept);
       } finally {
         await copyLog.close();
       }

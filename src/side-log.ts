@@ -17,7 +17,7 @@
  */
 import { crc32Range } from "./crc32";
 import type { DriverLock, LogFile, QueueDriver } from "./driver";
-import { fencedLog } from "./fence";
+import { fencedLog, openFencedLog } from "./fence";
 import { VQueueError, type QueueProblem } from "./errors";
 import { sideJournalPath } from "./paths";
 
@@ -132,7 +132,7 @@ export class SideLog {
   /** The file, made now if it is not there yet (its directory entry synced with `sync`, so that it outlives a power cut). */
   async #file(sync: boolean): Promise<LogFile> {
     if (this.#log) return this.#log;
-    this.#log = await openFenced(this.driver, this.path, this.fence);
+    this.#log = await openFencedLog(this.driver, this.path, this.fence);
     if (sync) await this.driver.syncDir?.(parentDir(this.path));
     return this.#log;
   }
@@ -175,7 +175,7 @@ export class SideLog {
     const content = encodeFrames([begin, ...payloads]);
     // The journal first (side-log.ts, top): whole, and durable as asked, before the file is cut.
     const journalPath = sideJournalPath(this.path);
-    const journal = await openFenced(this.driver, journalPath, this.fence);
+    const journal = await openFencedLog(this.driver, journalPath, this.fence);
     try {
       await journal.truncate(0);
       await journal.append(0, encodeFrames([begin, ...payloads, JOURNAL_END]));
@@ -203,12 +203,6 @@ export class SideLog {
   }
 }
 
-/** A log of the queue's, made if missing, its writes fenced by `fence`. */
-async function openFenced(driver: QueueDriver, path: string, fence: DriverLock | undefined): Promise<LogFile> {
-  const log = (await driver.openLog(path, { create: true }))!;
-  return fence ? fencedLog(log, fence) : log;
-}
-
 /**
  * Finishes a compaction of `path` that a crash or a failed write cut short (side-log.ts, top):
  * a whole journal is the file's content, written to it again; a journal without its END was cut
@@ -227,7 +221,7 @@ async function finishCompaction(driver: QueueDriver, path: string, fence: Driver
     await journal.close();
   }
   if (whole) {
-    const log = await openFenced(driver, path, fence);
+    const log = await openFencedLog(driver, path, fence);
     try {
       // The file starts with the copy: it was written whole (only the journal's removal failed), and
       // what was appended after it stays. Else it was cut or half written: written again.

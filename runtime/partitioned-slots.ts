@@ -5,7 +5,7 @@
  * the HTTP layer needs: reads one at a time, an end for long polls, and messages read for a
  * client that went away given back.
  */
-import type { PartitionedConsumer, PartitionedMessage } from "../src/partitioned-consumer";
+import type { PartitionedConsumer, PartitionedMessage, PartitionedSeekTarget } from "../src/partitioned-consumer";
 import type { PartitionedLeasedMessage, PartitionedLeaseRef, PartitionedSharedConsumer } from "../src/partitioned-shared";
 import type { NackOptions } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
@@ -125,6 +125,18 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
       try {
         await this.consumer.rewind();
         return this.consumer.cursor;
+      } finally {
+        this.#mutex.release();
+      }
+    });
+  }
+
+  /** Moves every partition, or those a composite cursor names (between reads; see `PartitionedConsumer.seek`). Returns the positions saved, as a composite cursor. */
+  seek(to: PartitionedSeekTarget): Promise<string> {
+    return this.use(async () => {
+      await this.#mutex.acquire();
+      try {
+        return await this.consumer.seek(to);
       } finally {
         this.#mutex.release();
       }

@@ -71,6 +71,8 @@ export function instanceId(): string {
 export interface WantContext {
   /** How many instances share what is asked for, as the wanter counts them (members.ts). */
   members?: number;
+  /** Granted whatever the holder's share: the wanter does not read it as one of the sharers (a seek). */
+  force?: boolean;
 }
 
 /** A fresh request for a lock, by another instance. */
@@ -80,7 +82,7 @@ export interface Want extends WantContext {
 
 /** Asks the holder of a lock to let go: the marker at `path`, written by `by`, now. */
 export function writeWant(driver: QueueDriver, path: string, by: string, context: WantContext = {}): Promise<void> {
-  const lines = context.members ? `members ${context.members}\n` : "";
+  const lines = (context.members ? `members ${context.members}\n` : "") + (context.force ? "force\n" : "");
   return writeWhole(driver, path, new TextEncoder().encode(`v-queue want ${Date.now()} ${by}\n${lines}`), false);
 }
 
@@ -90,8 +92,9 @@ export async function readWant(driver: QueueDriver, path: string, self: string):
   const text = bytes ? new TextDecoder().decode(bytes) : "";
   const match = MARKER.exec(text);
   if (!match || match[2] === self || Date.now() - Number(match[1]) >= WANT_FRESH_MS) return undefined;
-  const members = Number(/^members (\d{1,6})$/m.exec(text.slice(match[0].length))?.[1] ?? 0);
-  return { by: match[2]!, ...(members > 0 ? { members } : {}) };
+  const rest = text.slice(match[0].length);
+  const members = Number(/^members (\d{1,6})$/m.exec(rest)?.[1] ?? 0);
+  return { by: match[2]!, ...(members > 0 ? { members } : {}), ...(/^force$/m.test(rest) ? { force: true } : {}) };
 }
 
 /** Whether someone other than `self` asked for the lock within `WANT_FRESH_MS`. */
@@ -120,7 +123,7 @@ export async function unlessLocked<T>(open: () => Promise<T>): Promise<T | undef
  * a marker at `wantPath` and `tryTake` again every `RETRY_MS` until it succeeds or
  * `timeoutMs` passes (`E_LOCKED`, naming `what`). The marker goes once taken or given up.
  */
-export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by: string, tryTake: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by: string, tryTake: () => Promise<T | undefined>, timeoutMs: number, what: string, context: WantContext = {}): Promise<T> {
   const first = await tryTake();
   if (first !== undefined) return first;
   const deadline = Date.now() + timeoutMs;
@@ -129,7 +132,7 @@ export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by
     for (;;) {
       if (Date.now() - wrote >= REFRESH_MS) {
         // Best effort: a marker not written is written again at the next refresh.
-        await writeWant(driver, wantPath, by).catch(() => {});
+        await writeWant(driver, wantPath, by, context).catch(() => {});
         wrote = Date.now();
       }
       await sleep(RETRY_MS);

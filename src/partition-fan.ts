@@ -149,10 +149,11 @@ export class PartitionFan<T, M, P> {
    * over below it would leave this instance to ask for one back, and the partitions would pass
    * back and forth. An instance that no longer polls grants every request (it does not read).
    * Above `ceil` (it took them all before the others came), a partition taken less than
-   * `minHoldMs` ago goes too: keeping it makes the newcomers wait, and it cannot come back.
+   * `minHoldMs` ago goes too: keeping it makes the newcomers wait, and it cannot come back. A
+   * forced request (a seek, which must hold every partition it moves) is always granted.
    */
   #grant(want: Want, held: number, above: keyof Share = "floor"): boolean {
-    if (!this.#members.active) return true;
+    if (!this.#members.active || want.force) return true;
     // The asker polls, and may have counted a newcomer this instance has not read yet.
     this.#members.saw(want.by);
     return held > this.#members.share(this.#hooks.partitions, Math.max(this.#members.count, want.members ?? 0))[above];

@@ -135,8 +135,8 @@ export class PartitionSet<T> {
     return this.tryTake(index);
   }
 
-  /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`). */
-  take(index: number, timeoutMs: number): Promise<Slot<T>> {
+  /** Partition `index`, asking its holder to hand it over if needed (`E_LOCKED` after `timeoutMs`); `context` goes with the request. */
+  take(index: number, timeoutMs: number, context?: WantContext): Promise<Slot<T>> {
     const held = this.#slots.get(index);
     if (held && !held.releasing) return Promise.resolve(held);
     // One request per partition at a time: concurrent produces for it wait for the same one.
@@ -147,7 +147,7 @@ export class PartitionSet<T> {
         if (this.#closed) throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
         return this.tryTake(index);
       };
-      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, tryTake, timeoutMs, this.#hooks.what(partition)).finally(() => this.#requests.delete(index));
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, tryTake, timeoutMs, this.#hooks.what(partition), context).finally(() => this.#requests.delete(index));
       this.#requests.set(index, request);
     }
     return request;

@@ -8,7 +8,7 @@
 import { INBOX_CHECK_MS, InboxPoster } from "./ack-inbox";
 import { applyInboxCommits, assertCommitFits } from "./commit-inbox";
 import { QueueConsumer } from "./consumer";
-import { comparePositions, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
+import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { Message } from "./message";
@@ -17,11 +17,18 @@ import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
 import { partitionName } from "./partitions";
+import type { SeekTarget } from "./seek";
 
 export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {
   /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
   partitions?: number;
 }
+
+/**
+ * Where a partitioned consumer may be moved: every partition to its oldest message, its end or a
+ * time, or the partitions a composite cursor names to theirs (`p0:<cursor>,p3:<cursor>`).
+ */
+export type PartitionedSeekTarget = "earliest" | "latest" | (string & {}) | { time: number | Date | string };
 
 /** A message of a partitioned queue: its position is in partition `partition`. */
 export type PartitionedMessage = Message & { partition: number };
@@ -150,6 +157,36 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     await Promise.all(this.#partitionsHeld().map((consumer) => consumer.rewind()));
   }
 
+  /**
+   * Moves every partition (to `"earliest"`, `"latest"` or a time), or each partition a composite
+   * cursor names (to its cursor), and saves it there, backwards too. Each partition is taken by
+   * this instance first: one held elsewhere is asked for, and its holder lets go once what it
+   * handed out is committed (`E_LOCKED` after `handoffTimeoutMs`: nothing moved there). Resolves
+   * with the composite cursor of the positions saved (a partition never written to is left out). The partitions are shared out again as the
+   * instances poll (this one holds more than its share: it hands the surplus over when asked).
+   */
+  async seek(to: PartitionedSeekTarget): Promise<string> {
+    this.assertOpen();
+    const everywhere = to === "earliest" || to === "latest" || (typeof to === "object" && to !== null && "time" in to);
+    if (!everywhere && typeof to !== "string") {
+      throw new VQueueError("E_CURSOR", `Cannot seek partitioned queue "${this.queue}" to ${JSON.stringify(to)}: use "earliest", "latest", { time }, or a cursor "p<partition>:<part>.<position>.<count>,...".`);
+    }
+    const targets: [number, SeekTarget][] = everywhere ? Array.from({ length: this.partitions }, (_, index) => [index, to]) : [...parsePartitionedCursor(to, this.partitions)];
+    const moved = await Promise.all(
+      targets.map(async ([index, target]): Promise<[number, string][]> => {
+        try {
+          return [[index, formatCursor(await this.#seekOne(index, target))]];
+        } catch (error) {
+          // A partition never written to has nothing to move (its consumer starts at its first message).
+          if (!VQueueError.isError(error) || error.code !== "E_NOT_FOUND") throw error;
+          if (everywhere) return [];
+          throw new VQueueError("E_CURSOR", `Cannot seek to p${index}:${String(target)}: partition ${index} of queue "${this.queue}" has no messages yet.`);
+        }
+      }),
+    );
+    return formatPartitionedCursor(moved.flat());
+  }
+
   /** Messages retention deleted before this consumer read them, over the partitions held, since the last call (see `QueueConsumer.takeMissed`). */
   takeMissed(): number {
     return this.#partitionsHeld().reduce((sum, consumer) => sum + consumer.takeMissed(), 0);
@@ -158,6 +195,18 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
   /** Every partition's consumer held, those being let go included. */
   #partitionsHeld(): QueueConsumer[] {
     return Array.from({ length: this.partitions }, (_, index) => this.fan.set.get(index)?.item).filter((consumer) => consumer !== undefined);
+  }
+
+  /** Takes partition `index` here (by request when held elsewhere) and seeks its consumer. */
+  async #seekOne(index: number, target: SeekTarget): Promise<ConsumerPosition> {
+    for (;;) {
+      const slot = await this.fan.set.take(index, this.handoff.handoffTimeoutMs, { force: true });
+      // Let go meanwhile (asked for by another instance): taken again, once closed.
+      if (slot.releasing) continue;
+      const position = await this.fan.set.use(slot, (consumer) => consumer.seek(target));
+      this.fan.set.touch(slot);
+      return position;
+    }
   }
 
   async #commitOne(index: number, upTo: Message | string): Promise<void> {

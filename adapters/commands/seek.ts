@@ -3,6 +3,8 @@ import type { SeekRequest } from "../../protocol/api";
 import { isCursor } from "../../protocol/cursor";
 import { QueueConsumer } from "../../src/consumer";
 import { formatCursor } from "../../src/cursor";
+import { PartitionedConsumer, type PartitionedSeekTarget } from "../../src/partitioned-consumer";
+import { readPartitions } from "../../src/partitions";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, storageLabel, targetArgs } from "./_shared";
 
 export const seek = defineCommand({
@@ -10,7 +12,7 @@ export const seek = defineCommand({
   args: {
     queue: { type: "positional", required: true, description: "The queue" },
     consumer: { type: "positional", required: true, description: "The consumer (created if missing)" },
-    to: { type: "positional", required: true, description: "earliest, latest, a cursor <part>.<position>.<count>, <part>:<seq> (that message comes next), or time:<ISO date or ms> (every message from then on, and up to indexInterval before)" },
+    to: { type: "positional", required: true, description: "earliest, latest, a cursor <part>.<position>.<count>, <part>:<seq> (that message comes next), or time:<ISO date or ms> (every message from then on, and up to indexInterval before); on a partitioned queue earliest, latest, time: (every partition) or a cursor p<k>:<cursor>,... (the partitions it names)" },
     ...targetArgs,
   },
   async run({ args }) {
@@ -28,15 +30,25 @@ export function parseTarget(text: string): SeekRequest["to"] {
     if (Number.isFinite(Date.parse(time))) return { time };
     throw new CliError(`Invalid time ${JSON.stringify(time)}: use an ISO 8601 date such as time:2026-12-03T10:00:00Z, or ms since the epoch.`);
   }
-  if (text === "earliest" || text === "latest" || isCursor(text)) return text;
+  // A composite cursor of a partitioned queue (p<k>:<cursor>,...): checked against the queue's partitions by the seek.
+  if (text === "earliest" || text === "latest" || isCursor(text) || /^p\d{1,4}:/.test(text)) return text;
   const match = /^(\d{1,15}):(\d{1,10})$/.exec(text);
   if (match && Number(match[2]) >= 1) return { part: Number(match[1]), seq: Number(match[2]) };
-  throw new CliError(`Invalid target ${JSON.stringify(text)}: use earliest, latest, a cursor <part>.<position>.<count>, <part>:<seq> (seq from 1), or time:<ISO date or ms>.`);
+  throw new CliError(`Invalid target ${JSON.stringify(text)}: use earliest, latest, a cursor <part>.<position>.<count> (p<k>:<cursor>,... on a partitioned queue), <part>:<seq> (seq from 1), or time:<ISO date or ms>.`);
 }
 
 async function seekDirect(target: { dir?: string; storage?: string }, queue: string, name: string, to: SeekRequest["to"]): Promise<string> {
   const driver = await openStorage(target);
   try {
+    if ((await readPartitions(driver, queue)) !== undefined) {
+      // Every partition is taken here (asked of a server that holds it), moved, and let go at close.
+      const consumer = await PartitionedConsumer.open(queue, name, { driver, zstd: cliZstd }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
+      try {
+        return await consumer.seek(to as PartitionedSeekTarget);
+      } finally {
+        await consumer.close();
+      }
+    }
     const consumer = await QueueConsumer.open(queue, name, { driver, zstd: cliZstd }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
     try {
       return formatCursor(await consumer.seek(to));

@@ -5,7 +5,7 @@ import { cursorAfter, isCursor } from "../../protocol/cursor";
 import { utf8 } from "../../protocol/utf8";
 import { encodeConsumeJSON } from "../consume-json";
 import { formatPartitionedCursor, parsePartitionedCursor } from "../../src/partitioned-cursor";
-import type { PartitionedMessage } from "../../src/partitioned-consumer";
+import type { PartitionedMessage, PartitionedSeekTarget } from "../../src/partitioned-consumer";
 import { ApiError, JSON_TYPE } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
@@ -121,7 +121,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/seek",
       openapi: {
-        summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer",
+        summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer. On a partitioned queue: every partition (earliest, latest, a time) or those a composite cursor names, each taken by this instance first",
         requestBody: {
           required: true,
           content: jsonContent({
@@ -134,10 +134,13 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
-        if ((await ctx.registry.partitions.count(queue)) !== undefined) {
-          throw new ApiError(409, "E_CONFLICT", `Queue "${queue}" is partitioned: a seek would move each partition, held by whichever instance reads it, so it is refused. Seek one partition as an ordinary queue ("${queue}.p<k>") with no instance reading it, or use a new consumer name (it starts at the earliest message).`);
+        const partitions = await ctx.registry.partitions.count(queue);
+        const to = await seekTarget(event.req, partitions);
+        if (partitions !== undefined) {
+          // Each partition is taken by this instance (asked of its holder), then moved.
+          const slot = await ctx.registry.partitionedConsumer(queue, consumer);
+          return json<SeekResponse>({ queue, consumer, cursor: await slot.seek(to as PartitionedSeekTarget) });
         }
-        const to = await seekTarget(event.req);
         const slot = await ctx.registry.consumer(queue, consumer);
         return json<SeekResponse>({ queue, consumer, cursor: await slot.seek(to) });
       },
@@ -145,8 +148,11 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
   ];
 }
 
-/** The `to` of a seek body: "earliest", "latest", a cursor, or `{ part, seq }`. */
-async function seekTarget(request: Request): Promise<SeekRequest["to"]> {
+/**
+ * The `to` of a seek body: "earliest", "latest", a cursor, `{ part, seq }` or `{ time }`; on a
+ * queue of `partitions` partitions, a composite cursor instead of the last two.
+ */
+async function seekTarget(request: Request, partitions: number | undefined): Promise<SeekRequest["to"]> {
   const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
   let to: unknown;
   try {
@@ -154,14 +160,33 @@ async function seekTarget(request: Request): Promise<SeekRequest["to"]> {
   } catch {
     throw new ApiError(400, "E_BODY", 'The seek body is not valid JSON: send {"to": "earliest"}, "latest", a cursor, or {"part": 0, "seq": 1}.');
   }
+  if (partitions !== undefined) return partitionedSeekTarget(to, partitions);
   if (to === "earliest" || to === "latest" || isCursor(to)) return to as string;
   const target = to as { part?: unknown; seq?: unknown } | null;
   if (target && typeof target === "object" && Number.isSafeInteger(target.part) && Number.isSafeInteger(target.seq) && (target.part as number) >= 0 && (target.seq as number) >= 1) {
     return { part: target.part as number, seq: target.seq as number };
   }
-  const time = (to as { time?: unknown } | null)?.time;
-  if ((typeof time === "number" && Number.isFinite(time)) || (typeof time === "string" && Number.isFinite(Date.parse(time)))) return { time: time as string | number };
+  const time = seekTime(to);
+  if (time !== undefined) return { time };
   throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", {"part": n >= 0, "seq": n >= 1}, or {"time": "2026-12-03T10:00:00Z" or ms since the epoch}.`);
+}
+
+/** A partitioned queue's seek target: every partition to "earliest", "latest" or a time, or the partitions a composite cursor names. */
+function partitionedSeekTarget(to: unknown, partitions: number): SeekRequest["to"] {
+  if (to === "earliest" || to === "latest") return to;
+  const time = seekTime(to);
+  if (time !== undefined) return { time };
+  if (typeof to !== "string") {
+    throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"} for a partitioned queue: use "earliest", "latest", {"time": ...}, or a cursor "p<partition>:<part>.<position>.<count>,..." (the partitions it names).`);
+  }
+  checkCursor(to, partitions, "seek target");
+  return to;
+}
+
+/** The time of a `{ "time": ISO date or ms }` target, if `to` is one. */
+function seekTime(to: unknown): string | number | undefined {
+  const time = (to as { time?: unknown } | null)?.time;
+  return (typeof time === "number" && Number.isFinite(time)) || (typeof time === "string" && Number.isFinite(Date.parse(time))) ? time : undefined;
 }
 
 /** The binary media type the client asked for, if any. */

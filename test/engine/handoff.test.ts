@@ -15,10 +15,13 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 describe("hand-over requests", () => {
-  it("carry how many instances the asker counts; a marker of an older version reads without", async () => {
+  it("carry how many instances the asker counts, and whether they are forced; a marker of an older version reads without", async () => {
     const driver = memoryDriver({ name: "handoff-markers" });
     await writeWant(driver, "q.p0_info_wantc_c", "a1", { members: 3 });
     expect(await readWant(driver, "q.p0_info_wantc_c", "b2")).toEqual({ by: "a1", members: 3 });
+    // A forced request (a seek) says so.
+    await writeWant(driver, "q.p1_info_wantc_c", "a1", { force: true });
+    expect(await readWant(driver, "q.p1_info_wantc_c", "b2")).toEqual({ by: "a1", force: true });
     // The asker's own marker asks nothing of it.
     expect(await readWant(driver, "q.p0_info_wantc_c", "a1")).toBeUndefined();
     await writeWhole(driver, "q.p0_info_wantc_c", new TextEncoder().encode(`v-queue want ${Date.now()} a1\n`), false);

@@ -16,6 +16,7 @@ import { PartitionedConsumer, type PartitionedMessage } from "../../src/partitio
 import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
 import { parsePartitionedCursor } from "../../src/partitioned-cursor";
 import { writerLockPath } from "../../src/paths";
+import { cursorAfter } from "../../src/cursor";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -433,6 +434,52 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await b.poll({ max: 10, timeoutMs: 300 });
       expect(a.held().length).toBe(2);
       expect(b.held().length).toBe(2);
+      await Promise.all([a.close(), b.close(), writer.close()]);
+    });
+
+    it("seek moves every partition, or those a composite cursor names, taking each from its holder", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("seeking", { driver, partitions: 2, ...quiet });
+      const keys = [0, 1].map((p) => Array.from({ length: 200 }, (_, i) => `k${i}`).find((k) => partitionOfKey(k, 2) === p)!);
+      for (const key of keys) await writer.produce([`${key}-1`, `${key}-2`, `${key}-3`], { key });
+      const a = await PartitionedConsumer.open("seeking", "c", { driver, syncCommits: false, minHoldMs: 0 });
+      const first = await a.poll({ max: 10 });
+      expect(first.map((m) => m.data).sort()).toEqual(keys.flatMap((k) => [`${k}-1`, `${k}-2`, `${k}-3`]).sort());
+      await a.commit();
+      const b = await PartitionedConsumer.open("seeking", "c", { driver: again(), syncCommits: false, minHoldMs: 0 });
+      // Both partitions were a's: b asks for them, a lets go (nothing outstanding), b moves them.
+      const cursor = await b.seek("earliest");
+      expect([...parsePartitionedCursor(cursor, 2).keys()]).toEqual([0, 1]);
+      expect([a.held(), b.held()]).toEqual([[], [0, 1]]);
+      expect((await b.poll({ max: 10 })).map((m) => m.data).sort()).toEqual(first.map((m) => m.data).sort());
+      // A composite cursor moves the partitions it names, to the message after each.
+      const afterFirst = first.find((m) => m.data === `${keys[0]}-1`)!;
+      expect(await b.seek(`p0:${cursorAfter(afterFirst)}`)).toBe(`p0:${cursorAfter(afterFirst)}`);
+      expect((await b.poll({ max: 10 })).map((m) => m.data)).toEqual([`${keys[0]}-2`, `${keys[0]}-3`]);
+      await b.seek("latest");
+      expect(await b.poll({ timeoutMs: 0 })).toEqual([]);
+      // Saved: a consumer of that name opened afresh starts there.
+      await b.close();
+      await a.close();
+      const c = await PartitionedConsumer.open("seeking", "c", { driver, syncCommits: false });
+      expect(await c.poll({ timeoutMs: 0 })).toEqual([]);
+      expect(await c.lag()).toBe(0);
+      // Refused, saying what is allowed: a target of an ordinary queue, a cursor without its partition.
+      for (const bad of [{ part: 0, seq: 1 }, "0.0.0", "p2:0.0.0"]) await expect(c.seek(bad as never)).rejects.toMatchObject({ code: "E_CURSOR" });
+      await Promise.all([c.close(), writer.close()]);
+    });
+
+    it("seek gives up on a partition whose holder does not let go within handoffTimeoutMs: E_LOCKED", async () => {
+      const { driver, again } = make();
+      const writer = await PartitionedWriter.open("stuck", { driver, partitions: 1, ...quiet });
+      await writer.produce(["m1", "m2"]);
+      const a = await PartitionedConsumer.open("stuck", "c", { driver, syncCommits: false, minHoldMs: 0 });
+      expect(await a.poll({ max: 1 })).toHaveLength(1); // handed out, not committed: a keeps the partition
+      const b = await PartitionedConsumer.open("stuck", "c", { driver: again(), syncCommits: false, handoffTimeoutMs: 300 });
+      await expect(b.seek("earliest")).rejects.toMatchObject({ code: "E_LOCKED" });
+      // Nothing moved: once a committed what it handed out, m2 comes next (a took the partition back: b gave up).
+      await a.commit();
+      expect((await a.poll({ max: 10, timeoutMs: 5000 })).map((m) => m.data)).toEqual(["m2"]);
       await Promise.all([a.close(), b.close(), writer.close()]);
     });
 

@@ -212,7 +212,7 @@ describe("partitioned queues over HTTP: consuming", () => {
     }
   });
 
-  it("ordered: a long poll is woken by a produce to any partition; ?commit= takes a composite cursor; bad cursors are 400; seek is refused", async () => {
+  it("ordered: a long poll is woken by a produce to any partition; ?commit= takes a composite cursor; bad cursors are 400", async () => {
     const s = await startServer({ queues: { orders: { partitions: 3 } } });
     await produceKeyed(s, "orders", "x", ["one"]);
     const first = await consume(s, "orders/consumers/c/messages?max_messages=10");
@@ -228,9 +228,35 @@ describe("partitioned queues over HTTP: consuming", () => {
       expect(res.status, bad).toBe(400);
       expect(await errorCode(res)).toBe("E_PARAM");
     }
-    const seek = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/seek`, { method: "POST", body: '{"to":"earliest"}', headers: jsonHeaders });
-    expect(seek.status).toBe(409);
-    expect(await errorCode(seek)).toBe("E_CONFLICT");
+  });
+
+  it("ordered: seek moves every partition (earliest, latest, a time) or those a composite cursor names; other targets are 400", async () => {
+    const s = await startServer({ queues: { orders: { partitions: 3 } } });
+    await produceKeyed(s, "orders", "x", ["x1", "x2"]);
+    await produceKeyed(s, "orders", "y", ["y1"]);
+    const seek = (to: unknown) => fetch(`${s.url}/api/v1/queues/orders/consumers/c/seek`, { method: "POST", body: JSON.stringify({ to }), headers: jsonHeaders });
+    const all = await consume(s, "orders/consumers/c/messages?max_messages=10");
+    expect(all.messages.map((m) => m.data).sort()).toEqual(["x1", "x2", "y1"]);
+    await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit?cursor=${encodeURIComponent(all.cursor!)}`, { method: "POST" });
+    const back = await seek("earliest");
+    expect(back.status).toBe(200);
+    const { cursor } = (await back.json()) as { cursor: string };
+    // Every partition written to (one never written to has nothing to move).
+    const written = [...new Set(all.messages.map((m) => m.partition!))].sort().map((p) => `p${p}`);
+    expect(cursor.split(",").map((entry) => entry.split(":")[0])).toEqual(written);
+    expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages.map((m) => m.data).sort()).toEqual(["x1", "x2", "y1"]);
+    // To the message after x1, in x's partition alone.
+    const x1 = all.messages.find((m) => m.data === "x1")!;
+    expect(x1.cursor).toMatch(/^p\d+:/); // a partitioned message's cursor names its partition
+    expect((await seek(x1.cursor)).status).toBe(200);
+    expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages.map((m) => m.data)).toEqual(["x2"]);
+    expect((await seek({ time: Date.now() + 60_000 })).status).toBe(200);
+    expect((await consume(s, "orders/consumers/c/messages?max_messages=10")).messages).toEqual([]);
+    for (const bad of [{ part: 0, seq: 1 }, "0.0.0", "p7:0.0.0", 42]) {
+      const res = await seek(bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(await errorCode(res)).toBe("E_PARAM");
+    }
   });
 
   it("ordered: rewind hands out again what was not committed", async () => {

@@ -251,7 +251,12 @@ export class QueueConsumer {
    */
   async seek(to: SeekTarget): Promise<ConsumerPosition> {
     this.#assertOpen();
-    const target = await resolveSeek(this.#driver, this.queue, to, this.options.onProblem);
+    return this.seekTo(await resolveSeek(this.#driver, this.queue, to, this.options.onProblem));
+  }
+
+  /** `seek` to a position `resolveSeek` gave (a partitioned seek checks every partition's target before it moves any). @internal */
+  async seekTo(target: ConsumerPosition): Promise<ConsumerPosition> {
+    this.#assertOpen();
     const run = this.#commitChain.then(async () => {
       await this.#exclusive(() => this.#reader.openAt(target));
       await this.#positionFile.save(target);

@@ -14,7 +14,7 @@ import { VQueueError } from "./errors";
 import { RETRY_MS, sleep, type ResolvedHandoffOptions, type Want } from "./handoff";
 import { readPosition } from "./overview";
 import { PartitionSet } from "./partition-set";
-import { Members, type Share } from "./members";
+import { Members } from "./members";
 import { partitionName } from "./partitions";
 import { consumerMembersPath, consumerWantPath } from "./paths";
 import { queueTotals } from "./totals";
@@ -85,7 +85,7 @@ export class PartitionFan<T, M, P> {
       idleMs: handoff.idleMs,
       graceMs: handoff.handoffGraceMs,
       grant: (want, held) => this.#grant(want, held),
-      grantYoung: (want, held) => this.#grant(want, held, "ceil"),
+      grantYoung: (want, held) => this.#grant(want, held, true),
       onRelease: (slot, reason) => {
         if (reason === "wanted") this.handedOver++;
         hooks.onRelease?.(slot.index, slot.item);
@@ -152,11 +152,14 @@ export class PartitionFan<T, M, P> {
    * `minHoldMs` ago goes too: keeping it makes the newcomers wait, and it cannot come back. A
    * forced request (a seek, which must hold every partition it moves) is always granted.
    */
-  #grant(want: Want, held: number, above: keyof Share = "floor"): boolean {
-    if (!this.#members.active || want.force) return true;
+  #grant(want: Want, held: number, young = false): boolean {
+    if (want.force) return true;
+    // Not polling: it does not read, so it lets go of all, but of what it took lately only after minHoldMs.
+    if (!this.#members.active) return !young;
     // The asker polls, and may have counted a newcomer this instance has not read yet.
     this.#members.saw(want.by);
-    return held > this.#members.share(this.#hooks.partitions, Math.max(this.#members.count, want.members ?? 0))[above];
+    const share = this.#members.share(this.#hooks.partitions, Math.max(this.#members.count, want.members ?? 0));
+    return held > (young ? share.ceil : share.floor);
   }
 
   get #acquireEvery(): number {

@@ -17,7 +17,8 @@ import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
 import { partitionName } from "./partitions";
-import type { SeekTarget } from "./seek";
+import { resolveSeek, type SeekTarget } from "./seek";
+import { listParts } from "./recovery";
 
 export interface PartitionedConsumerOptions extends ConsumerOptions, ConsumerHandoffOptions {
   /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
@@ -159,11 +160,13 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
 
   /**
    * Moves every partition (to `"earliest"`, `"latest"` or a time), or each partition a composite
-   * cursor names (to its cursor), and saves it there, backwards too. Each partition is taken by
-   * this instance first: one held elsewhere is asked for, and its holder lets go once what it
-   * handed out is committed (`E_LOCKED` after `handoffTimeoutMs`: nothing moved there). Resolves
-   * with the composite cursor of the positions saved (a partition never written to is left out). The partitions are shared out again as the
-   * instances poll (this one holds more than its share: it hands the surplus over when asked).
+   * cursor names (to its cursor), and saves it there, backwards too. Every target is checked
+   * first (`E_CURSOR`: nothing taken, nothing moved); then each partition is taken by this
+   * instance: one held elsewhere is asked for by a request granted whatever the holder's share,
+   * and its holder lets go once what it handed out is committed (`E_LOCKED` after
+   * `handoffTimeoutMs`: nothing moved). Resolves with the composite cursor of the positions
+   * saved (a partition never written to is left out). The partitions are shared out again as
+   * the instances poll (this one holds more than its share: it hands the surplus over when asked).
    */
   async seek(to: PartitionedSeekTarget): Promise<string> {
     this.assertOpen();
@@ -172,19 +175,25 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
       throw new VQueueError("E_CURSOR", `Cannot seek partitioned queue "${this.queue}" to ${JSON.stringify(to)}: use "earliest", "latest", { time }, or a cursor "p<partition>:<part>.<position>.<count>,...".`);
     }
     const targets: [number, SeekTarget][] = everywhere ? Array.from({ length: this.partitions }, (_, index) => [index, to]) : [...parsePartitionedCursor(to, this.partitions)];
-    const moved = await Promise.all(
-      targets.map(async ([index, target]): Promise<[number, string][]> => {
-        try {
-          return [[index, formatCursor(await this.#seekOne(index, target))]];
-        } catch (error) {
-          // A partition never written to has nothing to move (its consumer starts at its first message).
-          if (!VQueueError.isError(error) || error.code !== "E_NOT_FOUND") throw error;
-          if (everywhere) return [];
-          throw new VQueueError("E_CURSOR", `Cannot seek to p${index}:${String(target)}: partition ${index} of queue "${this.queue}" has no messages yet.`);
-        }
+    const { driver, onProblem } = this.#resolved;
+    const positions = new Map<number, ConsumerPosition>();
+    await Promise.all(
+      targets.map(async ([index, target]) => {
+        const partition = partitionName(this.queue, index);
+        // A partition never written to has nothing to move (its consumer starts at its first message).
+        if (everywhere && (await listParts(driver, partition)).length === 0) return;
+        positions.set(index, await resolveSeek(driver, partition, target, onProblem));
       }),
     );
-    return formatPartitionedCursor(moved.flat());
+    // Every partition is taken before any moves: a holder that does not let go leaves all of them where they were.
+    const deadline = Date.now() + this.handoff.handoffTimeoutMs;
+    const taken = await Promise.allSettled([...positions.keys()].map((index) => this.fan.set.take(index, this.handoff.handoffTimeoutMs, { force: true })));
+    const refused = taken.find((result) => result.status === "rejected");
+    if (refused) throw refused.reason;
+    const moved = await Promise.allSettled([...positions].map(async ([index, position]): Promise<[number, string]> => [index, formatCursor(await this.#seekHeld(index, position, deadline))]));
+    const failed = moved.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
+    return formatPartitionedCursor(moved.map((result) => (result as PromiseFulfilledResult<[number, string]>).value));
   }
 
   /** Messages retention deleted before this consumer read them, over the partitions held, since the last call (see `QueueConsumer.takeMissed`). */
@@ -197,15 +206,13 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     return Array.from({ length: this.partitions }, (_, index) => this.fan.set.get(index)?.item).filter((consumer) => consumer !== undefined);
   }
 
-  /** Takes partition `index` here (by request when held elsewhere) and seeks its consumer. */
-  async #seekOne(index: number, target: SeekTarget): Promise<ConsumerPosition> {
+  /** Moves partition `index`, taken here already; taken again if it was let go meanwhile (asked for by another instance), until `deadline`. */
+  async #seekHeld(index: number, position: ConsumerPosition, deadline: number): Promise<ConsumerPosition> {
     for (;;) {
-      const slot = await this.fan.set.take(index, this.handoff.handoffTimeoutMs, { force: true });
-      // Let go meanwhile (asked for by another instance): taken again, once closed.
-      if (slot.releasing) continue;
-      const position = await this.fan.set.use(slot, (consumer) => consumer.seek(target));
-      this.fan.set.touch(slot);
-      return position;
+      const slot = this.fan.set.get(index);
+      // `use` marks the slot at once: from here on a release waits for the move.
+      if (slot && !slot.releasing) return this.fan.set.use(slot, (consumer) => consumer.seekTo(position));
+      await this.fan.set.take(index, Math.max(10, deadline - Date.now()), { force: true });
     }
   }
 

@@ -469,17 +469,27 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await Promise.all([c.close(), writer.close()]);
     });
 
-    it("seek gives up on a partition whose holder does not let go within handoffTimeoutMs: E_LOCKED", async () => {
+    it("seek checks every target before it takes anything, and moves nothing when a holder does not let go within handoffTimeoutMs (E_LOCKED)", async () => {
       const { driver, again } = make();
-      const writer = await PartitionedWriter.open("stuck", { driver, partitions: 1, ...quiet });
-      await writer.produce(["m1", "m2"]);
+      const writer = await PartitionedWriter.open("stuck", { driver, partitions: 2, ...quiet });
+      const keys = [0, 1].map((p) => Array.from({ length: 200 }, (_, i) => `k${i}`).find((k) => partitionOfKey(k, 2) === p)!);
+      for (const key of keys) await writer.produce([`${key}-1`, `${key}-2`], { key });
       const a = await PartitionedConsumer.open("stuck", "c", { driver, syncCommits: false, minHoldMs: 0 });
-      expect(await a.poll({ max: 1 })).toHaveLength(1); // handed out, not committed: a keeps the partition
+      const got = await a.poll({ max: 10 });
+      expect(got).toHaveLength(4);
+      // p1's messages committed, p0's still out: a keeps p0 until they are.
+      await a.commit(got.filter((m) => m.partition === 1).at(-1)!);
       const b = await PartitionedConsumer.open("stuck", "c", { driver: again(), syncCommits: false, handoffTimeoutMs: 300 });
+      // A well-formed cursor that names no message end, and a time that is none: refused before any partition is asked for.
+      await expect(b.seek("p0:0.3.1")).rejects.toMatchObject({ code: "E_CURSOR" });
+      await expect(b.seek({ time: "not a time" })).rejects.toMatchObject({ code: "E_CURSOR" });
+      expect([a.handedOver, b.held()]).toEqual([0, []]);
       await expect(b.seek("earliest")).rejects.toMatchObject({ code: "E_LOCKED" });
-      // Nothing moved: once a committed what it handed out, m2 comes next (a took the partition back: b gave up).
+      // Nothing moved, p1 (free, taken by b) included: once a committed the rest, nothing is left to read.
       await a.commit();
-      expect((await a.poll({ max: 10, timeoutMs: 5000 })).map((m) => m.data)).toEqual(["m2"]);
+      await new Promise((done) => setTimeout(done, 300));
+      expect(await a.lag()).toBe(0);
+      expect(await b.poll({ timeoutMs: 0 })).toEqual([]);
       await Promise.all([a.close(), b.close(), writer.close()]);
     });
 

@@ -54,8 +54,8 @@ export interface PartitionSetHooks<T> {
   grant?(want: Want, held: number): boolean;
   /**
    * Whether a request may be granted before `minHoldMs`: this instance holds more than any fair
-   * share (a consumer that took every partition before the other instances came). Without it,
-   * a slot is always kept `minHoldMs`.
+   * share (a consumer that took every partition before the other instances came). Stricter than
+   * `grant`, which is not asked for a young slot. Without it, a slot is always kept `minHoldMs`.
    */
   grantYoung?(want: Want, held: number): boolean;
   /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
@@ -277,11 +277,10 @@ export class PartitionSet<T> {
       for (const request of wanted) {
         if (!request) continue;
         const { slot, want, young } = request;
-        if (young && !this.#hooks.grantYoung!(want, this.held().length)) {
-          this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
-          continue;
-        }
-        if (this.#hooks.grant?.(want, this.held().length) !== false) void this.release(slot, "wanted");
+        // A young slot's grant is the stricter one (it implies `grant`): one of the two is asked.
+        const granted = young ? this.#hooks.grantYoung!(want, this.held().length) : this.#hooks.grant?.(want, this.held().length) !== false;
+        if (granted) void this.release(slot, "wanted");
+        else if (young) this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
       }
     } finally {
       this.#checking = false;

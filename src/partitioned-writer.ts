@@ -2,7 +2,7 @@
  * The writer side of a partitioned queue (partitions.ts), shared by many instances: each
  * partition has one writer at a time, and this instance opens the partitions' writers as it
  * needs them (README, "Partitioned queues"). A message with a key goes to its key's partition
- * (its order kept); one without goes to a partition this instance holds, round-robin.
+ * (its order kept); one without goes to the partitions in turn, of those held here or free.
  */
 import { VQueueError } from "./errors";
 import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions } from "./handoff";
@@ -33,6 +33,8 @@ export interface PartitionedProduceOptions extends ProduceOptions {
 export type PartitionedProduceResult = ProduceResult & { partition: number };
 
 const MAX_PARTITION_KEY = 1024;
+/** How long a batch without a key passes over a partition found held by another instance (one lock attempt per partition per this, at most). */
+const ELSEWHERE_MS = 1000;
 
 export class PartitionedWriter {
   readonly name: string;
@@ -41,7 +43,10 @@ export class PartitionedWriter {
   readonly handoff: ResolvedHandoffOptions;
   readonly #set: PartitionSet<QueueWriter>;
   readonly #onLockLost: ((partition: number) => void) | undefined;
-  #next = 0;
+  /** The next partition in turn for a batch without a key (from a random start: instances started together do not all begin at 0). */
+  #next: number;
+  /** Partitions found held by another instance: passed over until then (ms). */
+  readonly #elsewhere = new Map<number, number>();
   #closing: Promise<void> | undefined;
   /** Partitions handed over to another instance (on request) since open. */
   handedOver = 0;
@@ -49,6 +54,7 @@ export class PartitionedWriter {
   private constructor(name: string, partitions: number, options: PartitionedQueueOptions) {
     this.name = name;
     this.partitions = partitions;
+    this.#next = Math.floor(Math.random() * partitions);
     this.handoff = resolveHandoffOptions(options);
     const { partitions: _, handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, onLockLost, ...queueOptions } = options;
     this.#onLockLost = onLockLost;
@@ -98,8 +104,8 @@ export class PartitionedWriter {
 
   /**
    * Produces a batch, whole, into one partition: `partitionKey`'s, else the idempotency `key`'s
-   * (a retry lands where the first try did, and is deduplicated there), else one this instance
-   * holds (round-robin), a free one, or one asked of its holder. `E_LOCKED` when a keyed
+   * (a retry lands where the first try did, and is deduplicated there), else the next partition
+   * in turn that this instance holds or finds free, or one asked of its holder. `E_LOCKED` when a keyed
    * partition's holder does not hand it over within `handoffTimeoutMs`.
    */
   async produce(messages: Iterable<MessageInput>, options: PartitionedProduceOptions = {}): Promise<PartitionedProduceResult> {
@@ -159,16 +165,30 @@ export class PartitionedWriter {
     return typeof key === "string" && key.length > 0 ? partitionOfKey(key, this.partitions) : undefined;
   }
 
-  /** A partition for a batch without a key: held (round-robin), else free, else asked for. */
+  /**
+   * A partition for a batch without a key: the next one in turn over all partitions, held or
+   * free; those held by other instances are passed over (tried again `ELSEWHERE_MS` later);
+   * none held here and none free, one asked for. Round-robin over what is held alone left every
+   * partition an instance did not take at its first produces unwritten (one instance producing
+   * one batch at a time wrote every batch to one partition, so one consumer instance read them all).
+   */
   async #anySlot(): Promise<Slot<QueueWriter>> {
-    const held = this.#set.held();
-    if (held.length > 0) return held[this.#next++ % held.length]!;
-    const start = Math.floor(Math.random() * this.partitions);
     for (let i = 0; i < this.partitions; i++) {
-      const slot = await this.#set.tryTakeUnwanted((start + i) % this.partitions);
-      if (slot) return slot;
+      const index = this.#next;
+      this.#next = (index + 1) % this.partitions;
+      const held = this.#set.get(index);
+      if (held && !held.releasing) return held;
+      if ((this.#elsewhere.get(index) ?? 0) > Date.now()) continue;
+      const slot = await this.#set.tryTakeUnwanted(index);
+      if (slot) {
+        this.#elsewhere.delete(index);
+        return slot;
+      }
+      this.#elsewhere.set(index, Date.now() + ELSEWHERE_MS);
     }
-    return this.#set.take(start, this.handoff.handoffTimeoutMs);
+    const held = this.#set.held();
+    if (held.length > 0) return held[Math.floor(Math.random() * held.length)]!;
+    return this.#set.take(Math.floor(Math.random() * this.partitions), this.handoff.handoffTimeoutMs);
   }
 }
 

@@ -167,21 +167,38 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_CLOSED" });
     });
 
-    it("spreads batches without a key over the partitions it holds, and refuses bad partition keys", async () => {
+    it("spreads batches without a key over every partition in turn, and refuses bad partition keys", async () => {
       const { driver } = make();
       const writer = await PartitionedWriter.open("spread", { driver, partitions: 3, ...quiet });
-      const first = await writer.produce(["m0"]);
-      expect(writer.held()).toEqual([first.partition]);
-      // Only the held partition takes unkeyed batches; a keyed one adds its partition to the rotation.
-      const other = [0, 1, 2].find((p) => p !== first.partition)!;
-      const key = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => partitionOfKey(k, 3) === other)!;
-      await writer.produce(["keyed"], { partitionKey: key });
-      expect(writer.held()).toEqual([first.partition, other].sort());
-      const partitions = new Set<number>();
-      for (let i = 1; i < 7; i++) partitions.add((await writer.produce([`m${i}`])).partition);
-      expect([...partitions].sort()).toEqual([first.partition, other].sort());
+      // One batch at a time (nothing taken at once by concurrent produces): each partition in turn, each as often.
+      const partitions: number[] = [];
+      for (let i = 0; i < 9; i++) partitions.push((await writer.produce([`m${i}`])).partition);
+      expect(writer.held()).toEqual([0, 1, 2]);
+      for (const index of [0, 1, 2]) expect(partitions.filter((p) => p === index)).toHaveLength(3);
+      for (let i = 3; i < 9; i++) expect(partitions[i]).toBe(partitions[i - 3]);
       for (const bad of ["", 5, {}, "x".repeat(1025)]) await expect(writer.produce(["x"], { partitionKey: bad as string })).rejects.toMatchObject({ code: "E_OPTION" });
       await writer.close();
+      const all = (await Promise.all([0, 1, 2].map((index) => readPartition(driver, "spread", index)))).flat();
+      expect(all.sort()).toEqual(Array.from({ length: 9 }, (_, i) => `m${i}`).sort());
+    });
+
+    it("passes over, for batches without a key, the partitions another instance holds; holding none, asks for one", async () => {
+      const { driver, again } = make();
+      const a = await PartitionedWriter.open("shared-spread", { driver, partitions: 4, minHoldMs: 0, ...quiet });
+      for (let i = 0; i < 4; i++) await a.produce([`a${i}`]);
+      expect(a.held()).toEqual([0, 1, 2, 3]);
+      // Every partition is held by a: b asks for one, and a hands it over.
+      const b = await PartitionedWriter.open("shared-spread", { driver: again(), minHoldMs: 0, ...quiet });
+      const taken = (await b.produce(["b0"])).partition;
+      expect(b.held()).toEqual([taken]);
+      expect(a.handedOver).toBe(1);
+      // a goes on with the three it holds; b, with the one it got (the others are a's).
+      const byA = new Set<number>();
+      for (let i = 4; i < 10; i++) byA.add((await a.produce([`a${i}`])).partition);
+      expect([...byA].sort()).toEqual([0, 1, 2, 3].filter((p) => p !== taken));
+      for (let i = 1; i < 4; i++) expect((await b.produce([`b${i}`])).partition).toBe(taken);
+      expect(a.handedOver).toBe(1);
+      await Promise.all([a.close(), b.close()]);
     });
 
     it("routes an idempotency key to its partition, so that a retry is written once", async () => {

@@ -35,6 +35,7 @@ export type PartitionedProduceResult = ProduceResult & { partition: number };
 const MAX_PARTITION_KEY = 1024;
 /** How long a batch without a key passes over a partition found held by another instance (one lock attempt per partition per this, at most). */
 const ELSEWHERE_MS = 1000;
+const TRIES_PER_BATCH = 2;
 
 export class PartitionedWriter {
   readonly name: string;
@@ -173,18 +174,25 @@ export class PartitionedWriter {
    * one batch at a time wrote every batch to one partition, so one consumer instance read them all).
    */
   async #anySlot(): Promise<Slot<QueueWriter>> {
-    for (let i = 0; i < this.partitions; i++) {
+    for (let i = 0, tries = 0; i < this.partitions; i++) {
       const index = this.#next;
-      this.#next = (index + 1) % this.partitions;
       const held = this.#set.get(index);
-      if (held && !held.releasing) return held;
-      if ((this.#elsewhere.get(index) ?? 0) > Date.now()) continue;
+      const usable = held && !held.releasing;
+      const elsewhere = (this.#elsewhere.get(index) ?? 0) > Date.now();
+      // Holding some, a batch makes at most TRIES_PER_BATCH lock attempts: it does not wait on a
+      // sweep of every partition held elsewhere (64 of them, each a round trip, once a second).
+      if (!usable && !elsewhere && tries >= TRIES_PER_BATCH && this.#set.held().length > 0) break;
+      this.#next = (index + 1) % this.partitions;
+      if (usable) return held;
+      if (elsewhere) continue;
+      tries++;
       const slot = await this.#set.tryTakeUnwanted(index);
       if (slot) {
         this.#elsewhere.delete(index);
         return slot;
       }
-      this.#elsewhere.set(index, Date.now() + ELSEWHERE_MS);
+      // Not all looked at again at the same moment (each a lock attempt): spread over half a period.
+      this.#elsewhere.set(index, Date.now() + ELSEWHERE_MS * (1 + Math.random() / 2));
     }
     const held = this.#set.held();
     if (held.length > 0) return held[Math.floor(Math.random() * held.length)]!;

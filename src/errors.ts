@@ -75,7 +75,9 @@ export interface QueueProblem {
     /** A shared consumer could not push a message to its dead-letter queue (it is tried again at the next poll). */
     | "DEAD_LETTER_FAILED"
     /** A shared consumer could not apply the acks in its inbox (ack-inbox.ts); it tries again soon. */
-    | "INBOX_FAILED";
+    | "INBOX_FAILED"
+    /** A partition could not be opened for a batch without a key (storage, recovery): the batch went to another partition; it is tried again later. */
+    | "PARTITION_SKIPPED";
   message: string;
   queue: string;
   part?: number;

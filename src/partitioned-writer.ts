@@ -126,6 +126,9 @@ export class PartitionedWriter {
         this.#set.drop(slot);
         continue;
       }
+      // Let go while its lock was checked (a hand-over, an idle release), or closed by a failed write: not written to.
+      if (slot.item.closed) this.#set.drop(slot);
+      if (slot.releasing || slot.item.closed) continue;
       break;
     }
     this.#set.touch(slot);
@@ -174,19 +177,41 @@ export class PartitionedWriter {
    * one batch at a time wrote every batch to one partition, so one consumer instance read them all).
    */
   async #anySlot(): Promise<Slot<QueueWriter>> {
+    const holding = this.#set.held();
+    const now = Date.now();
+    // A free partition is taken only while every one held is in use: an instance producing a batch
+    // now and then keeps the few it uses open, instead of opening a writer per batch (each closed
+    // again `idleMs` later, unused).
+    const grow = holding.every((slot) => now - slot.usedAt < this.handoff.idleMs / 2);
+    let failed: unknown;
     for (let i = 0, tries = 0; i < this.partitions; i++) {
       const index = this.#next;
+      const following = (index + 1) % this.partitions;
       const held = this.#set.get(index);
-      const usable = held && !held.releasing;
-      const elsewhere = (this.#elsewhere.get(index) ?? 0) > Date.now();
+      if (held) {
+        this.#next = following;
+        // Being let go (idle, or asked for): not waited for nor taken back.
+        if (!held.releasing) return held;
+        continue;
+      }
+      // Holding none, every partition is tried (one let go lately too): there is nothing else to write to.
+      if (holding.length > 0 && (!grow || (this.#elsewhere.get(index) ?? 0) > now)) {
+        this.#next = following;
+        continue;
+      }
       // Holding some, a batch makes at most TRIES_PER_BATCH lock attempts: it does not wait on a
-      // sweep of every partition held elsewhere (64 of them, each a round trip, once a second).
-      if (!usable && !elsewhere && tries >= TRIES_PER_BATCH && this.#set.held().length > 0) break;
-      this.#next = (index + 1) % this.partitions;
-      if (usable) return held;
-      if (elsewhere) continue;
+      // sweep of every partition held elsewhere (64 of them, each a few round trips, once a second).
+      if (holding.length > 0 && tries >= TRIES_PER_BATCH) break;
+      this.#next = following;
       tries++;
-      const slot = await this.#set.tryTakeUnwanted(index);
+      const slot = await this.#set.tryTakeUnwanted(index).catch((error: unknown) => {
+        // A partition that cannot be opened now (storage, recovery) is passed over as one held
+        // elsewhere, and the batch goes to another; said, and thrown only if no other will do.
+        if (VQueueError.isError(error) && error.code === "E_NOT_FOUND") throw error;
+        failed ??= error;
+        this.options.onProblem({ code: "PARTITION_SKIPPED", queue: partitionName(this.name, index), message: `Partition ${index} of queue "${this.name}" could not be opened for a batch without a key (${(error as Error).message}); the batch goes to another partition, and this one is tried again later.` });
+        return undefined;
+      });
       if (slot) {
         this.#elsewhere.delete(index);
         return slot;
@@ -196,6 +221,7 @@ export class PartitionedWriter {
     }
     const held = this.#set.held();
     if (held.length > 0) return held[Math.floor(Math.random() * held.length)]!;
+    if (failed !== undefined) throw failed;
     return this.#set.take(Math.floor(Math.random() * this.partitions), this.handoff.handoffTimeoutMs);
   }
 }

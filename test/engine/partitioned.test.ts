@@ -182,6 +182,46 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(all.sort()).toEqual(Array.from({ length: 9 }, (_, i) => `m${i}`).sort());
     });
 
+    it("takes no new partition for batches without a key while one it holds goes unused (a slow producer keeps its writers)", async () => {
+      const { driver } = make();
+      const writer = await PartitionedWriter.open("slow", { driver, partitions: 4, idleMs: 400, ...quiet });
+      await writer.produce(["a"]);
+      await writer.produce(["b"]);
+      expect(writer.held()).toHaveLength(2);
+      // Past idleMs / 2 unused: the next batches go to those two, no third writer is opened (until
+      // both are in use again: a producer of r batches a second keeps about r * idleMs / 2 writers).
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const held = writer.held();
+      const first = (await writer.produce(["c0"])).partition;
+      const second = (await writer.produce(["c1"])).partition;
+      expect([first, second].sort()).toEqual(held);
+      expect(writer.held()).toEqual(held);
+      await writer.close();
+    });
+
+    it("sends a batch without a key elsewhere when a free partition cannot be opened, and says so (PARTITION_SKIPPED)", async () => {
+      const { driver: base } = make();
+      // A storage fault on partition 1's writer lock alone (a path a real fault does not pick).
+      const driver: QueueDriver = {
+        ...base,
+        async lock(path) {
+          if (path.startsWith("broken.p1")) throw new VQueueError("E_IO", `injected: cannot lock ${path}`);
+          return base.lock(path);
+        },
+      };
+      const problems: string[] = [];
+      const writer = await PartitionedWriter.open("broken", { driver, partitions: 3, durability: "none", onProblem: (problem) => problems.push(`${problem.code} ${problem.queue}`) });
+      const partitions: number[] = [];
+      for (let i = 0; i < 6; i++) partitions.push((await writer.produce([`m${i}`])).partition);
+      expect(partitions).not.toContain(1);
+      expect(new Set(partitions)).toEqual(new Set([0, 2]));
+      expect(problems).toContain("PARTITION_SKIPPED broken.p1");
+      // Keyed to it: the fault is the batch's own, refused as before.
+      const key = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => partitionOfKey(k, 3) === 1)!;
+      await expect(writer.produce(["keyed"], { partitionKey: key })).rejects.toMatchObject({ code: "E_IO" });
+      await writer.close();
+    });
+
     it("passes over, for batches without a key, the partitions another instance holds; holding none, asks for one", async () => {
       const { driver, again } = make();
       const a = await PartitionedWriter.open("shared-spread", { driver, partitions: 4, minHoldMs: 0, ...quiet });

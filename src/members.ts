@@ -56,12 +56,16 @@ export class Members {
     return { floor: Math.floor(partitions / members), ceil: Math.ceil(partitions / members) };
   }
 
-  /** Reads who polls (and says that this instance does, every `BEAT_MS`); keeps the last count when the storage fails. */
-  async refresh(): Promise<number> {
+  /**
+   * Reads who polls (and, when `polls`, says that this instance does, every `BEAT_MS`); keeps the
+   * last count when the storage fails.
+   */
+  async refresh(polls = true): Promise<number> {
     const now = Date.now();
     try {
       const lines = await this.#read();
       this.#merge(lines, now);
+      if (!polls) return this.count;
       // A line dropped by another instance's write is written again at once, not a beat later:
       // meanwhile the others would count one instance fewer and take more than their share.
       const dropped = this.#beatAt > 0 && !lines.some(([id]) => id === this.#self);

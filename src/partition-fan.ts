@@ -94,9 +94,14 @@ export class PartitionFan<T, M, P> {
     this.#members = new Members(hooks.driver, consumerMembersPath(partitionName(queue, 0), name), this.set.id);
   }
 
-  /** Takes the free partitions that have something to read (and those never read by this name). */
+  /**
+   * Takes the free partitions that have something to read (and those never read by this name),
+   * up to this instance's share; asks no holder and says nothing of this instance to the others
+   * (its polls do): an instance that opens the consumer only to take an ack or a commit for
+   * another one must not draw partitions away from those that poll.
+   */
   start(): Promise<void> {
-    return this.#acquire(false);
+    return this.#acquire(false, false);
   }
 
   /**
@@ -211,13 +216,14 @@ export class PartitionFan<T, M, P> {
    * has nothing to read from its own). Between those looks, the partitions asked for are tried
    * every `RETRY_MS` (one lock attempt each, no reads).
    */
-  #acquire(ask: boolean): Promise<void> {
+  #acquire(ask: boolean, polling = true): Promise<void> {
     const now = Date.now();
     // The first time this instance has nothing to read, it asks at once (not `ACQUIRE_MS` after the last look, which only took free partitions).
     const scan = now - this.#scannedAt >= ACQUIRE_MS || (ask && !this.#scanAsked);
     if (scan && !this.#scanning) {
-      this.#scannedAt = now;
-      this.#scanning = this.#scan(ask).finally(() => (this.#scanning = undefined));
+      // A look made at open (not polling) does not hold back the first poll's.
+      if (polling) this.#scannedAt = now;
+      this.#scanning = this.#scan(ask, polling).finally(() => (this.#scanning = undefined));
       return this.#scanning;
     }
     // A look takes a while on a busy instance: the partitions asked for are tried meanwhile.
@@ -229,12 +235,12 @@ export class PartitionFan<T, M, P> {
     return this.#retrying ?? this.#scanning ?? Promise.resolve();
   }
 
-  async #scan(ask: boolean): Promise<void> {
+  async #scan(ask: boolean, polling: boolean): Promise<void> {
     this.#scanAsked = ask;
     // Holding its share already (as last counted) and not asking: nothing to take, so the other
     // partitions' lags are not read (a few reads each, every scan, on every instance).
     const full = !ask && this.set.held().length >= this.#members.share(this.#hooks.partitions).ceil;
-    const [, readable] = await Promise.all([this.#members.refresh(), full ? [] : this.#readable()]);
+    const [, readable] = await Promise.all([this.#members.refresh(polling), full ? [] : this.#readable()]);
     const share = this.#members.share(this.#hooks.partitions);
     let held = this.set.held().length;
     const elsewhere: number[] = [];
@@ -255,7 +261,7 @@ export class PartitionFan<T, M, P> {
     // Below its share: what it lacks, at once. With nothing to read: one partition, picked at
     // random (granted by a holder above its share, or one that no longer polls). The holders
     // decide (`#grant`).
-    const wanted = Math.min(elsewhere.length, Math.max(share.floor - held, ask && !took ? 1 : 0));
+    const wanted = polling ? Math.min(elsewhere.length, Math.max(share.floor - held, ask && !took ? 1 : 0)) : 0;
     const picked = pickRandom(elsewhere, wanted);
     await Promise.all(picked.map((index) => this.set.want(index, { members: this.#members.count })));
     // Asked anew, or no longer (this instance has work of its own).

@@ -5,12 +5,13 @@
  * (its order kept); one without goes to the partitions in turn, of those held here or free.
  */
 import { VQueueError } from "./errors";
-import { resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions } from "./handoff";
+import { WANT_FRESH_MS, resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions, type Want } from "./handoff";
+import { Members } from "./members";
 import type { MessageInput } from "./message";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "./options";
 import { PartitionSet, type Slot } from "./partition-set";
 import { openPartitions, partitionName, partitionOfKey, readPartitions } from "./partitions";
-import { writerWantPath } from "./paths";
+import { writerMembersPath, writerWantPath } from "./paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
 import { QueueWriter } from "./writer";
 
@@ -36,6 +37,8 @@ const MAX_PARTITION_KEY = 1024;
 /** How long a batch without a key passes over a partition found held by another instance (one lock attempt per partition per this, at most). */
 const ELSEWHERE_MS = 1000;
 const TRIES_PER_BATCH = 2;
+/** How often, at most, an instance producing batches without a key says so and counts the others (members.ts). */
+const MEMBERS_EVERY_MS = 500;
 
 export class PartitionedWriter {
   readonly name: string;
@@ -48,6 +51,13 @@ export class PartitionedWriter {
   #next: number;
   /** Partitions found held by another instance: passed over until then (ms). */
   readonly #elsewhere = new Map<number, number>();
+  /** The instances producing batches without a key: each holds about its share of the partitions. */
+  readonly #members: Members;
+  #membersAt = 0;
+  /** The last refresh of the members record (awaited at close, before this instance's line is taken out). */
+  #refreshing: Promise<unknown> = Promise.resolve();
+  /** Partitions asked of their holders for this instance's share, with when (a request lives `WANT_FRESH_MS`). */
+  readonly #asked = new Map<number, number>();
   #closing: Promise<void> | undefined;
   /** Partitions handed over to another instance (on request) since open. */
   handedOver = 0;
@@ -79,6 +89,7 @@ export class PartitionedWriter {
       // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
       keep: (writer) => writer.delayedPending > 0,
       close: (writer) => writer.close(),
+      grant: (want, held) => this.#grant(want, held),
       minHoldMs: this.handoff.minHoldMs,
       idleMs: this.handoff.idleMs,
       // A produce in flight ends (written or failed) on its own.
@@ -87,6 +98,7 @@ export class PartitionedWriter {
         if (reason === "wanted") this.handedOver++;
       },
     });
+    this.#members = new Members(resolved.driver, writerMembersPath(partitionName(name, 0)), this.#set.id);
   }
 
   /**
@@ -148,6 +160,8 @@ export class PartitionedWriter {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       for (const slot of this.#set.held()) while (slot.using > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await this.#refreshing;
+      await this.#members.leave();
       await this.#set.close();
     })();
     return this.#closing;
@@ -184,6 +198,10 @@ export class PartitionedWriter {
     // again `idleMs` later, unused).
     const grow = holding.every((slot) => now - slot.usedAt < this.handoff.idleMs / 2);
     let failed: unknown;
+    if (now - this.#membersAt >= MEMBERS_EVERY_MS && !this.#closing) {
+      this.#membersAt = now;
+      this.#refreshing = this.#members.refresh();
+    }
     for (let i = 0, tries = 0; i < this.partitions; i++) {
       const index = this.#next;
       const following = (index + 1) % this.partitions;
@@ -218,11 +236,37 @@ export class PartitionedWriter {
       }
       // Not all looked at again at the same moment (each a lock attempt): spread over half a period.
       this.#elsewhere.set(index, Date.now() + ELSEWHERE_MS * (1 + Math.random() / 2));
+      if (failed === undefined) this.#askForShare(index);
     }
     const held = this.#set.held();
     if (held.length > 0) return held[Math.floor(Math.random() * held.length)]!;
     if (failed !== undefined) throw failed;
     return this.#set.take(Math.floor(Math.random() * this.partitions), this.handoff.handoffTimeoutMs);
+  }
+
+  /**
+   * Below its share of the partitions (among the instances producing batches without a key),
+   * this instance asks the holder of `index` for it, without waiting: the holder lets go if it
+   * holds more than its share (`#grant`), and a later batch takes it. Else an instance that came
+   * when every partition was held wrote all its batches into the one it asked for.
+   */
+  #askForShare(index: number): void {
+    const now = Date.now();
+    for (const [asked, at] of this.#asked) if (now - at >= WANT_FRESH_MS || this.#set.get(asked)) this.#asked.delete(asked);
+    if (this.#asked.has(index) || this.#set.held().length + this.#asked.size >= this.#members.share(this.partitions).floor) return;
+    this.#asked.set(index, now);
+    void this.#set.want(index, { members: this.#members.count });
+  }
+
+  /**
+   * Whether to hand a partition's writer over: always to a produce that needs it (a key's
+   * partition: its request counts no members); for another instance's share, only above this
+   * one's (or when this instance no longer produces batches without a key).
+   */
+  #grant(want: Want, held: number): boolean {
+    if (want.members === undefined || want.force || !this.#members.active) return true;
+    this.#members.saw(want.by);
+    return held > this.#members.share(this.partitions, Math.max(this.#members.count, want.members)).floor;
   }
 }
 

@@ -45,6 +45,8 @@ export const consumerWantPath = (q: string, c: string): string => `${q}_info_wan
  * it with the want markers.
  */
 export const consumerMembersPath = (q: string, c: string): string => `${q}_info_wantm_${c}`;
+/** Which instances produce batches without a key to a partitioned queue (members.ts), beside partition 0's files: `wantn` is as long as `wantw`. */
+export const writerMembersPath = (q: string): string => `${q}_info_wantn`;
 /**
  * A shared consumer's ack inbox (ack-inbox.ts): a directory of acks other instances took for it.
  * `wanta_` is as long as `wantc_`, and a queue's delete removes it with the want markers.

@@ -49,9 +49,9 @@ export interface PartitionSetHooks<T> {
   graceMs: number;
   /**
    * Whether to hand a partition over to `want` while this instance holds `held` (those already
-   * being let go not counted). Without it, every request is granted (after `minHoldMs`).
+   * being let go not counted) of partition `index`. Without it, every request is granted (after `minHoldMs`).
    */
-  grant?(want: Want, held: number): boolean;
+  grant?(want: Want, held: number, index: number): boolean;
   /**
    * Whether a request may be granted before `minHoldMs`: this instance holds more than any fair
    * share (a consumer that took every partition before the other instances came). Stricter than
@@ -278,7 +278,7 @@ export class PartitionSet<T> {
         if (!request) continue;
         const { slot, want, young } = request;
         // A young slot's grant is the stricter one (it implies `grant`): one of the two is asked.
-        const granted = young ? this.#hooks.grantYoung!(want, this.held().length) : this.#hooks.grant?.(want, this.held().length) !== false;
+        const granted = young ? this.#hooks.grantYoung!(want, this.held().length) : this.#hooks.grant?.(want, this.held().length, slot.index) !== false;
         if (granted) void this.release(slot, "wanted");
         else if (young) this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
       }

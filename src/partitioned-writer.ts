@@ -54,8 +54,11 @@ export class PartitionedWriter {
   /** The instances producing batches without a key: each holds about its share of the partitions. */
   readonly #members: Members;
   #membersAt = 0;
+  /** When a batch with a key last went to each partition: those are not given up for another instance's share. */
+  readonly #keyedAt = new Map<number, number>();
   /** The last refresh of the members record (awaited at close, before this instance's line is taken out). */
   #refreshing: Promise<unknown> = Promise.resolve();
+  #refreshPending = false;
   /** Partitions asked of their holders for this instance's share, with when (a request lives `WANT_FRESH_MS`). */
   readonly #asked = new Map<number, number>();
   #closing: Promise<void> | undefined;
@@ -89,7 +92,7 @@ export class PartitionedWriter {
       // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
       keep: (writer) => writer.delayedPending > 0,
       close: (writer) => writer.close(),
-      grant: (want, held) => this.#grant(want, held),
+      grant: (want, held, index) => this.#grant(want, held, index),
       minHoldMs: this.handoff.minHoldMs,
       idleMs: this.handoff.idleMs,
       // A produce in flight ends (written or failed) on its own.
@@ -125,6 +128,7 @@ export class PartitionedWriter {
     if (this.#closing) throw new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`);
     const { partitionKey, ...produceOptions } = options;
     const routed = this.#route(partitionKey, produceOptions.key);
+    if (routed !== undefined) this.#keyedAt.set(routed, Date.now());
     let slot: Slot<QueueWriter>;
     // A slot let go while it was being taken (a hand-over request) is taken again, or another one;
     // so is one whose lock lapsed and was taken meanwhile (an idle isolate in workerd: QueueWriter.holds).
@@ -198,9 +202,11 @@ export class PartitionedWriter {
     // again `idleMs` later, unused).
     const grow = holding.every((slot) => now - slot.usedAt < this.handoff.idleMs / 2);
     let failed: unknown;
-    if (now - this.#membersAt >= MEMBERS_EVERY_MS && !this.#closing) {
+    if (now - this.#membersAt >= MEMBERS_EVERY_MS && !this.#closing && !this.#refreshPending) {
       this.#membersAt = now;
-      this.#refreshing = this.#members.refresh();
+      // One at a time (a slow storage must not have two writes of the record cross), awaited at close.
+      this.#refreshPending = true;
+      this.#refreshing = this.#members.refresh().finally(() => (this.#refreshPending = false));
     }
     for (let i = 0, tries = 0; i < this.partitions; i++) {
       const index = this.#next;
@@ -259,12 +265,15 @@ export class PartitionedWriter {
   }
 
   /**
-   * Whether to hand a partition's writer over: always to a produce that needs it (a key's
-   * partition: its request counts no members); for another instance's share, only above this
-   * one's (or when this instance no longer produces batches without a key).
+   * Whether to hand partition `index`'s writer over: always to a produce that needs it (a key's
+   * partition: its request counts no members). For another instance's share, only above this
+   * one's, and never one that batches with a key went to within `idleMs` (it would be asked back
+   * at once: the partition would pass back and forth), nor by an instance that produces no
+   * batches without a key (it counts no share; what it does not use goes after `idleMs`).
    */
-  #grant(want: Want, held: number): boolean {
-    if (want.members === undefined || want.force || !this.#members.active) return true;
+  #grant(want: Want, held: number, index: number): boolean {
+    if (want.members === undefined || want.force) return true;
+    if (!this.#members.active || Date.now() - (this.#keyedAt.get(index) ?? 0) < this.handoff.idleMs) return false;
     this.#members.saw(want.by);
     return held > this.#members.share(this.partitions, Math.max(this.#members.count, want.members)).floor;
   }

@@ -187,6 +187,8 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const a = await PartitionedWriter.open("balance", { driver, partitions: 4, minHoldMs: 0, ...quiet });
       for (let i = 0; i < 4; i++) await a.produce([`a${i}`]);
       expect(a.held()).toEqual([0, 1, 2, 3]);
+      // a also writes batches with a key to one partition: that one is not given up for b's share.
+      const keyed = partitionOfKey("customer-1", 4);
       const b = await PartitionedWriter.open("balance", { driver: again(), minHoldMs: 0, ...quiet });
       // Both produce, a batch at a time each, until b holds its share (2 of 4) or 8 s pass.
       const byB = new Set<number>();
@@ -194,19 +196,25 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       let produced = 0;
       while (b.held().length < 2 && Date.now() < deadline) {
         await a.produce([`a-${produced}`]);
+        await a.produce([`k-${produced}`], { partitionKey: "customer-1" });
         byB.add((await b.produce([`b-${produced}`])).partition);
         produced++;
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       expect(b.held()).toHaveLength(2);
-      // And no more: a keeps its share.
+      expect(b.held()).not.toContain(keyed);
+      // And no more, nothing passed back and forth: a keeps its share, its keyed partition among it.
+      // (b, holding none at first, asked for one at random, which may be a's keyed one: handed back once.)
+      const handedOver = [a.handedOver, b.handedOver];
       for (let i = 0; i < 100; i++) {
         await a.produce([`a-after-${i}`]);
+        await a.produce([`k-after-${i}`], { partitionKey: "customer-1" });
         byB.add((await b.produce([`b-after-${i}`])).partition);
       }
       expect(a.held()).toHaveLength(2);
+      expect(a.held()).toContain(keyed);
       expect(b.held()).toHaveLength(2);
-      expect(byB.size).toBe(2);
+      expect([a.handedOver, b.handedOver]).toEqual(handedOver);
       await Promise.all([a.close(), b.close()]);
     });
 

@@ -259,7 +259,9 @@ export class PartitionedWriter {
   #askForShare(index: number): void {
     const now = Date.now();
     for (const [asked, at] of this.#asked) if (now - at >= WANT_FRESH_MS || this.#set.get(asked)) this.#asked.delete(asked);
-    if (this.#asked.has(index) || this.#set.held().length + this.#asked.size >= this.#members.share(this.partitions).floor) return;
+    // Not counting what it asked already: a holder at its own share says no without saying so,
+    // and the asker would wait out that request. The holders' shares bound what is granted.
+    if (this.#asked.has(index) || this.#set.held().length >= this.#members.share(this.partitions).floor) return;
     this.#asked.set(index, now);
     void this.#set.want(index, { members: this.#members.count });
   }

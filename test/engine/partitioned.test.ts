@@ -182,7 +182,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(all.sort()).toEqual(Array.from({ length: 9 }, (_, i) => `m${i}`).sort());
     });
 
-    it("shares the partitions between instances producing batches without a key: one that came when all were held asks for its share", { timeout: 20_000 }, async () => {
+    it("shares the partitions between instances producing batches without a key: one that came when all were held asks for its share", { timeout: 40_000 }, async () => {
       const { driver, again } = make();
       const a = await PartitionedWriter.open("balance", { driver, partitions: 4, minHoldMs: 0, ...quiet });
       for (let i = 0; i < 4; i++) await a.produce([`a${i}`]);
@@ -190,9 +190,9 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       // a also writes batches with a key to one partition: that one is not given up for b's share.
       const keyed = partitionOfKey("customer-1", 4);
       const b = await PartitionedWriter.open("balance", { driver: again(), minHoldMs: 0, ...quiet });
-      // Both produce, a batch at a time each, until b holds its share (2 of 4) or 8 s pass.
+      // Both produce, a batch at a time each, until b holds its share (2 of 4) or 20 s pass (a slow runtime).
       const byB = new Set<number>();
-      const deadline = Date.now() + 8000;
+      const deadline = Date.now() + 20_000;
       let produced = 0;
       while (b.held().length < 2 && Date.now() < deadline) {
         await a.produce([`a-${produced}`]);

@@ -56,9 +56,8 @@ export class PartitionedWriter {
   #membersAt = 0;
   /** When a batch with a key last went to each partition: those are not given up for another instance's share. */
   readonly #keyedAt = new Map<number, number>();
-  /** The last refresh of the members record (awaited at close, before this instance's line is taken out). */
-  #refreshing: Promise<unknown> = Promise.resolve();
-  #refreshPending = false;
+  /** The refresh of the members record under way, if any (awaited at close, before this instance's line is taken out). */
+  #refreshing: Promise<unknown> | undefined;
   /** Partitions asked of their holders for this instance's share, with when (a request lives `WANT_FRESH_MS`). */
   readonly #asked = new Map<number, number>();
   #closing: Promise<void> | undefined;
@@ -202,11 +201,10 @@ export class PartitionedWriter {
     // again `idleMs` later, unused).
     const grow = holding.every((slot) => now - slot.usedAt < this.handoff.idleMs / 2);
     let failed: unknown;
-    if (now - this.#membersAt >= MEMBERS_EVERY_MS && !this.#closing && !this.#refreshPending) {
+    if (now - this.#membersAt >= MEMBERS_EVERY_MS && !this.#closing && !this.#refreshing) {
       this.#membersAt = now;
       // One at a time (a slow storage must not have two writes of the record cross), awaited at close.
-      this.#refreshPending = true;
-      this.#refreshing = this.#members.refresh().finally(() => (this.#refreshPending = false));
+      this.#refreshing = this.#members.refresh().finally(() => (this.#refreshing = undefined));
     }
     for (let i = 0, tries = 0; i < this.partitions; i++) {
       const index = this.#next;

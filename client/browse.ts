@@ -11,6 +11,8 @@ export interface BrowseOptions {
   limit?: number;
   /** The page stops once its bodies reach this many bytes. @default 1 MiB (or the server's `limits.maxResponseBytes`) */
   maxBytes?: number;
+  /** A partitioned queue: this partition alone (else a page takes from every partition in turn). */
+  partition?: number;
   /** Parse text messages as JSON, as `consume` does. @default false */
   json?: boolean;
   signal?: AbortSignal;
@@ -32,6 +34,7 @@ export function browseCalls(request: BrowseRequest, q: (queue: string) => string
       const query: Record<string, string | number> = { ...startQuery(opts.from ?? "earliest") };
       if (opts.limit !== undefined) query.limit = opts.limit;
       if (opts.maxBytes !== undefined) query.max_bytes = opts.maxBytes;
+      if (opts.partition !== undefined) query.partition = opts.partition;
       const body = await request<BrowseResponse>(`${q(queue)}/browse`, { query, idempotent: true, signal: opts.signal });
       return { queue: body.queue, messages: body.messages.map((m) => fromJSONMessage(m, opts.json ?? false)), next: body.next };
     },

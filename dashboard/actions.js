@@ -46,12 +46,14 @@ export function produceDialog(queue, done) {
  * @param {string} queue
  * @param {string} consumer
  * @param {() => void} done
+ * @param {boolean} [partitioned] a partitioned queue: no part and seq (each partition has its own); a cursor names partitions
  */
-export function seekDialog(queue, consumer, done) {
+export function seekDialog(queue, consumer, done, partitioned = false) {
   const to = positionPicker({
     name: "to",
-    labels: ["The oldest message (rewind to the start)", "The end (skip everything)", "A cursor", "A part and sequence number", "A date and time"],
+    labels: ["The oldest message (rewind to the start)", "The end (skip everything)", partitioned ? "A cursor (the partitions it names)" : "A cursor", "A part and sequence number", "A date and time"],
     timeLabel: "Time (this browser's time zone)",
+    partitioned,
   });
   openDialog({
     title: `Move consumer ${consumer}`,

@@ -18,7 +18,7 @@ export function messageCard(m) {
       "header",
       {},
       h("strong", {}, `#${m.seq}`),
-      h("span", { class: "muted" }, `part ${m.part} · offset ${m.offset}`),
+      h("span", { class: "muted" }, `${m.partition === undefined ? "" : `partition ${m.partition} · `}part ${m.part} · offset ${m.offset}`),
       h("span", { class: `badge ${kind}` }, kind === "json" ? "JSON" : kind === "text" ? "Text" : "Bytes"),
       h("span", { class: "muted" }, bytes(size)),
       h("code", { class: "cursor", title: "Cursor: commits up to and including this message" }, m.cursor),

@@ -9,12 +9,14 @@ import { h } from "./dom.js";
 const KINDS = ["earliest", "latest", "cursor", "seq", "time"];
 
 /**
- * @param {{ name: string, id?: string, labels: string[], timeLabel: string, inputClass?: string }} options
- *   `labels`: the choices' texts, in the order of KINDS
+ * @param {{ name: string, id?: string, labels: string[], timeLabel: string, inputClass?: string, partitioned?: boolean }} options
+ *   `labels`: the choices' texts, in the order of KINDS; `partitioned`: a partitioned queue's
+ *   consumer, whose cursors name partitions and which has no part and seq of its own
  */
-export function positionPicker({ name, id, labels, timeLabel, inputClass }) {
-  const select = /** @type {HTMLSelectElement} */ (h("select", { name, id }, ...KINDS.map((kind, i) => h("option", { value: kind }, labels[i] ?? kind))));
-  const cursor = /** @type {HTMLInputElement} */ (h("input", { name: "cursor", placeholder: "part.position.count", autocomplete: "off" }));
+export function positionPicker({ name, id, labels, timeLabel, inputClass, partitioned = false }) {
+  const kinds = partitioned ? KINDS.filter((kind) => kind !== "seq") : KINDS;
+  const select = /** @type {HTMLSelectElement} */ (h("select", { name, id }, ...kinds.map((kind) => h("option", { value: kind }, labels[KINDS.indexOf(kind)] ?? kind))));
+  const cursor = /** @type {HTMLInputElement} */ (h("input", { name: "cursor", placeholder: partitioned ? "p0:part.position.count,p1:..." : "part.position.count", autocomplete: "off" }));
   const part = /** @type {HTMLInputElement} */ (h("input", { name: "part", type: "number", min: 0, value: 0, class: inputClass }));
   const seq = /** @type {HTMLInputElement} */ (h("input", { name: "seq", type: "number", min: 1, value: 1, class: inputClass }));
   const time = /** @type {HTMLInputElement} */ (h("input", { name: "time", type: "datetime-local", step: 1 }));

@@ -56,18 +56,21 @@ export function queueView(app, name) {
   const lagChart = timeChart(lagBox, [{ label: "lag", color: "--lag", fill: true }], count, true);
   /** @type {string[]} */
   let rights = [];
+  /** A partitioned queue (its consumers seek by partitioned cursors, never by part and seq). */
+  let partitioned = false;
 
   consumers.addEventListener("click", (event) => {
     const button = /** @type {HTMLElement} */ (event.target).closest("button[data-action]");
     const consumer = button?.closest("tr")?.getAttribute("data-consumer");
     if (!button || !consumer) return;
-    if (button.getAttribute("data-action") === "seek") seekDialog(name, consumer, app.refreshSoon);
+    if (button.getAttribute("data-action") === "seek") seekDialog(name, consumer, app.refreshSoon, partitioned);
     else deleteConsumerDialog(name, consumer, app.refreshSoon);
   });
 
   /** @param {QueueDetailResponse} data */
   function render(data) {
     const q = data.queue;
+    partitioned = Boolean(q.partitions);
     const lagBy = q.maxLagConsumer && q.maxLag > 0 ? ` (${q.maxLagConsumer})` : "";
     replace(
       cards,

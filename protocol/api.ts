@@ -176,6 +176,8 @@ export interface PruneResponse {
   bytes: number;
   /** Why nothing could be deleted safely, when that is the case. */
   refused?: string;
+  /** A partitioned queue: each partition's (the limits apply to each; `parts` above is empty, the sums are over them). */
+  partitions?: { partition: number; parts: number[]; messages: number; bytes: number; refused?: string }[];
 }
 
 /** `POST .../seek`: where the next consume starts, as a cursor (saved). */
@@ -239,8 +241,10 @@ export interface PurgeResponse {
   messages: number;
   bytes: number;
   parts: number;
-  /** The new current part, where every consumer now is: ids never go back, so older cursors name nothing after it. */
+  /** The new current part, where every consumer now is: ids never go back, so older cursors name nothing after it (a partitioned queue: the highest of its partitions'). */
   part: number;
+  /** A partitioned queue: how many of its partitions were purged (those never written have nothing). */
+  partitions?: number;
 }
 
 /** `POST .../consumers/{consumer}/lease` body (all optional). */

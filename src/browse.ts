@@ -1,10 +1,12 @@
-import { cursorAfter, parseCursor, type ConsumerPosition } from "./cursor";
+import { browsePartitioned } from "./browse-partitioned";
+import { cursorAfter, formatCursor, parseCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
 import type { Message } from "./message";
 import { assertName } from "./names";
 import { CONSUMER_DEFAULTS, checkInteger, defaultProblemReporter } from "./options";
 import { PartReader } from "./part-reader";
+import { readPartitions } from "./partitions";
 import { listParts, readQueueInfo } from "./recovery";
 import { resolveSeek, type SeekTarget } from "./seek";
 import { queueTotals } from "./totals";
@@ -38,12 +40,22 @@ export interface BrowseOptions {
   raw?: boolean;
   zstd?: ZstdLoader;
   onProblem?: (problem: QueueProblem) => void;
+  /**
+   * A partitioned queue: this partition alone (`from` as for a plain queue, or a composite cursor
+   * naming it). Without it a page takes from every partition in turn (browse-partitioned.ts).
+   */
+  partition?: number;
 }
 
+/** A message browsed: a partitioned queue's carries its partition. */
+export type BrowsedMessage = Message & { partition?: number };
+
 export interface BrowseResult {
-  messages: Message[];
-  /** A cursor where the next page starts, or null at the current end of the queue. */
+  messages: BrowsedMessage[];
+  /** A cursor where the next page starts, or null at the current end of the queue (a partitioned queue's names its partitions). */
   next: string | null;
+  /** Where this page stopped, more there or not: the cursor to start after later, to see what comes since. */
+  end: string;
   /** Messages retention deleted between `from` and what was read (also reported as `MISSED`). */
   missed: number;
 }
@@ -56,6 +68,14 @@ const BROWSER = "(browse)";
 /** A page of `queue`'s messages from `from`, read without any consumer. `E_NOT_FOUND` when the queue does not exist. */
 export async function browseMessages(driver: QueueDriver, queue: string, options: BrowseOptions = {}): Promise<BrowseResult> {
   assertName(queue, "queue");
+  const partitions = await readPartitions(driver, queue);
+  if (partitions !== undefined) return browsePartitioned(driver, queue, partitions, options, browseQueue);
+  if (options.partition !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: browse it without a partition.`);
+  return browseQueue(driver, queue, options);
+}
+
+/** A page of one ordinary queue (a partition is one). */
+async function browseQueue(driver: QueueDriver, queue: string, options: BrowseOptions): Promise<BrowseResult> {
   const { from = BROWSE_DEFAULTS.from, limit = BROWSE_DEFAULTS.limit, maxBytes = BROWSE_DEFAULTS.maxBytes, raw = false, zstd = loadZstd } = options;
   const report = options.onProblem ?? defaultProblemReporter;
   checkInteger("limit", limit, 1, BROWSE_MAX_LIMIT);
@@ -71,6 +91,7 @@ export async function browseMessages(driver: QueueDriver, queue: string, options
     report(problem);
   };
   const start = await startOf(driver, queue, from, limit, parts, newest, onProblem);
+  const startCursor = formatCursor(start);
   const reader = new PartReader(queue, BROWSER, driver, { onProblem, readChunkBytes: CONSUMER_DEFAULTS.readChunkBytes, zstd });
   try {
     await reader.openAt(start);
@@ -80,7 +101,7 @@ export async function browseMessages(driver: QueueDriver, queue: string, options
     const full = messages.length >= limit || messages.reduce((sum, m) => sum + m.size, 0) >= maxBytes;
     // A full page says whether more is there now; a short one stopped at the end.
     const more = last !== undefined && full && (reader.hasBuffered || (reader.localEdge() ?? (await reader.refresh())));
-    return { messages, next: more ? cursorAfter(last) : null, missed };
+    return { messages, next: more ? cursorAfter(last) : null, end: last ? cursorAfter(last) : startCursor, missed };
   } finally {
     await reader.close();
   }

@@ -8,7 +8,7 @@ import { resolveAdminOptions, type AdminOptions } from "./options";
 import { consumerMembersPath, consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, sharedInboxDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sideJournalPath, sharedJournalPath, sharedStatePath } from "./paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "./recovery";
-import { partitionName, readPartitions } from "./partitions";
+import { neverWritten, partitionName, readPartitions } from "./partitions";
 
 /** What `deleteQueue` removed. */
 export interface DeleteQueueResult {
@@ -107,10 +107,7 @@ async function deletePartitioned(driver: QueueDriver, queue: string, options: Ad
   let parts = 0;
   const consumers = new Set<string>();
   for (let index = 0; index < count; index++) {
-    const deleted = await deleteQueue(driver, partitionName(queue, index), options).catch((error: unknown) => {
-      if (VQueueError.isError(error) && error.code === "E_NOT_FOUND") return undefined; // never written
-      throw error;
-    });
+    const deleted = await deleteQueue(driver, partitionName(queue, index), options).catch(neverWritten);
     parts += deleted?.parts ?? 0;
     for (const name of deleted?.consumers ?? []) consumers.add(name);
   }

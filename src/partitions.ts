@@ -52,6 +52,12 @@ export async function readPartitions(driver: QueueDriver, queue: string): Promis
   return count;
 }
 
+/** A partition never written has no queue yet (`E_NOT_FOUND`): nothing in it, not an error (`.catch(neverWritten)`). */
+export function neverWritten(error: unknown): undefined {
+  if (VQueueError.isError(error) && error.code === "E_NOT_FOUND") return undefined;
+  throw error;
+}
+
 /** Checks a partition count from outside. */
 export function checkPartitionCount(count: unknown, name = "partitions"): asserts count is number {
   if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > MAX_PARTITIONS) {

@@ -7,6 +7,7 @@ import { formatPopInfo, formatPushInfo, formatQueueInfo } from "./info";
 import { assertName } from "./names";
 import { resolveAdminOptions, type AdminOptions } from "./options";
 import { consumerLockPath, partDir, partOfDir, partPath, popInfoPath, pushInfoPath, queueInfoPath, writerLockPath } from "./paths";
+import { neverWritten, partitionName, readPartitions } from "./partitions";
 import { readPartEnd } from "./position";
 import { lockWholeQueue } from "./queue-locks";
 import { listParts, readQueueInfo } from "./recovery";
@@ -19,8 +20,10 @@ export interface PurgeResult {
   messages: number;
   bytes: number;
   parts: number;
-  /** The new current part (empty): one past every part the queue had. */
+  /** The new current part (empty): one past every part the queue had (a partitioned queue: the highest of its partitions'). */
   part: number;
+  /** A partitioned queue: how many partitions were purged (one never written has nothing to purge). */
+  partitions?: number;
 }
 
 const ascii = new TextEncoder();
@@ -38,6 +41,8 @@ const ascii = new TextEncoder();
  */
 export async function purgeQueue(driver: QueueDriver, queue: string, options: AdminOptions = {}): Promise<PurgeResult> {
   assertName(queue, "queue");
+  const count = await readPartitions(driver, queue);
+  if (count !== undefined) return purgePartitions(driver, queue, count, options);
   const { onProblem, durability } = resolveAdminOptions(driver, options);
   const sync = durability !== "none";
   const held = await lockWholeQueue(driver, queue, "purge");
@@ -73,6 +78,24 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
     forgetPartDetails(driver, queue);
     await held.release();
   }
+}
+
+/**
+ * Each partition purged as a queue, in order (`E_LOCKED` while one is open, here or elsewhere:
+ * those before it are purged; calling it again purges the rest, the purged ones again, empty).
+ */
+async function purgePartitions(driver: QueueDriver, queue: string, count: number, options: AdminOptions): Promise<PurgeResult> {
+  const result: PurgeResult = { queue, messages: 0, bytes: 0, parts: 0, part: 0, partitions: 0 };
+  for (let index = 0; index < count; index++) {
+    const purged = await purgeQueue(driver, partitionName(queue, index), options).catch(neverWritten);
+    if (!purged) continue;
+    result.messages += purged.messages;
+    result.bytes += purged.bytes;
+    result.parts += purged.parts;
+    result.part = Math.max(result.part, purged.part);
+    result.partitions! += 1;
+  }
+  return result;
 }
 
 // --- Internal helpers ---

@@ -3,6 +3,7 @@ import { VQueueError } from "./errors";
 import { listConsumers } from "./inspect";
 import { assertName } from "./names";
 import { readPartIndex, sealedTime } from "./part-index";
+import { neverWritten, partitionName, readPartitions } from "./partitions";
 import { partDir } from "./paths";
 import { readPartEnd } from "./position";
 import { recordPruned, type PrunedPart } from "./pruned";
@@ -19,6 +20,8 @@ export interface PruneResult {
   bytes: number;
   /** Why nothing could be deleted safely, when that is the case. */
   refused?: string;
+  /** A partitioned queue: each partition's result (the limits apply to each; `deleted` above is empty, the sums are over them). */
+  partitions?: (PruneResult & { partition: number })[];
 }
 
 export interface PruneOptions {
@@ -41,6 +44,8 @@ export interface PruneOptions {
 export async function pruneQueue(driver: QueueDriver, queue: string, retention: RetentionOptions, options: PruneOptions = {}): Promise<PruneResult> {
   assertName(queue, "queue");
   throwProblems(retentionProblems(retention));
+  const partitions = await readPartitions(driver, queue);
+  if (partitions !== undefined) return prunePartitions(driver, queue, partitions, retention, options);
   const result: PruneResult = { queue, deleted: [], messages: 0, bytes: 0 };
   let damaged = false;
   const info = await readQueueInfo(driver, queue, () => (damaged = true));
@@ -98,6 +103,19 @@ export async function pruneQueue(driver: QueueDriver, queue: string, retention: 
   // No directory fsync: a deletion lost in a power cut only keeps a part longer (it is in
   // Q_info_pruned already, and goes at the next round), and an fsync here would compete with
   // the pushes' own.
+  return result;
+}
+
+/** Each partition pruned as a queue (one never written has nothing to prune). */
+async function prunePartitions(driver: QueueDriver, queue: string, count: number, retention: RetentionOptions, options: PruneOptions): Promise<PruneResult> {
+  const result: PruneResult = { queue, deleted: [], messages: 0, bytes: 0, partitions: [] };
+  for (let partition = 0; partition < count; partition++) {
+    const pruned = await pruneQueue(driver, partitionName(queue, partition), retention, options).catch(neverWritten);
+    if (!pruned) continue;
+    result.partitions!.push({ ...pruned, partition });
+    result.messages += pruned.messages;
+    result.bytes += pruned.bytes;
+  }
   return result;
 }
 

@@ -13,9 +13,9 @@ export function parseDuration(flag: string, text: string, max = 2 ** 31 - 1): nu
   return ms;
 }
 
-/** A positive integer flag such as `--max`. */
-export function parseCount(flag: string, text: string, max = 1_000_000): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new CliError(`Invalid ${flag} ${JSON.stringify(text)}: use an integer from 1 to ${max}.`);
+/** A whole-number flag such as `--max` (`min` to `max`, written in digits). */
+export function parseCount(flag: string, text: string, max = 1_000_000, min = 1): number {
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`Invalid ${flag} ${JSON.stringify(text)}: use an integer from ${min} to ${max}.`);
   return n;
 }

@@ -6,6 +6,7 @@
 import { defineCommand } from "citty";
 import type { BrowseResponse } from "../../protocol/api";
 import { browseMessages, BROWSE_DEFAULTS, BROWSE_MAX_LIMIT } from "../../src/browse";
+import { MAX_PARTITIONS } from "../../src/partitions";
 import { parseCount } from "./_duration";
 import type { Printable } from "./_print";
 import { apiClient, cliZstd, log, plural, targetArgs, withStorage } from "./_shared";
@@ -17,22 +18,28 @@ export const browse = defineCommand({
     queue: { type: "positional", required: true, description: "The queue (a dead-letter queue <queue>.dead too)" },
     from: { type: "string", description: "earliest, latest (the newest page), a cursor (the page after it), <part>:<seq>, or time:<ISO date or ms> [default: earliest]", valueHint: "where" },
     limit: { type: "string", description: `Most messages [default: ${BROWSE_DEFAULTS.limit}, at most ${BROWSE_MAX_LIMIT}]`, valueHint: "n" },
+    partition: { type: "string", description: "A partitioned queue: this partition alone [default: every partition in turn]", valueHint: "k" },
     ...targetArgs,
   },
   async run({ args }) {
     const from = parseTarget(args.from ?? "earliest");
     const limit = args.limit === undefined ? BROWSE_DEFAULTS.limit : parseCount("--limit", args.limit, BROWSE_MAX_LIMIT);
-    const page: { messages: Printable[]; next: BrowseResponse["next"] } = args.url
-      ? await apiClient(args.url, args.user).browse(args.queue, { from, limit })
-      : await withStorage(args, `Cannot browse "${args.queue}"`, (driver) => browseMessages(driver, args.queue, { from, limit, zstd: cliZstd, onProblem: (p) => log.warn(p.message) }));
+    const partition = args.partition === undefined ? undefined : parseCount("--partition", args.partition, MAX_PARTITIONS - 1, 0);
+    const only = partition === undefined ? {} : { partition };
+    const page: { messages: Browsed[]; next: BrowseResponse["next"] } = args.url
+      ? await apiClient(args.url, args.user).browse(args.queue, { from, limit, ...only })
+      : await withStorage(args, `Cannot browse "${args.queue}"`, (driver) => browseMessages(driver, args.queue, { from, limit, ...only, zstd: cliZstd, onProblem: (p) => log.warn(p.message) }));
     process.stdout.write(page.messages.map(formatBrowsed).join(""));
     log.info(`${plural(page.messages.length, "message")} of "${args.queue}"${page.next ? `; next page: --from ${page.next}` : ", to the end"}.`);
   },
 });
 
-/** A header line (`<part>:<seq> offset <offset> <kind>`), then the body, then a blank line. */
-export function formatBrowsed(m: Printable): string {
-  const where = `${m.part}:${m.seq} offset ${m.offset}`;
+/** A message of a page: a partitioned queue's says its partition. */
+type Browsed = Printable & { partition?: number };
+
+/** A header line (`[p<k> ]<part>:<seq> offset <offset> <kind>`), then the body, then a blank line. */
+export function formatBrowsed(m: Browsed): string {
+  const where = `${m.partition === undefined ? "" : `p${m.partition} `}${m.part}:${m.seq} offset ${m.offset}`;
   if (typeof m.data !== "string") return `${where} bytes (${m.data.length})\n${hex(m.data)}\n\n`;
   const pretty = prettyJSON(m.data);
   return `${where} ${pretty === undefined ? "text" : "json"}\n${pretty ?? m.data}\n\n`;

@@ -1,6 +1,7 @@
 import { FastResponse } from "srvx";
 import { isCursor } from "../../protocol/cursor";
 import { BROWSE_DEFAULTS, BROWSE_MAX_LIMIT, browseMessages, type BrowseFrom } from "../../src/browse";
+import { MAX_PARTITIONS } from "../../src/partitions";
 import { authorize } from "../auth";
 import { encodeMessagesJSON } from "../consume-json";
 import { ApiError, JSON_TYPE } from "../errors";
@@ -8,7 +9,9 @@ import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { intParam, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
-const FROM_RULE = 'from=earliest, from=latest (the newest page), from=<cursor> (the page starts after its message), part=<n>&seq=<n> (starts at that message), or time=<ISO 8601 date-time or ms since the epoch>';
+const FROM_RULE = 'from=earliest, from=latest (the newest page), from=<cursor> (the page starts after its message; a partitioned queue\'s: p<partition>:<cursor>,...), part=<n>&seq=<n> (starts at that message; a partitioned queue\'s with partition=<k>), or time=<ISO 8601 date-time or ms since the epoch>';
+/** A partitioned queue's cursor, checked further by the engine against its partitions. */
+const PARTITIONED_CURSOR = /^p\d{1,4}:\d{1,15}\.\d{1,15}\.\d{1,10}(,p\d{1,4}:\d{1,15}\.\d{1,15}\.\d{1,10}){0,1023}$/;
 
 /** The message browser: `GET /api/v1/queues/{queue}/browse`, messages read without any consumer (the read right). */
 export function browseRoutes(ctx: RouteContext): ApiRoute[] {
@@ -18,11 +21,13 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues/:queue/browse",
       openapi: {
-        summary: "Read a page of messages without any consumer (no position moves, nothing is created): from the oldest, the newest page, a cursor, a message by part and sequence, or a time; `next` is where the following page starts (null at the end)",
+        summary:
+          "Read a page of messages without any consumer (no position moves, nothing is created): from the oldest, the newest page, a cursor, a message by part and sequence, or a time; `next` is where the following page starts (null at the end). A partitioned queue: a page takes from every partition in turn (each message says its partition, `next` names each partition's place), or from `partition` alone",
         parameters: [
           { name: "from", in: "query", description: '"earliest" (default), "latest" (the last `limit` messages) or a cursor (the page starts after its message); not with part/seq or time', schema: { type: "string" } },
           { name: "part", in: "query", description: "With seq: the page starts at this message", schema: { type: "integer", minimum: 0 } },
           { name: "seq", in: "query", schema: { type: "integer", minimum: 1 } },
+          { name: "partition", in: "query", description: "A partitioned queue: this partition alone", schema: { type: "integer", minimum: 0, maximum: MAX_PARTITIONS - 1 } },
           { name: "time", in: "query", description: "Every message written from then on, and up to the queue's indexInterval before", schema: { oneOf: [{ type: "string", format: "date-time" }, { type: "integer", description: "ms since the epoch" }] } },
           { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: BROWSE_MAX_LIMIT, default: BROWSE_DEFAULTS.limit } },
           { name: "max_bytes", in: "query", description: "The page stops once its bodies reach this many bytes (one message at least)", schema: { type: "integer", minimum: 1, maximum: maxBytesCap, default: Math.min(BROWSE_DEFAULTS.maxBytes, maxBytesCap) } },
@@ -43,9 +48,10 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
         const from = browseFrom(url);
         const limit = intParam(url, "limit", 1, BROWSE_MAX_LIMIT, BROWSE_DEFAULTS.limit);
         const maxBytes = intParam(url, "max_bytes", 1, maxBytesCap, Math.min(BROWSE_DEFAULTS.maxBytes, maxBytesCap));
+        const partition = url.searchParams.has("partition") ? intParam(url, "partition", 0, MAX_PARTITIONS - 1, 0) : undefined;
         const { zstd, onProblem } = ctx.options;
         // Text stays in its UTF-8 bytes: written out as consume writes it.
-        const page = await browseMessages(await ctx.registry.driver(), queue, { from, limit, maxBytes, raw: true, onProblem, ...(zstd ? { zstd } : {}) });
+        const page = await browseMessages(await ctx.registry.driver(), queue, { from, limit, maxBytes, raw: true, onProblem, ...(zstd ? { zstd } : {}), ...(partition === undefined ? {} : { partition }) });
         const head = `{"queue":${JSON.stringify(queue)},"next":${page.next === null ? "null" : JSON.stringify(page.next)},"messages":[`;
         return new FastResponse(encodeMessagesJSON(head, page.messages), { headers: { "content-type": JSON_TYPE } });
       },
@@ -73,6 +79,6 @@ function browseFrom(url: URL): BrowseFrom {
     throw bad(`Invalid time ${JSON.stringify(time)}`);
   }
   const from = query.get("from") ?? "earliest";
-  if (from === "earliest" || from === "latest" || isCursor(from)) return from;
+  if (from === "earliest" || from === "latest" || isCursor(from) || PARTITIONED_CURSOR.test(from)) return from;
   throw bad(`Invalid from ${JSON.stringify(from)}`);
 }

@@ -1,6 +1,6 @@
 import type { PruneRequest, PruneResponse } from "../../protocol/api";
 import { utf8 } from "../../protocol/utf8";
-import { pruneQueue } from "../../src/retention";
+import { pruneQueue, type PruneResult } from "../../src/retention";
 import { retentionProblems } from "../../src/retention-options";
 import { authorize } from "../auth";
 import { ApiError } from "../errors";
@@ -18,14 +18,15 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/prune",
       openapi: {
-        summary: "Apply retention now: delete whole sealed parts, oldest first, never the current one; a body with limits replaces the server's for this call (no body: the server's); needs the admin right",
+        summary:
+          "Apply retention now: delete whole sealed parts, oldest first, never the current one; a body with limits replaces the server's for this call (no body: the server's); needs the admin right. A partitioned queue: each partition (the limits apply to each), its results in `partitions`",
         requestBody: {
           required: false,
           content: jsonContent({ type: "object", properties: { maxAgeMs: { type: "integer", minimum: 1 }, maxBytes: { type: "integer", minimum: 1 }, maxParts: { type: "integer", minimum: 1 }, deleteConsumed: { type: "boolean" } } }),
         },
         responses: {
           ...errorResponses,
-          "200": { description: "what was deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, parts: { type: "array", items: { type: "integer" } }, messages: { type: "integer" }, bytes: { type: "integer" }, refused: { type: "string" } } }) },
+          "200": { description: "what was deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, parts: { type: "array", items: { type: "integer" } }, messages: { type: "integer" }, bytes: { type: "integer" }, refused: { type: "string" }, partitions: { type: "array", items: { type: "object" } } } }) },
         },
       },
       handler: async (event, principal) => {
@@ -35,10 +36,14 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
         // Limits given are the ones applied: merged with the server's, `{"maxParts": 10}` would also apply its maxAgeMs.
         const limits = Object.keys(given).length > 0 ? given : (ctx.options.retentionFor(queue) ?? {});
         const result = await pruneQueue(await ctx.registry.driver(), queue, limits);
-        return json<PruneResponse>({ queue, parts: result.deleted.map((p) => p.part), messages: result.messages, bytes: result.bytes, ...(result.refused ? { refused: result.refused } : {}) });
+        return json<PruneResponse>({ ...pruneAnswer(result), queue, ...(result.partitions ? { partitions: result.partitions.map((p) => ({ ...pruneAnswer(p), partition: p.partition })) } : {}) });
       },
     },
   ];
+}
+
+function pruneAnswer(result: PruneResult): Omit<PruneResponse, "queue" | "partitions"> {
+  return { parts: result.deleted.map((p) => p.part), messages: result.messages, bytes: result.bytes, ...(result.refused ? { refused: result.refused } : {}) };
 }
 
 /** The optional body: limits only (how often and how much per round are the server's business). */

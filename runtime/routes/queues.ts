@@ -113,17 +113,18 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/purge",
       openapi: {
-        summary: "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process",
+        summary:
+          "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process. A partitioned queue: each partition in turn (a 409 leaves the ones before it purged: call it again)",
         responses: {
           ...errorResponses,
           "409": errorRef,
-          "200": { description: "purged", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, messages: { type: "integer" }, bytes: { type: "integer" }, parts: { type: "integer" }, part: { type: "integer" } } }) },
+          "200": { description: "purged", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, messages: { type: "integer" }, bytes: { type: "integer" }, parts: { type: "integer" }, part: { type: "integer" }, partitions: { type: "integer" } } }) },
         },
       },
       handler: async (event, principal) => {
         const queue = adminQueue(event, principal);
-        const { messages, bytes, parts, part } = await ctx.registry.purgeQueue(queue);
-        return json<PurgeResponse>({ queue, messages, bytes, parts, part });
+        const { messages, bytes, parts, part, partitions } = await ctx.registry.purgeQueue(queue);
+        return json<PurgeResponse>({ queue, messages, bytes, parts, part, ...(partitions === undefined ? {} : { partitions }) });
       },
     },
     {

@@ -40,6 +40,23 @@ describe("v-queue browse", () => {
     expect(missing.stderr).toContain('Queue "nope" does not exist');
   });
 
+  it("a partitioned queue: every partition in turn, each message saying its partition, or one with --partition", async () => {
+    const dir = await tempDir();
+    expect((await cli(["create", "p", "--partitions", "3", "--dir", dir])).code).toBe(0);
+    for (const key of ["a", "b", "c", "d"]) expect((await cli(["push", "p", `${key}1`, `${key}2`, "--partition-key", key, "--dir", dir])).code).toBe(0);
+    const all = await cli(["browse", "p", "--dir", dir]);
+    expect(all.code).toBe(0);
+    const heads = all.stdout.split("\n").filter((line) => / offset /.test(line));
+    expect(heads.length).toBe(8);
+    for (const head of heads) expect(head).toMatch(/^p[0-2] 0:[1-8] offset \d+ text$/);
+    const one = await cli(["browse", "p", "--partition", "1", "--dir", dir]);
+    expect(one.stdout.split("\n").filter((line) => / offset /.test(line)).every((line) => line.startsWith("p1 "))).toBe(true);
+    const bad = await cli(["browse", "p", "--partition", "3", "--dir", dir]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("Invalid partition 3");
+    expect(bad.stderr).not.toMatch(STACK);
+  });
+
   describe("through a server (--url)", () => {
     const server = useServer(tempDir);
     it("prints the same", async () => {

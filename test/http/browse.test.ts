@@ -74,6 +74,6 @@ describe("GET /api/v1/queues/{queue}/browse", () => {
   it("is in the OpenAPI document", async () => {
     const s = await startServer();
     const doc = (await (await s.get("/api/v1/openapi.json")).json()) as { paths: Record<string, { get?: { parameters: { name: string }[] } }> };
-    expect(doc.paths["/api/v1/queues/{queue}/browse"]?.get?.parameters.map((p) => p.name)).toEqual(["from", "part", "seq", "time", "limit", "max_bytes"]);
+    expect(doc.paths["/api/v1/queues/{queue}/browse"]?.get?.parameters.map((p) => p.name)).toEqual(["from", "part", "seq", "partition", "time", "limit", "max_bytes"]);
   });
 });

@@ -77,6 +77,8 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
   assertName(queue, "queue");
   assertName(consumer, "consumer", queue);
   resolveAdminOptions(driver, options);
+  const partitions = await readPartitions(driver, queue);
+  if (partitions !== undefined) return deletePartitionedConsumer(driver, queue, consumer, partitions, options);
   const lock = await lockConsumer(driver, queue, consumer, "delete");
   try {
     const path = popInfoPath(queue, consumer);
@@ -96,6 +98,23 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
     // Releasing removes the lock file.
     await lock.release();
   }
+}
+
+/**
+ * A partitioned queue's consumer: its files in each partition (`E_LOCKED` while an instance
+ * holds one of them: those before it are deleted, calling it again finishes). `E_NOT_FOUND`
+ * when no partition has it.
+ */
+async function deletePartitionedConsumer(driver: QueueDriver, queue: string, consumer: string, count: number, options: AdminOptions): Promise<void> {
+  let found = 0;
+  for (let index = 0; index < count; index++) {
+    const deleted = await deleteConsumer(driver, partitionName(queue, index), consumer, options).then(
+      () => true,
+      (error: unknown) => neverWritten(error) ?? false,
+    );
+    if (deleted) found++;
+  }
+  if (found === 0) throw new VQueueError("E_NOT_FOUND", `Consumer "${consumer}" of queue "${queue}" does not exist.`);
 }
 
 /**

@@ -5,6 +5,9 @@
  */
 import { VQueueClientError, isAbortError, type ClientMessage, type ConsumeResult, type VQueueClient } from "../../client/index";
 import { QueueConsumer } from "../../src/consumer";
+import { deleteConsumer } from "../../src/delete";
+import { PartitionedConsumer } from "../../src/partitioned-consumer";
+import { readPartitions } from "../../src/partitions";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";
 import type { Printable } from "./_print";
@@ -34,7 +37,14 @@ export interface SourceOptions {
 /** Reads on the files (`--dir`/`--storage`) through the engine's consumer. */
 export async function openDirectSource(target: { dir?: string; storage?: string }, o: SourceOptions): Promise<MessageSource> {
   const driver = await openStorage(target);
-  const reader = await QueueConsumer.open(o.queue, o.consumer, { driver, start: o.from, create: true, syncCommits: !o.ephemeral, zstd: cliZstd }).catch(async (error: unknown) => {
+  const options = { driver, start: o.from, create: true, syncCommits: !o.ephemeral, zstd: cliZstd };
+  let partitioned = false;
+  // A partitioned queue: every partition no server holds (one held elsewhere is that server's to read).
+  const open = async (): Promise<QueueConsumer | PartitionedConsumer> => {
+    partitioned = (await readPartitions(driver, o.queue)) !== undefined;
+    return partitioned ? PartitionedConsumer.open(o.queue, o.consumer, options) : QueueConsumer.open(o.queue, o.consumer, options);
+  };
+  const reader = await open().catch(async (error: unknown) => {
     await driver.dispose?.();
     return explain(error, `Cannot open ${o.ephemeral ? "" : `consumer "${o.consumer}" of `}"${o.queue}" in ${storageLabel(target)}`);
   });
@@ -45,8 +55,9 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
     async close() {
       try {
         await reader.close();
-        // The engine has no reader that keeps nothing: the consumer's position file goes with it.
-        if (o.ephemeral) await driver.remove(popInfoPath(o.queue, o.consumer));
+        // The engine has no reader that keeps nothing: the consumer's position files go with it.
+        if (o.ephemeral && partitioned) await deleteConsumer(driver, o.queue, o.consumer);
+        else if (o.ephemeral) await driver.remove(popInfoPath(o.queue, o.consumer));
       } finally {
         await driver.dispose?.();
       }

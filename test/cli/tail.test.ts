@@ -31,6 +31,24 @@ async function startTail(args: string[]) {
 }
 
 describe("v-queue tail on the files", () => {
+  it("a partitioned queue: consume reads and commits every partition, tail follows them all and leaves no position behind", async () => {
+    const dir = await tempDir();
+    expect((await cli(["create", "events", "--partitions", "3", "--dir", dir])).code).toBe(0);
+    for (const key of ["a", "b", "c", "d"]) await cli(["push", "events", `${key}1`, `${key}2`, "--partition-key", key, "--dir", dir]);
+    const read = await cli(["consume", "events", "c", "--dir", dir]);
+    expect(read.code).toBe(0);
+    expect(lines(read.stdout).sort()).toEqual(["a1", "a2", "b1", "b2", "c1", "c2", "d1", "d2"]);
+    expect(lines((await cli(["consume", "events", "c", "--dir", dir])).stdout)).toEqual([]);
+    const t = await startTail(["events", "--dir", dir]);
+    await cli(["push", "events", "new-1", "--partition-key", "z", "--dir", dir]);
+    await until(t.output, (r) => r.stdout.includes("new-1"));
+    const r = await t.stop();
+    expect(r.code).toBe(0);
+    expect(lines(r.stdout)).toEqual(["new-1"]);
+    expect(r.stderr).not.toMatch(STACK);
+    expect(readdirSync(dir).filter((f) => f.includes("ephemeral"))).toEqual([]);
+  });
+
   it("follows from the end, keeps no position, and any number run at once", async () => {
     const dir = await tempDir();
     await pushTo(dir, "orders", ["old-1", "old-2"]);

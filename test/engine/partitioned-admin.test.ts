@@ -7,6 +7,7 @@ import { VQueueError } from "../../src/errors";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { declarePartitions, partitionOfKey } from "../../src/partitions";
 import { purgeQueue } from "../../src/purge";
+import { deleteConsumer } from "../../src/delete";
 import { pruneQueue } from "../../src/retention";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
 
@@ -158,5 +159,21 @@ describe("pruning and purging a partitioned queue", () => {
     expect(VQueueError.isError(refused) && refused.code).toBe("E_LOCKED");
     await writer.close();
     expect(await purgeQueue(driver, "q")).toMatchObject({ messages: 1 });
+  });
+
+  it("deleting a consumer removes it from every partition; the next of that name starts anew; one held is E_LOCKED; none is E_NOT_FOUND", async () => {
+    const { driver, sent } = await filled(3, 6, 2);
+    const consumer = await PartitionedConsumer.open("q", "c", { driver });
+    expect((await consumer.read({ max: 100 })).length).toBe(sent.length);
+    await consumer.commit();
+    const refused = await deleteConsumer(driver, "q", "c").catch((error: unknown) => error);
+    expect(VQueueError.isError(refused) && refused.code).toBe("E_LOCKED");
+    await consumer.close();
+    await deleteConsumer(driver, "q", "c");
+    expect((await driver.list("")).filter((path) => path.includes("_c") && path.includes("info_pop"))).toEqual([]);
+    const again = await PartitionedConsumer.open("q", "c", { driver });
+    expect((await again.read({ max: 100 })).length).toBe(sent.length);
+    await again.close();
+    await expect(deleteConsumer(driver, "q", "nobody")).rejects.toMatchObject({ code: "E_NOT_FOUND" });
   });
 });

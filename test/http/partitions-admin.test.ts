@@ -61,5 +61,12 @@ describe("partitioned queues over HTTP: browse, purge, prune", () => {
     expect((await client.browse("jobs")).messages).toEqual([]);
     await client.produce("jobs", "after", { partitionKey: "a" });
     expect((await client.consume("jobs", "reader")).messages.map((m) => m.data)).toEqual(["after"]);
+
+    // DELETE of the consumer: this server's reader closed, its files gone from every partition; the next of that name starts at the oldest.
+    const deleted = await fetch(`${s.url}/api/v1/queues/jobs/consumers/reader`, { method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    expect((await client.consumers("jobs")).consumers).toEqual([]);
+    expect((await client.consume("jobs", "reader")).messages.map((m) => m.data)).toEqual(["after"]);
+    expect((await fetch(`${s.url}/api/v1/queues/jobs/consumers/nobody`, { method: "DELETE" })).status).toBe(404);
   });
 });

@@ -21,6 +21,8 @@ export interface QueueStat {
   parts: number;
   messages: number;
   bytes: number;
+  /** A partitioned queue: its partition count (the numbers are summed over them; no single current part). */
+  partitions?: number;
   /** The API's consumer fields (`count` is its `count_popped`: records read in `part`; a shared consumer's position is its ack floor). */
   consumers: (Pick<ConsumerInfo, "name" | "part" | "position" | "lag" | "cursor"> & { count: number; kind: ConsumerKind; shared?: SharedStat })[];
 }
@@ -40,7 +42,7 @@ export const stat = defineCommand({
   meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
   args: {
     queue: { type: "positional", required: false, description: "One queue (default: all)" },
-    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]; with --watch, one line per sample: { at, queues: [...], consumers? }" },
+    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, partitions?, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]; with --watch, one line per sample: { at, queues: [...], consumers? }" },
     watch: { type: "boolean", alias: "w", description: "Live: messages, bytes, parts, produce and consume rates, worst lag (with a queue: its consumers), every --interval until Ctrl-C" },
     interval: { type: "string", description: "With --watch: time between samples, 100ms to 1h (default 1s)", valueHint: "duration" },
     ...targetArgs,
@@ -52,6 +54,12 @@ export const stat = defineCommand({
     if (args.json) return console.log(JSON.stringify(stats, null, 2));
     if (stats.length === 0) return log.info(`No queues in ${args.url ?? storageLabel(args)}.`);
     for (const q of stats) {
+      if (q.partitions !== undefined) {
+        // Summed over the partitions: no single part or position to show.
+        console.log(`${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.partitions, "partition")} (each one: ${q.name}.p<k>)`);
+        for (const c of q.consumers) console.log(`  consumer ${c.name} (${c.kind}): lag ${c.lag}`);
+        continue;
+      }
       console.log(`${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.parts, "part")} (current part ${q.currentPart}, ${plural(q.currentCount, "message")})`);
       for (const c of q.consumers) console.log(`  consumer ${c.name} (${c.kind}): ${c.kind === "shared" ? "ack floor " : ""}part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}${c.shared ? `; ${describeShared(c.shared)}` : ""}`);
     }
@@ -79,7 +87,7 @@ async function statDirect(target: { dir?: string; storage?: string }, queue: str
       const q: QueueStats | undefined = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
       if (!q) throw new CliError(`Queue "${name}" not found in ${storageLabel(target)}.`);
       const consumers = q.consumers.map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count, lag: c.lag, cursor: formatCursor(c), ...(c.shared ? { shared: c.shared } : {}) }));
-      out.push({ name: q.name, currentPart: q.currentPart, currentCount: q.currentCount, parts: q.parts.length, messages: q.messages, bytes: q.bytes, consumers });
+      out.push({ name: q.name, currentPart: q.currentPart, currentCount: q.currentCount, parts: q.parts.length, messages: q.messages, bytes: q.bytes, ...(q.partitions === undefined ? {} : { partitions: q.partitions }), consumers });
     }
     return out;
   } finally {
@@ -101,6 +109,7 @@ async function statOverHttp(url: string, user: string | undefined, queue: string
       parts: info.parts,
       messages: info.messages,
       bytes: info.bytes,
+      ...(info.partitions === undefined ? {} : { partitions: info.partitions }),
       consumers: consumers.map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor, ...sharedOf(c) })),
     });
   }

@@ -47,6 +47,21 @@ describe("v-queue create <queue> --partitions P", () => {
     expect(refused.stderr).toContain('Queue "plain" is not partitioned');
   });
 
+  it("stat shows a partitioned queue as one, summed, with its partition count and each consumer's lag (on the files and through a server)", async () => {
+    const dir = await tempDir();
+    await cli(["create", "events", "--partitions", "3", "--dir", dir]);
+    for (const key of ["a", "b", "c"]) await cli(["push", "events", `${key}1`, `${key}2`, "--partition-key", key, "--dir", dir]);
+    await cli(["consume", "events", "reader", "--max", "2", "--dir", dir]);
+    const files = await cli(["stat", "--dir", dir]);
+    expect(files.stdout).toContain("events: 6 messages, ");
+    expect(files.stdout).toContain(" in 3 partitions (each one: events.p<k>)");
+    expect(files.stdout).toContain("consumer reader (ordered): lag 4");
+    const s = await startServer({ dir });
+    const http = await cli(["stat", "events", "--json", "--url", s.url]);
+    await s.close();
+    expect(JSON.parse(http.stdout)[0]).toMatchObject({ name: "events", messages: 6, partitions: 3, consumers: [{ name: "reader", lag: 4 }] });
+  });
+
   it("with --url: through the server (admin right)", async () => {
     const s = await startServer();
     const made = await cli(["create", "events", "--partitions", "3", "--url", s.url]);

@@ -15,7 +15,7 @@ import { HTTP_BATCH, openDirectSource } from "./_source";
 const PREVIEW_CHARS = 80;
 
 export const dlq = defineCommand({
-  meta: { name: "dlq", description: "List the dead letters of a queue (its <queue>.dead) or of a dead-letter queue, oldest first, without consuming them" },
+  meta: { name: "dlq", description: "List the dead letters of a queue (its <queue>.dead; a partitioned queue: each partition's <queue>.p<k>.dead) or of a dead-letter queue, oldest first, without consuming them" },
   args: {
     queue: { type: "positional", required: true, description: "A queue (its dead-letter queue <queue>.dead is read when there is one) or a dead-letter queue" },
     max: { type: "string", description: "Most to list [default: 100]", valueHint: "n" },
@@ -26,11 +26,20 @@ export const dlq = defineCommand({
     const max = args.max === undefined ? 100 : parseCount("--max", args.max);
     const client = args.url ? apiClient(args.url, args.user) : undefined;
     const exists = client ? (queue: string) => queueOverHttp(client, queue) : async (queue: string) => withStorage(args, "dlq", async (driver) => (await listQueues(driver)).includes(queue));
-    const name = (await exists(`${args.queue}.dead`)) ? `${args.queue}.dead` : args.queue;
-    if (name === args.queue && !(await exists(name))) throw new CliError(`Neither "${args.queue}.dead" nor "${args.queue}" exists in ${args.url ?? storageLabel(args)}: no dead letters.`);
-    const messages = client ? await peekOverHttp(client, name, max) : await peekFiles(args, name, max);
-    process.stdout.write(messages.map((m) => formatLetter(m, args.json === true)).join(""));
-    log.info(`${plural(messages.length, "message")} in ${name}${messages.length === max ? " (there may be more: --max)" : ""}.`);
+    let names = (await exists(`${args.queue}.dead`)) ? [`${args.queue}.dead`] : [];
+    // A partitioned queue's shared consumers dead-letter to each partition's own <queue>.p<k>.dead.
+    if (names.length === 0) names = partitionDeadQueues(args.queue, client ? (await client.queues()).queues : await withStorage(args, "dlq", (driver) => listQueues(driver)));
+    if (names.length === 0 && (await exists(args.queue))) names = [args.queue];
+    if (names.length === 0) throw new CliError(`Neither "${args.queue}.dead" nor "${args.queue}" exists in ${args.url ?? storageLabel(args)}: no dead letters.`);
+    let listed = 0;
+    for (const name of names) {
+      if (listed >= max) break;
+      const messages = client ? await peekOverHttp(client, name, max - listed) : await peekFiles(args, name, max - listed);
+      process.stdout.write(messages.map((m) => formatLetter(m, args.json === true, names.length > 1 ? name : undefined)).join(""));
+      listed += messages.length;
+    }
+    const where = names.length > 1 ? `${names.length} dead-letter queues (${names[0]} to ${names.at(-1)})` : names[0];
+    log.info(`${plural(listed, "message")} in ${where}${listed === max ? " (there may be more: --max)" : ""}.`);
   },
 });
 
@@ -108,14 +117,24 @@ async function peekOverHttp(client: VQueueClient, queue: string, max: number): P
   }
 }
 
-/** One dead letter as a line: where it came from, deliveries, when, the error, a preview of its body. */
-function formatLetter(m: Printable, json: boolean): string {
+/** The dead-letter queues of `queue`'s partitions among `names`, in partition order. */
+function partitionDeadQueues(queue: string, names: string[]): string[] {
+  const partitionOf = (name: string) => (name.startsWith(`${queue}.p`) && name.endsWith(".dead") ? /^\d{1,4}$/.exec(name.slice(queue.length + 2, -5))?.[0] : undefined);
+  return names.filter((name) => partitionOf(name) !== undefined).sort((a, b) => Number(partitionOf(a)) - Number(partitionOf(b)));
+}
+
+/**
+ * One dead letter as a line: where it came from, deliveries, when, the error, a preview of its
+ * body; `queue`: the dead-letter queue it is in, when several are listed.
+ */
+function formatLetter(m: Printable, json: boolean, queue?: string): string {
   const letter = typeof m.data === "string" ? parseDeadLetter({ ...m, size: 0, crc: 0 }) : undefined;
   if (json) {
     const data = typeof m.data === "string" ? m.data : Buffer.from(m.data).toString("base64");
-    return `${JSON.stringify(letter ? { part: m.part, offset: m.offset, seq: m.seq, origin: letter.origin, deliveries: letter.deliveries, error: letter.error ?? null, at: new Date(letter.at).toISOString(), type: letter.type, data: letter.data } : { part: m.part, offset: m.offset, seq: m.seq, origin: null, type: m.type, data })}\n`;
+    const from = queue === undefined ? {} : { queue };
+    return `${JSON.stringify(letter ? { ...from, part: m.part, offset: m.offset, seq: m.seq, origin: letter.origin, deliveries: letter.deliveries, error: letter.error ?? null, at: new Date(letter.at).toISOString(), type: letter.type, data: letter.data } : { ...from, part: m.part, offset: m.offset, seq: m.seq, origin: null, type: m.type, data })}\n`;
   }
-  const where = `${m.part}.${m.offset}`;
+  const where = `${queue === undefined ? "" : `${queue} `}${m.part}.${m.offset}`;
   if (!letter) return `${where} (no dead letter) ${preview(typeof m.data === "string" ? m.data : `base64:${Buffer.from(m.data).toString("base64")}`)}\n`;
   const { origin } = letter;
   const body = letter.type === "object" ? `base64:${letter.data}` : letter.data;

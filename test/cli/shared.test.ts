@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { SharedConsumer } from "../../src/shared-consumer";
+import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
+import { partitionOfKey } from "../../src/partitions";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, STACK, useServer } from "./_cli";
 
@@ -14,6 +16,21 @@ async function deadLetter(dir: string, queue: string, count: number, error: stri
 }
 
 describe("v-queue shared consumers on the files (--dir)", () => {
+  it("dlq of a partitioned queue lists the dead letters of every partition's <queue>.p<k>.dead, saying which", async () => {
+    const dir = await tempDir();
+    await cli(["create", "events", "--partitions", "3", "--dir", dir]);
+    for (const key of ["a", "b", "c", "d"]) await cli(["push", "events", key, "--partition-key", key, "--dir", dir]);
+    const c = await PartitionedSharedConsumer.open("events", "s", { driver: fsDriver({ dir }), maxDeliveries: 1, syncCommits: false });
+    for (const m of await c.poll({ max: 10 })) await c.nack(m, { error: "no" });
+    await c.close();
+    const listed = await cli(["dlq", "events", "--dir", dir]);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.split("\n").filter(Boolean);
+    expect(lines.map((line) => line.split(" ")[0]).sort()).toEqual(["a", "b", "c", "d"].map((key) => `events.p${partitionOfKey(key, 3)}.dead`).sort());
+    for (const line of lines) expect(line).toMatch(/^events\.p(\d)\.dead 0\.\d+ from events\.p\1\/s .*error: no: [a-d]$/);
+    expect(listed.stderr).toMatch(/4 messages in (\d) dead-letter queues|4 messages in events\.p\d\.dead/);
+  });
+
   it("lease refuses without --url or --ack (leases live in the server); lease --ack takes messages for good; ack/nack/extend need --url", async () => {
     const dir = await tempDir();
     await cli(["push", "q", "a", "b", "c", "--dir", dir]);

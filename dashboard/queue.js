@@ -26,6 +26,16 @@ export function queueView(app, name) {
   const consumers = h("tbody");
   const consumersCount = h("span", { class: "muted" });
   const partsCount = h("span", { class: "muted" });
+  // A partitioned queue has no parts of its own: its partitions instead, each linked to its page.
+  const partitionRows = h("tbody");
+  const partitionsCount = h("span", { class: "muted" });
+  const partsSection = h("div", {}, h("h2", {}, "Parts ", partsCount), h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Parts" }, h("thead", {}, row("th", ["Part", "Size", "Messages", "Age", "Format", "Compression"], [1, 2, 3, 5])), parts)));
+  const partitionsSection = h(
+    "div",
+    { hidden: true },
+    h("h2", {}, "Partitions ", partitionsCount),
+    h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Partitions" }, h("thead", {}, row("th", ["Partition", "Messages", "Size", "Parts", "Produced /s", "Consumed /s", "Worst lag"], [1, 2, 3, 4, 5, 6])), partitionRows)),
+  );
   const el = h(
     "section",
     { class: "view" },
@@ -49,8 +59,8 @@ export function queueView(app, name) {
         consumers,
       ),
     ),
-    h("h2", {}, "Parts ", partsCount),
-    h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Parts" }, h("thead", {}, row("th", ["Part", "Size", "Messages", "Age", "Format", "Compression"], [1, 2, 3, 5])), parts)),
+    partitionsSection,
+    partsSection,
   );
   const rateChart = timeChart(rateBox, [{ label: "produced", color: "--produce" }, { label: "consumed", color: "--consume" }], rate);
   const lagChart = timeChart(lagBox, [{ label: "lag", color: "--lag", fill: true }], count, true);
@@ -93,6 +103,10 @@ export function queueView(app, name) {
     if (data.deadLetterQueue) {
       dlq.hidden = false;
       replace(dlq, "Dead letters of its shared consumers go to ", h("a", { href: queueHref(data.deadLetterQueue) }, data.deadLetterQueue), ".");
+    } else if (data.deadLetterQueues?.length) {
+      dlq.hidden = false;
+      const links = data.deadLetterQueues.flatMap((dead, i) => [i > 0 ? ", " : "", h("a", { href: queueHref(dead) }, dead)]);
+      replace(dlq, "Dead letters of its shared consumers go to each partition's own: ", ...links, ".");
     } else dlq.hidden = true;
     const history = q.history;
     if (history) {
@@ -101,6 +115,21 @@ export function queueView(app, name) {
     }
     consumersCount.textContent = `(${data.consumers.length})`;
     partsCount.textContent = `(${data.parts.length})`;
+    partsSection.hidden = partitioned;
+    partitionsSection.hidden = !partitioned;
+    if (data.partitions && q.partitions) {
+      partitionsCount.textContent = `(${q.partitions})`;
+      const rows = new Map(data.partitions.map((p) => [p.partition, p]));
+      // Every partition, those never written too (empty: no page of their own yet).
+      partitionRows.innerHTML = Array.from({ length: q.partitions }, (_, k) => {
+        const p = rows.get(k);
+        if (!p) return `<tr><th scope="row">${k}</th><td class="num">0</td><td class="num">–</td><td class="num">0</td><td class="num">–</td><td class="num">–</td><td class="num">0</td></tr>`;
+        return (
+          `<tr><th scope="row"><a href="${esc(queueHref(p.name))}">${k}</a></th><td class="num">${count(p.messages)}</td><td class="num">${bytes(p.bytes)}</td><td class="num">${count(p.parts)}</td>` +
+          `<td class="num">${rate(p.produceRate)}</td><td class="num">${rate(p.consumeRate)}</td><td class="num${p.maxLag > 0 ? " lag" : ""}">${count(p.maxLag)}</td></tr>`
+        );
+      }).join("");
+    }
     const now = Date.now();
     const canSeek = q.rights.includes("read");
     const canDelete = q.rights.includes("admin");
@@ -115,7 +144,7 @@ export function queueView(app, name) {
                 (canDelete ? `<button type="button" class="button small danger-text" data-action="delete">Delete…</button>` : "");
               return (
                 `<tr data-consumer="${esc(c.name)}"><th scope="row">${esc(c.name)}</th><td><span class="badge ${c.kind}">${c.kind}</span></td>` +
-                `<td title="cursor ${esc(c.cursor)}">part ${c.part} · #${count(c.count)}</td><td class="num${c.lag > 0 ? " lag" : ""}">${count(c.lag)}<small class="muted">${bytes(c.lagBytes)}</small></td>` +
+                `<td title="cursor ${esc(c.cursor)}">${partitioned ? "every partition" : `part ${c.part} · #${count(c.count)}`}</td><td class="num${c.lag > 0 ? " lag" : ""}">${count(c.lag)}<small class="muted">${bytes(c.lagBytes)}</small></td>` +
                 `<td class="num">${rate(c.rate)}</td><td class="num">${shared ? count(c.inFlight ?? 0) : "–"}</td><td class="num">${shared ? count(c.redelivered ?? 0) : "–"}</td>` +
                 `<td class="num">${shared ? count(c.deadLettered ?? 0) : "–"}</td><td>${c.lastSeen === null ? "–" : ago(c.lastSeen, now)}</td><td class="row-actions">${buttons}</td></tr>`
               );

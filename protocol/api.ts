@@ -435,6 +435,8 @@ export interface QueueDetailResponse {
   consumers: ConsumerOverviewJSON[];
   /** Its shared consumers' dead-letter queue (`<queue>.dead` unless configured) when it exists and the user may read it. */
   deadLetterQueue: string | null;
+  /** A partitioned queue: its partitions' own dead-letter queues (`<queue>.p<k>.dead`, the default) that exist and the user may read. */
+  deadLetterQueues?: string[];
   /** Rights the user has on some queue (as `OverviewResponse.rights`). */
   rights: RightName[];
 }

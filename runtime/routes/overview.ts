@@ -83,6 +83,8 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
             ...(points > 0 && { history: ctx.monitor.consumerHistory(queue, c.name, points) }),
           })),
           deadLetterQueue: find(snapshot, deadLetterQueue) && can(principal, "read", deadLetterQueue) ? deadLetterQueue : null,
+          // Its shared consumers dead-letter to each partition's own <queue>.p<k>.dead unless one is configured.
+          ...(partitionRows && ctx.options.sharedFor(queue).deadLetterQueue === undefined && { deadLetterQueues: partitionRows.map((q) => `${q.name}.dead`).filter((dead) => find(snapshot, dead) && can(principal, "read", dead)) }),
           rights: RIGHTS.filter((right) => can(principal, right)),
         });
       },

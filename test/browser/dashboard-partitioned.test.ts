@@ -8,7 +8,7 @@ import { launch, openPage } from "../browser/_dashboard";
 let browser: Browser | undefined;
 afterAll(async () => browser?.close());
 
-it("a partitioned queue: the browser reads every partition or one, each message saying its partition; seek offers no part and seq", async () => {
+it("a partitioned queue: the browser reads every partition or one, each message saying its partition; its page lists its partitions and their dead letters; seek offers no part and seq", async () => {
   const s = await startServer({ queues: { events: { partitions: 3 } }, monitor: { sampleMs: 200 } });
   const client = createClient({ baseURL: s.url });
   for (const key of ["a", "b", "c", "d", "e", "f"]) await client.produce("events", [`${key}1`, `${key}2`], { partitionKey: key });
@@ -35,8 +35,22 @@ it("a partitioned queue: the browser reads every partition or one, each message 
   await page.getByRole("button", { name: "Show" }).click();
   await expect.poll(() => page.locator(".message").count()).toBe(1);
 
-  // The consumer's seek: a cursor names partitions; part and seq are not offered.
+  // The queue's page: its partitions (each linked to its own page), no parts of its own, and its partitions' dead-letter queues.
+  const leased = await client.lease("events", "workers", { max: 1 });
+  await client.nack("events", "workers", leased.map((m) => m.lease), { deadLetter: true, error: "bad" });
+  const dead = `events.p${leased[0]!.partition}.dead`;
   await page.goto(`${s.url}/#/queues/events`);
+  await expect.poll(() => page.locator("table[aria-label=Partitions] tbody tr").count(), { timeout: 10_000 }).toBe(3);
+  expect(await page.locator("table[aria-label=Parts]").isVisible()).toBe(false);
+  // A partition never written is listed too, without a link (it has no page yet).
+  const written = [...new Set(["a", "b", "c", "d", "e", "f"].map((key) => partitionOfKey(key, 3)))].sort();
+  const links = await page.locator("table[aria-label=Partitions] tbody a").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("href")));
+  expect(links).toEqual(written.map((k) => `#/queues/events.p${k}`));
+  const messagesShown = await page.locator("table[aria-label=Partitions] tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.children[1]!.textContent)));
+  expect(messagesShown.reduce((a, b) => a + b, 0)).toBe(12);
+  await expect.poll(() => page.locator(".dlq a").allTextContents(), { timeout: 10_000 }).toEqual([dead]);
+
+  // The consumer's seek: a cursor names partitions; part and seq are not offered.
   await page.locator("button[data-action=seek]").first().click();
   const kinds = await page.locator("dialog[open] select[name=to] option").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("value")));
   expect(kinds).toEqual(["earliest", "latest", "cursor", "time"]);

@@ -3,11 +3,13 @@
  * the partitions cannot be merged in the order they were written: a page takes from each
  * partition in turn, an even share of what is left each round, and each message says its
  * partition. `next` is a composite cursor (partitioned-cursor.ts) naming where every partition
- * read so far stopped; a partition it does not name starts at its oldest message. One partition
- * alone (`partition`) is browsed as an ordinary queue.
+ * read so far stopped; a partition it does not name starts at its oldest message. A page that
+ * filled before some partition's turn cannot tell whether that one holds more: `next` is then
+ * set, and the last page may be empty. One partition alone (`partition`) is browsed as an
+ * ordinary queue.
  */
 import type { BrowseOptions, BrowseResult, BrowsedMessage, BrowseFrom } from "./browse";
-import { CURSOR_RE, formatCursor } from "./cursor";
+import { CURSOR_RE, formatCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { checkInteger } from "./options";
@@ -16,7 +18,12 @@ import { neverWritten, partitionName } from "./partitions";
 import { resolveSeek } from "./seek";
 import { crc32 } from "./crc32";
 
-type BrowseQueue = (driver: QueueDriver, queue: string, options: BrowseOptions) => Promise<BrowseResult>;
+/** How one ordinary queue (a partition) is read: browse.ts's, passed in (it calls this module). */
+interface QueueBrowser {
+  page: (driver: QueueDriver, queue: string, options: BrowseOptions) => Promise<BrowseResult>;
+  /** Where the newest page of `limit` messages starts. */
+  newestStart: (driver: QueueDriver, queue: string, limit: number) => Promise<ConsumerPosition>;
+}
 
 interface PartitionTurn {
   from: BrowseFrom;
@@ -25,14 +32,14 @@ interface PartitionTurn {
   more: boolean;
 }
 
-/** A page of partitioned `queue` (`count` partitions); `browseQueue` reads one partition's page. */
-export async function browsePartitioned(driver: QueueDriver, queue: string, count: number, options: BrowseOptions, browseQueue: BrowseQueue): Promise<BrowseResult> {
+/** A page of partitioned `queue` (`count` partitions); `browser` reads each partition's. */
+export async function browsePartitioned(driver: QueueDriver, queue: string, count: number, options: BrowseOptions, browser: QueueBrowser): Promise<BrowseResult> {
   const { from = "earliest", limit = 50, maxBytes = 1024 * 1024, partition } = options;
   checkInteger("limit", limit, 1, 1000);
   checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
   if (partition !== undefined) {
     checkInteger("partition", partition, 0, count - 1);
-    return browseOne(driver, queue, count, partition, options, browseQueue);
+    return browseOne(driver, queue, count, partition, options, browser);
   }
   if (typeof from === "object" && "part" in from) {
     throw new VQueueError("E_OPTION", `Queue "${queue}" has ${count} partitions: a part and seq name a message of one partition, so give the partition too.`);
@@ -53,12 +60,13 @@ export async function browsePartitioned(driver: QueueDriver, queue: string, coun
   // than `limit`, the later ones come up too, not always the first `limit`.
   const first = crc32(new TextEncoder().encode(typeof from === "string" ? from : JSON.stringify(from))) % count;
   const order = Array.from({ length: count }, (_, i) => (first + i) % count);
+  const firstShare = Math.max(1, Math.floor(limit / count));
   for (let open = order; open.length > 0 && messages.length < limit && bytes < maxBytes; open = open.filter((index) => turns[index]!.more)) {
     const share = Math.max(1, Math.floor((limit - messages.length) / open.length));
     for (const index of open) {
       if (messages.length >= limit || bytes >= maxBytes) break;
       const turn = turns[index]!;
-      const page = await readTurn(driver, partitionName(queue, index), turn.from, options, Math.min(share, limit - messages.length), maxBytes - bytes, browseQueue);
+      const page = await readTurn(driver, partitionName(queue, index), turn.from, options, Math.min(share, limit - messages.length), maxBytes - bytes, browser);
       if (!page) {
         turn.more = false; // never written: nothing to read, and it starts at its oldest later
         continue;
@@ -73,12 +81,14 @@ export async function browsePartitioned(driver: QueueDriver, queue: string, coun
       turn.more = page.next !== null;
     }
   }
-  // A partition not read this page, from a time or the end: where that start is, so that the next page does not begin it at its oldest.
+  // A partition not reached this page (it filled first), from a time or the newest: where it
+  // would have started, so that the next page begins it there, not at its oldest (nor at its
+  // end: its newest messages would never show).
   for (const [index, turn] of turns.entries()) {
-    if (turn.end === undefined && (turn.from === "latest" || typeof turn.from === "object")) {
-      const start = await resolveSeek(driver, partitionName(queue, index), turn.from).catch(neverWritten);
-      if (start) turn.end = formatCursor(start);
-    }
+    if (turn.end !== undefined || !(turn.from === "latest" || typeof turn.from === "object")) continue;
+    const name = partitionName(queue, index);
+    const start = await (turn.from === "latest" ? browser.newestStart(driver, name, firstShare) : resolveSeek(driver, name, turn.from)).catch(neverWritten);
+    if (start) turn.end = formatCursor(start);
   }
   const ends = turns.flatMap((turn, index): [number, string][] => (turn.end === undefined ? [] : [[index, turn.end]]));
   const end = ends.length > 0 ? formatPartitionedCursor(ends) : "earliest";
@@ -86,7 +96,7 @@ export async function browsePartitioned(driver: QueueDriver, queue: string, coun
 }
 
 /** One partition alone, its cursors composite (`p3:0.64.2`) as a partitioned queue's are. */
-async function browseOne(driver: QueueDriver, queue: string, count: number, partition: number, options: BrowseOptions, browseQueue: BrowseQueue): Promise<BrowseResult> {
+async function browseOne(driver: QueueDriver, queue: string, count: number, partition: number, options: BrowseOptions, browser: QueueBrowser): Promise<BrowseResult> {
   let from = options.from ?? "earliest";
   if (typeof from === "string" && from.startsWith("p")) {
     const named = parseNamed(from, count);
@@ -94,15 +104,15 @@ async function browseOne(driver: QueueDriver, queue: string, count: number, part
     if (cursor === undefined || named.size > 1) throw new VQueueError("E_OPTION", `Cursor ${JSON.stringify(from.slice(0, 200))} does not name partition ${partition} alone: give its own cursor.`);
     from = cursor;
   }
-  const page = await browseQueue(driver, partitionName(queue, partition), { ...options, from, partition: undefined }).catch(neverWritten);
+  const page = await browser.page(driver, partitionName(queue, partition), { ...options, from, partition: undefined }).catch(neverWritten);
   // Never written: it will start at part 0.
   if (!page) return { messages: [], next: null, end: formatPartitionedCursor([[partition, "0.0.0"]]), missed: 0 };
   const name = (cursor: string) => formatPartitionedCursor([[partition, cursor]]);
   return { messages: page.messages.map((m) => Object.assign(m, { partition })), next: page.next === null ? null : name(page.next), end: name(page.end), missed: page.missed };
 }
 
-function readTurn(driver: QueueDriver, name: string, from: BrowseFrom, options: BrowseOptions, limit: number, maxBytes: number, browseQueue: BrowseQueue): Promise<BrowseResult | undefined> {
-  return browseQueue(driver, name, { ...options, from, limit, maxBytes, partition: undefined }).catch(neverWritten);
+function readTurn(driver: QueueDriver, name: string, from: BrowseFrom, options: BrowseOptions, limit: number, maxBytes: number, browser: QueueBrowser): Promise<BrowseResult | undefined> {
+  return browser.page(driver, name, { ...options, from, limit, maxBytes, partition: undefined }).catch(neverWritten);
 }
 
 /** A composite cursor given to browse: a malformed one is a bad request (`E_OPTION`), not a conflict. */

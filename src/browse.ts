@@ -69,8 +69,9 @@ const BROWSER = "(browse)";
 export async function browseMessages(driver: QueueDriver, queue: string, options: BrowseOptions = {}): Promise<BrowseResult> {
   assertName(queue, "queue");
   const partitions = await readPartitions(driver, queue);
-  if (partitions !== undefined) return browsePartitioned(driver, queue, partitions, options, browseQueue);
+  if (partitions !== undefined) return browsePartitioned(driver, queue, partitions, options, { page: browseQueue, newestStart: (d, q, limit) => newestPage(d, q, limit, options.onProblem ?? defaultProblemReporter) });
   if (options.partition !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: browse it without a partition.`);
+  if (typeof options.from === "string" && /^p\d/.test(options.from)) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: give a cursor "<part>.<position>.<count>", not ${JSON.stringify(options.from.slice(0, 60))}.`);
   return browseQueue(driver, queue, options);
 }
 

@@ -108,11 +108,14 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
 async function deletePartitionedConsumer(driver: QueueDriver, queue: string, consumer: string, count: number, options: AdminOptions): Promise<void> {
   let found = 0;
   for (let index = 0; index < count; index++) {
-    const deleted = await deleteConsumer(driver, partitionName(queue, index), consumer, options).then(
+    const partition = partitionName(queue, index);
+    const deleted = await deleteConsumer(driver, partition, consumer, options).then(
       () => true,
       (error: unknown) => neverWritten(error) ?? false,
     );
     if (deleted) found++;
+    // A partition it never read may still hold its hand-over files (partition 0: who polls it).
+    else for (const path of [consumerWantPath(partition, consumer), consumerMembersPath(partition, consumer)]) await driver.remove(path);
   }
   if (found === 0) throw new VQueueError("E_NOT_FOUND", `Consumer "${consumer}" of queue "${queue}" does not exist.`);
 }

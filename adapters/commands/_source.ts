@@ -7,7 +7,7 @@ import { VQueueClientError, isAbortError, type ClientMessage, type ConsumeResult
 import { QueueConsumer } from "../../src/consumer";
 import { deleteConsumer } from "../../src/delete";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
-import { readPartitions } from "../../src/partitions";
+import { neverWritten, readPartitions } from "../../src/partitions";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";
 import type { Printable } from "./_print";
@@ -42,7 +42,16 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
   // A partitioned queue: every partition no server holds (one held elsewhere is that server's to read).
   const open = async (): Promise<QueueConsumer | PartitionedConsumer> => {
     partitioned = (await readPartitions(driver, o.queue)) !== undefined;
-    return partitioned ? PartitionedConsumer.open(o.queue, o.consumer, options) : QueueConsumer.open(o.queue, o.consumer, options);
+    if (!partitioned) return QueueConsumer.open(o.queue, o.consumer, options);
+    if (!(o.ephemeral && o.from === "latest")) return PartitionedConsumer.open(o.queue, o.consumer, options);
+    // A tail: the partitions written so far moved to their end now; one first written later is
+    // read from its first message (opened at "latest" when it turns up, it would skip those).
+    const tail = await PartitionedConsumer.open(o.queue, o.consumer, { ...options, start: "earliest" });
+    await tail.seek("latest").catch(async (error: unknown) => {
+      await tail.close();
+      throw error;
+    });
+    return tail;
   };
   const reader = await open().catch(async (error: unknown) => {
     await driver.dispose?.();
@@ -56,7 +65,7 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
       try {
         await reader.close();
         // The engine has no reader that keeps nothing: the consumer's position files go with it.
-        if (o.ephemeral && partitioned) await deleteConsumer(driver, o.queue, o.consumer);
+        if (o.ephemeral && partitioned) await deleteConsumer(driver, o.queue, o.consumer).catch(neverWritten);
         else if (o.ephemeral) await driver.remove(popInfoPath(o.queue, o.consumer));
       } finally {
         await driver.dispose?.();

@@ -1,6 +1,6 @@
 import { defineCommand } from "citty";
-import type { PruneRequest } from "../../protocol/api";
-import { pruneQueue } from "../../src/retention";
+import type { PruneRequest, PruneResponse } from "../../protocol/api";
+import { pruneQueue, type PruneResult } from "../../src/retention";
 import { retains } from "../../src/retention-options";
 import { apiClient, CliError, log, plural, targetArgs, withStorage } from "./_shared";
 
@@ -23,16 +23,20 @@ export const prune = defineCommand({
     if (args["max-bytes"] !== undefined) limits.maxBytes = amount(args["max-bytes"], SIZE, "--max-bytes", "10G, 500M, 64K or a number of bytes", "");
     if (args["max-parts"] !== undefined) limits.maxParts = amount(args["max-parts"], { "": 1 }, "--max-parts", "a positive integer", "");
     if (args.consumed) limits.deleteConsumed = true;
-    let result: { parts: number[]; messages: number; bytes: number; refused?: string };
+    let result: PruneResponse;
     if (args.url) result = await apiClient(args.url, args.user).prune(args.queue, retains(limits) ? limits : undefined);
     else {
       if (!retains(limits)) throw new CliError("Give at least one limit: --max-age, --max-bytes, --max-parts or --consumed (on the files there is no configured retention).");
       const done = await withStorage(args, `Cannot prune "${args.queue}"`, (driver) => pruneQueue(driver, args.queue, limits));
-      result = { parts: done.deleted.map((p) => p.part), messages: done.messages, bytes: done.bytes, refused: done.refused };
+      const answer = (r: PruneResult) => ({ parts: r.deleted.map((p) => p.part), messages: r.messages, bytes: r.bytes, ...(r.refused ? { refused: r.refused } : {}) });
+      result = { queue: args.queue, ...answer(done), ...(done.partitions ? { partitions: done.partitions.map((p) => ({ partition: p.partition, ...answer(p) })) } : {}) };
     }
-    if (result.refused) log.warn(`Nothing deleted: ${result.refused}.`);
-    else if (result.parts.length === 0) log.info(`Nothing to delete in "${args.queue}".`);
-    else log.success(`Deleted ${plural(result.parts.length, "part")} of "${args.queue}" (${result.parts.join(", ")}): ${plural(result.messages, "message")}, ${plural(result.bytes, "byte")}.`);
+    // A partitioned queue: each partition's own line (its parts are its own ids).
+    const each = result.partitions?.map((p) => ({ ...p, name: `${args.queue}.p${p.partition}` })) ?? [{ ...result, name: args.queue }];
+    for (const r of each) if (r.refused) log.warn(`Nothing deleted in "${r.name}": ${r.refused}.`);
+    const deleted = each.filter((r) => r.parts.length > 0);
+    if (deleted.length === 0 && !each.some((r) => r.refused)) log.info(`Nothing to delete in "${args.queue}".`);
+    for (const r of deleted) log.success(`Deleted ${plural(r.parts.length, "part")} of "${r.name}" (${r.parts.join(", ")}): ${plural(r.messages, "message")}, ${plural(r.bytes, "byte")}.`);
   },
 });
 

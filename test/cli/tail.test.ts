@@ -2,6 +2,7 @@ import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueWriter } from "../../src/writer";
+import { partitionOfKey } from "../../src/partitions";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, startCli, until, useServer, STACK } from "./_cli";
 
@@ -46,6 +47,24 @@ describe("v-queue tail on the files", () => {
     expect(r.code).toBe(0);
     expect(lines(r.stdout)).toEqual(["new-1"]);
     expect(r.stderr).not.toMatch(STACK);
+    expect(readdirSync(dir).filter((f) => f.includes("ephemeral"))).toEqual([]);
+  });
+
+  it("a partitioned queue: tail prints what goes to a partition first written after it started; on a queue never written it ends cleanly", async () => {
+    const dir = await tempDir();
+    expect((await cli(["create", "wide", "--partitions", "8", "--dir", dir])).code).toBe(0);
+    const empty = await startTail(["wide", "--dir", dir]);
+    const ended = await empty.stop();
+    expect(ended.code).toBe(0);
+    expect(ended.stderr).not.toMatch(STACK);
+    await cli(["push", "wide", "old", "--partition-key", "k0", "--dir", dir]);
+    const t = await startTail(["wide", "--dir", dir]);
+    // A key of a partition nobody wrote yet (not k0's).
+    const fresh = Array.from({ length: 100 }, (_, i) => `k${i}`).find((key) => partitionOfKey(key, 8) !== partitionOfKey("k0", 8))!;
+    await cli(["push", "wide", "first-of-its-partition", "--partition-key", fresh, "--dir", dir]);
+    await until(t.output, (r) => r.stdout.includes("first-of-its-partition"));
+    const r = await t.stop();
+    expect(lines(r.stdout)).toEqual(["first-of-its-partition"]);
     expect(readdirSync(dir).filter((f) => f.includes("ephemeral"))).toEqual([]);
   });
 

@@ -102,6 +102,32 @@ describe("browsing a partitioned queue", () => {
     expect(fromTime.messages.length).toBe(sent.length + 1);
   });
 
+  it("latest: a partition the page did not reach (it filled by bytes, or more partitions than limit) comes on the next pages with its newest, not skipped", async () => {
+    const driver = memoryDriver({ name: `partitioned-admin-${++stores}` });
+    await declarePartitions(driver, "q", 6);
+    const writer = await PartitionedWriter.open("q", { driver });
+    const big = "x".repeat(5000);
+    // A key for each partition: every partition holds 3 messages, k:0 to k:2.
+    const keys = Array.from({ length: 6 }, (_, k) => Array.from({ length: 1000 }, (_, i) => `key-${i}`).find((key) => partitionOfKey(key, 6) === k)!);
+    for (let k = 0; k < 6; k++) for (let n = 0; n < 3; n++) await writer.produce([`${k}:${n}:${big}`], { partitionKey: keys[k]! });
+    await writer.close();
+    for (const options of [{ limit: 12, maxBytes: 12_000 }, { limit: 2 }]) {
+      const seen: string[] = [];
+      let page = await browseMessages(driver, "q", { from: "latest", ...options });
+      for (let pages = 0; ; pages++) {
+        // Only the last page may be empty (partitions this page did not reach may hold nothing more).
+        if (page.next !== null) expect(page.messages.length, JSON.stringify(options)).toBeGreaterThan(0);
+        seen.push(...page.messages.map((m) => bodyOf(m).slice(0, 3)));
+        if (page.next === null) break;
+        expect(pages).toBeLessThan(50);
+        page = await browseMessages(driver, "q", { from: page.next, ...options });
+      }
+      // Each written partition's newest message shows, none twice.
+      for (let k = 0; k < 6; k++) expect(seen, `${JSON.stringify(options)} partition ${k}`).toContain(`${k}:2`);
+      expect(new Set(seen).size).toBe(seen.length);
+    }
+  });
+
   it("refuses a plain cursor or a part and seq without a partition, and a partition of an ordinary queue, saying what to give", async () => {
     const { driver } = await filled(2, 2, 2);
     await expect(browseMessages(driver, "q", { from: "0.0.0" })).rejects.toThrow(/p<partition>:0\.0\.0/);
@@ -115,6 +141,7 @@ describe("browsing a partitioned queue", () => {
     await w.push(["x"]);
     await w.close();
     await expect(browseMessages(plain, "plain", { partition: 0 })).rejects.toThrow(/has no partitions/);
+    await expect(browseMessages(plain, "plain", { from: "p0:0.0.0" })).rejects.toMatchObject({ code: "E_OPTION" });
   });
 
   it("partitions never written are empty, not an error", async () => {

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { startServer } from "../http/_server";
 import { useTempDirs } from "../helpers/tmp";
 import { cli } from "./_cli";
+import fsDriver from "../../adapters/drivers/fs";
+import { PartitionedWriter } from "../../src/partitioned-writer";
 
 const tempDir = useTempDirs("vq-cli-prune-");
 
@@ -11,6 +13,23 @@ async function threeParts(target: string[]): Promise<void> {
 }
 
 describe("v-queue prune", () => {
+  it("a partitioned queue: the limits apply to each partition, and each partition's deletions are said (on the files and through a server)", async () => {
+    const dir = await tempDir();
+    await cli(["create", "p", "--partitions", "2", "--dir", dir]);
+    // Parts of 1 KiB: a part per message.
+    const writer = await PartitionedWriter.open("p", { driver: fsDriver({ dir }), maxPartBytes: 1024, durability: "none" });
+    for (const text of ["a", "b", "c"]) await writer.produce([text.repeat(1000)], { partitionKey: "k" });
+    await writer.close();
+    const run = await cli(["prune", "p", "--max-parts", "2", "--dir", dir]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/Deleted 1 part of "p\.p\d" \(0\): 1 message, 1,?025 bytes\./);
+    expect((await cli(["prune", "p", "--max-parts", "2", "--dir", dir])).stderr).toContain('Nothing to delete in "p"');
+    const s = await startServer({ dir });
+    const over = await cli(["prune", "p", "--max-parts", "1", "--url", s.url]);
+    await s.close();
+    expect(over.stderr).toMatch(/Deleted 1 part of "p\.p\d" \(1\)/);
+  });
+
   it("deletes the oldest parts past the limits on the files, and says what it deleted", async () => {
     const dir = await tempDir();
     await threeParts(["--dir", dir]);

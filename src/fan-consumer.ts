@@ -3,7 +3,9 @@ import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
 import { assertName } from "./names";
 import type { PartitionFan } from "./partition-fan";
+import type { StartPosition } from "./options";
 import { openPartitions, partitionName } from "./partitions";
+import { queueTotals } from "./totals";
 
 /** What both partitioned consumers share: the fan over their partitions, and the calls that only pass through to it. */
 export abstract class FanConsumer<T, M, P> {
@@ -25,6 +27,18 @@ export abstract class FanConsumer<T, M, P> {
     const count = await openPartitions(driver, queue, partitions);
     assertName(name, "consumer", partitionName(queue, count - 1));
     return count;
+  }
+
+  /**
+   * With `start: "latest"`, the partitions of `queue` never written yet: a partition first written
+   * after the consumer opened is read from its first message (opened at its end when its first
+   * messages turn up, it would skip them). Empty for any other start.
+   */
+  protected static async unborn(driver: QueueDriver, queue: string, count: number, start: StartPosition | undefined): Promise<Set<string>> {
+    if (start !== "latest") return new Set();
+    const names = Array.from({ length: count }, (_, index) => partitionName(queue, index));
+    const written = await Promise.all(names.map(async (name) => (await queueTotals(driver, name)) !== undefined));
+    return new Set(names.filter((_, index) => !written[index]));
   }
 
   /** Takes the free partitions; on failure lets go of what it took. */

@@ -46,7 +46,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
   readonly #inboxTimer: ReturnType<typeof setInterval>;
   #checking = false;
 
-  private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions) {
+  private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions, unborn: Set<string>) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...consumerOptions } = options;
     const resolved = resolveConsumerOptions(consumerOptions);
@@ -60,7 +60,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
       kind: "consumer",
       handoff,
       open: async (partition) => {
-        const consumer = await QueueConsumer.open(partition, name, consumerOptions);
+        const consumer = await QueueConsumer.open(partition, name, unborn.has(partition) ? { ...consumerOptions, start: "earliest" } : consumerOptions);
         // Commits other instances took for it, before anything goes out again (a failure: next round).
         await applyInboxCommits(consumer).catch(() => {});
         return consumer;
@@ -88,8 +88,9 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
 
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedConsumerOptions = {}): Promise<PartitionedConsumer> {
-    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name, options.partitions);
-    const consumer = new PartitionedConsumer(queue, name, partitions, options);
+    const { driver } = resolveConsumerOptions(options);
+    const partitions = await FanConsumer.declared(driver, queue, name, options.partitions);
+    const consumer = new PartitionedConsumer(queue, name, partitions, options, await FanConsumer.unborn(driver, queue, partitions, options.start));
     return FanConsumer.started(consumer).catch((error: unknown) => {
       clearInterval(consumer.#inboxTimer);
       throw error;

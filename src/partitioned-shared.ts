@@ -32,7 +32,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
   /** Acks, nacks and extends of partitions held elsewhere, to their inboxes. */
   readonly #inbox: InboxPoster;
 
-  private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions) {
+  private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions, unborn: Set<string>) {
     const handoff = resolveHandoffOptions(options);
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
     // Checked now, not at the first partition's open.
@@ -44,7 +44,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
       partitions,
       kind: "shared consumer",
       handoff,
-      open: (partition) => SharedConsumer.open(partition, name, sharedOptions),
+      open: (partition) => SharedConsumer.open(partition, name, unborn.has(partition) ? { ...sharedOptions, start: "earliest" } : sharedOptions),
       busy: (shared) => shared.stats.inFlight > 0,
       close: (shared) => shared.close(),
       take: (shared, max, maxBytes, { leaseMs }) => shared.poll({ leaseMs, max, maxBytes, timeoutMs: 0 }),
@@ -59,8 +59,9 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
 
   /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedSharedOptions = {}): Promise<PartitionedSharedConsumer> {
-    const partitions = await FanConsumer.declared(resolveConsumerOptions(options).driver, queue, name, options.partitions);
-    return FanConsumer.started(new PartitionedSharedConsumer(queue, name, partitions, options));
+    const { driver } = resolveConsumerOptions(options);
+    const partitions = await FanConsumer.declared(driver, queue, name, options.partitions);
+    return FanConsumer.started(new PartitionedSharedConsumer(queue, name, partitions, options, await FanConsumer.unborn(driver, queue, partitions, options.start)));
   }
 
   /** Leases up to `max` messages from the partitions held, round-robin, waiting up to `timeoutMs` for the first. */

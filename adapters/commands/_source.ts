@@ -42,16 +42,7 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
   // A partitioned queue: every partition no server holds (one held elsewhere is that server's to read).
   const open = async (): Promise<QueueConsumer | PartitionedConsumer> => {
     partitioned = (await readPartitions(driver, o.queue)) !== undefined;
-    if (!partitioned) return QueueConsumer.open(o.queue, o.consumer, options);
-    if (!(o.ephemeral && o.from === "latest")) return PartitionedConsumer.open(o.queue, o.consumer, options);
-    // A tail: the partitions written so far moved to their end now; one first written later is
-    // read from its first message (opened at "latest" when it turns up, it would skip those).
-    const tail = await PartitionedConsumer.open(o.queue, o.consumer, { ...options, start: "earliest" });
-    await tail.seek("latest").catch(async (error: unknown) => {
-      await tail.close();
-      throw error;
-    });
-    return tail;
+    return partitioned ? PartitionedConsumer.open(o.queue, o.consumer, options) : QueueConsumer.open(o.queue, o.consumer, options);
   };
   const reader = await open().catch(async (error: unknown) => {
     await driver.dispose?.();

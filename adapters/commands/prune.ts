@@ -1,6 +1,7 @@
 import { defineCommand } from "citty";
 import type { PruneRequest, PruneResponse } from "../../protocol/api";
-import { pruneQueue, type PruneResult } from "../../src/retention";
+import { pruneResponse } from "../../runtime/routes/prune";
+import { pruneQueue } from "../../src/retention";
 import { retains } from "../../src/retention-options";
 import { apiClient, CliError, log, plural, targetArgs, withStorage } from "./_shared";
 
@@ -27,9 +28,7 @@ export const prune = defineCommand({
     if (args.url) result = await apiClient(args.url, args.user).prune(args.queue, retains(limits) ? limits : undefined);
     else {
       if (!retains(limits)) throw new CliError("Give at least one limit: --max-age, --max-bytes, --max-parts or --consumed (on the files there is no configured retention).");
-      const done = await withStorage(args, `Cannot prune "${args.queue}"`, (driver) => pruneQueue(driver, args.queue, limits));
-      const answer = (r: PruneResult) => ({ parts: r.deleted.map((p) => p.part), messages: r.messages, bytes: r.bytes, ...(r.refused ? { refused: r.refused } : {}) });
-      result = { queue: args.queue, ...answer(done), ...(done.partitions ? { partitions: done.partitions.map((p) => ({ partition: p.partition, ...answer(p) })) } : {}) };
+      result = pruneResponse(await withStorage(args, `Cannot prune "${args.queue}"`, (driver) => pruneQueue(driver, args.queue, limits)));
     }
     // A partitioned queue: each partition's own line (its parts are its own ids).
     const each = result.partitions?.map((p) => ({ ...p, name: `${args.queue}.p${p.partition}` })) ?? [{ ...result, name: args.queue }];

@@ -36,14 +36,16 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
         // Limits given are the ones applied: merged with the server's, `{"maxParts": 10}` would also apply its maxAgeMs.
         const limits = Object.keys(given).length > 0 ? given : (ctx.options.retentionFor(queue) ?? {});
         const result = await pruneQueue(await ctx.registry.driver(), queue, limits);
-        return json<PruneResponse>({ ...pruneAnswer(result), queue, ...(result.partitions ? { partitions: result.partitions.map((p) => ({ ...pruneAnswer(p), partition: p.partition })) } : {}) });
+        return json<PruneResponse>(pruneResponse(result));
       },
     },
   ];
 }
 
-function pruneAnswer(result: PruneResult): Omit<PruneResponse, "queue" | "partitions"> {
-  return { parts: result.deleted.map((p) => p.part), messages: result.messages, bytes: result.bytes, ...(result.refused ? { refused: result.refused } : {}) };
+/** The API's answer for what `pruneQueue` did (the CLI prints the same from the files). */
+export function pruneResponse(result: PruneResult): PruneResponse {
+  const answer = (r: PruneResult) => ({ parts: r.deleted.map((p) => p.part), messages: r.messages, bytes: r.bytes, ...(r.refused ? { refused: r.refused } : {}) });
+  return { queue: result.queue, ...answer(result), ...(result.partitions ? { partitions: result.partitions.map((p) => ({ partition: p.partition, ...answer(p) })) } : {}) };
 }
 
 /** The optional body: limits only (how often and how much per round are the server's business). */

@@ -14,7 +14,7 @@ export { DEFAULT_DIR, NITRO_DEFAULT_DIR } from "./defaults";
  * The storage specs `resolveStorageDriver` understands (the server's and the CLI's `--storage`).
  */
 export const STORAGE_SPECS = [
-  "./queues, /var/lib/queues, fs:./queues, file:///var/lib/queues  (files, byte-compatible with the crate)",
+  "./queues, /var/lib/queues, fs:./queues, file:///var/lib/queues  (files, byte-compatible with the crate; fs:./queues?lease=5000: locks that run out after 5 s without their holder running, its late writes refused)",
   "memory:  or  memory:<name>  (this process only)",
   "redis://[user:pass@]host:port/db[?base=prefix]  or  rediss://...  (unstorage's redis driver; needs unstorage and ioredis)",
   "redis+vq://[user:pass@]host:port/db[?prefix=vq&cluster=1&lease=10000&replicas=N]  or  rediss+vq://...  (v-queue's redis driver, fenced writes; cluster=1: host:port is a cluster node; needs ioredis)",
@@ -81,11 +81,13 @@ export async function resolveStorageDriver(spec: string | QueueDriver, context: 
   const rest = text.slice(scheme.length + 1);
   switch (scheme) {
     case "fs": {
-      if (!rest) throw specError(spec);
-      return fsDriver({ dir: rest });
+      const [dir = "", query] = splitQuery(rest);
+      if (!dir) throw specError(spec);
+      return fsDriver({ dir, ...fsParams(text, query) });
     }
     case "file": {
-      return fsDriver({ dir: fileURLToPath(text) });
+      const [path = "", query] = splitQuery(text);
+      return fsDriver({ dir: fileURLToPath(path), ...fsParams(text, query) });
     }
     case "memory": {
       return memoryDriver(rest ? { name: rest } : {});
@@ -133,6 +135,24 @@ export function storageNeedsEnv(spec: string | undefined): boolean {
 }
 
 // --- Internal helpers ---
+
+/** `path?query` at the first `?` (a directory named with a `?` needs the plain-path form). */
+function splitQuery(text: string): [string, string | undefined] {
+  const at = text.indexOf("?");
+  return at < 0 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
+}
+
+/** The fs driver's options in an `fs:` or `file:` spec's query: `lease` (ms). */
+function fsParams(text: string, query: string | undefined): { lockLeaseMs?: number } {
+  if (query === undefined) return {};
+  const params = new URLSearchParams(query);
+  const unknown = [...params.keys()].filter((k) => k !== "lease");
+  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use lease (ms: fs:./queues?lease=5000).`);
+  const lease = params.get("lease");
+  if (lease === null) return {};
+  if (!/^\d{1,9}$/.test(lease)) throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
+  return { lockLeaseMs: Number(lease) };
+}
 
 /** `durable-object:BINDING[?prefix=&lease=&poll=]` (see `STORAGE_SPECS`): the durable-object driver on the env's binding. */
 async function durableObjectBacked(text: string, env: WorkerEnv | undefined): Promise<QueueDriver> {

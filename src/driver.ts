@@ -12,7 +12,8 @@ import type { StopSignalLike } from "./stop-signal";
  *
  * Fencing: every holder of a lock (a queue's writer, a consumer) passes its lock as `fence` to
  * each of its writes and removes (src/fence.ts). The redis driver checks it in the same Lua script as the
- * write. The fs and memory drivers ignore it: their locks die only with their process, so a
+ * write; the fs driver with `lockLeaseMs` checks it under the lock's write mutex. The fs driver
+ * without leases and the memory driver ignore it: their locks die only with their process, so a
  * live holder's lock is never taken over. The unstorage driver ignores it too (no
  * compare-and-set in unstorage's API: best effort, README).
  */

@@ -1,8 +1,11 @@
 /**
  * Several `v-queue serve` processes (the built CLI) on ONE data directory, a partitioned queue
  * shared by all of them, while one instance after another is SIGKILLed and restarted or
- * SIGSTOPped for a second: every message answered 2xx is consumed (ordered: each key in order,
- * at least once; shared: at least once), no record fails its CRC, and the lags reach 0.
+ * SIGSTOPped: every message answered 2xx is consumed (ordered: each key in order, at least
+ * once; shared: at least once), no record fails its CRC, and the lags reach 0. Twice: with the
+ * fs driver's default locks (held while their process lives: paused for a second, an instance
+ * keeps its partitions), and with leased locks (`fs:<dir>?lease=2000`: paused for twice the
+ * lease just after a burst of produces, it loses them, and its late writes are fenced).
  * Each instance's /metrics is read before it is killed (its monitor runs, as when it is watched).
  * ~30 s (CI); `VQ_SOAK=1` runs 2 minutes. Needs `npm run build` (dist/).
  */
@@ -11,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../adapters/drivers/fs";
-import { chaosLoop, expectKeysInOrder, readAllRecords, settle, startInstance, startTraffic, totalLag, type Instance } from "./helpers/multi-instance";
+import { chaosLoop, expectKeysInOrder, readAllRecords, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
 
 const SOAK = process.env.VQ_SOAK === "1";
 const RUN_MS = SOAK ? 120_000 : 30_000;
@@ -19,8 +22,12 @@ const INSTANCES = 3;
 const PARTITIONS = 6;
 const QUEUE = "events";
 
+/** The leased run's lock lease: a SIGSTOP of twice this lets another instance take the partitions over. */
+const LEASE_MS = 2000;
+/** Produces sent at once to an instance just before it is paused (leased run). */
+const BURST = 60;
+
 const root = mkdtempSync(join(tmpdir(), "vq-multi-"));
-const dir = join(root, "data");
 const instances: Instance[] = [];
 
 afterAll(() => {
@@ -28,14 +35,27 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe("several instances on one directory, a partitioned queue", () => {
+describe.each([
+  { locks: "locks held while their process lives", leased: false },
+  { locks: `leased locks (${LEASE_MS} ms)`, leased: true },
+])("several instances on one directory, a partitioned queue, $locks", ({ leased }) => {
   it(`every acknowledged message is consumed through kills and pauses (${RUN_MS / 1000} s)`, { timeout: RUN_MS + 120_000 }, async () => {
-    const config = join(root, "vqueue.config.json");
+    const dir = join(root, leased ? "leased" : "data");
+    const config = join(root, `vqueue.config.${leased ? "leased" : "pid"}.json`);
     writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000 } }));
-    for (let i = 0; i < INSTANCES; i++) instances.push(await startInstance(["--dir", dir, "--config", config]));
+    const mine: Instance[] = [];
+    for (let i = 0; i < INSTANCES; i++) mine.push(await startInstance([...(leased ? ["--storage", `fs:${dir}?lease=${LEASE_MS}`] : ["--dir", dir]), "--config", config]));
+    instances.push(...mine);
 
-    const traffic = startTraffic(instances, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
-    const { kills, pauses } = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 1000, countFenced: true });
+    const traffic = startTraffic(mine, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
+    // Leased: an instance paused while it writes has writes in flight that land after its lease: fenced.
+    const beforePause = leased
+      ? async (instance: number) => {
+          traffic.burst(instance, BURST);
+          await sleep(30);
+        }
+      : undefined;
+    const { kills, pauses } = await chaosLoop(mine, { runMs: RUN_MS, pauseMs: leased ? 2 * LEASE_MS : 1000, beforePause, countFenced: true });
     await traffic.stopProducing();
 
     // Everything acknowledged reaches both consumers (lingering leases run out, hand-overs settle).
@@ -44,9 +64,17 @@ describe("several instances on one directory, a partitioned queue", () => {
     await traffic.stopConsuming();
 
     const expected = traffic.expected();
-    const { retries, orderedErrors } = traffic.counts;
-    console.log(`[multi-instance] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries, ${orderedErrors} failed consumes`);
+    const fencedWrites = await totalFencedWrites(mine);
+    const { retries, orderedErrors, fencedAnswers } = traffic.counts;
+    console.log(
+      `[multi-instance${leased ? ", leased" : ""}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries, ${orderedErrors} failed consumes; ` +
+        `stale-writer rejections: ${fencedWrites.storage} by the fence (vqueue_fenced_writes_total), ${fencedWrites.lease} by writers that found their lock taken (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers`,
+    );
     expect(kills).toBeGreaterThan(0);
+    expect(pauses).toBeGreaterThan(0);
+    // Default locks never change hands while their holder lives: nothing to fence.
+    if (leased) expect(fencedWrites.storage + fencedWrites.lease).toBeGreaterThan(0);
+    else expect(fencedWrites).toEqual({ storage: 0, lease: 0 });
     expect(expected.length).toBeGreaterThan(100);
     expect(traffic.missingOrdered()).toEqual([]);
     expect(traffic.missingShared()).toEqual([]);
@@ -60,5 +88,6 @@ describe("several instances on one directory, a partitioned queue", () => {
     expect(problems.filter((p) => p.code !== "TORN_TAIL" && p.code !== "NO_INDEX")).toEqual([]);
     // Idempotency keys kept retries from writing twice: exactly the messages acknowledged.
     expect(records).toBe(expected.length);
+    for (const instance of mine) instance.kill("SIGKILL");
   });
 });

@@ -31,7 +31,7 @@ import { redisTestsRun } from "./helpers/redis";
 import { startRedisSentinel, type RedisSentinelSet } from "./helpers/redis-sentinel";
 import { startScript, type Child } from "./helpers/spawn";
 
-const FENCE_CHILD = resolve(import.meta.dirname, "helpers/redis-fence-child.ts");
+const FENCE_CHILD = resolve(import.meta.dirname, "helpers/fence-child.ts");
 const LEASE_MS = 1000;
 /** Messages acknowledged before the kill, and again after the failover is over. */
 const BEFORE = 100;

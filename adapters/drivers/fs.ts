@@ -5,6 +5,8 @@ import { defineDriver, type LogFile, type RecordFile } from "../../src/driver";
 import { optionError } from "../../src/check";
 import { ioError, VQueueError } from "../../src/errors";
 import { DEFAULT_DIR } from "../defaults";
+import type { DriverLock } from "../../src/driver";
+import { acquireFsLeaseLock, fencedFsWrite, isFsLeaseLockHeld } from "./utils/fs-lease-lock";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
 
 const DRIVER_NAME = "fs";
@@ -26,12 +28,21 @@ export interface FsDriverOptions {
    * @default 65536
    */
   inlineIOBytes?: number;
+  /**
+   * Locks that run out: a holder that is alive but not running (SIGSTOP, a frozen container, a
+   * stall) for this many ms loses its locks to the other processes of this host, and its writes
+   * are fenced once it runs again (`E_FENCED`; utils/fs-lease-lock.ts). Without it (the
+   * default), a lock is held as long as its process lives, paused or not, and is free at once
+   * when it dies. Every process on one directory should use the same setting.
+   */
+  lockLeaseMs?: number;
 }
 
 /**
  * Queues in real files through Node's `fs`, byte for byte as the crate writes them.
  * Writes are positional (`pwrite`) and whole (short writes are continued); `sync` is
- * `fdatasync`; locks are pid lock files that die with their process.
+ * `fdatasync`; locks are pid lock files that die with their process, and with `lockLeaseMs`
+ * also run out, the writes of a holder that lost its lock refused.
  */
 const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   // Bundled for workerd, node:fs is a stub (or a per-request memory file system): refuse at once, not at every call.
@@ -43,6 +54,12 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   if (!Number.isSafeInteger(inlineIOBytes) || inlineIOBytes < 0) {
     throw optionError(`Invalid option of the fs driver: inlineIOBytes must be an integer >= 0 (got ${String(inlineIOBytes)}).`);
   }
+  const leaseMs = options.lockLeaseMs;
+  if (leaseMs !== undefined && (!Number.isSafeInteger(leaseMs) || leaseMs < MIN_LEASE_MS || leaseMs > MAX_LEASE_MS)) {
+    throw optionError(`Invalid option of the fs driver: lockLeaseMs must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS} (ms), or left out for locks held as long as their process lives (got ${String(leaseMs)}).`);
+  }
+  /** A write by a lock's holder: with leases, checked against the lock inside its write mutex. */
+  const fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>): Promise<T> => (fence && leaseMs !== undefined ? fencedFsWrite(fence, write) : write());
   let ready: Promise<unknown> | undefined;
   const ensureBase = () => (ready ??= mkdir(base, { recursive: true }).catch(fail));
   const abs = (path: string) => {
@@ -73,11 +90,11 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     storageKey: `${DRIVER_NAME}:${base}`,
     async openLog(path, { create }) {
       const handle = await openFile(path, create);
-      return handle && createLog(handle, inlineIOBytes);
+      return handle && createLog(handle, inlineIOBytes, fenced);
     },
     async openRecord(path, { create }) {
       const handle = await openFile(path, create);
-      return handle && createRecord(handle);
+      return handle && createRecord(handle, fenced);
     },
     async readRecord(path) {
       try {
@@ -89,7 +106,8 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     },
     async list(dir) {
       try {
-        return await readdir(abs(dir));
+        // Names with a `~` are the driver's own (leased locks' owner files and write mutexes); no queue file has one.
+        return (await readdir(abs(dir))).filter((name) => !name.includes("~"));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
         return fail(error);
@@ -98,34 +116,19 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     async mkdir(dir) {
       await mkdir(abs(dir), { recursive: true }).catch(fail);
     },
-    async remove(path) {
-      await rm(abs(path), { recursive: true, force: true }).catch(fail);
+    async remove(path, fence) {
+      const full = abs(path);
+      await fenced(fence, () => rm(full, { recursive: true, force: true }).catch(fail));
     },
     async lock(path) {
       await ensureBase();
+      if (leaseMs !== undefined) return acquireFsLeaseLock(abs(path), path, leaseMs).catch(fail);
       return acquirePidLock(abs(path)).catch(fail);
     },
     async isLocked(path) {
-      return isPidLockHeld(abs(path)).catch(fail);
+      return (leaseMs === undefined ? isPidLockHeld(abs(path)) : isFsLeaseLockHeld(abs(path), leaseMs)).catch(fail);
     },
-    async writeAtomic(path, data, { sync }) {
-      const full = abs(path);
-      // A temporary name of this process's own, then a rename: readers see all of it or none.
-      const temp = `${full}.tmp-${process.pid}`;
-      try {
-        const handle = await open(temp, "w");
-        try {
-          await writeAt(handle, 0, data, 0);
-          if (sync) await handle.datasync();
-        } finally {
-          await handle.close();
-        }
-        await rename(temp, full);
-      } catch (error) {
-        await rm(temp, { force: true }).catch(() => {});
-        fail(error);
-      }
-    },
+    writeAtomic: (path, data, { sync, fence }) => fenced(fence, () => writeWhole(abs(path), data, sync)),
     async syncDir(dir) {
       try {
         const handle = await open(abs(dir), "r");
@@ -154,21 +157,44 @@ export default fsDriver;
 
 // --- Internal helpers ---
 
+/** The fs driver's range of `lockLeaseMs`: above a timer's jitter, below a day. */
+const MIN_LEASE_MS = 100;
+const MAX_LEASE_MS = 86_400_000;
+
+type Fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>) => Promise<T>;
+
+/** Replaces the file at `full` whole: readers see all of it or none. */
+async function writeWhole(full: string, data: Uint8Array, sync: boolean): Promise<void> {
+  // A temporary name of this process's own, then a rename: readers see all of it or none.
+  const temp = `${full}.tmp-${process.pid}`;
+  try {
+    const handle = await open(temp, "w");
+    try {
+      await writeAt(handle, 0, data, 0);
+      if (sync) await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, full);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => {});
+    fail(error);
+  }
+}
+
 /** Every failure of the file system leaves the driver as `E_IO`, the system's error as `cause`. */
 function fail(error: unknown): never {
   throw ioError(DRIVER_NAME, error);
 }
 
-function createLog(handle: NodeFileHandle, inlineIOBytes: number): LogFile {
+function createLog(handle: NodeFileHandle, inlineIOBytes: number, fenced: Fenced): LogFile {
   return {
     async size() {
       return (await handle.stat().catch(fail)).size;
     },
     read: (position, length) => readAt(handle, position, length, inlineIOBytes),
-    append: (at, data) => writeAt(handle, at, data, inlineIOBytes),
-    async truncate(length) {
-      await handle.truncate(length).catch(fail);
-    },
+    append: (at, data, fence) => fenced(fence, () => writeAt(handle, at, data, inlineIOBytes)),
+    truncate: (length, fence) => fenced(fence, () => handle.truncate(length).catch(fail)),
     async sync() {
       await handle.datasync().catch(fail);
     },
@@ -179,11 +205,11 @@ function createLog(handle: NodeFileHandle, inlineIOBytes: number): LogFile {
 }
 
 /** An info line's file, rewritten in place at offset 0 as the crate does (never renamed over). */
-function createRecord(handle: NodeFileHandle): RecordFile {
+function createRecord(handle: NodeFileHandle, fenced: Fenced): RecordFile {
   return {
     // Info lines are short; the crate's leftovers after the first line are read too, and ignored.
     read: () => readAt(handle, 0, RECORD_READ, RECORD_READ),
-    replace: (data) => writeAt(handle, 0, data, RECORD_READ),
+    replace: (data, fence) => fenced(fence, () => writeAt(handle, 0, data, RECORD_READ)),
     async sync() {
       await handle.datasync().catch(fail);
     },

@@ -1,22 +1,16 @@
 import Redis from "ioredis";
-import { resolve } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
 import { resolveStorageDriver } from "../../adapters/storage";
 import type { QueueDriver } from "../../src/driver";
-import type { Message } from "../../src/message";
-import type { QueueProblem } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { SIGNALS_END_CHILD } from "../helpers/runtime";
-import { startScript } from "../helpers/spawn";
+import { expectStaleConsumerFenced, expectStaleWriterFenced } from "../helpers/fence-checks";
 import { expectWakeUp } from "../helpers/redis-wake";
 import { describeEngineOnDriver } from "./engine-suite";
 
-const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/redis-fence-child.ts");
 const LEASE_MS = 600;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const available = redisTestsRun("redis driver");
 
@@ -179,71 +173,12 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
   });
 
   describe("fencing across processes (a holder paused past its lease: SIGSTOP, SIGCONT)", () => {
-    /** Every message of `queue` from the start, through a fresh consumer, with the problems reading reported. */
-    const readAll = async (driver: QueueDriver, queue: string) => {
-      const problems: QueueProblem[] = [];
-      const c = await QueueConsumer.open(queue, `check-${Date.now()}`, { driver, onProblem: (p) => problems.push(p) });
-      const all: Message[] = [];
-      for (let got = await c.read({ max: 1000 }); got.length > 0; got = await c.read({ max: 1000 })) all.push(...got);
-      await c.close();
-      return { all, problems };
-    };
-
     it.skipIf(SIGNALS_END_CHILD)("a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record", async () => {
-      const child = startScript(FENCE_CHILD, "writer", server.url, "fence-w", String(LEASE_MS));
-      try {
-        await child.waitFor((l) => l === "ack 20");
-        child.process.kill("SIGSTOP");
-        await sleep(LEASE_MS + 300); // the lease runs out on the server; the child cannot renew it
-        const driver = driverOn("fence-w", { lockLeaseMs: LEASE_MS });
-        const q = await QueueWriter.open("fq", { driver, durability: "fsync", rollOnOpen: false });
-        for (let i = 0; i < 30; i++) await q.push(`new-${i}`);
-        child.process.kill("SIGCONT");
-        expect(await child.waitFor((l) => l.startsWith("err "))).toBe("err E_FENCED");
-        await q.push("new-30");
-        await q.close();
-        const acked = child.lines.filter((l) => l.startsWith("ack ")).map((l) => `old-${l.slice(4)}`);
-        const { all, problems } = await readAll(driver, "fq");
-        expect(problems).toEqual([]); // every record's CRC is good
-        const data = all.map((m) => m.data as string);
-        // Sequence numbers continuous within each part.
-        for (let i = 1; i < all.length; i++) if (all[i]!.part === all[i - 1]!.part) expect(all[i]!.seq).toBe(all[i - 1]!.seq + 1);
-        const firstNew = data.indexOf("new-0");
-        expect(data.slice(firstNew).every((d) => d.startsWith("new-"))).toBe(true);
-        expect(data.slice(firstNew)).toEqual(Array.from({ length: 31 }, (_, i) => `new-${i}`));
-        for (const d of acked) expect(data.slice(0, firstNew)).toContain(d);
-        expect(data.slice(0, firstNew)).toEqual(Array.from({ length: firstNew }, (_, i) => `old-${i}`));
-      } finally {
-        child.process.kill("SIGKILL");
-        await child.exited;
-      }
+      await expectStaleWriterFenced([server.url, "fence-w", String(LEASE_MS)], driverOn("fence-w", { lockLeaseMs: LEASE_MS }), LEASE_MS);
     }, 30_000);
 
     it.skipIf(SIGNALS_END_CHILD)("a stale consumer cannot overwrite the new holder's saved position", async () => {
-      const driver = driverOn("fence-c", { lockLeaseMs: LEASE_MS });
-      const q = await QueueWriter.open("cq", { driver, durability: "none" });
-      await q.pushBatch(Array.from({ length: 200 }, (_, i) => `m${i}`));
-      await q.close();
-      const child = startScript(FENCE_CHILD, "consumer", server.url, "fence-c", String(LEASE_MS));
-      try {
-        await child.waitFor((l) => l === "commit 10");
-        child.process.kill("SIGSTOP");
-        await sleep(LEASE_MS + 300);
-        const c = await QueueConsumer.open("cq", "c", { driver, syncCommits: true });
-        const got = await c.read({ max: 50 });
-        await c.commit();
-        const last = got.at(-1)!.seq;
-        expect(last).toBeGreaterThanOrEqual(60);
-        child.process.kill("SIGCONT");
-        expect(await child.waitFor((l) => l.startsWith("err "))).toBe("err E_FENCED");
-        await c.close();
-        const again = await QueueConsumer.open("cq", "c", { driver });
-        expect((await again.read({ max: 1 }))[0]!.seq).toBe(last + 1);
-        await again.close();
-      } finally {
-        child.process.kill("SIGKILL");
-        await child.exited;
-      }
+      await expectStaleConsumerFenced([server.url, "fence-c", String(LEASE_MS)], driverOn("fence-c", { lockLeaseMs: LEASE_MS }), LEASE_MS);
     }, 30_000);
   });
 });

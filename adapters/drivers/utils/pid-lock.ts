@@ -26,7 +26,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
   // one read, instead of a temporary file written, linked in vain and removed.
   const current = await readOwner(path);
   if (current !== undefined && (await isOwnerAlive(current, path))) return undefined;
-  const me = await (myLine ??= ownerLine(process.pid));
+  const me = await myOwnerLine();
   for (let attempt = 0; attempt < 5; attempt++) {
     const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     await writeFile(tmp, me);
@@ -85,7 +85,7 @@ async function releasePidLock(path: string, dev: number, ino: number): Promise<v
   if (stat.dev === dev && stat.ino === ino) await unlink(path).catch(() => {});
 }
 
-async function readOwner(path: string): Promise<string | undefined> {
+export async function readOwner(path: string): Promise<string | undefined> {
   try {
     return await readFile(path, "utf8");
   } catch (error) {
@@ -94,12 +94,17 @@ async function readOwner(path: string): Promise<string | undefined> {
   }
 }
 
+/** This process's owner line (`pid start host`, newline-ended), read once. */
+export function myOwnerLine(): Promise<string> {
+  return (myLine ??= ownerLine(process.pid));
+}
+
 async function ownerLine(pid: number): Promise<string> {
   return `${pid} ${(await processStart(pid)) ?? "-"} ${HOST}\n`;
 }
 
 /** An empty or unreadable owner (the crate leaves empty lock files behind) is not alive. */
-async function isOwnerAlive(owner: string, path: string): Promise<boolean> {
+export async function isOwnerAlive(owner: string, path: string): Promise<boolean> {
   const [pidText, start, host] = owner.trim().split(" ");
   const pid = Number(pidText);
   if (!Number.isSafeInteger(pid) || pid <= 0 || !host) return false;
@@ -131,6 +136,6 @@ async function processStart(pid: number): Promise<string | undefined> {
   }
 }
 
-function isCode(error: unknown, code: string): boolean {
+export function isCode(error: unknown, code: string): boolean {
   return (error as NodeJS.ErrnoException)?.code === code;
 }

@@ -1,6 +1,6 @@
 /**
- * A stale lock holder for the fencing tests: `node --import jiti/register test/helpers/redis-fence-child.ts <mode> <url> <prefix> <leaseMs>`.
- * `<url>` is a `redis://` URL, or a storage spec (`redis+vq+sentinel://...`: prefix and lease are the spec's).
+ * A stale lock holder for the fencing tests: `node --import jiti/register test/helpers/fence-child.ts <mode> <url> <prefix> <leaseMs>`.
+ * `<url>` is a `redis://` URL, or a storage spec (`redis+vq+sentinel://...`, `fs:<dir>?lease=<ms>`: prefix and lease are the spec's).
  * Its locks are made blind to their loss (`assertHeld` passes, `lost` never aborts), as if the
  * process had been paused right after its last check: only the driver's fence can stop it.
  * - `writer`: pushes `old-<i>` to queue `fq` one at a time (fsync), printing `ack <i>`, or

@@ -1,0 +1,124 @@
+/**
+ * The fs driver with `lockLeaseMs`: locks that run out while their holder is alive but not
+ * running, and writes fenced under each lock's write mutex. Real child processes, paused with
+ * SIGSTOP past the lease, SIGKILLed, or running without leases beside them.
+ */
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "pathe";
+import { describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
+import { resolveStorageDriver } from "../../adapters/storage";
+import { QueueWriter } from "../../src/writer";
+import { SIGNALS_END_CHILD } from "../helpers/runtime";
+import { startScript } from "../helpers/spawn";
+import { expectStaleConsumerFenced, expectStaleWriterFenced, readAll } from "../helpers/fence-checks";
+import { useTempDirs } from "../helpers/tmp";
+import { describeEngineOnDriver } from "./engine-suite";
+
+const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/fence-child.ts");
+const LEASE_MS = 600;
+const freshDir = useTempDirs("vq-fs-lease-");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// Every engine behaviour, each holder's write going through the fence check.
+describeEngineOnDriver("fs, leased locks", async () => {
+  const dir = await freshDir();
+  return { driver: fsDriver({ dir, lockLeaseMs: 2000 }), reopen: () => fsDriver({ dir, lockLeaseMs: 2000 }) };
+});
+
+describe("fs driver, leased locks", () => {
+  it("checks lockLeaseMs, and reads it from a storage spec", async () => {
+    expect(() => fsDriver({ lockLeaseMs: 5 })).toThrow(/lockLeaseMs must be an integer from 100 to 86400000 \(ms\), or left out .*\(got 5\)/);
+    expect(() => fsDriver({ lockLeaseMs: 1.5 })).toThrow(expect.objectContaining({ code: "E_OPTION" }));
+    await expect(resolveStorageDriver("fs:./q?lease=abc")).rejects.toThrow(/lease="abc" is not a whole number of ms/);
+    await expect(resolveStorageDriver("fs:./q?leese=100")).rejects.toThrow(/unknown parameter "leese"; use lease/);
+    await expect(resolveStorageDriver("fs:./q?lease=10")).rejects.toThrow(/lockLeaseMs must be an integer from 100/);
+    const dir = await freshDir();
+    const driver = await resolveStorageDriver(`fs:${dir}?lease=700`);
+    const q = await QueueWriter.open("spec", { driver });
+    await q.push("x");
+    // The lock file names this process, its epoch and a nonce; no query string became a directory.
+    const [pid, , , epoch, nonce] = (await readFile(join(dir, "spec_queue.lock"), "utf8")).trim().split(" ");
+    expect(Number(pid)).toBe(process.pid);
+    expect(Number(epoch)).toBeGreaterThan(0);
+    expect(nonce).toMatch(/^[0-9a-f]{12}$/);
+    await q.close();
+    // Besides this process's owner file (the write mutexes link to it; removed when it exits).
+    expect((await readdir(dir)).sort()).toEqual([expect.stringMatching(new RegExp(`^\\.vq-owner~${process.pid}~[0-9a-f]{8}$`)), "spec-0", "spec_info_queue"]);
+    const file = await resolveStorageDriver(`file://${dir}?lease=700`);
+    expect(file.storageKey).toBe(driver.storageKey);
+  });
+
+  it.skipIf(SIGNALS_END_CHILD)("a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record", async () => {
+    const dir = await freshDir();
+    await expectStaleWriterFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS);
+  }, 30_000);
+
+  it.skipIf(SIGNALS_END_CHILD)("a stale consumer cannot overwrite the new holder's saved position", async () => {
+    const dir = await freshDir();
+    await expectStaleConsumerFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS);
+  }, 30_000);
+
+  it("a running holder keeps its lock past many leases; a killed one's is free at once", async () => {
+    const dir = await freshDir();
+    const child = startScript(FENCE_CHILD, "writer", `fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS));
+    const driver = fsDriver({ dir, lockLeaseMs: LEASE_MS });
+    try {
+      await child.waitFor((l) => l === "ack 5");
+      const until = Date.now() + 3 * LEASE_MS;
+      while (Date.now() < until) {
+        expect(await driver.isLocked!("fq_queue.lock")).toBe(true);
+        await expect(QueueWriter.open("fq", { driver })).rejects.toThrow(expect.objectContaining({ code: "E_LOCKED" }));
+        await sleep(100);
+      }
+      child.process.kill("SIGKILL");
+      await child.exited;
+      const killedAt = Date.now();
+      const q = await QueueWriter.open("fq", { driver, durability: "none" });
+      expect(Date.now() - killedAt).toBeLessThan(LEASE_MS);
+      // The killed child's owner file went with the first mutex this process made there.
+      expect((await readdir(dir)).filter((n) => n.startsWith(".vq-owner~"))).toEqual([expect.stringMatching(new RegExp(`^\\.vq-owner~${process.pid}~`))]);
+      await q.push("after");
+      await q.close();
+    } finally {
+      child.process.kill("SIGKILL");
+      await child.exited;
+    }
+  }, 30_000);
+
+  it.skipIf(SIGNALS_END_CHILD)("never takes the lock of a live process that runs without leases, paused or not", async () => {
+    const dir = await freshDir();
+    const child = startScript(FENCE_CHILD, "writer", `fs:${dir}`, "-", "0");
+    try {
+      await child.waitFor((l) => l === "ack 5");
+      child.process.kill("SIGSTOP");
+      await sleep(LEASE_MS * 2);
+      // Its lock file has no lease to run out: taking it would make two unfenced writers.
+      await expect(QueueWriter.open("fq", { driver: fsDriver({ dir, lockLeaseMs: LEASE_MS }) })).rejects.toThrow(expect.objectContaining({ code: "E_LOCKED" }));
+    } finally {
+      child.process.kill("SIGKILL");
+      await child.exited;
+    }
+  }, 30_000);
+
+  it("clears a write mutex left by a dead process, and keeps out while a live one holds it", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir, lockLeaseMs: 2000 });
+    const q = await QueueWriter.open("mx", { driver, durability: "none" });
+    await q.push("first");
+    const mutex = join(dir, "mx_queue.lock~fence");
+    // A process that died inside the mutex (pid 2^22 + 1 is above Linux's pid limit: never alive).
+    await writeFile(mutex, `${2 ** 22 + 1} 1 ${(await import("node:os")).hostname()}\n`);
+    await q.push("second");
+    expect((await readdir(dir)).filter((n) => n.includes("~") && !n.startsWith(".vq-owner~"))).toEqual([]);
+    // This host's init process (alive, not ours) holds it: the write waits, then is refused.
+    await writeFile(mutex, `1 - ${(await import("node:os")).hostname()}\n`);
+    const started = Date.now();
+    await expect(q.push("third")).rejects.toThrow(/write mutex .* is held by 1 - .* that does not let go/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+    await import("node:fs/promises").then((fs) => fs.rm(mutex));
+    await q.close().catch(() => {});
+    const { all } = await readAll(fsDriver({ dir, lockLeaseMs: 2000 }), "mx");
+    expect(all.map((m) => m.data)).toEqual(["first", "second"]);
+  }, 30_000);
+});

@@ -26,7 +26,9 @@ const ROUNDS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 3);
 const WORK: Workload = { messages: Number(process.env.VQ_BENCH_INSTANCES_MESSAGES) || 1_000_000, size: 100, partitions: 6, batch: 1000, producers: 6 };
 const INSTANCES = 3;
 const TARGETS = { vsStreams: 2, manyVsOne: 1 };
-const SYSTEMS = ["streams", "cluster", "fs-many", "fs-one"] as const;
+const SYSTEMS = ["streams", "cluster", "fs-many", "fs-leased", "fs-one"] as const;
+/** The leased fs locks' lease in the `fs-leased` runs (what every write's fence check costs). */
+const FS_LEASE_MS = 5000;
 /** VQ_BENCH_INSTANCES=fs-many,fs-one measures only those (a quick look at one comparison). */
 const PICKED: readonly string[] = pickedSystems(process.env.VQ_BENCH_INSTANCES);
 
@@ -55,6 +57,7 @@ export async function runInstancesBench(): Promise<void> {
     { key: "streams", label: `Redis Streams, ${WORK.partitions} streams, pipelined XADD; XREADGROUP COUNT ${WORK.batch} + XACK, a consumer per stream`, runs: [] },
     { key: "cluster", label: `v-queue, ${INSTANCES} x serve --storage redis+vq://...?cluster=1, P=${WORK.partitions}, binary produce, ordered consumer on each`, runs: [] },
     { key: "fs-many", label: `v-queue, ${INSTANCES} x serve on one fs directory, same`, runs: [] },
+    { key: "fs-leased", label: `v-queue, ${INSTANCES} x serve on one fs directory, leased locks (fs:<dir>?lease=${FS_LEASE_MS}), same`, runs: [] },
     { key: "fs-one", label: "v-queue, 1 x serve on one fs directory, same", runs: [] },
   ];
   const get = (key: Entry["key"]) => entries.find((e) => e.key === key)!;
@@ -70,8 +73,9 @@ export async function runInstancesBench(): Promise<void> {
     }
     if (cluster) await setUp(get("streams"), () => streamsOnCluster(cluster!, WORK));
     if (cluster) await setUp(get("cluster"), async () => vqueueInstances(get("cluster").label, INSTANCES, WORK, clusterStorage(cluster!)));
-    await setUp(get("fs-many"), async () => vqueueInstances(get("fs-many").label, INSTANCES, WORK, fsStorage));
-    await setUp(get("fs-one"), async () => vqueueInstances(get("fs-one").label, 1, WORK, fsStorage));
+    await setUp(get("fs-many"), async () => vqueueInstances(get("fs-many").label, INSTANCES, WORK, () => fsStorage()));
+    await setUp(get("fs-leased"), async () => vqueueInstances(get("fs-leased").label, INSTANCES, WORK, () => fsStorage(FS_LEASE_MS)));
+    await setUp(get("fs-one"), async () => vqueueInstances(get("fs-one").label, 1, WORK, () => fsStorage()));
 
     for (let round = 0; round < ROUNDS; round++) {
       const batches = makeBatches(WORK);
@@ -107,10 +111,10 @@ async function setUp(entry: Entry, make: () => Promise<System>): Promise<void> {
   }
 }
 
-/** A fresh fs directory per run. */
-async function fsStorage(): Promise<RunStorage> {
+/** A fresh fs directory per run; with `leaseMs`, its locks leased. */
+async function fsStorage(leaseMs?: number): Promise<RunStorage> {
   const dir = tempDir("instances");
-  return { config: { dir }, dispose: async () => removeDir(dir) };
+  return { config: leaseMs === undefined ? { dir } : { storage: `fs:${dir}?lease=${leaseMs}` }, dispose: async () => removeDir(dir) };
 }
 
 /** The redis driver on the cluster (`redis+vq://...?cluster=1`, one node named), a fresh key prefix per run. */
@@ -147,7 +151,7 @@ function printTable(entries: Entry[]): void {
       const spread = `${formatRate(Math.min(...runs))}-${formatRate(Math.max(...runs))}`;
       let ratio = "-";
       let verdict = e.key === "streams" || e.key === "fs-one" ? "baseline" : "";
-      const against = e.key === "cluster" ? streams : e.key === "fs-many" ? one : undefined;
+      const against = e.key === "cluster" ? streams : e.key === "fs-many" || e.key === "fs-leased" ? one : undefined;
       const againstWhy = against && whyNot(against, what);
       if (against && !againstWhy) {
         const r = paired(e, against, what);

@@ -43,18 +43,20 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     // Shared consumers' state (shared-state.ts) goes with their positions.
     const sharedFiles = entries.filter((entry) => consumerOfSharedFile(queue, entry) !== undefined);
     if (info === undefined && parts.length === 0 && positions.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
-    for (const entry of [...positions, ...sharedFiles]) await driver.remove(entry);
-    for (const id of parts) await driver.remove(partDir(queue, id));
+    // Every removal fenced by the writer's lock: a delete paused past a lease removes nothing of the next writer's.
+    const fence = held.locks.get(writerLockPath(queue));
+    for (const entry of [...positions, ...sharedFiles]) await driver.remove(entry, fence);
+    for (const id of parts) await driver.remove(partDir(queue, id), fence);
     // Retention's record of deleted parts: a queue made later under this name reuses part ids.
-    await driver.remove(sideJournalPath(prunedPath(queue)));
-    await driver.remove(prunedPath(queue));
+    await driver.remove(sideJournalPath(prunedPath(queue)), fence);
+    await driver.remove(prunedPath(queue), fence);
     // The writer's side stores: pending delayed messages go with the queue, and its keys.
     // Each journal before its file: a journal left alone would make the file again at the next open.
     const sideFiles = [delayedPath(queue), idempotencyPath(queue)].flatMap((path) => [sideJournalPath(path), path]);
-    for (const path of sideFiles) await driver.remove(path);
+    for (const path of sideFiles) await driver.remove(path, fence);
     // Hand-over requests (handoff.ts) of its writer and consumers.
-    for (const entry of entries) if (entry.startsWith(`${queue}_info_want`)) await driver.remove(entry);
-    await driver.remove(queueInfoPath(queue));
+    for (const entry of entries) if (entry.startsWith(`${queue}_info_want`)) await driver.remove(entry, fence);
+    await driver.remove(queueInfoPath(queue), fence);
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
     forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), sideJournalPath(prunedPath(queue)), ...sideFiles].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
@@ -87,12 +89,13 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
       throw new VQueueError("E_NOT_FOUND", queueExists ? `Consumer "${consumer}" of queue "${queue}" does not exist.` : `Queue "${queue}" does not exist.`);
     }
     // The position first: a delete cut short leaves a shared consumer's state, still shared.
-    await driver.remove(path);
-    await driver.remove(sharedJournalPath(queue, consumer));
-    await driver.remove(sharedStatePath(queue, consumer));
-    await driver.remove(consumerWantPath(queue, consumer));
-    await driver.remove(consumerMembersPath(queue, consumer));
-    await driver.remove(sharedInboxDir(queue, consumer));
+    // Fenced by the consumer's lock, as its commits are.
+    await driver.remove(path, lock);
+    await driver.remove(sharedJournalPath(queue, consumer), lock);
+    await driver.remove(sharedStatePath(queue, consumer), lock);
+    await driver.remove(consumerWantPath(queue, consumer), lock);
+    await driver.remove(consumerMembersPath(queue, consumer), lock);
+    await driver.remove(sharedInboxDir(queue, consumer), lock);
     forgetShared(driver, (p) => p === path);
   } finally {
     // Releasing removes the lock file.
@@ -136,7 +139,7 @@ async function deletePartitioned(driver: QueueDriver, queue: string, options: Ad
   const lock = await driver.lock(writerLockPath(queue));
   if (!lock) throw new VQueueError("E_LOCKED", `Cannot delete queue "${queue}": its partitions are being declared elsewhere.`);
   try {
-    await driver.remove(partitionsPath(queue));
+    await driver.remove(partitionsPath(queue), lock);
     await driver.syncDir?.("");
   } finally {
     await lock.release();

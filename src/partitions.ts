@@ -82,7 +82,7 @@ export async function declarePartitions(driver: QueueDriver, queue: string, coun
   if (!lock) return;
   try {
     if (await refuseExisting(driver, queue, count)) return;
-    await writeWhole(driver, partitionsPath(queue), utf8.encode(`v-queue partitions ${count}\n`), options.sync ?? true);
+    await writeWhole(driver, partitionsPath(queue), utf8.encode(`v-queue partitions ${count}\n`), options.sync ?? true, lock);
   } finally {
     await lock.release();
   }

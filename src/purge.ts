@@ -69,7 +69,7 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
       if ((await driver.readRecord(path)) === undefined) continue;
       await rewriteRecord(driver, path, ascii.encode(formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 })), sync, held.locks.get(consumerLockPath(queue, consumer)));
     }
-    for (const id of parts) await driver.remove(partDir(queue, id));
+    for (const id of parts) await driver.remove(partDir(queue, id), writerLock);
     forgetShared(driver, (path) => parts.includes(partOfDir(queue, path.split("/")[0]!) ?? -1));
     return { queue, messages, bytes, parts: parts.length, part: next };
   } finally {

@@ -59,7 +59,8 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     throw optionError(`Invalid option of the fs driver: lockLeaseMs must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS} (ms), or left out for locks held as long as their process lives (got ${String(leaseMs)}).`);
   }
   /** A write by a lock's holder: with leases, checked against the lock inside its write mutex. */
-  const fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>): Promise<T> => (fence && leaseMs !== undefined ? fencedFsWrite(fence, write) : write());
+  const fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>): Promise<T> =>
+    fence && leaseMs !== undefined ? fencedFsWrite(fence, write).catch((error) => (VQueueError.isError(error) ? Promise.reject(error) : fail(error))) : write();
   let ready: Promise<unknown> | undefined;
   const ensureBase = () => (ready ??= mkdir(base, { recursive: true }).catch(fail));
   const abs = (path: string) => {
@@ -118,7 +119,11 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     },
     async remove(path, fence) {
       const full = abs(path);
-      await fenced(fence, () => rm(full, { recursive: true, force: true }).catch(fail));
+      if (!fence || leaseMs === undefined) return void (await rm(full, { recursive: true, force: true }).catch(fail));
+      // Inside the mutex only a rename (a part's files can take a while to delete): the `~` name is not listed.
+      const aside = `${full}~removed-${process.pid}-${Date.now().toString(36)}`;
+      const moved = await fenced(fence, () => rename(full, aside).then(() => true, (error) => ((error as NodeJS.ErrnoException).code === "ENOENT" ? false : fail(error))));
+      if (moved) await rm(aside, { recursive: true, force: true }).catch(fail);
     },
     async lock(path) {
       await ensureBase();
@@ -128,7 +133,11 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     async isLocked(path) {
       return (leaseMs === undefined ? isPidLockHeld(abs(path)) : isFsLeaseLockHeld(abs(path), leaseMs)).catch(fail);
     },
-    writeAtomic: (path, data, { sync, fence }) => fenced(fence, () => writeWhole(abs(path), data, sync)),
+    writeAtomic(path, data, { sync, fence }) {
+      const full = abs(path);
+      // Written and synced before the mutex; inside it, only the rename.
+      return writeWhole(full, data, sync, (temp) => fenced(fence, () => rename(temp, full)));
+    },
     async syncDir(dir) {
       try {
         const handle = await open(abs(dir), "r");
@@ -157,14 +166,14 @@ export default fsDriver;
 
 // --- Internal helpers ---
 
-/** The fs driver's range of `lockLeaseMs`: above a timer's jitter, below a day. */
-const MIN_LEASE_MS = 100;
+/** The fs driver's range of `lockLeaseMs`: a second or more (renewals every third of it, through event-loop stalls), below a day. */
+const MIN_LEASE_MS = 1000;
 const MAX_LEASE_MS = 86_400_000;
 
 type Fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>) => Promise<T>;
 
-/** Replaces the file at `full` whole: readers see all of it or none. */
-async function writeWhole(full: string, data: Uint8Array, sync: boolean): Promise<void> {
+/** Replaces the file at `full` whole: readers see all of it or none. `place` puts the written temporary file there. */
+async function writeWhole(full: string, data: Uint8Array, sync: boolean, place: (temp: string) => Promise<void>): Promise<void> {
   // A temporary name of this process's own, then a rename: readers see all of it or none.
   const temp = `${full}.tmp-${process.pid}`;
   try {
@@ -175,9 +184,10 @@ async function writeWhole(full: string, data: Uint8Array, sync: boolean): Promis
     } finally {
       await handle.close();
     }
-    await rename(temp, full);
+    await place(temp);
   } catch (error) {
     await rm(temp, { force: true }).catch(() => {});
+    if (VQueueError.isError(error)) throw error;
     fail(error);
   }
 }

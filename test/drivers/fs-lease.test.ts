@@ -3,7 +3,9 @@
  * running, and writes fenced under each lock's write mutex. Real child processes, paused with
  * SIGSTOP past the lease, SIGKILLed, or running without leases beside them.
  */
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdirSync, utimesSync } from "node:fs";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join, resolve } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
@@ -16,9 +18,11 @@ import { useTempDirs } from "../helpers/tmp";
 import { describeEngineOnDriver } from "./engine-suite";
 
 const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/fence-child.ts");
-const LEASE_MS = 600;
+const LEASE_MS = 1000;
 const freshDir = useTempDirs("vq-fs-lease-");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Whether a process is inside a write mutex of `dir` (the tests below cover a holder paused there). */
+const insideMutex = (dir: string) => () => readdirSync(dir).some((name) => name.endsWith("~fence"));
 
 // Every engine behaviour, each holder's write going through the fence check.
 describeEngineOnDriver("fs, leased locks", async () => {
@@ -28,13 +32,13 @@ describeEngineOnDriver("fs, leased locks", async () => {
 
 describe("fs driver, leased locks", () => {
   it("checks lockLeaseMs, and reads it from a storage spec", async () => {
-    expect(() => fsDriver({ lockLeaseMs: 5 })).toThrow(/lockLeaseMs must be an integer from 100 to 86400000 \(ms\), or left out .*\(got 5\)/);
+    expect(() => fsDriver({ lockLeaseMs: 500 })).toThrow(/lockLeaseMs must be an integer from 1000 to 86400000 \(ms\), or left out .*\(got 500\)/);
     expect(() => fsDriver({ lockLeaseMs: 1.5 })).toThrow(expect.objectContaining({ code: "E_OPTION" }));
     await expect(resolveStorageDriver("fs:./q?lease=abc")).rejects.toThrow(/lease="abc" is not a whole number of ms/);
     await expect(resolveStorageDriver("fs:./q?leese=100")).rejects.toThrow(/unknown parameter "leese"; use lease/);
-    await expect(resolveStorageDriver("fs:./q?lease=10")).rejects.toThrow(/lockLeaseMs must be an integer from 100/);
+    await expect(resolveStorageDriver("fs:./q?lease=10")).rejects.toThrow(/lockLeaseMs must be an integer from 1000/);
     const dir = await freshDir();
-    const driver = await resolveStorageDriver(`fs:${dir}?lease=700`);
+    const driver = await resolveStorageDriver(`fs:${dir}?lease=1500`);
     const q = await QueueWriter.open("spec", { driver });
     await q.push("x");
     // The lock file names this process, its epoch and a nonce; no query string became a directory.
@@ -45,18 +49,18 @@ describe("fs driver, leased locks", () => {
     await q.close();
     // Besides this process's owner file (the write mutexes link to it; removed when it exits).
     expect((await readdir(dir)).sort()).toEqual([expect.stringMatching(new RegExp(`^\\.vq-owner~${process.pid}~[0-9a-f]{8}$`)), "spec-0", "spec_info_queue"]);
-    const file = await resolveStorageDriver(`file://${dir}?lease=700`);
+    const file = await resolveStorageDriver(`file://${dir}?lease=1500`);
     expect(file.storageKey).toBe(driver.storageKey);
   });
 
   it.skipIf(SIGNALS_END_CHILD)("a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record", async () => {
     const dir = await freshDir();
-    await expectStaleWriterFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS);
+    await expectStaleWriterFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS, insideMutex(dir));
   }, 30_000);
 
   it.skipIf(SIGNALS_END_CHILD)("a stale consumer cannot overwrite the new holder's saved position", async () => {
     const dir = await freshDir();
-    await expectStaleConsumerFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS);
+    await expectStaleConsumerFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS, insideMutex(dir));
   }, 30_000);
 
   it("a running holder keeps its lock past many leases; a killed one's is free at once", async () => {
@@ -101,6 +105,27 @@ describe("fs driver, leased locks", () => {
     }
   }, 30_000);
 
+  it("takes an expired lock only once no live process is inside its write mutex", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir, lockLeaseMs: LEASE_MS });
+    const lockFile = join(dir, "held_queue.lock");
+    // The init process (alive, not ours) "holds" the lock, untouched for two leases, and is inside its write mutex.
+    await writeFile(lockFile, `1 - ${hostname()} 7 0123456789ab\n`);
+    const old = new Date(Date.now() - 2 * LEASE_MS);
+    utimesSync(lockFile, old, old);
+    await writeFile(`${lockFile}~fence`, `1 - ${hostname()}\n`);
+    expect(await driver.isLocked!("held_queue.lock")).toBe(false); // its lease ran out
+    // Inside the mutex it may be about to write: taking the lock now could let that write land after ours.
+    await expect(QueueWriter.open("held", { driver })).rejects.toThrow(expect.objectContaining({ code: "E_LOCKED" }));
+    expect(await readFile(lockFile, "utf8")).toBe(`1 - ${hostname()} 7 0123456789ab\n`);
+    await rm(`${lockFile}~fence`);
+    const q = await QueueWriter.open("held", { driver, durability: "none" });
+    const [, , , epoch] = (await readFile(lockFile, "utf8")).trim().split(" ");
+    expect(Number(epoch)).toBeGreaterThan(7);
+    await q.push("mine");
+    await q.close();
+  });
+
   it("clears a write mutex left by a dead process, and keeps out while a live one holds it", async () => {
     const dir = await freshDir();
     const driver = fsDriver({ dir, lockLeaseMs: 2000 });
@@ -108,15 +133,17 @@ describe("fs driver, leased locks", () => {
     await q.push("first");
     const mutex = join(dir, "mx_queue.lock~fence");
     // A process that died inside the mutex (pid 2^22 + 1 is above Linux's pid limit: never alive).
-    await writeFile(mutex, `${2 ** 22 + 1} 1 ${(await import("node:os")).hostname()}\n`);
+    await writeFile(mutex, `${2 ** 22 + 1} 1 ${hostname()}\n`);
+    // And another that died while clearing it (breakers take turns through this file).
+    await writeFile(`${mutex}~break`, `${2 ** 22 + 2} 1 ${hostname()}\n`);
     await q.push("second");
     expect((await readdir(dir)).filter((n) => n.includes("~") && !n.startsWith(".vq-owner~"))).toEqual([]);
     // This host's init process (alive, not ours) holds it: the write waits, then is refused.
-    await writeFile(mutex, `1 - ${(await import("node:os")).hostname()}\n`);
+    await writeFile(mutex, `1 - ${hostname()}\n`);
     const started = Date.now();
     await expect(q.push("third")).rejects.toThrow(/write mutex .* is held by 1 - .* that does not let go/);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
-    await import("node:fs/promises").then((fs) => fs.rm(mutex));
+    await rm(mutex);
     await q.close().catch(() => {});
     const { all } = await readAll(fsDriver({ dir, lockLeaseMs: 2000 }), "mx");
     expect(all.map((m) => m.data)).toEqual(["first", "second"]);

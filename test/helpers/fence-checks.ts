@@ -10,7 +10,7 @@ import type { QueueProblem } from "../../src/errors";
 import type { Message } from "../../src/message";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
-import { startScript } from "./spawn";
+import { startScript, type Child } from "./spawn";
 
 const FENCE_CHILD = resolve(import.meta.dirname, "fence-child.ts");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,15 +29,36 @@ export async function readAll(driver: QueueDriver, queue: string) {
 export type ChildStorage = [url: string, prefix: string, leaseMs: string];
 
 /**
+ * Where a paused holder keeps others out for the pause (the fs driver's write mutex: a holder
+ * stopped inside it delays a takeover until it runs again): true while the child is there.
+ */
+export type InsideWrite = () => boolean;
+
+/**
+ * SIGSTOPs `child` at a moment it is not inside a write (`insideWrite`), resuming and stopping
+ * it again until then: stopped right after printing a line, a child in a tight loop is often at
+ * the same step of the next round.
+ */
+async function pauseOutsideWrites(child: Child, insideWrite: InsideWrite | undefined): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    child.process.kill("SIGSTOP");
+    await sleep(5); // the signal is taken
+    if (!insideWrite?.() || attempt === 200) return;
+    child.process.kill("SIGCONT");
+    await sleep(Math.random() * 3);
+  }
+}
+
+/**
  * A writer in a child pushes `old-<i>`; paused past `leaseMs`, a writer here (same part, no
  * roll) pushes `new-0..30`: the child's next push is `E_FENCED`, and the queue reads every
  * `old-` it acknowledged, then exactly the `new-` ones, every CRC good.
  */
-export async function expectStaleWriterFenced(storage: ChildStorage, driver: QueueDriver, leaseMs: number): Promise<void> {
+export async function expectStaleWriterFenced(storage: ChildStorage, driver: QueueDriver, leaseMs: number, insideWrite?: InsideWrite): Promise<void> {
   const child = startScript(FENCE_CHILD, "writer", ...storage);
   try {
     await child.waitFor((l) => l === "ack 20");
-    child.process.kill("SIGSTOP");
+    await pauseOutsideWrites(child, insideWrite);
     await sleep(leaseMs + 300); // the lease runs out; the child cannot renew it
     // The same part, from where the paused writer stopped: only the fence keeps it from writing over these.
     const q = await QueueWriter.open("fq", { driver, durability: "fsync", rollOnOpen: false });
@@ -66,14 +87,14 @@ export async function expectStaleWriterFenced(storage: ChildStorage, driver: Que
  * A consumer in a child commits one message at a time; paused past `leaseMs`, a consumer here
  * reads and commits 50: the child's next commit is `E_FENCED`, and the saved position is ours.
  */
-export async function expectStaleConsumerFenced(storage: ChildStorage, driver: QueueDriver, leaseMs: number): Promise<void> {
+export async function expectStaleConsumerFenced(storage: ChildStorage, driver: QueueDriver, leaseMs: number, insideWrite?: InsideWrite): Promise<void> {
   const q = await QueueWriter.open("cq", { driver, durability: "none" });
   await q.pushBatch(Array.from({ length: 200 }, (_, i) => `m${i}`));
   await q.close();
   const child = startScript(FENCE_CHILD, "consumer", ...storage);
   try {
     await child.waitFor((l) => l === "commit 10");
-    child.process.kill("SIGSTOP");
+    await pauseOutsideWrites(child, insideWrite);
     await sleep(leaseMs + 300);
     const c = await QueueConsumer.open("cq", "c", { driver, syncCommits: true });
     const got = await c.read({ max: 50 });

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { linkSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { linkSync, lstatSync, readdirSync, readFileSync, rmSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { link, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "pathe";
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
@@ -56,15 +56,7 @@ export async function acquireFsLeaseLock(path: string, key: string, leaseMs: num
       if (current && (await isLive(current, path, leaseMs))) return;
       epoch = Math.max(Date.now(), epochOf(current?.content) + 1);
       const candidate = `${me} ${epoch} ${randomBytes(6).toString("hex")}\n`;
-      // A whole file put in place at once: a reader sees the old owner or the new one.
-      const temp = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-      try {
-        await writeFile(temp, candidate);
-        await rename(temp, path);
-      } finally {
-        await rm(temp, { force: true });
-      }
-      token = candidate;
+      if (await putInPlace(path, current, candidate)) token = candidate;
     });
   } catch (error) {
     if (VQueueError.isError(error) && error.code === "E_LOCKED") return undefined; // the mutex is busy: held
@@ -78,10 +70,12 @@ export async function acquireFsLeaseLock(path: string, key: string, leaseMs: num
     leaseMs,
     since,
     epoch,
+    // Synchronous: two tiny calls on the calling thread, not queued in the thread pool behind
+    // fsyncs (a renewal late by a lease loses the lock although the holder runs).
     renew: async () => {
-      if ((await readText(path)) !== held) return false;
+      if (readTextSync(path) !== held) return false;
       const now = new Date();
-      await utimes(path, now, now);
+      utimesSync(path, now, now);
       return true;
     },
     free: async () => {
@@ -92,6 +86,44 @@ export async function acquireFsLeaseLock(path: string, key: string, leaseMs: num
   });
   fences.set(lock, { path, key, token: held, leaseMs, lose });
   return lock;
+}
+
+/**
+ * Puts the lock file `candidate` at `path` where `judged` (undefined: no file) was, or does
+ * nothing (false) when another got there first. Made only if absent (`link`), never renamed
+ * over: a process on the directory without leases takes free locks without this mutex.
+ */
+async function putInPlace(path: string, judged: LockFile | undefined, candidate: string): Promise<boolean> {
+  const temp = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  try {
+    await writeFile(temp, candidate);
+    if (judged && !(await moveAside(path, judged.content))) return false;
+    try {
+      await link(temp, path);
+      return true;
+    } catch (error) {
+      if (isCode(error, "EEXIST")) return false;
+      throw error;
+    }
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+/** Removes the stale file at `path` if it still holds `content` (moved aside, then checked); false when it changed. */
+async function moveAside(path: string, content: string): Promise<boolean> {
+  const aside = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.stale`;
+  try {
+    await rename(path, aside);
+  } catch (error) {
+    if (isCode(error, "ENOENT")) return true;
+    throw error;
+  }
+  const moved = await readText(aside);
+  // Another's fresh lock (a process without leases took it meanwhile): given back.
+  if (moved !== content) await link(aside, path).catch(() => {});
+  await rm(aside, { force: true });
+  return moved === content;
 }
 
 /** Whether a live, unexpired holder has the leased lock at `path`. */
@@ -189,11 +221,13 @@ function withMutex<T>(path: string, waitMs: number, run: () => Promise<T> | T): 
   return result;
 }
 
+/** Never throws: the write inside landed or failed on its own, and says so. */
 function leaveMutex(mutex: string): void {
   try {
     unlinkSync(mutex);
-  } catch (error) {
-    if (!isCode(error, "ENOENT")) throw error;
+  } catch {
+    // Left in place (a file system refusing the unlink), a live owner's mutex waits for this
+    // process to end: nothing better can be done here.
   }
 }
 
@@ -202,17 +236,16 @@ async function enterMutex(mutex: string, waitMs: number): Promise<void> {
   const deadline = Date.now() + waitMs;
   for (let delay = 1; ; delay = Math.min(delay * 2, 16)) {
     // A link to this process's owner file: the mutex appears with its owner in it, in one step.
+    const owner = ownerFileBeside(mutex, me);
     try {
-      linkSync(ownerFileBeside(mutex, me), mutex);
+      linkSync(owner, mutex);
       return;
     } catch (error) {
-      if (isCode(error, "ENOENT")) {
-        ownerFiles.delete(dirname(mutex)); // removed under us: made again
-        continue;
-      }
-      if (!isCode(error, "EEXIST")) throw error;
+      // The owner file was removed under us: made again at the next turn.
+      if (isCode(error, "ENOENT")) ownerFiles.delete(dirname(mutex));
+      else if (!isCode(error, "EEXIST")) throw error;
     }
-    if (await removeIfStale(mutex, me)) continue;
+    if (await breakIfStale(mutex, owner)) continue;
     if (Date.now() >= deadline) {
       throw new VQueueError("E_LOCKED", `[fs] The write mutex ${mutex} is held by ${(await readText(mutex))?.trim() || "a process"} that does not let go (paused?) after ${waitMs} ms.`);
     }
@@ -222,6 +255,7 @@ async function enterMutex(mutex: string, waitMs: number): Promise<void> {
 
 /** This process's owner files (`.vq-owner~<pid>~<hex>`, holding its owner line), by directory. */
 const ownerFiles = new Map<string, string>();
+let exitHooked = false;
 
 /**
  * This process's owner file in the mutex's directory (made once; removed when the process
@@ -234,7 +268,10 @@ function ownerFileBeside(mutex: string, me: string): string {
   removeDeadOwnerFiles(dir);
   file = join(dir, `${OWNER_FILE_PREFIX}${process.pid}~${randomBytes(4).toString("hex")}`);
   writeFileSync(file, me);
-  if (ownerFiles.size === 0) process.once("exit", () => ownerFiles.forEach((path) => rmSync(path, { force: true })));
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once("exit", () => ownerFiles.forEach((path) => rmSync(path, { force: true })));
+  }
   ownerFiles.set(dir, file);
   return file;
 }
@@ -259,36 +296,47 @@ function isPidAlive(pid: number): boolean {
   }
 }
 
-/** Removes a mutex file left by a dead process (or an empty one left half made); true when it is gone. */
-async function removeIfStale(mutex: string, me: string): Promise<boolean> {
-  let file: LockFile | undefined;
+/**
+ * Removes a mutex left by a dead process (or by this module earlier: its turns never overlap,
+ * so a mutex linked to its own owner file is a leftover); true when it is gone. Breakers take
+ * turns through a second mutex (`~break`, the same kind): inside it the judged mutex can only be
+ * the same file still (its owner is dead, and no other breaker runs), so it is unlinked, never
+ * moved and put back.
+ */
+async function breakIfStale(mutex: string, owner: string): Promise<boolean> {
+  const judged = await judgeMutex(mutex, owner);
+  if (judged !== "stale") return judged === "gone";
+  const breaker = mutex + BREAK_SUFFIX;
   try {
-    file = await readLockFile(mutex);
-  } catch {
+    linkSync(owner, breaker);
+  } catch (error) {
+    if (!isCode(error, "EEXIST")) throw error;
+    // Another breaker: done soon, unless it died inside (then its file goes, and we try again).
+    if ((await judgeMutex(breaker, owner)) === "stale") rmSync(breaker, { force: true });
     return false;
   }
-  if (!file) return true;
-  // This process's own name here is a leftover: its turns never overlap (`turns`).
-  const stale = file.content === me || !(await isOwnerAlive(file.content, mutex));
-  if (!stale) return false;
-  // Moved aside first, and checked: a fresh mutex made meanwhile goes back, not away.
-  const aside = `${mutex}~${process.pid}.${randomBytes(4).toString("hex")}.stale`;
   try {
-    renameSync(mutex, aside);
+    if ((await judgeMutex(mutex, owner)) === "stale") rmSync(mutex, { force: true });
+    return true;
+  } finally {
+    rmSync(breaker, { force: true });
+  }
+}
+
+const BREAK_SUFFIX = "~break";
+
+/** A mutex file's state: absent, held by a live owner, or stale (its owner is dead, or it is this module's own leftover). */
+async function judgeMutex(mutex: string, owner: string): Promise<"gone" | "held" | "stale"> {
+  let content: string | undefined;
+  let ino: number;
+  try {
+    ino = lstatSync(mutex).ino;
+    content = readTextSync(mutex);
   } catch (error) {
-    if (isCode(error, "ENOENT")) return true;
+    if (isCode(error, "ENOENT")) return "gone";
     throw error;
   }
-  const moved = readTextSync(aside);
-  if (moved !== file.content) {
-    try {
-      linkSync(aside, mutex);
-    } catch {
-      // Another took its place meanwhile: theirs stands.
-    }
-    unlinkSync(aside);
-    return false;
-  }
-  unlinkSync(aside);
-  return true;
+  if (content === undefined) return "gone";
+  if (ino === lstatSync(owner, { throwIfNoEntry: false })?.ino) return "stale";
+  return (await isOwnerAlive(content, mutex)) ? "held" : "stale";
 }

@@ -413,6 +413,9 @@ export class QueueWriter {
 
   async #startPart(part: number): Promise<void> {
     const driver = this.#driver;
+    // Making a directory is not a fenced write: a writer that lost its lock must not make the
+    // next part's (retention takes the newest part directory for the current part).
+    await this.#lock.assertHeld?.();
     await driver.mkdir(partDir(this.name, part));
     const partFile = await this.#openLog(partPath(this.name, part));
     const pushInfoFile = await this.#openRecord(pushInfoPath(this.name, part));

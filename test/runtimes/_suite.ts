@@ -7,13 +7,14 @@ import { describe, expect, it } from "vitest";
 import { runVitestOn } from "./_vitest";
 
 /**
- * The files every runtime runs: the engine on fs, memory, unstorage (memory, fs, redis) and redis
+ * The files every runtime runs: the engine on fs (its leased locks too), memory, unstorage (memory, fs, redis) and redis
  * (the redis ones need redis-server, as on Node), the HTTP API, the client, the crash tests.
  */
 export const RUNTIME_FILES = [
   "test/runtimes/probe.test.ts",
   "test/engine",
   "test/drivers/fs.test.ts",
+  "test/drivers/fs-lease.test.ts",
   "test/drivers/memory.test.ts",
   "test/drivers/unstorage-memory.test.ts",
   "test/drivers/unstorage-fs.test.ts",

@@ -8,7 +8,7 @@
  * set, and the last page may be empty. One partition alone (`partition`) is browsed as an
  * ordinary queue.
  */
-import type { BrowseOptions, BrowseResult, BrowsedMessage, BrowseFrom } from "./browse";
+import type { BrowseResult, BrowsedMessage, BrowseFrom, PageOptions } from "./browse";
 import { CURSOR_RE, formatCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";
@@ -20,7 +20,7 @@ import { crc32 } from "./crc32";
 
 /** How one ordinary queue (a partition) is read: browse.ts's, passed in (it calls this module). */
 interface QueueBrowser {
-  page: (driver: QueueDriver, queue: string, options: BrowseOptions) => Promise<BrowseResult>;
+  page: (driver: QueueDriver, queue: string, options: PageOptions) => Promise<BrowseResult>;
   /** Where the newest page of `limit` messages starts. */
   newestStart: (driver: QueueDriver, queue: string, limit: number) => Promise<ConsumerPosition>;
 }
@@ -33,10 +33,8 @@ interface PartitionTurn {
 }
 
 /** A page of partitioned `queue` (`count` partitions); `browser` reads each partition's. */
-export async function browsePartitioned(driver: QueueDriver, queue: string, count: number, options: BrowseOptions, browser: QueueBrowser): Promise<BrowseResult> {
-  const { from = "earliest", limit = 50, maxBytes = 1024 * 1024, partition } = options;
-  checkInteger("limit", limit, 1, 1000);
-  checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
+export async function browsePartitioned(driver: QueueDriver, queue: string, count: number, options: PageOptions, browser: QueueBrowser): Promise<BrowseResult> {
+  const { from, limit, maxBytes, partition } = options;
   if (partition !== undefined) {
     checkInteger("partition", partition, 0, count - 1);
     return browseOne(driver, queue, count, partition, options, browser);
@@ -96,8 +94,8 @@ export async function browsePartitioned(driver: QueueDriver, queue: string, coun
 }
 
 /** One partition alone, its cursors composite (`p3:0.64.2`) as a partitioned queue's are. */
-async function browseOne(driver: QueueDriver, queue: string, count: number, partition: number, options: BrowseOptions, browser: QueueBrowser): Promise<BrowseResult> {
-  let from = options.from ?? "earliest";
+async function browseOne(driver: QueueDriver, queue: string, count: number, partition: number, options: PageOptions, browser: QueueBrowser): Promise<BrowseResult> {
+  let from = options.from;
   if (typeof from === "string" && from.startsWith("p")) {
     const named = parseNamed(from, count);
     const cursor = named.get(partition);
@@ -111,7 +109,7 @@ async function browseOne(driver: QueueDriver, queue: string, count: number, part
   return { messages: page.messages.map((m) => Object.assign(m, { partition })), next: page.next === null ? null : name(page.next), end: name(page.end), missed: page.missed };
 }
 
-function readTurn(driver: QueueDriver, name: string, from: BrowseFrom, options: BrowseOptions, limit: number, maxBytes: number, browser: QueueBrowser): Promise<BrowseResult | undefined> {
+function readTurn(driver: QueueDriver, name: string, from: BrowseFrom, options: PageOptions, limit: number, maxBytes: number, browser: QueueBrowser): Promise<BrowseResult | undefined> {
   return browser.page(driver, name, { ...options, from, limit, maxBytes, partition: undefined }).catch(neverWritten);
 }
 

@@ -62,25 +62,34 @@ export interface BrowseResult {
 
 export const BROWSE_DEFAULTS = { from: "earliest", limit: 50, maxBytes: 1024 * 1024 } as const;
 export const BROWSE_MAX_LIMIT = 1000;
+
+/** Browse options with the page's start and limits set (defaulted and checked once, in `browseMessages`). */
+export type PageOptions = BrowseOptions & { from: BrowseFrom; limit: number; maxBytes: number };
+
+function resolvePage(options: BrowseOptions): PageOptions {
+  const { from = BROWSE_DEFAULTS.from, limit = BROWSE_DEFAULTS.limit, maxBytes = BROWSE_DEFAULTS.maxBytes } = options;
+  checkInteger("limit", limit, 1, BROWSE_MAX_LIMIT);
+  checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
+  return { ...options, from, limit, maxBytes };
+}
 /** How the reader names itself in problems it reports (no consumer name can have parentheses). */
 const BROWSER = "(browse)";
 
 /** A page of `queue`'s messages from `from`, read without any consumer. `E_NOT_FOUND` when the queue does not exist. */
 export async function browseMessages(driver: QueueDriver, queue: string, options: BrowseOptions = {}): Promise<BrowseResult> {
   assertName(queue, "queue");
+  const page = resolvePage(options);
   const partitions = await readPartitions(driver, queue);
-  if (partitions !== undefined) return browsePartitioned(driver, queue, partitions, options, { page: browseQueue, newestStart: (d, q, limit) => newestPage(d, q, limit, options.onProblem ?? defaultProblemReporter) });
+  if (partitions !== undefined) return browsePartitioned(driver, queue, partitions, page, { page: browseQueue, newestStart: (d, q, limit) => newestPage(d, q, limit, options.onProblem ?? defaultProblemReporter) });
   if (options.partition !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: browse it without a partition.`);
   if (typeof options.from === "string" && /^p\d/.test(options.from)) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: give a cursor "<part>.<position>.<count>", not ${JSON.stringify(options.from.slice(0, 60))}.`);
-  return browseQueue(driver, queue, options);
+  return browseQueue(driver, queue, page);
 }
 
 /** A page of one ordinary queue (a partition is one). */
-async function browseQueue(driver: QueueDriver, queue: string, options: BrowseOptions): Promise<BrowseResult> {
-  const { from = BROWSE_DEFAULTS.from, limit = BROWSE_DEFAULTS.limit, maxBytes = BROWSE_DEFAULTS.maxBytes, raw = false, zstd = loadZstd } = options;
+async function browseQueue(driver: QueueDriver, queue: string, options: PageOptions): Promise<BrowseResult> {
+  const { from, limit, maxBytes, raw = false, zstd = loadZstd } = options;
   const report = options.onProblem ?? defaultProblemReporter;
-  checkInteger("limit", limit, 1, BROWSE_MAX_LIMIT);
-  checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
   const parts = await listParts(driver, queue);
   const info = await readQueueInfo(driver, queue, report);
   if (!info && parts.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);

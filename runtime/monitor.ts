@@ -17,7 +17,8 @@ import type { HeldConsumer, QueueRegistry } from "./registry";
  * from memory, so a scrape or a page of 1,000 queues costs no I/O.
  *
  * Sampling runs while someone looks (`snapshot()`), and stops after `idleMs` without a look.
- * Counters (`producedTotal`, ...) count what the samples saw change since this server started
+ * Counters (`producedTotal`, ...) count what the samples saw change since the first sample of
+ * each queue (the first look of all, or, for a queue that appears later, its first message)
  * (Prometheus counters may reset with the process); they are exact across any gap between
  * samples while the parts in between still exist.
  */

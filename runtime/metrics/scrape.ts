@@ -21,13 +21,13 @@ const QUEUE_SERIES: [string, MetricType, string, (q: QueueSample) => number][] =
   ["vqueue_queue_messages", "gauge", "Messages in the queue's parts on storage.", (q) => q.messages],
   ["vqueue_queue_bytes", "gauge", "Bytes of the queue's parts on storage.", (q) => q.bytes],
   ["vqueue_queue_parts", "gauge", "Parts of the queue on storage.", (q) => q.parts],
-  ["vqueue_produced_messages_total", "counter", "Messages produced to the queue since this server started.", (q) => q.producedTotal],
-  ["vqueue_produced_bytes_total", "counter", "Bytes produced to the queue since this server started.", (q) => q.producedBytesTotal],
+  ["vqueue_produced_messages_total", "counter", "Messages produced to the queue since this server first sampled it (a scrape or a dashboard view starts the sampling; a queue that appears later counts from its first message).", (q) => q.producedTotal],
+  ["vqueue_produced_bytes_total", "counter", "Bytes produced to the queue since this server first sampled it.", (q) => q.producedBytesTotal],
 ];
 
 const CONSUMER_SERIES: [string, MetricType, string, (c: ConsumerSample) => number][] = [
-  ["vqueue_consumer_consumed_messages_total", "counter", "Messages the consumer moved past (committed or acked) since this server started.", (c) => c.consumedTotal],
-  ["vqueue_consumer_consumed_bytes_total", "counter", "Bytes the consumer moved past since this server started.", (c) => c.consumedBytesTotal],
+  ["vqueue_consumer_consumed_messages_total", "counter", "Messages the consumer moved past (committed or acked) since this server first sampled it.", (c) => c.consumedTotal],
+  ["vqueue_consumer_consumed_bytes_total", "counter", "Bytes the consumer moved past since this server first sampled it.", (c) => c.consumedBytesTotal],
   ["vqueue_consumer_lag_messages", "gauge", "Messages of the queue the consumer has not consumed yet.", (c) => c.lag],
   ["vqueue_consumer_lag_bytes", "gauge", "Bytes of the queue the consumer has not consumed yet.", (c) => c.lagBytes],
 ];

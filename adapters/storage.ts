@@ -142,12 +142,17 @@ function splitQuery(text: string): [string, string | undefined] {
   return at < 0 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
 
+/** Throws on a query parameter of a storage spec not in `known`, saying which are (`hint`). */
+function refuseUnknownParams(text: string, params: URLSearchParams, known: string[], hint = known.join(", ")): void {
+  const unknown = [...params.keys()].filter((k) => !known.includes(k));
+  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${hint}.`);
+}
+
 /** The fs driver's options in an `fs:` or `file:` spec's query: `lease` (ms). */
 function fsParams(text: string, query: string | undefined): { lockLeaseMs?: number } {
   if (query === undefined) return {};
   const params = new URLSearchParams(query);
-  const unknown = [...params.keys()].filter((k) => k !== "lease");
-  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use lease (ms: fs:./queues?lease=5000).`);
+  refuseUnknownParams(text, params, ["lease"], "lease (ms: fs:./queues?lease=5000)");
   const lease = params.get("lease");
   if (lease === null) return {};
   if (!/^\d{1,9}$/.test(lease)) throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
@@ -168,9 +173,7 @@ async function durableObjectBacked(text: string, env: WorkerEnv | undefined): Pr
     throw bad(`${found}. Bind the VQueueObject class as ${name} in the wrangler config ("durable_objects": { "bindings": [{ "name": "${name}", "class_name": "VQueueObject" }] }, and a migration that creates it); Durable Object namespaces bound now: ${namespaces.length > 0 ? namespaces.join(", ") : "none"}`);
   }
   const params = new URLSearchParams(query);
-  const known = ["prefix", "lease", "poll"];
-  const unknown = [...params.keys()].filter((k) => !known.includes(k));
-  if (unknown.length > 0) throw bad(`unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${known.join(", ")}`);
+  refuseUnknownParams(text, params, ["prefix", "lease", "poll"]);
   const number = (key: string) => (params.has(key) ? Number(params.get(key)) : undefined);
   const { default: durableObjectDriver } = await import("./drivers/durable-object");
   return durableObjectDriver({ namespace: namespace as DurableObjectNamespace, prefix: params.get("prefix") ?? undefined, lockLeaseMs: number("lease"), pollIntervalMs: number("poll"), key: `${name}:${params.get("prefix") ?? "vq"}` });
@@ -227,9 +230,7 @@ async function sentinelBacked(text: string): Promise<QueueDriver> {
 
 /** The redis driver's options that every `redis+vq` URL form takes as query parameters (`extra`: the form's own, checked by it). */
 function driverParams(text: string, params: URLSearchParams, extra: string[]) {
-  const known = ["prefix", ...extra, "lease", "replicas", "waitMs"];
-  const unknown = [...params.keys()].filter((k) => !known.includes(k));
-  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${known.join(", ")}.`);
+  refuseUnknownParams(text, params, ["prefix", ...extra, "lease", "replicas", "waitMs"]);
   const number = (name: string) => (params.has(name) ? Number(params.get(name)) : undefined);
   const replicas = number("replicas");
   return {

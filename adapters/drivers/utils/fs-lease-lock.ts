@@ -5,7 +5,7 @@ import { dirname, join } from "pathe";
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
 import { leaseLock } from "./lease";
-import { isCode, isOwnerAlive, myOwnerLine } from "./pid-lock";
+import { isCode, isOwnerAlive, myOwnerLine, readOwner } from "./pid-lock";
 
 /**
  * The fs driver's leased locks (its `lockLeaseMs` option): a pid lock (pid-lock.ts) that also
@@ -119,7 +119,7 @@ async function moveAside(path: string, content: string): Promise<boolean> {
     if (isCode(error, "ENOENT")) return true;
     throw error;
   }
-  const moved = await readText(aside);
+  const moved = await readOwner(aside);
   // Another's fresh lock (a process without leases took it meanwhile): given back.
   if (moved !== content) await link(aside, path).catch(() => {});
   await rm(aside, { force: true });
@@ -175,15 +175,6 @@ async function isLive(file: LockFile, path: string, leaseMs: number): Promise<bo
 function epochOf(content: string | undefined): number {
   const epoch = Number(content?.trim().split(" ")[3]);
   return Number.isSafeInteger(epoch) && epoch > 0 ? epoch : 0;
-}
-
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (error) {
-    if (isCode(error, "ENOENT")) return undefined;
-    throw error;
-  }
 }
 
 function readTextSync(path: string): string | undefined {
@@ -247,7 +238,7 @@ async function enterMutex(mutex: string, waitMs: number): Promise<void> {
     }
     if (await breakIfStale(mutex, owner)) continue;
     if (Date.now() >= deadline) {
-      throw new VQueueError("E_LOCKED", `[fs] The write mutex ${mutex} is held by ${(await readText(mutex))?.trim() || "a process"} that does not let go (paused?) after ${waitMs} ms.`);
+      throw new VQueueError("E_LOCKED", `[fs] The write mutex ${mutex} is held by ${(await readOwner(mutex))?.trim() || "a process"} that does not let go (paused?) after ${waitMs} ms.`);
     }
     await new Promise((resolve) => setTimeout(resolve, delay));
   }

@@ -1,6 +1,10 @@
 /**
  * One instance of a partitioned queue for test/engine/partitioned-multi.test.ts, in its own process:
  * `node --import jiti/register test/helpers/partition-worker.ts <mode> <dir> <queue> <id> <ms>`.
+ * It runs until `<ms>` have passed or the file `<dir>/stop~<id>` exists (a test stops it once
+ * what it waits for happened, rather than guessing a run long enough on a loaded machine);
+ * while `<dir>/hold~<id>` exists, a consumer waits after each batch (committed or acknowledged).
+ * The driver's listings leave out names with a `~`.
  * - `writer`: a PartitionedWriter (fsync) for `<ms>`: two loops produce keyed messages
  *   `<id>:<key>:<n>` (loop L owns keys kL, kL+2, ... of k0-k7, shared by every writer, so
  *   partitions change hands), one loop produces unkeyed `<id>:-:<n>`. Prints `ack <message> <partition>`
@@ -11,6 +15,8 @@
  *   printing `ack <message>` once acknowledged, and `held <ms> <partitions>` each time the partitions
  *   it holds change (`<ms>`: the time); at the end `end <ms>` (before it lets go), `handed <n>`, `done`.
  */
+import { existsSync } from "node:fs";
+import { join } from "pathe";
 import fsDriver from "../../adapters/drivers/fs";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
 import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
@@ -20,7 +26,11 @@ const [mode, dir, queue, id, ms] = process.argv.slice(2);
 const driver = fsDriver({ dir: dir! });
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const until = Date.now() + Number(ms);
+const running = () => Date.now() < until && !existsSync(join(dir!, `stop~${id}`));
 const pause = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay));
+const hold = async () => {
+  while (running() && existsSync(join(dir!, `hold~${id}`))) await pause(20);
+};
 const quiet = { onProblem: () => {} };
 
 switch (mode) {
@@ -28,7 +38,7 @@ switch (mode) {
     const writer = await PartitionedWriter.open(queue!, { driver, durability: "fsync", ...quiet });
     out("ready");
     const loop = async (keys: string[] | undefined) => {
-      for (let n = 0; Date.now() < until; n++) {
+      for (let n = 0; running(); n++) {
         const key = keys?.[n % keys.length];
         const message = `${id}:${key ?? "-"}:${n}`;
         try {
@@ -48,13 +58,14 @@ switch (mode) {
   case "consumer": {
     const consumer = await PartitionedConsumer.open(queue!, "readers", { driver, pollIntervalMs: 20, ...quiet });
     out("ready");
-    while (Date.now() < until) {
+    while (running()) {
       const batch = await consumer.poll({ max: 10, timeoutMs: 100 });
       for (const message of batch) out(`got ${message.partition} ${message.data as string}`);
       if (batch.length === 0) continue;
       await pause(15); // some work
       await consumer.commit(consumer.cursor);
       out("committed");
+      await hold();
     }
     out(`handed ${consumer.handedOver}`);
     await consumer.close();
@@ -64,7 +75,7 @@ switch (mode) {
     const shared = await PartitionedSharedConsumer.open(queue!, "workers", { driver, ...quiet });
     out("ready");
     let held = "";
-    while (Date.now() < until) {
+    while (running()) {
       const batch = await shared.poll({ max: 5, timeoutMs: 100 });
       if (shared.held().join() !== held) out(`held ${Date.now()} ${(held = shared.held().join())}`);
       await pause(15); // some work
@@ -72,6 +83,7 @@ switch (mode) {
         await shared.ack(lease);
         out(`ack ${lease.data as string}`);
       }
+      if (batch.length > 0) await hold();
     }
     out(`end ${Date.now()}`);
     out(`handed ${shared.handedOver}`);

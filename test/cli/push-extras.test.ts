@@ -16,8 +16,9 @@ async function bodies(dir: string, queue: string): Promise<string[]> {
 describe("v-queue push --delay / --at / --key", () => {
   it("direct: --delay keeps the messages aside until due (moved by the next writer), --key pushes once", async () => {
     const dir = await freshDir();
-    const delayed = await cli(["push", "q", "later", "--delay", "4s", "--dir", dir]);
-    const due = Date.now() + 4000;
+    // Due after the two pushes below, however long a loaded machine takes to start them.
+    const delayed = await cli(["push", "q", "later", "--delay", "10s", "--dir", dir]);
+    const due = Date.now() + 10_000;
     expect(delayed.code, delayed.stderr).toBe(0);
     expect(delayed.stdout + delayed.stderr).toMatch(/delayed until \d{4}-/);
     for (let i = 0; i < 2; i++) expect((await cli(["push", "q", "once", "--key", "k1", "--dir", dir])).code).toBe(0);
@@ -26,7 +27,7 @@ describe("v-queue push --delay / --at / --key", () => {
     // The next push opens the writer, which moves what is due first.
     expect((await cli(["push", "q", "last", "--dir", dir])).code).toBe(0);
     expect(await bodies(dir, "q")).toEqual(["once", "later", "last"]);
-  }, 30_000);
+  }, 45_000);
 
   const server = useServer(freshDir);
   it("over HTTP: --at and --key go to the server", async () => {

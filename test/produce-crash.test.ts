@@ -56,7 +56,9 @@ describe("delayed messages across a SIGKILL of the writer's process", () => {
       child.process.kill("SIGKILL");
       await child.exited;
       const writer = await QueueWriter.open(`mq${run}`, { driver: fsDriver({ dir }), ...quiet });
+      // The last is due about 1.8 s after the ack; a loaded machine may move them later still.
       await new Promise((done) => setTimeout(done, 2500));
+      for (const deadline = Date.now() + 20_000; (await readAll(dir, `mq${run}`, "peek")).length < 300 && Date.now() < deadline; ) await new Promise((done) => setTimeout(done, 100));
       await writer.close();
       const got = await readAll(dir, `mq${run}`, "c");
       expect(got.length, `run ${run}`).toBe(300);

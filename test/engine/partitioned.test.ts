@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import unstorageDriver from "../../adapters/drivers/unstorage";
@@ -220,13 +220,14 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
 
     it("takes no new partition for batches without a key while one it holds goes unused (a slow producer keeps its writers)", async () => {
       const { driver } = make();
-      const writer = await PartitionedWriter.open("slow", { driver, partitions: 4, idleMs: 400, ...quiet });
+      const writer = await PartitionedWriter.open("slow", { driver, partitions: 4, idleMs: 2000, ...quiet });
       await writer.produce(["a"]);
       await writer.produce(["b"]);
       expect(writer.held()).toHaveLength(2);
       // Past idleMs / 2 unused: the next batches go to those two, no third writer is opened (until
       // both are in use again: a producer of r batches a second keeps about r * idleMs / 2 writers).
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      // Well before idleMs, so that a slow machine does not let them go first.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
       const held = writer.held();
       const first = (await writer.produce(["c0"])).partition;
       const second = (await writer.produce(["c1"])).partition;
@@ -373,7 +374,8 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await writer.produce(["later"], { partitionKey: other, delayMs: 60_000 });
       expect(writer.held()).toHaveLength(2);
       await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(writer.held()).toEqual([partitionOfKey(other, 2)]);
+      // The release runs on its own: given time on a slow machine.
+      await vi.waitFor(() => expect(writer.held()).toEqual([partitionOfKey(other, 2)]), { timeout: 10_000, interval: 50 });
       await writer.close();
     });
   });

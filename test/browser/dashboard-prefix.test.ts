@@ -84,7 +84,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     expect(polls).toBe(whileHidden);
     expect(await page.locator("#status").textContent()).toBe("Paused");
     await visibility(false);
-    await expect.poll(() => polls, { timeout: 1000 }).toBeGreaterThan(whileHidden);
+    await expect.poll(() => polls, { timeout: 5000 }).toBeGreaterThan(whileHidden);
 
     // A 403 (rights taken away meanwhile), then the server back to normal.
     await page.route("**/api/v1/overview?*", (route) => route.fulfill({ status: 403, json: { error: { code: "E_FORBIDDEN", message: 'User "admin" has no read right.' } } }));

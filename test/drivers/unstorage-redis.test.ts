@@ -134,7 +134,7 @@ describe.skipIf(!available)("over a real redis-server", () => {
         const { createStorage } = await import("unstorage");
         const redisDriver = (await import("unstorage/drivers/redis")).default;
         const storage = createStorage({ driver: redisDriver({ url: ${JSON.stringify(server.url)} }) });
-        const q = await QueueWriter.open("held", { driver: unstorageDriver({ storage, base: "locks", lockLeaseMs: 600 }), durability: "none" });
+        const q = await QueueWriter.open("held", { driver: unstorageDriver({ storage, base: "locks", lockLeaseMs: 2000 }), durability: "none" });
         await q.pushBatch(["from-child-1", "from-child-2"]);
         console.log("ready");
         setInterval(() => {}, 1000);
@@ -146,14 +146,15 @@ describe.skipIf(!available)("over a real redis-server", () => {
         child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("ready") && ok());
         child.once("exit", () => fail(new Error(`child exited: ${err}`)));
       });
-      const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 600 });
-      await new Promise((r) => setTimeout(r, 700)); // past one lease: the child refreshes it
+      // A lease long enough that the child's refresh and the checks after the kill are not outrun on a loaded machine.
+      const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 2000 });
+      await new Promise((r) => setTimeout(r, 2200)); // past one lease: the child refreshes it
       await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGKILL");
       await exited;
       await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
-      await new Promise((r) => setTimeout(r, 650));
+      await new Promise((r) => setTimeout(r, 2100));
       const q = await QueueWriter.open("held", { driver, durability: "none" });
       await q.push("from-parent");
       await q.close();

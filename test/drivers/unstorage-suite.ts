@@ -98,9 +98,9 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
     it("keeps a live holder's lock, frees it on release, and lets it expire when the holder dies", async () => {
       const { storage } = await setup();
       const holder = spyOn(storage);
-      const a = await unstorageDriver({ storage: holder.storage, lockLeaseMs: 120, key: "a" }).lock("x.lock");
+      const a = await unstorageDriver({ storage: holder.storage, lockLeaseMs: 500, key: "a" }).lock("x.lock");
       expect(a).toBeDefined();
-      await new Promise((resolve) => setTimeout(resolve, 300)); // over two leases: refreshed
+      await new Promise((resolve) => setTimeout(resolve, 1200)); // over two leases: refreshed (a lease long enough for a loaded machine's late timers)
       const b = unstorageDriver({ storage, lockLeaseMs: 120, key: "b" });
       expect(await b.lock("x.lock")).toBeUndefined();
       await a!.release();

@@ -55,11 +55,11 @@ describe("shared consumers over HTTP", () => {
     const [m] = (await lease(s, { max: 1 })).messages;
     expect(await call<NackResponse>(s, `${C}/nack`, { leases: [m!.lease], delayMs: 300 })).toEqual({ nacked: 1, errors: [] });
     expect((await lease(s)).messages).toEqual([]);
-    const back = (await lease(s, { timeoutMs: 3000, leaseMs: 300 })).messages[0]!;
+    const back = (await lease(s, { timeoutMs: 3000, leaseMs: 1500 })).messages[0]!;
     expect(back).toMatchObject({ data: "a", deliveries: 2 });
     const extended = await call<ExtendResponse>(s, `${C}/extend`, { leases: [back.lease], leaseMs: 5000 });
     expect(extended.extended[0]!.lease).toBe(back.lease);
-    expect(extended.extended[0]!.leaseUntil).toBeGreaterThan(back.leaseUntil + 4000);
+    expect(extended.extended[0]!.leaseUntil).toBeGreaterThan(back.leaseUntil + 3000);
     await sleep(400);
     expect((await lease(s)).messages).toEqual([]); // still held
     await call<ExtendResponse>(s, `${C}/extend`, { leases: [back.lease], leaseMs: 100 });

@@ -1,4 +1,4 @@
-import { constants, readSync, watch as fsWatch, writeSync } from "node:fs";
+import { constants, ftruncateSync, readSync, renameSync, watch as fsWatch, writeSync } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type LogFile, type RecordFile } from "../../src/driver";
@@ -58,9 +58,14 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   if (leaseMs !== undefined && (!Number.isSafeInteger(leaseMs) || leaseMs < MIN_LEASE_MS || leaseMs > MAX_LEASE_MS)) {
     throw optionError(`Invalid option of the fs driver: lockLeaseMs must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS} (ms), or left out for locks held as long as their process lives (got ${String(leaseMs)}).`);
   }
-  /** A write by a lock's holder: with leases, checked against the lock inside its write mutex. */
-  const fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>): Promise<T> =>
-    fence && leaseMs !== undefined ? fencedFsWrite(fence, write).catch((error) => (VQueueError.isError(error) ? Promise.reject(error) : fail(error))) : write();
+  /**
+   * A write by a lock's holder: with leases, checked against the lock inside its write mutex, and
+   * made there with synchronous calls (`underFence`): a holder paused inside the mutex delays a
+   * takeover until it runs again, so the mutex is held for a few system calls, never for a turn
+   * of the thread pool queued behind other files' fsyncs.
+   */
+  const fenced: Fenced = (fence, write) =>
+    fence && leaseMs !== undefined ? fencedFsWrite(fence, () => write(true)).catch((error) => (VQueueError.isError(error) ? Promise.reject(error) : fail(error))) : write(false);
   let ready: Promise<unknown> | undefined;
   const ensureBase = () => (ready ??= mkdir(base, { recursive: true }).catch(fail));
   const abs = (path: string) => {
@@ -122,7 +127,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
       if (!fence || leaseMs === undefined) return void (await rm(full, { recursive: true, force: true }).catch(fail));
       // Inside the mutex only a rename (a part's files can take a while to delete): the `~` name is not listed.
       const aside = `${full}~removed-${process.pid}-${Date.now().toString(36)}`;
-      const moved = await fenced(fence, () => rename(full, aside).then(() => true, (error) => ((error as NodeJS.ErrnoException).code === "ENOENT" ? false : fail(error))));
+      const moved = await fenced(fence, async () => renameSyncIfThere(full, aside));
       if (moved) await rm(aside, { recursive: true, force: true }).catch(fail);
     },
     async lock(path) {
@@ -136,7 +141,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     writeAtomic(path, data, { sync, fence }) {
       const full = abs(path);
       // Written and synced before the mutex; inside it, only the rename.
-      return writeWhole(full, data, sync, (temp) => fenced(fence, () => rename(temp, full)));
+      return writeWhole(full, data, sync, (temp) => fenced(fence, async (underFence) => (underFence ? void renameSyncIfThere(temp, full, true) : rename(temp, full))));
     },
     async syncDir(dir) {
       try {
@@ -170,7 +175,8 @@ export default fsDriver;
 const MIN_LEASE_MS = 1000;
 const MAX_LEASE_MS = 86_400_000;
 
-type Fenced = <T>(fence: DriverLock | undefined, write: () => Promise<T>) => Promise<T>;
+/** Runs a write, fenced by `fence` when given with leases; `underFence`: inside the mutex, where its calls are synchronous. */
+type Fenced = <T>(fence: DriverLock | undefined, write: (underFence: boolean) => Promise<T>) => Promise<T>;
 
 /** Replaces the file at `full` whole: readers see all of it or none. `place` puts the written temporary file there. */
 async function writeWhole(full: string, data: Uint8Array, sync: boolean, place: (temp: string) => Promise<void>): Promise<void> {
@@ -197,14 +203,33 @@ function fail(error: unknown): never {
   throw ioError(DRIVER_NAME, error);
 }
 
+/** Renames `from` to `to` (synchronous: inside a write mutex); false when `from` is not there, unless `required`. */
+function renameSyncIfThere(from: string, to: string, required = false): boolean {
+  try {
+    renameSync(from, to);
+    return true;
+  } catch (error) {
+    if (!required && (error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    fail(error);
+  }
+}
+
+function truncateSync(handle: NodeFileHandle, length: number): void {
+  try {
+    ftruncateSync(handle.fd, length);
+  } catch (error) {
+    fail(error);
+  }
+}
+
 function createLog(handle: NodeFileHandle, inlineIOBytes: number, fenced: Fenced): LogFile {
   return {
     async size() {
       return (await handle.stat().catch(fail)).size;
     },
     read: (position, length) => readAt(handle, position, length, inlineIOBytes),
-    append: (at, data, fence) => fenced(fence, () => writeAt(handle, at, data, inlineIOBytes)),
-    truncate: (length, fence) => fenced(fence, () => handle.truncate(length).catch(fail)),
+    append: (at, data, fence) => fenced(fence, (underFence) => writeAt(handle, at, data, underFence ? Number.POSITIVE_INFINITY : inlineIOBytes)),
+    truncate: (length, fence) => fenced(fence, async (underFence) => (underFence ? truncateSync(handle, length) : handle.truncate(length).catch(fail))),
     async sync() {
       await handle.datasync().catch(fail);
     },
@@ -219,7 +244,7 @@ function createRecord(handle: NodeFileHandle, fenced: Fenced): RecordFile {
   return {
     // Info lines are short; the crate's leftovers after the first line are read too, and ignored.
     read: () => readAt(handle, 0, RECORD_READ, RECORD_READ),
-    replace: (data, fence) => fenced(fence, () => writeAt(handle, 0, data, RECORD_READ)),
+    replace: (data, fence) => fenced(fence, (underFence) => writeAt(handle, 0, data, underFence ? Number.POSITIVE_INFINITY : RECORD_READ)),
     async sync() {
       await handle.datasync().catch(fail);
     },

@@ -4,7 +4,7 @@
  * SIGSTOP past the lease, SIGKILLed, or running without leases beside them.
  */
 import { readdirSync, utimesSync } from "node:fs";
-import { readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "pathe";
 import { describe, expect, it } from "vitest";
@@ -148,4 +148,20 @@ describe("fs driver, leased locks", () => {
     const { all } = await readAll(fsDriver({ dir, lockLeaseMs: 2000 }), "mx");
     expect(all.map((m) => m.data)).toEqual(["first", "second"]);
   }, 30_000);
+
+  it("sweeps what a killed process left beside its locks (a part moved aside to delete, temp and owner files), not what a live one has", async () => {
+    const dir = await freshDir();
+    const dead = 2 ** 22 + 1; // above Linux's pid limit: never alive
+    const left = [`q-0~removed-${dead}-lz3k9`, `q_queue.lock~${dead}.0badf00d.tmp`, `q_queue.lock~${dead}.0badf00d.stale`, `.vq-owner~${dead}~cafe0123`];
+    const kept = [`q-1~removed-${process.pid}-lz3k9`, `q_queue.lock~1.0badf00d.tmp`];
+    await mkdir(join(dir, left[0]!));
+    await writeFile(join(dir, left[0]!, "00000000.data"), "old part");
+    for (const name of [...left.slice(1), ...kept]) await writeFile(join(dir, name), "x");
+    const q = await QueueWriter.open("q", { driver: fsDriver({ dir, lockLeaseMs: 2000 }), durability: "none" });
+    await q.push("one"); // the first write mutex this process makes in the directory
+    const names = await readdir(dir);
+    expect(left.filter((name) => names.includes(name))).toEqual([]);
+    expect(kept.filter((name) => !names.includes(name))).toEqual([]);
+    await q.close();
+  });
 });

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { linkSync, lstatSync, readdirSync, readFileSync, rmSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { unlinkSync, utimesSync } from "node:fs";
 import { link, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, join } from "pathe";
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
+import { readTextSync, withMutex } from "./fs-write-mutex";
 import { leaseLock } from "./lease";
-import { isCode, isOwnerAlive, myOwnerLine, readOwner } from "./pid-lock";
+import { isCode, isOwnerAlive, myOwnerLine } from "./pid-lock";
 
 /**
  * The fs driver's leased locks (its `lockLeaseMs` option): a pid lock (pid-lock.ts) that also
@@ -26,9 +26,10 @@ import { isCode, isOwnerAlive, myOwnerLine, readOwner } from "./pid-lock";
  * runs without leases (no epoch in it) never runs out either: that process would not be fenced.
  */
 
-const MUTEX_SUFFIX = "~fence";
 /** How long a takeover waits for a lock's write mutex before it says "held" (the caller retries). */
 const TAKEOVER_WAIT_MS = 50;
+/** How long a release waits for the write mutex before it leaves the lock file to run out. */
+const FREE_WAIT_MS = 5000;
 
 interface FenceInfo {
   path: string;
@@ -76,10 +77,13 @@ export async function acquireFsLeaseLock(path: string, key: string, leaseMs: num
       if (readTextSync(path) !== held) return false;
       const now = new Date();
       utimesSync(path, now, now);
-      return true;
+      // Still ours after the touch: a takeover that judged the lock expired just before it may
+      // have replaced the file in between (the touch then went to the successor's file).
+      return readTextSync(path) === held;
     },
     free: async () => {
-      await withMutex(path, leaseMs, () => {
+      // A short wait: a process that ends should not hang behind a paused one's mutex.
+      await withMutex(path, Math.min(leaseMs, FREE_WAIT_MS), () => {
         if (readTextSync(path) === held) unlinkSync(path);
       }).catch(() => {}); // left in place, it runs out
     },
@@ -97,7 +101,7 @@ async function putInPlace(path: string, judged: LockFile | undefined, candidate:
   const temp = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
     await writeFile(temp, candidate);
-    if (judged && !(await moveAside(path, judged.content))) return false;
+    if (judged && !(await moveAside(path, judged))) return false;
     try {
       await link(temp, path);
       return true;
@@ -110,8 +114,12 @@ async function putInPlace(path: string, judged: LockFile | undefined, candidate:
   }
 }
 
-/** Removes the stale file at `path` if it still holds `content` (moved aside, then checked); false when it changed. */
-async function moveAside(path: string, content: string): Promise<boolean> {
+/**
+ * Removes the stale file at `path` if it is still the one judged (moved aside, then checked:
+ * the same content, not touched since); false when it changed. A holder that ran again and
+ * renewed its lock just before the move keeps it.
+ */
+async function moveAside(path: string, judged: LockFile): Promise<boolean> {
   const aside = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.stale`;
   try {
     await rename(path, aside);
@@ -119,11 +127,12 @@ async function moveAside(path: string, content: string): Promise<boolean> {
     if (isCode(error, "ENOENT")) return true;
     throw error;
   }
-  const moved = await readOwner(aside);
-  // Another's fresh lock (a process without leases took it meanwhile): given back.
-  if (moved !== content) await link(aside, path).catch(() => {});
+  const moved = await readLockFile(aside);
+  const same = moved?.content === judged.content && moved.mtimeMs === judged.mtimeMs;
+  // Another's fresh lock (a process without leases took it meanwhile), or renewed: given back.
+  if (!same) await link(aside, path).catch(() => {});
   await rm(aside, { force: true });
-  return moved === content;
+  return same;
 }
 
 /** Whether a live, unexpired holder has the leased lock at `path`. */
@@ -175,159 +184,4 @@ async function isLive(file: LockFile, path: string, leaseMs: number): Promise<bo
 function epochOf(content: string | undefined): number {
   const epoch = Number(content?.trim().split(" ")[3]);
   return Number.isSafeInteger(epoch) && epoch > 0 ? epoch : 0;
-}
-
-function readTextSync(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (error) {
-    if (isCode(error, "ENOENT")) return undefined;
-    throw error;
-  }
-}
-
-/** This process's turns at each mutex, one after another: the mutex file is per process, not per call. */
-const turns = new Map<string, Promise<unknown>>();
-
-/**
- * Runs `run` inside the write mutex of the lock at `path`: first in this process's turn, then
- * holding the mutex file. Waits at most `waitMs` for another process's mutex (`E_LOCKED`).
- */
-function withMutex<T>(path: string, waitMs: number, run: () => Promise<T> | T): Promise<T> {
-  const mutex = path + MUTEX_SUFFIX;
-  const before = turns.get(mutex) ?? Promise.resolve();
-  const result = before.then(async () => {
-    await enterMutex(mutex, waitMs);
-    try {
-      return await run();
-    } finally {
-      leaveMutex(mutex);
-    }
-  });
-  const after = result.catch(() => {});
-  turns.set(mutex, after);
-  void after.then(() => {
-    if (turns.get(mutex) === after) turns.delete(mutex);
-  });
-  return result;
-}
-
-/** Never throws: the write inside landed or failed on its own, and says so. */
-function leaveMutex(mutex: string): void {
-  try {
-    unlinkSync(mutex);
-  } catch {
-    // Left in place (a file system refusing the unlink), a live owner's mutex waits for this
-    // process to end: nothing better can be done here.
-  }
-}
-
-async function enterMutex(mutex: string, waitMs: number): Promise<void> {
-  const me = await myOwnerLine();
-  const deadline = Date.now() + waitMs;
-  for (let delay = 1; ; delay = Math.min(delay * 2, 16)) {
-    // A link to this process's owner file: the mutex appears with its owner in it, in one step.
-    const owner = ownerFileBeside(mutex, me);
-    try {
-      linkSync(owner, mutex);
-      return;
-    } catch (error) {
-      // The owner file was removed under us: made again at the next turn.
-      if (isCode(error, "ENOENT")) ownerFiles.delete(dirname(mutex));
-      else if (!isCode(error, "EEXIST")) throw error;
-    }
-    if (await breakIfStale(mutex, owner)) continue;
-    if (Date.now() >= deadline) {
-      throw new VQueueError("E_LOCKED", `[fs] The write mutex ${mutex} is held by ${(await readOwner(mutex))?.trim() || "a process"} that does not let go (paused?) after ${waitMs} ms.`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, delay));
-  }
-}
-
-/** This process's owner files (`.vq-owner~<pid>~<hex>`, holding its owner line), by directory. */
-const ownerFiles = new Map<string, string>();
-let exitHooked = false;
-
-/**
- * This process's owner file in the mutex's directory (made once; removed when the process
- * exits, and by the next process to make one there if it was killed).
- */
-function ownerFileBeside(mutex: string, me: string): string {
-  const dir = dirname(mutex);
-  let file = ownerFiles.get(dir);
-  if (file) return file;
-  removeDeadOwnerFiles(dir);
-  file = join(dir, `${OWNER_FILE_PREFIX}${process.pid}~${randomBytes(4).toString("hex")}`);
-  writeFileSync(file, me);
-  if (!exitHooked) {
-    exitHooked = true;
-    process.once("exit", () => ownerFiles.forEach((path) => rmSync(path, { force: true })));
-  }
-  ownerFiles.set(dir, file);
-  return file;
-}
-
-const OWNER_FILE_PREFIX = ".vq-owner~";
-
-/** Owner files of processes on this host that are gone (SIGKILL skips the exit hook). */
-function removeDeadOwnerFiles(dir: string): void {
-  for (const name of readdirSync(dir)) {
-    const pid = Number(name.slice(OWNER_FILE_PREFIX.length).split("~")[0]);
-    if (!name.startsWith(OWNER_FILE_PREFIX) || !Number.isSafeInteger(pid) || pid <= 0 || isPidAlive(pid)) continue;
-    rmSync(join(dir, name), { force: true });
-  }
-}
-
-function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return !isCode(error, "ESRCH");
-  }
-}
-
-/**
- * Removes a mutex left by a dead process (or by this module earlier: its turns never overlap,
- * so a mutex linked to its own owner file is a leftover); true when it is gone. Breakers take
- * turns through a second mutex (`~break`, the same kind): inside it the judged mutex can only be
- * the same file still (its owner is dead, and no other breaker runs), so it is unlinked, never
- * moved and put back.
- */
-async function breakIfStale(mutex: string, owner: string): Promise<boolean> {
-  const judged = await judgeMutex(mutex, owner);
-  if (judged !== "stale") return judged === "gone";
-  const breaker = mutex + BREAK_SUFFIX;
-  try {
-    linkSync(owner, breaker);
-  } catch (error) {
-    if (!isCode(error, "EEXIST")) throw error;
-    // Another breaker: done soon, unless it died inside (then its file goes, and we try again).
-    if ((await judgeMutex(breaker, owner)) === "stale") rmSync(breaker, { force: true });
-    return false;
-  }
-  try {
-    if ((await judgeMutex(mutex, owner)) === "stale") rmSync(mutex, { force: true });
-    return true;
-  } finally {
-    rmSync(breaker, { force: true });
-  }
-}
-
-const BREAK_SUFFIX = "~break";
-
-/** A mutex file's state: absent, held by a live owner, or stale (its owner is dead, or it is this module's own leftover). */
-async function judgeMutex(mutex: string, owner: string): Promise<"gone" | "held" | "stale"> {
-  let content: string | undefined;
-  let ino: number;
-  try {
-    ino = lstatSync(mutex).ino;
-    content = readTextSync(mutex);
-  } catch (error) {
-    if (isCode(error, "ENOENT")) return "gone";
-    throw error;
-  }
-  if (content === undefined) return "gone";
-  if (ino === lstatSync(owner, { throwIfNoEntry: false })?.ino) return "stale";
-  return (await isOwnerAlive(content, mutex)) ? "held" : "stale";
 }

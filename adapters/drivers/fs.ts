@@ -181,7 +181,7 @@ type Fenced = <T>(fence: DriverLock | undefined, write: (underFence: boolean) =>
 /** Replaces the file at `full` whole: readers see all of it or none. `place` puts the written temporary file there. */
 async function writeWhole(full: string, data: Uint8Array, sync: boolean, place: (temp: string) => Promise<void>): Promise<void> {
   // A temporary name of this process's own, then a rename: readers see all of it or none.
-  const temp = `${full}.tmp-${process.pid}`;
+  const temp = `${full}~tmp-${process.pid}`; // a `~`: not listed (a reader of the directory never takes it for a queue's or consumer's file)
   try {
     const handle = await open(temp, "w");
     try {

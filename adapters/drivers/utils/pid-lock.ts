@@ -28,7 +28,8 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
   if (current !== undefined && (await isOwnerAlive(current, path))) return undefined;
   const me = await myOwnerLine();
   for (let attempt = 0; attempt < 5; attempt++) {
-    const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    // Names with a `~`: the fs driver does not list them (they would read as files of a consumer named `c.lock.<pid>...`).
+    const tmp = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     await writeFile(tmp, me);
     try {
       // The file's identity, for the release: the link below names the same inode.
@@ -44,7 +45,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
     if (held === undefined) continue; // released meanwhile: try again
     if (await isOwnerAlive(held, path)) return undefined;
     // Stale: move it aside atomically, and check that what we moved is what we judged.
-    const aside = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.stale`;
+    const aside = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.stale`;
     try {
       await rename(path, aside);
     } catch (error) {

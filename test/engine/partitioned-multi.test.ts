@@ -15,15 +15,18 @@ const WORKER = resolve(import.meta.dirname, "../helpers/partition-worker.ts");
 const P = 4;
 
 const worker = (mode: string, dir: string, id: string, ms: number): Child => startScript(WORKER, mode, dir, "orders", id, String(ms));
-const linesOf = (child: Child, prefix: string) => child.lines.filter((line) => line.startsWith(prefix)).map((line) => line.slice(prefix.length));
+/** The lines starting with `prefix` (printed since `from` lines had been), without it. */
+const linesOf = (child: Child, prefix: string, from = 0) =>
+  child.lines
+    .slice(from)
+    .filter((line) => line.startsWith(prefix))
+    .map((line) => line.slice(prefix.length));
 const handed = (child: Child) => Number(linesOf(child, "handed ")[0] ?? 0);
-/** The lines starting with `prefix` printed since `from` lines had been, without it. */
-const linesSince = (child: Child, from: number, prefix: string) => linesOf({ ...child, lines: child.lines.slice(from) }, prefix);
-/** Resolves once `condition` holds (30 s at most: what the test waits for never came). */
-const until = (what: string, condition: () => boolean) =>
+/** Resolves once `condition` holds (30 s at most: what the test waits for never came; `what` may describe the state then). */
+const until = (what: string | (() => string), condition: () => boolean) =>
   vi.waitFor(
     () => {
-      if (!condition()) throw new Error(`waited 30 s for ${what}`);
+      if (!condition()) throw new Error(`waited 30 s for ${typeof what === "string" ? what : what()}`);
     },
     { timeout: 30_000, interval: 50 },
   );
@@ -68,7 +71,7 @@ describe("partitioned queues across processes", () => {
     // Once all three run, each writes a hundred more: they overlap, whatever their start-up took.
     await Promise.all(writers.map((w) => w.waitFor((line) => line === "ready")));
     const from = writers.map((w) => w.lines.length);
-    await Promise.all(writers.map((w, i) => until(`writer ${ids[i]} to write 100`, () => linesSince(w, from[i]!, "ack ").length >= 100)));
+    await Promise.all(writers.map((w, i) => until(`writer ${ids[i]} to write 100`, () => linesOf(w, "ack ", from[i]!).length >= 100)));
     await stop(dir, writers.map((w, i) => [w, ids[i]!]));
     const acked = writers.flatMap((w) => linesOf(w, "ack ").map((line) => line.split(" ") as [string, string]));
     const { byPartition, problems } = await readAll(fsDriver({ dir }));
@@ -100,7 +103,7 @@ describe("partitioned queues across processes", () => {
     // rather than timed (a fixed run was too short on a loaded CI machine), then killed -9 too:
     // what it acknowledged was fsynced, so it must be there.
     const afterKill = survivor.lines.length;
-    const partitionsAfterKill = () => new Set(linesSince(survivor, afterKill, "ack ").map((line) => line.split(" ")[1]));
+    const partitionsAfterKill = () => new Set(linesOf(survivor, "ack ", afterKill).map((line) => line.split(" ")[1]));
     await until("the survivor to write to every partition", () => partitionsAfterKill().size === P);
     survivor.process.kill("SIGKILL");
     await survivor.exited;
@@ -204,7 +207,7 @@ describe("partitioned queues across processes", () => {
     const workers = [first, ...ids.slice(1).map((id) => startScript(WORKER, "shared", dir, "even", id, "60000"))];
     const heldNow = (w: Child) => linesOf(w, "held ").at(-1)?.split(" ")[1]?.split(",").filter(Boolean).length ?? 0;
     const balanced = () => workers.every((w) => heldNow(w) === 2);
-    await until(`two partitions each (held: ${JSON.stringify(workers.map((w) => linesOf(w, "held ")))})`, balanced);
+    await until(() => `two partitions each (held: ${JSON.stringify(workers.map((w) => linesOf(w, "held ")))})`, balanced);
     // And it stays so while all have work.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(workers.map(heldNow), JSON.stringify(workers.map((w) => linesOf(w, "held ")))).toEqual([2, 2, 2]);

@@ -36,8 +36,8 @@ export interface PruneOptions {
 /**
  * Applies `retention` to a queue once, from any process (the writer's runs it in the
  * background, `v-queue prune` and `POST .../prune` on demand). Deletes whole sealed parts,
- * oldest first, while a limit asks for it; never the current part (the greater of the one
- * `Q_info_queue` names and the newest part directory), and nothing when the queue line is
+ * oldest first, while a limit asks for it; never a part at or past the current one (the one
+ * `Q_info_queue` names or the newest part directory, whichever is older), and nothing when the queue line is
  * damaged (which part is current is then not known for sure). Each part is recorded in
  * `Q_info_pruned` (pruned.ts) before it is deleted, so that consumers are told what they missed.
  */
@@ -52,7 +52,10 @@ export async function pruneQueue(driver: QueueDriver, queue: string, retention: 
   const ids = await listParts(driver, queue);
   if (!info && ids.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
   if (damaged) return { ...result, refused: `the queue line of "${queue}" is damaged: which part is current is not known, so nothing is deleted` };
-  const current = Math.max(info?.part ?? -1, ids.at(-1) ?? -1);
+  // The lesser of the two: a lagging line (a crash between a new part and its line) keeps the
+  // parts after it, and a part directory a writer that lost its lock made past the live writer's
+  // part (made unfenced, see writer.ts) keeps the part actually being written.
+  const current = Math.min(info?.part ?? Number.POSITIVE_INFINITY, ids.at(-1) ?? Number.POSITIVE_INFINITY);
   const sealed = ids.filter((id) => id < current);
   if (!retains(retention) || sealed.length === 0) return result;
 

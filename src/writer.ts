@@ -414,7 +414,7 @@ export class QueueWriter {
   async #startPart(part: number): Promise<void> {
     const driver = this.#driver;
     // Making a directory is not a fenced write: a writer that lost its lock must not make the
-    // next part's (retention takes the newest part directory for the current part).
+    // next part's (readers and the next writer take the newest part directory for the current one once this writer is gone).
     await this.#lock.assertHeld?.();
     await driver.mkdir(partDir(this.name, part));
     const partFile = await this.#openLog(partPath(this.name, part));

@@ -9,6 +9,7 @@ import { encodeEntries, INDEX_ENTRY_SIZE, readPartIndex } from "../../src/part-i
 import { appendToLog, logSize, patchLog } from "../helpers/damage";
 import { pruneQueue } from "../../src/retention";
 import { listParts } from "../../src/recovery";
+import { partDir, partPath } from "../../src/paths";
 import type { EngineTestContext } from "./engine-suite";
 
 /**
@@ -159,6 +160,20 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       expect((await pruneQueue(ctx.driver, "q", { maxParts: 1, maxBytes: 1 })).deleted).toEqual([]);
       const c = await consumer(ctx.reopen());
       expect((await c.read({ max: 100 })).map((m) => m.data)).toEqual(texts(2, 40));
+    });
+
+    it("never deletes the part being written when a newer part directory exists beside it (made by a writer that had lost its lock)", async () => {
+      const ctx = await setup();
+      const q = await partsOfTen(ctx, 2, 3); // parts 0, 1 sealed, part 2 current and open
+      // A paused writer, its lock taken over meanwhile, made part 3's directory and file before its append was refused.
+      await ctx.driver.mkdir(partDir("q", 3));
+      await appendToLog(ctx.driver, partPath("q", 3), new Uint8Array(0));
+      expect(await listParts(ctx.driver, "q")).toEqual([0, 1, 2, 3]);
+      expect((await pruneQueue(ctx.driver, "q", { maxParts: 1 })).deleted.map((p) => p.part)).toEqual([0, 1]);
+      expect(await listParts(ctx.driver, "q")).toEqual([2, 3]);
+      await q.pushBatch(texts(2, 100));
+      const c = await consumer(ctx.driver);
+      expect((await c.read({ max: 100 })).map((m) => m.data)).toEqual([...texts(3, 20), ...texts(2, 100)]);
     });
 
     it("keeps at most maxBytes, counting the current part", async () => {

@@ -46,8 +46,8 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           id: stats.currentPart,
           count_pushed: stats.currentCount,
           is_ready: true,
-          // Totals over every part.
-          parts: stats.parts.length,
+          // Totals over every part (of every partition: a partitioned queue has none of its own).
+          parts: stats.partitionQueues ? stats.partitionQueues.reduce((sum, p) => sum + p.parts.length, 0) : stats.parts.length,
           messages: stats.messages,
           bytes: stats.bytes,
           consumers: stats.consumers.length,

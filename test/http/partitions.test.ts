@@ -320,7 +320,7 @@ describe("partitioned queues over HTTP: inspection", () => {
     await client.consume("events", "reader", { maxMessages: 3 }).then((r) => client.commit("events", "reader", r.cursor));
     expect((await client.queues()).queues).toEqual(["events", "plain"]);
     const info = await client.queue("events");
-    expect(info).toMatchObject({ name: "events", messages: 10, partitions: 3, consumers: 1 });
+    expect(info).toMatchObject({ name: "events", messages: 10, partitions: 3, consumers: 1, parts: landed.size });
     expect(info.partitionQueues!.map((p) => [p.partition, p.messages])).toEqual([...landed].sort((a, b) => a[0] - b[0]));
 
     // The monitor: one row, summed (lag 7 = 10 - 3 committed).

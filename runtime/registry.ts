@@ -118,9 +118,14 @@ export class QueueRegistry {
     let writer = this.#writers.get(queue);
     if (!writer) {
       const admin = this.#adminDone(queue);
-      writer = admin.then(() => this.driver()).then((driver) =>
-        this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))),
-      );
+      writer = admin
+        .then(() => this.driver())
+        .then((driver) => this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))))
+        .then((opened) => {
+          // Counted however the loss is found (a renewal after a pause, the check below, a fenced write).
+          opened.whenLockLost(() => this.#metrics && this.#metrics.writerLocksLost++);
+          return opened;
+        });
       this.#writers.set(queue, writer);
       writer.catch(() => {
         this.#delayedChecked.delete(queue);
@@ -163,7 +168,6 @@ export class QueueRegistry {
     let writer = await this.writer(queue);
     // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
     if (!(await writer.holds())) {
-      if (this.#metrics) this.#metrics.writerLocksLost++;
       await this.dropWriter(queue, writer);
       writer = await this.writer(queue);
     }

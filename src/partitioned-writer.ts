@@ -19,9 +19,10 @@ export interface PartitionedQueueOptions extends QueueOptions, HandoffOptions {
   /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
   partitions?: number;
   /**
-   * Called when a partition's writer lock is found taken over before a write (this instance was
-   * paused or cut off past its lease): nothing is written with it, the produce goes on with the
-   * partition taken again or another one.
+   * Called once for each partition's writer whose lock is lost to another holder (this instance
+   * was paused or cut off past its lease), found by a renewal, a check before a write or a write
+   * the storage's fence refused: nothing is acknowledged with it after, the produces go on with
+   * the partition taken again or another one.
    */
   onLockLost?: (partition: number) => void;
 }
@@ -84,7 +85,10 @@ export class PartitionedWriter {
         if ((await readPartitions(resolved.driver, name)) !== partitions) throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
         // A partition's writer changes hands often: a new part at each hand-over (the crate 0.2.x's
         // habit) would leave a part per hand-over. Appending to the current part is what 0.3.x does.
-        return QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true });
+        const writer = await QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true });
+        // Counted however the loss is found (a renewal after a pause, a check before a write, a fenced write).
+        writer.whenLockLost(() => this.#onLockLost?.(index));
+        return writer;
       },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,
@@ -137,7 +141,6 @@ export class PartitionedWriter {
       slot = held && !held.releasing ? held : routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
       if (slot.releasing) continue;
       if (lapsed++ < 2 && !(await slot.item.holds())) {
-        this.#onLockLost?.(slot.index);
         this.#set.drop(slot);
         continue;
       }
@@ -151,8 +154,6 @@ export class PartitionedWriter {
       const result = await this.#set.use(slot, (writer) => writer.produce(messages, produceOptions));
       return { ...result, partition: slot.index };
     } catch (error) {
-      // Its lock was found lost during the write (a writer's own lock is refused only so): nothing was acknowledged.
-      if (VQueueError.isError(error) && error.code === "E_LOCKED") this.#onLockLost?.(slot.index);
       // A writer that lost its lock (or its storage) refuses everything from now on: the next produce opens it again.
       if (slot.item.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
       throw error;

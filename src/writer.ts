@@ -136,6 +136,18 @@ export class QueueWriter {
     return !this.#lock.lost?.aborted;
   }
 
+  /**
+   * Calls `listener` once when this writer's lock is lost (a lease taken over by another holder,
+   * found by a renewal, a check before a write, or a write the storage's fence refused), at once
+   * when it is already; never for a lock that cannot be lost.
+   */
+  whenLockLost(listener: () => void): void {
+    const lost = this.#lock.lost;
+    if (!lost) return;
+    if (lost.aborted) listener();
+    else lost.addEventListener("abort", listener, { once: true });
+  }
+
   /** Delayed messages this writer holds, not yet due (a partitioned queue's instance keeps such a partition). */
   get delayedPending(): number {
     return this.#extras?.delayed.pending ?? 0;

@@ -80,7 +80,7 @@ function serverSeries(out: Exposition, server: ServerMetrics): void {
   }
   out.family("vqueue_http_long_polls_in_flight", "gauge", "Consume and lease requests with a timeout > 0 in progress (parked or answering).").sample("vqueue_http_long_polls_in_flight", "", server.longPolls);
   out.family("vqueue_fenced_writes_total", "counter", "Produces refused because another instance took this one's writer lock over (E_FENCED, answered 503 with Retry-After).").sample("vqueue_fenced_writes_total", "", server.fencedWrites);
-  out.family("vqueue_writer_locks_lost_total", "counter", "Writer locks this instance found taken over by another before writing (it was paused or cut off past its lease): nothing was written with them.").sample("vqueue_writer_locks_lost_total", "", server.writerLocksLost);
+  out.family("vqueue_writer_locks_lost_total", "counter", "Writer locks this instance lost to another (it was paused or cut off past its lease), found by a renewal, a check before a write, or a refused write: nothing was acknowledged with them after.").sample("vqueue_writer_locks_lost_total", "", server.writerLocksLost);
   out.family("vqueue_produce_batch_messages", "histogram", "Messages per produce request.").histogram("vqueue_produce_batch_messages", "", server.produceBatch);
   out.family("vqueue_storage_open_files", "gauge", "Storage handles open (part logs and info records; shared by every reader in the process).");
   for (const kind of ["log", "record"] as const) out.sample("vqueue_storage_open_files", labels({ file: kind }), server.openFiles[kind]);

@@ -37,7 +37,7 @@ export class ServerMetrics {
   readonly produceBatch = new Histogram(BATCH_BUCKETS);
   /** Produces refused because this instance's writer lock was taken over (E_FENCED): each a 503 the client retries. */
   fencedWrites = 0;
-  /** Writer locks found taken over by another instance before a write (this one was paused or cut off past its lease): nothing written with them. */
+  /** Writer locks this instance lost to another (it was paused or cut off past its lease), found by a renewal, a check before a write, or a refused write: nothing acknowledged with them after. */
   writerLocksLost = 0;
 
   /** The series of a route and method, made once at registration. */

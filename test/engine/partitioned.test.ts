@@ -345,6 +345,23 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(await readPartition(base, "fenced", partition)).toEqual(["before", "next"]);
     });
 
+    it("reports each partition writer's lost lock once, as soon as the lock says so, whether or not a produce comes after (onLockLost)", async () => {
+      const { driver: base } = make();
+      const { driver, lost } = losableLocks(base);
+      const lostOnes: number[] = [];
+      const writer = await PartitionedWriter.open("counted", { driver, partitions: 2, onLockLost: (p) => lostOnes.push(p), ...quiet });
+      const { partition } = await writer.produce(["before"], { partitionKey: "k" });
+      expect(lostOnes).toEqual([]);
+      // Found by a renewal while nothing is written (an instance resumed after a pause): reported at once.
+      lost.get(`counted.p${partition}_queue.lock`)!.abort(new VQueueError("E_LOCKED", "taken over"));
+      expect(lostOnes).toEqual([partition]);
+      // The produce that finds it lost before writing does not report it again, and goes on with a new writer.
+      expect(await writer.produce(["next"], { partitionKey: "k" })).toMatchObject({ partition });
+      expect(lostOnes).toEqual([partition]);
+      await writer.close();
+      expect(lostOnes).toEqual([partition]);
+    });
+
     it("gives up a hand-over request after handoffTimeoutMs (E_LOCKED)", async () => {
       const { driver, again } = make();
       await declarePartitions(driver, "stuck", 1);

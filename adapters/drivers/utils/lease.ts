@@ -61,6 +61,10 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
     },
     async release() {
       if (released) return;
+      // Stale (its holder was paused): asked first, so that a lock taken over meanwhile is known
+      // lost (its listeners told: counted, say) rather than let go as if it had been held.
+      if (!lost.aborted && Date.now() >= safeUntil) await (refreshing ??= refresh().finally(() => (refreshing = undefined))).catch(() => {});
+      if (released) return;
       released = true;
       clearInterval(timer);
       await refreshing?.catch(() => {});

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../adapters/drivers/fs";
-import { chaosLoop, expectKeysInOrder, readAllRecords, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
+import { busyThenWanted, chaosLoop, expectKeysInOrder, readAllRecords, settle, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
 
 const SOAK = process.env.VQ_SOAK === "1";
 const RUN_MS = SOAK ? 120_000 : 30_000;
@@ -24,7 +24,7 @@ const QUEUE = "events";
 
 /** The leased run's lock lease: a SIGSTOP of twice this lets another instance take the partitions over. */
 const LEASE_MS = 2000;
-/** Produces sent at once to an instance just before it is paused (leased run). */
+/** Produces sent at once to an instance just before it is paused, and to the next one while it is (leased run). */
 const BURST = 60;
 
 const root = mkdtempSync(join(tmpdir(), "vq-multi-"));
@@ -48,13 +48,9 @@ describe.each([
     instances.push(...mine);
 
     const traffic = startTraffic(mine, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
-    // Leased: an instance paused while it writes has writes in flight that land after its lease: fenced.
-    const beforePause = leased
-      ? async (instance: number) => {
-          traffic.burst(instance, BURST);
-          await sleep(30);
-        }
-      : undefined;
+    // Leased: an instance paused while it writes has writes in flight that land after its lease
+    // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
+    const beforePause = leased ? busyThenWanted(traffic, INSTANCES, BURST) : undefined;
     const { kills, pauses } = await chaosLoop(mine, { runMs: RUN_MS, pauseMs: leased ? 2 * LEASE_MS : 1000, beforePause, countFenced: true });
     await traffic.stopProducing();
 
@@ -68,7 +64,7 @@ describe.each([
     const { retries, orderedErrors, fencedAnswers } = traffic.counts;
     console.log(
       `[multi-instance${leased ? ", leased" : ""}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries, ${orderedErrors} failed consumes; ` +
-        `stale-writer rejections: ${fencedWrites.storage} by the fence (vqueue_fenced_writes_total), ${fencedWrites.lease} by writers that found their lock taken (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers`,
+        `stale-writer rejections: ${fencedWrites.storage} by the fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers`,
     );
     expect(kills).toBeGreaterThan(0);
     expect(pauses).toBeGreaterThan(0);

@@ -31,7 +31,7 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import redisDriver from "../adapters/drivers/redis";
 import type { QueueDriver } from "../src/driver";
-import { chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
+import { busyThenWanted, chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
 import { redisTestsRun } from "./helpers/redis";
 import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster";
 
@@ -44,7 +44,7 @@ const QUEUE = "events";
 const LEASE_MS = 2000;
 /** When the Redis master is killed (then restarted once its replica has taken over, to rejoin as a replica). */
 const MASTER_KILL_AT_MS = 7000;
-/** Produces sent at once to an instance just before it is paused. */
+/** Produces sent at once to an instance just before it is paused, and to the next one while it is. */
 const BURST = 60;
 
 const available = redisTestsRun("many instances on a Redis Cluster");
@@ -95,10 +95,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       expect(masters).not.toContain(victim);
     })();
     // An instance paused while it writes has writes in flight that land after its lease: fenced.
-    const beforePause = async (instance: number) => {
-      traffic.burst(instance, BURST);
-      await sleep(30);
-    };
+    const beforePause = busyThenWanted(traffic, INSTANCES, BURST);
     const { kills, pauses } = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 2 * LEASE_MS, beforePause, countFenced: true });
     await masterKill;
     await traffic.stopProducing();
@@ -111,7 +108,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     const { retries, orderedErrors, fencedAnswers, statuses, ambiguousAcks } = traffic.counts;
     console.log(
       `[redis-cluster-instances] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${failover}; ` +
-        `stale-writer rejections: ${fencedWrites.storage} by the storage's fence (vqueue_fenced_writes_total), ${fencedWrites.lease} by writers that found their lock taken (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers; ` +
+        `stale-writer rejections: ${fencedWrites.storage} by the storage's fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers; ` +
         `${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, ${ambiguousAcks} acks answered 5xx (${traffic.onlyAmbiguous().length} messages delivered only so)`,
     );
     // Every record of every partition reads back through the redis driver with a good CRC.

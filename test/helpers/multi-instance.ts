@@ -33,9 +33,10 @@ export interface Instance {
 }
 
 /**
- * A stale writer's writes refused: by the storage's fence (`vqueue_fenced_writes_total`: a write
- * sent before its lock was taken over, landing after), or by the writer itself, which found its
- * lock taken before writing (`vqueue_writer_locks_lost_total`).
+ * Stale writers stopped: writes the storage's fence refused (`vqueue_fenced_writes_total`: a
+ * write sent before its lock was taken over, landing after), and writer locks lost to another
+ * instance (`vqueue_writer_locks_lost_total`: found by a renewal after a pause, a check before a
+ * write, or a refused write), after which the writer acknowledges nothing.
  */
 export interface StaleWriterCounts {
   storage: number;
@@ -268,6 +269,20 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
 }
 
 export type Traffic = ReturnType<typeof startTraffic>;
+
+/**
+ * A `beforePause` that makes a pause meet stale writers: `count` keyed produces to the instance
+ * just before it is paused (writes in flight when it stops: fenced when it runs again), then,
+ * while it is paused, as many to the next instance, whose keys ask for the partitions the paused
+ * one holds (taken over once its lease runs out: its lock is found lost when it runs again).
+ */
+export function busyThenWanted(traffic: Traffic, instances: number, count: number) {
+  return async (instance: number) => {
+    traffic.burst(instance, count);
+    setTimeout(() => traffic.burst((instance + 1) % instances, count), 200);
+    await sleep(30);
+  };
+}
 
 export interface ChaosOptions {
   runMs: number;

@@ -43,6 +43,8 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
     if (!held) return lose();
     safeUntil = at + leaseMs - Math.floor(leaseMs / 3);
   };
+  /** A renewal asked now, or the one already under way. */
+  const refreshNow = () => (refreshing ??= refresh().finally(() => (refreshing = undefined)));
   const timer = setInterval(() => {
     refreshing ??= refresh()
       .catch(() => {}) // a failed refresh is retried; the lease covers two misses
@@ -56,15 +58,15 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
     async assertHeld() {
       if (!lost.aborted && Date.now() < safeUntil) return;
       // Stale (we were paused, or refreshes failed): ask the storage before any write.
-      if (!lost.aborted) await (refreshing ??= refresh().finally(() => (refreshing = undefined)));
+      if (!lost.aborted) await refreshNow();
       if (lost.aborted) throw lost.reason;
     },
     async release() {
       if (released) return;
       // Stale (its holder was paused): asked first, so that a lock taken over meanwhile is known
       // lost (its listeners told: counted, say) rather than let go as if it had been held.
-      if (!lost.aborted && Date.now() >= safeUntil) await (refreshing ??= refresh().finally(() => (refreshing = undefined))).catch(() => {});
-      if (released) return;
+      if (!lost.aborted && Date.now() >= safeUntil) await refreshNow().catch(() => {});
+      if (released) return; // by a call made meanwhile
       released = true;
       clearInterval(timer);
       await refreshing?.catch(() => {});

@@ -4,6 +4,7 @@ import { checkConsumerKind, type ConsumerKind } from "./consumer-kind";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
+import { onLockLost } from "./fence";
 import { queueHub } from "./hub";
 import { consumerLag } from "./inspect";
 import { iterateMessages } from "./iterate";
@@ -91,6 +92,15 @@ export class QueueConsumer {
   /** Where the next `read` starts. */
   get position(): ConsumerPosition {
     return this.#reader.position;
+  }
+
+  /**
+   * Calls `listener` once when this consumer's lock is lost (a lease taken over by another
+   * reader of this name, found by a renewal, a check before a write, or a write the storage's
+   * fence refused), at once when it is already; never for a lock that cannot be lost.
+   */
+  whenLockLost(listener: () => void): void {
+    onLockLost(this.#lock, listener);
   }
 
   /** The saved position: where a reopened consumer resumes. */

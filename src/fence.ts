@@ -33,6 +33,19 @@ export function fencedRecord(record: RecordFile, lock: DriverLock): RecordFile {
   };
 }
 
+/** Calls `listener` once when `lock` is found lost, at once when it is already; never for a lock that cannot be lost. */
+export function onLockLost(lock: DriverLock, listener: () => void): void {
+  const { lost } = lock;
+  if (!lost) return;
+  if (lost.aborted) listener();
+  else lost.addEventListener("abort", listener, { once: true });
+}
+
+/** Whether `error` says the holder's lock is lost: its own check found another holder (`E_LOCKED`), or the storage refused its write (`E_FENCED`). */
+export function isLockLost(error: unknown): boolean {
+  return VQueueError.isError(error) && (error.code === "E_LOCKED" || error.code === "E_FENCED");
+}
+
 /** Whether `error` is a driver's refusal of a stale holder's write: the lock is lost, whatever the lock's own signal says yet. */
 export function isFenced(error: unknown): boolean {
   return VQueueError.isError(error) && error.code === "E_FENCED";

@@ -10,6 +10,7 @@
  */
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
+import { isLockLost } from "./fence";
 import { VQueueError } from "./errors";
 import { RETRY_MS, sleep, type ResolvedHandoffOptions, type Want } from "./handoff";
 import { readPosition } from "./overview";
@@ -32,6 +33,8 @@ export interface FanHooks<T, M, P> {
   /** Handed-out messages not yet committed (acknowledged): the partition is let go only after them, or after `handoffGraceMs`. */
   busy(item: T): boolean;
   close(item: T): Promise<void>;
+  /** Calls `listener` once when `item`'s lock is found lost: its partition is let go at once. */
+  whenLockLost(item: T, listener: () => void): void;
   /** Up to `max` messages of one partition, their bodies up to `maxBytes` (at least one), without waiting. */
   take(item: T, max: number, maxBytes: number, poll: P): Promise<M[]>;
   /** A message's body size in bytes (what `maxBytes` counts). */
@@ -81,6 +84,7 @@ export class PartitionFan<T, M, P> {
       open: (index) => hooks.open(partitionName(queue, index)),
       busy: hooks.busy,
       close: async (item) => hooks.close(item),
+      whenLockLost: hooks.whenLockLost,
       minHoldMs: handoff.minHoldMs,
       idleMs: handoff.idleMs,
       graceMs: handoff.handoffGraceMs,
@@ -190,7 +194,7 @@ export class PartitionFan<T, M, P> {
         // Let go meanwhile (a hand-over): nothing more from it here.
         if (slot.releasing || this.set.get(slot.index) !== slot) return [];
         // Its lock was lost (a lease taken over): another instance has the partition now.
-        if (VQueueError.isError(error) && (error.code === "E_LOCKED" || error.code === "E_FENCED")) {
+        if (isLockLost(error)) {
           this.set.drop(slot);
           return [];
         }

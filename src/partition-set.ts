@@ -43,6 +43,8 @@ export interface PartitionSetHooks<T> {
   /** Whether `item` is kept however long it is not used (a writer with delayed messages to move when due). */
   keep?(item: T): boolean;
   close(item: T): Promise<void>;
+  /** Calls `listener` once when `item`'s lock is found lost (a lease taken over): its slot is dropped then, whatever was using it. */
+  whenLockLost?(item: T, listener: () => void): void;
   minHoldMs: number;
   idleMs: number;
   /** Most time a release waits for `busy` to turn false. */
@@ -221,6 +223,8 @@ export class PartitionSet<T> {
     const now = Date.now();
     const slot: Slot<T> = { index, item, since: now, usedAt: now, releasing: false, using: 0 };
     this.#slots.set(index, slot);
+    // Another instance holds it now: a commit, an ack or a read here must not find it held.
+    this.#hooks.whenLockLost?.(item, () => this.drop(slot));
     // Asked for and got: the marker goes (left, it would keep others off this partition for a while).
     if (this.#wanted.delete(index)) void withdrawWant(this.#hooks.driver, this.#markerOf(index), this.id);
     return slot;

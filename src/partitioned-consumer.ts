@@ -10,6 +10,7 @@ import { applyInboxCommits, assertCommitFits } from "./commit-inbox";
 import { QueueConsumer } from "./consumer";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import { VQueueError } from "./errors";
+import { isLockLost } from "./fence";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { Message } from "./message";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions } from "./options";
@@ -67,6 +68,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
       },
       busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
       close: (consumer) => consumer.close(),
+      whenLockLost: (consumer, listener) => consumer.whenLockLost(listener),
       take: (consumer, max, maxBytes, { raw }) => consumer.read({ max, maxBytes, raw }),
       size: (message) => message.size,
       wait: (consumer, timeoutMs, signal) => consumer.wait({ timeoutMs, signal }),
@@ -141,7 +143,12 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
   async commit(upTo?: PartitionedMessage | string): Promise<void> {
     this.assertOpen();
     if (upTo === undefined) {
-      await Promise.all([...this.#served].map((index) => this.fan.set.get(index)?.item.commit()));
+      // Each partition's handed-out position, taken now (one lost meanwhile commits it through its inbox).
+      const handedOut = [...this.#served].flatMap((index) => {
+        const cursor = this.fan.set.get(index)?.item.cursor;
+        return cursor ? [[index, cursor] as const] : [];
+      });
+      await Promise.all(handedOut.map(([index, cursor]) => this.#commitOne(index, cursor)));
       return;
     }
     if (typeof upTo !== "string") {
@@ -219,7 +226,15 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
 
   async #commitOne(index: number, upTo: Message | string): Promise<void> {
     const slot = this.fan.set.get(index);
-    if (slot) return slot.item.commit(upTo);
+    if (slot) {
+      try {
+        return await slot.item.commit(upTo);
+      } catch (error) {
+        // Its lock was lost (a pause past the lease): the partition's new holder takes it, below.
+        if (!isLockLost(error)) throw error;
+        this.fan.set.drop(slot);
+      }
+    }
     const last = this.#released.get(index);
     const target = typeof upTo === "string" ? parseCursor(upTo) : positionAfter(upTo);
     // At or before what was committed when the partition was let go: done already.

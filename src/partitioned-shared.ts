@@ -9,6 +9,7 @@
  */
 import { InboxPoster } from "./ack-inbox";
 import { VQueueError } from "./errors";
+import { isLockLost } from "./fence";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import { checkInteger, resolveConsumerOptions } from "./options";
 import { FanConsumer } from "./fan-consumer";
@@ -47,6 +48,7 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
       open: (partition) => SharedConsumer.open(partition, name, unborn.has(partition) ? { ...sharedOptions, start: "earliest" } : sharedOptions),
       busy: (shared) => shared.stats.inFlight > 0,
       close: (shared) => shared.close(),
+      whenLockLost: (shared, listener) => shared.whenLockLost(listener),
       take: (shared, max, maxBytes, { leaseMs }) => shared.poll({ leaseMs, max, maxBytes, timeoutMs: 0 }),
       size: (message) => message.size,
       committed: (shared) => shared.floor,
@@ -81,9 +83,6 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
    * (ack-inbox.ts): stored now, applied by the holder.
    */
   async ack(ref: PartitionedLeaseRef): Promise<void> {
-    this.assertOpen();
-    const slot = !this.#invalid(ref) && this.fan.set.get(ref.partition);
-    if (slot) return slot.item.ack(ref);
     const [error] = await this.ackAll([ref]);
     if (error) throw error;
   }
@@ -115,9 +114,9 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
       ...[...held].map(async ([shared, indexes]) => {
         const settled = await shared.ackAll(indexes.map((i) => refs[i]!)).catch((error: Error) => indexes.map(() => error));
         indexes.forEach((i, k) => (errors[i] = settled[k]));
-        // Let go meanwhile (a hand-over closed it): its next holder takes them.
-        const closed = indexes.filter((i) => VQueueError.isError(errors[i]) && (errors[i] as VQueueError).code === "E_CLOSED");
-        if (closed.length > 0) await post(refs[closed[0]!]!.partition, closed);
+        // Let go meanwhile (a hand-over closed it), or its lock lost (a pause past the lease): its next holder takes them.
+        const moved = indexes.filter((i) => (VQueueError.isError(errors[i]) && (errors[i] as VQueueError).code === "E_CLOSED") || isLockLost(errors[i]));
+        if (moved.length > 0) await post(refs[moved[0]!]!.partition, moved);
       }),
       ...[...elsewhere].map(([partition, indexes]) => post(partition, indexes)),
     ]);
@@ -127,7 +126,14 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
   /** Gives a lease back in its partition (see `SharedConsumer.nack`); one held elsewhere through its inbox (applied if the lease still runs there). */
   async nack(ref: PartitionedLeaseRef, options: NackOptions = {}): Promise<void> {
     const shared = this.#heldFor(ref);
-    if (shared) return shared.nack(ref, options);
+    // One whose lock was lost (a pause past the lease) goes to the partition's new holder, below.
+    if (shared) {
+      try {
+        return await shared.nack(ref, options);
+      } catch (error) {
+        if (!isLockLost(error)) throw error;
+      }
+    }
     const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
@@ -141,7 +147,13 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
    */
   async extend(ref: PartitionedLeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
     const shared = this.#heldFor(ref);
-    if (shared) return shared.extend(ref, options);
+    if (shared) {
+      try {
+        return await shared.extend(ref, options);
+      } catch (error) {
+        if (!isLockLost(error)) throw error;
+      }
+    }
     const { leaseMs = this.#shared.leaseMs } = options;
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     const until = Date.now() + leaseMs;

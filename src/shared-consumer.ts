@@ -232,6 +232,11 @@ export class SharedConsumer {
     };
   }
 
+  /** Calls `listener` once when this consumer's lock is lost (see `QueueConsumer.whenLockLost`). */
+  whenLockLost(listener: () => void): void {
+    this.#inner.whenLockLost(listener);
+  }
+
   get closed(): boolean {
     return this.#closed;
   }

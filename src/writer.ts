@@ -2,7 +2,7 @@
 // encoding share the writer's position and files; split, each piece would reach into the others' state.
 import type { DriverLock, LogFile, QueueDriver, RecordFile } from "./driver";
 import { VQueueError } from "./errors";
-import { fencedLog, fencedRecord, isFenced } from "./fence";
+import { fencedLog, fencedRecord, isFenced, onLockLost } from "./fence";
 import { openSharedLog, openSharedRecord } from "./handles";
 import { formatPushInfo, formatQueueInfo } from "./info";
 import { normalizeMessage, utf8Length, type EncodedInput, type MessageInput, type MessagePosition } from "./message";
@@ -142,10 +142,7 @@ export class QueueWriter {
    * when it is already; never for a lock that cannot be lost.
    */
   whenLockLost(listener: () => void): void {
-    const lost = this.#lock.lost;
-    if (!lost) return;
-    if (lost.aborted) listener();
-    else lost.addEventListener("abort", listener, { once: true });
+    onLockLost(this.#lock, listener);
   }
 
   /** Delayed messages this writer holds, not yet due (a partitioned queue's instance keeps such a partition). */

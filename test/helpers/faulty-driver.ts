@@ -10,12 +10,13 @@ export type Step = "truncate" | "append" | "remove";
 
 /**
  * The memory store `name` through a driver whose writes fail from the one `failAt` picks on:
- * `tear` writes the first half of that append before failing (a write cut short).
+ * `tear` writes the first half of that append before failing (a write cut short). Not `sticky`:
+ * only the writes `failAt` picks fail (one file's storage failing, the others' going on).
  */
-export function faulty(name: string, failAt: (step: Step, path: string) => boolean, tear = false): QueueDriver {
+export function faulty(name: string, failAt: (step: Step, path: string) => boolean, tear = false, sticky = true): QueueDriver {
   const inner = memoryDriver({ name });
   let failing = false;
-  const fails = (step: Step, path: string) => (failing ||= failAt(step, path));
+  const fails = (step: Step, path: string) => (sticky ? (failing ||= failAt(step, path)) : failAt(step, path));
   const wrap = (path: string, log: LogFile): LogFile => ({
     ...log,
     size: () => log.size(),

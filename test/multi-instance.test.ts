@@ -12,20 +12,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { busyThenWanted, chaosLoop, expectKeysInOrder, readAllRecords, settle, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
+import { afterAll, describe, it } from "vitest";
+import { expectDirectoryChaosLosesNothing } from "./helpers/directory-chaos";
+import { CHAOS, startInstance, type Instance } from "./helpers/multi-instance";
 
-const SOAK = process.env.VQ_SOAK === "1";
-const RUN_MS = SOAK ? 120_000 : 30_000;
-const INSTANCES = 3;
-const PARTITIONS = 6;
-const QUEUE = "events";
-
-/** The leased run's lock lease: a SIGSTOP of twice this lets another instance take the partitions over. */
-const LEASE_MS = 2000;
-/** Produces sent at once to an instance just before it is paused, and to the next one while it is (leased run). */
-const BURST = 60;
+const { runMs: RUN_MS, instances: INSTANCES, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 
 const root = mkdtempSync(join(tmpdir(), "vq-multi-"));
 const instances: Instance[] = [];
@@ -47,43 +38,7 @@ describe.each([
     for (let i = 0; i < INSTANCES; i++) mine.push(await startInstance([...(leased ? ["--storage", `fs:${dir}?lease=${LEASE_MS}`] : ["--dir", dir]), "--config", config]));
     instances.push(...mine);
 
-    const traffic = startTraffic(mine, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
-    // Leased: an instance paused while it writes has writes in flight that land after its lease
-    // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
-    const beforePause = leased ? busyThenWanted(traffic, INSTANCES, BURST) : undefined;
-    const { kills, pauses } = await chaosLoop(mine, { runMs: RUN_MS, pauseMs: leased ? 2 * LEASE_MS : 1000, beforePause, countFenced: true });
-    await traffic.stopProducing();
-
-    // Everything acknowledged reaches both consumers (lingering leases run out, hand-overs settle).
-    const driver = fsDriver({ dir });
-    await settle(traffic, driver, QUEUE, PARTITIONS, 60_000);
-    await traffic.stopConsuming();
-
-    const expected = traffic.expected();
-    const fencedWrites = await totalFencedWrites(mine);
-    const { retries, orderedErrors, fencedAnswers } = traffic.counts;
-    console.log(
-      `[multi-instance${leased ? ", leased" : ""}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries, ${orderedErrors} failed consumes; ` +
-        `stale-writer rejections: ${fencedWrites.storage} by the fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers`,
-    );
-    expect(kills).toBeGreaterThan(0);
-    expect(pauses).toBeGreaterThan(0);
-    // Default locks never change hands while their holder lives: nothing to fence.
-    if (leased) expect(fencedWrites.storage + fencedWrites.lease).toBeGreaterThan(0);
-    else expect(fencedWrites).toEqual({ storage: 0, lease: 0 });
-    expect(expected.length).toBeGreaterThan(100);
-    expect(traffic.missingOrdered()).toEqual([]);
-    expect(traffic.missingShared()).toEqual([]);
-    expect(await totalLag(driver, QUEUE, PARTITIONS)).toBe(0);
-    expectKeysInOrder(traffic.ordered);
-
-    // Every record of every partition reads back with a good CRC.
-    const { problems, records, misnumbered, duplicates } = await readAllRecords(driver, QUEUE, PARTITIONS);
-    if (duplicates.length > 0) console.log(`[multi-instance] stored twice (${duplicates.length}): ${duplicates.slice(0, 20).join(" | ")}`);
-    expect(misnumbered).toEqual([]);
-    expect(problems.filter((p) => p.code !== "TORN_TAIL" && p.code !== "NO_INDEX")).toEqual([]);
-    // Idempotency keys kept retries from writing twice: exactly the messages acknowledged.
-    expect(records).toBe(expected.length);
+    await expectDirectoryChaosLosesNothing({ label: `multi-instance${leased ? ", leased" : ""}`, dir, instances: mine, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST });
     for (const instance of mine) instance.kill("SIGKILL");
   });
 });

@@ -31,21 +31,13 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import redisDriver from "../adapters/drivers/redis";
 import type { QueueDriver } from "../src/driver";
-import { busyThenWanted, chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
+import { busyThenWanted, CHAOS, chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "./helpers/multi-instance";
 import { redisTestsRun } from "./helpers/redis";
 import { startRedisCluster, type RedisCluster } from "./helpers/redis-cluster";
 
-const SOAK = process.env.VQ_SOAK === "1";
-const RUN_MS = SOAK ? 120_000 : 30_000;
-const INSTANCES = 3;
-const PARTITIONS = 6;
-const QUEUE = "events";
-/** The instances' lock lease: a SIGSTOP of twice this lets another instance take the partitions over. */
-const LEASE_MS = 2000;
+const { runMs: RUN_MS, instances: INSTANCES, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 /** When the Redis master is killed (then restarted once its replica has taken over, to rejoin as a replica). */
 const MASTER_KILL_AT_MS = 7000;
-/** Produces sent at once to an instance just before it is paused, and to the next one while it is. */
-const BURST = 60;
 
 const available = redisTestsRun("many instances on a Redis Cluster");
 

@@ -21,12 +21,26 @@ import { scriptCommand, type Runtime } from "./runtime";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The settings every chaos run shares: the same run on each setup. */
+export const CHAOS = {
+  /** How long the kills and pauses go on: 30 s (CI), or 2 minutes with `VQ_SOAK=1`. */
+  runMs: process.env.VQ_SOAK === "1" ? 120_000 : 30_000,
+  instances: 3,
+  partitions: 6,
+  queue: "events",
+  /** The lock lease of the leased runs: a SIGSTOP of twice this lets another instance take the partitions over. */
+  leaseMs: 2000,
+  /** Produces sent at once to an instance just before it is paused, and to the next one while it is. */
+  burst: 60,
+} as const;
+
 export interface Instance {
+  /** Its API's base URL (`<url>/health`, `<url>/api/v1/...`, `<url>/metrics`). */
   url: string;
-  child?: ChildProcess;
   /** Stale-writer refusals counted by the instance's earlier processes (read from /metrics before each SIGKILL). */
   fencedBefore: StaleWriterCounts;
-  start(): Promise<void>;
+  /** SIGKILL, then wait until it (or its replacement) serves again. */
+  restart(): Promise<void>;
   kill(signal: NodeJS.Signals): void;
   /** This process's stale-writer refusals so far; undefined when it does not answer. */
   fencedWrites(): Promise<StaleWriterCounts | undefined>;
@@ -43,41 +57,58 @@ export interface StaleWriterCounts {
   lease: number;
 }
 
+/** A `v-queue serve` process, started (again) by the test. */
+export interface ServeInstance extends Instance {
+  child?: ChildProcess;
+  /** Starts it (after a kill) and waits for /health. */
+  start(): Promise<void>;
+}
+
 /** Starts `v-queue serve <storageArgs> --port <free>` (on Node unless told) and waits for /health. */
-export async function startInstance(storageArgs: string[], runtime: Runtime = "node"): Promise<Instance> {
+export async function startInstance(storageArgs: string[], runtime: Runtime = "node"): Promise<ServeInstance> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const instance: Instance = {
+  const start = async () => {
+    const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", process.env.VQ_INSTANCE_LOG ? "warn" : "error"], runtime);
+    const started = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+    instance.child = started;
+    let output = "";
+    started.stderr!.on("data", (d) => (output += d));
+    // VQ_INSTANCE_LOG=<file>: every instance's warnings and errors, to find what a chaos run did.
+    if (process.env.VQ_INSTANCE_LOG) started.stderr!.on("data", (d) => appendFileSync(process.env.VQ_INSTANCE_LOG!, `[${port} ${started.pid}] ${d}`));
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (started.exitCode !== null) throw new Error(`instance exited: ${output}`);
+      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return;
+      if (Date.now() > deadline) throw new Error(`instance did not start: ${output}`);
+      await sleep(50);
+    }
+  };
+  const instance: ServeInstance = {
     url,
     fencedBefore: { storage: 0, lease: 0 },
-    async start() {
-      const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", process.env.VQ_INSTANCE_LOG ? "warn" : "error"], runtime);
-      const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
-      let output = "";
-      child.stderr!.on("data", (d) => (output += d));
-      // VQ_INSTANCE_LOG=<file>: every instance's warnings and errors, to find what a chaos run did.
-      if (process.env.VQ_INSTANCE_LOG) child.stderr!.on("data", (d) => appendFileSync(process.env.VQ_INSTANCE_LOG!, `[${port} ${child.pid}] ${d}`));
-      instance.child = child;
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        if (child.exitCode !== null) throw new Error(`instance exited: ${output}`);
-        if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return;
-        if (Date.now() > deadline) throw new Error(`instance did not start: ${output}`);
-        await sleep(50);
-      }
+    start,
+    async restart() {
+      const exited = new Promise((r) => instance.child!.once("exit", r));
+      instance.kill("SIGKILL");
+      await exited;
+      await start();
     },
     kill(signal) {
-      if (instance.child && instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill(signal);
+      const { child } = instance;
+      if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
-    async fencedWrites() {
-      const res = await call(`${url}/metrics`, {}, 3000);
-      if (!res?.ok) return undefined;
-      const families = parseScrape(await res.text());
-      return { storage: valueOf(families, "vqueue_fenced_writes_total") ?? 0, lease: valueOf(families, "vqueue_writer_locks_lost_total") ?? 0 };
-    },
+    fencedWrites: async () => staleWriterCounts(await call(`${url}/metrics`, {}, 3000)),
   };
-  await instance.start();
+  await start();
   return instance;
+}
+
+/** The stale-writer counters of a /metrics answer; undefined when there was none. */
+export async function staleWriterCounts(res: Response | undefined): Promise<StaleWriterCounts | undefined> {
+  if (!res?.ok) return undefined;
+  const families = parseScrape(await res.text());
+  return { storage: valueOf(families, "vqueue_fenced_writes_total") ?? 0, lease: valueOf(families, "vqueue_writer_locks_lost_total") ?? 0 };
 }
 
 /** A request that may meet a dead or paused instance: undefined on a network error or timeout. */
@@ -119,7 +150,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     const at = token.split(".").slice(0, 2).join(".");
     leases.set(at, [...(leases.get(at) ?? []), note]);
   };
-  const counts = { retries: 0, orderedErrors: 0, fencedAnswers: 0, ambiguousAcks: 0, statuses: {} as Record<string, number> };
+  const counts = { retries: 0, orderedErrors: 0, commitRetries: 0, commitStatuses: {} as Record<string, number>, fencedAnswers: 0, ambiguousAcks: 0, statuses: {} as Record<string, number> };
   const json = { "content-type": "application/json" };
 
   /** Produces `key:number` (idempotency key the same), first on `instance` then on the next ones, until answered 2xx. */
@@ -182,7 +213,21 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
         if (!list) ordered.set(key!, (list = []));
         list.push(Number(number));
       }
-      if (body.cursor) await call(`${url}/api/v1/queues/${queue}/consumers/ord/commit`, { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json }, 3000).then((r) => r?.arrayBuffer());
+      // A commit that got no answer (or a 5xx) is sent again: commits only move forward, and the
+      // instance holding its partition may be another one than the one that took it (which went
+      // away meanwhile), still reading on past it, so nothing would come again to commit it later.
+      while (body.cursor && consuming) {
+        const committed = await call(`${url}/api/v1/queues/${queue}/consumers/ord/commit`, { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json }, 3000);
+        const text = committed ? await committed.text() : "";
+        if (committed && !committed.ok) {
+          const code = `${committed.status} ${(JSON.parse(text || "{}") as { error?: { code?: string } }).error?.code ?? ""}`;
+          counts.commitStatuses[code] = (counts.commitStatuses[code] ?? 0) + 1;
+          if (process.env.VQ_DEBUG_COMMITS) console.log(`commit ${body.cursor} -> ${committed.status} ${text}`);
+        }
+        if (committed && committed.status < 500) break;
+        counts.commitRetries++;
+        await sleep(50);
+      }
     }
   };
 
@@ -312,10 +357,8 @@ export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
       instance.kill("SIGCONT");
     } else {
       if (options.countFenced) instance.fencedBefore = addCounts(instance.fencedBefore, await instance.fencedWrites());
-      instance.kill("SIGKILL");
       done.kills++;
-      await new Promise((r) => instance.child!.once("exit", r));
-      await instance.start();
+      await instance.restart();
     }
   }
   return done;
@@ -340,6 +383,16 @@ export async function totalLag(driver: QueueDriver, queue: string, partitions: n
     total += stats?.consumers.reduce((sum, c) => sum + c.lag, 0) ?? 0;
   }
   return total;
+}
+
+/** Each partition's consumers whose lag is not 0: `p<k> <consumer>` -> its lag, as the storage says. */
+export async function lagsByPartition(driver: QueueDriver, queue: string, partitions: number): Promise<Record<string, number>> {
+  const lags: Record<string, number> = {};
+  for (let p = 0; p < partitions; p++) {
+    const stats = await inspectQueue(driver, partitionName(queue, p));
+    for (const c of stats?.consumers ?? []) if (c.lag > 0) lags[`p${p} ${c.name}`] = c.lag;
+  }
+  return lags;
 }
 
 /** Waits (up to `timeoutMs`) until both consumers have every acknowledged message and the lags are 0. */

@@ -6,36 +6,17 @@
  * playground/nitro with that preset in a temporary directory (its node_modules linked).
  * Slow: a Nitro build. Needs `npm run build` (dist/).
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { Agent, request } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
-import { promisify } from "node:util";
 import { join } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp, lockFiles, ROOT } from "./_host";
-import { freePort } from "../helpers/net";
+import { lockFiles } from "./_host";
+import { buildClusterApp, call, PREFIX, startCluster, type RunningCluster } from "./_node-cluster";
 
-const run = promisify(execFile);
 const WORKERS = 3;
 const PARTITIONS = 4;
 const KEYS = 8;
-
-const CONFIG = `import { defineNitroConfig } from "nitro/config";
-import vQueue from "v-queue/nitro";
-
-export default defineNitroConfig({
-  compatibilityDate: "2025-10-01",
-  preset: "node-cluster",
-  // Nitro 3.0.0 cannot resolve the preset's runtime chunk without it (README, "Running several instances").
-  rollupConfig: { output: { manualChunks: {} } },
-  modules: [vQueue({ prefix: "/_queue", queues: { events: { partitions: ${PARTITIONS} } } })],
-});
-`;
-
-const PID_ROUTE = `import { defineHandler } from "nitro/h3";
-export default defineHandler(() => ({ pid: process.pid }));
-`;
 
 /** Server code producing to the partitioned queue: the worker's own writer, by partition key. */
 const PRODUCE_ROUTE = `import { defineHandler } from "nitro/h3";
@@ -53,68 +34,28 @@ export default defineHandler(async (event) => {
 });
 `;
 
-/**
- * One request, on its own connection (no keep-alive: the cluster hands each connection to a
- * worker in turn), or on `agent`'s one kept-alive connection (one worker: a lease's ack or a
- * batch's commit must reach the worker holding its partition).
- */
-function call(url: string, method = "GET", body?: unknown, agent: Agent | false = false): Promise<{ status: number; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method, agent, headers: body === undefined ? {} : { "content-type": "application/json" } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (c: string) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode!, body: text ? (JSON.parse(text) as unknown) : undefined }));
-    });
-    req.on("error", reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
-
 describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned queue`, () => {
-  const app = mkdtempSync(join(tmpdir(), "vq-cluster-app-"));
   const data = mkdtempSync(join(tmpdir(), "vq-cluster-data-"));
-  let server: ChildProcess | undefined;
+  let app = "";
+  let cluster: RunningCluster | undefined;
   let url = "";
-  let output = "";
 
   beforeAll(async () => {
-    // The playground's dependencies (installed by buildApp when missing), linked into a copy with this preset.
-    await buildApp({ dir: "nitro", build: ["nitro", "--version"], envPrefix: "NITRO_" });
-    symlinkSync(join(ROOT, "playground/nitro/node_modules"), join(app, "node_modules"), "dir");
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "vq-cluster", private: true, type: "module" }));
-    writeFileSync(join(app, "nitro.config.ts"), CONFIG);
-    mkdirSync(join(app, "routes"));
-    writeFileSync(join(app, "routes/pid.get.ts"), PID_ROUTE);
-    writeFileSync(join(app, "routes/produce.post.ts"), PRODUCE_ROUTE);
-    await run("npx", ["nitro", "build"], { cwd: app, env: { ...process.env, NODE_ENV: "production" }, maxBuffer: 64 << 20 });
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    // Its own process group: the primary does not pass SIGTERM on to its workers.
-    server = spawn(process.execPath, [".output/server/index.mjs"], {
-      cwd: app,
-      detached: true,
-      env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", NITRO_CLUSTER_WORKERS: String(WORKERS), NITRO_V_QUEUE_DEFAULT_DIR: data },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    server.stdout!.on("data", (d) => (output += d));
-    server.stderr!.on("data", (d) => (output += d));
-    const deadline = Date.now() + 30_000;
-    while (!(await call(`${url}/_queue/health`).then((r) => r.status === 200, () => false))) {
-      if (server.exitCode !== null || Date.now() > deadline) throw new Error(`the cluster did not start: ${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    app = await buildClusterApp({ queues: { events: { partitions: PARTITIONS } } }, { "produce.post.ts": PRODUCE_ROUTE });
+    cluster = await startCluster(app, WORKERS, { NITRO_V_QUEUE_DEFAULT_DIR: data });
+    url = cluster.url;
   }, 600_000);
 
   afterAll(() => {
-    if (server?.pid && server.exitCode === null) process.kill(-server.pid, "SIGKILL");
-    rmSync(app, { recursive: true, force: true });
+    cluster?.kill();
+    if (app) rmSync(app, { recursive: true, force: true });
     rmSync(data, { recursive: true, force: true });
   });
 
   it("produces and consumes on every worker; each key in order; stops with its process group, no lock left", { timeout: 120_000 }, async () => {
     // Every worker answers (the first one answered /health; the others start meanwhile, slowly on a loaded machine).
     const pids = new Set<number>();
-    for (const until = Date.now() + 60_000; pids.size < WORKERS && Date.now() < until; ) pids.add(((await call(`${url}/pid`)).body as { pid: number }).pid);
+    for (const until = Date.now() + 60_000; pids.size < WORKERS && Date.now() < until; ) pids.add(((await call(`${url}/worker`)).body as { pid: number }).pid);
     expect(pids.size).toBe(WORKERS);
 
     // Produced over HTTP and by server code, on whichever worker gets the connection; retried on a hand-over's 409/503.
@@ -127,7 +68,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
       const message = `${key}:${Math.floor(n / KEYS)}`;
       const byServerCode = n >= 90;
       for (let attempt = 0; ; attempt++) {
-        const res = byServerCode ? await call(`${url}/produce`, "POST", { key, message }) : await call(`${url}/_queue/api/v1/queues/events/messages?partitionKey=${key}`, "POST", { message });
+        const res = byServerCode ? await call(`${url}/produce`, "POST", { key, message }) : await call(`${url}${PREFIX}/api/v1/queues/events/messages?partitionKey=${key}`, "POST", { message });
         if (res.status === 200 || res.status === 201) {
           if (byServerCode) producedBy.add((res.body as { pid: number }).pid);
           break;
@@ -153,7 +94,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
       let cursor: string | null = null;
       while (!done() && Date.now() < deadline) {
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
-        const consumed = await call(`${url}/_queue/api/v1/queues/events/consumers/ord/messages?max_messages=50&timeout_ms=200${commit}`, "GET", undefined, agent);
+        const consumed = await call(`${url}${PREFIX}/api/v1/queues/events/consumers/ord/messages?max_messages=50&timeout_ms=200${commit}`, "GET", undefined, agent);
         if (consumed.status === 200) {
           const body = consumed.body as { cursor: string | null; messages: { data: string }[] };
           for (const m of body.messages) {
@@ -162,11 +103,11 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
           }
           cursor = body.cursor ?? cursor;
         } else cursor = null; // handed over meanwhile: those come again
-        const leased = await call(`${url}/_queue/api/v1/queues/events/consumers/work/lease`, "POST", { max: 50, timeoutMs: 200 }, agent);
+        const leased = await call(`${url}${PREFIX}/api/v1/queues/events/consumers/work/lease`, "POST", { max: 50, timeoutMs: 200 }, agent);
         lastLease = `${leased.status} ${JSON.stringify(leased.body).slice(0, 300)}`;
         const messages = leased.status === 200 ? (leased.body as { messages: { data: string; lease: string }[] }).messages : [];
         if (messages.length === 0) continue;
-        const acked = await call(`${url}/_queue/api/v1/queues/events/consumers/work/ack`, "POST", { leases: messages.map((m) => m.lease) }, agent);
+        const acked = await call(`${url}${PREFIX}/api/v1/queues/events/consumers/work/ack`, "POST", { leases: messages.map((m) => m.lease) }, agent);
         const refused = new Set(((acked.body as { errors?: { lease: string }[] }).errors ?? []).map((e) => e.lease));
         if (acked.status === 200) for (const m of messages) if (!refused.has(m.lease)) shared.add(m.data);
       }
@@ -181,11 +122,11 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
     }
 
     // The queue is listed once, with its partitions.
-    const listed = await call(`${url}/_queue/api/v1/queues`);
+    const listed = await call(`${url}${PREFIX}/api/v1/queues`);
     expect((listed.body as { queues: string[] }).queues).toEqual(["events"]);
 
-    process.kill(-server!.pid!, "SIGTERM");
-    const code = await new Promise((r) => server!.once("exit", r));
+    process.kill(-cluster!.primary.pid!, "SIGTERM");
+    const code = await new Promise((r) => cluster!.primary.once("exit", r));
     expect(code).toBe(0);
     expect(lockFiles(data)).toEqual([]);
   });

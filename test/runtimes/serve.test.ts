@@ -10,7 +10,7 @@ import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { BIN, startCli, until } from "../cli/_cli";
-import { call, sleep, startInstance, type Instance } from "../helpers/multi-instance";
+import { call, sleep, startInstance, type ServeInstance } from "../helpers/multi-instance";
 import { freePort } from "../helpers/net";
 import { DENO_FLAGS, runtimeBinary } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
@@ -42,7 +42,7 @@ async function readAll(dir: string, queue: string): Promise<string[]> {
   return out;
 }
 
-async function killAndWait(instance: Instance): Promise<void> {
+async function killAndWait(instance: ServeInstance): Promise<void> {
   const child = instance.child!;
   const exited = new Promise((done) => child.once("exit", done));
   instance.kill("SIGKILL");

@@ -1,0 +1,51 @@
+/**
+ * Nitro's `node-cluster` preset under chaos: 3 workers on ONE data directory, a partitioned
+ * queue produced to (keys and idempotency keys, retried until answered 2xx) and consumed (ordered
+ * and shared) through the cluster's one port, while every 2 s a worker is SIGKILLed (the primary
+ * forks another) or SIGSTOPped. The same run and checks as test/multi-instance.test.ts
+ * (test/helpers/directory-chaos.ts): every acknowledged message consumed, each key in order, lags
+ * 0, every record's CRC good, each message stored once; twice: with the default locks (paused for
+ * a second) and with leased locks (`fs:<dir>?lease=2000`, paused for twice the lease: stale
+ * writers stopped and counted). ~30 s each (`VQ_SOAK=1`: 2 minutes). Needs `npm run build` (dist/).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildClusterApp, startCluster, workerInstances, type RunningCluster } from "./_node-cluster";
+import { expectDirectoryChaosLosesNothing } from "../helpers/directory-chaos";
+import { CHAOS } from "../helpers/multi-instance";
+
+const { runMs: RUN_MS, instances: WORKERS, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
+
+describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, () => {
+  const root = mkdtempSync(join(tmpdir(), "vq-cluster-chaos-"));
+  let app = "";
+  const clusters: RunningCluster[] = [];
+
+  beforeAll(async () => {
+    app = await buildClusterApp({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000 } });
+  }, 600_000);
+
+  afterAll(() => {
+    for (const cluster of clusters) cluster.kill();
+    if (app) rmSync(app, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it.each([
+    { locks: "locks held while their process lives", leased: false },
+    { locks: `leased locks (${LEASE_MS} ms)`, leased: true },
+  ])(`every acknowledged message is consumed through worker kills and pauses, $locks (${RUN_MS / 1000} s)`, { timeout: RUN_MS + 180_000 }, async ({ leased }) => {
+    const dir = join(root, leased ? "leased" : "data");
+    const cluster = await startCluster(app, WORKERS, leased ? { NITRO_V_QUEUE_DEFAULT_STORAGE: `fs:${dir}?lease=${LEASE_MS}` } : { NITRO_V_QUEUE_DEFAULT_DIR: dir });
+    clusters.push(cluster);
+    // Every worker is up (the first answered /health; the others may still be starting).
+    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100));
+    const workers = workerInstances(cluster);
+    expect(workers).toHaveLength(WORKERS);
+
+    await expectDirectoryChaosLosesNothing({ label: `node-cluster${leased ? ", leased" : ""}`, dir, instances: workers, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST });
+    cluster.kill();
+  });
+});

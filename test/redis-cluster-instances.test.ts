@@ -118,7 +118,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     if (letters.length > 0) console.log(`[redis-cluster-instances] dead letters: ${letters.slice(0, 20).join(" | ")}`);
     for (const [consumer, missing] of [["ordered", missingOrdered], ["shared", missingShared]] as const) {
       if (missing.length > 0) console.log(`[redis-cluster-instances] lag now ${lag}; ${consumer} missing:`);
-      if (missing.length > 0) console.log(`[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing.slice(0, 40).map((m) => `${m} (${stored.get(m) ?? "not in storage"})`).join(", ")}`);
+      if (missing.length > 0) console.log(`[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing.slice(0, 40).map((m) => `${m} (${stored.get(m.split("/").pop()!) ?? "not in storage"})`).join(", ")}`);
       if (consumer === "shared") for (const m of missing.slice(0, 5)) console.log(`[redis-cluster-instances] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
     }
     // A message never handed out: who handed out its neighbours (one holder's read, or a hand-over

@@ -21,10 +21,12 @@ export interface DirectoryChaos {
   leaseMs?: number;
   /** Produces sent at once to an instance just before it is paused, and to the next one while it is (leased). */
   burst: number;
+  /** Instances behind one port (node-cluster workers): each ordered consumer loop keeps its connection. */
+  pinOrdered?: boolean;
 }
 
-export async function expectDirectoryChaosLosesNothing({ label, dir, instances, queue, partitions, runMs, leaseMs, burst }: DirectoryChaos): Promise<void> {
-  const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4 });
+export async function expectDirectoryChaosLosesNothing({ label, dir, instances, queue, partitions, runMs, leaseMs, burst, pinOrdered }: DirectoryChaos): Promise<void> {
+  const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4, pinOrdered });
   // Leased: an instance paused while it writes has writes in flight that land after its lease
   // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
   const beforePause = leaseMs ? busyThenWanted(traffic, instances.length, burst) : undefined;

@@ -16,6 +16,7 @@ import { inspectQueue } from "../../src/inspect";
 import { partitionName } from "../../src/partitions";
 import { BIN } from "../cli/_cli";
 import { freePort } from "./net";
+import { pinnedFetch } from "./pinned-fetch";
 import { parseScrape, valueOf } from "./prometheus";
 import { scriptCommand, type Runtime } from "./runtime";
 
@@ -112,9 +113,9 @@ export async function staleWriterCounts(res: Response | undefined): Promise<Stal
 }
 
 /** A request that may meet a dead or paused instance: undefined on a network error or timeout. */
-export async function call(url: string, init: RequestInit = {}, timeoutMs = 5000): Promise<Response | undefined> {
+export async function call(url: string, init: RequestInit = {}, timeoutMs = 5000, via: typeof fetch = fetch): Promise<Response | undefined> {
   try {
-    return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    return await via(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   } catch {
     return undefined;
   }
@@ -127,10 +128,17 @@ export interface TrafficOptions {
   keysPerProducer: number;
   /** How long a produce may take before it is retried elsewhere. @default 5000 */
   produceTimeoutMs?: number;
+  /**
+   * Instances behind one port (`node-cluster` workers): each ordered consumer loop is a consumer
+   * of its own (`ord<i>`, each of which must get every message, each key in order) on one
+   * kept-alive connection. Loops sharing `ord` there could poll one worker at once: each gets its
+   * own batch, handed out in order, but they finish in any order, so a key's order would not show.
+   */
+  pinOrdered?: boolean;
 }
 
 /**
- * Producers and consumers (ordered `ord`, shared `work`) on every instance, until stopped.
+ * Producers and consumers (ordered `ord`, or `ord<i>` with `pinOrdered`; shared `work`) on every instance, until stopped.
  * A produce is retried with the same idempotency key, on the next instance, until answered 2xx.
  */
 export function startTraffic(instances: Instance[], options: TrafficOptions) {
@@ -139,8 +147,9 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   let consuming = true;
   /** Every message answered 2xx: key -> its numbers in produce order. */
   const acked = new Map<string, number[]>();
-  /** Each ordered consume, per key, the numbers in the order they came (duplicates included). */
+  /** Each ordered consume, per consumer and key (`<consumer>/<key>`), the numbers in the order they came (duplicates included). */
   const ordered = new Map<string, number[]>();
+  const orderedNames = options.pinOrdered ? instances.map((_, i) => `ord${i}`) : ["ord"];
   const shared = new Set<string>();
   /** Messages a worker got whose ack was answered 5xx (it may have been written): delivered, but never acked for sure. */
   const ambiguous = new Set<string>();
@@ -183,6 +192,8 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   const bursts: Promise<void>[] = [];
 
   const orderedConsumer = async (instance: number) => {
+    const via = options.pinOrdered ? pinnedFetch() : fetch;
+    const name = orderedNames[options.pinOrdered ? instance : 0]!;
     let rewind = false;
     while (consuming) {
       const url = instances[instance]!.url;
@@ -190,7 +201,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       // messages it read may be handed out to nobody: rewind first, as the API asks (and the
       // client's subscribe does). Retried until answered: the next consume must not skip them.
       if (rewind) {
-        const rewound = await call(`${url}/api/v1/queues/${queue}/consumers/ord/rewind`, { method: "POST" }, 3000);
+        const rewound = await call(`${url}/api/v1/queues/${queue}/consumers/${name}/rewind`, { method: "POST" }, 3000, via);
         await rewound?.arrayBuffer();
         if (!rewound?.ok) {
           await sleep(50);
@@ -198,7 +209,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
         }
         rewind = false;
       }
-      const res = await call(`${url}/api/v1/queues/${queue}/consumers/ord/messages?max_messages=200&timeout_ms=500`, {}, 3000);
+      const res = await call(`${url}/api/v1/queues/${queue}/consumers/${name}/messages?max_messages=200&timeout_ms=500`, {}, 3000, via);
       if (!res?.ok) {
         await res?.arrayBuffer();
         counts.orderedErrors++;
@@ -209,15 +220,15 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       const body = (await res.json()) as { cursor: string | null; messages: { data: string }[] };
       for (const m of body.messages) {
         const [key, number] = m.data.split(":");
-        let list = ordered.get(key!);
-        if (!list) ordered.set(key!, (list = []));
+        let list = ordered.get(`${name}/${key}`);
+        if (!list) ordered.set(`${name}/${key}`, (list = []));
         list.push(Number(number));
       }
       // A commit that got no answer (or a 5xx) is sent again: commits only move forward, and the
       // instance holding its partition may be another one than the one that took it (which went
       // away meanwhile), still reading on past it, so nothing would come again to commit it later.
       while (body.cursor && consuming) {
-        const committed = await call(`${url}/api/v1/queues/${queue}/consumers/ord/commit`, { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json }, 3000);
+        const committed = await call(`${url}/api/v1/queues/${queue}/consumers/${name}/commit`, { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json }, 3000, via);
         const text = committed ? await committed.text() : "";
         if (committed && !committed.ok) {
           const code = `${committed.status} ${(JSON.parse(text || "{}") as { error?: { code?: string } }).error?.code ?? ""}`;
@@ -288,7 +299,8 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     shared,
     counts,
     expected,
-    missingOrdered: () => expected().filter((m) => !ordered.get(m.split(":")[0]!)?.includes(Number(m.split(":")[1]))),
+    /** Messages acknowledged that an ordered consumer never got, as `<consumer>/<message>`. */
+    missingOrdered: () => orderedNames.flatMap((name) => expected().flatMap((m) => (ordered.get(`${name}/${m.split(":")[0]}`)?.includes(Number(m.split(":")[1])) ? [] : [`${name}/${m}`]))),
     missingShared: () => expected().filter((m) => !shared.has(m) && !ambiguous.has(m)),
     /** What the shared consumers got at a position ("p<k>:<part>.<offset>"), to tell why a message is missing. */
     leasesAt: (at: string) => leases.get(at) ?? [],

@@ -2,7 +2,9 @@
  * Nitro's `node-cluster` preset under chaos: 3 workers on ONE data directory, a partitioned
  * queue produced to (keys and idempotency keys, retried until answered 2xx) and consumed (ordered
  * and shared) through the cluster's one port, while every 2 s a worker is SIGKILLed (the primary
- * forks another) or SIGSTOPped. The same run and checks as test/multi-instance.test.ts
+ * forks another) or SIGSTOPped. Each ordered consumer loop is a consumer of its own on one
+ * kept-alive connection (clients of one name could poll one worker at once and finish their
+ * batches in any order). The same run and checks as test/multi-instance.test.ts
  * (test/helpers/directory-chaos.ts): every acknowledged message consumed, each key in order, lags
  * 0, every record's CRC good, each message stored once; twice: with the default locks (paused for
  * a second) and with leased locks (`fs:<dir>?lease=2000`, paused for twice the lease: stale
@@ -45,7 +47,7 @@ describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, 
     const workers = workerInstances(cluster);
     expect(workers).toHaveLength(WORKERS);
 
-    await expectDirectoryChaosLosesNothing({ label: `node-cluster${leased ? ", leased" : ""}`, dir, instances: workers, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST });
+    await expectDirectoryChaosLosesNothing({ label: `node-cluster${leased ? ", leased" : ""}`, dir, instances: workers, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST, pinOrdered: true });
     cluster.kill();
   });
 });

@@ -98,7 +98,10 @@ export async function startCluster(app: string, workers: number, env: Record<str
   };
   const deadline = Date.now() + 30_000;
   while (!(await call(`${url}${PREFIX}/health`).then((r) => r.status === 200, () => false))) {
-    if (primary.exitCode !== null || Date.now() > deadline) throw new Error(`the cluster did not start: ${output}`);
+    if (primary.exitCode !== null || Date.now() > deadline) {
+      cluster.kill(); // its workers too: none is left behind
+      throw new Error(`the cluster did not start: ${output}`);
+    }
     await sleep(100);
   }
   return cluster;

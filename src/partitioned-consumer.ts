@@ -143,12 +143,7 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
   async commit(upTo?: PartitionedMessage | string): Promise<void> {
     this.assertOpen();
     if (upTo === undefined) {
-      // Each partition's handed-out position, taken now (one lost meanwhile commits it through its inbox).
-      const handedOut = [...this.#served].flatMap((index) => {
-        const cursor = this.fan.set.get(index)?.item.cursor;
-        return cursor ? [[index, cursor] as const] : [];
-      });
-      await Promise.all(handedOut.map(([index, cursor]) => this.#commitOne(index, cursor)));
+      await Promise.all([...this.#served].map((index) => this.#commitOne(index, undefined)));
       return;
     }
     if (typeof upTo !== "string") {
@@ -224,17 +219,22 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     }
   }
 
-  async #commitOne(index: number, upTo: Message | string): Promise<void> {
+  /** Commits in partition `index`: up to `upTo`, or (undefined) everything handed out here. */
+  async #commitOne(index: number, upTo: Message | string | undefined): Promise<void> {
     const slot = this.fan.set.get(index);
     if (slot) {
+      const handedOut = slot.item.cursor;
       try {
         return await slot.item.commit(upTo);
       } catch (error) {
         // Its lock was lost (a pause past the lease): the partition's new holder takes it, below.
         if (!isLockLost(error)) throw error;
         this.fan.set.drop(slot);
+        upTo ??= handedOut;
       }
     }
+    // Not held here: nothing was handed out here to commit.
+    if (upTo === undefined) return;
     const last = this.#released.get(index);
     const target = typeof upTo === "string" ? parseCursor(upTo) : positionAfter(upTo);
     // At or before what was committed when the partition was let go: done already.

@@ -6,7 +6,7 @@ import type { Compressor, Decompressor, ZstdLoader } from "./zstd";
 import { writeWhole } from "./write-whole";
 
 /**
- * Compressed bodies of v3 records (FORMAT.md, "v3 parts"): a record whose type byte has the
+ * Compressed bodies of v3 records (docs/format.md#v3-parts): a record whose type byte has the
  * flag 0x80 stores a u32 (little-endian: the body's real length) and a zstd frame made with
  * its part's dictionary. The record's crc covers those stored bytes, as in v2.
  */

@@ -2,7 +2,7 @@ import type { QueueDriver } from "./driver";
 import { partDir } from "./paths";
 
 /**
- * A v3 part's zstd dictionary, `Q_dict` (FORMAT.md, "v3 parts"). Where the crate 0.3.x puts
+ * A v3 part's zstd dictionary, `Q_dict` (docs/format.md#the-dictionary). Where the crate 0.3.x puts
  * it is not known: it builds the path from (base directory, queue name, part id). v-queue
  * writes it beside the part's records, the likeliest place, and looks there first, then in
  * the base directory under the two names such a path could plausibly take.

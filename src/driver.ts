@@ -95,7 +95,7 @@ export interface LogFile {
 }
 
 /**
- * A small record rewritten whole: an info line. Only its first line counts (FORMAT.md): the
+ * A small record rewritten whole: an info line. Only its first line counts (docs/format.md#info-lines): the
  * fs driver rewrites it in place as the crate does, so bytes after that line may remain.
  */
 export interface RecordFile {

@@ -1,7 +1,7 @@
 import { crc32Ascii } from "./crc32";
 
 /**
- * The three info files (FORMAT.md). Each holds one `;`-separated line; the crate rewrites
+ * The three info files (docs/format.md#info-lines). Each holds one `;`-separated line; the crate rewrites
  * them in place without truncating, so anything after the first `\n` is ignored.
  */
 

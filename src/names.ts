@@ -52,7 +52,7 @@ export function nameRule(what: "queue" | "consumer"): string {
 
 /**
  * Throws `E_NAME` for a queue or consumer name that would break the crate's readers
- * (FORMAT.md, bug 4), escape the data directory, or spell another file's path.
+ * (docs/format.md#where-the-crate-027-goes-wrong, fault 4), escape the data directory, or spell another file's path.
  * For a consumer, pass its `queue` to check the length of their shared file name.
  */
 export function assertName(name: unknown, what: "queue" | "consumer", queue?: string): asserts name is string {

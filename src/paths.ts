@@ -2,7 +2,7 @@ import { isValidConsumerName, isValidQueueName } from "./names";
 
 const QUEUE_INFO_SUFFIX = "_info_queue";
 
-/** Where each file of a queue lives, relative to the driver's base directory (FORMAT.md). */
+/** Where each file of a queue lives, relative to the driver's base directory (docs/format.md#files-of-a-queue). */
 export const queueInfoPath = (q: string): string => `${q}${QUEUE_INFO_SUFFIX}`;
 export const partDir = (q: string, part: number): string => `${q}-${part}`;
 export const partPath = (q: string, part: number): string => `${q}-${part}/${q}_queue`;

@@ -9,7 +9,7 @@ const ascii = new TextEncoder();
 const IDLE_CLOSE_MS = 1000;
 
 /**
- * A consumer's saved position, `Q_info_pop_C` (FORMAT.md), rewritten in place as the crate
+ * A consumer's saved position, `Q_info_pop_C` (docs/format.md#files-of-a-queue), rewritten in place as the crate
  * does. The file is kept open while the consumer commits (a commit per batch would otherwise
  * pay an open and a close, each a thread-pool round trip on Node) and closed a second after
  * the last commit: an idle consumer holds no descriptor for it.
@@ -33,7 +33,7 @@ export class PositionFile {
 
   /**
    * The saved position; `"missing"` when there is no file, `"empty"` for an empty one (the
-   * crate's leftover, FORMAT.md bug 1: a consumer with no position yet), `"unreadable"` when
+   * crate's leftover, docs/format.md#where-the-crate-027-goes-wrong fault 1: a consumer with no position yet), `"unreadable"` when
    * its line does not parse.
    */
   async load(): Promise<ConsumerPosition | "missing" | "empty" | "unreadable"> {

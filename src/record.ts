@@ -1,13 +1,13 @@
 import { crc32Range } from "./crc32";
 
 /**
- * One record of a part file (FORMAT.md): a 25-byte little-endian header, then the body.
+ * One record of a part file (docs/format.md#records): a 25-byte little-endian header, then the body.
  *
  * | 0..8 offset u64 | 8..12 length u32 | 12..16 magic EE FE EF EE | 16..20 seq u32 | 20 type | 21..25 crc u32 |
  */
 export const HEADER_SIZE = 25;
 export const MAGIC = 0xeeeffeee; // bytes EE FE EF EE read as a little-endian u32
-/** The crate 0.3.x's v3 records (FORMAT.md): the same header, this magic, maybe a compressed body. */
+/** The crate 0.3.x's v3 records (docs/format.md#v3-parts): the same header, this magic, maybe a compressed body. */
 export const MAGIC_V3 = 0xeeeffe33; // bytes 33 FE EF EE
 export const TYPE_STRING = 0x53; // "S"
 export const TYPE_OBJECT = 0x4f; // "O"

@@ -1,6 +1,6 @@
 import type { DriverLock, QueueDriver } from "./driver";
 
-/** Replaces a small file's content in place (info lines: never renamed over, FORMAT.md), creating it if missing. */
+/** Replaces a small file's content in place (info lines: never renamed over, docs/format.md#info-lines), creating it if missing. */
 export async function rewriteRecord(driver: QueueDriver, path: string, data: Uint8Array, sync: boolean, fence?: DriverLock): Promise<void> {
   const file = (await driver.openRecord(path, { create: true }))!;
   try {

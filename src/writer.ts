@@ -293,7 +293,7 @@ export class QueueWriter {
             await this.#rollPart();
           }
           if (this.#encoder?.learnt) {
-            // The dictionary goes to storage before any record that uses it (FORMAT.md).
+            // The dictionary goes to storage before any record that uses it (docs/format.md#the-dictionary).
             await writeOut();
             await this.#encoder.prepare();
           }

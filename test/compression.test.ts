@@ -18,7 +18,7 @@ import { openConsumer, openQueue } from "../adapters/node";
 import { loadZstd } from "../src/zstd";
 import { createRequire } from "node:module";
 
-/** Writing with `compression: "zstd"`, checked against FORMAT.md's rules on the files themselves. */
+/** Writing with `compression: "zstd"`, checked against docs/format.md's rules on the files themselves. */
 
 const tempDir = useTempDirs("vq-zstd-");
 const ZSTD_CLI = "/usr/bin/zstd";
@@ -39,7 +39,7 @@ interface Parsed {
   body: Buffer;
 }
 
-/** The records of a part file, read by FORMAT.md's rules alone. */
+/** The records of a part file, read by docs/format.md's rules alone. */
 function parse(bytes: Buffer): Parsed[] {
   const out: Parsed[] = [];
   for (let at = 0; at < bytes.length; ) {

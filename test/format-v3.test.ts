@@ -12,7 +12,7 @@ import { ZSTD_IMPLS } from "./helpers/zstd";
 import { useTempDirs } from "./helpers/tmp";
 
 /**
- * Parts written by the crate 0.3.x (v3), built by hand from FORMAT.md's known rules: the v2
+ * Parts written by the crate 0.3.x (v3), built by hand from the rules of docs/format.md#v3-parts: the v2
  * header with the magic `33 FE EF EE`; type byte `S`/`O`, with 0x80 when the body is a u32
  * LE length and a zstd frame made with the part's dictionary; the same CRC-32 over the stored
  * bytes. Dictionaries: `fixtures/v3/dict.trained` was trained by `zstd --train --maxdict=4096`

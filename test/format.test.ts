@@ -15,7 +15,7 @@ describe("crc32", () => {
     }
   });
 
-  it("gives FORMAT.md's example: crc32('q;0;') = 3031747907", () => {
+  it("gives docs/format.md's example: crc32('q;0;') = 3031747907", () => {
     expect(crc32Ascii("q;0;")).toBe(3031747907);
   });
 });

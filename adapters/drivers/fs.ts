@@ -278,7 +278,7 @@ async function writeAt(handle: NodeFileHandle, position: number, data: Uint8Arra
   const inline = data.length <= inlineIOBytes;
   let written = 0;
   try {
-    // A short write is continued, never ignored (FORMAT.md, bug 7).
+    // A short write is continued, never ignored (docs/format.md#where-the-crate-027-goes-wrong, fault 7).
     while (written < data.length) {
       written += inline ? writeSync(handle.fd, data, written, data.length - written, position + written) : (await handle.write(data, written, data.length - written, position + written)).bytesWritten;
     }

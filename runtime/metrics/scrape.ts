@@ -35,7 +35,7 @@ const CONSUMER_SERIES: [string, MetricType, string, (c: ConsumerSample) => numbe
 const SHARED_SERIES: [string, MetricType, string, (s: NonNullable<ConsumerSample["shared"]>) => number][] = [
   ["vqueue_consumer_in_flight_messages", "gauge", "Messages of a shared consumer leased and not yet acked.", (s) => s.inFlight],
   ["vqueue_consumer_redelivered_total", "counter", "Messages a shared consumer handed out again (lease ran out or nacked).", (s) => s.redelivered],
-  ["vqueue_consumer_dead_lettered_total", "counter", "Messages a shared consumer moved to its dead-letter queue.", (s) => s.deadLettered],
+  ["vqueue_consumer_dead_lettered_total", "counter", "Messages a shared consumer moved to its dead-letter queue since it was created (kept in its files: the count goes on across restarts).", (s) => s.deadLettered],
 ];
 
 /**

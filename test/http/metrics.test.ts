@@ -88,6 +88,32 @@ describe("GET /metrics", () => {
     });
   });
 
+  it("keeps a shared consumer's dead-lettered count across a restart, where the other counters start again at 0", async () => {
+    const options = { monitor: { sampleMs: 100 }, shared: { maxDeliveries: 2 } };
+    const first = await startServer(options);
+    await produce(first, "jobs", ["j1", "j2"]);
+    const c = { queue: "jobs", consumer: "w", kind: "shared" };
+    const lease = async () => ((await (await first.post("/api/v1/queues/jobs/consumers/w/lease", JSON.stringify({ max: 1 }), jsonHeaders)).json()).messages as { lease: string }[])[0]!.lease;
+    const nack = async (id: string) => expect((await first.post("/api/v1/queues/jobs/consumers/w/nack", JSON.stringify({ leases: [id] }), jsonHeaders)).status).toBe(200);
+    const held = await lease();
+    await eventually(first, (f) => expect(valueOf(f, "vqueue_consumer_in_flight_messages", c)).toBe(1));
+    await nack(held); // j1 back: its 2nd delivery is a redelivery
+    await nack(await lease()); // 2 deliveries, maxDeliveries 2: dead-lettered
+    await produce(first, "jobs", ["j3"]);
+    await eventually(first, (f) => {
+      expect(valueOf(f, "vqueue_consumer_dead_lettered_total", c)).toBe(1);
+      expect(valueOf(f, "vqueue_consumer_redelivered_total", c)).toBe(1);
+      expect(valueOf(f, "vqueue_produced_messages_total", { queue: "jobs" })).toBe(1);
+    });
+    await first.close();
+
+    // The count is the consumer's own, kept in its files; the monitor's counters are the process's.
+    const second = await startServer({ ...options, dir: first.dir });
+    const families = await eventually(second, (f) => expect(valueOf(f, "vqueue_consumer_dead_lettered_total", c)).toBe(1));
+    expect(valueOf(families, "vqueue_produced_messages_total", { queue: "jobs" })).toBe(0);
+    expect(valueOf(families, "vqueue_consumer_redelivered_total", c)).toBe(0);
+  });
+
   it("has HELP and TYPE for every family, counters ending in _total, and the server's own series", async () => {
     const s = await startServer({ durability: "fsync", monitor: { sampleMs: 100 } });
     await produce(s, "orders", ["a", "b"]);

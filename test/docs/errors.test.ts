@@ -1,0 +1,21 @@
+import { describe, expect, it } from "vitest";
+import { projectFile, readmeSection } from "../helpers/readme";
+
+/** The codes of the `VQueueErrorCode` union in src/errors.ts. */
+function engineCodes(): string[] {
+  const source = projectFile("src/errors.ts");
+  const union = /export type VQueueErrorCode\s*=([\s\S]*?);/.exec(source);
+  expect(union, "src/errors.ts declares VQueueErrorCode").not.toBeNull();
+  return [...union![1]!.matchAll(/"(E_[A-Z_]+)"/g)].map((m) => m[1]!).sort();
+}
+
+/** The codes the README's "Errors" table lists, in its first column. */
+function readmeCodes(): string[] {
+  return [...readmeSection("Errors").matchAll(/^\| `(E_[A-Z_]+)` \|/gm)].map((m) => m[1]!).sort();
+}
+
+describe("the README's Errors table", () => {
+  it("lists every code a VQueueError may carry, and no other", () => {
+    expect(readmeCodes()).toEqual(engineCodes());
+  });
+});

@@ -1,4 +1,4 @@
-/** The engine, HTTP, client and crash test files under vitest on Bun (see _suite.ts). */
+/** The runtime-specific test files (drivers, locks, HTTP, client, crashes) under vitest on Bun: see _suite.ts. */
 import { describeRuntimeSuite } from "./_suite";
 
-describeRuntimeSuite("bun", [], 990);
+describeRuntimeSuite("bun", [], 490);

@@ -1,4 +1,4 @@
-/** The engine, HTTP, client and crash test files under vitest on Deno (see _suite.ts). */
+/** The runtime-specific test files (drivers, locks, HTTP, client, crashes) under vitest on Deno: see _suite.ts. */
 import { describeRuntimeSuite } from "./_suite";
 
 describeRuntimeSuite(
@@ -9,5 +9,5 @@ describeRuntimeSuite(
       why: "Deno's node:child_process reports a child that caught SIGTERM and exited 0 as killed by SIGTERM (exit code null); test/runtimes/serve.test.ts checks serve's SIGTERM on Deno from Node",
     },
   ],
-  980,
+  480,
 );

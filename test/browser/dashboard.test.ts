@@ -144,6 +144,42 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await context.close();
   }, 30_000);
 
+  it("shows a dead letter's body as the browser shows any message, with its origin, deliveries, last error and time as a date", async () => {
+    await env.admin.produce("tasks", [{ nested: { a: [1, 2] } }, "plain text here", new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
+    const leased = await env.admin.lease("tasks", "workers", { max: 3 });
+    expect(leased.length).toBe(3);
+    const before = Date.now();
+    for (const [i, m] of leased.entries()) await env.admin.nack("tasks", "workers", m.lease, { deadLetter: true, error: `failed "${i}"\nline two` });
+    const after = Date.now();
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/tasks.dead/browse`);
+    await page.locator(".message").nth(2).waitFor({ timeout: 10_000 });
+    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => [n.getAttribute("data-kind"), n.hasAttribute("data-dead-letter")]))).toEqual([["json", true], ["text", true], ["bytes", true]]);
+    // The bodies as the browser shows the original messages (the same as in the next test).
+    const bodies = await page.locator(".message .body").allTextContents();
+    expect(bodies[0]).toBe(JSON.stringify({ nested: { a: [1, 2] } }, null, 2));
+    expect(bodies[1]).toBe("plain text here");
+    expect(bodies[2]).toMatch(/^00000000 {2}00 01 02 ff 41 42 .*\|\.\.\.\.AB\|$/);
+    expect(await page.locator(".message header .badge.dead").allTextContents()).toEqual(["Dead letter", "Dead letter", "Dead letter"]);
+    // Their sizes: the original bodies'.
+    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => n.querySelectorAll("header .muted")[1]?.textContent))).toEqual(["22 B", "15 B", "6 B"]);
+    const first = page.locator(".message").first().locator(".letter");
+    expect(await first.locator("dt").allTextContents()).toEqual(["From", "Delivered", "Dead-lettered", "Last error"]);
+    const details = await first.locator("dd").allTextContents();
+    expect(details.slice(0, 2)).toEqual([`tasks · consumer workers · part 0 · #${leased[0]!.seq}`, "1 time"]);
+    expect(details[3]).toBe('failed "0"\nline two');
+    expect(await first.locator("dd a").getAttribute("href")).toBe("#/queues/tasks");
+    // The time as a date and time, the exact instant in its datetime attribute.
+    const time = first.locator("time");
+    expect(await time.textContent()).toMatch(/^[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2}\s[AP]M$/);
+    const at = Date.parse((await time.getAttribute("datetime"))!);
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(after);
+    await screenshots(page, "dead-letters");
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
   it("browses messages without moving a consumer: text as text, JSON pretty-printed, bytes as hex", async () => {
     await env.admin.produce("browse", ["plain text here", { nested: { a: [1, 2] } }, new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
     const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });

@@ -1,6 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "pathe";
+import { serve } from "srvx";
 import { describe, expect, it } from "vitest";
+import { freePort } from "../helpers/net";
 import { HAS_CHROMIUM, openPage, useDashboardServer } from "./_dashboard";
 
 /**
@@ -52,6 +54,12 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
     await env.server.restart();
     await expect.poll(() => banner.isVisible(), { timeout: 10_000 }).toBe(false);
 
+    // The browser offline: said so.
+    await context.setOffline(true);
+    await expect.poll(() => banner.textContent(), { timeout: 10_000 }).toBe("This browser is offline: no request reaches the v-queue server.");
+    await context.setOffline(false);
+    await expect.poll(() => banner.isVisible(), { timeout: 10_000 }).toBe(false);
+
     // A real 500: a queue's partition declaration damaged on disk, read by its message browser.
     writeFileSync(join(env.server.dir, "damaged_info_partitions"), "not a declaration");
     await page.goto(withCredentials("#/queues/damaged/browse"));
@@ -59,11 +67,51 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
     await page.goto(withCredentials("#/"));
     await expect.poll(() => banner.isVisible(), { timeout: 10_000 }).toBe(false);
 
-    // The admin's password changed meanwhile: the credentials the page has are refused.
+    // The admin's password changed meanwhile: the credentials the page has are refused; changed back, they pass again.
+    const users = (admin: typeof ADMIN) => writeFileSync(env.server.configFile, JSON.stringify({ durability: "none", syncCommits: true, auth: { users: [admin] } }));
     await env.server.stop();
-    writeFileSync(env.server.configFile, JSON.stringify({ durability: "none", syncCommits: true, auth: { users: [{ ...ADMIN, password: "changed" }] } }));
+    users({ ...ADMIN, password: "changed" });
     await env.server.restart();
     await expect.poll(() => banner.textContent(), { timeout: 10_000 }).toBe("The server refused the credentials (Wrong username or password.): reload the page to sign in again.");
+    await env.server.stop();
+    users(ADMIN);
+    await env.server.restart();
+    await expect.poll(() => banner.isVisible(), { timeout: 10_000 }).toBe(false);
     await context.close();
   }, 90_000);
+
+  it("behind a proxy: the proxy's own error page (v-queue down behind it) is told as something else answering", async () => {
+    // A reverse proxy on its own port, as nginx in front of v-queue: its own 502 page once v-queue is gone.
+    const proxy = serve({
+      port: await freePort(),
+      hostname: "127.0.0.1",
+      silent: true,
+      async fetch(request) {
+        const url = new URL(request.url);
+        const headers = new Headers(request.headers);
+        headers.delete("accept-encoding");
+        const answer = await fetch(`${env.server.url}${url.pathname}${url.search}`, { method: request.method, headers, body: request.body, duplex: "half" } as RequestInit).catch(() => undefined);
+        if (!answer) return new Response("<html><body><h1>502 Bad Gateway</h1></body></html>", { status: 502, headers: { "content-type": "text/html" } });
+        const answerHeaders = new Headers(answer.headers);
+        answerHeaders.delete("content-encoding");
+        answerHeaders.delete("content-length");
+        return new Response(answer.body, { status: answer.status, headers: answerHeaders });
+      },
+    });
+    await proxy.ready();
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    try {
+      await page.goto(proxy.url!);
+      await page.locator("#queue-rows tr").first().waitFor({ timeout: 10_000 });
+      await env.server.stop();
+      await expect.poll(() => page.locator("#banner").textContent(), { timeout: 10_000 }).toBe("The server answered HTTP 502 with no v-queue error: something in front of v-queue (a proxy, the host app) answered in its place.");
+      await env.server.restart();
+      await expect.poll(() => page.locator("#banner").isVisible(), { timeout: 10_000 }).toBe(false);
+      // Chromium itself logs the 502's "Failed to load resource": that one is expected, nothing else.
+      expect(problems.filter((p) => !/Failed to load resource: the server responded with a status of 502/.test(p))).toEqual([]);
+    } finally {
+      await context.close();
+      await proxy.close(true);
+    }
+  }, 60_000);
 });

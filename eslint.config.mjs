@@ -20,7 +20,7 @@ export default tseslint.config(
     languageOptions: {
       sourceType: "module",
       globals: Object.fromEntries(
-        ["window", "document", "location", "fetch", "setTimeout", "clearTimeout", "AbortController", "DOMException", "URLSearchParams", "Intl", "performance", "getComputedStyle", "ResizeObserver", "TextEncoder", "atob", "HTMLElement", "globalThis"].map((name) => [name, "readonly"]),
+        ["window", "document", "location", "navigator", "fetch", "Request", "URL", "setTimeout", "clearTimeout", "AbortController", "DOMException", "URLSearchParams", "Intl", "performance", "getComputedStyle", "ResizeObserver", "TextEncoder", "atob", "HTMLElement", "globalThis"].map((name) => [name, "readonly"]),
       ),
     },
   },

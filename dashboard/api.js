@@ -1,8 +1,8 @@
 // @ts-check
 /**
  * The API as the page calls it: relative URLs (`./api/v1/...`) so the page works under any
- * prefix, the browser's own Basic credentials, and every failure as an `ApiProblem` the page
- * shows in its banner or dialog (never thrown to the console).
+ * prefix, the browser's own Basic credentials, and every failure as an `ApiProblem` saying what
+ * went wrong, which the page shows in its banner or dialog (never thrown to the console).
  */
 
 export class ApiProblem extends Error {
@@ -25,6 +25,19 @@ export function isAbort(/** @type {unknown} */ error) {
 }
 
 /**
+ * The absolute URL of `path`, without the credentials of a page opened as
+ * `http://user:pass@host/`: fetch refuses a URL holding credentials, and the browser sends the
+ * Basic credentials it has for the origin anyway.
+ * @param {string} path
+ */
+export function apiURL(path) {
+  const url = new URL(path, document.baseURI);
+  url.username = "";
+  url.password = "";
+  return url.href;
+}
+
+/**
  * Calls the API: JSON in (when `body` is given), JSON out.
  * @param {"GET" | "POST" | "DELETE"} method
  * @param {string} path relative, e.g. `./api/v1/overview`
@@ -35,29 +48,63 @@ export async function call(method, path, { body, signal } = {}) {
   /** @type {Record<string, string>} */
   const headers = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
-  let response;
+  let request;
   try {
-    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, credentials: "same-origin", cache: "no-store" });
+    request = new Request(apiURL(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, credentials: "same-origin", cache: "no-store" });
+  } catch (error) {
+    throw new ApiProblem(0, "E_REQUEST", `This page could not make its request ${method} ${path}: ${messageOf(error)}`);
+  }
+  let response;
+  let text;
+  try {
+    response = await fetch(request);
+    text = await response.text();
   } catch (error) {
     if (isAbort(error)) throw error;
-    throw new ApiProblem(0, "NETWORK", "Cannot reach the v-queue server. Retrying…");
+    throw unreachable(new URL(request.url).host, error);
   }
-  const text = await response.text().catch(() => "");
   let data;
   try {
     data = text ? JSON.parse(text) : undefined;
   } catch {
     data = undefined;
   }
-  if (response.ok) return data;
+  if (response.ok && (data !== undefined || !text)) return data;
+  throw refused(response, data);
+}
+
+/** A fetch that got no answer (or half of one): the browser offline, or the server down or unreachable. */
+function unreachable(/** @type {string} */ host, /** @type {unknown} */ error) {
+  if (navigator.onLine === false) return new ApiProblem(0, "E_OFFLINE", "This browser is offline: no request reaches the v-queue server.");
+  return new ApiProblem(0, "E_UNREACHABLE", `No answer from the v-queue server at ${host} (${messageOf(error)}): it is down, restarting, or unreachable from here.`);
+}
+
+/**
+ * An answer that is no success of the API: the server's own error when it sent one; else what
+ * answered (a proxy, or the host app, in the server's place).
+ * @param {Response} response
+ * @param {any} data its JSON body, if any
+ */
+function refused(response, data) {
+  const { status } = response;
   const error = data?.error;
-  const message =
-    response.status === 401
-      ? "Not signed in, or the credentials were refused: reload the page to sign in again."
-      : response.status === 403
-        ? `Not allowed: ${error?.message ?? "this user lacks the right for it."}`
-        : (error?.message ?? `The server answered ${response.status} ${response.statusText}.`);
-  throw new ApiProblem(response.status, error?.code ?? `HTTP_${response.status}`, message);
+  const code = error?.code ?? `HTTP_${status}`;
+  // The status alone: HTTP/2 and many servers send no reason phrase.
+  const answered = `HTTP ${status}`;
+  if (response.ok) {
+    const type = response.headers.get("content-type") ?? "no content type";
+    return new ApiProblem(status, "E_NOT_JSON", `The server answered ${answered} with ${type}, not the API's JSON: something in front of v-queue (a proxy, the host app) answered in its place.`);
+  }
+  if (status === 401) return new ApiProblem(status, code, `The server refused the credentials${error?.message ? ` (${error.message})` : ""}: reload the page to sign in again.`);
+  if (status === 403) return new ApiProblem(status, code, `Not allowed: ${error?.message ?? "this user lacks the right for it."}`);
+  if (!error?.message) return new ApiProblem(status, code, `The server answered ${answered} with no v-queue error: something in front of v-queue (a proxy, the host app) answered in its place.`);
+  if (status >= 500) return new ApiProblem(status, code, `The v-queue server failed (${answered}, ${code}): ${error.message}`);
+  return new ApiProblem(status, code, error.message);
+}
+
+/** An error's message (what a caught value says). */
+function messageOf(/** @type {unknown} */ error) {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** A path segment. */

@@ -51,3 +51,10 @@ export function when(/** @type {number} */ at) {
   const today = new Date().toDateString() === date.toDateString();
   return today ? date.toLocaleTimeString() : date.toLocaleString();
 }
+
+const dateAndTime = new Intl.DateTimeFormat("en", { dateStyle: "medium", timeStyle: "medium" });
+
+/** A date and time, in this browser's time zone: "Dec 6, 2026, 5:10:03 PM". */
+export function dateTime(/** @type {number} */ at) {
+  return dateAndTime.format(at);
+}

@@ -1,5 +1,6 @@
 // @ts-check
-/** One message as the browser shows it: text as text, JSON pretty-printed, bytes as a hex dump. */
+/** One message as the browser shows it: text as text, JSON pretty-printed, bytes as a hex dump; a dead letter's body likewise, with its origin. */
+import { deadLetterIn, letterDetails } from "./dead-letter.js";
 import { h } from "./dom.js";
 import { bytes } from "./format.js";
 
@@ -10,25 +11,30 @@ const HEX_LIMIT = 4096;
 
 /** @param {MessageJSON} m */
 export function messageCard(m) {
-  const { kind, text, size } = show(m);
+  // A dead letter: its original body shown as any message's, its origin and times beside it.
+  const letter = deadLetterIn(m);
+  const { kind, text, size } = show(letter ? { data: letter.data, encoding: letter.type === "object" ? "base64" : undefined } : m);
   return h(
     "article",
-    { class: "message", "data-kind": kind },
+    { class: "message", "data-kind": kind, "data-dead-letter": Boolean(letter) },
     h(
       "header",
       {},
       h("strong", {}, `#${m.seq}`),
       h("span", { class: "muted" }, `${m.partition === undefined ? "" : `partition ${m.partition} · `}part ${m.part} · offset ${m.offset}`),
+      letter && h("span", { class: "badge dead" }, "Dead letter"),
       h("span", { class: `badge ${kind}` }, kind === "json" ? "JSON" : kind === "text" ? "Text" : "Bytes"),
       h("span", { class: "muted" }, bytes(size)),
       h("code", { class: "cursor", title: "Cursor: commits up to and including this message" }, m.cursor),
     ),
+    letter && letterDetails(letter),
     h("pre", { class: "body", tabindex: 0 }, text),
   );
 }
 
 /**
- * @param {MessageJSON} m
+ * A body as it is shown: JSON pretty-printed, text as text, bytes (base64 on the wire) as a hex dump.
+ * @param {{ data: string, encoding?: "base64" }} m
  * @returns {{ kind: "json" | "text" | "bytes", text: string, size: number }}
  */
 function show(m) {

@@ -5,6 +5,9 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "pathe";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
+import { createClient, type VQueueClient } from "../../client/index";
+import { startServerProcess, type ServerProcess } from "../client/_server-process";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const HAS_CHROMIUM = existsSync(CHROMIUM);
@@ -18,6 +21,36 @@ export function launch(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
+}
+
+/** What a file's dashboard tests share: the standalone server, Chromium, and a client of the server's admin. */
+export interface DashboardSetup {
+  server: ServerProcess;
+  browser: Browser;
+  admin: VQueueClient;
+}
+
+/**
+ * Starts the standalone server (`v-queue serve`, its own process) with `config`, Chromium and a
+ * client as `admin` before the file's tests, and stops them after. Without Chromium nothing is
+ * started (the tests skip), except on CI, where that is an error.
+ */
+export function useDashboardServer(config: Record<string, unknown>, admin: { username: string; password: string }): DashboardSetup {
+  const setup = {} as DashboardSetup;
+  beforeAll(async () => {
+    if (!HAS_CHROMIUM) {
+      if (process.env.CI) throw new Error("Chromium not found: install Debian's chromium package (.ci/run does).");
+      return;
+    }
+    setup.server = await startServerProcess(config);
+    setup.admin = createClient({ baseURL: setup.server.url, auth: admin });
+    setup.browser = await launch();
+  }, 60_000);
+  afterAll(async () => {
+    await setup.browser?.close();
+    await setup.server?.remove();
+  });
+  return setup;
 }
 
 export interface WatchedPage {

@@ -1,8 +1,5 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, type VQueueClient } from "../../client/index";
-import { startServerProcess, type ServerProcess } from "../client/_server-process";
-import { HAS_CHROMIUM, launch, openPage, screenshots } from "./_dashboard";
+import { describe, expect, it } from "vitest";
+import { HAS_CHROMIUM, openPage, screenshots, useDashboardServer } from "./_dashboard";
 
 /**
  * The dashboard in Debian's Chromium (playwright-core), served by the standalone server
@@ -12,42 +9,25 @@ import { HAS_CHROMIUM, launch, openPage, screenshots } from "./_dashboard";
 const ADMIN = { username: "admin", password: "admin-secret" };
 const READER = { username: "reader", password: "reader-secret" };
 
-let server: ServerProcess;
-let browser: Browser;
-let admin: VQueueClient;
-
-beforeAll(async () => {
-  if (!HAS_CHROMIUM) {
-    if (process.env.CI) throw new Error("Chromium not found: install Debian's chromium package (.ci/run does).");
-    return;
-  }
-  server = await startServerProcess({ auth: { users: [ADMIN, { ...READER, write: false }] } });
-  admin = createClient({ baseURL: server.url, auth: ADMIN });
-  browser = await launch();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.remove();
-});
+const env = useDashboardServer({ auth: { users: [ADMIN, { ...READER, write: false }] } }, ADMIN);
 
 describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromium (standalone server, auth on)", () => {
   it("asks for credentials: 401 with a Basic challenge on the page and its files", async () => {
-    const page = await fetch(`${server.url}/`);
+    const page = await fetch(`${env.server.url}/`);
     expect(page.status).toBe(401);
     expect(page.headers.get("www-authenticate")).toMatch(/^Basic realm="v-queue"/);
-    const html = await (await fetch(`${server.url}/`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}` } })).text();
+    const html = await (await fetch(`${env.server.url}/`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}` } })).text();
     const asset = /\.\/_dashboard\/(app\.[0-9a-f]+\.js)/.exec(html)![1]!;
-    expect((await fetch(`${server.url}/_dashboard/${asset}`)).status).toBe(401);
+    expect((await fetch(`${env.server.url}/_dashboard/${asset}`)).status).toBe(401);
   });
 
   it("lists queues with their lag, which change as messages are produced", async () => {
-    await admin.produce("orders", ["first order", { item: "book", qty: 2 }, new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
-    const taken = await admin.consume("orders", "billing", { maxMessages: 1 });
-    await admin.commit("orders", "billing", taken.cursor);
-    await admin.produce("emails", "hello");
-    const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
-    await page.goto(`${server.url}/`);
+    await env.admin.produce("orders", ["first order", { item: "book", qty: 2 }, new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
+    const taken = await env.admin.consume("orders", "billing", { maxMessages: 1 });
+    await env.admin.commit("orders", "billing", taken.cursor);
+    await env.admin.produce("emails", "hello");
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/`);
     const row = page.locator("#queue-rows tr", { has: page.locator("a", { hasText: /^orders$/ }) });
     await expect.poll(() => row.locator("td").nth(0).textContent(), { timeout: 10_000 }).toBe("3");
     expect(await page.locator("table.queues thead th").allTextContents()).toEqual(["Queue▲", "Messages", "Worst lag", "Size", "Parts", "Produce/s", "Consume/s", "in out"]);
@@ -55,7 +35,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await expect.poll(() => row.locator("td.lag").textContent(), { timeout: 10_000 }).toBe("2billing");
     expect(await page.locator("#queue-rows tr").count()).toBe(2);
 
-    await admin.produce("orders", ["a", "b", "c", "d"]);
+    await env.admin.produce("orders", ["a", "b", "c", "d"]);
     await expect.poll(() => row.locator("td").nth(0).textContent(), { timeout: 10_000 }).toBe("7");
     await expect.poll(() => row.locator("td.lag").textContent(), { timeout: 10_000 }).toBe("6billing");
 
@@ -71,8 +51,8 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
   }, 60_000);
 
   it("shows a queue (charts, parts, consumers); produces a test message and purges, each confirmed in a dialog", async () => {
-    const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
-    await page.goto(`${server.url}/#/queues/orders`);
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/orders`);
     await page.locator("table[aria-label=Consumers] tr[data-consumer=billing]").waitFor();
     expect(await page.locator(".chart canvas").count()).toBeGreaterThanOrEqual(2);
     expect(await page.locator("table[aria-label=Parts] tbody tr").count()).toBe(1);
@@ -94,19 +74,19 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     // Purge, cancelled first: nothing happens.
     await page.locator("[data-action=purge]").click();
     await page.locator("dialog[open] [data-cancel]").click();
-    expect((await admin.queue("orders")).messages).toBe(before + 1);
+    expect((await env.admin.queue("orders")).messages).toBe(before + 1);
     await page.locator("[data-action=purge]").click();
     await page.locator("dialog[open] [data-confirm]").click();
     await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe(`Purged: ${before + 1} messages removed.`);
-    expect((await admin.queue("orders")).messages).toBe(0);
+    expect((await env.admin.queue("orders")).messages).toBe(0);
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);
 
   it("follows the system's dark theme", async () => {
-    await admin.produce("orders", ["again", "and again"]);
-    const { page, problems, context } = await openPage(browser, { credentials: ADMIN, colorScheme: "dark" });
-    await page.goto(`${server.url}/#/queues/orders`);
+    await env.admin.produce("orders", ["again", "and again"]);
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN, colorScheme: "dark" });
+    await page.goto(`${env.server.url}/#/queues/orders`);
     await page.locator("tr[data-consumer=billing]").waitFor();
     const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     expect(background).toBe("rgb(14, 17, 22)");
@@ -117,9 +97,9 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
   }, 30_000);
 
   it("offers a read-only user no produce, purge nor delete", async () => {
-    await admin.consume("emails", "sender");
-    const { page, problems, context } = await openPage(browser, { credentials: READER });
-    await page.goto(`${server.url}/#/queues/emails`);
+    await env.admin.consume("emails", "sender");
+    const { page, problems, context } = await openPage(env.browser, { credentials: READER });
+    await page.goto(`${env.server.url}/#/queues/emails`);
     await page.locator("tr[data-consumer=sender]").waitFor();
     await page.locator("[data-action=browse]").waitFor();
     expect(await page.locator("[data-action=produce], [data-action=purge], [data-action=delete]").count()).toBe(0);
@@ -130,8 +110,8 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await page.locator("dialog[open] [data-confirm]").click();
     await expect.poll(() => page.locator("dialog[open] .result").textContent()).toMatch(/^Consumer sender moved: it goes on after cursor \d+\.\d+\.\d+\.$/);
     await page.locator("dialog[open] [data-confirm]").click();
-    expect((await admin.consumers("emails")).consumers.find((c) => c.name === "sender")?.lag).toBe(0);
-    await page.goto(`${server.url}/#/`);
+    expect((await env.admin.consumers("emails")).consumers.find((c) => c.name === "sender")?.lag).toBe(0);
+    await page.goto(`${env.server.url}/#/`);
     await page.locator("#queue-rows tr").first().waitFor();
     expect(await page.locator("[data-action=produce]").count()).toBe(0);
     expect(problems).toEqual([]);
@@ -139,12 +119,12 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
   }, 30_000);
 
   it("deletes a consumer; links a queue to its dead letters, and re-drives them from there", async () => {
-    await admin.produce("jobs", ["bad job", "good job"]);
-    const [leased] = await admin.lease("jobs", "workers", { max: 1 });
-    await admin.nack("jobs", "workers", leased!.lease, { deadLetter: true });
-    await admin.consume("jobs", "old-reader");
-    const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
-    await page.goto(`${server.url}/#/queues/jobs`);
+    await env.admin.produce("jobs", ["bad job", "good job"]);
+    const [leased] = await env.admin.lease("jobs", "workers", { max: 1 });
+    await env.admin.nack("jobs", "workers", leased!.lease, { deadLetter: true });
+    await env.admin.consume("jobs", "old-reader");
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/jobs`);
     await expect.poll(() => page.locator("tr[data-consumer=workers] .badge").textContent(), { timeout: 10_000 }).toBe("shared");
     await page.locator(".dlq a").waitFor({ timeout: 10_000 });
     await screenshots(page, "queue-shared");
@@ -153,21 +133,57 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await page.locator("dialog[open] [data-confirm]").click();
     await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe("Consumer old-reader deleted.");
     await page.locator("dialog[open] [data-confirm]").click();
-    expect((await admin.consumers("jobs")).consumers.map((c) => c.name)).toEqual(["workers"]);
+    expect((await env.admin.consumers("jobs")).consumers.map((c) => c.name)).toEqual(["workers"]);
     await expect.poll(() => page.locator("tr[data-consumer=old-reader]").count(), { timeout: 10_000 }).toBe(0);
     await page.locator(".dlq a", { hasText: "jobs.dead" }).click({ timeout: 10_000 });
     await page.locator("[data-action=redrive]").click();
     await page.locator("dialog[open] [data-confirm]").click();
     await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe("1 dead letter moved back.");
-    expect((await admin.queue("jobs")).messages).toBe(3);
+    expect((await env.admin.queue("jobs")).messages).toBe(3);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 30_000);
+
+  it("shows a dead letter's body as the browser shows any message, with its origin, deliveries, last error and time as a date", async () => {
+    await env.admin.produce("tasks", [{ nested: { a: [1, 2] } }, "plain text here", new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
+    const leased = await env.admin.lease("tasks", "workers", { max: 3 });
+    expect(leased.length).toBe(3);
+    const before = Date.now();
+    for (const [i, m] of leased.entries()) await env.admin.nack("tasks", "workers", m.lease, { deadLetter: true, error: `failed "${i}"\nline two` });
+    const after = Date.now();
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/tasks.dead/browse`);
+    await page.locator(".message").nth(2).waitFor({ timeout: 10_000 });
+    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => [n.getAttribute("data-kind"), n.hasAttribute("data-dead-letter")]))).toEqual([["json", true], ["text", true], ["bytes", true]]);
+    // The bodies as the browser shows the original messages (the same as in the next test).
+    const bodies = await page.locator(".message .body").allTextContents();
+    expect(bodies[0]).toBe(JSON.stringify({ nested: { a: [1, 2] } }, null, 2));
+    expect(bodies[1]).toBe("plain text here");
+    expect(bodies[2]).toMatch(/^00000000 {2}00 01 02 ff 41 42 .*\|\.\.\.\.AB\|$/);
+    expect(await page.locator(".message header .badge.dead").allTextContents()).toEqual(["Dead letter", "Dead letter", "Dead letter"]);
+    // Their sizes: the original bodies'.
+    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => n.querySelectorAll("header .muted")[1]?.textContent))).toEqual(["22 B", "15 B", "6 B"]);
+    const first = page.locator(".message").first().locator(".letter");
+    expect(await first.locator("dt").allTextContents()).toEqual(["From", "Delivered", "Dead-lettered", "Last error"]);
+    const details = await first.locator("dd").allTextContents();
+    expect(details.slice(0, 2)).toEqual([`tasks · consumer workers · part 0 · #${leased[0]!.seq}`, "1 time"]);
+    expect(details[3]).toBe('failed "0"\nline two');
+    expect(await first.locator("dd a").getAttribute("href")).toBe("#/queues/tasks");
+    // The time as a date and time, the exact instant in its datetime attribute.
+    const time = first.locator("time");
+    expect(await time.textContent()).toMatch(/^[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2}\s[AP]M$/);
+    const at = Date.parse((await time.getAttribute("datetime"))!);
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(after);
+    await screenshots(page, "dead-letters");
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);
 
   it("browses messages without moving a consumer: text as text, JSON pretty-printed, bytes as hex", async () => {
-    await admin.produce("browse", ["plain text here", { nested: { a: [1, 2] } }, new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
-    const { page, problems, context } = await openPage(browser, { credentials: ADMIN });
-    await page.goto(`${server.url}/#/queues/browse/browse`);
+    await env.admin.produce("browse", ["plain text here", { nested: { a: [1, 2] } }, new Uint8Array([0, 1, 2, 255, 0x41, 0x42])]);
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/browse/browse`);
     await page.locator(".message").nth(2).waitFor({ timeout: 10_000 });
     const kinds = await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("data-kind")));
     expect(kinds).toEqual(["text", "json", "bytes"]);
@@ -177,7 +193,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(bodies[2]).toMatch(/^00000000 {2}00 01 02 ff 41 42 .*\|\.\.\.\.AB\|$/);
     await screenshots(page, "browser");
     // Pages of 10, the next one under them; then from a part and seq, then the newest.
-    await admin.produce("browse", Array.from({ length: 22 }, (_, i) => `m${i + 4}`));
+    await env.admin.produce("browse", Array.from({ length: 22 }, (_, i) => `m${i + 4}`));
     await page.locator("select[name=limit]").selectOption("10");
     await page.getByRole("button", { name: "Show" }).click();
     await expect.poll(() => page.locator(".message").count()).toBe(10);
@@ -203,7 +219,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
       await expect.poll(() => page.locator(".messages > :first-child").evaluate((n) => n.querySelector("header strong")?.textContent ?? n.textContent)).toBe(expected);
     }
     // Nothing moved: no consumer was created by reading.
-    expect((await admin.consumers("browse")).consumers).toEqual([]);
+    expect((await env.admin.consumers("browse")).consumers).toEqual([]);
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);

@@ -15,6 +15,8 @@ export interface ServerProcess {
   url: string;
   port: number;
   dir: string;
+  /** Its config file, read again at each start (`restart`). */
+  configFile: string;
   /** Stops the process (SIGTERM: graceful; SIGKILL: a crash). */
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and data directory. */
@@ -60,6 +62,7 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
     url: `http://127.0.0.1:${port}`,
     port,
     dir,
+    configFile,
     stop,
     async restart(signal) {
       await stop(signal);

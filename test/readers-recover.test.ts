@@ -226,6 +226,21 @@ describe("a saved position that names other records than the consumer read is no
     expect(read).toEqual([]);
   });
 
+  // Records of m0..m9 are 27 bytes, the later ones 37: appended where the cut left off, they would run past the saved position (byte 216).
+  it.each([
+    { writer: "rollOnOpen: false (a partition's writer)", options: { rollOnOpen: false }, cutTo: 2 * 27 + 5 },
+    { writer: "the default, cut inside the first record (an empty part is reused)", options: {}, cutTo: 5 },
+  ])("a part cut short below the saved position, then a reopened writer pushes 5 ($writer): reported, and the consumer gets all 5", async ({ options, cutTo }) => {
+    const { dir, saved } = await readTo(10, 8);
+    expect(saved.position).toBe(216);
+    await truncate(join(dir, "orders-0/orders_queue"), cutTo);
+    const later = Array.from({ length: 5 }, (_, i) => `later-${i}-abcd`);
+    await writeAgain(dir, later, options);
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(read).toEqual(later);
+  });
+
   it("a part written again (its info line with it) so that the saved position falls inside a record: reported, resumed at that record", async () => {
     const { dir, saved } = await readTo(10, 8);
     await wipeParts(dir);

@@ -72,6 +72,15 @@ export async function checkSavedPosition(
 }
 
 /**
+ * Whether `position` (saved by an earlier process: a shared consumer's high-water mark, say)
+ * still names the place it named then: see `holdsPosition`.
+ */
+export async function positionHolds(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<boolean> {
+  const held = await withSharedLog(driver, partPath(queue, position.part), async (file) => position.position <= (await file.size()) && (await holdsPosition(driver, queue, file, position)));
+  return held ?? false;
+}
+
+/**
  * Whether a saved position is still where the consumer left it: a record starts there whose
  * sequence number follows the saved count, or (at the end of what is written) the record
  * before it ends there with that count, found by a scan from the nearest index entry.

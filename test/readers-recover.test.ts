@@ -9,6 +9,7 @@ import type { QueueDriver } from "../src/driver";
 import type { QueueProblem } from "../src/errors";
 import { formatPopInfo, formatPushInfo, formatQueueInfo } from "../src/info";
 import { inspectQueue } from "../src/inspect";
+import { SharedConsumer } from "../src/shared-consumer";
 import { QueueWriter } from "../src/writer";
 import { useTempDirs } from "./helpers/tmp";
 
@@ -272,6 +273,58 @@ describe("a saved position that names other records than the consumer read is no
     const { problems, read } = await openAndReadAll(dir);
     expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
     expect(read.map((m) => (m as string).slice(0, 7))).toEqual(["again-3"]);
+  });
+
+  /** A queue "orders" (m0..m9, 27-byte records) whose shared consumer "s" was handed all 10 and acknowledged `acks`, then closed. */
+  async function sharedAcked(acks: number[]) {
+    const { dir } = await queueOnDisk(10);
+    const s = await SharedConsumer.open("orders", "s", { driver: fsDriver({ dir }) });
+    const handed = await s.poll({ max: 10, timeoutMs: 0 });
+    expect(handed).toHaveLength(10);
+    for (const i of acks) await s.ack(handed[i]!);
+    await s.close();
+    return dir;
+  }
+
+  async function sharedReadAll(dir: string) {
+    const { problems, onProblem } = problemsOf();
+    const s = await SharedConsumer.open("orders", "s", { driver: fsDriver({ dir }), onProblem });
+    const read = texts(await s.poll({ max: 100, timeoutMs: 0 }));
+    await s.close();
+    return { problems, read: read.map((m) => (m as string).slice(0, 7)) };
+  }
+
+  // New records of 54 bytes: the second starts at byte 54, where m2 (acknowledged) started.
+  const again54 = (count: number) => Array.from({ length: count }, (_, i) => `again-${i}-${"x".repeat(21)}`);
+
+  it("a shared consumer whose high-water mark no longer holds (the part written again under it): its acks above the floor are dropped, said, and every new message comes", async () => {
+    const dir = await sharedAcked([2, 7]);
+    await wipeParts(dir);
+    await writeAgain(dir, again54(6));
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(problems[0]!.message).toContain("high-water mark");
+    expect(read).toEqual(["again-0", "again-1", "again-2", "again-3", "again-4", "again-5"]);
+  });
+
+  it("a shared consumer whose saved floor is not trusted: what it kept above the floor goes with it", async () => {
+    const dir = await sharedAcked([0, 1, 4]);
+    await wipeParts(dir);
+    // The floor (byte 54, after 2 records) now starts record 2; m4's offset (108) starts again-2.
+    await writeAgain(dir, again54(6));
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION", "BAD_POSITION"]);
+    expect(read).toEqual(["again-0", "again-1", "again-2", "again-3", "again-4", "again-5"]);
+  });
+
+  it("a shared consumer whose state still holds keeps its acks", async () => {
+    const dir = await sharedAcked([2, 7]);
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }), rollOnOpen: false });
+    await q.push("m10");
+    await q.close();
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems).toEqual([]);
+    expect(read).toEqual(["m0", "m1", "m3", "m4", "m5", "m6", "m8", "m9", "m10"]);
   });
 
   it("a position that holds is trusted, at a record and at the end of the part, with its writer open or gone", async () => {

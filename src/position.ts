@@ -49,11 +49,12 @@ export async function checkSavedPosition(
           return { part: saved.part, position: end.edge, count: end.count };
         }
         if (await holdsPosition(driver, queue, file, saved)) return saved;
-        const before = await lastRecordBefore(file, saved);
+        const before = await lastRecordBefore(driver, queue, file, saved);
+        const resume = { part: saved.part, position: before?.offset ?? 0, count: before ? before.seq - 1 : 0 };
         report(
-          `is ${at}, where no record follows record ${saved.count} (the part was cut short and written again, or replaced); resuming at its last valid record before it (byte ${before.position}, record ${before.count + 1}).`,
+          `is ${at}, where no record follows record ${saved.count} (the part was cut short and written again, or replaced); resuming at its last valid record before it (byte ${resume.position}, record ${resume.count + 1}).`,
         );
-        return before;
+        return resume;
       });
   if (inPart) return inPart;
   const last = parts.at(-1) ?? -1;
@@ -82,27 +83,34 @@ export async function positionHolds(driver: QueueDriver, queue: string, position
 
 /**
  * Whether a saved position is still where the consumer left it: a record starts there whose
- * sequence number follows the saved count, or (at the end of what is written) the record
- * before it ends there with that count, found by a scan from the nearest index entry.
+ * sequence number follows the saved count; or the last valid record before it has that count
+ * and ends at or before it (at the end of what is written, or with damaged bytes in between
+ * that the consumer stepped over).
  */
 async function holdsPosition(driver: QueueDriver, queue: string, file: LogFile, saved: ConsumerPosition): Promise<boolean> {
   if (saved.position === 0) return saved.count === 0;
   const header = await readHeaderAt(file, saved.position);
-  if (header) return header.seq === saved.count + 1;
-  // No whole header there: the end of the part (or of what its writer has written so far).
-  const push = await readPushInfo(driver, queue, saved.part);
-  if (push?.edge === saved.position) return push.count === saved.count;
-  const entry = await findEntry(driver, queue, saved.part, (e) => e.offset <= saved.position);
-  const from = typeof entry === "object" && (await entryHolds(file, entry)) ? { part: saved.part, position: entry.offset, count: entry.seq - 1 } : { part: saved.part, position: 0, count: 0 };
-  return isRecordBoundary(file, from, saved);
+  if (header?.seq === saved.count + 1) return true;
+  if (header && header.seq <= saved.count) return false;
+  if (!header) {
+    const push = await readPushInfo(driver, queue, saved.part);
+    if (push?.edge === saved.position) return push.count === saved.count;
+  }
+  const before = await lastRecordBefore(driver, queue, file, saved);
+  return before ? before.end <= saved.position && before.seq === saved.count : saved.count === 0;
 }
 
-/** The start of the last valid record of the part that starts before `saved` (the part's start when none does). */
-async function lastRecordBefore(file: LogFile, saved: ConsumerPosition): Promise<ConsumerPosition> {
-  let before: ConsumerPosition = { part: saved.part, position: 0, count: 0 };
-  await scanPart(file, { from: 0, limit: await file.size(), chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, _view, _at, header) => {
+/**
+ * The last valid record of the part that starts before `saved`: scanned from the nearest index
+ * entry before it that holds, or from the part's start.
+ */
+async function lastRecordBefore(driver: QueueDriver, queue: string, file: LogFile, saved: ConsumerPosition): Promise<{ offset: number; end: number; seq: number } | undefined> {
+  const entry = await findEntry(driver, queue, saved.part, (e) => e.offset < saved.position);
+  const from = typeof entry === "object" && (await entryHolds(file, entry)) ? entry.offset : 0;
+  let before: { offset: number; end: number; seq: number } | undefined;
+  await scanPart(file, { from, limit: await file.size(), chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, _view, _at, header) => {
     if (header.offset >= saved.position) return false;
-    before = { part: saved.part, position: header.offset, count: header.seq - 1 };
+    before = { offset: header.offset, end: header.offset + HEADER_SIZE + header.length, seq: header.seq };
     return true;
   });
   return before;

@@ -327,6 +327,19 @@ describe("a saved position that names other records than the consumer read is no
     expect(read).toEqual(["m0", "m1", "m3", "m4", "m5", "m6", "m8", "m9", "m10"]);
   });
 
+  it("a position right after damaged records the consumer stepped over is trusted: the record there follows with a gap", async () => {
+    const { dir } = await queueOnDisk(4);
+    const part = join(dir, "orders-0/orders_queue");
+    const bytes = await readFile(part);
+    bytes[2 * 27 + 25]! ^= 0xff; // m2's body: its crc fails
+    await writeFile(part, bytes);
+    // Where a consumer stands that read m0 and m1, then stepped over m2 at the end of what its (live) writer had written.
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 0, position: 3 * 27, count: 2 }));
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems).toEqual([]);
+    expect(read).toEqual(["m3"]);
+  });
+
   it("a position that holds is trusted, at a record and at the end of the part, with its writer open or gone", async () => {
     const { dir } = await readTo(10, 8);
     const first = await openAndReadAll(dir);

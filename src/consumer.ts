@@ -56,6 +56,8 @@ export class QueueConsumer {
   };
 
   readonly #kind: ConsumerKind;
+  /** The saved position was not trusted at open (`BAD_POSITION`): it was moved, so state kept beside it may name other records. */
+  #savedPositionReset = false;
 
   private constructor(queue: string, name: string, options: ResolvedConsumerOptions, lock: DriverLock, kind: ConsumerKind) {
     this.queue = queue;
@@ -103,12 +105,17 @@ export class QueueConsumer {
     onLockLost(this.#lock, listener);
   }
 
-  /** The saved position: where a reopened consumer resumes. */
   /** The consumer's lock, for what writes under it (a shared consumer's state): the fence of those writes (driver.ts). @internal */
   get lock(): DriverLock {
     return this.#lock;
   }
 
+  /** Whether the saved position was reported at open and moved (`BAD_POSITION`): what a shared consumer keeps above it is not trusted either. @internal */
+  get savedPositionReset(): boolean {
+    return this.#savedPositionReset;
+  }
+
+  /** The saved position: where a reopened consumer resumes. */
   get committed(): ConsumerPosition {
     return { ...this.#committed };
   }
@@ -366,11 +373,15 @@ export class QueueConsumer {
     if (loaded === "missing" && !create) throw new VQueueError("E_NOT_FOUND", `Consumer "${this.name}" of queue "${this.queue}" does not exist.`);
     await checkConsumerKind(driver, this.queue, this.name, this.#kind, loaded === "missing", this.options.syncCommits, this.#lock);
     if (loaded === "unreadable") {
+      this.#savedPositionReset = true;
       onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
     }
     let saved: ConsumerPosition;
     if (typeof loaded === "object") {
-      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, parts, onProblem, startAt);
+      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, { parts, infoPart: info?.part }, (problem) => {
+        if (problem.code === "BAD_POSITION") this.#savedPositionReset = true;
+        onProblem(problem);
+      }, startAt);
       // Told once: the position past the deleted parts is saved, so a reopen does not tell it again.
       if (this.#missed > 0) await this.#positionFile.save(saved);
     } else {

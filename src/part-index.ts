@@ -24,8 +24,8 @@ import { fencedLog } from "./fence";
 import type { QueueProblem } from "./errors";
 import { withSharedLog } from "./handles";
 import { partIndexPath } from "./paths";
-import { HEADER_SIZE, readHeader } from "./record";
-import { scanPart } from "./scan";
+import { HEADER_SIZE } from "./record";
+import { readHeaderAt, scanPart } from "./scan";
 
 export const INDEX_ENTRY_SIZE = 24;
 
@@ -272,8 +272,5 @@ export async function scanToSeq(log: LogFile, part: number, from: IndexEntry | u
 export async function entryHolds(log: LogFile, entry: IndexEntry): Promise<boolean> {
   const size = await log.size();
   if (entry.offset === size) return true;
-  const head = await log.read(entry.offset, HEADER_SIZE);
-  if (head.length < HEADER_SIZE) return false;
-  const header = readHeader(head, new DataView(head.buffer, head.byteOffset, head.byteLength), 0, entry.offset);
-  return header?.seq === entry.seq;
+  return (await readHeaderAt(log, entry.offset))?.seq === entry.seq;
 }

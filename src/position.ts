@@ -6,7 +6,8 @@ import { partPath } from "./paths";
 import { HEADER_SIZE } from "./record";
 import type { StartPosition } from "./options";
 import { isWriterGone, readPushInfo, scanPartEnd } from "./recovery";
-import { scanPart } from "./scan";
+import { readHeaderAt, scanPart } from "./scan";
+import { entryHolds, findEntry } from "./part-index";
 import { reportMissed } from "./missed";
 
 /**
@@ -19,32 +20,46 @@ const SCAN_CHUNK = 1024 * 1024;
 
 /**
  * Where a consumer resumes from its saved position: the position itself when its part
- * exists and holds it; otherwise reported, and the start of the next existing part, the
- * end of the last valid record of a part that is shorter than the position, or `fallback`.
+ * exists and holds it (a record starts there whose sequence number follows the saved count,
+ * or a record with that count ends there); otherwise reported, and the start of the last
+ * valid record before it (the part was cut short and written again, or replaced), the end of
+ * the last valid record of a part that is shorter than the position, the start of the next
+ * existing part, or `fallback` (a part newer than every part of the queue: its parts were
+ * wiped and written again from part 0, or the position file was restored from a backup).
  */
 export async function checkSavedPosition(
   driver: QueueDriver,
   queue: string,
   consumer: string,
   saved: ConsumerPosition,
-  parts: number[],
+  current: { parts: number[]; infoPart: number | undefined },
   onProblem: (problem: QueueProblem) => void,
   fallback: () => Promise<ConsumerPosition>,
 ): Promise<ConsumerPosition> {
+  const { parts, infoPart } = current;
+  const at = `byte ${saved.position} of part ${saved.part} after ${saved.count} record${saved.count === 1 ? "" : "s"}`;
   const report = (message: string) => onProblem({ code: "BAD_POSITION", queue, part: saved.part, offset: saved.position, message: `Saved position of consumer "${consumer}" ${message}` });
   const inPart = !parts.includes(saved.part)
     ? undefined
     : await withSharedLog(driver, partPath(queue, saved.part), async (file) => {
         const size = await file.size();
-        if (saved.position <= size) return saved;
-        const end = await scanPartEnd(file, 0, 0, size);
-        report(`is byte ${saved.position} of part ${saved.part}, which has only ${size} bytes; resuming after its last valid record (byte ${end.edge}).`);
-        return { part: saved.part, position: end.edge, count: end.count };
+        if (saved.position > size) {
+          const end = await scanPartEnd(file, 0, 0, size);
+          report(`is byte ${saved.position} of part ${saved.part}, which has only ${size} bytes; resuming after its last valid record (byte ${end.edge}).`);
+          return { part: saved.part, position: end.edge, count: end.count };
+        }
+        if (await holdsPosition(driver, queue, file, saved)) return saved;
+        const before = await lastRecordBefore(driver, queue, file, saved);
+        const resume = { part: saved.part, position: before?.offset ?? 0, count: before ? before.seq - 1 : 0 };
+        report(
+          `is ${at}, where no record follows record ${saved.count} (the part was cut short and written again, or replaced); resuming at its last valid record before it (byte ${resume.position}, record ${resume.count + 1}).`,
+        );
+        return resume;
       });
   if (inPart) return inPart;
-  // A part not made yet (the queue's newest, still empty) is a fine place to wait.
-  const last = parts.at(-1);
-  if (saved.position === 0 && saved.count === 0 && (last === undefined || saved.part > last)) return saved;
+  const last = parts.at(-1) ?? -1;
+  // A part not made yet (the queue's newest, which the queue line names, still empty) is a fine place to wait.
+  if (saved.position === 0 && saved.count === 0 && saved.part > last && saved.part <= (infoPart ?? -1)) return saved;
   const next = parts.find((id) => id > saved.part);
   if (next !== undefined && (await reportMissed(driver, queue, consumer, saved, next, onProblem))) return { part: next, position: 0, count: 0 };
   if (next !== undefined) {
@@ -52,8 +67,53 @@ export async function checkSavedPosition(
     return { part: next, position: 0, count: 0 };
   }
   const start = await fallback();
-  report(`names part ${saved.part}, which does not exist, and no later part does; starting over at part ${start.part}, byte ${start.position}.`);
+  const newest = Math.max(last, infoPart ?? -1);
+  report(`names part ${saved.part}, ${saved.part > newest ? `newer than every part of the queue (its newest is ${newest})` : "which does not exist, and no later part does"}; starting over at part ${start.part}, byte ${start.position}.`);
   return start;
+}
+
+/**
+ * Whether `position` (saved by an earlier process: a shared consumer's high-water mark, say)
+ * still names the place it named then: see `holdsPosition`.
+ */
+export async function positionHolds(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<boolean> {
+  const held = await withSharedLog(driver, partPath(queue, position.part), async (file) => position.position <= (await file.size()) && (await holdsPosition(driver, queue, file, position)));
+  return held ?? false;
+}
+
+/**
+ * Whether a saved position is still where the consumer left it: a record starts there whose
+ * sequence number follows the saved count; or the last valid record before it has that count
+ * and ends at or before it (at the end of what is written, or with damaged bytes in between
+ * that the consumer stepped over).
+ */
+async function holdsPosition(driver: QueueDriver, queue: string, file: LogFile, saved: ConsumerPosition): Promise<boolean> {
+  if (saved.position === 0) return saved.count === 0;
+  const header = await readHeaderAt(file, saved.position);
+  if (header?.seq === saved.count + 1) return true;
+  if (header && header.seq <= saved.count) return false;
+  if (!header) {
+    const push = await readPushInfo(driver, queue, saved.part);
+    if (push?.edge === saved.position) return push.count === saved.count;
+  }
+  const before = await lastRecordBefore(driver, queue, file, saved);
+  return before ? before.end <= saved.position && before.seq === saved.count : saved.count === 0;
+}
+
+/**
+ * The last valid record of the part that starts before `saved`: scanned from the nearest index
+ * entry before it that holds, or from the part's start.
+ */
+async function lastRecordBefore(driver: QueueDriver, queue: string, file: LogFile, saved: ConsumerPosition): Promise<{ offset: number; end: number; seq: number } | undefined> {
+  const entry = await findEntry(driver, queue, saved.part, (e) => e.offset < saved.position);
+  const from = typeof entry === "object" && (await entryHolds(file, entry)) ? entry.offset : 0;
+  let before: { offset: number; end: number; seq: number } | undefined;
+  await scanPart(file, { from, limit: await file.size(), chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, _view, _at, header) => {
+    if (header.offset >= saved.position) return false;
+    before = { offset: header.offset, end: header.offset + HEADER_SIZE + header.length, seq: header.seq };
+    return true;
+  });
+  return before;
 }
 
 /**

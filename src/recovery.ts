@@ -107,6 +107,13 @@ export interface RecoveredPart {
   /** The push info line did not match the part and must be rewritten. */
   infoStale: boolean;
   /**
+   * The part is shorter than its push info line said: records that were acknowledged, and
+   * that consumers may have read and saved positions past, are gone. The writer starts a new
+   * part instead of appending: new records where the lost ones were would sit under those
+   * saved positions, and no consumer would get them.
+   */
+  shrunk?: boolean;
+  /**
    * The part holds v3 records (the crate 0.3.x's, or compressed ones): it was left as it is,
    * torn tail and info line included, and the writer must start a new part instead of
    * appending (that would need the part's dictionary and format).
@@ -130,7 +137,7 @@ export async function recoverPart(
   const hint = await readPushInfo(driver, queue, part);
   const trusted = hint && hint.edge <= size ? hint : undefined;
   if (hint && !trusted) {
-    onProblem({ code: "BAD_INFO", queue, part, message: `Push info says ${hint.edge} bytes but part ${part} has ${size}; rescanning it.` });
+    onProblem({ code: "BAD_INFO", queue, part, message: `Push info says ${hint.edge} bytes but part ${part} has ${size}; rescanning it, and new records go to a new part.` });
   }
   const end = await scanPartEnd(file, trusted?.edge ?? 0, trusted?.count ?? 0, size);
   for (const { offset, bytes } of end.damage) {
@@ -149,7 +156,9 @@ export async function recoverPart(
     onProblem({ code: "TORN_TAIL", queue, part, offset, bytes, message: `Cut off ${bytes} bytes of an incomplete or damaged record at the end of part ${part} (offset ${offset}).` });
     await file.truncate(end.edge);
   }
-  return { edge: end.edge, count: end.count, infoStale: !hint || hint.edge !== end.edge || hint.count !== end.count };
+  const recovered: RecoveredPart = { edge: end.edge, count: end.count, infoStale: !hint || hint.edge !== end.edge || hint.count !== end.count };
+  if (hint && !trusted) recovered.shrunk = true;
+  return recovered;
 }
 
 /** Whether a v3 record header (crate 0.3.x) starts at `offset`: its magic, and its own offset. */

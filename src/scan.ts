@@ -40,6 +40,13 @@ export interface ScanResult {
   stopped: boolean;
 }
 
+/** The header of the record that starts at `offset` (its magic, type and own offset check out), or undefined. */
+export async function readHeaderAt(file: LogFile, offset: number): Promise<RecordHeader | undefined> {
+  const head = await file.read(offset, HEADER_SIZE);
+  if (head.length < HEADER_SIZE) return undefined;
+  return readHeader(head, new DataView(head.buffer, head.byteOffset, head.byteLength), 0, offset);
+}
+
 export async function scanPart(file: LogFile, options: ScanOptions, visit: RecordVisitor): Promise<ScanResult> {
   const { limit, chunkSize, onSkip } = options;
   let pos = options.from;

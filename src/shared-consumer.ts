@@ -5,11 +5,12 @@ import { checkInteger } from "./options";
 import { QueueConsumer } from "./consumer";
 import { comparePositions, type ConsumerPosition } from "./cursor";
 import { deadLetterOf } from "./dead-letter";
-import { VQueueError } from "./errors";
+import { VQueueError, type QueueProblem } from "./errors";
 import type { Message } from "./message";
 import { assertName } from "./names";
+import { positionHolds } from "./position";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
-import { ackLine, ackLines, bornLine, deadLetteredLine, deliveryLine, isBelow, markLine, nextLeaseId, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "./shared-state";
+import { AckRanges, ackLine, ackLines, bornLine, deadLetteredLine, deliveryLine, isBelow, markLine, nextLeaseId, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "./shared-state";
 import { SharedWindow, type WindowEntry } from "./shared-window";
 import { GroupCommit } from "./group-commit";
 import { clearInbox, INBOX_CHECK_MS, readInbox } from "./ack-inbox";
@@ -96,6 +97,36 @@ const FLOOR_SAVE_MS = 200;
 export const MAX_ERROR_CHARS = 4096;
 
 const open = new Map<string, Promise<SharedConsumer>>();
+
+/**
+ * What a shared consumer keeps above its floor (acks, delivery counts, the high-water mark)
+ * names messages by part and offset: it describes the queue's records only while the floor
+ * and the mark still name the positions they named. Not when the floor was moved at open (its
+ * saved position was not trusted), nor when the mark no longer holds (the parts were cut short
+ * or written again under it): then it is dropped and said, and those messages are handed out
+ * again rather than taken for acknowledged ones.
+ */
+async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProblem: (problem: QueueProblem) => void): Promise<void> {
+  const { mark } = loaded;
+  const kept = loaded.acked.size + loaded.deliveries.size + loaded.ranges.all.length;
+  if (kept === 0 && !mark) return;
+  const markAbove = mark !== undefined && comparePositions(mark, inner.committed) > 0;
+  const why = inner.savedPositionReset
+    ? "its saved floor was not trusted"
+    : markAbove && !(await positionHolds(inner.options.driver, inner.queue, mark))
+      ? `its high-water mark (part ${mark.part}, byte ${mark.position}, after ${mark.count} records) names no record that follows it`
+      : undefined;
+  if (!why) return;
+  loaded.acked.clear();
+  loaded.deliveries.clear();
+  loaded.ranges = new AckRanges();
+  loaded.mark = undefined;
+  onProblem({
+    code: "BAD_POSITION",
+    queue: inner.queue,
+    message: `Shared consumer "${inner.name}": ${why} (the queue's parts were cut short or written again); its ${kept} ack and delivery line(s) above the floor are dropped, and those messages are handed out again.`,
+  });
+}
 
 /**
  * A consumer name that many workers share: each `poll` leases messages to its caller, one
@@ -187,6 +218,7 @@ export class SharedConsumer {
       try {
         const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits, inner.lock);
         const loaded = await state.load(resolved.onProblem);
+        await dropIfStale(inner, loaded, resolved.onProblem);
         // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
         for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
         for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);

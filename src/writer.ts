@@ -403,8 +403,8 @@ export class QueueWriter {
     this.#index = await PartIndexWriter.recover(driver, this.name, current, this.#partFile!, recovered, this.options.indexInterval, onProblem, this.#lock);
     if (recovered.infoStale) await this.#writePushInfo();
     if (info?.part !== current) await this.#writeQueueInfo();
-    // A part is v2 or v3: compressed records never go after v2 ones.
-    if ((rollOnOpen || this.#compressing) && this.#edge > 0) await this.#rollPart();
+    // A part is v2 or v3: compressed records never go after v2 ones. A part cut short is never appended to (`shrunk`).
+    if (recovered.shrunk || ((rollOnOpen || this.#compressing) && this.#edge > 0)) await this.#rollPart();
     else this.#newEncoder();
   }
 

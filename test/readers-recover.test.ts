@@ -9,6 +9,7 @@ import type { QueueDriver } from "../src/driver";
 import type { QueueProblem } from "../src/errors";
 import { formatPopInfo, formatPushInfo, formatQueueInfo } from "../src/info";
 import { inspectQueue } from "../src/inspect";
+import { SharedConsumer } from "../src/shared-consumer";
 import { QueueWriter } from "../src/writer";
 import { useTempDirs } from "./helpers/tmp";
 
@@ -157,6 +158,197 @@ describe("a saved position is checked", () => {
     expect(await c.lag()).toBe(0);
     await q.close();
     await c.close();
+  });
+});
+
+describe("a saved position that names other records than the consumer read is not trusted", () => {
+  /** A queue "orders" with `count` messages m0.. in part 0, and consumer "c" that read and committed `read` of them. */
+  async function readTo(count: number, read: number) {
+    const { dir } = await queueOnDisk(count);
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }) });
+    expect(await c.read({ max: read })).toHaveLength(read);
+    await c.commit();
+    const saved = c.committed;
+    await c.close();
+    return { dir, saved };
+  }
+
+  /** Removes every part and info line of "orders" (consumer files stay), as a wipe before writing the queue again. */
+  async function wipeParts(dir: string) {
+    for (const entry of await readdir(dir)) if (entry.startsWith("orders-") || entry === "orders_info_queue") await rm(join(dir, entry), { recursive: true });
+  }
+
+  async function writeAgain(dir: string, messages: string[], options: { rollOnOpen?: boolean } = {}) {
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }), ...options });
+    await q.pushBatch(messages);
+    await q.close();
+  }
+
+  async function openAndReadAll(dir: string, options: { start?: "earliest" | "latest" } = {}) {
+    const { problems, onProblem } = problemsOf();
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }), onProblem, ...options });
+    const read = texts(await c.read({ max: 100 }));
+    await c.commit();
+    await c.close();
+    return { problems, read };
+  }
+
+  it("a position in a part newer than every part (the parts wiped and written again from part 0): reported, resumed at the consumer's start", async () => {
+    const dir = await queueInThreeParts();
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 5, position: 0, count: 0 }));
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(problems[0]!.message).toContain("newer than every part of the queue");
+    expect(read).toEqual(["m0", "m1", "m2"]);
+    // Saved where it resumed: told once.
+    expect((await openAndReadAll(dir)).problems).toEqual([]);
+  });
+
+  it("a position in a part newer than every part, for a consumer that starts at the latest: reported, and it waits at the end", async () => {
+    const dir = await queueInThreeParts();
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 5, position: 0, count: 0 }));
+    const { problems, onProblem } = problemsOf();
+    const c = await QueueConsumer.open("orders", "c", { driver: fsDriver({ dir }), onProblem, start: "latest" });
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(c.committed.part).toBe(2);
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) });
+    await q.push("m3");
+    expect(texts(await c.poll({ timeoutMs: 5000 }))).toEqual(["m3"]);
+    await q.close();
+    await c.close();
+  });
+
+  it("the empty newest part the queue line names is a fine place to wait: not reported", async () => {
+    const dir = await queueInThreeParts();
+    await writeFile(join(dir, "orders_info_queue"), formatQueueInfo({ queue: "orders", part: 3 }));
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 3, position: 0, count: 0 }));
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems).toEqual([]);
+    expect(read).toEqual([]);
+  });
+
+  // Records of m0..m9 are 27 bytes, the later ones 37: appended where the cut left off, they would run past the saved position (byte 216).
+  it.each([
+    { writer: "rollOnOpen: false (a partition's writer)", options: { rollOnOpen: false }, cutTo: 2 * 27 + 5 },
+    { writer: "the default, cut inside the first record (an empty part is reused)", options: {}, cutTo: 5 },
+  ])("a part cut short below the saved position, then a reopened writer pushes 5 ($writer): reported, and the consumer gets all 5", async ({ options, cutTo }) => {
+    const { dir, saved } = await readTo(10, 8);
+    expect(saved.position).toBe(216);
+    await truncate(join(dir, "orders-0/orders_queue"), cutTo);
+    const later = Array.from({ length: 5 }, (_, i) => `later-${i}-abcd`);
+    await writeAgain(dir, later, options);
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(read).toEqual(later);
+  });
+
+  it("a part written again (its info line with it) so that the saved position falls inside a record: reported, resumed at that record", async () => {
+    const { dir, saved } = await readTo(10, 8);
+    await wipeParts(dir);
+    // 37-byte records: the saved position (byte 216) falls inside the sixth (bytes 185..222).
+    await writeAgain(dir, Array.from({ length: 8 }, (_, i) => `again-${i}-abcd`));
+    expect(saved.position).toBe(216);
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(problems[0]!.message).toContain("no record follows record 8");
+    expect(read).toEqual(["again-5-abcd", "again-6-abcd", "again-7-abcd"]);
+  });
+
+  it("a part written again so that a record starts at the saved position, with another sequence number: reported, resumed at the record before it", async () => {
+    const { dir, saved } = await readTo(10, 8);
+    await wipeParts(dir);
+    // Records of 54 bytes: the fifth starts at byte 216 (the saved position) with sequence number 5, not 9.
+    await writeAgain(dir, Array.from({ length: 6 }, (_, i) => `again-${i}-${"x".repeat(21)}`));
+    expect(saved).toEqual({ part: 0, position: 216, count: 8 });
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(read.map((m) => (m as string).slice(0, 7))).toEqual(["again-3", "again-4", "again-5"]);
+  });
+
+  it("a part written again that ends at the saved position with another count: reported, resumed at its last record", async () => {
+    const { dir, saved } = await readTo(10, 8);
+    await wipeParts(dir);
+    await writeAgain(dir, Array.from({ length: 4 }, (_, i) => `again-${i}-${"x".repeat(21)}`));
+    expect((await readFile(join(dir, "orders-0/orders_queue"))).length).toBe(saved.position);
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(read.map((m) => (m as string).slice(0, 7))).toEqual(["again-3"]);
+  });
+
+  /** A queue "orders" (m0..m9, 27-byte records) whose shared consumer "s" was handed all 10 and acknowledged `acks`, then closed. */
+  async function sharedAcked(acks: number[]) {
+    const { dir } = await queueOnDisk(10);
+    const s = await SharedConsumer.open("orders", "s", { driver: fsDriver({ dir }) });
+    const handed = await s.poll({ max: 10, timeoutMs: 0 });
+    expect(handed).toHaveLength(10);
+    for (const i of acks) await s.ack(handed[i]!);
+    await s.close();
+    return dir;
+  }
+
+  async function sharedReadAll(dir: string) {
+    const { problems, onProblem } = problemsOf();
+    const s = await SharedConsumer.open("orders", "s", { driver: fsDriver({ dir }), onProblem });
+    const read = texts(await s.poll({ max: 100, timeoutMs: 0 }));
+    await s.close();
+    return { problems, read: read.map((m) => (m as string).slice(0, 7)) };
+  }
+
+  // New records of 54 bytes: the second starts at byte 54, where m2 (acknowledged) started.
+  const again54 = (count: number) => Array.from({ length: count }, (_, i) => `again-${i}-${"x".repeat(21)}`);
+
+  it("a shared consumer whose high-water mark no longer holds (the part written again under it): its acks above the floor are dropped, said, and every new message comes", async () => {
+    const dir = await sharedAcked([2, 7]);
+    await wipeParts(dir);
+    await writeAgain(dir, again54(6));
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(problems[0]!.message).toContain("high-water mark");
+    expect(read).toEqual(["again-0", "again-1", "again-2", "again-3", "again-4", "again-5"]);
+  });
+
+  it("a shared consumer whose saved floor is not trusted: what it kept above the floor goes with it", async () => {
+    const dir = await sharedAcked([0, 1, 4]);
+    await wipeParts(dir);
+    // The floor (byte 54, after 2 records) now starts record 2; m4's offset (108) starts again-2.
+    await writeAgain(dir, again54(6));
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION", "BAD_POSITION"]);
+    expect(read).toEqual(["again-0", "again-1", "again-2", "again-3", "again-4", "again-5"]);
+  });
+
+  it("a shared consumer whose state still holds keeps its acks", async () => {
+    const dir = await sharedAcked([2, 7]);
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }), rollOnOpen: false });
+    await q.push("m10");
+    await q.close();
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems).toEqual([]);
+    expect(read).toEqual(["m0", "m1", "m3", "m4", "m5", "m6", "m8", "m9", "m10"]);
+  });
+
+  it("a position right after damaged records the consumer stepped over is trusted: the record there follows with a gap", async () => {
+    const { dir } = await queueOnDisk(4);
+    const part = join(dir, "orders-0/orders_queue");
+    const bytes = await readFile(part);
+    bytes[2 * 27 + 25]! ^= 0xff; // m2's body: its crc fails
+    await writeFile(part, bytes);
+    // Where a consumer stands that read m0 and m1, then stepped over m2 at the end of what its (live) writer had written.
+    await writeFile(join(dir, "orders_info_pop_c"), formatPopInfo({ queue: "orders", consumer: "c", part: 0, position: 3 * 27, count: 2 }));
+    const { problems, read } = await openAndReadAll(dir);
+    expect(problems).toEqual([]);
+    expect(read).toEqual(["m3"]);
+  });
+
+  it("a position that holds is trusted, at a record and at the end of the part, with its writer open or gone", async () => {
+    const { dir } = await readTo(10, 8);
+    const first = await openAndReadAll(dir);
+    expect(first).toEqual({ problems: [], read: ["m8", "m9"] });
+    expect(await openAndReadAll(dir)).toEqual({ problems: [], read: [] });
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }), rollOnOpen: false });
+    await q.push("m10");
+    expect(await openAndReadAll(dir)).toEqual({ problems: [], read: ["m10"] });
+    await q.close();
   });
 });
 

@@ -117,6 +117,34 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       await fresh.release();
     });
 
+    it("loses a lock whose key expired while its holder was paused as expired (nobody took it), and gives it again as a new epoch", async () => {
+      const driver = driverOn("paused", { lockLeaseMs: 300 });
+      const old = (await driver.lock("p_queue.lock"))!;
+      // A real pause of this process (its event loop blocked, as SIGSTOP or a long GC would): the key expires meanwhile.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+      await expect(old.assertHeld!()).rejects.toMatchObject({ code: "E_LOCKED" });
+      const { message } = old.lost!.reason as Error;
+      expect(message).toMatch(/Lost the lock "\{paused:p\}:l:p_queue\.lock": it expired, not renewed for \d+ ms \(this process was paused or cut off past its lease of 300 ms\), and nobody took it since/);
+      expect(Number(/not renewed for (\d+) ms/.exec(message)![1])).toBeGreaterThanOrEqual(1000);
+      expect(message).not.toMatch(/another holder/);
+      const again = (await driver.lock("p_queue.lock"))!;
+      expect(again.epoch).toBeGreaterThan(old.epoch!);
+      await old.release();
+      await again.release();
+    });
+
+    it("loses a lock another holder took as taken over, naming the holder's epoch", async () => {
+      const driver = driverOn("taken", { lockLeaseMs: 300 });
+      const old = (await driver.lock("t_queue.lock"))!;
+      const redis = new Redis(server.url);
+      await redis.set("{taken:t}:l:t_queue.lock", "someone-else 42", "PX", 5000);
+      redis.disconnect();
+      // The next renewal (every third of the lease) finds it.
+      await new Promise<void>((resolve) => old.lost!.addEventListener("abort", () => resolve(), { once: true }));
+      expect((old.lost!.reason as Error).message).toMatch(/it was taken over by another holder \(epoch 42\), not renewed for \d+ ms/);
+      await old.release();
+    });
+
     it("is what resolveStorageDriver gives for redis+vq://, under the prefix it names", async () => {
       const driver = await resolveStorageDriver(`redis+vq://127.0.0.1:${server.port}/0?prefix=spec`);
       expect(driver.name).toBe("redis");

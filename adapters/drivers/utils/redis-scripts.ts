@@ -108,11 +108,13 @@ redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. epoch, 'PX', ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[3])
 return epoch`,
   },
-  /** KEYS: lock. ARGV: token, lease ms. 1 when still ours (lease renewed), else 0. */
+  /** KEYS: lock. ARGV: token, lease ms. 1 when still ours (lease renewed), 0 when gone (its lease ran out), else the other holder's `<owner> <epoch>`. */
   vqRefresh: {
     keys: 1,
     lua: `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+if held ~= ARGV[1] then return held end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`,
   },

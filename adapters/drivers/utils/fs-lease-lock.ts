@@ -4,7 +4,7 @@ import { link, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
 import { readTextSync, withMutex } from "./fs-write-mutex";
-import { leaseLock, type Renewal } from "./lease";
+import { leaseLock, lockNowHeld, type Loss } from "./lease";
 import { isCode, isOwnerAlive, myOwnerLine } from "./pid-lock";
 
 /**
@@ -36,7 +36,7 @@ interface FenceInfo {
   key: string;
   token: string;
   leaseMs: number;
-  lose(): void;
+  lose(found?: Loss): void;
 }
 
 /** The fences of this process's leased fs locks, by lock object (a fence is the very lock returned). */
@@ -152,9 +152,11 @@ export async function fencedFsWrite<T>(fence: DriverLock, write: () => Promise<T
   const info = fences.get(fence);
   if (!info) throw new VQueueError("E_IO", "The fs driver was given a fence that is not one of its leased locks (a lock of another driver, or of an fs driver without lockLeaseMs?).");
   return withMutex(info.path, info.leaseMs, () => {
-    if (readTextSync(info.path) !== info.token) {
-      info.lose();
-      throw new VQueueError("E_FENCED", `[fs] Refused a write of a stale holder: the lock ${JSON.stringify(info.key)} was taken over by another process (this one was paused or stalled past its lease of ${info.leaseMs} ms).`);
+    const content = readTextSync(info.path);
+    if (content !== info.token) {
+      const found = lostTo(content);
+      info.lose(found);
+      throw new VQueueError("E_FENCED", `[fs] Refused a write of a stale holder: the lock ${JSON.stringify(info.key)} ${lockNowHeld(found)} (this process was paused or stalled past its lease of ${info.leaseMs} ms).`);
     }
     return write();
   });
@@ -184,8 +186,8 @@ async function isLive(file: LockFile, path: string, leaseMs: number): Promise<bo
   return Date.now() - file.mtimeMs <= leaseMs;
 }
 
-/** What a renewal that found the lock file's `content` not ours found: none (its lease ran out and it was freed), or another holder's. */
-function lostTo(content: string | undefined): Renewal {
+/** What a renewal or a fenced write that found the lock file's `content` not ours found: none (its lease ran out and it was freed), or another holder's. */
+function lostTo(content: string | undefined): Loss {
   return content === undefined ? "expired" : { takenBy: epochOf(content) || undefined };
 }
 

@@ -21,7 +21,10 @@ export interface LeaseOptions {
  * What a renewal found: the lock still ours (its lease renewed), free (its lease ran out and
  * nobody took it since), or taken by another holder (`epoch`: the newer holder's, where known).
  */
-export type Renewal = "renewed" | "expired" | { takenBy: number | undefined };
+export type Renewal = "renewed" | Loss;
+
+/** A renewal's answer when the lock is no longer ours. */
+export type Loss = "expired" | { takenBy: number | undefined };
 
 /**
  * A lock held by a lease (the unstorage, redis, fs leased and Durable Object drivers): renewed
@@ -32,7 +35,7 @@ export type Renewal = "renewed" | "expired" | { takenBy: number | undefined };
  * gone, so its owner opens again (a new epoch, from the saved state) rather than go on. `lose`
  * lets the driver mark it lost on other evidence (a fenced write refused).
  */
-export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): void } {
+export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(found?: Loss): void } {
   const { leaseMs } = options;
   let released = false;
   let refreshing: Promise<void> | undefined;
@@ -85,11 +88,17 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(): vo
       await options.free();
     },
   };
-  return { lock, lose: () => lose("fenced") };
+  return { lock, lose: (found) => lose(found ?? "fenced") };
 }
 
-/** How a loss was found: a renewal's answer, or a write the storage's fence refused (which of the two, unknown). */
-type LossFound = Exclude<Renewal, "renewed"> | "fenced";
+/** What the storage holds instead of a lost lock, for messages: nothing (its lease expired), or another holder's. */
+export function lockNowHeld(found: Loss): string {
+  if (found === "expired") return "expired (nobody holds it now)";
+  return `was taken over by ${found.takenBy === undefined ? "another holder" : `another holder (epoch ${found.takenBy})`}`;
+}
+
+/** How a loss was found: a renewal's answer (or a refused write's, where the storage says), or a refused write (which of the two, unknown). */
+type LossFound = Loss | "fenced";
 
 /** The reason of a lost lease: run out with nobody taking it (the holder opens again), or taken over by another holder. */
 function lostError(options: LeaseOptions, found: LossFound, awayMs: number): VQueueError {
@@ -97,6 +106,5 @@ function lostError(options: LeaseOptions, found: LossFound, awayMs: number): VQu
   const away = `not renewed for ${awayMs} ms (this process was paused or cut off past its lease of ${options.leaseMs} ms)`;
   if (found === "expired") return new VQueueError("E_LOCKED", `${lock}: it expired, ${away}, and nobody took it since: opened again, it is taken anew (a new epoch) and goes on from the saved state.`);
   if (found === "fenced") return new VQueueError("E_LOCKED", `${lock}: the storage refused its write, ${away}: the lease expired, or another holder took it.`);
-  const by = found.takenBy === undefined ? "another holder" : `another holder (epoch ${found.takenBy})`;
-  return new VQueueError("E_LOCKED", `${lock}: it was taken over by ${by}, ${away}.`);
+  return new VQueueError("E_LOCKED", `${lock}: it ${lockNowHeld(found)}, ${away}.`);
 }

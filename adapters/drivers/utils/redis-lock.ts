@@ -1,14 +1,14 @@
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
 import type { RedisCalls } from "./redis-client";
-import { leaseLock, type Renewal } from "./lease";
+import { leaseLock, type Loss, type Renewal } from "./lease";
 import { DRIVER_NAME, type QueueKeys } from "./redis-keys";
 
 /** What a fenced write needs of a lock: its key, its token, and how to mark it lost. */
 export interface FenceInfo {
   key: string;
   token: string;
-  lose(): void;
+  lose(found?: Loss): void;
 }
 
 /** The fences of this process's redis locks, by lock object (a fence is the very lock returned). */

@@ -13,8 +13,12 @@ export const NOT_AT_END = -2;
 export const MISSING = -3;
 
 // KEYS[1] the lock of the fence (or any key of the slot), ARGV[1] the fence's token or "".
+// Refused: the value is the holder's epoch now, or 0 when the lock key is gone (its lease expired).
 const FENCE = `
-if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return {${FENCED}, 0} end
+if ARGV[1] ~= '' then
+  local held = redis.call('GET', KEYS[1])
+  if held ~= ARGV[1] then return {${FENCED}, held and (tonumber(string.match(held, ' (%d+)$')) or -1) or 0} end
+end
 `;
 
 export const SCRIPTS = {

@@ -112,12 +112,12 @@ export class QueueConsumer {
     return !this.#closed && (await isLockHeld(this.#lock));
   }
 
-  /** The saved position: where a reopened consumer resumes. */
   /** The consumer's lock, for what writes under it (a shared consumer's state): the fence of those writes (driver.ts). @internal */
   get lock(): DriverLock {
     return this.#lock;
   }
 
+  /** The saved position: where a reopened consumer resumes. */
   get committed(): ConsumerPosition {
     return { ...this.#committed };
   }

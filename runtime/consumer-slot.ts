@@ -33,6 +33,13 @@ export class ConsumerSlot {
   constructor(consumer: QueueConsumer, onTooManyFiles: () => void = () => {}) {
     this.consumer = consumer;
     this.#onTooManyFiles = onTooManyFiles;
+    // Lost (this process was paused past its lease): the registry opens it again, from the saved position.
+    stopWhenLockLost(this);
+  }
+
+  /** Whether its consumer still holds its lock (see `QueueConsumer.holds`): once lost, the slot stops. */
+  holds(): Promise<boolean> {
+    return this.consumer.holds();
   }
 
   get idle(): boolean {
@@ -137,6 +144,16 @@ export class ConsumerSlot {
     }
     return [];
   }
+}
+
+/**
+ * Stops `slot` (as closed) once its consumer's lock is found lost, however it is found: a slot
+ * that kept it would answer every request with the loss (409) until it idled out, though the
+ * lock may be free again; stopped, it is forgotten, and the next request opens the consumer
+ * anew (taking the lock, a new epoch, if nobody has it). A close that fails is the lost lock's.
+ */
+export function stopWhenLockLost(slot: { consumer: { whenLockLost(listener: () => void): void }; stop(reason: "closed"): Promise<void> }): void {
+  slot.consumer.whenLockLost(() => void slot.stop("closed").catch(() => {}));
 }
 
 // --- Internal helpers ---

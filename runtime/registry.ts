@@ -259,12 +259,15 @@ export class QueueRegistry {
     void this.wakeDelayed(queue);
     for (;;) {
       const slot = await this.#consumerSlot(queue, name, kind, open);
+      // Its lease is stale (this process was paused): asked first, so that a lock lost meanwhile
+      // stops the slot (`stopWhenLockLost`) and is taken anew below, instead of failing this request.
+      if (!slot.stopped && !this.#closing && "holds" in slot) await slot.holds();
       // Closed as idle just now: open it again (unless the whole app is closing).
       if (!slot.stopped || this.#closing) {
         slot.lastUsed = Date.now(); // in use from now: not closed to make room (HANDOUT_GRACE_MS)
         return slot;
       }
-      // Stopped by itself (a partitioned consumer letting its partitions go) and still in the map: the
+      // Stopped by itself (a partitioned consumer letting its partitions go, a lost lock) and still in the map: the
       // next turn would find it again, forever. Forgotten as a close is, so the next turn opens anew.
       const key = `${queue}\u0000${name}`;
       const entry = this.#consumers.get(key);

@@ -1,6 +1,6 @@
 import type { LeasedMessage, LeaseRef, NackOptions, SharedConsumer, SharedStats } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
-import { linkSignals } from "./consumer-slot";
+import { linkSignals, stopWhenLockLost } from "./consumer-slot";
 import { StopSignal } from "../src/stop-signal";
 
 /**
@@ -22,6 +22,13 @@ export class SharedSlot {
   constructor(consumer: SharedConsumer, onTooManyFiles: () => void = () => {}) {
     this.consumer = consumer;
     this.#onTooManyFiles = onTooManyFiles;
+    // Lost (this process was paused past its lease): the registry opens it again, from the saved state.
+    stopWhenLockLost(this);
+  }
+
+  /** Whether its consumer still holds its lock (see `QueueConsumer.holds`): once lost, the slot stops. */
+  holds(): Promise<boolean> {
+    return this.consumer.holds();
   }
 
   get idle(): boolean {

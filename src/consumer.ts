@@ -4,7 +4,7 @@ import { checkConsumerKind, type ConsumerKind } from "./consumer-kind";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "./cursor";
 import type { DriverLock, QueueDriver } from "./driver";
 import { VQueueError, type QueueProblem } from "./errors";
-import { onLockLost } from "./fence";
+import { isLockHeld, onLockLost } from "./fence";
 import { queueHub } from "./hub";
 import { consumerLag } from "./inspect";
 import { iterateMessages } from "./iterate";
@@ -103,6 +103,15 @@ export class QueueConsumer {
    */
   whenLockLost(listener: () => void): void {
     onLockLost(this.#lock, listener);
+  }
+
+  /**
+   * Whether this consumer still holds its lock: asks the storage when the lease is stale (its
+   * process was paused), false once closed or the lock is lost (it then refuses reads and
+   * commits: its owner opens it again, from the saved position).
+   */
+  async holds(): Promise<boolean> {
+    return !this.#closed && (await isLockHeld(this.#lock));
   }
 
   /** The consumer's lock, for what writes under it (a shared consumer's state): the fence of those writes (driver.ts). @internal */

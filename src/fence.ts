@@ -41,6 +41,20 @@ export function onLockLost(lock: DriverLock, listener: () => void): void {
   else lost.addEventListener("abort", listener, { once: true });
 }
 
+/**
+ * Whether `lock` is still held: asks the storage when its lease is stale (its holder was paused;
+ * see `DriverLock.assertHeld`), false once it is lost. Any other failure (the storage out of
+ * reach) is thrown: the lock may well be held.
+ */
+export async function isLockHeld(lock: DriverLock): Promise<boolean> {
+  try {
+    await lock.assertHeld?.();
+  } catch (error) {
+    if (!lock.lost?.aborted) throw error;
+  }
+  return !lock.lost?.aborted;
+}
+
 /** Whether `error` says the holder's lock is lost: its own check found another holder (`E_LOCKED`), or the storage refused its write (`E_FENCED`). */
 export function isLockLost(error: unknown): boolean {
   return VQueueError.isError(error) && (error.code === "E_LOCKED" || error.code === "E_FENCED");

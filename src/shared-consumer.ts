@@ -264,6 +264,11 @@ export class SharedConsumer {
     };
   }
 
+  /** Whether this consumer still holds its lock (see `QueueConsumer.holds`). */
+  holds(): Promise<boolean> {
+    return this.#closed ? Promise.resolve(false) : this.#inner.holds();
+  }
+
   /** Calls `listener` once when this consumer's lock is lost (see `QueueConsumer.whenLockLost`). */
   whenLockLost(listener: () => void): void {
     this.#inner.whenLockLost(listener);

@@ -192,7 +192,8 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
         leaseMs,
         since,
         epoch,
-        renew: () => call(() => objectOf(queue).renew(path, epoch, leaseMs)),
+        // The object takes a lease that ran out back while nobody took it (queue-object.ts): false is a newer holder.
+        renew: async () => ((await call(() => objectOf(queue).renew(path, epoch, leaseMs))) ? "renewed" : { takenBy: undefined }),
         free: () => call(() => objectOf(queue).unlock(path, epoch)),
       });
       locks.set(lock, { fence: { path, epoch }, lose });

@@ -10,6 +10,7 @@ import { join, resolve } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { resolveStorageDriver } from "../../adapters/storage";
+import type { DriverLock } from "../../src/driver";
 import { QueueWriter } from "../../src/writer";
 import { SIGNALS_END_CHILD } from "../helpers/runtime";
 import { startScript } from "../helpers/spawn";
@@ -104,6 +105,23 @@ describe("fs driver, leased locks", () => {
       await child.exited;
     }
   }, 30_000);
+
+  it("says how a held lock was lost: taken over (with the new holder's epoch), or gone with nobody holding it", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir, lockLeaseMs: LEASE_MS });
+    const lostReason = async (lock: DriverLock) => {
+      await new Promise<void>((resolve) => lock.lost!.addEventListener("abort", () => resolve(), { once: true }));
+      return (lock.lost!.reason as Error).message;
+    };
+    const taken: DriverLock = (await driver.lock("t_queue.lock"))!;
+    // What a takeover leaves: another holder's line, a newer epoch (the next renewal finds it).
+    await writeFile(join(dir, "t_queue.lock"), `1 - ${hostname()} ${taken.epoch! + 5} 0123456789ab\n`);
+    expect(await lostReason(taken)).toMatch(new RegExp(`it was taken over by another holder \\(epoch ${taken.epoch! + 5}\\), not renewed for \\d+ ms`));
+    const freed = (await driver.lock("f_queue.lock"))!;
+    await rm(join(dir, "f_queue.lock"));
+    expect(await lostReason(freed)).toMatch(/it expired, not renewed for \d+ ms .*nobody took it since/);
+    await Promise.all([taken.release(), freed.release()]);
+  });
 
   it("takes an expired lock only once no live process is inside its write mutex", async () => {
     const dir = await freshDir();

@@ -101,7 +101,7 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       redis.disconnect();
       const fresh = (await driver.lock("f_queue.lock"))!;
       expect(fresh.epoch).toBeGreaterThan(old.epoch!);
-      await expect(log.append(2, new Uint8Array([3]), old)).rejects.toMatchObject({ code: "E_FENCED" });
+      await expect(log.append(2, new Uint8Array([3]), old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringContaining(`its lock was taken over by another holder (epoch ${fresh.epoch})`) });
       await expect(log.truncate(0, old)).rejects.toMatchObject({ code: "E_FENCED" });
       // A remove too (retention deleting a part, a journal after compaction): the file stays.
       await expect(driver.remove("f-0", old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringMatching(/refused to remove "f-0"/) });
@@ -115,6 +115,37 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       await driver.remove("f-1", fresh);
       expect(await driver.list("f-1")).toEqual([]);
       await fresh.release();
+    });
+
+    it("loses a lock whose key expired while its holder was paused as expired (nobody took it), and gives it again as a new epoch", async () => {
+      const driver = driverOn("paused", { lockLeaseMs: 300 });
+      const old = (await driver.lock("p_queue.lock"))!;
+      const log = (await driver.openLog("p-0/p_queue", { create: true }))!;
+      // A real pause of this process (its event loop blocked, as SIGSTOP or a long GC would): the key expires meanwhile.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+      // A write that was past its check before the pause: refused, and told why.
+      await expect(log.append(0, new Uint8Array([1]), old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringMatching(/of a stale holder \(epoch \d+\): its lock expired \(nobody holds it now\)/) });
+      await expect(old.assertHeld!()).rejects.toMatchObject({ code: "E_LOCKED" });
+      const { message } = old.lost!.reason as Error;
+      expect(message).toMatch(/Lost the lock "\{paused:p\}:l:p_queue\.lock": it expired, not renewed for \d+ ms \(this process was paused or cut off past its lease of 300 ms\), and nobody took it since/);
+      expect(Number(/not renewed for (\d+) ms/.exec(message)![1])).toBeGreaterThanOrEqual(1000);
+      expect(message).not.toMatch(/another holder/);
+      const again = (await driver.lock("p_queue.lock"))!;
+      expect(again.epoch).toBeGreaterThan(old.epoch!);
+      await old.release();
+      await again.release();
+    });
+
+    it("loses a lock another holder took as taken over, naming the holder's epoch", async () => {
+      const driver = driverOn("taken", { lockLeaseMs: 300 });
+      const old = (await driver.lock("t_queue.lock"))!;
+      const redis = new Redis(server.url);
+      await redis.set("{taken:t}:l:t_queue.lock", "someone-else 42", "PX", 5000);
+      redis.disconnect();
+      // The next renewal (every third of the lease) finds it.
+      await new Promise<void>((resolve) => old.lost!.addEventListener("abort", () => resolve(), { once: true }));
+      expect((old.lost!.reason as Error).message).toMatch(/it was taken over by another holder \(epoch 42\), not renewed for \d+ ms/);
+      await old.release();
     });
 
     it("is what resolveStorageDriver gives for redis+vq://, under the prefix it names", async () => {

@@ -4,7 +4,7 @@ import { link, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
 import { readTextSync, withMutex } from "./fs-write-mutex";
-import { leaseLock } from "./lease";
+import { leaseLock, lockNowHeld, type Loss } from "./lease";
 import { isCode, isOwnerAlive, myOwnerLine } from "./pid-lock";
 
 /**
@@ -36,7 +36,7 @@ interface FenceInfo {
   key: string;
   token: string;
   leaseMs: number;
-  lose(): void;
+  lose(found?: Loss): void;
 }
 
 /** The fences of this process's leased fs locks, by lock object (a fence is the very lock returned). */
@@ -73,13 +73,16 @@ export async function acquireFsLeaseLock(path: string, key: string, leaseMs: num
     epoch,
     // Synchronous: two tiny calls on the calling thread, not queued in the thread pool behind
     // fsyncs (a renewal late by a lease loses the lock although the holder runs).
+    // Stale but still ours (nobody took it): renewed, as no other holder can have written meanwhile.
     renew: async () => {
-      if (readTextSync(path) !== held) return false;
+      const before = readTextSync(path);
+      if (before !== held) return lostTo(before);
       const now = new Date();
       utimesSync(path, now, now);
       // Still ours after the touch: a takeover that judged the lock expired just before it may
       // have replaced the file in between (the touch then went to the successor's file).
-      return readTextSync(path) === held;
+      const after = readTextSync(path);
+      return after === held ? "renewed" : lostTo(after);
     },
     free: async () => {
       // A short wait: a process that ends should not hang behind a paused one's mutex.
@@ -149,9 +152,11 @@ export async function fencedFsWrite<T>(fence: DriverLock, write: () => Promise<T
   const info = fences.get(fence);
   if (!info) throw new VQueueError("E_IO", "The fs driver was given a fence that is not one of its leased locks (a lock of another driver, or of an fs driver without lockLeaseMs?).");
   return withMutex(info.path, info.leaseMs, () => {
-    if (readTextSync(info.path) !== info.token) {
-      info.lose();
-      throw new VQueueError("E_FENCED", `[fs] Refused a write of a stale holder: the lock ${JSON.stringify(info.key)} was taken over by another process (this one was paused or stalled past its lease of ${info.leaseMs} ms).`);
+    const content = readTextSync(info.path);
+    if (content !== info.token) {
+      const found = lostTo(content);
+      info.lose(found);
+      throw new VQueueError("E_FENCED", `[fs] Refused a write of a stale holder: the lock ${JSON.stringify(info.key)} ${lockNowHeld(found)} (this process was paused or stalled past its lease of ${info.leaseMs} ms).`);
     }
     return write();
   });
@@ -179,6 +184,11 @@ async function isLive(file: LockFile, path: string, leaseMs: number): Promise<bo
   if (!(await isOwnerAlive(file.content, path))) return false;
   if (file.content.trim().split(" ").length < 5) return true;
   return Date.now() - file.mtimeMs <= leaseMs;
+}
+
+/** What a renewal or a fenced write that found the lock file's `content` not ours found: none (its lease ran out and it was freed), or another holder's. */
+function lostTo(content: string | undefined): Loss {
+  return content === undefined ? "expired" : { takenBy: epochOf(content) || undefined };
 }
 
 function epochOf(content: string | undefined): number {

@@ -2,6 +2,7 @@ import type { DriverLock, LogFile, RecordFile } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
 import type { RedisCalls } from "./redis-client";
 import { DRIVER_NAME, MAX_STRING_BYTES, toBuffer, toBytes, type QueueKeys } from "./redis-keys";
+import { lockNowHeld, type Loss } from "./lease";
 import { fenceArgs } from "./redis-lock";
 import { FENCED, MISSING, NOT_AT_END, OK } from "./redis-scripts";
 
@@ -67,8 +68,9 @@ export async function fencedWrite(file: FileRef, fence: DriverLock | undefined, 
   const [status, value] = (await file.calls.write(script, ...keys, token, ...args)) as [number, number];
   if (status === OK) return value;
   if (status === FENCED) {
-    info?.lose();
-    throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused ${script === "vqRemove" ? "to remove" : "a write to"} ${JSON.stringify(file.path)}: its lock was taken over by a newer holder (epoch ${fence?.epoch} is stale). Nothing was ${script === "vqRemove" ? "removed" : "written"}.`);
+    const found: Loss = value === 0 ? "expired" : { takenBy: value > 0 ? value : undefined };
+    info?.lose(found);
+    throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused ${script === "vqRemove" ? "to remove" : "a write to"} ${JSON.stringify(file.path)} of a stale holder (epoch ${fence?.epoch}): its lock ${lockNowHeld(found)}. Nothing was ${script === "vqRemove" ? "removed" : "written"}.`);
   }
   if (status === NOT_AT_END) {
     throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot append at byte ${args[0]} of ${JSON.stringify(file.path)}: the log ends at ${value}.`);

@@ -1,14 +1,14 @@
 import type { DriverLock } from "../../../src/driver";
 import { VQueueError } from "../../../src/errors";
 import type { RedisCalls } from "./redis-client";
-import { leaseLock } from "./lease";
+import { leaseLock, type Loss, type Renewal } from "./lease";
 import { DRIVER_NAME, type QueueKeys } from "./redis-keys";
 
 /** What a fenced write needs of a lock: its key, its token, and how to mark it lost. */
 export interface FenceInfo {
   key: string;
   token: string;
-  lose(): void;
+  lose(found?: Loss): void;
 }
 
 /** The fences of this process's redis locks, by lock object (a fence is the very lock returned). */
@@ -44,9 +44,16 @@ export async function acquireRedisLock(calls: RedisCalls, keys: QueueKeys, path:
     leaseMs,
     since: sentAt,
     epoch,
-    renew: async () => Number(await calls.run("vqRefresh", key, token, leaseMs)) === 1,
+    renew: async () => renewal(await calls.run("vqRefresh", key, token, leaseMs)),
     free: async () => void (await calls.run("vqUnlock", key, keys.files, token, path)),
   });
   fences.set(lock, { key, token, lose });
   return lock;
+}
+
+/** A `vqRefresh` answer: 1 (renewed), 0 (the key is gone), or the other holder's `<owner> <epoch>`. */
+function renewal(answer: unknown): Renewal {
+  if (typeof answer === "number") return answer === 1 ? "renewed" : "expired";
+  const epoch = Number(String(answer).split(" ").at(-1));
+  return { takenBy: Number.isSafeInteger(epoch) ? epoch : undefined };
 }

@@ -13,8 +13,12 @@ export const NOT_AT_END = -2;
 export const MISSING = -3;
 
 // KEYS[1] the lock of the fence (or any key of the slot), ARGV[1] the fence's token or "".
+// Refused: the value is the holder's epoch now, or 0 when the lock key is gone (its lease expired).
 const FENCE = `
-if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return {${FENCED}, 0} end
+if ARGV[1] ~= '' then
+  local held = redis.call('GET', KEYS[1])
+  if held ~= ARGV[1] then return {${FENCED}, held and (tonumber(string.match(held, ' (%d+)$')) or -1) or 0} end
+end
 `;
 
 export const SCRIPTS = {
@@ -108,11 +112,13 @@ redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. epoch, 'PX', ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[3])
 return epoch`,
   },
-  /** KEYS: lock. ARGV: token, lease ms. 1 when still ours (lease renewed), else 0. */
+  /** KEYS: lock. ARGV: token, lease ms. 1 when still ours (lease renewed), 0 when gone (its lease ran out), else the other holder's `<owner> <epoch>`. */
   vqRefresh: {
     keys: 1,
     lua: `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+if held ~= ARGV[1] then return held end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`,
   },

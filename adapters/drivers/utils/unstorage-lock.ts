@@ -39,9 +39,11 @@ export async function acquireLock(storage: UnstorageLike, key: string, local: st
     since: Date.now(),
     renew: async () => {
       const held = parseLock(await storage.getItemRaw(key));
-      if (held?.owner !== owner || held.expires <= Date.now()) return false;
+      // Ours but run out: free for anyone since (no compare-and-set here), so lost all the same.
+      if (!held || (held.owner === owner && held.expires <= Date.now())) return "expired";
+      if (held.owner !== owner) return { takenBy: undefined };
       await storage.setItemRaw(key, stamp());
-      return true;
+      return "renewed";
     },
     async free() {
       try {

@@ -19,7 +19,10 @@ async function pushTo(dir: string, queue: string, messages: string[]): Promise<v
 /** The files that name `consumer` (its saved position, its lock), in any queue or partition. */
 const filesOf = (dir: string, consumer: string) => readdirSync(dir).filter((name) => name.includes(`_${consumer}`));
 
-describe("reading creates nothing", () => {
+// Each test runs the CLI several times: minutes on a loaded machine, not the 30 s default.
+const SLOW = { timeout: 180_000 };
+
+describe("reading creates nothing", SLOW, () => {
   it("consume and tail on a data directory that is not there fail clearly and do not make it", async () => {
     const typo = join(await tempDir(), "typo", "path");
     for (const args of [
@@ -42,7 +45,7 @@ describe("reading creates nothing", () => {
   });
 });
 
-describe("consume --no-commit (a peek) leaves no consumer", () => {
+describe("consume --no-commit (a peek) leaves no consumer", SLOW, () => {
   it("under a new name on the files: it prints from the start and keeps no position or lock", async () => {
     const dir = await tempDir();
     await pushTo(dir, "q", ["a", "b", "c"]);

@@ -41,9 +41,10 @@ export interface VQueueConfig {
    */
   compressionDictionary?: string;
   /**
-   * The zstd library: `"native"` (the npm package zstd-napi, built at install; fails to start
-   * without it), `"wasm"` (zstd-codec, WebAssembly) or `"auto"` (native when it loads, else wasm
-   * with a warning). Each reads the parts the other wrote. @default "auto"
+   * The zstd library: `"native"` (the npm package zstd-napi, an optional peer the user installs;
+   * fails to start without it), `"wasm"` (zstd-codec, WebAssembly) or `"auto"` (native when it is
+   * installed and loads, else wasm; with a warning when it is installed and does not load). Each
+   * reads the parts the other wrote. @default "auto"
    */
   zstd?: ZstdChoice;
   /** Where a new consumer starts. @default "earliest" */

@@ -18,7 +18,7 @@ import { sleep } from "../src/handoff";
 export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
   /**
    * The zstd library (README, "Compression"): `"native"` (zstd-napi), `"wasm"` (zstd-codec),
-   * `"auto"` (native when it loads, else wasm with a warning), or a loader. @default "auto"
+   * `"auto"` (native when zstd-napi is installed and loads, else wasm), or a loader. @default "auto"
    */
   zstd?: ZstdChoice | ZstdLoader;
   /** Data directory of the fs driver, when neither `driver` nor `storage` is given. @default "./queues" */

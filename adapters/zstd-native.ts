@@ -1,15 +1,16 @@
 /**
  * `v-queue/zstd-native`: zstd for the engine on Node through the npm package `zstd-napi` (the
- * reference C library, built by node-gyp at install as a Node-API addon; an optional
- * dependency of v-queue; zstd 1.5.7). Its frames are of the same format as those of the
+ * reference C library, built by node-gyp at install as a Node-API addon; an optional peer
+ * dependency of v-queue, installed by the user who wants it; zstd 1.5.7). Its frames are of the same format as those of the
  * engine's WebAssembly zstd (`zstd-codec`, an older zstd), not byte for byte the same: parts
  * written by either are read by the other. Several times faster: one
  * Node-API call per message, the input read in place, where the WebAssembly one copies it into
  * and out of the module's memory (README, "Compression").
  *
  * - `nativeZstd`: the native one, or an error saying why it cannot load;
- * - `autoZstd`: the native one when it loads, else the WebAssembly one, saying so in one line
- *   (the default of the `v-queue` entry on Node, the server and the CLI);
+ * - `autoZstd`: the native one when it is installed and loads, else the WebAssembly one (saying
+ *   so in one line when an installed one fails to load): the default of the `v-queue` entry on
+ *   Node, the server and the CLI;
  * - `selectZstd("native" | "wasm" | "auto")`: the loader for a choice (a config's `zstd`).
  *
  * `zstd-napi` has no dictionary training (ZDICT): `train` is the engine's raw-content builder.
@@ -84,6 +85,24 @@ export function napiZstd(binding: NapiBinding): Zstd & { version: string } {
   };
 }
 
+/** Why the native zstd is not there: `E_NOT_INSTALLED` (no zstd-napi package), `E_NOT_LOADED` (installed, fails to load). */
+export class ZstdNativeError extends Error {
+  override name = "ZstdNativeError";
+  constructor(
+    readonly code: "E_NOT_INSTALLED" | "E_NOT_LOADED",
+    message: string,
+    cause: unknown,
+  ) {
+    super(message, { cause });
+  }
+}
+
+/** The zstd-napi package itself is missing (not a file or dependency of an installed one). */
+function isNotInstalled(error: unknown): boolean {
+  const { code, message } = error as NodeJS.ErrnoException;
+  return (code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") && /Cannot find (module|package) ['"]zstd-napi[/'"]/.test(message);
+}
+
 const loaded = new WeakMap<() => NapiBinding, Promise<Zstd>>();
 
 function loadNative(loadBinding: () => NapiBinding): Promise<Zstd> {
@@ -93,8 +112,11 @@ function loadNative(loadBinding: () => NapiBinding): Promise<Zstd> {
       try {
         return napiZstd(loadBinding());
       } catch (error) {
+        if (isNotInstalled(error)) {
+          throw new ZstdNativeError("E_NOT_INSTALLED", `The native zstd needs the npm package zstd-napi, which is not installed (an optional peer dependency of v-queue). Install it beside v-queue (\`npm install zstd-napi\`: it builds a C++ addon where no prebuilt binary fits, with python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`, error);
+        }
         const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
-        throw new Error(`The native zstd (npm package zstd-napi, an optional dependency built at install) cannot be loaded: ${why}. Reinstall it (\`npm rebuild zstd-napi\`, which needs python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`, { cause: error });
+        throw new ZstdNativeError("E_NOT_LOADED", `The native zstd (npm package zstd-napi) cannot be loaded: ${why}. Reinstall it (\`npm rebuild zstd-napi\`, which needs python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`, error);
       }
     })();
     zstd.catch(() => loaded.delete(loadBinding));
@@ -114,6 +136,8 @@ export function selectZstd(choice: ZstdChoice = "auto", { loadBinding = requireB
   let chosen: Promise<Zstd> | undefined;
   return () =>
     (chosen ??= loadNative(loadBinding).catch((error: unknown) => {
+      // Not installed: the user did not ask for it, nothing to say.
+      if (error instanceof ZstdNativeError && error.code === "E_NOT_INSTALLED") return loadZstd();
       const why = error instanceof Error && error.cause instanceof Error ? error.cause.message.split("\n")[0] : String(error);
       report(`[v-queue] zstd: the native zstd (zstd-napi) is not available (${why}); using the WebAssembly one (zstd-codec), several times slower.`);
       return loadZstd();

@@ -18,7 +18,7 @@ import { PartReader } from "./part-reader";
 import { checkSavedPosition, isRecordBoundary, startPosition } from "./position";
 import { PositionFile } from "./position-file";
 import { resolveSeek, type SeekTarget } from "./seek";
-import { listParts, readQueueInfo } from "./recovery";
+import { listParts, queueExists, readQueueInfo } from "./recovery";
 import { watchStorage } from "./watch";
 
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./options";
@@ -78,6 +78,9 @@ export class QueueConsumer {
     assertName(queue, "queue");
     assertName(name, "consumer", queue);
     const resolved = resolveConsumerOptions(options);
+    // Before the lock, whose file (and the fs driver's data directory) would be made for a queue
+    // that is not there: reading creates nothing. #init checks again, under the lock.
+    if (!(await queueExists(resolved.driver, queue))) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
     return openLocked(
       resolved.driver,
       consumerLockPath(queue, name),

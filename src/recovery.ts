@@ -20,6 +20,11 @@ export async function listParts(driver: QueueDriver, queue: string): Promise<num
   return ids.sort((a, b) => a - b);
 }
 
+/** Whether `queue` has a file (its info line or a part): a read that creates nothing, for before a lock. */
+export async function queueExists(driver: QueueDriver, queue: string): Promise<boolean> {
+  return (await driver.readRecord(queueInfoPath(queue))) !== undefined || (await listParts(driver, queue)).length > 0;
+}
+
 /**
  * An info line: `value` when it parses, `damaged` when the file exists but does not parse.
  * A line that fails is read again before it counts: a writer in another process rewrites it

@@ -1,6 +1,7 @@
 // Over 300 lines: compression end to end (v3 parts, dictionaries, the crate's reader) with shared fixtures.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import { join } from "pathe";
@@ -13,7 +14,7 @@ import { QueueWriter } from "../src/writer";
 import { startChild } from "./helpers/spawn";
 import { useTempDirs } from "./helpers/tmp";
 import { ZSTD_IMPLS, zstdImpl } from "./helpers/zstd";
-import { autoZstd, nativeZstd, selectZstd, type NapiBinding } from "../adapters/zstd-native";
+import { autoZstd, nativeZstd, selectZstd, ZstdNativeError, type NapiBinding } from "../adapters/zstd-native";
 import { openConsumer, openQueue } from "../adapters/node";
 import { loadZstd } from "../src/zstd";
 import { createRequire } from "node:module";
@@ -279,24 +280,42 @@ describe.skipIf(zstdImpl("native").skip)("the two zstd implementations (wasm: zs
 });
 
 describe("choosing the zstd implementation", () => {
-  const missing = () => {
-    throw new Error("Cannot find module 'zstd-napi/binding'\nRequire stack:\n- /somewhere");
+  // Installed, but its addon does not load (built for another Node).
+  const broken = () => {
+    throw new Error("The module '/app/node_modules/zstd-napi/build/Release/binding.node'\nwas compiled against a different Node.js version");
   };
+  // Not installed: a real resolution from a folder with no node_modules on its way up.
+  const notInstalled = () => createRequire(join(tmpdir(), "vq-no-packages", "x.js"))("zstd-napi/binding") as NapiBinding;
 
   it('"auto" falls back to the WebAssembly one when the native one cannot load, saying so in one line, once', async () => {
     const report = vi.fn();
-    const zstd = selectZstd("auto", { loadBinding: missing, report });
+    const zstd = selectZstd("auto", { loadBinding: broken, report });
     expect(await zstd()).toBe(await loadZstd());
     expect(await zstd()).toBe(await loadZstd());
     expect(report).toHaveBeenCalledTimes(1);
     const line = report.mock.calls[0]![0] as string;
     expect(line).not.toContain("\n");
-    expect(line).toMatch(/zstd-napi.*not available.*Cannot find module 'zstd-napi\/binding'.*WebAssembly/);
+    expect(line).toMatch(/zstd-napi.*not available.*binding\.node'.*WebAssembly/);
+  });
+
+  it('"auto" takes the WebAssembly one without a word when zstd-napi is not installed (an optional peer, not asked for)', async () => {
+    const report = vi.fn();
+    expect(await selectZstd("auto", { loadBinding: notInstalled, report })()).toBe(await loadZstd());
+    expect(report).not.toHaveBeenCalled();
+  });
+
+  it('"native" without zstd-napi installed fails naming the package to install', async () => {
+    const error = await selectZstd("native", { loadBinding: notInstalled })().catch((e: Error) => e);
+    expect(error).toBeInstanceOf(ZstdNativeError);
+    expect(error).toMatchObject({ code: "E_NOT_INSTALLED" });
+    expect((error as Error).message).toBe(
+      'The native zstd needs the npm package zstd-napi, which is not installed (an optional peer dependency of v-queue). Install it beside v-queue (`npm install zstd-napi`: it builds a C++ addon where no prebuilt binary fits, with python3, make and a C++ compiler), or use the WebAssembly zstd (`zstd: "wasm"`).',
+    );
   });
 
   it('"native" fails, saying why and what to do, when it cannot load; "wasm" is the WebAssembly one; anything else is refused', async () => {
     const report = vi.fn();
-    await expect(selectZstd("native", { loadBinding: missing, report })()).rejects.toThrow(/native zstd \(npm package zstd-napi.*cannot be loaded: Cannot find module 'zstd-napi\/binding'\. Reinstall it/);
+    await expect(selectZstd("native", { loadBinding: broken, report })()).rejects.toMatchObject({ code: "E_NOT_LOADED", message: expect.stringMatching(/native zstd \(npm package zstd-napi\) cannot be loaded: The module '.*binding\.node'\. Reinstall it/) });
     expect(report).not.toHaveBeenCalled();
     expect(selectZstd("wasm")).toBe(loadZstd);
     expect(() => selectZstd("zlib" as "wasm")).toThrow('Invalid zstd "zlib": use one of "auto", "native", "wasm".');
@@ -304,7 +323,7 @@ describe("choosing the zstd implementation", () => {
 
   it("a queue written with a fallen-back zstd is read back (the WebAssembly one, through the engine)", async () => {
     const dir = await tempDir();
-    const zstd = selectZstd("auto", { loadBinding: missing, report: () => {} });
+    const zstd = selectZstd("auto", { loadBinding: broken, report: () => {} });
     await writeQueue(dir, { zstd, compression: "zstd", compressionSampleBytes: 4 * 1024 });
     const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir }), zstd });
     expect((await consumer.read({ max: 1000 })).map((m) => m.data)).toEqual([...lines, "short"]);

@@ -47,6 +47,30 @@ describe("the packed package, installed from its tarball into an empty folder", 
     expect(files.filter((f) => /^(src|test|adapters|runtime|client|bench|playground)\//.test(f))).toEqual([]);
   });
 
+  it("installs nothing native: zstd-napi is an optional peer, not a dependency, and is not installed", async () => {
+    const manifest = JSON.parse(await readFile(join(app, "node_modules", "v-queue", "package.json"), "utf8")) as Record<string, Record<string, unknown> | undefined>;
+    for (const field of ["dependencies", "optionalDependencies"]) expect(Object.keys(manifest[field] ?? {}), field).not.toContain("zstd-napi");
+    expect(manifest.peerDependencies).toHaveProperty("zstd-napi");
+    expect(manifest.peerDependenciesMeta).toMatchObject({ "zstd-napi": { optional: true } });
+    expect(existsSync(join(app, "node_modules", "zstd-napi"))).toBe(false);
+  });
+
+  it(
+    "`v-queue serve --zstd native` without zstd-napi stops at start, naming the package to install",
+    async () => {
+      const failed = await run(process.execPath, [join(app, "node_modules", ".bin", "v-queue"), "serve", "--dir", "native", "--port", "0", "--zstd", "native"], { cwd: app, timeout: 60_000 }).then(
+        () => undefined,
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+      expect(failed?.code).toBe(1);
+      const output = `${failed?.stdout}${failed?.stderr}`;
+      expect(output).toContain("needs the npm package zstd-napi, which is not installed");
+      expect(output).toContain("`npm install zstd-napi`");
+      expect(output).not.toMatch(/^\s+at /m);
+    },
+    TIMEOUT,
+  );
+
   it(
     "imports every entry and pushes and reads a message with the library",
     async () => {
@@ -82,7 +106,9 @@ describe("the packed package, installed from its tarball into an empty folder", 
         console.log(JSON.stringify({ landed, data: message.data, type: message.type, messages: stats.messages, same, compressed: compressed > 20 }));
       `;
       await writeFile(join(app, "use.mjs"), script);
-      const { stdout } = await run(process.execPath, ["use.mjs"], { cwd: app, timeout: 60_000 });
+      const { stdout, stderr } = await run(process.execPath, ["use.mjs"], { cwd: app, timeout: 60_000 });
+      // The WebAssembly zstd, without a word about the native one nobody asked for.
+      expect(stderr).not.toContain("zstd");
       expect(JSON.parse(stdout)).toEqual({ landed: { part: 0, offset: 0, seq: 1 }, data: '{"id":1,"item":"book"}', type: "string", messages: 1, same: true, compressed: true });
       expect(existsSync(join(data, "orders-0", "orders_queue"))).toBe(true);
     },

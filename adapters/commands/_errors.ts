@@ -1,5 +1,6 @@
 import { VQueueClientError, VQueueNetworkError } from "../../client/errors";
 import { VQueueError } from "../../src/errors";
+import { ZstdNativeError } from "../zstd-native";
 
 /** A user-facing error: printed as a clear message (no stack), exit code 1. */
 export class CliError extends Error {
@@ -22,12 +23,12 @@ export function explain(error: unknown, what: string): never {
 /**
  * The message to print for an expected error, or undefined for a bug (which keeps its stack).
  * Expected: our own errors, the engine's (`VQueueError`, option checks included), a bad
- * configuration (`E_CONFIG`), the system's (`EACCES`, ...) and,
+ * configuration (`E_CONFIG`), a native zstd asked for and not there, the system's (`EACCES`, ...) and,
  * with `--url`, the client's: a server's error answer and no answer at all.
  */
 export function describeError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
-  if (error instanceof CliError || (error as { code?: unknown }).code === "E_CONFIG") return error.message;
+  if (error instanceof CliError || error instanceof ZstdNativeError || (error as { code?: unknown }).code === "E_CONFIG") return error.message;
   if (VQueueError.isError(error)) return error.code === "E_LOCKED" ? `${error.message}\n${LOCKED_HINT}` : error.message;
   if (isSystemError(error)) return error.message;
   if (error instanceof VQueueClientError) return `The server answered ${error.status} ${error.code}: ${error.message}`;

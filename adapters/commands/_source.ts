@@ -7,7 +7,8 @@ import { VQueueClientError, isAbortError, type ClientMessage, type ConsumeResult
 import { QueueConsumer } from "../../src/consumer";
 import { deleteConsumer } from "../../src/delete";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
-import { neverWritten, readPartitions } from "../../src/partitions";
+import { neverWritten, partitionNames, readPartitions } from "../../src/partitions";
+import type { QueueDriver } from "../../src/driver";
 import type { StartPosition } from "../../src/options";
 import { popInfoPath } from "../../src/paths";
 import type { Printable } from "./_print";
@@ -37,12 +38,15 @@ export interface SourceOptions {
 /** Reads on the files (`--dir`/`--storage`) through the engine's consumer. */
 export async function openDirectSource(target: { dir?: string; storage?: string }, o: SourceOptions): Promise<MessageSource> {
   const driver = await openStorage(target);
-  const options = { driver, start: o.from, create: true, syncCommits: !o.ephemeral, zstd: cliZstd };
-  let partitioned = false;
+  let partitions: number | undefined;
+  // A throwaway consumer, deleted on close: a tail's, or a peek's under a name with no saved position.
+  let throwaway = o.ephemeral;
   // A partitioned queue: every partition no server holds (one held elsewhere is that server's to read).
   const open = async (): Promise<QueueConsumer | PartitionedConsumer> => {
-    partitioned = (await readPartitions(driver, o.queue)) !== undefined;
-    return partitioned ? PartitionedConsumer.open(o.queue, o.consumer, options) : QueueConsumer.open(o.queue, o.consumer, options);
+    partitions = await readPartitions(driver, o.queue);
+    if (!o.commit && !throwaway) throwaway = !(await hasSavedPosition(driver, o.queue, o.consumer, partitions));
+    const options = { driver, start: o.from, create: true, syncCommits: !throwaway, zstd: cliZstd };
+    return partitions !== undefined ? PartitionedConsumer.open(o.queue, o.consumer, options) : QueueConsumer.open(o.queue, o.consumer, options);
   };
   const reader = await open().catch(async (error: unknown) => {
     await driver.dispose?.();
@@ -56,13 +60,21 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
       try {
         await reader.close();
         // The engine has no reader that keeps nothing: the consumer's position files go with it.
-        if (o.ephemeral && partitioned) await deleteConsumer(driver, o.queue, o.consumer).catch(neverWritten);
-        else if (o.ephemeral) await driver.remove(popInfoPath(o.queue, o.consumer));
+        if (throwaway && partitions !== undefined) await deleteConsumer(driver, o.queue, o.consumer).catch(neverWritten);
+        else if (throwaway) await driver.remove(popInfoPath(o.queue, o.consumer));
       } finally {
         await driver.dispose?.();
       }
     },
   };
+}
+
+/** Whether `consumer` has a saved position (in a partition, for a partitioned queue). */
+async function hasSavedPosition(driver: QueueDriver, queue: string, consumer: string, partitions: number | undefined): Promise<boolean> {
+  for (const name of partitions === undefined ? [queue] : partitionNames(queue, partitions)) {
+    if ((await driver.readRecord(popInfoPath(name, consumer))) !== undefined) return true;
+  }
+  return false;
 }
 
 /** The most messages asked for in one request (the server's default `maxMessages` is 10000). */
@@ -80,6 +92,8 @@ export async function openHttpSource(url: string, user: string | undefined, o: S
     });
   const consumerLag = async (): Promise<number | undefined> => (await client.consumers(queue)).consumers.find((c) => c.name === consumer)?.lag;
 
+  // A peek under a name the server does not know yet: the consumer it makes goes on close.
+  const throwaway = !o.ephemeral && !o.commit && (await consumerLag()) === undefined;
   if (!o.ephemeral) await rewind();
   // The API has no per-request start: a new consumer starts where the server's `start` says
   // (the earliest message by default). For `latest`, its backlog is read and committed unprinted.
@@ -107,10 +121,19 @@ export async function openHttpSource(url: string, user: string | undefined, o: S
     commit: async () => void (pending = handedOut),
     async close() {
       if (pending) await client.commit(queue, consumer, pending);
+      if (throwaway) await deletePeeked(client, queue, consumer);
       // A peek leaves the server's consumer where it was.
-      if (!o.commit) await rewind();
+      else if (!o.commit) await rewind();
     },
   };
+}
+
+/** Deletes the consumer a peek made; a user without the admin right it takes is told what is left. */
+async function deletePeeked(client: VQueueClient, queue: string, consumer: string): Promise<void> {
+  await client.deleteConsumer(queue, consumer).catch((error: unknown) => {
+    if (!(error instanceof VQueueClientError && error.code === "E_FORBIDDEN")) throw error;
+    log.warn(`The peek left consumer "${consumer}" of "${queue}" on the server: deleting it takes the admin right (${error.message}).`);
+  });
 }
 
 /**

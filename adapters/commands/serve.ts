@@ -20,7 +20,7 @@ export const serve = defineCommand({
     durability: { type: "string", description: "fsync, interval or none [default: fsync]", valueHint: "mode" },
     compression: { type: "string", description: "none or zstd: zstd writes new parts compressed (v3; crate 0.2.x readers cannot read them) [default: none]", valueHint: "codec" },
     "compression-dictionary": { type: "string", description: "A zstd dictionary file (e.g. from zstd --train) for every compressed part [default: each part builds its own]", valueHint: "file" },
-    zstd: { type: "string", description: "The zstd library: native (zstd-napi), wasm (zstd-codec) or auto (native when it loads, else wasm) [default: auto]", valueHint: "lib" },
+    zstd: { type: "string", description: "The zstd library: native (zstd-napi), wasm (zstd-codec) or auto (native when zstd-napi is installed and loads, else wasm) [default: auto]", valueHint: "lib" },
   },
   async run({ args }) {
     const overrides: VQueueConfig = {};

@@ -3,6 +3,7 @@ import { linkSync, lstatSync, readdirSync, readFileSync, rmSync, unlinkSync, wri
 import { dirname, join } from "pathe";
 import { VQueueError } from "../../../src/errors";
 import { isCode, isOwnerAlive, myOwnerLine, readOwner } from "./pid-lock";
+import { isProcessAlive } from "./process-probe";
 
 /**
  * The write mutex of a leased fs lock (fs-lease-lock.ts): the file `<lock>~fence`, a hard link,
@@ -122,12 +123,12 @@ function removeDeadLeftovers(dir: string): void {
 
 const LEFTOVER = /~(?:removed-(\d+)-[\da-z]+|(\d+)\.[\da-f]{8}\.(?:tmp|stale))$/;
 
+/** A process this runtime may not probe (Deno without --allow-run) counts as alive: its leftovers stay. */
 function isPidAlive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
+    return isProcessAlive(pid);
+  } catch {
     return true;
-  } catch (error) {
-    return !isCode(error, "ESRCH");
   }
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, lstat, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { VQueueError } from "../../../src/errors";
+import { isProcessAlive, processStart } from "./process-probe";
 
 /**
  * An exclusive lock that dies with its process, without native code: the lock file holds
@@ -101,7 +102,7 @@ export function myOwnerLine(): Promise<string> {
 }
 
 async function ownerLine(pid: number): Promise<string> {
-  return `${pid} ${(await processStart(pid)) ?? "-"} ${HOST}\n`;
+  return `${pid} ${processStart(pid) ?? "-"} ${HOST}\n`;
 }
 
 /** An empty or unreadable owner (the crate leaves empty lock files behind) is not alive. */
@@ -111,30 +112,16 @@ export async function isOwnerAlive(owner: string, path: string): Promise<boolean
   if (!Number.isSafeInteger(pid) || pid <= 0 || !host) return false;
   if (host !== HOST) return true; // cannot tell from here
   try {
-    process.kill(pid, 0);
+    if (!isProcessAlive(pid)) return false;
   } catch (error) {
-    if (isCode(error, "ESRCH")) return false;
-    // EPERM: alive, another user's. Anything else means this runtime may not probe processes
-    // (Deno without --allow-run): taking the lock as held would leave a crashed writer's lock
-    // in place for good, with a misleading "already has a writer".
-    if (!isCode(error, "EPERM")) {
-      const why = error instanceof Error ? error.message : String(error);
-      throw new VQueueError("E_LOCKED", `Cannot tell whether process ${pid}, named in the lock file ${path}, is still alive: ${why}. The check sends it signal 0 (on Deno: allow it with --allow-run).`, { cause: error });
-    }
+    // This runtime may not probe processes (Deno without --allow-run): taking the lock as held
+    // would leave a crashed writer's lock in place for good, with a misleading "already has a writer".
+    const why = error instanceof Error ? error.message : String(error);
+    throw new VQueueError("E_LOCKED", `Cannot tell whether process ${pid}, named in the lock file ${path}, is still alive: ${why}. The check sends it signal 0 (on Deno: allow it with --allow-run).`, { cause: error });
   }
   // Alive, unless the pid now belongs to a younger process.
-  const now = await processStart(pid);
+  const now = processStart(pid);
   return start === "-" || now === undefined || now === start;
-}
-
-/** The process start time in clock ticks since boot (Linux /proc), to tell reused pids apart. */
-async function processStart(pid: number): Promise<string | undefined> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
 }
 
 export function isCode(error: unknown, code: string): boolean {

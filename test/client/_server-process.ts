@@ -17,8 +17,8 @@ export interface ServerProcess {
   dir: string;
   /** Stops the process (SIGTERM: graceful; SIGKILL: a crash). */
   stop(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts it again on the same port and data directory. */
-  restart(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port and data directory, `downMs` after it stopped. */
+  restart(signal?: NodeJS.Signals, downMs?: number): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -61,8 +61,9 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
     port,
     dir,
     stop,
-    async restart(signal) {
+    async restart(signal, downMs = 0) {
       await stop(signal);
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       await start();
     },
     async remove() {

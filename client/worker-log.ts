@@ -53,12 +53,14 @@ function messageOf(error: unknown): string {
 
 /**
  * An expected error as its message in one line: the API's (with its code), the network's, the
- * engine's, or one the worker made (no cause). Anything else is a bug somewhere: with its stack.
+ * engine's, or one the worker made (with one of those as its cause, or none). Anything else is
+ * a bug somewhere: with its stack.
  */
 function describe(error: unknown): string {
-  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
   const line = messageOf(error);
-  if (cause instanceof VQueueClientError) return `${line} (${cause.code})`;
-  const expected = cause instanceof VQueueNetworkError || (cause === error && error instanceof Error && error.name === "Error") || (cause instanceof Error && cause.name === "VQueueError");
-  return expected || !(cause instanceof Error) ? line : `${line}\n${cause.stack ?? ""}`;
+  const made = error instanceof Error && error.name === "Error";
+  const inner = made && error.cause !== undefined ? error.cause : error;
+  if (inner instanceof VQueueClientError) return `${line} (${inner.code})`;
+  if (inner instanceof VQueueNetworkError || (inner instanceof Error && inner.name === "VQueueError") || (made && inner === error)) return line;
+  return inner instanceof Error && inner.stack ? `${line}\n${inner.stack}` : line;
 }

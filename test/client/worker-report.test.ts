@@ -1,18 +1,10 @@
 // worker(): its options checked when it starts, and the lines it prints without an onError.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../client/index";
+import { until } from "./_until";
 import { sleep, startServer } from "../http/_server";
 
 afterEach(() => void vi.restoreAllMocks());
-
-/** Resolves once `check` holds (polled), or fails after `ms`. */
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await sleep(5);
-  }
-}
 
 describe("worker(): options and what it prints", () => {
   it("bad options are refused when it starts, with a TypeError naming the option and what it takes; no request is sent", async () => {
@@ -53,7 +45,7 @@ describe("worker(): options and what it prints", () => {
     await sleep(800); // several lease requests meet E_NOT_FOUND
     expect(warn).not.toHaveBeenCalled();
     await client.produce("later", "order-1");
-    await until(() => worker.stats.deadLettered === 1);
+    await until(() => worker.stats.deadLettered === 1, 10_000);
     await worker.stop();
     const lines = warn.mock.calls.map((args) => args.map(String).join(" "));
     expect(lines).toEqual([
@@ -76,7 +68,7 @@ describe("worker(): options and what it prints", () => {
     await sleep(1500); // several lease requests fail
     const s2 = await startServer({ dir: s.dir, port: s.port });
     await client.produce("jobs", "b");
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 2, 10_000);
     await worker.stop();
     const lines = warn.mock.calls.map((args) => args.map(String).join(" "));
     expect(lines).toHaveLength(2);

@@ -143,7 +143,7 @@ export interface VQueueClient {
   consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: true }): Promise<ConsumeResult<T>>;
   /** `json` known at run time only: either kind. */
   consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions): Promise<ConsumeResult<T> | ConsumeResult>;
-  /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent. */
+  /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent, so retried (`retryTimeoutMs`). */
   commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
@@ -152,7 +152,8 @@ export interface VQueueClient {
   /**
    * One message, or an array of them (a batch; a JSON array as one message goes in one: `[[1, 2]]`).
    * Text, bytes, or a JSON value; anything else (a Date, a Map, undefined...) is refused, by
-   * the types and with a TypeError, rather than sent changed.
+   * the types and with a TypeError, rather than sent changed. Retried through a server restart
+   * (`retryTimeoutMs`): its idempotency key makes every attempt one write.
    */
   produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse>;
   /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
@@ -181,11 +182,11 @@ export interface VQueueClient {
   lease(queue: string, consumer: string, options?: LeaseOptions & { json?: false }): Promise<LeasedClientMessage[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions & { json: true }): Promise<LeasedClientMessage<T>[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions): Promise<LeasedClientMessage<T>[] | LeasedClientMessage[]>;
-  /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. */
+  /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. Retried (`retryTimeoutMs`). */
   ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal }): Promise<AckResponse>;
-  /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). */
+  /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). Retried (`retryTimeoutMs`). */
   nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions): Promise<NackResponse>;
-  /** Keeps leases `leaseMs` more from now. */
+  /** Keeps leases `leaseMs` more from now. Retried (`retryTimeoutMs`). */
   extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal }): Promise<ExtendResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;

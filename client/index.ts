@@ -35,7 +35,7 @@ import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord }
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError, parseRetryAfter } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
-import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, withRetries } from "./retry";
+import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, withRetries, type RetryOption } from "./retry";
 import { produceExtras, toJSONText, type ProduceInput } from "./produce";
 import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
@@ -49,6 +49,7 @@ export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
 export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
+export type { RetryOption } from "./retry";
 export type { Worker, WorkerOptions, WorkerStats } from "./worker";
 
 export interface ClientOptions {
@@ -144,7 +145,7 @@ export interface VQueueClient {
   /** `json` known at run time only: either kind. */
   consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions): Promise<ConsumeResult<T> | ConsumeResult>;
   /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent, so retried (`retryTimeoutMs`). */
-  commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
+  commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal } & RetryOption): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
   /** Moves the consumer (and saves it there): "earliest", "latest", a cursor, `{ part, seq }` (that message comes next), or `{ time }` (an ISO date or ms). */
@@ -183,11 +184,11 @@ export interface VQueueClient {
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions & { json: true }): Promise<LeasedClientMessage<T>[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions): Promise<LeasedClientMessage<T>[] | LeasedClientMessage[]>;
   /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. Retried (`retryTimeoutMs`). */
-  ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal }): Promise<AckResponse>;
+  ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal } & RetryOption): Promise<AckResponse>;
   /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). Retried (`retryTimeoutMs`). */
-  nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions): Promise<NackResponse>;
+  nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions & RetryOption): Promise<NackResponse>;
   /** Keeps leases `leaseMs` more from now. Retried (`retryTimeoutMs`). */
-  extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal }): Promise<ExtendResponse>;
+  extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal } & RetryOption): Promise<ExtendResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
   /** A page of messages read without any consumer (nothing moves); `next` of the answer is the following page's `from`. */
@@ -272,7 +273,7 @@ export function createClient(options: ClientOptions): VQueueClient {
     }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
-      request(`${c(queue, consumer)}/commit`, { method: "POST", safe: true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
+      request(`${c(queue, consumer)}/commit`, { method: "POST", safe: opts.retry ?? true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
 
     rewind: (queue, consumer, opts = {}) => request(`${c(queue, consumer)}/rewind`, { method: "POST", idempotent: true, signal: opts.signal }),
     seek: (queue, consumer, to, opts = {}) => request(`${c(queue, consumer)}/seek`, { method: "POST", body: { to }, idempotent: true, signal: opts.signal }),

@@ -7,6 +7,12 @@ export const RETRY_TIMEOUT_MS = 20_000;
 export const RETRY_DELAY_MS = 200;
 const MAX_RETRY_DELAY_MS = 2000;
 
+/** On a call that retries (see `ClientOptions.retryTimeoutMs`). */
+export interface RetryOption {
+  /** `false`: one request, no retry (a best-effort call that must not wait for a server that is away). @default true */
+  retry?: boolean;
+}
+
 export interface RetryPolicy {
   /** Attempts stop once this long has passed since the first (and a wait would end past it). */
   timeoutMs: number;

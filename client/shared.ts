@@ -2,6 +2,7 @@ import type { AckResponse, ExtendResponse, LeasedMessageJSON, LeaseResponse, Nac
 import { BATCH_CONTENT_TYPE, decodeLeases, leaseToken, type LeaseRecord } from "../protocol/binary";
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError } from "./errors";
+import type { RetryOption } from "./retry";
 import { fromJSONMessage, textOrJSON, type ClientMessage } from "./messages";
 
 /** What a leased message carries beside its body: how to ack it, and how often it came. */
@@ -51,11 +52,6 @@ export interface LeaseBatch {
   leaseMs: number;
 }
 
-/** The client's own calls only: `retry: false` sends one request (the worker retries in its own loop). */
-interface Once {
-  retry?: boolean;
-}
-
 export type SharedRequest = <T>(path: string, init: Record<string, unknown>) => Promise<T>;
 
 /** The low-level calls of shared consumers, on the client's `request`; `c` makes a consumer's path. */
@@ -87,14 +83,14 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
       const { now, records } = decodeLeaseAnswer(new Uint8Array(raw), status);
       return { messages: records.map((r) => fromLeaseRecord(r, json)), leaseMs: records.length > 0 ? records[0]!.leaseUntil - now : 0 };
     },
-    // Safe to repeat, so retried (the client's `retryTimeoutMs`); `retry: false` for the worker, which retries them itself.
-    ack: (queue: string, consumer: string, list: string | string[], opts: { signal?: AbortSignal } & Once = {}) =>
+    // Safe to repeat, so retried (the client's `retryTimeoutMs`); `retry: false` from the worker, which retries them itself.
+    ack: (queue: string, consumer: string, list: string | string[], opts: { signal?: AbortSignal } & RetryOption = {}) =>
       request<AckResponse>(`${c(queue, consumer)}/ack`, { method: "POST", body: { leases: leases(list) }, safe: opts.retry ?? true, signal: opts.signal }),
-    nack: (queue: string, consumer: string, list: string | string[], opts: NackClientOptions & Once = {}) => {
+    nack: (queue: string, consumer: string, list: string | string[], opts: NackClientOptions & RetryOption = {}) => {
       const { signal, retry = true, ...rest } = opts;
       return request<NackResponse>(`${c(queue, consumer)}/nack`, { method: "POST", body: { leases: leases(list), ...rest }, safe: retry, signal });
     },
-    extend: (queue: string, consumer: string, list: string | string[], opts: { leaseMs?: number; signal?: AbortSignal } & Once = {}) =>
+    extend: (queue: string, consumer: string, list: string | string[], opts: { leaseMs?: number; signal?: AbortSignal } & RetryOption = {}) =>
       request<ExtendResponse>(`${c(queue, consumer)}/extend`, { method: "POST", body: { leases: leases(list), leaseMs: opts.leaseMs }, safe: opts.retry ?? true, signal: opts.signal }),
     redrive: (dlq: string, opts: { to?: string; max?: number; signal?: AbortSignal } = {}) =>
       request<RedriveResponse>(`${q(dlq)}/redrive`, { method: "POST", body: { to: opts.to, max: opts.max }, signal: opts.signal }),

@@ -133,3 +133,21 @@ describe("client retries of safe calls", () => {
     expect(await client.lease("jobs", "w", { max: 10 })).toEqual([]);
   }, 60_000);
 });
+
+describe("what does not wait for the retries", () => {
+  it("subscribe: a break while the server is down ends the loop without waiting out retryTimeoutMs (its last commit is one attempt)", async () => {
+    const s = await startServer();
+    const client = createClient({ baseURL: s.url, retryTimeoutMs: 60_000 });
+    await client.produce("q", ["a", "b", "c"]);
+    const ended = (async () => {
+      for await (const message of client.subscribe("q", "c", { pollTimeoutMs: 200 })) {
+        if (message.data === "b") {
+          await s.close();
+          break;
+        }
+      }
+      return "ended";
+    })();
+    expect(await Promise.race([ended, sleep(10_000).then(() => "still retrying")])).toBe("ended");
+  }, 30_000);
+});

@@ -153,6 +153,19 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     else ackTimer ??= setTimeout(flushAcks, ackDelayMs);
   };
 
+  /** The caller's backoff for a failed message; one that throws or says no number of ms is told, and the default used (the message still comes again). */
+  const delayAfter = (message: AnyLeasedMessage): number => {
+    let ms: unknown;
+    try {
+      ms = backoff(message.deliveries);
+    } catch (error) {
+      ms = error;
+    }
+    if (typeof ms === "number" && Number.isFinite(ms) && ms >= 0) return Math.round(ms);
+    onError(new Error(`backoff(${message.deliveries}) gave ${ms instanceof Error ? `a throw: ${ms.message}` : String(ms)}, not a number of ms from 0 up: ${defaultBackoff(message.deliveries)} ms instead`), message);
+    return defaultBackoff(message.deliveries);
+  };
+
   /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries). */
   const settle = (held: Held, failed: boolean, error?: unknown) => {
     const { message } = held;
@@ -167,7 +180,7 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       report({ kind: "failed", error, message, maxDeliveries, deadLetter });
       if (deadLetter) stats.deadLettered++;
       const text = error instanceof Error ? error.message : String(error);
-      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: Math.max(0, Math.round(backoff(message.deliveries))) }));
+      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: delayAfter(message) }));
     }
     pump();
   };

@@ -76,4 +76,32 @@ describe("worker(): options and what it prints", () => {
     expect(lines[1]).toBe("[v-queue] worker jobs/w: the server answers again");
     await s2.close();
   });
+
+  it("a backoff that throws or gives no number of ms is told, and the message comes again after the default", async () => {
+    const s = await startServer();
+    const client = createClient({ baseURL: s.url });
+    await client.produce("q", ["a", "b"]);
+    const told: string[] = [];
+    const seen: string[] = [];
+    const worker = client.worker(
+      "q",
+      "w",
+      (m) => {
+        seen.push(`${String(m.data)}${m.deliveries}`);
+        if (m.deliveries === 1) throw new Error("once");
+      },
+      {
+        backoff: (n) => {
+          if (seen.includes("a1") && !told.some((t) => t.includes("throw"))) throw new Error("bad backoff");
+          return Number.NaN + n;
+        },
+        concurrency: 1,
+        onError: (e) => told.push((e as Error).message),
+      },
+    );
+    await until(() => seen.includes("a2") && seen.includes("b2"), 10_000);
+    await worker.stop();
+    expect(told).toEqual(expect.arrayContaining(["backoff(1) gave a throw: bad backoff, not a number of ms from 0 up: 100 ms instead", "backoff(1) gave NaN, not a number of ms from 0 up: 100 ms instead"]));
+    await s.close();
+  });
 });

@@ -35,7 +35,7 @@ import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord }
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError, parseRetryAfter } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
-import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, withRetries, type RetryOption } from "./retry";
+import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, checkRetryOptions, withRetries, type RetryOption } from "./retry";
 import { produceExtras, toJSONText, type ProduceInput } from "./produce";
 import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
@@ -204,6 +204,7 @@ export interface VQueueClient {
 }
 
 export function createClient(options: ClientOptions): VQueueClient {
+  checkRetryOptions(options);
   const timeout = options.timeout ?? 30_000;
   const delayMs = options.retryDelay ?? RETRY_DELAY_MS;
   const headers: Record<string, string> = { ...options.headers };

@@ -25,6 +25,20 @@ export interface RetryPolicy {
   onRetry?: (error: unknown, delayMs: number) => void;
 }
 
+/** Refuses retry options that would retry without end or spin (NaN, negative), naming the option and what it takes. */
+export function checkRetryOptions(options: { retry?: number; retryDelay?: number; retryTimeoutMs?: number; produceRetry?: number }): void {
+  const checks: [keyof typeof options, (v: number) => boolean, string][] = [
+    ["retry", (v) => Number.isSafeInteger(v) && v >= 0, "an integer from 0 up"],
+    ["produceRetry", (v) => Number.isSafeInteger(v) && v >= 0, "an integer from 0 up"],
+    ["retryDelay", (v) => Number.isFinite(v) && v > 0, "a number of ms above 0"],
+    ["retryTimeoutMs", (v) => v >= 0, "a number of ms from 0 up (Infinity: no end)"],
+  ];
+  for (const [name, test, allowed] of checks) {
+    const value = options[name];
+    if (value !== undefined && (typeof value !== "number" || !test(value))) throw new TypeError(`Invalid client option ${name}: ${typeof value === "string" ? JSON.stringify(value) : String(value)}; it takes ${allowed}.`);
+  }
+}
+
 /**
  * An error after which the same request may succeed: no answer (the server is down, restarting,
  * or the answer was lost), too many requests (429), another process's lock on the queue (409

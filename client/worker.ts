@@ -58,7 +58,7 @@ interface Held {
 
 const defaultBackoff = (deliveries: number) => Math.min(100 * 2 ** Math.max(0, deliveries - 1), 30_000);
 const MAX_BATCH = 1000;
-/** The longest wait between failed lease requests (the queue not existing yet, the server away), unless the server asks for longer. */
+/** The longest wait between failed lease requests (the queue not existing yet, the server away), a longer Retry-After included. */
 const LEASE_RETRY_MAX_MS = 5000;
 /** Taken off a lease's time for the answer's way back (the server counted from its answer). */
 const LEASE_MARGIN_MS = 200;

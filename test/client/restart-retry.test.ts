@@ -103,6 +103,10 @@ describe("client retries of safe calls", () => {
     const outcome = await Promise.race([aborted, sleep(5000).then(() => "still retrying")]);
     expect(outcome).not.toBe("still retrying");
     expect(isAbortError(outcome)).toBe(true);
+    // Options that would retry without end or spin are refused at once.
+    expect(() => createClient({ baseURL: url, retryTimeoutMs: Number.NaN })).toThrow(new TypeError("Invalid client option retryTimeoutMs: NaN; it takes a number of ms from 0 up (Infinity: no end)."));
+    expect(() => createClient({ baseURL: url, retryDelay: -1 })).toThrow(/option retryDelay: -1; it takes a number of ms above 0/);
+    expect(() => createClient({ baseURL: url, produceRetry: 1.5 })).toThrow(/option produceRetry/);
   });
 
   it("worker(): acks of messages handled while the server is down for longer than the old retries reach it once it is back", async () => {

@@ -83,5 +83,5 @@ export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: str
       return { extended: leases.filter((_, i) => settled[i]!.ok).map((lease) => ({ lease })) };
     },
   };
-  return runWorker(calls, handle, options);
+  return runWorker(calls, handle, options, { queue, consumer: name });
 }

@@ -6,14 +6,25 @@ import type { HttpErrorCode } from "../protocol/api";
  */
 export class VQueueClientError extends Error {
   override name = "VQueueClientError";
+  /** How long the server asked to wait before another try (its `Retry-After`), in ms; undefined when it did not say. */
+  readonly retryAfterMs?: number;
   constructor(
     readonly status: number,
     readonly code: HttpErrorCode | "E_RESPONSE",
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
+    if (options?.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
+}
+
+/** A `Retry-After` header in ms: delay-seconds or an HTTP date (RFC 9110 10.2.3); undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** No answer: the server is down or unreachable, the connection dropped, or the request timed out. */

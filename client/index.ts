@@ -33,9 +33,10 @@ import type {
 import { toBase64 } from "../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord } from "../protocol/binary";
 import { ProtocolError } from "../protocol/errors";
-import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+import { VQueueClientError, VQueueNetworkError, isAbortError, parseRetryAfter } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
-import { isRetryableProduceStatus, produceExtras, toJSONText, type ProduceInput } from "./produce";
+import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, checkRetryOptions, withRetries, type RetryOption } from "./retry";
+import { produceExtras, toJSONText, type ProduceInput } from "./produce";
 import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
@@ -48,6 +49,7 @@ export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
 export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
+export type { RetryOption } from "./retry";
 export type { Worker, WorkerOptions, WorkerStats } from "./worker";
 
 export interface ClientOptions {
@@ -58,19 +60,27 @@ export interface ClientOptions {
   /** A `fetch` to use instead of the global one (tests, proxies, custom agents). */
   fetch?: typeof globalThis.fetch;
   /**
-   * Retries of a failed request (network errors, 502/503/504), for idempotent calls only:
-   * consume is not idempotent, so it is never retried here (`subscribe` reconnects instead).
+   * Retries of a failed read (`health`, `queues`, `queue`, `consumers`, `rewind`, `seek`,
+   * `declare`), on the errors `retryTimeoutMs` retries. Consume and lease are not idempotent,
+   * so they are never retried here (`subscribe` and `worker` reconnect instead).
    * @default 0
    */
   retry?: number;
-  /** Delay between retries, in ms. @default 200 */
+  /** The first delay between retries, in ms; it doubles (up to 2 s), each drawn between half of it and all of it. @default 200 */
   retryDelay?: number;
   /**
-   * Retries of a produce that got no answer or a 5xx, with backoff (`retryDelay`, doubling).
-   * Safe: every produce carries an `Idempotency-Key` (`idempotencyKey`, or a random UUID), so
-   * the server writes it once however many attempts reach it (within its key window).
-   * @default 3
+   * How long, in ms, the calls that are safe to repeat keep retrying: `produce` (every produce
+   * carries an `Idempotency-Key`, `idempotencyKey` or a random UUID, so the server writes it once
+   * however many attempts reach it, within its key window), `ack`, `nack`, `extend` and `commit`
+   * (a repeat changes nothing), and `worker()`'s acks, nacks and extends. They retry no answer
+   * (the server down or restarting, a timeout), 429, 409 `E_LOCKED` (another process still holds
+   * the queue) and 5xx (503 `E_BUSY`, `E_SHUTDOWN`...; not 501, 505, 507 nor `E_CORRUPT`), with
+   * backoff and jitter (`retryDelay`), after the server's `Retry-After` when it sends one. Other
+   * errors (400, 403, 404, 409 `E_KIND`...) are thrown at once. 0: no retry.
+   * @default 20000
    */
+  retryTimeoutMs?: number;
+  /** A cap on a produce's retries, besides `retryTimeoutMs`. @default none */
   produceRetry?: number;
   /** Request timeout in ms (a long poll gets its own `timeoutMs` on top). @default 30000 */
   timeout?: number;
@@ -134,8 +144,8 @@ export interface VQueueClient {
   consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions & { json: true }): Promise<ConsumeResult<T>>;
   /** `json` known at run time only: either kind. */
   consume<T = unknown>(queue: string, consumer: string, options: ConsumeOptions): Promise<ConsumeResult<T> | ConsumeResult>;
-  /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent. */
-  commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal }): Promise<CommitResponse>;
+  /** Commits everything handed out to `consumer`, or up to `cursor`. Idempotent, so retried (`retryTimeoutMs`). */
+  commit(queue: string, consumer: string, cursor?: string, options?: { signal?: AbortSignal } & RetryOption): Promise<CommitResponse>;
   /** Hands out again everything after the committed position. */
   rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<RewindResponse>;
   /** Moves the consumer (and saves it there): "earliest", "latest", a cursor, `{ part, seq }` (that message comes next), or `{ time }` (an ISO date or ms). */
@@ -143,7 +153,8 @@ export interface VQueueClient {
   /**
    * One message, or an array of them (a batch; a JSON array as one message goes in one: `[[1, 2]]`).
    * Text, bytes, or a JSON value; anything else (a Date, a Map, undefined...) is refused, by
-   * the types and with a TypeError, rather than sent changed.
+   * the types and with a TypeError, rather than sent changed. Retried through a server restart
+   * (`retryTimeoutMs`): its idempotency key makes every attempt one write.
    */
   produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse>;
   /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
@@ -172,12 +183,12 @@ export interface VQueueClient {
   lease(queue: string, consumer: string, options?: LeaseOptions & { json?: false }): Promise<LeasedClientMessage[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions & { json: true }): Promise<LeasedClientMessage<T>[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions): Promise<LeasedClientMessage<T>[] | LeasedClientMessage[]>;
-  /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. */
-  ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal }): Promise<AckResponse>;
-  /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). */
-  nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions): Promise<NackResponse>;
-  /** Keeps leases `leaseMs` more from now. */
-  extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal }): Promise<ExtendResponse>;
+  /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. Retried (`retryTimeoutMs`). */
+  ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal } & RetryOption): Promise<AckResponse>;
+  /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). Retried (`retryTimeoutMs`). */
+  nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions & RetryOption): Promise<NackResponse>;
+  /** Keeps leases `leaseMs` more from now. Retried (`retryTimeoutMs`). */
+  extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal } & RetryOption): Promise<ExtendResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
   /** A page of messages read without any consumer (nothing moves); `next` of the answer is the following page's `from`. */
@@ -193,28 +204,32 @@ export interface VQueueClient {
 }
 
 export function createClient(options: ClientOptions): VQueueClient {
+  checkRetryOptions(options);
   const timeout = options.timeout ?? 30_000;
+  const delayMs = options.retryDelay ?? RETRY_DELAY_MS;
   const headers: Record<string, string> = { ...options.headers };
   if (options.auth) headers.authorization = basicAuth(options.auth.username, options.auth.password);
   const base: $Fetch = options.fetch ? createFetch({ fetch: options.fetch }) : ofetch;
   const api: $Fetch = base.create({ baseURL: options.baseURL, headers, retry: 0 });
 
-  /** One request: errors mapped, timeout combined with the caller's signal (ofetch drops `timeout` when a signal is given). */
-  async function request<T>(path: string, init: FetchOptions<"json" | "arrayBuffer"> & { idempotent?: boolean; extraTimeout?: number; produce?: boolean } = {}): Promise<T> {
-    const { idempotent = false, extraTimeout = 0, produce = false, signal, ...rest } = init;
-    const retries = produce ? (options.produceRetry ?? 3) : idempotent ? (options.retry ?? 0) : 0;
-    for (let attempt = 0; ; attempt++) {
+  /**
+   * One request: errors mapped, timeout combined with the caller's signal (ofetch drops `timeout`
+   * when a signal is given). `safe`: a call that may be repeated (see `retryTimeoutMs`);
+   * `idempotent`: a read, retried `retry` times.
+   */
+  async function request<T>(path: string, init: FetchOptions<"json" | "arrayBuffer"> & RequestKind & { extraTimeout?: number } = {}): Promise<T> {
+    const { idempotent = false, safe = false, maxRetries, extraTimeout = 0, signal, ...rest } = init;
+    const once = async (): Promise<T> => {
       const timer = AbortSignal.timeout(timeout + extraTimeout);
       try {
         return (await api(path, { ...rest, signal: signal ? AbortSignal.any([signal, timer]) : timer } as FetchOptions<"json">)) as T;
       } catch (error) {
-        const mapped = mapError(error, timer);
-        const retryable = mapped instanceof VQueueNetworkError || (mapped instanceof VQueueClientError && (produce ? isRetryableProduceStatus(mapped.status) : [502, 503, 504].includes(mapped.status)));
-        if (attempt >= retries || !retryable || signal?.aborted) throw mapped;
-        // A produce backs off (doubling): the server may be restarting.
-        await new Promise((done) => setTimeout(done, (options.retryDelay ?? 200) * (produce ? 2 ** attempt : 1)));
+        throw mapError(error, timer);
       }
-    }
+    };
+    if (safe) return withRetries(once, { timeoutMs: options.retryTimeoutMs ?? RETRY_TIMEOUT_MS, delayMs, maxRetries, signal: signal ?? undefined });
+    if (idempotent) return withRetries(once, { timeoutMs: Infinity, delayMs, maxRetries: options.retry ?? 0, signal: signal ?? undefined });
+    return once();
   }
 
   const q = (queue: string) => `/api/v1/queues/${encodeURIComponent(queue)}`;
@@ -259,7 +274,7 @@ export function createClient(options: ClientOptions): VQueueClient {
     }) as VQueueClient["consume"],
 
     commit: (queue, consumer, cursor, opts = {}) =>
-      request(`${c(queue, consumer)}/commit`, { method: "POST", idempotent: true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
+      request(`${c(queue, consumer)}/commit`, { method: "POST", safe: opts.retry ?? true, signal: opts.signal, ...(cursor ? { body: { cursor } } : {}) }),
 
     rewind: (queue, consumer, opts = {}) => request(`${c(queue, consumer)}/rewind`, { method: "POST", idempotent: true, signal: opts.signal }),
     seek: (queue, consumer, to, opts = {}) => request(`${c(queue, consumer)}/seek`, { method: "POST", body: { to }, idempotent: true, signal: opts.signal }),
@@ -270,7 +285,7 @@ export function createClient(options: ClientOptions): VQueueClient {
       // One key for every attempt of this call: a retry whose first attempt was written writes nothing.
       const extra = produceExtras(opts);
       const send = (body: unknown, headers: Record<string, string> = {}) =>
-        request<never>(`${q(queue)}/messages`, { method: "POST", body: body as BodyInit, headers: { ...headers, ...extra.headers }, query: extra.query, signal: opts.signal, produce: true });
+        request<never>(`${q(queue)}/messages`, { method: "POST", body: body as BodyInit, headers: { ...headers, ...extra.headers }, query: extra.query, signal: opts.signal, safe: true, maxRetries: options.produceRetry });
       const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
       const format = opts.format ?? (hasBytes ? "binary" : "json");
       if (format === "binary") {
@@ -308,18 +323,27 @@ export function createClient(options: ClientOptions): VQueueClient {
       runWorker(
         {
           leaseBatch: (o) => shared.leaseBatch(queue, consumer, o),
-          ack: (leases) => shared.ack(queue, consumer, leases),
-          nack: (leases, o) => shared.nack(queue, consumer, leases, o),
-          extend: (leases, leaseMs) => shared.extend(queue, consumer, leases, { leaseMs }),
+          ack: (leases) => shared.ack(queue, consumer, leases, { retry: false }),
+          nack: (leases, o) => shared.nack(queue, consumer, leases, { ...o, retry: false }),
+          extend: (leases, leaseMs) => shared.extend(queue, consumer, leases, { leaseMs, retry: false }),
         },
         handler,
         opts,
+        { queue, consumer, retryTimeoutMs: options.retryTimeoutMs ?? RETRY_TIMEOUT_MS, retryDelayMs: delayMs },
       )) as VQueueClient["worker"],
   };
   return client;
 }
 
 // --- Internal helpers ---
+
+/** How a request may be retried: see `request`. */
+interface RequestKind {
+  safe?: boolean;
+  idempotent?: boolean;
+  /** A cap on the retries of a `safe` one. */
+  maxRetries?: number;
+}
 
 function fromConsumeJSON(body: ConsumeResponse, parseJSON: boolean): { messages: AnyClientMessage[]; cursor: string | undefined; missed: number } {
   return { messages: body.messages.map((m) => fromJSONMessage(m, parseJSON)), cursor: body.cursor ?? undefined, missed: body.missed ?? 0 };
@@ -357,10 +381,11 @@ function mapError(error: unknown, timer: AbortSignal): unknown {
   const response = fetchError?.response;
   if (response) {
     const body = errorBody(fetchError.data);
+    const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
     if (body && typeof body === "object" && "error" in body && body.error?.code) {
-      return new VQueueClientError(response.status, body.error.code, body.error.message, { cause: error });
+      return new VQueueClientError(response.status, body.error.code, body.error.message, { cause: error, retryAfterMs });
     }
-    return new VQueueClientError(response.status, "E_RESPONSE", `HTTP ${response.status} ${response.statusText}`.trim(), { cause: error });
+    return new VQueueClientError(response.status, "E_RESPONSE", `HTTP ${response.status} ${response.statusText}`.trim(), { cause: error, retryAfterMs });
   }
   if (timer.aborted) return new VQueueNetworkError("The request timed out.", true, { cause: error });
   if (isAbortError(error) || isAbortError(fetchError?.cause)) return fetchError?.cause ?? error;

@@ -80,8 +80,3 @@ export function produceExtras(options: { delayMs?: number; at?: Date | number | 
   if (options.at !== undefined) query.at = options.at instanceof Date ? options.at.toISOString() : options.at;
   return { headers: { "idempotency-key": key }, query };
 }
-
-/** A produce answered with this status may be retried (it carries a key): the server's faults and its unavailability; not 501, 505 or a full disk (507). */
-export function isRetryableProduceStatus(status: number): boolean {
-  return status >= 500 && ![501, 505, 507].includes(status);
-}

@@ -2,6 +2,7 @@ import type { AckResponse, ExtendResponse, LeasedMessageJSON, LeaseResponse, Nac
 import { BATCH_CONTENT_TYPE, decodeLeases, leaseToken, type LeaseRecord } from "../protocol/binary";
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError } from "./errors";
+import type { RetryOption } from "./retry";
 import { fromJSONMessage, textOrJSON, type ClientMessage } from "./messages";
 
 /** What a leased message carries beside its body: how to ack it, and how often it came. */
@@ -82,14 +83,15 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
       const { now, records } = decodeLeaseAnswer(new Uint8Array(raw), status);
       return { messages: records.map((r) => fromLeaseRecord(r, json)), leaseMs: records.length > 0 ? records[0]!.leaseUntil - now : 0 };
     },
-    ack: (queue: string, consumer: string, list: string | string[], opts: { signal?: AbortSignal } = {}) =>
-      request<AckResponse>(`${c(queue, consumer)}/ack`, { method: "POST", body: { leases: leases(list) }, idempotent: true, signal: opts.signal }),
-    nack: (queue: string, consumer: string, list: string | string[], opts: NackClientOptions = {}) => {
-      const { signal, ...rest } = opts;
-      return request<NackResponse>(`${c(queue, consumer)}/nack`, { method: "POST", body: { leases: leases(list), ...rest }, signal });
+    // Safe to repeat, so retried (the client's `retryTimeoutMs`); `retry: false` from the worker, which retries them itself.
+    ack: (queue: string, consumer: string, list: string | string[], opts: { signal?: AbortSignal } & RetryOption = {}) =>
+      request<AckResponse>(`${c(queue, consumer)}/ack`, { method: "POST", body: { leases: leases(list) }, safe: opts.retry ?? true, signal: opts.signal }),
+    nack: (queue: string, consumer: string, list: string | string[], opts: NackClientOptions & RetryOption = {}) => {
+      const { signal, retry = true, ...rest } = opts;
+      return request<NackResponse>(`${c(queue, consumer)}/nack`, { method: "POST", body: { leases: leases(list), ...rest }, safe: retry, signal });
     },
-    extend: (queue: string, consumer: string, list: string | string[], opts: { leaseMs?: number; signal?: AbortSignal } = {}) =>
-      request<ExtendResponse>(`${c(queue, consumer)}/extend`, { method: "POST", body: { leases: leases(list), leaseMs: opts.leaseMs }, idempotent: true, signal: opts.signal }),
+    extend: (queue: string, consumer: string, list: string | string[], opts: { leaseMs?: number; signal?: AbortSignal } & RetryOption = {}) =>
+      request<ExtendResponse>(`${c(queue, consumer)}/extend`, { method: "POST", body: { leases: leases(list), leaseMs: opts.leaseMs }, safe: opts.retry ?? true, signal: opts.signal }),
     redrive: (dlq: string, opts: { to?: string; max?: number; signal?: AbortSignal } = {}) =>
       request<RedriveResponse>(`${q(dlq)}/redrive`, { method: "POST", body: { to: opts.to, max: opts.max }, signal: opts.signal }),
   };

@@ -81,10 +81,11 @@ export function subscribe(client: VQueueClient, queue: string, consumer: string,
       if (!before || isBefore(before, message)) committed.set(partitionOf(message), message);
     }
   };
-  const commitDone = async () => {
+  /** `retry: false` for the last, best-effort one: a loop that ends does not wait for a server that is away. */
+  const commitDone = async (retry = true) => {
     const targets = toCommit();
     if (targets.length === 0) return;
-    await client.commit(queue, consumer, cursorOf(targets));
+    await client.commit(queue, consumer, cursorOf(targets), { retry });
     markCommitted(targets);
   };
   /** One long poll; what the body finished is committed in the same request, before the server waits. */
@@ -164,7 +165,7 @@ export function subscribe(client: VQueueClient, queue: string, consumer: string,
     } finally {
       // Best effort: save what the body finished (before dropping the next request, whose
       // cancellation makes the server hand its batch out again). If it fails, those come again.
-      await commitDone().catch(() => {});
+      await commitDone(false).catch(() => {});
       dropNext();
     }
   }

@@ -1,37 +1,13 @@
 // Over 300 lines: one worker loop (lease, run handlers concurrently, ack, nack with backoff, extend
 // long handlers, retry the network) whose parts share its state; split, each would need all of it.
 import { sleep } from "./sleep";
-import { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+import { VQueueClientError, isAbortError } from "./errors";
+import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, isTransient, retryDelay, withRetries } from "./retry";
 import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptions } from "./shared";
+import { checkWorkerOptions, type WorkerOptions } from "./worker-options";
+import { workerLine, type WorkerEvent, type WorkerName } from "./worker-log";
 
-export interface WorkerOptions {
-  /** Handlers running at once. @default 8 */
-  concurrency?: number;
-  /**
-   * Messages per lease request; the worker leases again once fewer than half of it wait. By
-   * default it adapts: from `concurrency * 4`, doubling (up to 1000) while handlers finish
-   * faster than full batches arrive; slow handlers keep it small (others get the messages).
-   */
-  batch?: number;
-  /** How long each lease runs (extended while its handler runs). @default the server's */
-  leaseMs?: number;
-  /** Once a message has come this many times, a failure sends it to the dead-letter queue. @default the server's `maxDeliveries` decides */
-  maxDeliveries?: number;
-  /** Delay before a failed message comes again, from its deliveries so far. @default 100 ms doubling, at most 30 s */
-  backoff?: (deliveries: number) => number;
-  /** Stops the worker as `stop()` does. */
-  signal?: AbortSignal;
-  /** Parse text messages as JSON (as `consume` does). @default false */
-  json?: boolean;
-  /** How long each lease request waits on the server when there is nothing. @default 20000 */
-  pollTimeoutMs?: number;
-  /** Acks are sent together: after this long, once `batch` are waiting, or when nothing runs nor waits. @default 2 */
-  ackDelayMs?: number;
-  /** Told once the server has acknowledged messages (a 2xx: they never come again), e.g. for metrics. */
-  onAck?: (messages: AnyLeasedMessage[]) => void;
-  /** Told about a handler's throw (the message is nacked) and errors the worker recovers from (retried). @default console.warn */
-  onError?: (error: unknown, message?: AnyLeasedMessage) => void;
-}
+export type { WorkerOptions };
 
 export interface WorkerStats {
   /** Handlers that finished (their messages acked or being acked). */
@@ -61,6 +37,14 @@ export interface WorkerCalls {
   extend(leases: string[], leaseMs: number): Promise<{ extended: { lease: string }[] }>;
 }
 
+/** Who the worker is (for its lines) and how long its acks, nacks and extends are retried: the client's. */
+export interface WorkerContext extends WorkerName {
+  /** @default 20000 */
+  retryTimeoutMs?: number;
+  /** @default 200 */
+  retryDelayMs?: number;
+}
+
 interface Held {
   message: AnyLeasedMessage;
   /** Local time the lease runs out: the server's remaining time when it answered, from the answer's arrival, less a margin. */
@@ -73,10 +57,9 @@ interface Held {
 }
 
 const defaultBackoff = (deliveries: number) => Math.min(100 * 2 ** Math.max(0, deliveries - 1), 30_000);
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 5000;
-const SEND_ATTEMPTS = 5;
 const MAX_BATCH = 1000;
+/** The longest wait between failed lease requests (the queue not existing yet, the server away), a longer Retry-After included. */
+const LEASE_RETRY_MAX_MS = 5000;
 /** Taken off a lease's time for the answer's way back (the server counted from its answer). */
 const LEASE_MARGIN_MS = 200;
 
@@ -86,23 +69,29 @@ const LEASE_MARGIN_MS = 200;
  * throw, extends the leases of handlers still running at half their time, retries what the
  * network fails. A worker that dies loses nothing: its leases run out and the messages go to others.
  */
-export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
+export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}, context: WorkerContext = {}): Worker {
+  checkWorkerOptions(options);
   const { concurrency = 8, leaseMs, maxDeliveries, backoff = defaultBackoff, json = false, pollTimeoutMs = 20_000, ackDelayMs = 2 } = options;
   let batch = options.batch ?? Math.min(MAX_BATCH, concurrency * 4);
   /** A handler slot sat idle with nothing leased while a full batch was on its way: lease more at once. */
   let starved = false;
-  const told = options.onError ?? ((error: unknown) => console.warn("[v-queue] worker:", error));
-  // A throw in the caller's onError must not stop the worker.
-  const onError = (error: unknown, message?: AnyLeasedMessage) => {
+  const { retryTimeoutMs = RETRY_TIMEOUT_MS, retryDelayMs = RETRY_DELAY_MS } = context;
+  /** Tells the caller's onError, or prints the event's line. */
+  const report = (event: WorkerEvent) => {
+    if (!options.onError) {
+      const line = workerLine(event, context);
+      if (line !== undefined) console.warn(line);
+      return;
+    }
+    if (event.kind === "recovered") return;
+    // A throw in the caller's onError must not stop the worker.
     try {
-      told(error, message);
+      options.onError(event.error, "message" in event ? event.message : undefined);
     } catch {
       // ignored: it was told
     }
   };
-  for (const [name, value] of [["concurrency", concurrency], ["batch", batch]] as const) {
-    if (!Number.isInteger(value) || value < 1) throw new TypeError(`Invalid ${name} ${String(value)}: use an integer from 1 up.`);
-  }
+  const onError = (error: unknown, message?: AnyLeasedMessage) => report({ kind: "lost", error, message });
   const stats: WorkerStats = { processed: 0, failed: 0, deadLettered: 0, running: 0, waiting: 0 };
   const waiting: Held[] = [];
   const running = new Set<Held>();
@@ -129,20 +118,17 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
    */
   const mayLease = () => (requested === 0 ? waiting.length <= batch / 2 : backlog && requested <= batch && waiting.length === 0);
 
-  /** Sends in the background, retrying network errors; the worker's stop waits for it. */
-  const send = (what: string, call: () => Promise<unknown>) => {
-    const p = (async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await call();
-        } catch (error) {
-          if (attempt >= SEND_ATTEMPTS || !isRetryable(error)) return onError(new Error(`${what} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
-          await sleep(Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS));
-        }
-      }
-    })();
+  /** Acks being retried (the server is away): leasing waits for them, so that finished work is not handed out again. */
+  const retryingAcks = new Set<Promise<unknown>>();
+  /** Sends in the background, retrying what may succeed next time (`isTransient`) for `retryTimeoutMs`; the worker's stop waits for it. */
+  const send = (what: "ack" | "nack" | "extend", call: () => Promise<unknown>) => {
+    const p: Promise<unknown> = withRetries(call, {
+      timeoutMs: retryTimeoutMs,
+      delayMs: retryDelayMs,
+      onRetry: () => void (what === "ack" && retryingAcks.add(p)),
+    }).catch((error: unknown) => onError(new Error(`${what} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })));
     sending.add(p);
-    void p.finally(() => sending.delete(p));
+    void p.finally(() => (sending.delete(p), retryingAcks.delete(p)));
   };
 
   const flushAcks = () => {
@@ -167,6 +153,19 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
     else ackTimer ??= setTimeout(flushAcks, ackDelayMs);
   };
 
+  /** The caller's backoff for a failed message; one that throws or says no number of ms is told, and the default used (the message still comes again). */
+  const delayAfter = (message: AnyLeasedMessage): number => {
+    let ms: unknown;
+    try {
+      ms = backoff(message.deliveries);
+    } catch (error) {
+      ms = error;
+    }
+    if (typeof ms === "number" && Number.isFinite(ms) && ms >= 0) return Math.round(ms);
+    onError(new Error(`backoff(${message.deliveries}) gave ${ms instanceof Error ? `a throw: ${ms.message}` : String(ms)}, not a number of ms from 0 up: ${defaultBackoff(message.deliveries)} ms instead`), message);
+    return defaultBackoff(message.deliveries);
+  };
+
   /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries). */
   const settle = (held: Held, failed: boolean, error?: unknown) => {
     const { message } = held;
@@ -177,11 +176,11 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       ack(message);
     } else {
       stats.failed++;
-      onError(error, message);
       const deadLetter = maxDeliveries !== undefined && message.deliveries >= maxDeliveries;
+      report({ kind: "failed", error, message, maxDeliveries, deadLetter });
       if (deadLetter) stats.deadLettered++;
       const text = error instanceof Error ? error.message : String(error);
-      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: Math.max(0, Math.round(backoff(message.deliveries))) }));
+      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: delayAfter(message) }));
     }
     pump();
   };
@@ -263,9 +262,16 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   };
   let extendTicker = setTimeout(extendTick, 250);
 
+  /** Failed lease requests in a row (their backoff). */
+  let failures = 0;
+  /** The server went away (told once): told again when it answers. */
+  let away = false;
   const leaseLoop = async () => {
-    let delay = RETRY_MIN_MS;
     while (!stopping) {
+      if (retryingAcks.size > 0) {
+        await Promise.all(retryingAcks);
+        continue;
+      }
       if (!mayLease()) {
         await new Promise<void>((resolve) => wakes.push(resolve));
         continue;
@@ -277,13 +283,18 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       requested += max;
       try {
         got = await calls.leaseBatch({ max, leaseMs, timeoutMs: pollTimeoutMs, signal: leaseAbort.signal, json });
-        delay = RETRY_MIN_MS;
+        if (away) report({ kind: "recovered" });
+        failures = 0;
+        away = false;
       } catch (error) {
         if (stopping && (isAbortError(error) || leaseAbort.signal.aborted)) break;
-        if (!isRetryable(error) && !(error instanceof VQueueClientError && error.code === "E_NOT_FOUND")) throw error;
-        onError(error);
-        await sleep(delay, leaseAbort.signal);
-        delay = Math.min(delay * 2, RETRY_MAX_MS);
+        const absent = error instanceof VQueueClientError && error.code === "E_NOT_FOUND";
+        if (!isTransient(error) && !absent) throw error;
+        // Told each time to an onError; printed once per outage.
+        if (absent) report({ kind: "waiting", error });
+        else if (!away || options.onError) report({ kind: "retrying", error });
+        away ||= !absent;
+        await sleep(Math.min(retryDelay(error, failures++, 100), LEASE_RETRY_MAX_MS), leaseAbort.signal);
         continue;
       } finally {
         requested -= max;
@@ -337,11 +348,4 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
   }
   done.catch(() => {});
   return { done, stop, stats };
-}
-
-/** Network errors, a restarting or busy server, a consumer held by a dying process: worth another try. */
-function isRetryable(error: unknown): boolean {
-  if (error instanceof VQueueNetworkError) return true;
-  if (error instanceof VQueueClientError) return [502, 503, 504].includes(error.status) || ["E_SHUTDOWN", "E_BUSY", "E_LOCKED", "E_CLOSED"].includes(error.code);
-  return false;
 }

@@ -41,7 +41,6 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     let lost = 0;
     const producer = createClient({
       baseURL: srv.url,
-      produceRetry: 8,
       retryDelay: 100,
       fetch: async (input, init) => {
         const response = await fetch(input, init);

@@ -75,7 +75,8 @@ export function apiClient(url: string, user: string | undefined): VQueueClient {
   const colon = credentials?.indexOf(":") ?? -1;
   const auth = credentials === undefined || credentials === "" ? undefined : { username: colon < 0 ? credentials : credentials.slice(0, colon), password: colon < 0 ? "" : credentials.slice(colon + 1) };
   // Long: a command waits as long as the server works (a large push); long polls add their own wait.
-  return createClient({ baseURL: url, auth, timeout: 300_000 });
+  // Retries short: someone at a prompt hears of a wrong URL or a stopped server within seconds.
+  return createClient({ baseURL: url, auth, timeout: 300_000, retryTimeoutMs: 2000 });
 }
 
 /** `push orders: 1 message (10/s)`. */

@@ -19,8 +19,8 @@ export interface ServerProcess {
   configFile: string;
   /** Stops the process (SIGTERM: graceful; SIGKILL: a crash). */
   stop(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts it again on the same port and data directory. */
-  restart(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port and data directory, `downMs` after it stopped. */
+  restart(signal?: NodeJS.Signals, downMs?: number): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -64,8 +64,9 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
     dir,
     configFile,
     stop,
-    async restart(signal) {
+    async restart(signal, downMs = 0) {
       await stop(signal);
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       await start();
     },
     async remove() {

@@ -69,7 +69,7 @@ describe("client produce retries with an idempotency key", () => {
     // fsync: a kill during a write's fsync leaves it written and unanswered, the case a retry would duplicate.
     const server = await startServerProcess({ durability: "fsync" });
     servers.push(server);
-    const client = createClient({ baseURL: server.url, retryDelay: 100, produceRetry: 8, timeout: 5000 });
+    const client = createClient({ baseURL: server.url, retryDelay: 100, timeout: 5000 });
     let next = 0;
     const total = 600;
     const producers = Array.from({ length: 8 }, async () => {

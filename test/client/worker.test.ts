@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createClient, type LeasedClientMessage } from "../../client/index";
 import { parseDeadLetter } from "../../src/dead-letter";
 import type { Message } from "../../src/message";
+import { until } from "./_until";
 import { sleep, startServer, type TestServer } from "../http/_server";
 import { startServerProcess } from "./_server-process";
 
@@ -13,15 +14,6 @@ async function fill(s: TestServer, count: number, queue = "q"): Promise<string[]
   const bodies = Array.from({ length: count }, (_, i) => `m${i}`);
   await clientOf(s).produce(queue, bodies);
   return bodies;
-}
-
-/** Resolves once `check` holds (polled), or fails after `ms`. */
-async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await sleep(5);
-  }
 }
 
 describe("client: shared consumers", () => {

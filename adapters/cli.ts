@@ -1,28 +1,18 @@
-import { defineCommand, renderUsage, runMain, type CommandDef } from "citty";
+import { defineCommand, renderUsage, runMain, type ArgsDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
-import { browse } from "./commands/browse";
-import { consume, tail } from "./commands/consume";
-import { create } from "./commands/create";
-import { del } from "./commands/delete";
-import { dlq, redrive } from "./commands/dlq";
-import { ack, extend, lease, nack } from "./commands/lease";
-import { purge } from "./commands/purge";
-import { prune } from "./commands/prune";
-import { push } from "./commands/push";
-import { seek } from "./commands/seek";
-import { serve } from "./commands/serve";
-import { stat } from "./commands/stat";
+import { commands } from "./commands/_all";
 import { describeError } from "./commands/_errors";
-
-const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<string, CommandDef>;
+import { checkFlags } from "./commands/_flags";
 
 // An expected error (bad input, bad config, a file that is not there, a lock held...) is one
 // clear message and exit code 1; only a real bug keeps its stack (citty prints it).
-for (const command of Object.values(commands)) {
+// A flag a command does not take is refused (with the nearest it does), never read as a switch.
+for (const [name, command] of Object.entries(commands)) {
   const run = command.run!;
   command.run = async (context) => {
     try {
+      checkFlags(context.rawArgs, (command.args ?? {}) as ArgsDef, name);
       return await run(context);
     } catch (error) {
       const message = describeError(error);

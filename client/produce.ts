@@ -85,3 +85,18 @@ export function produceExtras(options: { delayMs?: number; at?: Date | number | 
 export function isRetryableProduceStatus(status: number): boolean {
   return status >= 500 && ![501, 505, 507].includes(status);
 }
+
+/** What the client adds to a produce's answer. */
+export interface ProduceReplay {
+  /**
+   * True when the server had already accepted this `idempotencyKey` (within its key window) and
+   * wrote nothing: the answer is the first one's again. False with a key of the client's own
+   * (none given): a retry answered so found this call's own earlier attempt, which was written.
+   */
+  replayed: boolean;
+}
+
+/** Whether `response` answers a produce with the first answer again (`Idempotency-Replayed: true`) under the caller's own key. */
+export function isReplay(response: Response, callerKey: string | undefined): boolean {
+  return callerKey !== undefined && response.headers.get("idempotency-replayed") === "true";
+}

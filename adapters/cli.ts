@@ -2,7 +2,8 @@ import { defineCommand, renderUsage, runMain, type ArgsDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
 import { commands } from "./commands/_all";
-import { describeError } from "./commands/_errors";
+import { VQueueError } from "../src/errors";
+import { describeError, lockedHint } from "./commands/_errors";
 import { checkFlags } from "./commands/_flags";
 
 // An expected error (bad input, bad config, a file that is not there, a lock held...) is one
@@ -17,7 +18,8 @@ for (const [name, command] of Object.entries(commands)) {
     } catch (error) {
       const message = describeError(error);
       if (message === undefined) throw error;
-      consola.error(message);
+      const hint = VQueueError.isError(error) && error.code === "E_LOCKED" ? await lockedHint(context.args as { dir?: string; storage?: string; url?: string }) : "";
+      consola.error(hint ? `${message}\n${hint}` : message);
       process.exit(1);
     }
   };

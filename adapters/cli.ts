@@ -1,33 +1,25 @@
-import { defineCommand, renderUsage, runMain, type CommandDef } from "citty";
+import { defineCommand, renderUsage, runMain, type ArgsDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
-import { browse } from "./commands/browse";
-import { consume, tail } from "./commands/consume";
-import { create } from "./commands/create";
-import { del } from "./commands/delete";
-import { dlq, redrive } from "./commands/dlq";
-import { ack, extend, lease, nack } from "./commands/lease";
-import { purge } from "./commands/purge";
-import { prune } from "./commands/prune";
-import { push } from "./commands/push";
-import { seek } from "./commands/seek";
-import { serve } from "./commands/serve";
-import { stat } from "./commands/stat";
-import { describeError } from "./commands/_errors";
-
-const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<string, CommandDef>;
+import { commands } from "./commands/_all";
+import { VQueueError } from "../src/errors";
+import { describeError, lockedHint } from "./commands/_errors";
+import { checkFlags } from "./commands/_flags";
 
 // An expected error (bad input, bad config, a file that is not there, a lock held...) is one
 // clear message and exit code 1; only a real bug keeps its stack (citty prints it).
-for (const command of Object.values(commands)) {
+// A flag a command does not take is refused (with the nearest it does), never read as a switch.
+for (const [name, command] of Object.entries(commands)) {
   const run = command.run!;
   command.run = async (context) => {
     try {
+      checkFlags(context.rawArgs, (command.args ?? {}) as ArgsDef, name);
       return await run(context);
     } catch (error) {
       const message = describeError(error);
       if (message === undefined) throw error;
-      consola.error(message);
+      const hint = VQueueError.isError(error) && error.code === "E_LOCKED" ? await lockedHint(context.args as { dir?: string; storage?: string; url?: string }) : "";
+      consola.error(hint ? `${message}\n${hint}` : message);
       process.exit(1);
     }
   };

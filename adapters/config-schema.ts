@@ -9,6 +9,7 @@ import { checkCompression, checkDurability, checkIdempotencyWindow, checkMaxDela
 import { DEFAULT_LIMITS, limitsProblems, metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
 import { retentionProblems } from "../src/retention-options";
 import { sharedSettingsProblems } from "../src/shared-options";
+import { suggest } from "./suggest";
 import { ZSTD_CHOICES } from "./zstd-native";
 
 /** A configuration that cannot be served; `problems` lists each one. */
@@ -118,7 +119,7 @@ const origin: Rule = (v, path, out) => {
 export const LOG_LEVELS = ["error", "warn", "info", "debug", "trace"] as const;
 
 /** Every key a config may hold, and what it takes. */
-const config = object({
+const CONFIG_KEYS: Record<string, Rule> = {
   dir: text({ nonEmpty: true }),
   storage: text({ nonEmpty: true }),
   host: text({ nonEmpty: true }),
@@ -144,27 +145,20 @@ const config = object({
   queues: (v, path, out) => void out.push(...queuesProblems(v, path)),
   monitor: (v, path, out) => void out.push(...monitorProblems(v, path)),
   metrics: (v, path, out) => void out.push(...metricsProblems(v, path)),
-});
+};
+
+const config = object(CONFIG_KEYS);
+
+/** The problems of one key's value, told as `label`'s (an environment variable's name: `Invalid VQUEUE_PORT "abc"`). */
+export function valueProblems(key: keyof typeof CONFIG_KEYS, value: unknown, label: string): string[] {
+  const out: string[] = [];
+  CONFIG_KEYS[key]!(value, label, out);
+  return out;
+}
 
 /** Every problem of a (merged) configuration; [] when it is good. */
 export function configProblems(value: unknown): string[] {
   const out: string[] = [];
   config(value, "", out);
   return out;
-}
-
-/** ` (did you mean "x"?)` for a key one or two edits away from a known one. */
-function suggest(key: string, known: string[]): string {
-  const near = known.find((k) => distance(k.toLowerCase(), key.toLowerCase()) <= 2);
-  return near ? ` (did you mean "${near}"?)` : "";
-}
-
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }

@@ -12,7 +12,7 @@ import type { Compression, Durability, StartPosition } from "../src/options";
 import type { RetentionOptions } from "../src/retention-options";
 import type { SharedSettings } from "../src/shared-options";
 import type { MonitorOptions, QueueSettings } from "../runtime/options";
-import { ConfigError, configProblems, type LOG_LEVELS } from "./config-schema";
+import { ConfigError, configProblems, valueProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
 import type { ZstdChoice } from "./zstd-native";
 
@@ -142,21 +142,39 @@ export async function loadServeConfig(options: LoadServeConfigOptions = {}): Pro
   return resolved;
 }
 
-/** `VQUEUE_DIR`, `VQUEUE_STORAGE`, `VQUEUE_HOST`, `VQUEUE_PORT`, `VQUEUE_DURABILITY`, `VQUEUE_LOG_LEVEL`, `VQUEUE_NO_AUTH=1`, `VQUEUE_USERS="alice:secret,bob:pw"` (full rights). */
+/** The environment variables of the config's keys (each checked as the key, named by the variable). */
+const ENV_KEYS = {
+  VQUEUE_DIR: "dir",
+  VQUEUE_STORAGE: "storage",
+  VQUEUE_HOST: "host",
+  VQUEUE_PORT: "port",
+  VQUEUE_DURABILITY: "durability",
+  VQUEUE_COMPRESSION: "compression",
+  VQUEUE_COMPRESSION_DICTIONARY: "compressionDictionary",
+  VQUEUE_ZSTD: "zstd",
+  VQUEUE_LOG_LEVEL: "logLevel",
+} as const satisfies Record<string, keyof VQueueConfig>;
+
+/**
+ * `VQUEUE_DIR`, `VQUEUE_STORAGE`, `VQUEUE_HOST`, `VQUEUE_PORT`, `VQUEUE_DURABILITY`, `VQUEUE_LOG_LEVEL`, ... (`ENV_KEYS`),
+ * `VQUEUE_NO_AUTH=1`, `VQUEUE_USERS="alice:secret,bob:pw"` (full rights). A bad value is a
+ * ConfigError naming the variable and its value (`Invalid VQUEUE_PORT "abc"`), every one at once.
+ */
 export function envConfig(env: Record<string, string | undefined>): VQueueConfig {
-  const config: VQueueConfig = {};
-  if (env.VQUEUE_DIR) config.dir = env.VQUEUE_DIR;
-  if (env.VQUEUE_STORAGE) config.storage = env.VQUEUE_STORAGE;
-  if (env.VQUEUE_HOST) config.host = env.VQUEUE_HOST;
-  if (env.VQUEUE_PORT) config.port = Number(env.VQUEUE_PORT);
-  if (env.VQUEUE_DURABILITY) config.durability = env.VQUEUE_DURABILITY as Durability;
-  if (env.VQUEUE_COMPRESSION) config.compression = env.VQUEUE_COMPRESSION as Compression;
-  if (env.VQUEUE_COMPRESSION_DICTIONARY) config.compressionDictionary = env.VQUEUE_COMPRESSION_DICTIONARY;
-  if (env.VQUEUE_ZSTD) config.zstd = env.VQUEUE_ZSTD as ZstdChoice;
-  if (env.VQUEUE_LOG_LEVEL) config.logLevel = env.VQUEUE_LOG_LEVEL as LogLevel;
+  const config: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, key] of Object.entries(ENV_KEYS)) {
+    const text = env[name];
+    if (!text) continue;
+    // A port is a number: digits only ("9093"), anything else is told as the text it was.
+    const value = key === "port" && /^\d+$/.test(text.trim()) ? Number(text) : text;
+    problems.push(...valueProblems(key, value, name));
+    config[key] = value;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
   if (env.VQUEUE_USERS) config.auth = { users: parseUsers(env.VQUEUE_USERS) };
   if (env.VQUEUE_NO_AUTH && env.VQUEUE_NO_AUTH !== "0" && env.VQUEUE_NO_AUTH !== "false") config.auth = false;
-  return config;
+  return config as VQueueConfig;
 }
 
 /** The bytes of the `compressionDictionary` file, checked as the engine checks the option; a ConfigError saying what is wrong. */

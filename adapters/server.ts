@@ -9,6 +9,7 @@ import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkDataDir } from "./data-dir";
 import { withProcessStats } from "./process-stats";
+import { recordServer } from "./server-record";
 import { fsDataDir, resolveDriver } from "./storage";
 import { selectZstd, type ZstdChoice } from "./zstd-native";
 import type { ZstdLoader } from "../src/zstd";
@@ -85,12 +86,15 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
   const address = listener.server.address();
   const actualPort = typeof address === "object" && address ? address.port : port;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${actualPort}`;
+  // Where this server listens, for the CLI's hint when the directory's files are held (E_LOCKED); only a hint, so a failed write is no failure.
+  const forget = dataDir ? await recordServer(dataDir, url, actualPort).catch(() => async () => {}) : async () => {};
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
+      await forget();
       // Queues first: long polls end, writes in flight finish, files close; then the socket.
       await handler.close();
       await listener.close();

@@ -36,7 +36,7 @@ import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError, VQueueNetworkError, isAbortError, parseRetryAfter } from "./errors";
 import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMessage } from "./messages";
 import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, checkRetryOptions, withRetries, type RetryOption } from "./retry";
-import { produceExtras, toJSONText, type ProduceInput } from "./produce";
+import { isReplay, produceExtras, toJSONText, type ProduceInput, type ProduceReplay } from "./produce";
 import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
@@ -45,7 +45,7 @@ import { runWorker, type Worker, type WorkerOptions } from "./worker";
 export type * from "../protocol/api";
 export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
-export type { JsonValue, ProduceInput, ProduceMessage } from "./produce";
+export type { JsonValue, ProduceInput, ProduceMessage, ProduceReplay } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
 export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
@@ -156,9 +156,9 @@ export interface VQueueClient {
    * the types and with a TypeError, rather than sent changed. Retried through a server restart
    * (`retryTimeoutMs`): its idempotency key makes every attempt one write.
    */
-  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse>;
+  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse & ProduceReplay>;
   /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
-  produce<M>(queue: string, messages: M & ProduceInput<M>, options: ProduceOptions): Promise<ProduceResponse | DelayedProduceResponse>;
+  produce<M>(queue: string, messages: M & ProduceInput<M>, options: ProduceOptions): Promise<(ProduceResponse | DelayedProduceResponse) & ProduceReplay>;
   /**
    * Declares `queue` partitioned with `partitions` partitions (the admin right): `created` false
    * when it already was so; 409 `E_CONFLICT` when it is declared otherwise or is an ordinary queue.
@@ -284,8 +284,21 @@ export function createClient(options: ClientOptions): VQueueClient {
       const list: unknown[] = Array.isArray(messages) ? messages : [messages];
       // One key for every attempt of this call: a retry whose first attempt was written writes nothing.
       const extra = produceExtras(opts);
-      const send = (body: unknown, headers: Record<string, string> = {}) =>
-        request<never>(`${q(queue)}/messages`, { method: "POST", body: body as BodyInit, headers: { ...headers, ...extra.headers }, query: extra.query, signal: opts.signal, safe: true, maxRetries: options.produceRetry });
+      let replayed = false;
+      const send = async (body: unknown, headers: Record<string, string> = {}) => {
+        const answer = await request<ProduceResponse>(`${q(queue)}/messages`, {
+          method: "POST",
+          body: body as BodyInit,
+          headers: { ...headers, ...extra.headers },
+          query: extra.query,
+          signal: opts.signal,
+          safe: true,
+          maxRetries: options.produceRetry,
+          // The last attempt's answer says whether it was a replay.
+          onResponse: ({ response }) => void (replayed = isReplay(response, opts.idempotencyKey)),
+        });
+        return { ...answer, replayed } as never;
+      };
       const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
       const format = opts.format ?? (hasBytes ? "binary" : "json");
       if (format === "binary") {

@@ -80,3 +80,18 @@ export function produceExtras(options: { delayMs?: number; at?: Date | number | 
   if (options.at !== undefined) query.at = options.at instanceof Date ? options.at.toISOString() : options.at;
   return { headers: { "idempotency-key": key }, query };
 }
+
+/** What the client adds to a produce's answer. */
+export interface ProduceReplay {
+  /**
+   * True when the server had already accepted this `idempotencyKey` (within its key window) and
+   * wrote nothing: the answer is the first one's again. False with a key of the client's own
+   * (none given): a retry answered so found this call's own earlier attempt, which was written.
+   */
+  replayed: boolean;
+}
+
+/** Whether `response` answers a produce with the first answer again (`Idempotency-Replayed: true`) under the caller's own key. */
+export function isReplay(response: Response, callerKey: string | undefined): boolean {
+  return callerKey !== undefined && response.headers.get("idempotency-replayed") === "true";
+}

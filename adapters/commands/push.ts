@@ -38,10 +38,12 @@ export const push = defineCommand({
     const sink = args.url ? httpSink(args.url, args.user, args.queue, extras) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability, (args.compression ?? "none") as Compression, extras);
     const bar = progress(`push ${args.queue}`);
     let count = 0;
+    // Batches whose key the storage had already accepted: nothing written for them.
+    let replayed = 0;
     try {
       const flush = async (batch: (string | Uint8Array)[]) => {
         if (batch.length === 0) return;
-        await sink.write(batch);
+        if (await sink.write(batch)) replayed += batch.length;
         count += batch.length;
         bar.tick(count);
       };
@@ -68,12 +70,16 @@ export const push = defineCommand({
       await sink.close();
     }
     const delayed = sink.until === undefined ? "" : `, delayed until ${new Date(sink.until).toISOString()}`;
-    log.success(`Pushed ${plural(count, "message")} to ${args.queue}${delayed}.`);
+    if (replayed === 0) return log.success(`Pushed ${plural(count, "message")} to ${args.queue}${delayed}.`);
+    const already = `already pushed under key ${JSON.stringify(args.key)} (nothing written again)`;
+    if (replayed === count) return log.info(`${plural(count, "message")} to ${args.queue}: ${already}.`);
+    log.success(`Pushed ${plural(count - replayed, "message")} to ${args.queue}${delayed}; ${plural(replayed, "message")} ${already}.`);
   },
 });
 
 interface Sink {
-  write(batch: (string | Uint8Array)[]): Promise<void>;
+  /** True when the batch's key was accepted before: nothing written. */
+  write(batch: (string | Uint8Array)[]): Promise<boolean>;
   close(): Promise<void>;
   /** When delayed messages enter the queue (the last batch's). */
   until?: number;
@@ -134,14 +140,15 @@ async function directSink(target: { dir?: string; storage?: string }, queue: str
       if (writer instanceof PartitionedWriter) {
         const result = await writer.produce(batch, { key, delayMs: extras.delayMs, at: extras.at, partitionKey: extras.partitionKey }).catch((error: unknown) => explain(error, "Push failed"));
         sink.until = result.until;
-        return;
+        return result.replayed;
       }
       if (key === undefined && extras.delayMs === undefined && extras.at === undefined) {
         await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
-        return;
+        return false;
       }
       const result = await writer.produce(batch, { key, delayMs: extras.delayMs, at: extras.at }).catch((error: unknown) => explain(error, "Push failed"));
       sink.until = result.until;
+      return result.replayed;
     },
     close: async () => {
       await writer.close();
@@ -159,6 +166,7 @@ function httpSink(url: string, user: string | undefined, queue: string, extras: 
     write: async (batch) => {
       const answer = await client.produce(queue, batch, { format: "binary", delayMs: extras.delayMs, at: extras.at, idempotencyKey: extras.keyOf(batches++), partitionKey: extras.partitionKey });
       if ("delayed" in answer) sink.until = answer.delayed.untilMs;
+      return answer.replayed;
     },
     close: async () => {},
   };

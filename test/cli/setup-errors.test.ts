@@ -125,8 +125,9 @@ describe("v-queue serve fails at start with a clear message", () => {
     const root = await tempDir();
     const run = await cli(["serve", "--dir", join(root, "d")], { cwd: root, env: { VQUEUE_PORT: "abc", VQUEUE_DURABILITY: "always" } });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain("Invalid port NaN");
-    expect(run.stderr).toContain('Invalid durability "always"');
+    // Each variable named, with its value, at once.
+    expect(run.stderr).toContain('Invalid VQUEUE_PORT "abc": use an integer from 0 to 65535.');
+    expect(run.stderr).toContain('Invalid VQUEUE_DURABILITY "always"');
     expect(run.stderr).not.toMatch(STACK);
   });
 });

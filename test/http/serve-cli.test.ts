@@ -40,7 +40,7 @@ describe("configuration", () => {
   });
 
   it("refuses bad values and a missing --config file with a clear error", async () => {
-    await expect(loadServeConfig({ cwd: tempRoot(), env: { VQUEUE_PORT: "99999" } })).rejects.toThrow(/Invalid port/);
+    await expect(loadServeConfig({ cwd: tempRoot(), env: { VQUEUE_PORT: "99999" } })).rejects.toThrow("Invalid VQUEUE_PORT 99999: use an integer from 0 to 65535.");
     await expect(loadServeConfig({ cwd: tempRoot(), env: {}, overrides: { durability: "sometimes" as "none" } })).rejects.toThrow(/Invalid durability/);
     await expect(loadServeConfig({ cwd: tempRoot(), env: {}, configFile: "./nope.json" })).rejects.toThrow(/nope\.json/);
   });

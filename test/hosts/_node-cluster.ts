@@ -30,7 +30,7 @@ export default defineHandler(async () => {
 
 /**
  * Builds the app in a temporary directory: the v-queue module with `moduleOptions` (JSON, the
- * prefix added), `routes` (file under routes/ -> source) and `GET /worker`. Returns its directory.
+ * prefix added, auth off unless they say otherwise), `routes` (file under routes/ -> source) and `GET /worker`. Returns its directory.
  */
 export async function buildClusterApp(moduleOptions: Record<string, unknown>, routes: Record<string, string> = {}): Promise<string> {
   const app = mkdtempSync(join(tmpdir(), "vq-cluster-app-"));
@@ -48,7 +48,8 @@ export default defineNitroConfig({
   preset: "node-cluster",
   // Nitro 3.0.0 cannot resolve the preset's runtime chunk without it (README, "Running several instances").
   rollupConfig: { output: { manualChunks: {} } },
-  modules: [vQueue(${JSON.stringify({ ...moduleOptions, prefix: PREFIX })})],
+  // Without users the API is not served unless auth is off on purpose: these tests call it on loopback.
+  modules: [vQueue(${JSON.stringify({ auth: false, ...moduleOptions, prefix: PREFIX })})],
 });
 `,
   );

@@ -6,7 +6,7 @@
  * a route's bad push answers the API's status, and a misspelt option stops the build.
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { promisify } from "node:util";
 import { join } from "pathe";
@@ -108,6 +108,21 @@ describe("a Nitro app written from scratch, with the module added as the README 
   it("a route whose push is refused answers the API's status (400), not a 500", async () => {
     const res = await fetch(`${host.url}/bad`, { method: "POST" });
     expect(res.status).toBe(400);
+  });
+
+  it("useVQueue is typed in the app (tsc): a wrong use fails, the README's worker plugin passes", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const plugin = /^\/\/ plugins\/billing\.ts \(Nitro v3\)\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    expect(plugin).toBeDefined();
+    const cwd = scratchApp({
+      "tsconfig.json": JSON.stringify({ compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", noEmit: true, skipLibCheck: true, types: [] }, include: ["*.ts"] }),
+      "billing.ts": plugin!,
+      "wrong.ts": `import { useVQueue } from "v-queue/nitro";
+// @ts-expect-error: an instance, not a number (an unused directive fails tsc if useVQueue were any)
+export const n: number = useVQueue();
+`,
+    });
+    await expect(run(join(ROOT, "node_modules/.bin/tsc"), ["-p", cwd])).resolves.toBeDefined();
   });
 
   it("a misspelt module option stops the build, naming it", async () => {

@@ -8,6 +8,7 @@ import { SharedSlot, type AnySharedSlot, type Settled } from "../runtime/shared-
 import type { LeasedMessage, LeaseRef, NackOptions, SharedStats } from "../src/shared-consumer";
 import { parseAnyLeaseToken } from "../protocol/binary";
 import { VQueueError } from "../src/errors";
+import { errorAnswer } from "../runtime/errors";
 import { VQueueClientError } from "../client/errors";
 import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";
 import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "../client/worker";
@@ -40,12 +41,10 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
   return {
     queue,
     name,
-    async poll({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) {
-      return (await slot()).lease({ max, maxBytes, leaseMs, timeoutMs, signal });
-    },
-    ack: async (ref) => one((await slot()).ack([ref])),
-    nack: async (ref, options = {}) => one((await slot()).nack([ref], options)),
-    extend: async (ref, options = {}) => one((await slot()).extend([ref], options.leaseMs)),
+    poll: ({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) => withHttpStatus(slot().then((opened) => opened.lease({ max, maxBytes, leaseMs, timeoutMs, signal }))),
+    ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
+    nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
+    extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
     async stats() {
       const opened = await slot();
       if (opened instanceof SharedSlot) return opened.stats;
@@ -94,4 +93,19 @@ export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: str
     },
   };
   return runWorker(calls, handle, options);
+}
+
+/**
+ * Gives what `promise` rejects with the HTTP status the API answers for it (`status`,
+ * `statusCode`, `headers` such as Retry-After, and `data`): a host's error handler (h3's, in a
+ * route calling `useVQueue()`) answers that status instead of a 500.
+ */
+export async function withHttpStatus<T>(promise: Promise<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (error) {
+    const { status, code, message, headers } = errorAnswer(error);
+    if (error instanceof Error && code !== "E_INTERNAL") Object.assign(error, { status, statusCode: status, headers, data: { error: { code, message } } });
+    throw error;
+  }
 }

@@ -20,11 +20,11 @@ import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { optionError, throwProblems } from "../src/check";
 import { LOG_PREFIX, VQueueError } from "../src/errors";
-import { errorAnswer, jsonError } from "../runtime/errors";
+import { jsonError } from "../runtime/errors";
 import { moduleOptionProblems } from "./config-schema";
 import { NITRO_DEFAULT_DIR, resolveDriver, storageNeedsEnv } from "./storage";
 import { exportQueueObject, workerEnv, workerEnvPending, type NitroEntryOptions } from "./nitro-cloudflare";
-import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
+import { engineWorker, sharedHandle, withHttpStatus, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
 import type { Worker, WorkerOptions } from "../client/worker";
 
@@ -372,20 +372,6 @@ function announceAccess(name: string, prefix: string, auth: AuthOptions | false 
   return false;
 }
 
-/**
- * Gives what `promise` rejects with the HTTP status the API answers for it (`status`,
- * `statusCode`, `headers` such as Retry-After, and `data`): a host's error handler (h3's, in a
- * route calling `useVQueue()`) answers that status instead of a 500.
- */
-async function withHttpStatus<T>(promise: Promise<T>): Promise<T> {
-  try {
-    return await promise;
-  } catch (error) {
-    const { status, code, message, headers } = errorAnswer(error);
-    if (error instanceof Error && code !== "E_INTERNAL") Object.assign(error, { status, statusCode: status, headers, data: { error: { code, message } } });
-    throw error;
-  }
-}
 
 function normalizePrefix(prefix: string): string {
   return `/${prefix}`.replace(/\/{2,}/g, "/").replace(/\/+$/, "");

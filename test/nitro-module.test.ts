@@ -28,10 +28,15 @@ describe("useVQueue() before the module's plugin ran", () => {
 });
 
 describe("errors from useVQueue() carry the HTTP status the API answers", () => {
-  it("400 for a bad queue name, 409 with Retry-After for a queue another instance holds", async () => {
+  it("400 for a bad name (push, shared), 409 for a settled lease, 409 with Retry-After for a queue another instance holds", async () => {
     const vq = track(setupVQueue("status-a", memory));
     const badName = await vq.push("bad name", "x").catch((e: unknown) => e);
     expect(badName).toMatchObject({ code: "E_NAME", status: 400, statusCode: 400, data: { error: { code: "E_NAME" } } });
+    await expect(vq.shared("jobs", "bad name").poll()).rejects.toMatchObject({ code: "E_NAME", status: 400 });
+    await vq.push("jobs", "a");
+    const [leased] = await vq.shared("jobs", "w").poll();
+    await vq.shared("jobs", "w").ack(leased!);
+    await expect(vq.shared("jobs", "w").extend(leased!)).rejects.toMatchObject({ code: "E_LEASE", status: 409 });
     const partitioned = await vq.produce("plain", "x", { partitionKey: "k" }).catch((e: unknown) => e);
     expect(partitioned).toMatchObject({ code: "E_OPTION", status: 400 });
 

@@ -6,27 +6,15 @@
  * a route's bad push answers the API's status, and a misspelt option stops the build.
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { join } from "pathe";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp, ROOT, startApp, type HostApp, type RunningHost } from "./_host";
+import { describe, expect, it } from "vitest";
+import { ROOT, type HostApp } from "./_host";
+import { expectJobsDone, scratchApp, useRunningApp } from "./_scratch";
 
 const run = promisify(execFile);
-const NODE_MODULES = join(ROOT, "playground/nitro/node_modules");
-
-/** An app folder with `files` (path -> source) and the playground's node_modules linked; removed after the file's tests. */
-function scratchApp(files: Record<string, string>): string {
-  const cwd = mkdtempSync(join(tmpdir(), "vq-nitro-app-"));
-  afterAll(() => rmSync(cwd, { recursive: true, force: true }));
-  for (const [path, text] of Object.entries({ "package.json": JSON.stringify({ name: "my-app", private: true, type: "module" }), ...files })) {
-    mkdirSync(join(cwd, path, ".."), { recursive: true });
-    writeFileSync(join(cwd, path), text);
-  }
-  symlinkSync(NODE_MODULES, join(cwd, "node_modules"), "dir");
-  return cwd;
-}
+const PACKAGE = JSON.stringify({ name: "my-app", private: true, type: "module" });
 
 const config = (options = "") => `import { defineNitroConfig } from "nitro/config";
 import vQueue from "v-queue/nitro";
@@ -38,6 +26,7 @@ export default defineNitroConfig({
 `;
 
 const files = {
+  "package.json": PACKAGE,
   "nitro.config.ts": config(),
   // Runs before the module's plugin (Nitro puts the app's first); "jobs" does not exist yet.
   "plugins/worker.ts": `import { defineNitroPlugin } from "nitro/runtime";
@@ -70,35 +59,22 @@ export default defineHandler(() => useVQueue().push("not a name", "x"));
 };
 
 describe("a Nitro app written from scratch, with the module added as the README says", () => {
-  const app: HostApp = { dir: "nitro", name: "nitro app from scratch", build: ["nitro", "build"], envPrefix: "NITRO_", cwd: scratchApp(files), ready: "/done" };
-  let host: RunningHost;
-
-  beforeAll(async () => {
-    await buildApp(app);
-    host = await startApp(app);
-  }, 600_000);
-
-  afterAll(async () => {
-    if (host?.running()) await host.stop().catch(() => host.kill());
-  });
+  const app: HostApp = { dir: "nitro", name: "nitro app from scratch", build: ["nitro", "build"], envPrefix: "NITRO_", cwd: scratchApp("nitro", files), ready: "/done" };
+  const running = useRunningApp(app);
 
   it("starts a worker from a plugin at boot, before its queue exists; it processes what a route pushes later", async () => {
+    const host = running();
     expect(host.output()).not.toContain("No v-queue named");
     // The worker has been waiting for "jobs" for a while.
     await new Promise((r) => setTimeout(r, 1000));
     const pushed = await fetch(`${host.url}/jobs?count=20`, { method: "POST" });
     expect(pushed.status).toBe(200);
     expect(await pushed.json()).toMatchObject({ queue: "jobs", count: 20 });
-    const deadline = Date.now() + 20_000;
-    let done: string[] = [];
-    while (done.length < 20 && Date.now() < deadline) {
-      done = ((await (await fetch(`${host.url}/done`)).json()) as { done: string[] }).done;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(done.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `job-${i}`).sort());
+    await expectJobsDone(host, "/done", 20);
   });
 
   it("does not serve the HTTP API, the dashboard or the metrics without users (said at start)", async () => {
+    const host = running();
     for (const path of ["/_queue/api/v1/queues", "/_queue/", "/_queue/metrics", "/_queue/health"]) expect((await fetch(`${host.url}${path}`)).status).toBe(404);
     const deleted = await fetch(`${host.url}/_queue/api/v1/queues/jobs`, { method: "DELETE" });
     expect(deleted.status).toBe(404);
@@ -106,7 +82,7 @@ describe("a Nitro app written from scratch, with the module added as the README 
   });
 
   it("a route whose push is refused answers the API's status (400), not a 500", async () => {
-    const res = await fetch(`${host.url}/bad`, { method: "POST" });
+    const res = await fetch(`${running().url}/bad`, { method: "POST" });
     expect(res.status).toBe(400);
   });
 
@@ -114,7 +90,8 @@ describe("a Nitro app written from scratch, with the module added as the README 
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const plugin = /^\/\/ plugins\/billing\.ts \(Nitro v3\)\n([\s\S]*?)^```$/m.exec(readme)?.[1];
     expect(plugin).toBeDefined();
-    const cwd = scratchApp({
+    const cwd = scratchApp("nitro", {
+      "package.json": PACKAGE,
       "tsconfig.json": JSON.stringify({ compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", noEmit: true, skipLibCheck: true, types: [] }, include: ["*.ts"] }),
       "billing.ts": plugin!,
       "wrong.ts": `import { useVQueue } from "v-queue/nitro";
@@ -126,7 +103,7 @@ export const n: number = useVQueue();
   });
 
   it("a misspelt module option stops the build, naming it", async () => {
-    const cwd = scratchApp({ "nitro.config.ts": config(`{ durabilty: "none" }`) });
+    const cwd = scratchApp("nitro", { "package.json": PACKAGE, "nitro.config.ts": config(`{ durabilty: "none" }`) });
     const failed = await run("npx", ["nitro", "build"], { cwd, env: { ...process.env, NODE_ENV: "production" }, maxBuffer: 64 << 20 }).then(
       () => undefined,
       (error: { stdout: string; stderr: string }) => error.stdout + error.stderr,

@@ -10,7 +10,7 @@ import { DEFAULT_LIMITS, limitsProblems, metricsProblems, monitorProblems, queue
 import { retentionProblems } from "../src/retention-options";
 import { sharedSettingsProblems } from "../src/shared-options";
 import { suggest } from "./suggest";
-import { ZSTD_CHOICES } from "./zstd-native";
+import { ZSTD_CHOICES } from "./zstd-choices";
 
 /** A configuration that cannot be served; `problems` lists each one. */
 export class ConfigError extends Error {
@@ -118,26 +118,19 @@ const origin: Rule = (v, path, out) => {
 
 export const LOG_LEVELS = ["error", "warn", "info", "debug", "trace"] as const;
 
-/** Every key a config may hold, and what it takes. */
-const CONFIG_KEYS: Record<string, Rule> = {
+/** The keys of the server's config that apply inside a host app too (the Nitro module's). */
+const common = {
   dir: text({ nonEmpty: true }),
   storage: text({ nonEmpty: true }),
-  host: text({ nonEmpty: true }),
-  port: int(0, 65535),
   durability: rule(checkDurability),
   compression: rule(checkCompression),
-  compressionDictionary: text({ nonEmpty: true }),
-  zstd: oneOf(ZSTD_CHOICES),
   start: rule(checkStart),
   syncCommits: bool,
-  maxConsumers: int(1),
   consumerIdleMs: int(0),
   idempotencyWindowMs: rule(checkIdempotencyWindow),
   maxDelayed: rule(checkMaxDelayed),
   auth,
   limits,
-  cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),
-  logLevel: oneOf(LOG_LEVELS),
   dashboard: bool,
   // The engine's and the runtime's own checks: one wording everywhere.
   retention: (v, path, out) => void out.push(...retentionProblems(v, path)),
@@ -145,6 +138,26 @@ const CONFIG_KEYS: Record<string, Rule> = {
   queues: (v, path, out) => void out.push(...queuesProblems(v, path)),
   monitor: (v, path, out) => void out.push(...monitorProblems(v, path)),
   metrics: (v, path, out) => void out.push(...metricsProblems(v, path)),
+} satisfies Record<string, Rule>;
+
+const { dir, storage, durability, compression, start, syncCommits, ...rest } = common;
+
+/** Every key a config may hold, and what it takes (in this order, the problems are listed). */
+const CONFIG_KEYS: Record<string, Rule> = {
+  dir,
+  storage,
+  host: text({ nonEmpty: true }),
+  port: int(0, 65535),
+  durability,
+  compression,
+  compressionDictionary: text({ nonEmpty: true }),
+  zstd: oneOf(ZSTD_CHOICES),
+  start,
+  syncCommits,
+  maxConsumers: int(1),
+  ...rest,
+  cors: orFalse(object({ origin, maxAge: int(0) }, ["origin"])),
+  logLevel: oneOf(LOG_LEVELS),
 };
 
 const config = object(CONFIG_KEYS);
@@ -153,6 +166,23 @@ const config = object(CONFIG_KEYS);
 export function valueProblems(key: keyof typeof CONFIG_KEYS, value: unknown, label: string): string[] {
   const out: string[] = [];
   CONFIG_KEYS[key]!(value, label, out);
+  return out;
+}
+
+/** The Nitro/Nuxt module's options (`v-queue/nitro`): the server's that apply in an app, and its own. */
+const moduleOptions = object({
+  ...common,
+  // Empty at run time when unset (every key is in the runtime config, so that env variables can set it).
+  dir: text(),
+  storage: text(),
+  name: text({ nonEmpty: true }),
+  prefix: text(),
+});
+
+/** Every problem of the Nitro module's options, as given in the app's config or at run time; [] when they are good. */
+export function moduleOptionProblems(value: unknown): string[] {
+  const out: string[] = [];
+  moduleOptions(value, "", out);
   return out;
 }
 

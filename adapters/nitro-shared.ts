@@ -4,10 +4,12 @@
  * holds its lock), through its slot, asked for again at each call (an idle slot may be closed).
  */
 import type { QueueHandler } from "../runtime/index";
-import type { Settled, SharedSlot } from "../runtime/shared-slot";
+import { SharedSlot, type AnySharedSlot, type Settled } from "../runtime/shared-slot";
 import type { LeasedMessage, LeaseRef, NackOptions, SharedStats } from "../src/shared-consumer";
-import { parseLeaseToken } from "../protocol/binary";
+import { parseAnyLeaseToken } from "../protocol/binary";
 import { VQueueError } from "../src/errors";
+import { errorAnswer } from "../runtime/errors";
+import { VQueueClientError } from "../client/errors";
 import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";
 import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "../client/worker";
 
@@ -15,7 +17,7 @@ import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "..
 export interface VQueueSharedConsumer {
   readonly queue: string;
   readonly name: string;
-  /** Leases up to `max` (default 10) messages (bodies up to `maxBytes`, at least one; default no limit), waiting up to `timeoutMs` (default 0: at once) for the first. */
+  /** Leases up to `max` (a partitioned queue's messages carry their `partition`) (default 10) messages (bodies up to `maxBytes`, at least one; default no limit), waiting up to `timeoutMs` (default 0: at once) for the first. */
   poll(options?: { max?: number; maxBytes?: number; leaseMs?: number; timeoutMs?: number; signal?: AbortSignal }): Promise<LeasedMessage[]>;
   /** Acknowledges a leased message (durable when it resolves). */
   ack(ref: LeaseRef): Promise<void>;
@@ -29,7 +31,7 @@ export interface VQueueSharedConsumer {
 
 /** `handler` is asked at each call: the instance may open its queues at first use (a Worker's `durable-object:` storage). */
 export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string, name: string): VQueueSharedConsumer {
-  const slot = async (): Promise<SharedSlot> => (await handler()).sharedConsumer(queue, name);
+  const slot = async (): Promise<AnySharedSlot> => (await handler()).sharedConsumer(queue, name);
   // One ref through the slot's batch calls: its outcome, or its error thrown.
   const one = async <T>(settled: Promise<Settled<T>[]>): Promise<T> => {
     const [result] = await settled;
@@ -39,13 +41,15 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
   return {
     queue,
     name,
-    async poll({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) {
-      return (await slot()).lease({ max, maxBytes, leaseMs, timeoutMs, signal });
+    poll: ({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) => withHttpStatus(slot().then((opened) => opened.lease({ max, maxBytes, leaseMs, timeoutMs, signal }))),
+    ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
+    nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
+    extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
+    async stats() {
+      const opened = await slot();
+      if (opened instanceof SharedSlot) return opened.stats;
+      throw new VQueueError("E_KIND", `Queue "${queue}" is partitioned: the stats of its shared consumer "${name}" are per partition, in the API's GET /api/v1/queues/${queue}/consumers.`);
     },
-    ack: async (ref) => one((await slot()).ack([ref])),
-    nack: async (ref, options = {}) => one((await slot()).nack([ref], options)),
-    extend: async (ref, options = {}) => one((await slot()).extend([ref], options.leaseMs)),
-    stats: async () => (await slot()).stats,
   };
 }
 
@@ -55,11 +59,11 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
  * handler gets the same messages as a remote worker's (lease tokens as strings).
  */
 export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: string, name: string, handle: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
-  const slot = async (): Promise<SharedSlot> => (await handler()).sharedConsumer(queue, name);
-  // The tokens are the worker's own, made by fromLeaseRecord.
+  const slot = async (): Promise<AnySharedSlot> => (await handler()).sharedConsumer(queue, name);
+  // The tokens are the worker's own, made by fromLeaseRecord (with the partition on a partitioned queue).
   const refs = (leases: string[]) =>
     leases.map((token) => {
-      const ref = parseLeaseToken(token);
+      const ref = parseAnyLeaseToken(token);
       if (!ref) throw new TypeError(`Invalid lease token ${JSON.stringify(token)}.`);
       return ref;
     });
@@ -68,11 +72,16 @@ export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: str
   const calls: WorkerCalls = {
     async leaseBatch({ max, leaseMs, timeoutMs, signal, json }) {
       // In process: no response to keep small.
-      const messages = await (await slot()).lease({ max, maxBytes: Infinity, leaseMs, timeoutMs, signal }).catch((error: unknown) => {
-        // Closed under the call (idle, purge): the next call opens it again.
-        if (VQueueError.isError(error) && error.code === "E_CLOSED") return [];
-        throw error;
-      });
+      // Opening the slot fails too (no such queue yet): both alike.
+      const messages = await slot()
+        .then((opened) => opened.lease({ max, maxBytes: Infinity, leaseMs, timeoutMs, signal }))
+        .catch((error: unknown) => {
+          // Closed under the call (idle, purge): the next call opens it again.
+          if (VQueueError.isError(error) && error.code === "E_CLOSED") return [];
+          // No such queue yet: the worker tells onError and waits for it (backing off), as a remote worker does on a 404.
+          if (VQueueError.isError(error) && error.code === "E_NOT_FOUND") throw new VQueueClientError(404, "E_NOT_FOUND", error.message, { cause: error });
+          throw error;
+        });
       const now = Date.now();
       return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },
@@ -84,4 +93,19 @@ export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: str
     },
   };
   return runWorker(calls, handle, options, { queue, consumer: name });
+}
+
+/**
+ * Gives what `promise` rejects with the HTTP status the API answers for it (`status`,
+ * `statusCode`, `headers` such as Retry-After, and `data`): a host's error handler (h3's, in a
+ * route calling `useVQueue()`) answers that status instead of a 500.
+ */
+export async function withHttpStatus<T>(promise: Promise<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (error) {
+    const { status, code, message, headers } = errorAnswer(error);
+    if (error instanceof Error && code !== "E_INTERNAL") Object.assign(error, { status, statusCode: status, headers, data: { error: { code, message } } });
+    throw error;
+  }
 }

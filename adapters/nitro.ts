@@ -18,17 +18,15 @@ import type { MessageInput } from "../src/message";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
-import { checkOption, optionError, throwProblems } from "../src/check";
+import { optionError, throwProblems } from "../src/check";
 import { LOG_PREFIX, VQueueError } from "../src/errors";
-import { checkCompression, checkDurability, checkStart } from "../src/options";
-import { retentionProblems } from "../src/retention-options";
-import { metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
+import { jsonError } from "../runtime/errors";
+import { moduleOptionProblems } from "./config-schema";
 import { NITRO_DEFAULT_DIR, resolveDriver, storageNeedsEnv } from "./storage";
 import { exportQueueObject, workerEnv, workerEnvPending, type NitroEntryOptions } from "./nitro-cloudflare";
-import { engineWorker, sharedHandle, type VQueueSharedConsumer } from "./nitro-shared";
+import { engineWorker, sharedHandle, withHttpStatus, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
 import type { Worker, WorkerOptions } from "../client/worker";
-import { sharedSettingsProblems } from "../src/shared-options";
 
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
@@ -40,11 +38,16 @@ export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" |
   name?: string;
   /** Where the API is mounted: `<prefix>/health`, `<prefix>/api/v1/...`. @default "/_queue" */
   prefix?: string;
-  /** Data directory of the fs driver, relative to the server's working directory. @default ".data/v-queue" (`NITRO_DEFAULT_DIR`) */
+  /** Data directory of the fs driver, relative to the server's working directory; at run time `NITRO_V_QUEUE_DEFAULT_DIR` (`NUXT_V_QUEUE_DEFAULT_DIR` in Nuxt). @default ".data/v-queue" */
   dir?: string;
   /** A storage spec instead of `dir`: `memory:`, `redis://host:6379/0`, `unstorage-fs:./dir`, `durable-object:VQUEUE` (Cloudflare), ... (see `resolveStorageDriver`). */
   storage?: string;
-  /** Basic auth users; prefer setting them at run time (`NITRO_V_QUEUE_DEFAULT_AUTH_USERS='[...]'`). */
+  /**
+   * Basic auth users; prefer setting them at run time (`NITRO_V_QUEUE_DEFAULT_AUTH_USERS='[...]'`).
+   * Without users the HTTP API, the dashboard and the metrics are not served (`useVQueue()` needs
+   * none of them). `false` serves them without auth: dangerous, anyone who reaches the app can
+   * read, change and delete queues (a warning says so at start).
+   */
   auth?: AuthOptions | false;
 }
 
@@ -78,11 +81,8 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   if (!/^[\w-]+$/.test(name)) throw optionError(`Invalid name ${JSON.stringify(name)}: letters, digits, '_' and '-' only.`);
   const prefix = normalizePrefix(rest.prefix ?? "/_queue");
   if (!prefix) throw optionError(`Invalid prefix ${JSON.stringify(rest.prefix)}: give a path such as "/_queue" (an empty one would take every route of the app).`);
-  // The build-time values; the runtime config's are checked when the instance opens.
-  if (rest.durability !== undefined) checkOption("durability", rest.durability, checkDurability);
-  if (rest.compression !== undefined) checkOption("compression", rest.compression, checkCompression);
-  if (rest.start !== undefined) checkOption("start", rest.start, checkStart);
-  throwProblems([...retentionProblems(rest.retention), ...queuesProblems(rest.queues), ...sharedSettingsProblems(rest.shared), ...metricsProblems(rest.metrics), ...monitorProblems(rest.monitor)]);
+  // The build-time values (unknown keys too); the runtime config's are checked when the instance opens.
+  throwProblems(moduleOptionProblems(options));
   return {
     name: "v-queue",
     setup(nitro) {
@@ -111,13 +111,19 @@ export { vQueue };
 
 // --- Generated code (imports by package name: resolved from the app, one shared instance) ---
 
+// The app's own plugins run before this one (Nitro puts them first): registered when the plugin
+// module loads (before any plugin runs), the instance opens at its first `useVQueue()`.
 function pluginCode(name: string): string {
+  const key = JSON.stringify(name);
   return [
     `import { defineNitroPlugin, useRuntimeConfig } from "nitro/runtime";`,
-    `import { setupVQueue } from "v-queue/nitro";`,
-    `export default defineNitroPlugin((nitroApp) => {`,
+    `import { registerVQueue, useVQueue } from "v-queue/nitro";`,
+    `registerVQueue(${key}, () => {`,
     `  const config = useRuntimeConfig();`,
-    `  const instance = setupVQueue(${JSON.stringify(name)}, config.vQueue?.[${JSON.stringify(name)}] ?? {}, config.app?.baseURL);`,
+    `  return { options: config.vQueue?.[${key}] ?? {}, baseURL: config.app?.baseURL };`,
+    `});`,
+    `export default defineNitroPlugin((nitroApp) => {`,
+    `  const instance = useVQueue(${key});`,
     `  nitroApp.hooks.hook("close", () => instance.close());`,
     `});`,
   ].join("\n");
@@ -207,18 +213,36 @@ const REGISTRY = Symbol.for("v-queue.nitro.instances");
 type Registry = Map<string, VQueueInstance>;
 const registry = (): Registry => ((globalThis as { [REGISTRY]?: Registry })[REGISTRY] ??= new Map());
 
-/** The instance `name` of this server process (set up by the module's plugin at start). */
+/** How the module's plugin opens an instance: its runtime config, read at first use. */
+type Setup = () => { options: Partial<VQueueRuntimeOptions>; baseURL?: string };
+const SETUPS = Symbol.for("v-queue.nitro.setups");
+const setups = (): Map<string, Setup> => ((globalThis as { [SETUPS]?: Map<string, Setup> })[SETUPS] ??= new Map());
+
+/** Says how instance `name` opens, at its first `useVQueue(name)`. Used by the generated plugin, when its module loads. */
+export function registerVQueue(name: string, setup: Setup): void {
+  setups().set(name, setup);
+}
+
+/** The instance `name` of this server process, opened at its first use (in any plugin, route or task). */
 export function useVQueue(name = "default"): VQueueInstance {
   const instance = registry().get(name);
-  if (!instance) throw optionError(`No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
-  return instance;
+  if (instance) return instance;
+  const setup = setups().get(name);
+  if (!setup) throw optionError(`No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
+  // Once: a closed instance (the server stopping) is not opened again.
+  setups().delete(name);
+  const { options, baseURL } = setup();
+  return setupVQueue(name, options, baseURL);
 }
 
 /** Opens instance `name` (once per process; later calls return the same one). Used by the generated plugin. */
 export function setupVQueue(name: string, options: Partial<VQueueRuntimeOptions>, baseURL = "/"): VQueueInstance {
   const existing = registry().get(name);
   if (existing) return existing;
-  const instance = createInstance(name, normalizeRuntimeOptions(options), baseURL);
+  const resolved = normalizeRuntimeOptions(options);
+  // The runtime config's values (env variables included), as the module's were at build.
+  throwProblems(moduleOptionProblems(resolved));
+  const instance = createInstance(name, resolved, baseURL);
   registry().set(name, instance);
   return instance;
 }
@@ -232,6 +256,7 @@ export async function vQueueFetch(name: string, request: Request, signal?: Abort
 function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: string): VQueueInstance {
   const { prefix, dir, storage, auth, ...appOptions } = options;
   const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
+  const served = announceAccess(name, prefix, auth);
   const open = async () => {
     // A Worker's bindings are known from its first event on: `durable-object:` storage opens then (see `handler` below).
     const env = storageNeedsEnv(storage) ? await workerEnv() : undefined;
@@ -296,15 +321,17 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     },
     async push(queue: string, messages: MessageInput | MessageInput[]) {
       // Straight to the engine, through the same open writer as the API: no HTTP, no auth.
-      const positions = await (await handler()).push(queue, messages);
+      const positions = await withHttpStatus((await handler()).push(queue, messages));
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
     worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) => engineWorker(handler, queue, consumer, run, workerOptions),
     async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions & { partitionKey?: string }) {
-      return (await handler()).produce(queue, messages, produceOptions);
+      return withHttpStatus((await handler()).produce(queue, messages, produceOptions));
     },
     async route(request: Request, signal?: AbortSignal) {
+      // Not served (no users, and auth not turned off): as if not mounted.
+      if (!served) return jsonError(404, "E_ROUTE", "Not found: the v-queue HTTP API is not served (no users configured; see the server's log at start).");
       const url = new URL(request.url);
       const base = prefixes.find((p) => url.pathname === p || url.pathname.startsWith(`${p}/`));
       // The dashboard's relative links need the trailing slash: `<prefix>` -> `<prefix>/`.
@@ -328,6 +355,23 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
 }
 
 // --- Internal helpers ---
+
+/**
+ * Whether the HTTP API (dashboard and metrics too) is served, said once at start: with users
+ * (auth on), or with auth turned off on purpose (`auth: false` or `enabled: false`, warned).
+ * Without users it is not: nothing that reads or changes queues is open on the app's port by accident.
+ */
+function announceAccess(name: string, prefix: string, auth: AuthOptions | false | undefined): boolean {
+  const env = `V_QUEUE_${name.toUpperCase().replace(/-/g, "_")}_AUTH`;
+  if (auth === false || auth?.enabled === false) {
+    console.warn(`${LOG_PREFIX} [nitro] "${name}": the HTTP API, dashboard and metrics at ${prefix} are served WITHOUT auth (auth: false): anyone who reaches this app can read, change and delete queues. Give users instead (NITRO_${env}_USERS, NUXT_${env}_USERS in Nuxt).`);
+    return true;
+  }
+  if ((auth?.users?.length ?? 0) > 0) return true;
+  console.info(`${LOG_PREFIX} [nitro] "${name}": the HTTP API, dashboard and metrics at ${prefix} are not served: no users configured (useVQueue() in server code needs none). Give users to serve them (NITRO_${env}_USERS='[{"username":"admin","password":"..."}]', NUXT_${env}_USERS in Nuxt).`);
+  return false;
+}
+
 
 function normalizePrefix(prefix: string): string {
   return `/${prefix}`.replace(/\/{2,}/g, "/").replace(/\/+$/, "");

@@ -18,6 +18,7 @@
 import { createRequire } from "node:module";
 import { buildDictionary } from "../src/dictionary-builder";
 import { frameContentSize, loadZstd, type Compressor, type Decompressor, type Zstd, type ZstdLoader } from "../src/zstd";
+import { ZSTD_CHOICES, type ZstdChoice } from "./zstd-choices";
 
 /** The part of `zstd-napi/binding` used here (the package's own types, narrowed: it is optional, maybe not installed). */
 export interface NapiBinding {
@@ -29,9 +30,7 @@ export interface NapiBinding {
   versionString(): string;
 }
 
-export const ZSTD_CHOICES = ["auto", "native", "wasm"] as const;
-/** Which zstd: `"native"` (`zstd-napi`, fails when it cannot load), `"wasm"` (`zstd-codec`), `"auto"` (native, else wasm). */
-export type ZstdChoice = (typeof ZSTD_CHOICES)[number];
+export { ZSTD_CHOICES, type ZstdChoice };
 
 export interface SelectZstdOptions {
   /** Loads the binding. @default require("zstd-napi/binding") */

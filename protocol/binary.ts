@@ -179,6 +179,17 @@ export function parseLeaseToken(token: string): { part: number; offset: number; 
   return Number.isSafeInteger(offset) && Number.isSafeInteger(lease) ? { part, offset, lease } : undefined;
 }
 
+/** A partitioned queue's lease token: `"p<partition>:"` and the token within the partition. */
+export const PARTITIONED_LEASE_TOKEN = /^p(0|[1-9]\d{0,3}):(.+)$/;
+
+/** The message, hand-out and (on a partitioned queue's token) partition a lease token names, or undefined when it is no token. */
+export function parseAnyLeaseToken(token: string): { part: number; offset: number; lease: number; partition?: number } | undefined {
+  const match = PARTITIONED_LEASE_TOKEN.exec(token);
+  if (!match) return parseLeaseToken(token);
+  const ref = parseLeaseToken(match[2]!);
+  return ref && { ...ref, partition: Number(match[1]) };
+}
+
 /** Frames leased messages, with the server's clock `now`: VQL1, or VQM1 when `partitioned` (each message has its `partition`). */
 export function encodeLeases(messages: FramedLease[], now: number, partitioned = false): Uint8Array<ArrayBuffer> {
   const header = partitioned ? PARTITIONED_LEASE_RECORD_HEADER : LEASE_RECORD_HEADER;

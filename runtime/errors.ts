@@ -37,8 +37,18 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
   E_IO: 503,
 };
 
-/** The JSON error response for any thrown value; faults (5xx) are logged. */
-export function errorResponse(error: unknown, logger: Pick<Console, "error">): Response {
+/** How the API answers a thrown value: its status, code, message (a fault's is generic) and headers. */
+export interface ErrorAnswer {
+  status: number;
+  code: HttpErrorCode;
+  message: string;
+  headers?: Record<string, string>;
+  /** What was answered for: the error itself, or the known one h3 wrapped. */
+  error: unknown;
+}
+
+/** The answer for any thrown value, as `errorResponse` sends it (and a host app's error handler can). */
+export function errorAnswer(error: unknown): ErrorAnswer {
   // h3 wraps what a handler throws: the original is in `cause`.
   const cause = (error as { cause?: unknown })?.cause;
   const known = (e: unknown) => e instanceof ApiError || VQueueError.isError(e) || ProtocolError.isError(e);
@@ -47,29 +57,22 @@ export function errorResponse(error: unknown, logger: Pick<Console, "error">): R
   const mapped = ProtocolError.isError(picked) ? fromProtocolError(picked) : picked;
   // Out of file descriptors, however wrapped (the engine's E_IO included): a 503 to retry, not a fault.
   const err = !(mapped instanceof ApiError) && isTooManyFiles(error) ? tooManyFilesError() : mapped;
-  let status: number;
-  let code: HttpErrorCode;
-  let message: string;
-  let headers: Record<string, string> | undefined;
-  if (err instanceof ApiError) {
-    ({ status, code, message, headers } = err);
-  } else if (VQueueError.isError(err)) {
+  if (err instanceof ApiError) return { status: err.status, code: err.code, message: err.message, headers: err.headers, error: err };
+  if (VQueueError.isError(err)) {
     // A full disk is the storage's, not a passing fault: 507 Insufficient Storage.
-    status = err.code === "E_IO" && isOutOfSpace(err) ? 507 : (ENGINE_STATUS[err.code] ?? 500);
-    code = err.code;
-    message = err.message;
-    // Another instance writes now: a retry (after the hand-over) succeeds, here or there.
-    if (err.code === "E_FENCED") headers = { "retry-after": String(BUSY_RETRY_AFTER) };
-  } else if (isHttpError(err) && err.status < 500) {
-    // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
-    status = err.status;
-    code = status === 404 ? "E_ROUTE" : status === 413 ? "E_TOO_LARGE" : "E_PARAM";
-    message = err.message;
-  } else {
-    status = 500;
-    code = "E_INTERNAL";
-    message = "Internal server error (logged by the server).";
+    const status = err.code === "E_IO" && isOutOfSpace(err) ? 507 : (ENGINE_STATUS[err.code] ?? 500);
+    // Another instance writes now (or holds what was asked for): a retry (after the hand-over) succeeds, here or there.
+    const headers = err.code === "E_FENCED" || err.code === "E_LOCKED" ? { "retry-after": String(BUSY_RETRY_AFTER) } : undefined;
+    return { status, code: err.code, message: err.message, headers, error: err };
   }
+  // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
+  if (isHttpError(err) && err.status < 500) return { status: err.status, code: err.status === 404 ? "E_ROUTE" : err.status === 413 ? "E_TOO_LARGE" : "E_PARAM", message: err.message, error: err };
+  return { status: 500, code: "E_INTERNAL", message: "Internal server error (logged by the server).", error: err };
+}
+
+/** The JSON error response for any thrown value; faults (5xx) are logged. */
+export function errorResponse(error: unknown, logger: Pick<Console, "error">): Response {
+  const { status, code, message, headers, error: err } = errorAnswer(error);
   // E_BUSY is expected under load (the registry warns when it starts); E_FENCED after a hand-over (counted in the metrics).
   if (status >= 500 && code !== "E_BUSY" && code !== "E_FENCED") logger.error(`${LOG_PREFIX} [http]`, err);
   return jsonError(status, code, message, headers);

@@ -14,7 +14,7 @@ import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
 import { ServerMetrics } from "./metrics/server-metrics";
 import { Monitor } from "./monitor";
 import { QueueRegistry } from "./registry";
-import type { SharedSlot } from "./shared-slot";
+import type { AnySharedSlot } from "./shared-slot";
 import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 import { Tracing } from "./tracing";
@@ -25,7 +25,7 @@ export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
-export type { SharedSlot } from "./shared-slot";
+export type { AnySharedSlot, SharedSlot } from "./shared-slot";
 export { BATCH_CONTENT_TYPE, decodeBatch, decodeLeases, encodeBatch, encodeLeases, encodeProduceBatch, leaseToken } from "../protocol/binary";
 export type { BatchRecord, LeaseRecord } from "../protocol/binary";
 export { ProtocolError } from "../protocol/errors";
@@ -45,9 +45,10 @@ export interface QueueHandler {
    * The slot of shared consumer `name` of `queue` that the API uses (opened, and the consumer
    * created, on first use): server code leases, acks and nacks on the same consumer as HTTP
    * clients, without HTTP and without auth. Ask for it again for each use: an idle slot may be
-   * closed (and is then opened again).
+   * closed (and is then opened again). A partitioned queue's leases carry their `partition`
+   * (and its refs must too), as over HTTP.
    */
-  sharedConsumer(queue: string, name: string): Promise<SharedSlot>;
+  sharedConsumer(queue: string, name: string): Promise<AnySharedSlot>;
   /**
    * `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's
    * `QueueWriter.produce`. On a partitioned queue (the only way to write one from here: `push`
@@ -97,7 +98,8 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     sharedConsumer: async (queue, name) => {
       assertName(queue, "queue");
       assertName(name, "consumer", queue);
-      return registry.shared(queue, name);
+      // Asked each time: a queue missing now may be declared partitioned later.
+      return (await registry.partitions.count(queue)) === undefined ? registry.shared(queue, name) : registry.partitionedShared(queue, name);
     },
     produce: async (queue, messages, produceOptions) => {
       assertName(queue, "queue");

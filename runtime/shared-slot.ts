@@ -3,6 +3,14 @@ import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, stopWhenLockLost } from "./consumer-slot";
 import { StopSignal } from "../src/stop-signal";
 
+/** The slot of a shared consumer of either kind of queue: a partitioned queue's leases and refs carry their `partition`. */
+export interface AnySharedSlot {
+  lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<(LeasedMessage & { partition?: number })[]>;
+  ack(refs: (LeaseRef & { partition?: number })[]): Promise<Settled<void>[]>;
+  nack(refs: (LeaseRef & { partition?: number })[], options: NackOptions): Promise<Settled<void>[]>;
+  extend(refs: (LeaseRef & { partition?: number })[], leaseMs: number | undefined): Promise<Settled<number>[]>;
+}
+
 /**
  * One shared consumer the server holds (its lock) and the requests using it. Unlike an
  * ordered slot, requests run concurrently: the engine orders its own takes. It stays open

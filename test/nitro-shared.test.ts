@@ -103,3 +103,48 @@ describe("useVQueue().worker", () => {
     expect((await vq.shared("jobs", "w").poll({ max: 5 })).map((m) => m.data)).toEqual(["b", "c"]);
   });
 });
+
+describe("useVQueue().worker before its queue exists, and on a partitioned queue", () => {
+  const until = async (done: () => boolean) => {
+    const deadline = Date.now() + 15_000;
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it("waits for a queue that does not exist yet (onError is told), then processes what is pushed to it", async () => {
+    const vq = instance("worker-waits");
+    const seen: string[] = [];
+    const errors: string[] = [];
+    const worker = vq.worker("later", "w", (m) => void seen.push(m.data as string), { pollTimeoutMs: 100, onError: (e) => errors.push((e as Error).message) });
+    await until(() => errors.length > 0);
+    expect(errors[0]).toBe('Queue "later" does not exist.');
+    await vq.push("later", Array.from({ length: 20 }, (_, i) => `m${i}`));
+    await until(() => seen.length === 20);
+    await worker.stop();
+    await worker.done;
+    expect(seen.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`).sort());
+    expect(worker.stats).toMatchObject({ processed: 20, failed: 0 });
+  });
+
+  it("worker() and shared() consume a partitioned queue: every message once, acks and nacks by partition", async () => {
+    const vq = setupVQueue("worker-partitioned", { storage: "memory:", durability: "none", queues: { events: { partitions: 3 } } as never });
+    instances.push(vq);
+    for (let i = 0; i < 30; i++) await vq.produce("events", `e${i}`, { partitionKey: `k${i % 5}` });
+    const shared = vq.shared("events", "s");
+    const leased = await shared.poll({ max: 2 });
+    expect(leased).toHaveLength(2);
+    expect(leased.every((m) => typeof (m as { partition?: number }).partition === "number")).toBe(true);
+    await shared.ack(leased[0]!);
+    await shared.nack(leased[1]!, { delayMs: 0 });
+
+    const seen = new Map<string, number>();
+    const worker = vq.worker("events", "w", (m) => void seen.set(m.data as string, (seen.get(m.data as string) ?? 0) + 1), { pollTimeoutMs: 100 });
+    await until(() => seen.size === 30);
+    await worker.stop();
+    await worker.done;
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    expect(seen.size).toBe(30);
+    expect(worker.stats).toMatchObject({ processed: 30, failed: 0 });
+    // Acked: nothing comes again.
+    expect(await vq.shared("events", "w").poll({ max: 10 })).toEqual([]);
+  });
+});

@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { consola } from "consola";
 import { resolve } from "pathe";
-import { loadServeConfig, parseBind, readCompressionDictionary, type LogLevel, type VQueueConfig } from "../config";
+import { envConfig, loadServeConfig, parseBind, readCompressionDictionary, type LogLevel, type VQueueConfig } from "../config";
 import { serveQueues } from "../server";
 import { CONSOLA_LEVELS, CliError } from "./_shared";
 
@@ -50,6 +50,12 @@ export const serve = defineCommand({
     consola.level = CONSOLA_LEVELS[config.logLevel];
     if (args.auth === true && !config.auth) throw new CliError("--auth needs users: give them in the config file (auth.users) or VQUEUE_USERS=name:password.");
     const authOn = config.auth !== false && (config.auth.users?.length ?? 0) > 0 && config.auth.enabled !== false;
+    const loopback = ["127.0.0.1", "localhost", "::1"].includes(config.host);
+    // Open to others only when said so: no users is the default, not a choice.
+    const noAuthSaid = args.auth === false || envConfig(process.env).auth === false;
+    if (!authOn && !loopback && !noAuthSaid) {
+      throw new CliError(`Refusing to serve on ${config.host} without auth: anyone who can reach it could read, change and delete queues. Give users (auth.users in the config file, or VQUEUE_USERS=name:password), or say --no-auth (VQUEUE_NO_AUTH=1) to serve it open.`);
+    }
     const server = await serveQueues({ ...config, compressionDictionary, handleSignals: true, logRequests: true }).catch((error: NodeJS.ErrnoException) => {
       if (error.code === "EADDRINUSE" || /available port/.test(error.message)) throw new CliError(`Port ${config.port} on ${config.host} is taken: pick another with --port.`);
       throw error;
@@ -57,6 +63,6 @@ export const serve = defineCommand({
     if (config.configFile) consola.info(`Config: ${config.configFile}`);
     consola.success(`v-queue serving ${config.storage ?? resolve(config.dir)} on ${server.url} (durability ${config.durability}, auth ${authOn ? "on" : "off"})`);
     if (config.dashboard !== false) consola.info(`Dashboard: ${server.url.replace(/\/?$/, "/")}`);
-    if (!authOn && !["127.0.0.1", "localhost", "::1"].includes(config.host)) consola.warn(`Auth is off and ${config.host} is not loopback: anyone who can reach it can read and write.`);
+    if (!authOn && !loopback) consola.warn(`Auth is off and ${config.host} is not loopback: anyone who can reach it can read and write.`);
   },
 });

@@ -1,7 +1,7 @@
 import { FastResponse } from "srvx";
 import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
 import { toBase64 } from "../../protocol/base64";
-import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken, parseLeaseToken } from "../../protocol/binary";
+import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken, parseLeaseToken, PARTITIONED_LEASE_TOKEN } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { redrive } from "../../src/dead-letter";
 import { VQueueError } from "../../src/errors";
@@ -12,7 +12,7 @@ import { ApiError, JSON_TYPE } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { Settled, SharedSlot } from "../shared-slot";
+import type { AnySharedSlot, Settled } from "../shared-slot";
 
 /** Messages leased by one request when the body does not say. */
 const DEFAULT_LEASE_MAX = 100;
@@ -232,15 +232,10 @@ interface Lease {
   ref: LeaseRef;
 }
 
-/** A shared slot of either kind of queue: what the routes call (a partitioned one takes refs with their partition). */
-type AnySharedSlot = Pick<SharedSlot, "ack" | "nack" | "extend"> & { lease(options: Parameters<SharedSlot["lease"]>[0]): Promise<(LeasedMessage & { partition?: number })[]> };
-
 /** The shared consumer's slot: of a partitioned queue when `partitions` is set. */
 function sharedSlot(ctx: RouteContext, queue: string, consumer: string, partitions: number | undefined): Promise<AnySharedSlot> {
   return partitions === undefined ? ctx.registry.shared(queue, consumer) : ctx.registry.partitionedShared(queue, consumer);
 }
-
-const PARTITIONED_TOKEN = /^p(0|[1-9]\d{0,3}):(.+)$/;
 
 /** `leases`: 1..max tokens "<part>.<offset>.<lease>", each with its partition ("p<k>:...") on a partitioned queue. */
 function leaseTokens(value: unknown, max: number, partitions: number | undefined): Lease[] {
@@ -250,7 +245,7 @@ function leaseTokens(value: unknown, max: number, partitions: number | undefined
   return value.map((token: unknown) => {
     const bad = (why = "") => new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form}, as given with a leased message${why}.`);
     if (typeof token !== "string") throw bad();
-    const match = PARTITIONED_TOKEN.exec(token);
+    const match = PARTITIONED_LEASE_TOKEN.exec(token);
     if (partitions === undefined) {
       if (match) throw bad(` (queue is not partitioned: a lease names no partition)`);
       const ref = parseLeaseToken(token);

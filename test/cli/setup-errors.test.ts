@@ -121,6 +121,23 @@ describe("v-queue serve fails at start with a clear message", () => {
     expect(output).not.toContain("s3cret");
   });
 
+  it("on a host that is not loopback without users, unless told --no-auth (or VQUEUE_NO_AUTH=1)", async () => {
+    const output = await serve(["--host", "0.0.0.0"]);
+    expect(output).toContain("Refusing to serve on 0.0.0.0 without auth: anyone who can reach it could read, change and delete queues.");
+    expect(output).toContain("--no-auth");
+    for (const [args, env] of [[["--no-auth"], {}], [[], { VQUEUE_NO_AUTH: "1" }]] as const) {
+      const root = await tempDir();
+      const run = startCli(["serve", "--port", "0", "--host", "0.0.0.0", "--dir", join(root, "d"), ...args], { cwd: root, env });
+      try {
+        const started = await until(run.output, (r) => r.stdout.includes("serving"));
+        expect(started.stdout + started.stderr).toContain("Auth is off and 0.0.0.0 is not loopback");
+      } finally {
+        run.child.kill("SIGKILL");
+        await run.exited;
+      }
+    }
+  });
+
   it("on a bad value from the environment", async () => {
     const root = await tempDir();
     const run = await cli(["serve", "--dir", join(root, "d")], { cwd: root, env: { VQUEUE_PORT: "abc", VQUEUE_DURABILITY: "always" } });

@@ -26,6 +26,8 @@ export interface HostApp {
   start?: { command: string; args: string[]; in?: string };
   /** Its name in titles and errors: default `dir`. */
   name?: string;
+  /** The path that answers 2xx once it serves: default `/_queue/health` (an app that serves no API has its own). */
+  ready?: string;
 }
 
 export interface RunningHost {
@@ -94,7 +96,7 @@ export async function startApp(app: HostApp, dataDir = mkdtempSync(join(tmpdir()
   const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once("exit", (code, signal) => done(code ?? signal)));
   const url = `http://127.0.0.1:${port}`;
 
-  await waitHealthy(url, name, () => output, () => child.exitCode !== null, () => child.kill("SIGKILL"));
+  await waitHealthy(url, name, () => output, () => child.exitCode !== null, () => child.kill("SIGKILL"), app.ready);
 
   return {
     url,
@@ -121,12 +123,12 @@ export async function startApp(app: HostApp, dataDir = mkdtempSync(join(tmpdir()
   };
 }
 
-/** Resolves once `<url>/_queue/health` answers (30 s at most); throws with the server's output if it exits first. */
-export async function waitHealthy(url: string, name: string, output: () => string, exited: () => boolean, kill: () => void): Promise<void> {
+/** Resolves once `<url><ready>` answers (30 s at most); throws with the server's output if it exits first. */
+export async function waitHealthy(url: string, name: string, output: () => string, exited: () => boolean, kill: () => void, ready = "/_queue/health"): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (exited()) throw new Error(`The ${name} server exited: ${output()}`);
-    const ok = await fetch(`${url}/_queue/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}${ready}`).then((r) => r.ok, () => false);
     if (ok) return;
     if (Date.now() > deadline) {
       kill();

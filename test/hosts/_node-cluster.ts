@@ -30,9 +30,9 @@ export default defineHandler(async () => {
 
 /**
  * Builds the app in a temporary directory: the v-queue module with `moduleOptions` (JSON, the
- * prefix added), `routes` (file under routes/ -> source) and `GET /worker`. Returns its directory.
+ * prefix added, auth off unless they say otherwise), `routes` (file under routes/ -> source), `plugins` (under plugins/) and `GET /worker`. Returns its directory.
  */
-export async function buildClusterApp(moduleOptions: Record<string, unknown>, routes: Record<string, string> = {}): Promise<string> {
+export async function buildClusterApp(moduleOptions: Record<string, unknown>, routes: Record<string, string> = {}, plugins: Record<string, string> = {}): Promise<string> {
   const app = mkdtempSync(join(tmpdir(), "vq-cluster-app-"));
   // The playground's dependencies (installed by buildApp when missing), linked into a copy with this preset.
   await buildApp({ dir: "nitro", build: ["nitro", "--version"], envPrefix: "NITRO_" });
@@ -48,12 +48,15 @@ export default defineNitroConfig({
   preset: "node-cluster",
   // Nitro 3.0.0 cannot resolve the preset's runtime chunk without it (README, "Running several instances").
   rollupConfig: { output: { manualChunks: {} } },
-  modules: [vQueue(${JSON.stringify({ ...moduleOptions, prefix: PREFIX })})],
+  // Without users the API is not served unless auth is off on purpose: these tests call it on loopback.
+  modules: [vQueue(${JSON.stringify({ auth: false, ...moduleOptions, prefix: PREFIX })})],
 });
 `,
   );
   mkdirSync(join(app, "routes"));
   for (const [file, source] of Object.entries({ ...routes, "worker.get.ts": WORKER_ROUTE })) writeFileSync(join(app, "routes", file), source);
+  mkdirSync(join(app, "plugins"));
+  for (const [file, source] of Object.entries(plugins)) writeFileSync(join(app, "plugins", file), source);
   await run("npx", ["nitro", "build"], { cwd: app, env: { ...process.env, NODE_ENV: "production" }, maxBuffer: 64 << 20 });
   return app;
 }

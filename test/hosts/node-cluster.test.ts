@@ -2,7 +2,7 @@
  * Nitro's `node-cluster` preset: N worker processes on ONE data directory, requests spread over
  * them by the cluster (one connection each here, so that they do spread). A partitioned queue,
  * declared by the module's `queues` option, is produced to and consumed from every worker: over
- * HTTP and by server code (`useVQueue().produce` with a partition key). Builds a copy of
+ * HTTP and by server code (`useVQueue().produce` with a partition key, `useVQueue().worker` from a plugin). Builds a copy of
  * playground/nitro with that preset in a temporary directory (its node_modules linked).
  * Slow: a Nitro build. Needs `npm run build` (dist/).
  */
@@ -34,6 +34,18 @@ export default defineHandler(async (event) => {
 });
 `;
 
+/** Server code consuming the partitioned queue: a worker started by a plugin in each cluster worker; what it took, by `GET /taken`. */
+const WORKER_PLUGIN = `import { defineNitroPlugin } from "nitro/runtime";
+import { useVQueue } from "v-queue/nitro";
+export default defineNitroPlugin(() => {
+  const taken = ((globalThis as { taken?: string[] }).taken = []);
+  useVQueue().worker("events", "server", (m) => void taken.push(m.data as string), { pollTimeoutMs: 200 });
+});
+`;
+const TAKEN_ROUTE = `import { defineHandler } from "nitro/h3";
+export default defineHandler(() => ({ pid: process.pid, taken: (globalThis as { taken?: string[] }).taken ?? [] }));
+`;
+
 describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned queue`, () => {
   const data = mkdtempSync(join(tmpdir(), "vq-cluster-data-"));
   let app = "";
@@ -41,7 +53,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
   let url = "";
 
   beforeAll(async () => {
-    app = await buildClusterApp({ queues: { events: { partitions: PARTITIONS } } }, { "produce.post.ts": PRODUCE_ROUTE });
+    app = await buildClusterApp({ queues: { events: { partitions: PARTITIONS } } }, { "produce.post.ts": PRODUCE_ROUTE, "taken.get.ts": TAKEN_ROUTE }, { "worker.ts": WORKER_PLUGIN });
     cluster = await startCluster(app, WORKERS, { NITRO_V_QUEUE_DEFAULT_DIR: data });
     url = cluster.url;
   }, 600_000);
@@ -120,6 +132,15 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
       let highest = -1;
       for (const n of numbers) if (n > highest) expect(n, `${key}: ${numbers.join(",")}`).toBe((highest = highest + 1));
     }
+
+    // Server code's worker (useVQueue().worker from a plugin, in each cluster worker) took every message once, between them.
+    const takenBy = new Map<number, string[]>();
+    const total = () => [...takenBy.values()].reduce((n, list) => n + list.length, 0);
+    for (const until = Date.now() + 60_000; (takenBy.size < WORKERS || total() < expected.length) && Date.now() < until; ) {
+      const { pid, taken } = (await call(`${url}/taken`)).body as { pid: number; taken: string[] };
+      takenBy.set(pid, taken);
+    }
+    expect([...takenBy.values()].flat().sort()).toEqual([...expected].sort());
 
     // The queue is listed once, with its partitions.
     const listed = await call(`${url}${PREFIX}/api/v1/queues`);

@@ -76,6 +76,31 @@ describe("the metrics exposition", () => {
     expect(nobody.get("vqueue_queue_messages")!.metrics).toEqual([]);
   });
 
+  it("writes a sample's series once for every scrape of it (server series fresh each time), a new sample's anew, a restricted user's apart", () => {
+    // A sample whose consumer counts how often its lag is read.
+    let reads = 0;
+    const counted = consumer("c1", "ordered", 2);
+    Object.defineProperty(counted, "lag", { get: () => (reads++, 2), enumerable: true });
+    const sample: MonitorSnapshot = { ...snapshot, queues: [queue("a", [counted]), queue("b", [consumer("c1", "ordered", 0)])] };
+    const server = new ServerMetrics();
+    const first = renderMetrics(sample, server, undefined);
+    server.fencedWrites++;
+    const second = parseScrape(renderMetrics(sample, server, undefined));
+    expect(reads).toBe(1);
+    expect(valueOf(second, "vqueue_consumer_lag_messages", { queue: "a", consumer: "c1", kind: "ordered" })).toBe(2);
+    expect(valueOf(parseScrape(first), "vqueue_fenced_writes_total")).toBe(0);
+    expect(valueOf(second, "vqueue_fenced_writes_total")).toBe(1);
+    // A user who reads only b: its own text, and the whole one stays whole.
+    const onlyB = parseScrape(renderMetrics(sample, server, { username: "r", read: ["b"], write: false, admin: false }));
+    expect(onlyB.get("vqueue_queue_messages")!.metrics.map((m) => m.labels?.queue)).toEqual(["b"]);
+    expect(parseScrape(renderMetrics(sample, server, undefined)).get("vqueue_queue_messages")!.metrics).toHaveLength(2);
+    // The next sample (a new snapshot): its values, not the last one's.
+    const next = { ...sample, at: sample.at + 1000, queues: [queue("a", [consumer("c1", "ordered", 9)])] };
+    const fresh = parseScrape(renderMetrics(next, server, undefined));
+    expect(valueOf(fresh, "vqueue_consumer_lag_messages", { queue: "a", consumer: "c1", kind: "ordered" })).toBe(9);
+    expect(valueOf(fresh, "vqueue_monitor_sample_timestamp_seconds")).toBe(1_700_000_001);
+  });
+
   it("escapes label values and help text as the format says (a real parser reads them back)", () => {
     const nasty = 'a"b\\c\nd';
     expect(escapeLabel(nasty)).toBe('a\\"b\\\\c\\nd');

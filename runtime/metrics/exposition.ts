@@ -12,7 +12,12 @@ export type MetricType = "counter" | "gauge" | "histogram";
  */
 export class Exposition {
   // One growing string (V8 keeps it as a rope): faster than lines joined, for 100,000 lines.
-  #text = "";
+  #text: string;
+
+  /** `text`: families already written (whole ones: a family's samples must stay together). */
+  constructor(text = "") {
+    this.#text = text;
+  }
 
   family(name: string, type: MetricType, help: string): this {
     this.#text += `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`;
@@ -57,6 +62,8 @@ export function labels(pairs: Record<string, string>): string {
 }
 
 export function escapeLabel(value: string): string {
+  // Most names need nothing: tested first, no new string.
+  if (!/[\\"\n]/.test(value)) return value;
   return value.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`));
 }
 

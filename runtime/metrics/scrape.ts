@@ -39,20 +39,43 @@ const SHARED_SERIES: [string, MetricType, string, (s: NonNullable<ConsumerSample
 ];
 
 /**
+ * The queue and consumer series of a sample with every queue readable, written once per sample:
+ * scrapes and dashboards between two samples (one per `sampleMs`) get the same text, and 10,000
+ * consumers' lines cost their rendering (and its garbage) once, not on each request.
+ */
+const renderedSamples = new WeakMap<MonitorSnapshot, string>();
+
+/**
  * One scrape: the queues and consumers of the Monitor's last sample that `principal` may read
  * (no storage I/O here), then the server's own series and the host's.
  */
 export function renderMetrics(snapshot: MonitorSnapshot, server: ServerMetrics, principal: Principal | undefined, process?: ProcessStats): string {
-  const out = new Exposition();
   // A partitioned queue by partition (label `partition`), not its summed row: sum() over them gives it, without counting twice.
-  const queues = snapshot.queues.filter((q) => q.partitions === undefined && can(principal, "read", q.partitionOf?.queue ?? q.name));
+  const rows = snapshot.queues.filter((q) => q.partitions === undefined);
+  const queues = rows.filter((q) => can(principal, "read", q.partitionOf?.queue ?? q.name));
+  const every = queues.length === rows.length;
+  let sampled = every ? renderedSamples.get(snapshot) : undefined;
+  if (sampled === undefined) {
+    sampled = sampleSeries(snapshot, queues);
+    if (every) renderedSamples.set(snapshot, sampled);
+  }
+  const out = new Exposition(sampled);
+  serverSeries(out, server);
+  if (process) processSeries(out, process);
+  return out.text();
+}
+
+/** The series of `queues` (of `snapshot`), and when they were sampled. */
+function sampleSeries(snapshot: MonitorSnapshot, queues: QueueSample[]): string {
+  const out = new Exposition();
   const queueLabel = (q: QueueSample): Record<string, string> => (q.partitionOf ? { queue: q.partitionOf.queue, partition: String(q.partitionOf.partition) } : { queue: q.name });
-  const queueLabels = queues.map((q) => labels(queueLabel(q)));
-  const consumers = queues.flatMap((q) => q.consumers.map((c) => ({ c, labels: labels({ ...queueLabel(q), consumer: c.name, kind: c.kind }) })));
+  const queuePairs = queues.map((q) => labelPairs(queueLabel(q)));
+  // Written once per consumer, with its queue's pairs written once per queue: a label set serves every family.
+  const consumers = queues.flatMap((q, i) => q.consumers.map((c) => ({ c, labels: `{${queuePairs[i]},${labelPairs({ consumer: c.name, kind: c.kind })}}` })));
 
   for (const [name, type, help, value] of QUEUE_SERIES) {
     out.family(name, type, help);
-    queues.forEach((q, i) => out.sample(name, queueLabels[i]!, value(q)));
+    queues.forEach((q, i) => out.sample(name, `{${queuePairs[i]}}`, value(q)));
   }
   for (const [name, type, help, value] of CONSUMER_SERIES) {
     out.family(name, type, help);
@@ -63,9 +86,6 @@ export function renderMetrics(snapshot: MonitorSnapshot, server: ServerMetrics, 
     for (const { c, labels: set } of consumers) if (c.shared) out.sample(name, set, value(c.shared));
   }
   out.family("vqueue_monitor_sample_timestamp_seconds", "gauge", "When the queue series above were sampled (Unix time).").sample("vqueue_monitor_sample_timestamp_seconds", "", snapshot.at / 1000);
-
-  serverSeries(out, server);
-  if (process) processSeries(out, process);
   return out.text();
 }
 

@@ -23,6 +23,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       // A HEAD would hand messages out and drop them: only GET consumes.
       noHead: true,
       openapi: {
+        operationId: "consume",
         summary: "Long-poll consume: answers at once when messages are there, else waits up to timeout_ms for the first; creates the consumer",
         parameters: [
           { name: "max_messages", in: "query", schema: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: limits.defaultMessages } },
@@ -86,6 +87,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/commit",
       openapi: {
+        operationId: "commit",
         summary: "Commit: no body commits everything handed out; a cursor commits up to its message. Idempotent.",
         parameters: [{ name: "cursor", in: "query", schema: { type: "string" } }],
         requestBody: { required: false, content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } } },
@@ -104,6 +106,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/rewind",
       openapi: {
+        operationId: "rewind",
         summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
         responses: { ...errorResponses, "409": errorRef, "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
       },
@@ -121,6 +124,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/seek",
       openapi: {
+        operationId: "seek",
         summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer. On a partitioned queue: every partition (earliest, latest, a time) or those a composite cursor names, each taken by this instance first",
         requestBody: {
           required: true,

@@ -17,13 +17,13 @@ export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/",
-      openapi: { summary: "The dashboard page (HTML)", responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } } },
+      openapi: { operationId: "getDashboard", summary: "The dashboard page (HTML)", responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } } },
       handler: (event) => serve(event.req, DASHBOARD_INDEX, "no-cache"),
     },
     {
       method: "GET",
       route: "/_dashboard/:asset",
-      openapi: { summary: "A file of the dashboard (names carry their content hash)", responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } } },
+      openapi: { operationId: "getDashboardAsset", summary: "A file of the dashboard (names carry their content hash)", responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } } },
       handler: (event) => {
         const name = getRouterParam(event, "asset") ?? "";
         const asset = Object.hasOwn(DASHBOARD_ASSETS, name) ? DASHBOARD_ASSETS[name] : undefined;

@@ -29,6 +29,7 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/messages",
       openapi: {
+        operationId: "produce",
         summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
         parameters: [
           { name: "delayMs", in: "query", schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS }, description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope." },

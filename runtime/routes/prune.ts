@@ -18,6 +18,7 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/prune",
       openapi: {
+        operationId: "pruneQueue",
         summary:
           "Apply retention now: delete whole sealed parts, oldest first, never the current one; a body with limits replaces the server's for this call (no body: the server's); needs the admin right. A partitioned queue: each partition (the limits apply to each), its results in `partitions`",
         requestBody: {

@@ -17,6 +17,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues",
       openapi: {
+        operationId: "listQueues",
         summary: "Queues in the data directory (any writer's)",
         responses: { ...errorResponses, "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) } },
       },
@@ -29,6 +30,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues/:queue",
       openapi: {
+        operationId: "getQueue",
         summary: "A queue: the Rust server's fields (current part `id`, `count_pushed` in it) plus totals",
         responses: {
           ...errorResponses,
@@ -61,7 +63,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/queues/:queue/consumers",
-      openapi: { summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers" } } },
+      openapi: { operationId: "listConsumers", summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers" } } },
       handler: async (event, principal) => {
         const { queue, stats } = await readableStats(ctx, event, principal);
         const live = ctx.registry.sharedStats(queue);
@@ -79,6 +81,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "PUT",
       route: "/api/v1/queues/:queue",
       openapi: {
+        operationId: "declareQueue",
         summary: "Declare a partitioned queue (README, \"Partitioned queues\"); needs the admin right. 409 when it is declared with another count or exists as an ordinary queue",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["partitions"], properties: { partitions: { type: "integer", minimum: 1, maximum: MAX_PARTITIONS } } }) },
         responses: {
@@ -99,6 +102,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "DELETE",
       route: "/api/v1/queues/:queue",
       openapi: {
+        operationId: "deleteQueue",
         summary: "Delete a queue: its messages, consumers and files; needs the admin right. 409 while a writer or consumer of it is open in another process",
         responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, deleted: { const: true }, parts: { type: "integer" }, consumers: { type: "array", items: { type: "string" } } } }) } },
       },
@@ -113,6 +117,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/purge",
       openapi: {
+        operationId: "purgeQueue",
         summary:
           "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process. A partitioned queue: each partition in turn (a 409 leaves the ones before it purged: call it again)",
         responses: {
@@ -130,7 +135,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "DELETE",
       route: "/api/v1/queues/:queue/consumers/:consumer",
-      openapi: { summary: "Delete a consumer (its saved position); needs the admin right", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
+      openapi: { operationId: "deleteConsumer", summary: "Delete a consumer (its saved position); needs the admin right", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal, "admin");
         await ctx.registry.deleteConsumer(queue, consumer);

@@ -37,6 +37,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("lease"),
       openapi: {
+        operationId: "lease",
         summary: "Lease messages of a shared consumer (creates it): each goes to one worker at a time until acked, nacked, or its lease runs out; long poll with timeoutMs",
         requestBody: {
           required: false,
@@ -101,6 +102,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("ack"),
       openapi: {
+        operationId: "ack",
         summary: "Acknowledge leased messages of a shared consumer; answered once durable. A lease that ran out is still taken unless the message went to another worker",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema } }) },
         responses: answer("acked", { acked: { type: "integer" }, errors: errorsSchema }),
@@ -120,6 +122,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("nack"),
       openapi: {
+        operationId: "nack",
         summary: "Give leased messages back: they come again after delayMs, or go to the dead-letter queue (deadLetter, or after maxDeliveries)",
         requestBody: {
           required: true,
@@ -151,6 +154,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("extend"),
       openapi: {
+        operationId: "extend",
         summary: "Keep leases for leaseMs more from now (a long job)",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, leaseMs: { type: "integer", minimum: 1, maximum: MAX_LEASE_MS } } }) },
         responses: answer("extended", { extended: { type: "array", items: { type: "object", properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } } }, errors: errorsSchema }),
@@ -171,6 +175,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/redrive",
       openapi: {
+        operationId: "redrive",
         summary: "Move dead letters back: from this dead-letter queue to `to`, or each to its origin queue; needs read on this queue and write on the targets",
         requestBody: { required: false, content: jsonContent({ type: "object", properties: { to: { type: "string" }, max: { type: "integer", minimum: 1, default: 1000 } } }) },
         responses: answer("moved", { moved: { type: "integer" } }),

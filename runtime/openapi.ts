@@ -39,7 +39,7 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
         },
       },
       schemas: {
-        Position: { type: "object", properties: { part: { type: "integer" }, offset: { type: "integer" }, seq: { type: "integer" } } },
+        Position: { type: "object", required: ["part", "offset", "seq"], properties: { part: { type: "integer" }, offset: { type: "integer" }, seq: { type: "integer" } } },
         Message: {
           type: "object",
           required: ["part", "offset", "seq", "type", "data", "cursor"],

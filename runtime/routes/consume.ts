@@ -36,7 +36,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor, missed in x-vq-missed`,
             content: {
-              ...jsonContent({ type: "object", properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, missed: { type: "integer", description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume" }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
+              ...jsonContent({ type: "object", required: ["queue", "consumer", "count", "cursor", "messages"], properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, missed: { type: "integer", description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume" }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
               [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
             },
           },

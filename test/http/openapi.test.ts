@@ -1,6 +1,60 @@
+import { writeFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+import { join } from "pathe";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
+import openapiTS, { astToString } from "openapi-typescript";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { startServer } from "./_server";
+import { useTempDirs } from "../helpers/tmp";
+
+const tempDir = useTempDirs("vq-openapi-");
+
+/**
+ * A client written against the types openapi-typescript generates from the document: a
+ * produce and a consume, and two wrong calls the types must refuse (never called).
+ */
+const CLIENT = `
+import type { operations } from "./schema";
+
+type Params<K extends keyof operations> = operations[K]["parameters"];
+type JsonBody<K extends keyof operations> = operations[K]["requestBody"] extends { content: { "application/json": infer B } } | undefined ? B : never;
+type Answer<K extends keyof operations, S extends keyof operations[K]["responses"]> = operations[K]["responses"][S] extends { content: { "application/json": infer A } } ? A : never;
+
+async function call<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(url, init);
+  if (!res.ok) throw new Error(\`\${res.status}: \${await res.text()}\`);
+  return (await res.json()) as T;
+}
+
+export function produce(base: string, path: Params<"produce">["path"], body: JsonBody<"produce">): Promise<Answer<"produce", 201>> {
+  return call(\`\${base}/api/v1/queues/\${path.queue}/messages\`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
+export function consume(base: string, path: Params<"consume">["path"], query: NonNullable<Params<"consume">["query"]>): Promise<Answer<"consume", 200>> {
+  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+  return call(\`\${base}/api/v1/queues/\${path.queue}/consumers/\${path.consumer}/messages?\${search}\`);
+}
+
+export async function run(base: string): Promise<{ count: number; part: number; data: string[]; cursor: string | null }> {
+  const written = await produce(base, { queue: "jobs" }, { messages: ["a", "b"] });
+  const got = await consume(base, { queue: "jobs", consumer: "worker" }, { max_messages: 10, timeout_ms: 0 });
+  return { count: written.count, part: written.first.part, data: got.messages.map((m) => m.data), cursor: got.cursor };
+}
+
+export async function wrong(base: string): Promise<void> {
+  // @ts-expect-error max_messages is a number
+  await consume(base, { queue: "jobs", consumer: "worker" }, { max_messages: "ten" });
+  // @ts-expect-error the envelope has no field "msg"
+  await produce(base, { queue: "jobs" }, { msg: "x" });
+}
+`;
+
+/** The diagnostics of type-checking `files` and what they import (strict, as a user's project would; the generated schema is a .ts among them). */
+function typeCheck(files: string[]): string[] {
+  const program = ts.createProgram(files, { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"], types: [], skipLibCheck: true });
+  return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+}
 
 type OpenAPIDocument = { paths: Record<string, Record<string, { operationId?: string }>> };
 
@@ -31,4 +85,20 @@ describe("the OpenAPI document", () => {
     for (const id of ids) expect(id).toMatch(/^[a-z][A-Za-z]+$/);
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  it("generates a client (openapi-typescript) whose produce and consume type-check and work", async () => {
+    const s = await startServer();
+    const dir = await tempDir();
+    const doc = await (await s.get("/api/v1/openapi.json")).json();
+    await writeFile(join(dir, "schema.ts"), astToString(await openapiTS(doc)));
+    await writeFile(join(dir, "client.ts"), CLIENT);
+    expect(typeCheck([join(dir, "client.ts")])).toEqual([]);
+    // Without the expect-error marks, the wrong calls are type errors.
+    await writeFile(join(dir, "wrong.ts"), CLIENT.replaceAll("// @ts-expect-error", "//"));
+    expect(typeCheck([join(dir, "wrong.ts")])).toHaveLength(2);
+    // The same client, its types erased, against the server.
+    await writeFile(join(dir, "client.mjs"), ts.transpileModule(CLIENT, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText);
+    const client = (await import(pathToFileURL(join(dir, "client.mjs")).href)) as { run(base: string): Promise<unknown> };
+    expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String) });
+  }, 60_000);
 });

@@ -3,7 +3,16 @@ import type { ApiRoute, OpenAPIOperation } from "./route";
 
 // Pieces the routes' operations (in the route table) share.
 export const errorRef = { $ref: "#/components/responses/Error" };
-export const errorResponses = { "400": errorRef, "401": errorRef, "403": errorRef, "404": errorRef, "500": errorRef };
+export const errorResponses = {
+  "400": errorRef,
+  "401": errorRef,
+  "403": errorRef,
+  "404": errorRef,
+  "500": errorRef,
+  "503": { ...errorRef, description: "E_SHUTDOWN (the server is closing), E_BUSY or E_IO (storage unavailable for now): retry, after Retry-After when given" },
+};
+/** A route that reads a body: 413 past its size limit. */
+export const bodyErrors = { "413": errorRef };
 /** What any route may get before it runs: the HTTP layer refuses a malformed request itself. */
 const transportError = { description: "A request the HTTP layer refuses before any route runs (malformed: 400; headers too large: 431), without a JSON body" };
 export const jsonContent = (schema: object) => ({ "application/json": { schema } });

@@ -7,7 +7,7 @@ import { encodeConsumeJSON } from "../consume-json";
 import { formatPartitionedCursor, parsePartitionedCursor } from "../../src/partitioned-cursor";
 import type { PartitionedMessage, PartitionedSeekTarget } from "../../src/partitioned-consumer";
 import { ApiError, JSON_TYPE } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
@@ -91,7 +91,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Commit: no body commits everything handed out; a cursor commits up to its message. Idempotent.",
         parameters: [{ name: "cursor", in: "query", schema: { type: "string" } }],
         requestBody: { required: false, content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } } },
-        responses: { ...errorResponses, "409": errorRef, "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) } },
+        responses: { ...errorResponses, ...bodyErrors, "409": errorRef, "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) } },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
@@ -134,7 +134,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
             properties: { to: { oneOf: [{ type: "string", description: '"earliest", "latest" or a cursor' }, { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } }, { type: "object", properties: { time: { oneOf: [{ type: "string", format: "date-time" }, { type: "integer", description: "ms since the epoch" }] } } }] } },
           }),
         },
-        responses: { ...errorResponses, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
+        responses: { ...errorResponses, ...bodyErrors, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);

@@ -71,6 +71,7 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           "409": errorRef,
           "413": errorRef,
+          "507": { ...errorRef, description: "The disk is full (E_IO, E_FULL): nothing acknowledged" },
           "201": { description: "written", content: jsonContent({ type: "object", required: ["queue", "count", "first", "last"], properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" }, partition: { type: "integer", description: "A partitioned queue: the partition written to" } } }) },
           "503": { ...errorRef, description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After" },
           "202": {

@@ -4,7 +4,7 @@ import { pruneQueue, type PruneResult } from "../../src/retention";
 import { retentionProblems } from "../../src/retention-options";
 import { authorize } from "../auth";
 import { ApiError } from "../errors";
-import { errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorResponses, jsonContent } from "../openapi";
 import { json, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
@@ -27,6 +27,7 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
         },
         responses: {
           ...errorResponses,
+          ...bodyErrors,
           "200": { description: "what was deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, parts: { type: "array", items: { type: "integer" } }, messages: { type: "integer" }, bytes: { type: "integer" }, refused: { type: "string" }, partitions: { type: "array", items: { type: "object" } } } }) },
         },
       },

@@ -3,7 +3,7 @@ import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam, readBodyLimited } from "../request";
 import { MAX_PARTITIONS } from "../../src/partitions";
 import { utf8 } from "../../protocol/utf8";
@@ -86,6 +86,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["partitions"], properties: { partitions: { type: "integer", minimum: 1, maximum: MAX_PARTITIONS } } }) },
         responses: {
           ...errorResponses,
+          ...bodyErrors,
           "409": errorRef,
           "200": { description: "already declared so", content: declaredContent },
           "201": { description: "declared", content: declaredContent },

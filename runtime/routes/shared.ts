@@ -9,7 +9,7 @@ import type { LeasedMessage, LeaseRef } from "../../src/shared-consumer";
 import { MAX_LEASE_MS } from "../../src/shared-options";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { Settled, SharedSlot } from "../shared-slot";
@@ -19,7 +19,9 @@ const DEFAULT_LEASE_MAX = 100;
 
 const leasesSchema = { type: "array", items: { type: "string", description: 'A lease token "<part>.<offset>.<lease>"' }, minItems: 1 };
 const errorsSchema = { type: "array", items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } } };
-const answer = (description: string, properties: Record<string, unknown>) => ({ ...errorResponses, "409": errorRef, "200": { description, content: jsonContent({ type: "object", properties }) } });
+/** Every shared route reads a JSON body: too large (413), or not JSON (415). */
+const sharedErrors = { ...errorResponses, ...bodyErrors, "409": errorRef, "415": errorRef };
+const answer = (description: string, properties: Record<string, unknown>) => ({ ...sharedErrors, "200": { description, content: jsonContent({ type: "object", properties }) } });
 
 /**
  * Shared consumers (README, "Shared consumers"): lease, ack, nack, extend, and redrive of a
@@ -51,8 +53,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           }),
         },
         responses: {
-          ...errorResponses,
-          "409": errorRef,
+          ...sharedErrors,
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} the VQL1 binary lease framing (README)`,
             content: {

@@ -5,6 +5,8 @@ import { createConfig, lintFromString } from "@redocly/openapi-core";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import memoryDriver from "../../adapters/drivers/memory";
+import { createQueueHandler } from "../../runtime/index";
 import { startServer } from "./_server";
 import { useTempDirs } from "../helpers/tmp";
 
@@ -101,4 +103,30 @@ describe("the OpenAPI document", () => {
     const client = (await import(pathToFileURL(join(dir, "client.mjs")).href)) as { run(base: string): Promise<unknown> };
     expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String) });
   }, 60_000);
+
+  it("lists the error answers the routes really give", async () => {
+    const s = await startServer();
+    const doc = (await (await s.get("/api/v1/openapi.json")).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const big = JSON.stringify({ cursor: "x".repeat(5000) });
+    const cases: [method: string, path: string, route: string, init: RequestInit][] = [
+      ["POST", "/api/v1/queues/q/consumers/c/ack", "/api/v1/queues/{queue}/consumers/{consumer}/ack", { body: "leases", headers: { "content-type": "text/plain" } }],
+      ["POST", "/api/v1/queues/q/consumers/c/lease", "/api/v1/queues/{queue}/consumers/{consumer}/lease", { body: "{}", headers: { "content-type": "text/plain" } }],
+      ["POST", "/api/v1/queues/q/consumers/c/commit", "/api/v1/queues/{queue}/consumers/{consumer}/commit", { body: big }],
+      ["POST", "/api/v1/queues/q/consumers/c/seek", "/api/v1/queues/{queue}/consumers/{consumer}/seek", { body: big }],
+      ["POST", "/api/v1/queues/q/prune", "/api/v1/queues/{queue}/prune", { body: big }],
+      ["PUT", "/api/v1/queues/q", "/api/v1/queues/{queue}", { body: big }],
+    ];
+    for (const [method, path, route, init] of cases) {
+      const res = await s.get(path, { ...init, method });
+      expect(res.status, `${method} ${path}`).toBeGreaterThanOrEqual(400);
+      expect(Object.keys(doc.paths[route]![method.toLowerCase()]!.responses), `${method} ${path}`).toContain(String(res.status));
+    }
+    // A closing app refuses what comes in: 503 E_SHUTDOWN.
+    const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none", logger: { error: () => {}, warn: () => {} } });
+    const closing = handler.close();
+    const res = await handler.fetch(new Request("http://vq.local/api/v1/queues"));
+    await closing;
+    expect(res.status).toBe(503);
+    expect(Object.keys(doc.paths["/api/v1/queues"]!.get!.responses)).toContain("503");
+  });
 });

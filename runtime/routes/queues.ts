@@ -63,7 +63,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/queues/:queue/consumers",
-      openapi: { operationId: "listConsumers", summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers" } } },
+      openapi: { operationId: "listConsumers", summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers", content: consumersContent } } },
       handler: async (event, principal) => {
         const { queue, stats } = await readableStats(ctx, event, principal);
         const live = ctx.registry.sharedStats(queue);
@@ -136,7 +136,12 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "DELETE",
       route: "/api/v1/queues/:queue/consumers/:consumer",
-      openapi: { operationId: "deleteConsumer", summary: "Delete a consumer (its saved position); needs the admin right", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
+      openapi: { operationId: "deleteConsumer", summary: "Delete a consumer (its saved position); needs the admin right", responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": { description: "deleted", content: jsonContent({ type: "object", required: ["queue", "consumer", "deleted"], properties: { queue: { type: "string" }, consumer: { type: "string" }, deleted: { const: true } } }) },
+        },
+      },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal, "admin");
         await ctx.registry.deleteConsumer(queue, consumer);
@@ -145,6 +150,34 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     },
   ];
 }
+
+const consumersContent = jsonContent({
+  type: "object",
+  required: ["queue", "consumers"],
+  properties: {
+    queue: { type: "string" },
+    consumers: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["name", "part", "position", "count_popped", "lag", "cursor", "kind"],
+        properties: {
+          name: { type: "string" },
+          part: { type: "integer" },
+          position: { type: "integer", description: "Byte position in part of the next message" },
+          count_popped: { type: "integer", description: "Messages read (committed) in part" },
+          lag: { type: "integer", description: "Messages pushed and not yet committed" },
+          cursor: { type: "string", description: "The committed position as a cursor" },
+          kind: { enum: ["ordered", "shared"] },
+          inFlight: { type: "integer", description: "A shared consumer this server holds: leases running now" },
+          redelivered: { type: "integer" },
+          deadLettered: { type: "integer" },
+          oldestUnacked: { oneOf: [{ $ref: "#/components/schemas/Position" }, { type: "null" }] },
+        },
+      },
+    },
+  },
+});
 
 const declaredContent = jsonContent({ type: "object", properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } } });
 

@@ -38,10 +38,15 @@ export function consume(base: string, path: Params<"consume">["path"], query: No
   return call(\`\${base}/api/v1/queues/\${path.queue}/consumers/\${path.consumer}/messages?\${search}\`);
 }
 
-export async function run(base: string): Promise<{ count: number; part: number; data: string[]; cursor: string | null }> {
+export function listConsumers(base: string, path: Params<"listConsumers">["path"]): Promise<Answer<"listConsumers", 200>> {
+  return call(\`\${base}/api/v1/queues/\${path.queue}/consumers\`);
+}
+
+export async function run(base: string): Promise<{ count: number; part: number; data: string[]; cursor: string | null; kinds: ("ordered" | "shared")[] }> {
   const written = await produce(base, { queue: "jobs" }, { messages: ["a", "b"] });
   const got = await consume(base, { queue: "jobs", consumer: "worker" }, { max_messages: 10, timeout_ms: 0 });
-  return { count: written.count, part: written.first.part, data: got.messages.map((m) => m.data), cursor: got.cursor };
+  const { consumers } = await listConsumers(base, { queue: "jobs" });
+  return { count: written.count, part: written.first.part, data: got.messages.map((m) => m.data), cursor: got.cursor, kinds: consumers.map((c) => c.kind) };
 }
 
 export async function wrong(base: string): Promise<void> {
@@ -101,7 +106,7 @@ describe("the OpenAPI document", () => {
     // The same client, its types erased, against the server.
     await writeFile(join(dir, "client.mjs"), ts.transpileModule(CLIENT, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText);
     const client = (await import(pathToFileURL(join(dir, "client.mjs")).href)) as { run(base: string): Promise<unknown> };
-    expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String) });
+    expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String), kinds: ["ordered"] });
   }, 60_000);
 
   it("lists the error answers the routes really give", async () => {

@@ -35,7 +35,7 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
       license: { name: "MIT", identifier: "MIT" },
       description:
         "A durable file-based queue (byte-compatible with the Rust crate v_queue). Paths of the Rust v-queue-server, plus a producer API. " +
-        "Errors are `{ \"error\": { \"code\", \"message\" } }`. With auth on, every route but /health needs HTTP Basic credentials.",
+        "Errors are `{ \"error\": { \"code\", \"message\" } }`. With auth on, every route but /health (and /metrics when it is open) needs HTTP Basic credentials: those say `security: []`.",
     },
     // Relative: resolved against this document's own URL, so it holds wherever the app is served.
     servers: [{ url: "/", description: "This server" }],

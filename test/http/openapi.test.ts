@@ -65,9 +65,9 @@ function typeCheck(files: string[]): string[] {
 
 type OpenAPIDocument = { paths: Record<string, Record<string, { operationId?: string }>> };
 
-/** The served document, with auth on (the `basic` scheme applied) or off. */
+/** The served document, with auth on (the `basic` scheme applied; /metrics open, without it) or off. */
 async function servedDocument(auth = false): Promise<OpenAPIDocument> {
-  const s = await startServer(auth ? { auth: { users: [{ username: "u", password: "p" }] } } : {});
+  const s = await startServer(auth ? { auth: { users: [{ username: "u", password: "p" }] }, metrics: { open: true } } : {});
   const res = await s.get("/api/v1/openapi.json", auth ? { headers: { authorization: `Basic ${btoa("u:p")}` } } : undefined);
   expect(res.status).toBe(200);
   return (await res.json()) as OpenAPIDocument;
@@ -81,6 +81,22 @@ describe("the OpenAPI document", () => {
     const config = await createConfig({ extends: ["recommended"] });
     const problems = await lintFromString({ source: JSON.stringify(doc), absoluteRef: "openapi.json", config });
     expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
+  });
+
+  it("asks for Basic credentials where the server does, and nowhere else", async () => {
+    type Op = { security?: unknown[]; responses: Record<string, unknown> };
+    const on = (await servedDocument(true)) as unknown as { security: unknown[]; paths: Record<string, Record<string, Op>> };
+    expect(on.security).toEqual([{ basic: [] }]);
+    for (const path of ["/health", "/metrics"]) {
+      expect(on.paths[path]!.get!.security, path).toEqual([]);
+      expect(on.paths[path]!.get!.responses, path).not.toHaveProperty("401");
+    }
+    expect(on.paths["/api/v1/queues"]!.get!.security).toBeUndefined();
+    expect(on.paths["/api/v1/queues"]!.get!.responses).toHaveProperty("401");
+    const off = (await servedDocument(false)) as unknown as { security: unknown[]; components: object; paths: Record<string, Record<string, Op>> };
+    expect(off.security).toEqual([]);
+    expect(off.components).not.toHaveProperty("securitySchemes");
+    expect(off.paths["/api/v1/queues"]!.get!.responses).not.toHaveProperty("401");
   });
 
   it("gives every operation of the route table its own operationId", async () => {

@@ -1,9 +1,20 @@
 import type { ResolvedQueueAppOptions } from "./options";
-import type { ApiRoute } from "./route";
+import type { ApiRoute, OpenAPIOperation } from "./route";
 
 // Pieces the routes' operations (in the route table) share.
 export const errorRef = { $ref: "#/components/responses/Error" };
-export const errorResponses = { "400": errorRef, "401": errorRef, "403": errorRef, "404": errorRef, "500": errorRef };
+export const errorResponses = {
+  "400": errorRef,
+  "401": errorRef,
+  "403": errorRef,
+  "404": errorRef,
+  "500": errorRef,
+  "503": { ...errorRef, description: "E_SHUTDOWN (the server is closing), E_BUSY or E_IO (storage unavailable for now): retry, after Retry-After when given" },
+};
+/** A route that reads a body: 413 past its size limit. */
+export const bodyErrors = { "413": errorRef };
+/** What any route may get before it runs: the HTTP layer refuses a malformed request itself. */
+const transportError = { description: "A request the HTTP layer refuses before any route runs (malformed: 400; headers too large: 431), without a JSON body" };
 export const jsonContent = (schema: object) => ({ "application/json": { schema } });
 
 const name = { in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._-]{1,128}$" } } as const;
@@ -21,12 +32,15 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
     info: {
       title: "v-queue HTTP API",
       version: options.version,
+      license: { name: "MIT", identifier: "MIT" },
       description:
         "A durable file-based queue (byte-compatible with the Rust crate v_queue). Paths of the Rust v-queue-server, plus a producer API. " +
-        "Errors are `{ \"error\": { \"code\", \"message\" } }`. With auth on, every route but /health needs HTTP Basic credentials.",
+        "Errors are `{ \"error\": { \"code\", \"message\" } }`. With auth on, every route but /health (and /metrics when it is open) needs HTTP Basic credentials: those say `security: []`.",
     },
+    // Relative: resolved against this document's own URL, so it holds wherever the app is served.
+    servers: [{ url: "/", description: "This server" }],
     components: {
-      securitySchemes: { basic: { type: "http", scheme: "basic" } },
+      ...(options.auth && { securitySchemes: { basic: { type: "http", scheme: "basic" } } }),
       responses: {
         Error: {
           description: "An error",
@@ -34,7 +48,7 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
         },
       },
       schemas: {
-        Position: { type: "object", properties: { part: { type: "integer" }, offset: { type: "integer" }, seq: { type: "integer" } } },
+        Position: { type: "object", required: ["part", "offset", "seq"], properties: { part: { type: "integer" }, offset: { type: "integer" }, seq: { type: "integer" } } },
         Message: {
           type: "object",
           required: ["part", "offset", "seq", "type", "data", "cursor"],
@@ -51,20 +65,31 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
         },
       },
     },
+    // No auth: `[]` says so (no credentials needed), rather than leaving it unsaid.
     security: options.auth ? [{ basic: [] }] : [],
-    paths: openAPIPaths(routes),
+    paths: openAPIPaths(routes, options.auth !== undefined),
   };
 }
 
 /** `/api/v1/queues/:queue` -> `/api/v1/queues/{queue}`, its parameters once per path, one operation per method. */
-function openAPIPaths(routes: readonly ApiRoute[]): Record<string, Record<string, unknown>> {
+function openAPIPaths(routes: readonly ApiRoute[], auth: boolean): Record<string, Record<string, unknown>> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const params = [...route.route.matchAll(/:(\w+)/g)].map(([, param]) => PATH_PARAMETERS[param!]);
     if (params.includes(undefined)) throw new Error(`[v-queue] no OpenAPI parameter for a segment of ${route.route}`);
     const path = route.route.replace(/:(\w+)/g, "{$1}");
     paths[path] ??= params.length > 0 ? { parameters: params } : {};
-    paths[path][route.method.toLowerCase()] = route.openapi;
+    paths[path][route.method.toLowerCase()] = operation(route.openapi, auth);
   }
   return paths;
+}
+
+/** A route's operation as this app answers it: 401 and 403 only where credentials are asked for. */
+function operation(openapi: OpenAPIOperation, auth: boolean): OpenAPIOperation {
+  const responses: Record<string, unknown> = { ...openapi.responses, "4XX": transportError };
+  if (!auth || openapi.security) {
+    delete responses["401"];
+    delete responses["403"];
+  }
+  return { ...openapi, responses };
 }

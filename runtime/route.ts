@@ -16,6 +16,17 @@ export interface RouteContext {
   tracing: Tracing;
 }
 
+/** An OpenAPI operation object: what every route must say, and anything else the spec allows. */
+export interface OpenAPIOperation {
+  /** Unique in the table; camelCase. */
+  operationId: string;
+  summary: string;
+  /** `[]` on a route served without auth. */
+  security?: [];
+  responses: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
 export type RouteHandler = (event: H3Event, principal: Principal | undefined) => Response | Promise<Response>;
 
 /**
@@ -27,8 +38,8 @@ export interface ApiRoute {
   method: "GET" | "PUT" | "POST" | "DELETE";
   /** An h3 pattern: `:queue` and `:consumer` are also the OpenAPI path parameters. */
   route: string;
-  /** The OpenAPI operation object (summary, parameters, requestBody, responses). */
-  openapi: Record<string, unknown>;
+  /** The OpenAPI operation object (parameters, requestBody, ...): a client generator names its function after `operationId`. */
+  openapi: OpenAPIOperation;
   handler: RouteHandler;
   /** `/health` only: no auth, not counted in (answers while the app closes), no error wrapping. */
   open?: true;

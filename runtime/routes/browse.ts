@@ -21,6 +21,7 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues/:queue/browse",
       openapi: {
+        operationId: "browseQueue",
         summary:
           "Read a page of messages without any consumer (no position moves, nothing is created): from the oldest, the newest page, a cursor, a message by part and sequence, or a time; `next` is where the following page starts (null at the end). A partitioned queue: a page takes from every partition in turn (each message says its partition, `next` names each partition's place), or from `partition` alone",
         parameters: [

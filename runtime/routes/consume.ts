@@ -7,7 +7,7 @@ import { encodeConsumeJSON } from "../consume-json";
 import { formatPartitionedCursor, parsePartitionedCursor } from "../../src/partitioned-cursor";
 import type { PartitionedMessage, PartitionedSeekTarget } from "../../src/partitioned-consumer";
 import { ApiError, JSON_TYPE } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
@@ -23,6 +23,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       // A HEAD would hand messages out and drop them: only GET consumes.
       noHead: true,
       openapi: {
+        operationId: "consume",
         summary: "Long-poll consume: answers at once when messages are there, else waits up to timeout_ms for the first; creates the consumer",
         parameters: [
           { name: "max_messages", in: "query", schema: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: limits.defaultMessages } },
@@ -35,7 +36,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor, missed in x-vq-missed`,
             content: {
-              ...jsonContent({ type: "object", properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, missed: { type: "integer", description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume" }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
+              ...jsonContent({ type: "object", required: ["queue", "consumer", "count", "cursor", "messages"], properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, missed: { type: "integer", description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume" }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
               [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
             },
           },
@@ -86,10 +87,11 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/commit",
       openapi: {
+        operationId: "commit",
         summary: "Commit: no body commits everything handed out; a cursor commits up to its message. Idempotent.",
         parameters: [{ name: "cursor", in: "query", schema: { type: "string" } }],
         requestBody: { required: false, content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } } },
-        responses: { ...errorResponses, "409": errorRef, "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) } },
+        responses: { ...errorResponses, ...bodyErrors, "409": errorRef, "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) } },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
@@ -104,6 +106,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/rewind",
       openapi: {
+        operationId: "rewind",
         summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
         responses: { ...errorResponses, "409": errorRef, "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
       },
@@ -121,6 +124,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/seek",
       openapi: {
+        operationId: "seek",
         summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer. On a partitioned queue: every partition (earliest, latest, a time) or those a composite cursor names, each taken by this instance first",
         requestBody: {
           required: true,
@@ -130,7 +134,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
             properties: { to: { oneOf: [{ type: "string", description: '"earliest", "latest" or a cursor' }, { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } }, { type: "object", properties: { time: { oneOf: [{ type: "string", format: "date-time" }, { type: "integer", description: "ms since the epoch" }] } } }] } },
           }),
         },
-        responses: { ...errorResponses, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
+        responses: { ...errorResponses, ...bodyErrors, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);

@@ -11,19 +11,22 @@ import type { ApiRoute, RouteContext } from "../route";
  * it works under any prefix. Assets are built into `runtime/dashboard/assets.generated.ts`
  * (`npm run dashboard`); their names carry their hash, so they are cached for a year.
  */
+/** A cached copy's ETag: the same file again is a 304 without a body. */
+const ifNoneMatch = { name: "If-None-Match", in: "header", schema: { type: "string" }, description: "ETag(s) of a copy the client holds" };
+
 export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
   if (!ctx.options.dashboard) return [];
   return [
     {
       method: "GET",
       route: "/",
-      openapi: { summary: "The dashboard page (HTML)", responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } } },
+      openapi: { operationId: "getDashboard", summary: "The dashboard page (HTML)", parameters: [ifNoneMatch], responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } } },
       handler: (event) => serve(event.req, DASHBOARD_INDEX, "no-cache"),
     },
     {
       method: "GET",
       route: "/_dashboard/:asset",
-      openapi: { summary: "A file of the dashboard (names carry their content hash)", responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } } },
+      openapi: { operationId: "getDashboardAsset", summary: "A file of the dashboard (names carry their content hash)", parameters: [ifNoneMatch], responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } } },
       handler: (event) => {
         const name = getRouterParam(event, "asset") ?? "";
         const asset = Object.hasOwn(DASHBOARD_ASSETS, name) ? DASHBOARD_ASSETS[name] : undefined;

@@ -1,4 +1,4 @@
-import { jsonContent, openAPIDocument } from "../openapi";
+import { errorRef, jsonContent, openAPIDocument } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
@@ -23,6 +23,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/health",
       open: true,
       openapi: {
+        operationId: "getHealth",
         summary: "Liveness (never behind auth)",
         security: [],
         responses: { "200": { description: "ok", content: jsonContent({ type: "object", properties: { status: { const: "ok" }, version: { type: "string" } } }) } },
@@ -32,7 +33,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/openapi.json",
-      openapi: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } },
+      openapi: { operationId: "getOpenAPIDocument", summary: "This document", responses: { "401": errorRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } } },
       handler: () => json(openAPIDocument(ctx.options, routes)),
     },
     ...queueRoutes(ctx),

@@ -18,6 +18,7 @@ export function metricsRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/metrics",
       ...(options.open ? { noAuth: true as const } : {}),
       openapi: {
+        operationId: "getMetrics",
         summary: `Prometheus metrics (text format 0.0.4)${options.open ? ", without auth" : ": the queues the user may read"}`,
         ...(options.open ? { security: [] } : {}),
         responses: { ...errorResponses, "200": { description: "Prometheus text exposition", content: { "text/plain": { schema: { type: "string" } } } } },

@@ -22,6 +22,7 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/overview",
       openapi: {
+        operationId: "getOverview",
         summary: "Every queue the user may see, with rates and the worst consumer lag, from the monitor's last sample (reads no part file); `history=N` adds the last N samples",
         parameters: [{ name: "history", in: "query", description: `samples to add; at most the monitor's ${maxHistory} are answered`, schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM } }],
         responses: { ...errorResponses, "200": { description: "overview", content: jsonContent({ type: "object" }) } },
@@ -46,6 +47,7 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues/:queue/overview",
       openapi: {
+        operationId: "getQueueOverview",
         summary: "A queue in detail for the dashboard: its parts (size, format, compression, age), its consumers of both kinds (position, lag, rate, leases, dead letters, last seen), and `history=N` samples of rates and lag",
         parameters: [{ name: "history", in: "query", description: `samples to add; at most the monitor's ${maxHistory} are answered`, schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM } }],
         responses: { ...errorResponses, "200": { description: "the queue", content: jsonContent({ type: "object" }) } },

@@ -29,6 +29,7 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/messages",
       openapi: {
+        operationId: "produce",
         summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
         parameters: [
           { name: "delayMs", in: "query", schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS }, description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope." },
@@ -46,7 +47,21 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           required: true,
           description: `At most ${limits.maxBodyBytes} bytes and ${limits.maxBatchMessages} messages.`,
           content: {
-            "application/json": { schema: { type: "object", properties: { message: {}, messages: { type: "array" }, encoding: { const: "base64" } } } },
+            "application/json": {
+              schema: {
+                type: "object",
+                description: "One of message and messages. A string is stored as text, any other JSON value as its JSON text.",
+                properties: {
+                  message: {},
+                  messages: { type: "array", minItems: 1, maxItems: limits.maxBatchMessages },
+                  encoding: { const: "base64", description: "Every message is a base64 string, stored as bytes" },
+                  delayMs: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
+                  at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
+                  partitionKey: { type: "string", minLength: 1, maxLength: 1024 },
+                },
+                additionalProperties: false,
+              },
+            },
             "text/plain": { schema: { type: "string" } },
             "application/octet-stream": { schema: { type: "string", format: "binary" } },
             [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary", description: "VQB1 batch framing (README)" } },
@@ -56,11 +71,12 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           "409": errorRef,
           "413": errorRef,
-          "201": { description: "written", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" }, partition: { type: "integer", description: "A partitioned queue: the partition written to" } } }) },
+          "507": { ...errorRef, description: "The disk is full (E_IO, E_FULL): nothing acknowledged" },
+          "201": { description: "written", content: jsonContent({ type: "object", required: ["queue", "count", "first", "last"], properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" }, partition: { type: "integer", description: "A partitioned queue: the partition written to" } } }) },
           "503": { ...errorRef, description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After" },
           "202": {
             description: "delayed: kept aside until `delayed.until`",
-            content: jsonContent({ type: "object", properties: { queue: { type: "string" }, count: { type: "integer" }, delayed: { type: "object", properties: { until: { type: "string", format: "date-time" }, untilMs: { type: "integer" } } } } }),
+            content: jsonContent({ type: "object", required: ["queue", "count", "delayed"], properties: { queue: { type: "string" }, count: { type: "integer" }, partition: { type: "integer" }, delayed: { type: "object", required: ["until", "untilMs"], properties: { until: { type: "string", format: "date-time" }, untilMs: { type: "integer" } } } } }),
           },
         },
       },

@@ -4,7 +4,7 @@ import { pruneQueue, type PruneResult } from "../../src/retention";
 import { retentionProblems } from "../../src/retention-options";
 import { authorize } from "../auth";
 import { ApiError } from "../errors";
-import { errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorResponses, jsonContent } from "../openapi";
 import { json, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
@@ -18,6 +18,7 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/prune",
       openapi: {
+        operationId: "pruneQueue",
         summary:
           "Apply retention now: delete whole sealed parts, oldest first, never the current one; a body with limits replaces the server's for this call (no body: the server's); needs the admin right. A partitioned queue: each partition (the limits apply to each), its results in `partitions`",
         requestBody: {
@@ -26,6 +27,7 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
         },
         responses: {
           ...errorResponses,
+          ...bodyErrors,
           "200": { description: "what was deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, parts: { type: "array", items: { type: "integer" } }, messages: { type: "integer" }, bytes: { type: "integer" }, refused: { type: "string" }, partitions: { type: "array", items: { type: "object" } } } }) },
         },
       },

@@ -3,7 +3,7 @@ import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam, readBodyLimited } from "../request";
 import { MAX_PARTITIONS } from "../../src/partitions";
 import { utf8 } from "../../protocol/utf8";
@@ -17,6 +17,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues",
       openapi: {
+        operationId: "listQueues",
         summary: "Queues in the data directory (any writer's)",
         responses: { ...errorResponses, "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) } },
       },
@@ -29,6 +30,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "GET",
       route: "/api/v1/queues/:queue",
       openapi: {
+        operationId: "getQueue",
         summary: "A queue: the Rust server's fields (current part `id`, `count_pushed` in it) plus totals",
         responses: {
           ...errorResponses,
@@ -61,7 +63,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/queues/:queue/consumers",
-      openapi: { summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers" } } },
+      openapi: { operationId: "listConsumers", summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers", content: consumersContent } } },
       handler: async (event, principal) => {
         const { queue, stats } = await readableStats(ctx, event, principal);
         const live = ctx.registry.sharedStats(queue);
@@ -79,10 +81,12 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "PUT",
       route: "/api/v1/queues/:queue",
       openapi: {
+        operationId: "declareQueue",
         summary: "Declare a partitioned queue (README, \"Partitioned queues\"); needs the admin right. 409 when it is declared with another count or exists as an ordinary queue",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["partitions"], properties: { partitions: { type: "integer", minimum: 1, maximum: MAX_PARTITIONS } } }) },
         responses: {
           ...errorResponses,
+          ...bodyErrors,
           "409": errorRef,
           "200": { description: "already declared so", content: declaredContent },
           "201": { description: "declared", content: declaredContent },
@@ -99,6 +103,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "DELETE",
       route: "/api/v1/queues/:queue",
       openapi: {
+        operationId: "deleteQueue",
         summary: "Delete a queue: its messages, consumers and files; needs the admin right. 409 while a writer or consumer of it is open in another process",
         responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, deleted: { const: true }, parts: { type: "integer" }, consumers: { type: "array", items: { type: "string" } } } }) } },
       },
@@ -113,6 +118,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/purge",
       openapi: {
+        operationId: "purgeQueue",
         summary:
           "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process. A partitioned queue: each partition in turn (a 409 leaves the ones before it purged: call it again)",
         responses: {
@@ -130,7 +136,12 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "DELETE",
       route: "/api/v1/queues/:queue/consumers/:consumer",
-      openapi: { summary: "Delete a consumer (its saved position); needs the admin right", responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted" } } },
+      openapi: { operationId: "deleteConsumer", summary: "Delete a consumer (its saved position); needs the admin right", responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": { description: "deleted", content: jsonContent({ type: "object", required: ["queue", "consumer", "deleted"], properties: { queue: { type: "string" }, consumer: { type: "string" }, deleted: { const: true } } }) },
+        },
+      },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal, "admin");
         await ctx.registry.deleteConsumer(queue, consumer);
@@ -139,6 +150,34 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     },
   ];
 }
+
+const consumersContent = jsonContent({
+  type: "object",
+  required: ["queue", "consumers"],
+  properties: {
+    queue: { type: "string" },
+    consumers: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["name", "part", "position", "count_popped", "lag", "cursor", "kind"],
+        properties: {
+          name: { type: "string" },
+          part: { type: "integer" },
+          position: { type: "integer", description: "Byte position in part of the next message" },
+          count_popped: { type: "integer", description: "Messages read (committed) in part" },
+          lag: { type: "integer", description: "Messages pushed and not yet committed" },
+          cursor: { type: "string", description: "The committed position as a cursor" },
+          kind: { enum: ["ordered", "shared"] },
+          inFlight: { type: "integer", description: "A shared consumer this server holds: leases running now" },
+          redelivered: { type: "integer" },
+          deadLettered: { type: "integer" },
+          oldestUnacked: { oneOf: [{ $ref: "#/components/schemas/Position" }, { type: "null" }] },
+        },
+      },
+    },
+  },
+});
 
 const declaredContent = jsonContent({ type: "object", properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } } });
 

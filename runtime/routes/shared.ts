@@ -9,7 +9,7 @@ import type { LeasedMessage, LeaseRef } from "../../src/shared-consumer";
 import { MAX_LEASE_MS } from "../../src/shared-options";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { AnySharedSlot, Settled } from "../shared-slot";
@@ -19,7 +19,9 @@ const DEFAULT_LEASE_MAX = 100;
 
 const leasesSchema = { type: "array", items: { type: "string", description: 'A lease token "<part>.<offset>.<lease>"' }, minItems: 1 };
 const errorsSchema = { type: "array", items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } } };
-const answer = (description: string, properties: Record<string, unknown>) => ({ ...errorResponses, "409": errorRef, "200": { description, content: jsonContent({ type: "object", properties }) } });
+/** Every shared route reads a JSON body: too large (413), or not JSON (415). */
+const sharedErrors = { ...errorResponses, ...bodyErrors, "409": errorRef, "415": errorRef };
+const answer = (description: string, properties: Record<string, unknown>) => ({ ...sharedErrors, "200": { description, content: jsonContent({ type: "object", properties }) } });
 
 /**
  * Shared consumers (README, "Shared consumers"): lease, ack, nack, extend, and redrive of a
@@ -37,6 +39,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("lease"),
       openapi: {
+        operationId: "lease",
         summary: "Lease messages of a shared consumer (creates it): each goes to one worker at a time until acked, nacked, or its lease runs out; long poll with timeoutMs",
         requestBody: {
           required: false,
@@ -50,8 +53,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           }),
         },
         responses: {
-          ...errorResponses,
-          "409": errorRef,
+          ...sharedErrors,
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} the VQL1 binary lease framing (README)`,
             content: {
@@ -101,6 +103,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("ack"),
       openapi: {
+        operationId: "ack",
         summary: "Acknowledge leased messages of a shared consumer; answered once durable. A lease that ran out is still taken unless the message went to another worker",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema } }) },
         responses: answer("acked", { acked: { type: "integer" }, errors: errorsSchema }),
@@ -120,6 +123,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("nack"),
       openapi: {
+        operationId: "nack",
         summary: "Give leased messages back: they come again after delayMs, or go to the dead-letter queue (deadLetter, or after maxDeliveries)",
         requestBody: {
           required: true,
@@ -151,6 +155,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: consumerRoute("extend"),
       openapi: {
+        operationId: "extend",
         summary: "Keep leases for leaseMs more from now (a long job)",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, leaseMs: { type: "integer", minimum: 1, maximum: MAX_LEASE_MS } } }) },
         responses: answer("extended", { extended: { type: "array", items: { type: "object", properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } } }, errors: errorsSchema }),
@@ -171,6 +176,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       method: "POST",
       route: "/api/v1/queues/:queue/redrive",
       openapi: {
+        operationId: "redrive",
         summary: "Move dead letters back: from this dead-letter queue to `to`, or each to its origin queue; needs read on this queue and write on the targets",
         requestBody: { required: false, content: jsonContent({ type: "object", properties: { to: { type: "string" }, max: { type: "integer", minimum: 1, default: 1000 } } }) },
         responses: answer("moved", { moved: { type: "integer" } }),

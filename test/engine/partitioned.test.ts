@@ -372,10 +372,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const started = Date.now();
       await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_LOCKED", message: expect.stringContaining("handoffTimeoutMs") });
       expect(Date.now() - started).toBeGreaterThanOrEqual(90);
-      // A request in flight ends with the writer's close.
-      const waiting = writer.produce(["y"], { partitionKey: "k" });
-      await new Promise((resolve) => setTimeout(resolve, 20));
       await writer.close();
+      // A request in flight ends with the writer's close (a timeout it cannot reach first, on a loaded machine too).
+      const patient = await PartitionedWriter.open("stuck", { driver: again(), handoffTimeoutMs: 60_000, ...quiet });
+      const waiting = patient.produce(["y"], { partitionKey: "k" });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await patient.close();
       await expect(waiting).rejects.toMatchObject({ code: "E_CLOSED" });
       await holder.close();
       const reopened = await PartitionedWriter.open("stuck", { driver: again(), ...quiet });

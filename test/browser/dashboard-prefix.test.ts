@@ -1,5 +1,5 @@
 import { H3 } from "h3";
-import type { Browser } from "playwright-core";
+import type { Browser } from "../helpers/tool-types";
 import { serve, type Server } from "srvx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setupVQueue, vQueueFetch, type VQueueInstance } from "../../adapters/nitro";

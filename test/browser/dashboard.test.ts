@@ -1,4 +1,4 @@
-import type { Browser } from "playwright-core";
+import type { Browser } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type VQueueClient } from "../../client/index";
 import { startServerProcess, type ServerProcess } from "../client/_server-process";

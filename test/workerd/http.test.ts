@@ -4,7 +4,7 @@
  * global scope (no timers there), KV refused, and the queues kept across a restart of workerd
  * (Durable Object storage persisted to a directory).
  */
-import type { Miniflare } from "miniflare";
+import type { Miniflare } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
 import cloudflareKVBindingDriver from "unstorage/drivers/cloudflare-kv-binding";

@@ -53,6 +53,8 @@ export function toolModules(tool: Tool): string {
   const staging = mkdtempSync(join(cacheDir(), `.staging-${tool}-`));
   try {
     const args = ["install", "--prefix", staging, "--no-save", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", `${tool}@${TOOL_VERSIONS[tool]}`];
+    // Says why this first run waits (bun and deno are about 100 MB each).
+    process.stderr.write(`[tools] installing ${tool}@${TOOL_VERSIONS[tool]} into ${home}\n`);
     try {
       execFileSync("npm", args, { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
     } catch (error) {

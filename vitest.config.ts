@@ -37,6 +37,8 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // expect.poll waits for what happens next: vitest's 1 s default is missed at a load average of 4.
+    expect: { poll: { timeout: 10_000 } },
     projects: [
       {
         extends: true,

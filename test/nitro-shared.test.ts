@@ -65,7 +65,7 @@ describe("useVQueue().worker", () => {
       },
       { concurrency: 4, maxDeliveries: 3, backoff: (n: number) => (delays.push(n), 10), onError: (e: unknown) => errors.push((e as Error).message) },
     );
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 20_000; // a wait, not a bound: the checks below say what happened
     while (Date.now() < deadline && (seen.size < 20 || (seen.get("m5") ?? 0) < 3 || worker.stats.running > 0)) await new Promise((r) => setTimeout(r, 50));
     await worker.stop();
     await worker.done;

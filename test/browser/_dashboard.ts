@@ -4,10 +4,11 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "pathe";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
 import { createClient, type VQueueClient } from "../../client/index";
 import { startServerProcess, type ServerProcess } from "../client/_server-process";
+import type { Browser, BrowserContext, Page, PlaywrightPackage } from "../helpers/tool-types";
+import { importTool } from "../helpers/tools";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const HAS_CHROMIUM = existsSync(CHROMIUM);
@@ -16,7 +17,9 @@ export const ARTIFACTS = resolve(import.meta.dirname, "../.artifacts");
 export const LAPTOP = { width: 1366, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
-export function launch(): Promise<Browser> {
+/** Chromium through playwright-core (installed by ./tools on first use). */
+export async function launch(): Promise<Browser> {
+  const { chromium } = await importTool<PlaywrightPackage>("playwright-core");
   return chromium.launch({
     executablePath: CHROMIUM,
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],

@@ -2,10 +2,11 @@ import { readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { existsSync } from "node:fs";
 import { extname, resolve } from "pathe";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client/index";
 import { freePort, startServerProcess, type ServerProcess } from "../client/_server-process";
+import { CHROMIUM, launch } from "./_dashboard";
 
 /**
  * The client SDK in a real browser: Debian's Chromium, driven by playwright-core, loads a
@@ -13,7 +14,6 @@ import { freePort, startServerProcess, type ServerProcess } from "../client/_ser
  * the standalone server on another origin, with CORS set by the server's `cors` option.
  */
 const ROOT = resolve(import.meta.dirname, "../..");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let page: { server: Server; origin: string };
 let api: ServerProcess;
@@ -66,10 +66,7 @@ beforeAll(async () => {
     cors: { origin: [page.origin] },
     auth: { users: [{ username: "web", password: "pa:ss" }] },
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch();
 }, 60_000);
 
 afterAll(async () => {

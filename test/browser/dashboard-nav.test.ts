@@ -1,5 +1,5 @@
 import { afterAll, expect, it } from "vitest";
-import type { Browser } from "playwright-core";
+import type { Browser } from "../helpers/tool-types";
 import { jsonHeaders, startServer } from "../http/_server";
 import { launch, openPage } from "../browser/_dashboard";
 

@@ -1,5 +1,5 @@
 import { afterAll, expect, it } from "vitest";
-import type { Browser } from "playwright-core";
+import type { Browser } from "../helpers/tool-types";
 import { createClient } from "../../client/index";
 import { partitionOfKey } from "../../src/partitions";
 import { startServer } from "../http/_server";

@@ -1,5 +1,5 @@
 import { H3 } from "h3";
-import type { Browser } from "playwright-core";
+import type { Browser } from "../helpers/tool-types";
 import { serve, type Server } from "srvx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setupVQueue, vQueueFetch, type VQueueInstance } from "../../adapters/nitro";
@@ -84,14 +84,14 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     expect(polls).toBe(whileHidden);
     expect(await page.locator("#status").textContent()).toBe("Paused");
     await visibility(false);
-    await expect.poll(() => polls, { timeout: 5000 }).toBeGreaterThan(whileHidden);
+    await expect.poll(() => polls, { timeout: 10_000 }).toBeGreaterThan(whileHidden);
 
     // A 403 (rights taken away meanwhile), then the server back to normal.
     await page.route("**/api/v1/overview?*", (route) => route.fulfill({ status: 403, json: { error: { code: "E_FORBIDDEN", message: 'User "admin" has no read right.' } } }));
-    await expect.poll(() => page.locator("#banner").textContent(), { timeout: 5000 }).toBe('Not allowed: User "admin" has no read right.');
+    await expect.poll(() => page.locator("#banner").textContent(), { timeout: 10_000 }).toBe('Not allowed: User "admin" has no read right.');
     expect(await page.locator("#banner").isVisible()).toBe(true);
     await page.unroute("**/api/v1/overview?*");
-    await expect.poll(() => page.locator("#banner").isVisible(), { timeout: 5000 }).toBe(false);
+    await expect.poll(() => page.locator("#banner").isVisible(), { timeout: 10_000 }).toBe(false);
     // Chromium itself logs the 403's "Failed to load resource": that one is expected, nothing else.
     expect(problems.filter((p) => !/Failed to load resource: the server responded with a status of 403/.test(p))).toEqual([]);
     await context.close();
@@ -129,9 +129,9 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
       times.push(Number(last));
     }
     console.log(`[dashboard] a poll of 1,000 queues renders in ${times.join(", ")} ms (200 rows shown)`);
-    // Not a speed test (the dashboard bench measures speed; a CI run with the suite loading both
-    // cores took 121-146 ms): it catches a render gone pathological, e.g. all 1,000 rows drawn.
-    expect(Math.min(...times)).toBeLessThan(1000);
+    // Not a speed test (the dashboard bench measures speed): what keeps a poll cheap is that each
+    // redraw draws the 200 rows shown, never all 1,000.
+    expect(await page.locator("#queue-rows tr th a").count()).toBe(200);
     // Sorted by worst lag, most first: found among all 1,000, not only the rows shown.
     await page.getByRole("button", { name: "Worst lag" }).click();
     const worst = [...queues].sort((a, b) => b.maxLag - a.maxLag || a.name.localeCompare(b.name))[0]!;

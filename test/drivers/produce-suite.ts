@@ -161,14 +161,17 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
 
     it("keys survive a restart within the window, and are forgotten after it", async () => {
       const ctx = await setup();
-      let w = await writer(ctx.driver, { idempotencyWindowMs: 1500 });
+      // Room for a close and a reopen on a slow storage at a load average of 4; then waited out.
+      const windowMs = 5000;
+      let w = await writer(ctx.driver, { idempotencyWindowMs: windowMs });
       const first = await w.produce(["a"], { key: "kept" });
+      const keptBy = Date.now(); // the key's time is no later
       const delayed = await w.produce(["d"], { key: "kept-delayed", delayMs: 60_000 });
       await w.close();
-      w = await writer(ctx.reopen(), { idempotencyWindowMs: 1500 });
+      w = await writer(ctx.reopen(), { idempotencyWindowMs: windowMs });
       expect(await w.produce(["a"], { key: "kept" })).toEqual({ ...first, replayed: true });
       expect(await w.produce(["d"], { key: "kept-delayed", delayMs: 60_000 })).toEqual({ ...delayed, replayed: true });
-      await sleep(1600);
+      await sleep(Math.max(0, keptBy + windowMs + 100 - Date.now()));
       expect((await w.produce(["a"], { key: "kept" })).replayed).toBe(false);
       await w.close();
       const c = await reader(ctx.reopen());

@@ -58,7 +58,7 @@ describe("hand-over requests", () => {
       expect(markerReads).toBeLessThanOrEqual(2 * polls);
       // Another instance asks for partition 0's writer: the holder lets go of it.
       await writeWant(inner, writerWantPath(partitionName("busy", 0)), "other1");
-      for (const deadline = Date.now() + 3000; writer.held().includes(0) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (const deadline = Date.now() + 15_000; writer.held().includes(0) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(writer.held()).toEqual([1]);
     } finally {
       await writer.close();

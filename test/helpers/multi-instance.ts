@@ -354,11 +354,14 @@ export interface ChaosOptions {
 /**
  * Every 2 s, the next instance is SIGKILLed and restarted (two rounds of three) or SIGSTOPped
  * for `pauseMs` (the third); with `countFenced`, the instance's fenced-writes counter is read before each kill.
+ * It runs for `runMs` and at least until every fault happened once per instance: a loaded machine
+ * makes rounds slower, never fewer.
  */
 export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
   const done = { kills: 0, pauses: 0 };
   const end = Date.now() + options.runMs;
-  for (let round = 0; Date.now() < end; round++) {
+  const minRounds = 3 * instances.length;
+  for (let round = 0; Date.now() < end || round < minRounds; round++) {
     await sleep(2000);
     const instance = instances[round % instances.length]!;
     if (round % 3 === 2) {

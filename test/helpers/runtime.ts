@@ -3,7 +3,7 @@
  * files also run on Bun and Deno (test/runtimes): their child processes (crash tests, servers under
  * `ulimit`) must start in the same runtime, each with its own command line.
  */
-import { fileURLToPath } from "node:url";
+import { toolBinary } from "./tools";
 
 export type Runtime = "node" | "bun" | "deno";
 
@@ -21,11 +21,11 @@ export const SIGNALS_END_CHILD = currentRuntime === "deno";
 /** The permissions `v-queue serve` and the library need on Deno (README, "Runtimes"). */
 export const DENO_FLAGS = ["--allow-read", "--allow-write", "--allow-net", "--allow-env", "--allow-sys", "--allow-run"];
 
-/** The runtimes' binaries from node_modules (the `bun` and `deno` devDependencies): nothing is downloaded. */
+/** A runtime's binary: this process's own, `node`, or Bun's or Deno's from ./tools (installed on first use). */
 export function runtimeBinary(runtime: Runtime): string {
   if (runtime === currentRuntime) return process.execPath;
   if (runtime === "node") return "node";
-  return fileURLToPath(new URL(`../../node_modules/.bin/${runtime}`, import.meta.url));
+  return toolBinary(runtime);
 }
 
 /**

@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import type { Readable } from "node:stream";
 import { join } from "pathe";
-import { Miniflare } from "miniflare";
+import type { MiniflarePackage } from "../helpers/tool-types";
+import { importTool } from "../helpers/tools";
 import { appDir, appName, waitHealthy, type HostApp, type RunningHost } from "./_host";
 
 export interface WorkerdOptions {
@@ -46,6 +47,7 @@ export function startWorkerd(options: WorkerdOptions = {}): (app: HostApp, dataD
     // The entry first: Miniflare takes the first module as the worker's.
     const ordered = ["index.mjs", ...files.filter((file) => file !== "index.mjs")];
     let output = "";
+    const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
     const mf = new Miniflare({
       modulesRoot: root,
       modules: ordered.map((file) => ({ type: "ESModule" as const, path: join(root, file) })),

@@ -10,8 +10,6 @@ import { afterAll } from "vitest";
 import { ROOT, type HostApp } from "./_host";
 
 const PLAYGROUND = join(ROOT, "playground/nitro");
-/** The runtimes' binaries, devDependencies from the npm registry (`bun`, `deno`). */
-export const BIN = join(ROOT, "node_modules/.bin");
 
 export interface PresetOptions {
   /** The built server's command (see HostApp.start); none for a preset run in-process (Miniflare). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
+import { expectEndedByTimeout, expectEndedEarly, LOAD_SLACK_MS, WAKE_TIMEOUT_MS } from "../helpers/timing";
 import { jsonHeaders, sleep, startServer } from "./_server";
 
 const poll = (timeoutMs: number, consumer = "c", max = 10) => `/api/v1/queues/q/consumers/${consumer}/messages?max_messages=${max}&timeout_ms=${timeoutMs}`;
@@ -11,8 +12,8 @@ describe("long polling", () => {
     const s = await startServer();
     await s.post("/api/v1/queues/q/messages", "ready");
     const t = performance.now();
-    expect(await data(await s.get(poll(10_000)))).toEqual(["ready"]);
-    expect(performance.now() - t).toBeLessThan(1000);
+    expect(await data(await s.get(poll(WAKE_TIMEOUT_MS)))).toEqual(["ready"]);
+    expectEndedEarly(t);
   });
 
   it("returns when a message is pushed, long before its timeout", async () => {
@@ -20,13 +21,13 @@ describe("long polling", () => {
     await s.post("/api/v1/queues/q/messages", "old");
     await s.get(poll(0)); // hands out "old": the next poll has to wait
     const t = performance.now();
-    const pending = s.get(poll(10_000));
+    const pending = s.get(poll(WAKE_TIMEOUT_MS));
     await sleep(300);
     await s.post("/api/v1/queues/q/messages", "new");
     expect(await data(await pending)).toEqual(["new"]);
-    const elapsed = performance.now() - t;
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(2000);
+    // It waited for the push (a sleep cannot end early), and the push, not the timeout, ended it.
+    expect(performance.now() - t).toBeGreaterThanOrEqual(290);
+    expectEndedEarly(t);
   });
 
   it("ends on its timeout with no messages", async () => {
@@ -37,9 +38,7 @@ describe("long polling", () => {
     const res = await s.get(poll(400));
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ count: 0, cursor: null, messages: [] });
-    const elapsed = performance.now() - t;
-    expect(elapsed).toBeGreaterThanOrEqual(390);
-    expect(elapsed).toBeLessThan(2000);
+    expectEndedByTimeout(t, 400);
   });
 
   it("timeout_ms=0 (the default) answers at once when there is nothing", async () => {
@@ -48,7 +47,8 @@ describe("long polling", () => {
     await s.get(poll(0));
     const t = performance.now();
     expect(await data(await s.get("/api/v1/queues/q/consumers/c/messages"))).toEqual([]);
-    expect(performance.now() - t).toBeLessThan(500);
+    // No timeout to end it early: what a loaded machine takes to answer, far below any poll's wait.
+    expect(performance.now() - t).toBeLessThan(LOAD_SLACK_MS);
   });
 
   it("a client that disconnects cancels its wait, and no message is lost to it", async () => {
@@ -65,7 +65,7 @@ describe("long polling", () => {
     await sleep(300);
     const t = performance.now();
     expect(await data(await s.get(poll(0)))).toEqual([]);
-    expect(performance.now() - t).toBeLessThan(1000);
+    expectEndedEarly(t, 30_000);
     // A message pushed after the abort goes to the next poll.
     await s.post("/api/v1/queues/q/messages", "after-abort");
     expect(await data(await s.get(poll(0)))).toEqual(["after-abort"]);
@@ -89,13 +89,13 @@ describe("long polling", () => {
     const n = 200;
     const consumers = Array.from({ length: n }, (_, i) => `c${i}`);
     await Promise.all(consumers.map((c) => s.get(poll(0, c)))); // each reads "seed"
-    const polls = consumers.map((c) => s.get(poll(10_000, c)));
+    const polls = consumers.map((c) => s.get(poll(WAKE_TIMEOUT_MS, c)));
     await sleep(300);
     const t = performance.now();
     await s.post("/api/v1/queues/q/messages", "broadcast");
     const results = await Promise.all(polls.map(async (p) => data(await p)));
     expect(results).toEqual(consumers.map(() => ["broadcast"]));
-    expect(performance.now() - t).toBeLessThan(5000);
+    expectEndedEarly(t);
     const listed = await (await s.get("/api/v1/queues/q/consumers")).json();
     expect(listed.consumers).toHaveLength(n);
   });
@@ -111,7 +111,7 @@ describe("long polling", () => {
     const res = await pending;
     expect(res.status).toBe(200);
     expect(await data(res)).toEqual([]);
-    expect(performance.now() - t).toBeLessThan(3000);
+    expectEndedEarly(t, 30_000);
   });
 
   it("a deleted consumer's parked poll gets 404", async () => {
@@ -145,7 +145,7 @@ describe("many long polls at once", () => {
     const url = (path: string) => `http://vq.test/api/v1/queues/${path}`;
     try {
       await handler.fetch(new Request(url("q/messages"), { method: "POST", body: "before", headers: { "content-type": "text/plain" } }));
-      const polls = Array.from({ length: 1000 }, (_, i) => handler.fetch(new Request(url(`q/consumers/c${i}/messages?max_messages=10&timeout_ms=20000`))));
+      const polls = Array.from({ length: 1000 }, (_, i) => handler.fetch(new Request(url(`q/consumers/c${i}/messages?max_messages=10&timeout_ms=40000`))));
       await sleep(500);
       const t = performance.now();
       await handler.fetch(new Request(url("q/messages"), { method: "POST", body: "wake", headers: { "content-type": "text/plain" } }));
@@ -153,7 +153,7 @@ describe("many long polls at once", () => {
       expect(answers.map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
       const got = await Promise.all(answers.map(data));
       expect(got.filter((d) => d.length !== 1 || d[0] !== "wake")).toEqual([]);
-      expect(performance.now() - t).toBeLessThan(15_000);
+      expectEndedEarly(t, 40_000);
     } finally {
       await handler.close();
     }

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { serveQueues } from "../../adapters/server";
 import { createQueueHandler } from "../../runtime/index";
-import { errorCode, jsonHeaders, sleep, startServer } from "./_server";
+import { errorCode, jsonHeaders, startServer } from "./_server";
+import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 
 const messages = "/api/v1/queues/q/messages";
 const consume = "/api/v1/queues/q/consumers/c/messages?max_messages=100";
@@ -12,26 +13,29 @@ describe("HTTP: delayed produce", () => {
   it("?delayMs= answers 202 with until, and no consumer gets the message before then", async () => {
     const s = await startServer();
     const sent = Date.now();
-    const res = await s.post(`${messages}?delayMs=800`, "later", { "content-type": "text/plain" });
+    // Due well after the next two requests, on a loaded machine too.
+    const res = await s.post(`${messages}?delayMs=3000`, "later", { "content-type": "text/plain" });
     expect(res.status).toBe(202);
     const body = (await res.json()) as { queue: string; count: number; delayed: { until: string; untilMs: number } };
     expect(body).toMatchObject({ queue: "q", count: 1 });
-    expect(body.delayed.untilMs).toBeGreaterThanOrEqual(sent + 800);
+    expect(body.delayed.untilMs).toBeGreaterThanOrEqual(sent + 3000);
     expect(Date.parse(body.delayed.until)).toBe(body.delayed.untilMs);
     expect((await s.post(messages, "now", { "content-type": "text/plain" })).status).toBe(201);
     expect(await bodies(await s.get(`${consume}&timeout_ms=300`))).toEqual(["now"]);
     // A long poll waits for it: it comes when due, not before.
-    const polled = await s.get(`${consume}&timeout_ms=5000`);
+    const polled = await s.get(`${consume}&timeout_ms=${WAKE_TIMEOUT_MS}`);
     expect(Date.now()).toBeGreaterThanOrEqual(body.delayed.untilMs);
     expect(await bodies(polled)).toEqual(["later"]);
   });
 
   it("takes at= (ISO or ms), JSON envelope fields, bytes and batches; refuses bad values with 400 E_PARAM", async () => {
     const s = await startServer();
-    const at = new Date(Date.now() + 300).toISOString();
+    // Due times a second apart, from one clock reading: their order does not hang on how long a request takes.
+    const base = Date.now();
+    const at = new Date(base + 2000).toISOString();
     expect((await s.post(`${messages}?at=${encodeURIComponent(at)}`, new Uint8Array([1, 2]), { "content-type": "application/octet-stream" })).status).toBe(202);
-    expect((await s.post(messages, JSON.stringify({ messages: ["j1", "j2"], delayMs: 400 }), jsonHeaders)).status).toBe(202);
-    expect((await s.post(`${messages}?at=${Date.now() + 200}`, "ms", { "content-type": "text/plain" })).status).toBe(202);
+    expect((await s.post(messages, JSON.stringify({ messages: ["j1", "j2"], delayMs: 3000 }), jsonHeaders)).status).toBe(202);
+    expect((await s.post(`${messages}?at=${base + 1000}`, "ms", { "content-type": "text/plain" })).status).toBe(202);
     for (const query of ["delayMs=-1", "delayMs=abc", "delayMs=1&delayMs=2", `delayMs=${400 * 24 * 3600 * 1000}`, "at=tomorrow", "at=1&delayMs=1"]) {
       const res = await s.post(`${messages}?${query}`, "x", { "content-type": "text/plain" });
       expect(res.status, query).toBe(400);
@@ -41,9 +45,13 @@ describe("HTTP: delayed produce", () => {
       const res = await s.post(messages, JSON.stringify(envelope), jsonHeaders);
       expect(res.status, JSON.stringify(envelope)).toBe(400);
     }
-    await sleep(600);
-    const got = (await (await s.get(`${consume}&timeout_ms=2000`)).json()) as { messages: { data: string }[] };
-    expect(got.messages.map((m) => m.data)).toEqual(["ms", "AQI=", "j1", "j2"]);
+    const got: string[] = [];
+    while (got.length < 4) {
+      const more = await bodies(await s.get(`${consume}&timeout_ms=${WAKE_TIMEOUT_MS}`));
+      expect(more.length, `nothing more came after ${JSON.stringify(got)}`).toBeGreaterThan(0);
+      got.push(...more);
+    }
+    expect(got).toEqual(["ms", "AQI=", "j1", "j2"]);
   });
 });
 
@@ -54,10 +62,11 @@ describe("HTTP: delayed messages across a server restart", () => {
     await s.close();
     const again = await serveQueues({ dir: s.dir, port: 0, durability: "none", logger: { error: () => {}, warn: () => {} } });
     try {
-      const started = Date.now();
-      const res = await fetch(`${again.url}${consume}&timeout_ms=5000`);
+      const started = performance.now();
+      const res = await fetch(`${again.url}${consume}&timeout_ms=${WAKE_TIMEOUT_MS}`);
       expect(await bodies(res)).toEqual(["after restart"]);
-      expect(Date.now() - started).toBeLessThan(4000);
+      // The delay's end (700 ms after the produce), not the poll's timeout, ended the wait.
+      expectEndedEarly(started);
     } finally {
       await again.close();
     }

@@ -2,7 +2,8 @@
  * Miniflare for the workerd tests: the test Worker (./_worker.ts, bundled) with the VQueueObject
  * class bound as VQUEUE, its Durable Objects kept in `persist` when given (a restart keeps them).
  */
-import { Miniflare } from "miniflare";
+import type { Miniflare, MiniflarePackage } from "../helpers/tool-types";
+import { importTool } from "../helpers/tools";
 import { resolve } from "pathe";
 import { bundleWorker } from "./_bundle";
 
@@ -21,6 +22,7 @@ export interface WorkerOptions {
 
 export async function startWorker(options: WorkerOptions = {}): Promise<Miniflare> {
   const script = await bundleWorker(WORKER_ENTRY);
+  const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
   const mf = new Miniflare({
     // The modules listed, not found by Miniflare: the bundle keeps a dynamic import("@opentelemetry/api") it cannot follow (it fails softly at run time).
     modules: [{ type: "ESModule", path: "worker.mjs", contents: script }],
@@ -43,6 +45,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Miniflar
 export async function startTwoWorkers(bindings: Record<string, string> = {}): Promise<Miniflare> {
   const script = await bundleWorker(WORKER_ENTRY);
   const modules = [{ type: "ESModule" as const, path: "worker.mjs", contents: script }];
+  const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
   const mf = new Miniflare({
     workers: [
       { name: "a", modules, compatibilityDate: COMPATIBILITY_DATE, durableObjects: { VQUEUE: "VQueueObject" }, bindings },

@@ -4,7 +4,7 @@
  * So the objects' storage logic (chunks, fenced writes, leases, the registry) meets every engine
  * test the fs, memory and redis drivers pass.
  */
-import type { Miniflare } from "miniflare";
+import type { Miniflare } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import durableObjectDriver, { type DurableObjectNamespace } from "../../adapters/drivers/durable-object";
 import { QueueConsumer } from "../../src/consumer";

@@ -5,7 +5,7 @@
  * storage does, until the holder has been idle past its lease); a partitioned queue is served by both, each holding the partitions it uses and
  * handing them over on request.
  */
-import type { Miniflare } from "miniflare";
+import type { Miniflare } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTwoWorkers } from "./_miniflare";
 

@@ -104,6 +104,8 @@ export interface Page {
 
 export interface BrowserContext {
   newPage(): Promise<Page>;
+  /** Cuts the pages of this context off the network (true) or back on. */
+  setOffline(offline: boolean): Promise<void>;
   close(): Promise<void>;
 }
 

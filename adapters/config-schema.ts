@@ -162,6 +162,9 @@ const CONFIG_KEYS: Record<string, Rule> = {
 
 const config = object(CONFIG_KEYS);
 
+/** The top-level keys a config file may hold (the docs list each). */
+export const CONFIG_KEY_NAMES: readonly string[] = Object.keys(CONFIG_KEYS);
+
 /** The problems of one key's value, told as `label`'s (an environment variable's name: `Invalid VQUEUE_PORT "abc"`). */
 export function valueProblems(key: keyof typeof CONFIG_KEYS, value: unknown, label: string): string[] {
   const out: string[] = [];

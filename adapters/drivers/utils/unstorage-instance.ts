@@ -1,4 +1,5 @@
 import { VQueueError } from "../../../src/errors";
+import { sleep } from "../../../src/handoff";
 import { DRIVER_NAME, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /**
@@ -77,10 +78,13 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
   let refreshing: Promise<void> | undefined;
   // Until when nobody else can have registered: the lease from the last renewal, less a third (as a lock's, lease.ts).
   let safeUntil = 0;
+  // Only the first claim waits for a registration to run out (a restart after a kill); a later one, refused, says so at once.
+  let mayWait = true;
   const renewed = (at: number) => (safeUntil = at + leaseMs - Math.floor(leaseMs / 3));
 
   const claim = async () => {
-    let waited = false;
+    let waited = !mayWait;
+    mayWait = false;
     for (;;) {
       const at = Date.now();
       const held = parseInstance(await storage.getItemRaw(key));
@@ -170,8 +174,6 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
 }
 
 const SETTLE_MS = 15;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 interface Held {
   owner: string;

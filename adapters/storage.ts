@@ -6,6 +6,7 @@ import { DEFAULT_DIR } from "./defaults";
 import fsDriver from "./drivers/fs";
 import memoryDriver from "./drivers/memory";
 import type { DurableObjectNamespace } from "./drivers/utils/durable-object-types";
+import type { UnstorageDriverOptions } from "./drivers/unstorage";
 import { inWorkerd } from "../runtime/options";
 
 export { DEFAULT_DIR, NITRO_DEFAULT_DIR } from "./defaults";
@@ -16,10 +17,10 @@ export { DEFAULT_DIR, NITRO_DEFAULT_DIR } from "./defaults";
 export const STORAGE_SPECS = [
   "./queues, /var/lib/queues, fs:./queues, file:///var/lib/queues  (files, byte-compatible with the crate; fs:./queues?lease=5000: locks that run out after 5 s without their holder running, its late writes refused)",
   "memory:  or  memory:<name>  (this process only)",
-  "redis://[user:pass@]host:port/db[?base=prefix]  or  rediss://...  (unstorage's redis driver; needs unstorage and ioredis)",
+  "redis://[user:pass@]host:port/db[?base=prefix&lease=10000&instances=many]  or  rediss://...  (unstorage's redis driver, one instance unless instances=many: it cannot fence writes; needs unstorage and ioredis)",
   "redis+vq://[user:pass@]host:port/db[?prefix=vq&cluster=1&lease=10000&replicas=N]  or  rediss+vq://...  (v-queue's redis driver, fenced writes; cluster=1: host:port is a cluster node; needs ioredis)",
   "redis+vq+sentinel://[user:pass@]host:port,host:port,.../db?name=mymaster[&prefix=vq&lease=10000&replicas=N]  (v-queue's redis driver on the master that Redis Sentinel names; the hosts are sentinels, port 26379 if left out; user:pass is the data nodes'; needs ioredis)",
-  "unstorage-fs:./dir  (unstorage's fs driver; needs unstorage)",
+  "unstorage-fs:./dir[?lease=10000&instances=many]  (unstorage's fs driver, one instance unless instances=many; needs unstorage)",
   "unstorage-memory:  (unstorage's memory driver; needs unstorage)",
   "durable-object:BINDING[?prefix=vq&lease=3000&poll=1000]  (Cloudflare Durable Objects: the Worker's namespace binding BINDING of the VQueueObject class; in workerd only, e.g. Nitro's cloudflare-module preset)",
 ] as const;
@@ -96,12 +97,13 @@ export async function resolveStorageDriver(spec: string | QueueDriver, context: 
     case "rediss": {
       const url = new URL(text);
       const base = url.searchParams.get("base") ?? "vq";
-      url.searchParams.delete("base");
+      const own = unstorageParams(text, url.searchParams);
+      for (const name of ["base", "lease", "instances"]) url.searchParams.delete(name);
       const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
       const redisDriver = (await importOptional("ioredis", () => import("unstorage/drivers/redis"))).default;
       // SCAN 1000 keys per round trip (the default, 10, makes listing a large keyspace slow).
       const storage = createStorage({ driver: redisDriver({ url: url.href, scanCount: 1000 }) });
-      return unstorageBacked(storage, { base, key: `redis:${url.host}${url.pathname}` });
+      return unstorageBacked(storage, { ...own, base, key: `redis:${url.host}${url.pathname}` });
     }
     case "redis+vq":
     case "rediss+vq": {
@@ -111,10 +113,13 @@ export async function resolveStorageDriver(spec: string | QueueDriver, context: 
       return sentinelBacked(text);
     }
     case "unstorage-fs": {
-      if (!rest) throw specError(spec);
+      const [dir = "", query] = splitQuery(rest);
+      if (!dir) throw specError(spec);
+      const params = new URLSearchParams(query);
+      refuseUnknownParams(text, params, ["lease", "instances"]);
       const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
       const unstorageFs = (await importOptional("unstorage", () => import("unstorage/drivers/fs"))).default;
-      return unstorageBacked(createStorage({ driver: unstorageFs({ base: rest }) }), { key: `unstorage-fs:${rest}` });
+      return unstorageBacked(createStorage({ driver: unstorageFs({ base: dir }) }), { ...unstorageParams(text, params), key: `unstorage-fs:${dir}` });
     }
     case "unstorage-memory": {
       const { createStorage } = await importOptional<typeof import("unstorage")>("unstorage", () => import("unstorage"));
@@ -179,7 +184,16 @@ async function durableObjectBacked(text: string, env: WorkerEnv | undefined): Pr
   return durableObjectDriver({ namespace: namespace as DurableObjectNamespace, prefix: params.get("prefix") ?? undefined, lockLeaseMs: number("lease"), pollIntervalMs: number("poll"), key: `${name}:${params.get("prefix") ?? "vq"}` });
 }
 
-async function unstorageBacked(storage: import("unstorage").Storage, options: { base?: string; key?: string }): Promise<QueueDriver> {
+/** The unstorage driver's options in a `redis://` or `unstorage-fs:` spec's query: `lease` (ms), `instances` (one, many). */
+function unstorageParams(text: string, params: URLSearchParams): Pick<UnstorageDriverOptions, "lockLeaseMs" | "instances"> {
+  const lease = params.get("lease");
+  const instances = params.get("instances");
+  if (lease !== null && !/^\d{1,9}$/.test(lease)) throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
+  if (instances !== null && instances !== "one" && instances !== "many") throw optionError(`Invalid storage ${showValue(text)}: instances=${JSON.stringify(instances)}; use instances=one (the default) or instances=many (several processes, unfenced).`);
+  return { ...(lease === null ? {} : { lockLeaseMs: Number(lease) }), ...(instances === null ? {} : { instances }) };
+}
+
+async function unstorageBacked(storage: import("unstorage").Storage, options: Pick<UnstorageDriverOptions, "base" | "key" | "lockLeaseMs" | "instances">): Promise<QueueDriver> {
   const { default: unstorageDriver } = await import("./drivers/unstorage");
   return unstorageDriver({ storage, disposeStorage: true, ...options });
 }

@@ -24,6 +24,8 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
   E_LOCKED: 409,
   // This instance's lock was taken over (it was paused or cut off): another instance writes now, so a retry succeeds.
   E_FENCED: 503,
+  // Another instance serves this storage, which cannot fence writes (unstorage): this one may not write.
+  E_UNFENCED: 503,
   E_NOT_FOUND: 404,
   E_CLOSED: 503,
   // A well-formed cursor for messages this server has not handed out (malformed ones are 400 E_PARAM).

@@ -108,7 +108,10 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       if (!partitioned && produceOptions.partitionKey !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" is not partitioned: a partitionKey is for a partitioned queue.`);
       return tracing.traced("send", queue, undefined, undefined, () => list.length, () => (partitioned ? registry.partitionedWriters.produce(queue, list, produceOptions) : registry.produce(queue, list, produceOptions)));
     },
-    ready: () => registry.partitions.startup(),
+    ready: async () => {
+      await resolved.driver.start?.();
+      await registry.partitions.startup();
+    },
     close: () => {
       monitor.close();
       return registry.close();

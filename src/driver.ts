@@ -72,6 +72,12 @@ export interface QueueDriver {
    * `pollIntervalMs` says. Optional (100 ms): a driver whose every read is a billed call sets more.
    */
   readonly pollIntervalMs?: number;
+  /**
+   * Makes the storage this process's to write (the unstorage driver registers it as the
+   * storage's one instance) or rejects (`E_UNFENCED`). A server awaits it before serving, so a
+   * refused second instance stops at start. Optional: writes claim it as well.
+   */
+  start?(): Promise<void>;
   /** Frees resources (watchers, connections). */
   dispose?(): Promise<void>;
 }

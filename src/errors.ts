@@ -13,6 +13,8 @@ export type VQueueErrorCode =
   | "E_LOCKED"
   /** A write by a holder whose lock was taken over by a newer one (a stale epoch): refused, nothing written. */
   | "E_FENCED"
+  /** A second instance on a storage that cannot fence writes (the unstorage driver) is refused, and one superseded by another writes nothing. */
+  | "E_UNFENCED"
   /** The queue (or consumer) does not exist and was not to be created. */
   | "E_NOT_FOUND"
   /** The object was closed. */

@@ -5,6 +5,7 @@ import { workersKvProblem } from "../../src/workers-kv";
 
 import { createLogHandle, createRecordHandle } from "./utils/unstorage-handles";
 import { copyOf, DRIVER_NAME, joinKey, parentKey, toBytes, type Context, type UnstorageLike } from "./utils/unstorage-keys";
+import { claimInstance, INSTANCE_KEY, type InstanceClaim } from "./utils/unstorage-instance";
 import { acquireLock, localLocks, parseLock } from "./utils/unstorage-lock";
 
 export type { UnstorageLike } from "./utils/unstorage-keys";
@@ -42,6 +43,16 @@ export interface UnstorageDriverOptions {
   key?: string;
   /** Call `storage.dispose()` from the driver's `dispose()` (for a storage made just for it). @default false */
   disposeStorage?: boolean;
+  /**
+   * How many processes may write to this storage and base. unstorage cannot fence a write (no
+   * compare-and-set with it): a process paused past its lease that wakes after another took its
+   * locks over can land writes nobody reads. So by default (`"one"`) the driver registers its
+   * process in the storage before its first write (`<base>:~instance`, a lease like a lock's),
+   * and a second live process is refused with `E_UNFENCED`; a dead one's registration runs out
+   * within `lockLeaseMs`. `"many"`: no registration, several processes at once, accepting that risk.
+   * @default "one"
+   */
+  instances?: "one" | "many";
 }
 
 /**
@@ -64,13 +75,17 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
     throw optionError(`Missing required option \`storage\` of the ${DRIVER_NAME} driver (an unstorage Storage).`);
   }
   refuseRedisCluster(options.storage);
-  const storage = guarded(options.storage);
+  const raw = guarded(options.storage);
   const base = (options.base ?? "").replace(/[/\\]/g, ":").replace(/^:+|:+$/g, "");
   const maxChunkBytes = options.maxChunkBytes ?? 1024 * 1024;
   const leaseMs = options.lockLeaseMs ?? 10_000;
   checkOption("maxChunkBytes", maxChunkBytes, integer(1));
   checkOption("lockLeaseMs", leaseMs, integer(30));
+  const instances = options.instances ?? "one";
+  if (instances !== "one" && instances !== "many") throw optionError(`Invalid instances ${JSON.stringify(instances)} of the ${DRIVER_NAME} driver: use "one" (the default: a second process on this storage is refused) or "many" (several, unfenced).`);
   const storageKey = `${DRIVER_NAME}:${options.key ?? storageId(options.storage)}:${base}`;
+  const instance = instances === "one" ? claimInstance(raw, joinKey(base, INSTANCE_KEY), storageKey, leaseMs) : undefined;
+  const storage = instance ? gated(raw, instance) : raw;
   const ctx: Context = { storage, maxChunkBytes, keyOf: (path) => joinKey(base, path) };
 
   return {
@@ -120,15 +135,21 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
       for (const k of mine) await storage.removeItem(k);
       await storage.removeItem(key);
     },
-    lock(path) {
-      return acquireLock(storage, ctx.keyOf(path), `${storageKey}\u0000${path}`, leaseMs);
+    async lock(path) {
+      // Superseded or refused: said as such (E_UNFENCED), not as a lock another holder has.
+      await instance?.assertOurs();
+      return acquireLock(storage, ctx.keyOf(path), `${storageKey}\u0000${path}`, leaseMs, instance);
     },
     async isLocked(path) {
       if (localLocks.has(`${storageKey}\u0000${path}`)) return true;
       const held = parseLock(await storage.getItemRaw(ctx.keyOf(path)));
       return held !== undefined && held.expires > Date.now();
     },
+    async start() {
+      await instance?.ready();
+    },
     async dispose() {
+      await instance?.release().catch(() => {}); // a registration left behind runs out within the lease
       if (options.disposeStorage) await (options.storage as { dispose?: () => unknown }).dispose?.();
     },
   };
@@ -159,6 +180,21 @@ function guarded(storage: UnstorageLike): UnstorageLike {
     removeItem: call(storage.removeItem),
     hasItem: call(storage.hasItem),
   } as UnstorageLike;
+}
+
+/**
+ * The storage whose writes wait for this process's registration (refused, `E_UNFENCED`, while
+ * another instance holds it) and stop once another instance took it over. Reads are not held
+ * up: inspecting a served storage from another process stays possible.
+ */
+function gated(storage: UnstorageLike, instance: InstanceClaim): UnstorageLike {
+  const write =
+    <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await instance.assertOurs();
+      return method.apply(storage, args);
+    };
+  return { ...storage, setItemRaw: write(storage.setItemRaw), removeItem: write(storage.removeItem) } as UnstorageLike;
 }
 
 /**

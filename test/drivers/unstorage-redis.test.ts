@@ -134,7 +134,7 @@ describe.skipIf(!available)("over a real redis-server", () => {
         const { createStorage } = await import("unstorage");
         const redisDriver = (await import("unstorage/drivers/redis")).default;
         const storage = createStorage({ driver: redisDriver({ url: ${JSON.stringify(server.url)} }) });
-        const q = await QueueWriter.open("held", { driver: unstorageDriver({ storage, base: "locks", lockLeaseMs: 2000 }), durability: "none" });
+        const q = await QueueWriter.open("held", { driver: unstorageDriver({ storage, base: "locks", lockLeaseMs: 2000, instances: "many" }), durability: "none" });
         await q.pushBatch(["from-child-1", "from-child-2"]);
         console.log("ready");
         setInterval(() => {}, 1000);
@@ -147,7 +147,8 @@ describe.skipIf(!available)("over a real redis-server", () => {
         child.once("exit", () => fail(new Error(`child exited: ${err}`)));
       });
       // A lease long enough that the child's refresh and the checks after the kill are not outrun on a loaded machine.
-      const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 2000 });
+      // Two instances at once (instances: "many"): the lock itself is what is tested here; one instance per storage, in test/unfenced-instances.test.ts.
+      const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 2000, instances: "many" });
       await new Promise((r) => setTimeout(r, 2200)); // past one lease: the child refreshes it
       await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
       const exited = new Promise((r) => child.once("exit", r));

@@ -50,6 +50,27 @@ describe("resolveStorageDriver", () => {
     expect((await readdir(join(dir, "q-0"))).sort()).toEqual(["q_index", "q_index~000000000000024", "q_info_push", "q_queue"]);
   });
 
+  it("takes lease and instances in unstorage-fs: and redis:// specs, refuses other values, and lets the registration go on dispose", async () => {
+    const dir = await freshDir();
+    for (const [bad, says] of [
+      [`unstorage-fs:${dir}?instances=two`, 'instances="two"; use instances=one (the default) or instances=many'],
+      [`unstorage-fs:${dir}?lease=soon`, 'lease="soon" is not a whole number of ms'],
+      [`unstorage-fs:${dir}?colour=red`, 'unknown parameter "colour"; use lease, instances'],
+      ["redis://127.0.0.1:1/0?instances=all", 'instances="all"; use instances=one'],
+    ]) {
+      const error = await resolveStorageDriver(bad!).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "E_OPTION" });
+      expect((error as Error).message).toContain(says);
+    }
+    const driver = await resolveStorageDriver(`unstorage-fs:${dir}?lease=500&instances=one`);
+    const q = await QueueWriter.open("q", { driver, durability: "none" });
+    await q.push("x");
+    expect(await readdir(dir)).toContain("~instance");
+    await q.close();
+    await driver.dispose?.();
+    expect(await readdir(dir)).not.toContain("~instance");
+  });
+
   it("passes a driver through and explains a spec it does not know", async () => {
     const driver = memoryDriver({});
     expect(await resolveStorageDriver(driver)).toBe(driver);

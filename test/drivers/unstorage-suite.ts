@@ -169,7 +169,7 @@ function spyOn(storage: UnstorageLike, crash: { dieAfterChunk?: boolean; torn?: 
     setItemRaw: (async (key: string, value: Uint8Array) => {
       if (dead) return hang();
       writes.push(key);
-      if (crash.dieAfterChunk && key.includes("~")) {
+      if (crash.dieAfterChunk && /~\d{15}$/.test(key)) {
         await storage.setItemRaw(key, crash.torn ? value.slice(0, 20) : value);
         die();
         return hang();

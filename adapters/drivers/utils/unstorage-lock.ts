@@ -1,5 +1,6 @@
 import type { DriverLock } from "../../../src/driver";
 import { leaseLock } from "./lease";
+import type { InstanceClaim } from "./unstorage-instance";
 import { DRIVER_NAME, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /** Locks held in this process (exact, before any lease): `${storageKey}\u0000${path}`. */
@@ -11,7 +12,7 @@ export const localLocks = new Set<string>();
  * in unstorage's API two hosts that check within the same few milliseconds can both win:
  * the verify after a pause narrows that window, it does not close it (README).
  */
-export async function acquireLock(storage: UnstorageLike, key: string, local: string, leaseMs: number): Promise<DriverLock | undefined> {
+export async function acquireLock(storage: UnstorageLike, key: string, local: string, leaseMs: number, instance?: InstanceClaim): Promise<DriverLock | undefined> {
   if (localLocks.has(local)) return undefined;
   localLocks.add(local);
   const owner = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
@@ -32,7 +33,7 @@ export async function acquireLock(storage: UnstorageLike, key: string, local: st
     localLocks.delete(local);
     throw error;
   }
-  return leaseLock({
+  const { lock, lose } = leaseLock({
     driver: DRIVER_NAME,
     key,
     leaseMs,
@@ -41,18 +42,24 @@ export async function acquireLock(storage: UnstorageLike, key: string, local: st
       const held = parseLock(await storage.getItemRaw(key));
       // Ours but run out: free for anyone since (no compare-and-set here), so lost all the same.
       if (!held || (held.owner === owner && held.expires <= Date.now())) return "expired";
+      if (instance?.superseded) return { takenBy: undefined };
       if (held.owner !== owner) return { takenBy: undefined };
       await storage.setItemRaw(key, stamp());
       return "renewed";
     },
     async free() {
       try {
-        if (parseLock(await storage.getItemRaw(key))?.owner === owner) await storage.removeItem(key);
+        // Superseded: writes no more (the lock key runs out instead).
+        if (!instance?.superseded && parseLock(await storage.getItemRaw(key))?.owner === owner) await storage.removeItem(key);
       } finally {
+        unwatch?.();
         localLocks.delete(local);
       }
     },
-  }).lock;
+  });
+  // Another instance took the storage over (this one was paused past its registration): lost at once.
+  const unwatch = instance?.watch(() => lose({ takenBy: undefined }));
+  return lock;
 }
 
 const LOCK_SETTLE_MS = 15;

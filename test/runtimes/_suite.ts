@@ -43,9 +43,11 @@ export interface Exclusion {
 export function describeRuntimeSuite(runtime: "bun" | "deno", excluded: Exclusion[], minimumTests: number): void {
   describe(`the test suites on ${runtime}`, () => {
     it(`pass under vitest on ${runtime} (at least ${minimumTests} tests)`, async () => {
-      const exclude = excluded.flatMap((e) => ["--exclude", e.file]);
+      // The files are named one by one: one left out is not named (vitest's --exclude does not reach its projects).
+      expect(excluded.map((e) => e.file).filter((file) => !RUNTIME_FILES.includes(file)), "left out, but not in RUNTIME_FILES").toEqual([]);
+      const files = RUNTIME_FILES.filter((file) => !excluded.some((e) => e.file === file));
       // A few minutes on 2 cores beside the rest of the suite; room for a machine at a load of 4.
-      const run = await runVitestOn(runtime, [...exclude, ...RUNTIME_FILES], { VQ_EXPECT_RUNTIME: runtime, VQ_TEST_WORKERS: "1" }, 1_080_000);
+      const run = await runVitestOn(runtime, files, { VQ_EXPECT_RUNTIME: runtime, VQ_TEST_WORKERS: "1" }, 1_080_000);
       console.log(
         `${runtime}: ${run.files} files, ${run.passed} passed, ${run.failed.length} failed, ${run.skipped} skipped` +
           (excluded.length > 0 ? `; left out: ${excluded.map((e) => `${e.file} (${e.why})`).join("; ")}` : ""),

@@ -53,11 +53,15 @@ export function isTransient(error: unknown): boolean {
   return error.status >= 500 && ![501, 505, 507].includes(error.status) && error.code !== "E_CORRUPT";
 }
 
+/** The longest `Retry-After` a retry waits for. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
 /** The wait before retry number `retry` (0 first): backoff with jitter (so that many clients do not come back at once), or the server's `Retry-After` when it gave one. */
 export function retryDelay(error: unknown, retry: number, delayMs: number): number {
   const backoff = Math.min(delayMs * 2 ** retry, Math.max(delayMs, MAX_RETRY_DELAY_MS));
   const asked = error instanceof VQueueClientError ? error.retryAfterMs : undefined;
-  if (asked !== undefined) return asked + Math.random() * (delayMs / 2);
+  // A Retry-After from a proxy may ask for hours: never more than MAX_RETRY_AFTER_MS (timers also wrap past 2^31 - 1 ms).
+  if (asked !== undefined) return Math.min(asked, MAX_RETRY_AFTER_MS) + Math.random() * (delayMs / 2);
   return backoff / 2 + Math.random() * (backoff / 2);
 }
 

@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, VQueueNetworkError } from "../../client/index";
+import { VQueueClientError } from "../../client/errors";
+import { MAX_RETRY_AFTER_MS, retryDelay } from "../../client/retry";
 import { startServer } from "../http/_server";
 import { startServerProcess, type ServerProcess } from "./_server-process";
 
@@ -86,4 +88,15 @@ describe("client produce retries with an idempotency key", () => {
     expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
     expect(counts.size).toBe(total);
   }, 60_000);
+});
+
+describe("a Retry-After of hours (a proxy's)", () => {
+  it("is waited for at most MAX_RETRY_AFTER_MS, never past what a timer can hold", () => {
+    const hours = new VQueueClientError(503, "E_BUSY", "busy", { retryAfterMs: 3_600_000 });
+    const wait = retryDelay(hours, 0, 200);
+    expect(wait).toBeGreaterThanOrEqual(MAX_RETRY_AFTER_MS);
+    expect(wait).toBeLessThanOrEqual(MAX_RETRY_AFTER_MS + 100);
+    // A short one is kept as asked.
+    expect(retryDelay(new VQueueClientError(503, "E_BUSY", "busy", { retryAfterMs: 1000 }), 0, 200)).toBeLessThanOrEqual(1100);
+  });
 });

@@ -52,6 +52,9 @@ const PRESSURE_MS = 60_000;
  * per consumer name (opened on first consume, or first lease for a shared one), as the
  * engine's locks allow. Closed by `close()`.
  */
+/** How many times one request opens a consumer slot that stops by itself before it gives up. */
+const MAX_REOPENS = 5;
+
 export class QueueRegistry {
   readonly options: ResolvedQueueAppOptions;
   /** Which queues are partitioned (declared in storage, or by the `queues` option at start). */
@@ -257,7 +260,9 @@ export class QueueRegistry {
 
   async #slot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
     void this.wakeDelayed(queue);
-    for (;;) {
+    for (let turn = 0; ; turn++) {
+      // A slot that is stopped again at once each time (its lock lost over and over): told, not retried without end.
+      if (turn === MAX_REOPENS) throw new ApiError(409, "E_LOCKED", `Consumer "${name}" of "${queue}" lost its lock again each time it was opened: try again shortly.`);
       const slot = await this.#consumerSlot(queue, name, kind, open);
       // Its lease is stale (this process was paused): asked first, so that a lock lost meanwhile
       // stops the slot (`stopWhenLockLost`) and is taken anew below, instead of failing this request.

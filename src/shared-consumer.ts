@@ -151,6 +151,8 @@ export class SharedConsumer {
   readonly #loaded: SharedSnapshot;
   #floor: ConsumerPosition;
   #refs = 1;
+  /** The promise `open` keeps for this consumer (see open()). */
+  #entry: Promise<SharedConsumer> | undefined;
   #closed = false;
   /**
    * Lease ids grow across restarts too (from the clock, in thousandths of a ms): a lease of an
@@ -210,8 +212,12 @@ export class SharedConsumer {
     const existing = open.get(key);
     if (existing) {
       const consumer = await existing;
-      consumer.#refs++;
-      return consumer;
+      // One whose lock is lost refuses every call: not handed out again (its holders close it), a new one is opened.
+      if (!consumer.#inner.lock.lost?.aborted) {
+        consumer.#refs++;
+        return consumer;
+      }
+      if (open.get(key) === existing) open.delete(key);
     }
     const opening = (async () => {
       const inner = await QueueConsumer.open(queue, name, resolved, "shared");
@@ -234,6 +240,8 @@ export class SharedConsumer {
       }
     })();
     open.set(key, opening);
+    // Its own entry, so that a close after a lost lock never forgets the consumer opened in its place.
+    void opening.then((consumer) => (consumer.#entry = opening), () => {});
     return opening.catch((error: unknown) => {
       open.delete(key);
       throw error;
@@ -409,7 +417,7 @@ export class SharedConsumer {
   async close(): Promise<void> {
     if (this.#closed || --this.#refs > 0) return;
     this.#closed = true;
-    open.delete(this.#key);
+    if (open.get(this.#key) === this.#entry) open.delete(this.#key);
     this.#notify();
     try {
       clearTimeout(this.#inboxTimer);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
 import { resolveStorageDriver } from "../../adapters/storage";
 import type { QueueDriver } from "../../src/driver";
+import { SharedConsumer } from "../../src/shared-consumer";
 import { QueueWriter } from "../../src/writer";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { SIGNALS_END_CHILD } from "../helpers/runtime";
@@ -134,6 +135,30 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       expect(again.epoch).toBeGreaterThan(old.epoch!);
       await old.release();
       await again.release();
+    });
+
+    it("a shared consumer open twice in one process whose lock expired in a pause is not handed out again: the next open takes the lock anew", async () => {
+      const driver = driverOn("shared-paused", { lockLeaseMs: 300 });
+      const q = await QueueWriter.open("sp", { driver, durability: "none" });
+      await q.pushBatch(["a", "b"]);
+      await q.close();
+      const quiet = { driver, onProblem: () => {} };
+      const first = await SharedConsumer.open("sp", "w", quiet);
+      const second = await SharedConsumer.open("sp", "w", quiet);
+      expect(second).toBe(first);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+      // The lost lock is found (the renewal after the pause), and the consumer refuses from then on.
+      expect(await first.holds()).toBe(false);
+      const fresh = await SharedConsumer.open("sp", "w", quiet);
+      expect(fresh).not.toBe(first);
+      expect((await fresh.poll({ max: 10, timeoutMs: 2000 })).map((m) => m.data)).toEqual(["a", "b"]);
+      // The lost one's holders close it: the fresh one stays the one handed out.
+      await first.close();
+      await second.close();
+      const third = await SharedConsumer.open("sp", "w", quiet);
+      expect(third).toBe(fresh);
+      await third.close();
+      await fresh.close();
     });
 
     it("loses a lock another holder took as taken over, naming the holder's epoch", async () => {

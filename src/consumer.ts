@@ -390,10 +390,7 @@ export class QueueConsumer {
     }
     let saved: ConsumerPosition;
     if (typeof loaded === "object") {
-      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, { parts, infoPart: info?.part }, (problem) => {
-        if (problem.code === "BAD_POSITION") this.#savedPositionReset = true;
-        onProblem(problem);
-      }, startAt);
+      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, { parts, infoPart: info?.part }, onProblem, startAt, () => (this.#savedPositionReset = true));
       // Told once: the position past the deleted parts is saved, so a reopen does not tell it again.
       if (this.#missed > 0) await this.#positionFile.save(saved);
     } else {

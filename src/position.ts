@@ -35,10 +35,15 @@ export async function checkSavedPosition(
   current: { parts: number[]; infoPart: number | undefined },
   onProblem: (problem: QueueProblem) => void,
   fallback: () => Promise<ConsumerPosition>,
+  onUntrusted: () => void = () => {},
 ): Promise<ConsumerPosition> {
   const { parts, infoPart } = current;
   const at = `byte ${saved.position} of part ${saved.part} after ${saved.count} record${saved.count === 1 ? "" : "s"}`;
-  const report = (message: string) => onProblem({ code: "BAD_POSITION", queue, part: saved.part, offset: saved.position, message: `Saved position of consumer "${consumer}" ${message}` });
+  // `trusted`: the parts after the position are what they were (a part deleted before them), so what a shared consumer keeps above it still holds.
+  const report = (message: string, trusted = false) => {
+    if (!trusted) onUntrusted();
+    onProblem({ code: "BAD_POSITION", queue, part: saved.part, offset: saved.position, message: `Saved position of consumer "${consumer}" ${message}` });
+  };
   const inPart = !parts.includes(saved.part)
     ? undefined
     : await withSharedLog(driver, partPath(queue, saved.part), async (file) => {
@@ -59,11 +64,12 @@ export async function checkSavedPosition(
   if (inPart) return inPart;
   const last = parts.at(-1) ?? -1;
   // A part not made yet (the queue's newest, which the queue line names, still empty) is a fine place to wait.
-  if (saved.position === 0 && saved.count === 0 && saved.part > last && saved.part <= (infoPart ?? -1)) return saved;
+  // Without a readable queue line, the newest part is not known: such a position is waited at, as the crate does.
+  if (saved.position === 0 && saved.count === 0 && saved.part > last && (infoPart === undefined || saved.part <= infoPart)) return saved;
   const next = parts.find((id) => id > saved.part);
   if (next !== undefined && (await reportMissed(driver, queue, consumer, saved, next, onProblem))) return { part: next, position: 0, count: 0 };
   if (next !== undefined) {
-    report(`names part ${saved.part}, which does not exist; resuming at part ${next}.`);
+    report(`names part ${saved.part}, which does not exist; resuming at part ${next}.`, true);
     return { part: next, position: 0, count: 0 };
   }
   const start = await fallback();

@@ -317,6 +317,22 @@ describe("a saved position that names other records than the consumer read is no
     expect(read).toEqual(["again-0", "again-1", "again-2", "again-3", "again-4", "again-5"]);
   });
 
+  it("a shared consumer whose floor's part was deleted by hand: resumed at the next part, its acks there kept (not handed out again)", async () => {
+    const { dir } = await queueOnDisk(2);
+    const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }) }); // a new part: orders-1
+    await q.pushBatch(["p1-0", "p1-1", "p1-2"]);
+    await q.close();
+    const s = await SharedConsumer.open("orders", "s", { driver: fsDriver({ dir }) });
+    const handed = await s.poll({ max: 10, timeoutMs: 0 });
+    expect(texts(handed)).toEqual(["m0", "m1", "p1-0", "p1-1", "p1-2"].map((t) => expect.stringMatching(new RegExp(`^${t}`))));
+    await s.ack(handed[3]!); // p1-1, above the floor (part 0)
+    await s.close();
+    await rm(join(dir, "orders-0"), { recursive: true });
+    const { problems, read } = await sharedReadAll(dir);
+    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+    expect(read).toEqual(["p1-0", "p1-2"]);
+  });
+
   it("a shared consumer whose state still holds keeps its acks", async () => {
     const dir = await sharedAcked([2, 7]);
     const q = await QueueWriter.open("orders", { driver: fsDriver({ dir }), rollOnOpen: false });

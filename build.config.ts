@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Plugin } from "rollup";
 import { defineBuildConfig } from "unbuild";
 
@@ -38,6 +40,11 @@ export default defineBuildConfig({
   hooks: {
     "rollup:dts:options": (_ctx, options) => {
       options.plugins.push(declareAsyncDispose);
+    },
+    // Nitro's generated `nitro-imports.d.ts` reads the auto-imported `useVQueue` from `dist/nitro`
+    // (no extension), which TypeScript answers with a `.d.ts`, never the `.d.mts` (adapters/nitro.ts).
+    "build:done": (ctx) => {
+      writeFileSync(join(ctx.options.outDir, "nitro.d.ts"), `export * from "./nitro.mjs";\nexport { default } from "./nitro.mjs";\n`);
     },
   },
 });

@@ -102,12 +102,25 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
       // Cloudflare Worker presets: the Durable Object class for a `durable-object:` storage.
       exportQueueObject(nitro.options);
       // nitropack 2 (and Nuxt) auto-import `useVQueue` in server code.
-      if (nitro.options.imports) (nitro.options.imports.presets ??= []).push({ from: "v-queue/nitro", imports: ["useVQueue"] });
+      if (nitro.options.imports) (nitro.options.imports.presets ??= []).push({ from: "v-queue/nitro", imports: ["useVQueue"], typeFrom: ownTypesPath() });
     },
   };
 }
 
 export { vQueue };
+
+/**
+ * Where the generated `nitro-imports.d.ts` reads `useVQueue`'s type from: this built file's path,
+ * which Nitro writes relative and without its extension (`dist/nitro`, answered by the
+ * `dist/nitro.d.ts` the build writes). Left to itself Nitro writes `node_modules/v-queue/nitro`
+ * (no such file) or, for a linked package, `dist/nitro` too: either way `useVQueue` was `any`.
+ * Run from the sources (tests), no built file: the package name.
+ */
+function ownTypesPath(): string | undefined {
+  const url = new URL("nitro.mjs", import.meta.url);
+  if (url.protocol !== "file:" || !import.meta.url.endsWith("/nitro.mjs")) return undefined;
+  return decodeURIComponent(url.pathname).replace(/^\/([A-Za-z]:)/, "$1");
+}
 
 // --- Generated code (imports by package name: resolved from the app, one shared instance) ---
 

@@ -15,16 +15,27 @@ import vQueue, { type VQueueNitroOptions } from "./nitro";
 
 export type { VQueueNitroOptions as VQueueNuxtOptions } from "./nitro";
 
-/** The part of a Nuxt instance the module touches. */
+/** The part of a Nuxt instance the module touches (`vQueue` unknown: its type is this module's, see below). */
 export interface NuxtLike {
-  options: { vQueue?: VQueueNitroOptions | false; nitro: { modules?: unknown[] } };
+  options: { vQueue?: unknown; nitro: { modules?: unknown[] } };
+}
+
+/**
+ * Nuxt's `NuxtModule` shape (`defineNuxtModule`'s result) without `@nuxt/kit`: `nuxi prepare`
+ * types the `vQueue` key of `nuxt.config` (and the module's inline options) from the options
+ * this call takes (`NuxtModule<infer O>` in `.nuxt/types/modules.d.ts`).
+ */
+export interface VQueueNuxtModule {
+  (this: void, inlineOptions: VQueueNitroOptions, nuxt: NuxtLike): void;
+  getMeta: () => Promise<{ name: string; configKey: string }>;
 }
 
 /** The Nuxt module: adds the Nitro module (`v-queue/nitro`) to Nuxt's Nitro. */
-export default function vQueueNuxt(inlineOptions: VQueueNitroOptions = {}, nuxt: NuxtLike): void {
-  const fromConfig = nuxt.options.vQueue;
+const vQueueNuxt: VQueueNuxtModule = (inlineOptions = {}, nuxt) => {
+  const fromConfig = nuxt.options.vQueue as VQueueNitroOptions | false | undefined;
   if (fromConfig === false) return;
   (nuxt.options.nitro.modules ??= []).push(vQueue(defu(inlineOptions, fromConfig)));
-}
+};
+vQueueNuxt.getMeta = () => Promise.resolve({ name: "v-queue", configKey: "vQueue" });
 
-vQueueNuxt.getMeta = (): Promise<{ name: string; configKey: string }> => Promise.resolve({ name: "v-queue", configKey: "vQueue" });
+export default vQueueNuxt;

@@ -4,9 +4,14 @@
  * exists) with the auto-imported useVQueue, a server route that pushes. Built once, the
  * playground's installed nuxt linked in. Then the API is refused from outside (no users).
  */
-import { describe, expect, it } from "vitest";
-import type { HostApp } from "./_host";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { join } from "pathe";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ROOT, type HostApp } from "./_host";
 import { expectJobsDone, scratchApp, useRunningApp } from "./_scratch";
+
+const run = promisify(execFile);
 
 const files: Record<string, string> = {
   "package.json": JSON.stringify({ name: "my-nuxt-app", private: true, type: "module" }),
@@ -39,5 +44,36 @@ describe("a Nuxt app written from scratch, with the module added as the README s
     const host = running();
     for (const path of ["/_queue/api/v1/queues", "/_queue/metrics"]) expect((await fetch(`${host.url}${path}`)).status).toBe(404);
     expect((await fetch(`${host.url}/_queue/api/v1/queues/jobs`, { method: "DELETE" })).status).toBe(404);
+  });
+});
+
+describe("the module's types in a Nuxt app (nuxi prepare, then tsc on the generated tsconfigs)", () => {
+  // An unused @ts-expect-error fails tsc: each line below fails the check if its value were `any`.
+  const cwd = scratchApp("nuxt", {
+    "package.json": files["package.json"]!,
+    "nuxt.config.ts": `export default defineNuxtConfig({ compatibilityDate: "2025-10-01", modules: ["v-queue/nuxt"], vQueue: { prefix: "/q" }, devtools: { enabled: false }, telemetry: false });
+// Never loaded as config (defineNuxtConfig returns its argument): a wrongly typed module key.
+defineNuxtConfig({
+  // @ts-expect-error: prefix is a string
+  vQueue: { prefix: 42 },
+});
+`,
+    "app/app.vue": files["app/app.vue"]!,
+    "server/api/n.get.ts": `export default defineEventHandler(() => {
+  // @ts-expect-error: useVQueue() is the instance, not a number
+  const n: number = useVQueue();
+  return n;
+});
+`,
+  });
+  const tsc = (project: string) => run(join(ROOT, "node_modules/.bin/tsc"), ["--noEmit", "-p", project], { cwd }).then(() => "", (error: { stdout: string }) => error.stdout);
+  beforeAll(() => run("npx", ["nuxi", "prepare"], { cwd, env: { ...process.env, NUXT_TELEMETRY_DISABLED: "1" }, maxBuffer: 64 << 20 }), 120_000);
+
+  it("the auto-imported useVQueue is typed in server code", async () => {
+    expect(await tsc(".nuxt/tsconfig.server.json")).toBe("");
+  });
+
+  it("the vQueue key of nuxt.config is typed by the module's options", async () => {
+    expect(await tsc(".nuxt/tsconfig.node.json")).toBe("");
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The engine's behaviour suite on the durable-object driver: the driver runs here (Node), each
- * call goes to a real VQueueObject in workerd through Miniflare's proxy of the namespace binding.
+ * call goes to a real VQueueObject in workerd through Miniflare's proxy (and the StubRouter object).
  * So the objects' storage logic (chunks, fenced writes, leases, the registry) meets every engine
  * test the fs, memory and redis drivers pass.
  */
@@ -18,16 +18,16 @@ let n = 0;
 
 beforeAll(async () => {
   mf = await startWorker();
-  const real = (await mf.getDurableObjectNamespace("VQUEUE")) as unknown as DurableObjectNamespace;
-  // One stub per object name, made once: Miniflare's proxy makes idFromName and get synchronous
-  // calls to workerd, which trip over its async calls in flight (an assertion in Miniflare).
-  const stubs = new Map<string, unknown>();
+  // Every call goes through one stub of the StubRouter object (see _worker.ts), whose method
+  // Miniflare's proxy looks up once: a stub per object name would cost a blocking look-up per
+  // method per object, and each test uses fresh names.
+  const routers = (await mf.getDurableObjectNamespace("ROUTER")) as unknown as DurableObjectNamespace;
+  const router = routers.get(routers.idFromName("router")) as { call(name: string, method: string, args: unknown[]): Promise<unknown> };
   namespace = {
     idFromName: (name) => ({ toString: () => name }),
     get: (id) => {
       const name = id.toString();
-      if (!stubs.has(name)) stubs.set(name, real.get(real.idFromName(name)));
-      return stubs.get(name);
+      return new Proxy({}, { get: (_, method) => (typeof method === "string" && method !== "then" ? (...args: unknown[]) => router.call(name, method, args) : undefined) });
     },
   };
 }, 60_000);

@@ -9,6 +9,13 @@ import type { Miniflare } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTwoWorkers } from "./_miniflare";
 
+/**
+ * The driver's lockLeaseMs in both Workers: shorter than its 3 s default, since every hand-over
+ * here waits one lease out (workerd runs no timer between requests), yet far above the gap between
+ * two requests of one test step, which must find the lease still held.
+ */
+const LEASE_MS = 1500;
+
 type Fetcher = (path: string, init?: RequestInit) => Promise<Response>;
 
 describe("two isolates on one Durable Object namespace", () => {
@@ -17,7 +24,7 @@ describe("two isolates on one Durable Object namespace", () => {
   let b: Fetcher;
 
   beforeAll(async () => {
-    mf = await startTwoWorkers();
+    mf = await startTwoWorkers({ LEASE_MS: String(LEASE_MS) });
     const on = async (name: string): Promise<Fetcher> => {
       const worker = (await mf.getWorker(name)) as unknown as { fetch(url: string, init?: RequestInit): Promise<Response> };
       return (path, init) => worker.fetch(`http://x${path}`, init);
@@ -34,8 +41,8 @@ describe("two isolates on one Durable Object namespace", () => {
     const refused = await b("/api/v1/queues/plain/messages", { method: "POST", body: "from b" });
     expect(refused.status).toBe(409);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("E_LOCKED");
-    // "a" idle: no timer of its renews the lease between requests, so it lapses (lockLeaseMs, 3 s) and "b" may take the queue.
-    await new Promise((r) => setTimeout(r, 3500));
+    // "a" idle: no timer of its renews the lease between requests, so it lapses (LEASE_MS) and "b" may take the queue.
+    await new Promise((r) => setTimeout(r, LEASE_MS + 500));
     expect((await b("/api/v1/queues/plain/messages", { method: "POST", body: "from b" })).status).toBe(201);
     const got = (await (await b("/api/v1/queues/plain/consumers/c/messages?max_messages=10&timeout_ms=0")).json()) as { messages: { data: string }[] };
     expect(got.messages.map((m) => m.data)).toEqual(["from a", "from b"]);

@@ -110,11 +110,12 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
       // The holder's process dies: nothing refreshes the lease, and it runs out.
       const dying = spyOn(storage);
       await again!.release();
-      const lost = await unstorageDriver({ storage: dying.storage, lockLeaseMs: 120, key: "c" }).lock("x.lock");
+      // A lease of 1 s: still held when b asks right after, on a loaded machine too; run out 1.5 s later.
+      const lost = await unstorageDriver({ storage: dying.storage, lockLeaseMs: 1000, key: "c" }).lock("x.lock");
       expect(lost).toBeDefined();
       dying.die();
       expect(await b.lock("x.lock")).toBeUndefined();
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await new Promise((resolve) => setTimeout(resolve, 1500));
       const taken = await b.lock("x.lock");
       expect(taken).toBeDefined();
       await taken!.release();

@@ -86,7 +86,8 @@ describe.each(backends)("several servers on one unstorage storage ($backend)", (
     await killed(first);
     // Its registration runs out within the lease: the next one waits for that, then starts.
     const next = await serve(storage);
-    expect((await produce(next, "three")).status).toBe(201);
+    // The dead one's writer lock may outlive its registration by a renewal: 409 until it runs out too.
+    expect((await produceOnce(next, "three")).status).toBe(201);
     expect(await consumeAll(next)).toEqual(["one", "two", "three"]);
   });
 

@@ -7,7 +7,8 @@ import { afterAll } from "vitest";
 export function useTempDirs(prefix: string): () => Promise<string> {
   const dirs: string[] = [];
   afterAll(async () => {
-    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+    // Retried: a child killed at the end of a test may still be writing into it (ENOTEMPTY).
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
   return async () => {
     const dir = await mkdtemp(join(tmpdir(), prefix));

@@ -1,6 +1,6 @@
 /**
  * Miniflare for the workerd tests: the test Worker (./_worker.ts, bundled) with the VQueueObject
- * class bound as VQUEUE (and the test-only StubRouter as ROUTER), its Durable Objects kept in `persist` when given (a restart keeps them).
+ * class bound as VQUEUE, its Durable Objects kept in `persist` when given (a restart keeps them).
  */
 import type { Miniflare, MiniflarePackage } from "../helpers/tool-types";
 import { importTool } from "../helpers/tools";
@@ -27,7 +27,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Miniflar
     // The modules listed, not found by Miniflare: the bundle keeps a dynamic import("@opentelemetry/api") it cannot follow (it fails softly at run time).
     modules: [{ type: "ESModule", path: "worker.mjs", contents: script }],
     compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: { VQUEUE: "VQueueObject", ROUTER: "StubRouter" },
+    durableObjects: { VQUEUE: "VQueueObject" },
     ...(options.persist ? { durableObjectsPersist: options.persist } : {}),
     kvNamespaces: ["KV"],
     bindings: options.bindings ?? {},

@@ -3,13 +3,13 @@
  * or on the memory driver when env.STORAGE is "memory" (that app is made at global scope, as
  * Nitro's cloudflare-module does: nothing may start a timer there). Basic auth when env.AUTH is
  * "user:password"; env.LEASE_MS sets the driver's lockLeaseMs. With env.STORAGE "kv", the app is made on the KV binding env.KV: the answer
- * is the error that refuses it (500, its code and message as JSON). StubRouter (bound as ROUTER)
- * forwards a call to a VQueueObject by name: see its comment.
+ * is the error that refuses it (500, its code and message as JSON). A POST to /__object/<name>/<method>
+ * calls that method of the VQueueObject named <name> (see ./_rpc.ts): the driver tests' way in.
  */
-import { DurableObject } from "cloudflare:workers";
 import { createQueueHandler, type QueueHandler } from "../../runtime/index";
 import memoryDriver from "../../adapters/drivers/memory";
 import durableObjectDriver, { type DurableObjectNamespace } from "../../adapters/drivers/durable-object";
+import { answerCall, RPC_PREFIX } from "./_rpc";
 
 export { VQueueObject } from "../../adapters/cloudflare";
 
@@ -24,21 +24,12 @@ interface Env {
 const atGlobalScope = createQueueHandler({ driver: memoryDriver(), auth: false });
 let handler: QueueHandler | undefined;
 
-/**
- * Calls `method` of the VQueueObject named `name` (Worker-to-object RPC, as a deployed Worker
- * makes it). Tests in Node go through this one object: Miniflare's proxy pays a blocking round
- * trip for each method of each new stub, which cost the driver suite most of its time.
- */
-export class StubRouter extends DurableObject<Env> {
-  call(name: string, method: string, args: unknown[]): Promise<unknown> {
-    const namespace = this.env.VQUEUE!;
-    const stub = namespace.get(namespace.idFromName(name)) as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    return stub[method]!(...args);
-  }
-}
-
 export default {
   fetch(request: Request, env: Env): Promise<Response> {
+    if (new URL(request.url).pathname.startsWith(RPC_PREFIX)) {
+      const namespace = env.VQUEUE!;
+      return answerCall(request, (name) => namespace.get(namespace.idFromName(name)) as never);
+    }
     if (env.STORAGE === "memory") return atGlobalScope.fetch(request);
     if (env.STORAGE === "kv") {
       try {

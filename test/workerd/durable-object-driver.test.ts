@@ -1,6 +1,6 @@
 /**
  * The engine's behaviour suite on the durable-object driver: the driver runs here (Node), each
- * call goes to a real VQueueObject in workerd through Miniflare's proxy (and the StubRouter object).
+ * call goes to a real VQueueObject in workerd over HTTP (./_rpc.ts).
  * So the objects' storage logic (chunks, fenced writes, leases, the registry) meets every engine
  * test the fs, memory and redis drivers pass.
  */
@@ -11,23 +11,20 @@ import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { describeEngineOnDriver } from "../drivers/engine-suite";
 import { startWorker } from "./_miniflare";
+import { callObject } from "./_rpc";
 
 let mf: Miniflare;
 let namespace: DurableObjectNamespace;
 let n = 0;
 
 beforeAll(async () => {
-  mf = await startWorker();
-  // Every call goes through one stub of the StubRouter object (see _worker.ts), whose method
-  // Miniflare's proxy looks up once: a stub per object name would cost a blocking look-up per
-  // method per object, and each test uses fresh names.
-  const routers = (await mf.getDurableObjectNamespace("ROUTER")) as unknown as DurableObjectNamespace;
-  const router = routers.get(routers.idFromName("router")) as { call(name: string, method: string, args: unknown[]): Promise<unknown> };
+  mf = await startWorker({ http: true });
+  const base = String(await mf.ready).replace(/\/$/, "");
   namespace = {
     idFromName: (name) => ({ toString: () => name }),
     get: (id) => {
       const name = id.toString();
-      return new Proxy({}, { get: (_, method) => (typeof method === "string" && method !== "then" ? (...args: unknown[]) => router.call(name, method, args) : undefined) });
+      return new Proxy({}, { get: (_, method) => (typeof method === "string" && method !== "then" ? (...args: unknown[]) => callObject(base, name, method, args) : undefined) });
     },
   };
 }, 60_000);

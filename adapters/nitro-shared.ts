@@ -4,8 +4,8 @@
  * holds its lock), through its slot, asked for again at each call (an idle slot may be closed).
  */
 import type { QueueHandler } from "../runtime/index";
-import { SharedSlot, type AnySharedSlot, type Settled } from "../runtime/shared-slot";
-import type { LeasedMessage, LeaseRef, NackOptions, SharedStats } from "../src/shared-consumer";
+import type { LeasingSlot, Settled } from "../runtime/shared-slot";
+import type { LeasedMessage, LeaseRef, NackOptions } from "../src/consumer-types";
 import { parseAnyLeaseToken } from "../protocol/binary";
 import { VQueueError } from "../src/errors";
 import { errorAnswer } from "../runtime/errors";
@@ -25,13 +25,13 @@ export interface VQueueSharedConsumer {
   nack(ref: LeaseRef, options?: NackOptions): Promise<void>;
   /** Keeps a lease `leaseMs` more from now; resolves with its new end. */
   extend(ref: LeaseRef, options?: { leaseMs?: number }): Promise<number>;
-  /** Live stats (`SharedConsumer.stats`). */
-  stats(): Promise<SharedStats>;
+  /** Live stats (`SharedConsumer.stats`; of a partitioned queue, summed over the partitions this instance holds, without `ackFloor`). */
+  stats(): Promise<LeasingSlot["stats"]>;
 }
 
 /** `handler` is asked at each call: the instance may open its queues at first use (a Worker's `durable-object:` storage). */
 export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string, name: string): VQueueSharedConsumer {
-  const slot = async (): Promise<AnySharedSlot> => (await handler()).sharedConsumer(queue, name);
+  const slot = async (): Promise<LeasingSlot> => (await handler()).sharedConsumer(queue, name);
   // One ref through the slot's batch calls: its outcome, or its error thrown.
   const one = async <T>(settled: Promise<Settled<T>[]>): Promise<T> => {
     const [result] = await settled;
@@ -45,11 +45,7 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
     ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
     nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
     extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
-    async stats() {
-      const opened = await slot();
-      if (opened instanceof SharedSlot) return opened.stats;
-      throw new VQueueError("E_KIND", `Queue "${queue}" is partitioned: the stats of its shared consumer "${name}" are per partition, in the API's GET /api/v1/queues/${queue}/consumers.`);
-    },
+    stats: async () => (await slot()).stats,
   };
 }
 
@@ -59,7 +55,7 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
  * handler gets the same messages as a remote worker's (lease tokens as strings).
  */
 export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: string, name: string, handle: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
-  const slot = async (): Promise<AnySharedSlot> => (await handler()).sharedConsumer(queue, name);
+  const slot = async (): Promise<LeasingSlot> => (await handler()).sharedConsumer(queue, name);
   // The tokens are the worker's own, made by fromLeaseRecord (with the partition on a partitioned queue).
   const refs = (leases: string[]) =>
     leases.map((token) => {

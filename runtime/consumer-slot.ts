@@ -1,4 +1,5 @@
 import type { QueueConsumer } from "../src/consumer";
+import type { ConsumedMessage, OrderedConsumer } from "../src/consumer-types";
 import type { SeekTarget } from "../src/seek";
 import type { Message } from "../src/message";
 import { ApiError, isTooManyFiles } from "./errors";
@@ -15,10 +16,27 @@ export interface PollOptions {
 }
 
 /**
+ * The slot of an ordered consumer of either kind of queue (`ConsumerSlot`, and
+ * `PartitionedConsumerSlot` whose messages carry `partition` and whose cursors are composite):
+ * what the consume routes speak to.
+ */
+export interface OrderedSlot {
+  readonly consumer: Pick<OrderedConsumer, "queue" | "name" | "takeMissed">;
+  /** Up to `max` messages, waiting up to `timeoutMs` for the first; read for a client that went away: handed out again. */
+  poll(options: PollOptions): Promise<ConsumedMessage[]>;
+  /** Commits everything handed out, or up to `cursor`; resolves with what was committed, as a cursor. */
+  commit(cursor?: string): Promise<string>;
+  /** Hands out again what was not committed; resolves with the committed position, as a cursor. */
+  rewind(): Promise<string>;
+  /** Moves the consumer and saves it there; resolves with where it now is, as a cursor. */
+  seek(to: SeekTarget): Promise<string>;
+}
+
+/**
  * One open consumer and the requests using it: reads are serialized (one at a time, in
  * arrival order); a request that is aborted while queued leaves the line.
  */
-export class ConsumerSlot {
+export class ConsumerSlot implements OrderedSlot {
   readonly consumer: QueueConsumer;
   lastUsed = Date.now();
   #active = 0;

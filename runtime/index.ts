@@ -14,7 +14,8 @@ import { resolveQueueAppOptions, type QueueAppOptions } from "./options";
 import { ServerMetrics } from "./metrics/server-metrics";
 import { Monitor } from "./monitor";
 import { QueueRegistry } from "./registry";
-import type { AnySharedSlot } from "./shared-slot";
+import type { LeasingSlot } from "./shared-slot";
+import { queueForm } from "./queue-form";
 import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 import { Tracing } from "./tracing";
@@ -25,7 +26,8 @@ export type { CorsOptions } from "./cors";
 export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
-export type { AnySharedSlot, SharedSlot } from "./shared-slot";
+export type { AnySharedSlot, LeasingSlot, SharedSlot } from "./shared-slot";
+export type { OrderedSlot } from "./consumer-slot";
 export { BATCH_CONTENT_TYPE, decodeBatch, decodeLeases, encodeBatch, encodeLeases, encodeProduceBatch, leaseToken } from "../protocol/binary";
 export type { BatchRecord, LeaseRecord } from "../protocol/binary";
 export { ProtocolError } from "../protocol/errors";
@@ -48,7 +50,7 @@ export interface QueueHandler {
    * closed (and is then opened again). A partitioned queue's leases carry their `partition`
    * (and its refs must too), as over HTTP.
    */
-  sharedConsumer(queue: string, name: string): Promise<AnySharedSlot>;
+  sharedConsumer(queue: string, name: string): Promise<LeasingSlot>;
   /**
    * `push` with a delay (`delayMs`, `at`) and/or an idempotency key (`key`): see the engine's
    * `QueueWriter.produce`. On a partitioned queue (the only way to write one from here: `push`
@@ -99,7 +101,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       assertName(queue, "queue");
       assertName(name, "consumer", queue);
       // Asked each time: a queue missing now may be declared partitioned later.
-      return (await registry.partitions.count(queue)) === undefined ? registry.shared(queue, name) : registry.partitionedShared(queue, name);
+      return (await queueForm(registry, queue)).leasing(name);
     },
     produce: async (queue, messages, produceOptions) => {
       assertName(queue, "queue");

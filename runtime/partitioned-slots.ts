@@ -5,12 +5,14 @@
  * the HTTP layer needs: reads one at a time, an end for long polls, and messages read for a
  * client that went away given back.
  */
+import type { LeasingStats } from "../src/consumer-types";
 import type { PartitionedConsumer, PartitionedMessage, PartitionedSeekTarget } from "../src/partitioned-consumer";
+import type { SeekTarget } from "../src/seek";
 import type { PartitionedLeasedMessage, PartitionedLeaseRef, PartitionedSharedConsumer } from "../src/partitioned-shared";
 import type { NackOptions } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
-import { linkSignals, Mutex } from "./consumer-slot";
-import { settleAll, type Settled } from "./shared-slot";
+import { linkSignals, Mutex, type OrderedSlot } from "./consumer-slot";
+import { settleAll, type LeasingSlot, type Settled } from "./shared-slot";
 import { StopSignal } from "../src/stop-signal";
 
 /** What both partitioned slots share: the stop, the use count, and the end of a deleted consumer. */
@@ -72,7 +74,7 @@ abstract class PartitionedSlotBase<C extends { queue: string; name: string; clos
 }
 
 /** An ordered consumer of a partitioned queue: reads one at a time, in arrival order. */
-export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedConsumer> {
+export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedConsumer> implements OrderedSlot {
   readonly kind = "ordered";
   readonly #mutex = new Mutex();
 
@@ -131,12 +133,15 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
     });
   }
 
-  /** Moves every partition, or those a composite cursor names (between reads; see `PartitionedConsumer.seek`). Returns the positions saved, as a composite cursor. */
-  seek(to: PartitionedSeekTarget): Promise<string> {
+  /**
+   * Moves every partition, or those a composite cursor names (between reads; see
+   * `PartitionedConsumer.seek`: another target is `E_CURSOR`). Returns the positions saved, as a composite cursor.
+   */
+  seek(to: SeekTarget): Promise<string> {
     return this.use(async () => {
       await this.#mutex.acquire();
       try {
-        return await this.consumer.seek(to);
+        return await this.consumer.seek(to as PartitionedSeekTarget);
       } finally {
         this.#mutex.release();
       }
@@ -151,7 +156,7 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
 }
 
 /** A shared consumer of a partitioned queue: requests run at once (the engine orders its takes). */
-export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedSharedConsumer> {
+export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedSharedConsumer> implements LeasingSlot {
   readonly kind = "shared";
   /** Leases handed out and not settled through this slot (acked, nacked): it is not idle while there are some. */
   #outstanding = 0;
@@ -159,6 +164,11 @@ export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedShared
 
   override get idle(): boolean {
     return super.idle && (this.#outstanding === 0 || Date.now() > this.#leaseUntil);
+  }
+
+  /** What the partitions this server holds hold now, summed (see `PartitionedSharedConsumer.stats`). */
+  get stats(): LeasingStats {
+    return this.consumer.stats;
   }
 
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedLeasedMessage[]> {

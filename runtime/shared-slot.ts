@@ -1,15 +1,27 @@
-import type { LeasedMessage, LeaseRef, NackOptions, SharedConsumer, SharedStats } from "../src/shared-consumer";
+import type { LeasedMessage, LeaseRef, LeasingStats, NackOptions, SharedStats } from "../src/consumer-types";
+import type { SharedConsumer } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, stopWhenLockLost } from "./consumer-slot";
 import { StopSignal } from "../src/stop-signal";
 
-/** The slot of a shared consumer of either kind of queue: a partitioned queue's leases and refs carry their `partition`. */
-export interface AnySharedSlot {
-  lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<(LeasedMessage & { partition?: number })[]>;
-  ack(refs: (LeaseRef & { partition?: number })[]): Promise<Settled<void>[]>;
-  nack(refs: (LeaseRef & { partition?: number })[], options: NackOptions): Promise<Settled<void>[]>;
-  extend(refs: (LeaseRef & { partition?: number })[], leaseMs: number | undefined): Promise<Settled<number>[]>;
+/**
+ * The slot of a shared consumer of either kind of queue (`SharedSlot`, `PartitionedSharedSlot`):
+ * what the lease routes and server code speak to. A partitioned queue's leases and refs carry
+ * their `partition`.
+ */
+export interface LeasingSlot {
+  /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
+  lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]>;
+  /** Acks each lease; one refused is an error item, not a failure of the batch. */
+  ack(refs: LeaseRef[]): Promise<Settled<void>[]>;
+  nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]>;
+  extend(refs: LeaseRef[], leaseMs: number | undefined): Promise<Settled<number>[]>;
+  /** What the consumer holds now (a partitioned one: summed over the partitions this server holds; a plain one's has its `ackFloor`). */
+  readonly stats: LeasingStats & { ackFloor?: SharedStats["ackFloor"] };
 }
+
+/** `LeasingSlot`, by its earlier name. */
+export type AnySharedSlot = LeasingSlot;
 
 /**
  * One shared consumer the server holds (its lock) and the requests using it. Unlike an
@@ -17,7 +29,7 @@ export interface AnySharedSlot {
  * while leases run or messages are tracked above its floor (`idle` is false then): closing it
  * would end those leases early, and the messages would come again at the next open.
  */
-export class SharedSlot {
+export class SharedSlot implements LeasingSlot {
   readonly kind = "shared";
   readonly consumer: SharedConsumer;
   lastUsed = Date.now();

@@ -7,6 +7,7 @@ import { VQueueError, type QueueProblem } from "./errors";
 import { isLockHeld, onLockLost } from "./fence";
 import { queueHub } from "./hub";
 import { consumerLag } from "./inspect";
+import type { OrderedConsumer } from "./consumer-types";
 import { iterateMessages } from "./iterate";
 import type { Message } from "./message";
 import { openLocked } from "./locked";
@@ -32,7 +33,7 @@ const READ_ENDS_KEPT = 64;
  * Following the parts is `PartReader`'s, the saved position `PositionFile`'s, waking
  * `QueueHub`'s (in process) and `watchStorage`'s (across processes).
  */
-export class QueueConsumer {
+export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
   readonly queue: string;
   readonly name: string;
   readonly options: ResolvedConsumerOptions;
@@ -276,11 +277,11 @@ export class QueueConsumer {
   /**
    * Moves the consumer to the oldest message, the end, a cursor, a message by part and
    * sequence number, or a time (see `SeekTarget` for its precision), and saves that position
-   * (backwards too: what lies after it is handed out again). Resolves with the position.
+   * (backwards too: what lies after it is handed out again). Resolves with its cursor.
    */
-  async seek(to: SeekTarget): Promise<ConsumerPosition> {
+  async seek(to: SeekTarget): Promise<string> {
     this.#assertOpen();
-    return this.seekTo(await resolveSeek(this.#driver, this.queue, to, this.options.onProblem));
+    return formatCursor(await this.seekTo(await resolveSeek(this.#driver, this.queue, to, this.options.onProblem)));
   }
 
   /** `seek` to a position `resolveSeek` gave (a partitioned seek checks every partition's target before it moves any). @internal */

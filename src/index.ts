@@ -9,6 +9,8 @@ export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedSta
 export type { SharedIterateOptions } from "./shared-iterate";
 export type { SharedConsumerOptions, ResolvedSharedOptions } from "./shared-options";
 export type { ConsumerKind } from "./consumer-kind";
+export type { OrderedConsumer, LeasingConsumer, ConsumedMessage, LeasingStats } from "./consumer-types";
+export { openOrderedConsumer, openLeasingConsumer } from "./open-consumer";
 export { redrive, parseDeadLetter } from "./dead-letter";
 export type { DeadLetter, RedriveOptions } from "./dead-letter";
 export { listQueues, inspectQueue, listConsumers, consumerLag } from "./inspect";

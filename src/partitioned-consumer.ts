@@ -13,7 +13,9 @@ import { VQueueError } from "./errors";
 import { isLockLost } from "./fence";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "./handoff";
 import type { Message } from "./message";
-import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions } from "./options";
+import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type IterateOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions } from "./options";
+import type { OrderedConsumer } from "./consumer-types";
+import { iterateMessages } from "./iterate";
 import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "./partitioned-cursor";
@@ -35,7 +37,7 @@ export type PartitionedSeekTarget = "earliest" | "latest" | (string & {}) | { ti
 /** A message of a partitioned queue: its position is in partition `partition`. */
 export type PartitionedMessage = Message & { partition: number };
 
-export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { raw: boolean }> {
+export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { raw: boolean }> implements OrderedConsumer<PartitionedMessage, PartitionedSeekTarget> {
   readonly handoff: ResolvedHandoffOptions;
   /** Partitions this instance handed messages out of (the cursor names only these). */
   readonly #served: Set<number>;
@@ -197,6 +199,15 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
     const failed = moved.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     return formatPartitionedCursor(moved.map((result) => (result as PromiseFulfilledResult<[number, string]>).value));
+  }
+
+  /**
+   * Messages of the partitions held as an async iterator that waits for new ones, until `signal`
+   * aborts or the loop breaks; commits as it goes (each partition's last message done) unless
+   * `autoCommit: false` (see `IterateOptions`).
+   */
+  messages(options: IterateOptions = {}): AsyncGenerator<PartitionedMessage, void, undefined> {
+    return iterateMessages(this, options);
   }
 
   /** Messages retention deleted before this consumer read them, over the partitions held, since the last call (see `QueueConsumer.takeMissed`). */

@@ -16,6 +16,8 @@ import { FanConsumer } from "./fan-consumer";
 import { PartitionFan } from "./partition-fan";
 import { MAX_ERROR_CHARS, SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./shared-consumer";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "./shared-options";
+import type { LeasingConsumer, LeasingStats, SharedIterateOptions } from "./consumer-types";
+import { iterateShared } from "./shared-iterate";
 import { partitionName } from "./partitions";
 
 export interface PartitionedSharedOptions extends SharedConsumerOptions, ConsumerHandoffOptions {
@@ -27,7 +29,7 @@ export interface PartitionedSharedOptions extends SharedConsumerOptions, Consume
 export type PartitionedLeasedMessage = LeasedMessage & { partition: number };
 export type PartitionedLeaseRef = LeaseRef & { partition: number };
 
-export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> {
+export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> implements LeasingConsumer<PartitionedLeasedMessage, PartitionedLeaseRef> {
   readonly handoff: ResolvedHandoffOptions;
   readonly #shared: ResolvedSharedOptions;
   /** Acks, nacks and extends of partitions held elsewhere, to their inboxes. */
@@ -159,6 +161,27 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
     const until = Date.now() + leaseMs;
     await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "extend", ref, until }]);
     return until;
+  }
+
+  /** Gives a lease back unworked: `nack` with `release` (its delivery is not counted, it never dead-letters). */
+  release(ref: PartitionedLeaseRef): Promise<void> {
+    return this.nack(ref, { release: true });
+  }
+
+  /** Leased messages of the partitions held as an async iterator: acked when the loop body is done with one, nacked when it throws or breaks. */
+  messages(options: SharedIterateOptions = {}): AsyncGenerator<PartitionedLeasedMessage, void, undefined> {
+    return iterateShared<PartitionedLeasedMessage>(this, options);
+  }
+
+  /** What the partitions held here hold now, summed; `oldestUnacked` is the one handed out longest ago, with its partition. */
+  get stats(): LeasingStats {
+    const sum: LeasingStats = { inFlight: 0, ready: 0, waiting: 0, window: 0, redelivered: 0, redeliveredPending: 0, deadLettered: 0, deadLetteredTotal: 0, oldestUnacked: null };
+    for (const slot of this.fan.set.held()) {
+      const { ackFloor: _floor, oldestUnacked, ...counts } = slot.item.stats;
+      for (const key of Object.keys(counts) as (keyof typeof counts)[]) sum[key] += counts[key];
+      if (oldestUnacked && (sum.oldestUnacked === null || (oldestUnacked.waitedMs ?? -1) > (sum.oldestUnacked.waitedMs ?? -1))) sum.oldestUnacked = { partition: slot.index, ...oldestUnacked };
+    }
+    return sum;
   }
 
   /** The consumer of a lease's partition if this instance holds it; `E_LEASE` for no lease of this queue. */

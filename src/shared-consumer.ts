@@ -14,75 +14,11 @@ import { AckRanges, ackLine, ackLines, bornLine, deadLetteredLine, deliveryLine,
 import { SharedWindow, type WindowEntry } from "./shared-window";
 import { GroupCommit } from "./group-commit";
 import { clearInbox, INBOX_CHECK_MS, readInbox } from "./ack-inbox";
-import { iterateShared, type SharedIterateOptions } from "./shared-iterate";
+import { iterateShared } from "./shared-iterate";
+import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "./consumer-types";
 import { QueueWriter } from "./writer";
 
-/** A message leased to one worker: `ack`, `nack` or `extend` it with its `lease`. */
-export interface LeasedMessage extends Message {
-  /** Times it was handed out, this one included (kept across restarts). */
-  deliveries: number;
-  /** This hand-out's id: a later hand-out of the same message gets another. */
-  lease: number;
-  /** When the lease runs out (ms since the epoch); then the message goes to another worker. */
-  leaseUntil: number;
-}
-
-/** What names a lease: the message and its hand-out. */
-export type LeaseRef = Pick<LeasedMessage, "part" | "offset" | "lease">;
-
-export interface SharedPollOptions {
-  /** Most messages to lease. @default 10 */
-  max?: number;
-  /** Stop adding messages once their bodies reach this many bytes (at least one is leased). @default no limit */
-  maxBytes?: number;
-  /** This poll's lease time. @default the consumer's `leaseMs` */
-  leaseMs?: number;
-  signal?: AbortSignal;
-  /** Wait up to this long for the first message ([] then). @default no limit */
-  timeoutMs?: number;
-}
-
-export interface NackOptions {
-  /** The message comes again after this long. @default 0 */
-  delayMs?: number;
-  /** Why it failed: kept with a dead letter. */
-  error?: string;
-  /** Give up on it now: it goes to the dead-letter queue, whatever its deliveries. @default false */
-  deadLetter?: boolean;
-  /**
-   * Not a failure: nobody worked on it (a worker stopping, a client gone before the answer).
-   * This delivery is not counted and never dead-letters it (a restart before it goes out again
-   * may still count it: counts are saved before hand-outs). @default false
-   */
-  release?: boolean;
-}
-
-/** `SharedConsumer.stats`: what a shared consumer is doing, live, in this process (for monitoring). */
-export interface SharedStats {
-  /** Leases running now. */
-  inFlight: number;
-  /** Tracked messages that may go out now (nacked, or their lease ran out); new ones not read yet are not counted. */
-  ready: number;
-  /** Nacked with a delay: they come again later. */
-  waiting: number;
-  /** Messages tracked above the floor: leased, ready, waiting, or acknowledged out of order. */
-  window: number;
-  /** Hand-outs of a message that was handed out before, since this consumer was opened (delivery counts are kept across restarts). */
-  redelivered: number;
-  /** Messages tracked now, not acknowledged, that were handed out more than once. */
-  redeliveredPending: number;
-  /** Messages moved to the dead-letter queue since open. */
-  deadLettered: number;
-  /** Messages moved to the dead-letter queue since the consumer was created (kept in its state files). */
-  deadLetteredTotal: number;
-  /**
-   * The oldest message not acknowledged (the one holding the floor), with its delivery count and
-   * how long since this process first handed it out (`waitedMs`, undefined if not yet handed out).
-   */
-  oldestUnacked: { part: number; offset: number; seq: number; deliveries: number; waitedMs: number | undefined } | null;
-  /** The ack floor (the pop line): everything before it is acknowledged. */
-  ackFloor: ConsumerPosition;
-}
+export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "./consumer-types";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -139,7 +75,7 @@ async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProbl
  * is the read head; acks above the floor and delivery counts are in shared-state.ts; leases are
  * in memory only (after a restart every unacknowledged message comes again).
  */
-export class SharedConsumer {
+export class SharedConsumer implements LeasingConsumer {
   readonly queue: string;
   readonly name: string;
   readonly options: ResolvedSharedOptions;
@@ -403,6 +339,11 @@ export class SharedConsumer {
     const entry = this.#leased(ref, "extend");
     entry.until = Date.now() + leaseMs;
     return entry.until;
+  }
+
+  /** Gives a lease back unworked: `nack` with `release` (its delivery is not counted, it never dead-letters). */
+  release(ref: LeaseRef): Promise<void> {
+    return this.nack(ref, { release: true });
   }
 
   /** Leased messages as an async iterator: acked when the loop body is done with one, nacked when it throws or breaks. */

@@ -1,21 +1,18 @@
-import type { LeasedMessage, SharedConsumer, SharedPollOptions } from "./shared-consumer";
+import type { LeasedMessage, LeasingConsumer, SharedIterateOptions } from "./consumer-types";
 
-export interface SharedIterateOptions extends Omit<SharedPollOptions, "timeoutMs"> {
-  /** Messages leased per poll; those not reached yet when the loop ends are nacked. @default 1 */
-  max?: number;
-}
+export type { SharedIterateOptions } from "./consumer-types";
 
 /**
- * `shared.messages()`: polls and yields leased messages until `signal` aborts or the loop
+ * `messages()` of a leasing consumer (plain or partitioned): polls and yields leased messages until `signal` aborts or the loop
  * ends. A message is acked once the loop body is done with it (the next step of the loop);
  * when the body throws or breaks, the message in hand is nacked (a generator cannot tell a
  * throw from a break, nor see the error), and so are those of its batch not reached yet.
  */
-export async function* iterateShared(consumer: SharedConsumer, options: SharedIterateOptions = {}): AsyncGenerator<LeasedMessage, void, undefined> {
+export async function* iterateShared<L extends LeasedMessage>(consumer: LeasingConsumer<L, L>, options: SharedIterateOptions = {}): AsyncGenerator<L, void, undefined> {
   const { signal, max = 1, ...pollOptions } = options;
-  let batch: LeasedMessage[] = [];
+  let batch: L[] = [];
   let next = 0;
-  let inHand: LeasedMessage | undefined;
+  let inHand: L | undefined;
   try {
     while (!signal?.aborted) {
       batch = await consumer.poll({ ...pollOptions, max, signal });

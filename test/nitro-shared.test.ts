@@ -133,8 +133,13 @@ describe("useVQueue().worker before its queue exists, and on a partitioned queue
     const leased = await shared.poll({ max: 2 });
     expect(leased).toHaveLength(2);
     expect(leased.every((m) => typeof (m as { partition?: number }).partition === "number")).toBe(true);
+    // Stats as a plain queue's, summed over the partitions held; the oldest lease names its partition.
+    const stats = await shared.stats();
+    expect(stats).toMatchObject({ inFlight: 2, oldestUnacked: { deliveries: 1 } });
+    expect(leased.map((m) => (m as { partition?: number }).partition)).toContain(stats.oldestUnacked?.partition);
     await shared.ack(leased[0]!);
     await shared.nack(leased[1]!, { delayMs: 0 });
+    expect(await shared.stats()).toMatchObject({ inFlight: 0 });
 
     const seen = new Map<string, number>();
     const worker = vq.worker("events", "w", (m) => void seen.set(m.data as string, (seen.get(m.data as string) ?? 0) + 1), { pollTimeoutMs: 100 });

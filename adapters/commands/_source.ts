@@ -4,9 +4,9 @@
  * after what was read, `close` ends the session.
  */
 import { VQueueClientError, isAbortError, type ClientMessage, type ConsumeResult, type VQueueClient } from "../../client/index";
-import { QueueConsumer } from "../../src/consumer";
+import type { OrderedConsumer } from "../../src/consumer-types";
 import { deleteConsumer } from "../../src/delete";
-import { PartitionedConsumer } from "../../src/partitioned-consumer";
+import { openOrderedConsumer } from "../../src/open-consumer";
 import { neverWritten, partitionNames, readPartitions } from "../../src/partitions";
 import type { QueueDriver } from "../../src/driver";
 import type { StartPosition } from "../../src/options";
@@ -42,11 +42,11 @@ export async function openDirectSource(target: { dir?: string; storage?: string 
   // A throwaway consumer, deleted on close: a tail's, or a peek's under a name with no saved position.
   let throwaway = o.ephemeral;
   // A partitioned queue: every partition no server holds (one held elsewhere is that server's to read).
-  const open = async (): Promise<QueueConsumer | PartitionedConsumer> => {
+  const open = async (): Promise<OrderedConsumer> => {
     partitions = await readPartitions(driver, o.queue);
     if (!o.commit && !throwaway) throwaway = !(await hasSavedPosition(driver, o.queue, o.consumer, partitions));
     const options = { driver, start: o.from, create: true, syncCommits: !throwaway, zstd: cliZstd };
-    return partitions !== undefined ? PartitionedConsumer.open(o.queue, o.consumer, options) : QueueConsumer.open(o.queue, o.consumer, options);
+    return openOrderedConsumer(o.queue, o.consumer, options);
   };
   const reader = await open().catch(async (error: unknown) => {
     await driver.dispose?.();

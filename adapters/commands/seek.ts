@@ -1,10 +1,7 @@
 import { defineCommand } from "citty";
 import type { SeekRequest } from "../../protocol/api";
 import { isCursor } from "../../protocol/cursor";
-import { QueueConsumer } from "../../src/consumer";
-import { formatCursor } from "../../src/cursor";
-import { PartitionedConsumer, type PartitionedSeekTarget } from "../../src/partitioned-consumer";
-import { readPartitions } from "../../src/partitions";
+import { openOrderedConsumer } from "../../src/open-consumer";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, storageLabel, targetArgs } from "./_shared";
 
 export const seek = defineCommand({
@@ -40,18 +37,10 @@ export function parseTarget(text: string): SeekRequest["to"] {
 async function seekDirect(target: { dir?: string; storage?: string }, queue: string, name: string, to: SeekRequest["to"]): Promise<string> {
   const driver = await openStorage(target);
   try {
-    if ((await readPartitions(driver, queue)) !== undefined) {
-      // Every partition is taken here (asked of a server that holds it), moved, and let go at close.
-      const consumer = await PartitionedConsumer.open(queue, name, { driver, zstd: cliZstd }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
-      try {
-        return await consumer.seek(to as PartitionedSeekTarget);
-      } finally {
-        await consumer.close();
-      }
-    }
-    const consumer = await QueueConsumer.open(queue, name, { driver, zstd: cliZstd }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
+    // A partitioned queue: every partition is taken here (asked of a server that holds it), moved, and let go at close.
+    const consumer = await openOrderedConsumer(queue, name, { driver, zstd: cliZstd }).catch((error: unknown) => explain(error, `Cannot open consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
     try {
-      return formatCursor(await consumer.seek(to));
+      return await consumer.seek(to);
     } finally {
       await consumer.close();
     }

@@ -1,11 +1,9 @@
 import { FastResponse } from "srvx";
-import type { CommitResponse, RewindResponse, SeekRequest, SeekResponse } from "../../protocol/api";
-import { BATCH_CONTENT_TYPE, encodeBatch } from "../../protocol/binary";
-import { cursorAfter, isCursor } from "../../protocol/cursor";
+import type { CommitResponse, RewindResponse, SeekResponse } from "../../protocol/api";
+import { BATCH_CONTENT_TYPE } from "../../protocol/binary";
 import { utf8 } from "../../protocol/utf8";
 import { encodeConsumeJSON } from "../consume-json";
-import { formatPartitionedCursor, parsePartitionedCursor } from "../../src/partitioned-cursor";
-import type { PartitionedMessage, PartitionedSeekTarget } from "../../src/partitioned-consumer";
+import { queueForm, type QueueForm } from "../queue-form";
 import { ApiError, JSON_TYPE } from "../errors";
 import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
@@ -50,36 +48,23 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
         const binaryType = acceptsBinary(event.req.headers.get("accept"));
         // Optional: commit the previous batch in the same round trip.
-        const commit = event.url.searchParams.get("commit");
-        const partitions = await ctx.registry.partitions.count(queue);
-        if (commit !== null) checkCursor(commit, partitions, "commit");
+        const form = await queueForm(ctx.registry, queue);
+        const param = event.url.searchParams.get("commit");
+        const commit = param === null ? undefined : form.cursor(param, "commit");
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
-        if (partitions !== undefined) {
-          const { slot, messages } = await ctx.tracing
-            .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
-              const slot = await ctx.registry.partitionedConsumer(queue, consumer);
-              if (commit !== null) await slot.commit(commit);
-              return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, raw: true, timeoutMs, signal: event.req.signal }) };
-            })
-            .finally(() => polled?.());
-          const cursor = messages.length > 0 ? formatPartitionedCursor(lastPerPartition(messages)) : undefined;
-          const missed = slot.consumer.takeMissed();
-          // Binary: VQP1, the batch framing with each record's partition.
-          return binaryType ? binaryAnswer(binaryType, encodeBatch(messages, true), messages.length, cursor, missed) : new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
-        }
         const { slot, messages } = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
-            const slot = await ctx.registry.consumer(queue, consumer);
-            if (commit !== null) await slot.commit(commit);
+            const slot = await form.ordered(consumer);
+            if (commit !== undefined) await slot.commit(commit);
             // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
             return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
           })
           .finally(() => polled?.());
-        const last = messages.at(-1);
-        const cursor = last ? cursorAfter(last) : undefined;
+        const cursor = form.batchCursor(messages);
         // Retention deleted messages this consumer had not read: told, never silent.
         const missed = slot.consumer.takeMissed();
-        if (binaryType) return binaryAnswer(binaryType, encodeBatch(messages), messages.length, cursor, missed);
+        // Binary: VQB1, or on a partitioned queue VQP1 (the batch framing with each record's partition).
+        if (binaryType) return binaryAnswer(binaryType, form.encodeBatch(messages), messages.length, cursor, missed);
         return new FastResponse(encodeConsumeJSON(queue, consumer, messages, cursor, missed), { headers: { "content-type": JSON_TYPE } });
       },
     },
@@ -95,10 +80,9 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
-        const partitions = await ctx.registry.partitions.count(queue);
-        const cursor = await commitCursor(event.req, event.url, partitions);
-        const slot = partitions === undefined ? await ctx.registry.consumer(queue, consumer, false) : await ctx.registry.partitionedConsumer(queue, consumer);
-        const committed = await slot.commit(cursor);
+        const form = await queueForm(ctx.registry, queue);
+        const cursor = await commitCursor(event.req, event.url, form);
+        const committed = await (await form.ordered(consumer, false)).commit(cursor);
         return json<CommitResponse>({ queue, consumer, committed });
       },
     },
@@ -112,11 +96,8 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
-        if ((await ctx.registry.partitions.count(queue)) !== undefined) {
-          // The partitions this server holds; others rewind where they are held.
-          return json<RewindResponse>({ queue, consumer, cursor: await (await ctx.registry.partitionedConsumer(queue, consumer)).rewind() });
-        }
-        const slot = await ctx.registry.consumer(queue, consumer, false);
+        // A partitioned queue: the partitions this server holds; others rewind where they are held.
+        const slot = await (await queueForm(ctx.registry, queue)).ordered(consumer, false);
         return json<RewindResponse>({ queue, consumer, cursor: await slot.rewind() });
       },
     },
@@ -138,59 +119,23 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
-        const partitions = await ctx.registry.partitions.count(queue);
-        const to = await seekTarget(event.req, partitions);
-        if (partitions !== undefined) {
-          // Each partition is taken by this instance (asked of its holder), then moved.
-          const slot = await ctx.registry.partitionedConsumer(queue, consumer);
-          return json<SeekResponse>({ queue, consumer, cursor: await slot.seek(to as PartitionedSeekTarget) });
-        }
-        const slot = await ctx.registry.consumer(queue, consumer);
-        return json<SeekResponse>({ queue, consumer, cursor: await slot.seek(to) });
+        const form = await queueForm(ctx.registry, queue);
+        const to = form.seekTarget(await seekBody(event.req));
+        // A partitioned queue: each partition is taken by this instance (asked of its holder), then moved.
+        return json<SeekResponse>({ queue, consumer, cursor: await (await form.ordered(consumer)).seek(to) });
       },
     },
   ];
 }
 
-/**
- * The `to` of a seek body: "earliest", "latest", a cursor, `{ part, seq }` or `{ time }`; on a
- * queue of `partitions` partitions, a composite cursor instead of the last two.
- */
-async function seekTarget(request: Request, partitions: number | undefined): Promise<SeekRequest["to"]> {
+/** The `to` of a seek body, unchecked (the queue's form checks it). */
+async function seekBody(request: Request): Promise<unknown> {
   const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
-  let to: unknown;
   try {
-    to = (JSON.parse(utf8.decode(body)) as { to?: unknown })?.to;
+    return (JSON.parse(utf8.decode(body)) as { to?: unknown })?.to;
   } catch {
     throw new ApiError(400, "E_BODY", 'The seek body is not valid JSON: send {"to": "earliest"}, "latest", a cursor, or {"part": 0, "seq": 1}.');
   }
-  if (partitions !== undefined) return partitionedSeekTarget(to, partitions);
-  if (to === "earliest" || to === "latest" || isCursor(to)) return to as string;
-  const target = to as { part?: unknown; seq?: unknown } | null;
-  if (target && typeof target === "object" && Number.isSafeInteger(target.part) && Number.isSafeInteger(target.seq) && (target.part as number) >= 0 && (target.seq as number) >= 1) {
-    return { part: target.part as number, seq: target.seq as number };
-  }
-  const time = seekTime(to);
-  if (time !== undefined) return { time };
-  throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", {"part": n >= 0, "seq": n >= 1}, or {"time": "2026-12-03T10:00:00Z" or ms since the epoch}.`);
-}
-
-/** A partitioned queue's seek target: every partition to "earliest", "latest" or a time, or the partitions a composite cursor names. */
-function partitionedSeekTarget(to: unknown, partitions: number): SeekRequest["to"] {
-  if (to === "earliest" || to === "latest") return to;
-  const time = seekTime(to);
-  if (time !== undefined) return { time };
-  if (typeof to !== "string") {
-    throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"} for a partitioned queue: use "earliest", "latest", {"time": ...}, or a cursor "p<partition>:<part>.<position>.<count>,..." (the partitions it names).`);
-  }
-  checkCursor(to, partitions, "seek target");
-  return to;
-}
-
-/** The time of a `{ "time": ISO date or ms }` target, if `to` is one. */
-function seekTime(to: unknown): string | number | undefined {
-  const time = (to as { time?: unknown } | null)?.time;
-  return (typeof time === "number" && Number.isFinite(time)) || (typeof time === "string" && Number.isFinite(Date.parse(time))) ? time : undefined;
 }
 
 /** The binary media type the client asked for, if any. */
@@ -203,28 +148,8 @@ function acceptsBinary(accept: string | null): string | undefined {
   return undefined;
 }
 
-/** Checks a cursor from outside: an ordinary one, or for a partitioned queue a composite one (400 E_PARAM saying what is expected). */
-function checkCursor(cursor: unknown, partitions: number | undefined, name: string): asserts cursor is string {
-  if (partitions === undefined) {
-    if (!isCursor(cursor)) throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(cursor)}: expected a cursor "<part>.<position>.<count>" as given with a message.`);
-    return;
-  }
-  try {
-    parsePartitionedCursor(cursor, partitions);
-  } catch (error) {
-    throw new ApiError(400, "E_PARAM", (error as Error).message);
-  }
-}
-
-/** Each partition's last message of a batch, as cursors (the batch's composite cursor). */
-function lastPerPartition(messages: PartitionedMessage[]): Map<number, string> {
-  const last = new Map<number, string>();
-  for (const m of messages) last.set(m.partition, cursorAfter(m));
-  return last;
-}
-
 /** The cursor to commit up to: `?cursor=`, a JSON `{ "cursor" }` body or a text body; none commits all handed out. */
-async function commitCursor(request: Request, url: URL, partitions: number | undefined): Promise<string | undefined> {
+async function commitCursor(request: Request, url: URL, form: QueueForm): Promise<string | undefined> {
   let cursor: unknown = url.searchParams.get("cursor") ?? undefined;
   const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
   const text = utf8.decode(body).trim();
@@ -244,8 +169,7 @@ async function commitCursor(request: Request, url: URL, partitions: number | und
     } else cursor = text;
   }
   if (cursor === undefined || cursor === null) return undefined;
-  checkCursor(cursor, partitions, "cursor");
-  return cursor;
+  return form.cursor(cursor, "cursor");
 }
 
 /** A binary consume answer: the batch, its count, cursor and missed messages in headers. */

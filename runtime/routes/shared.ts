@@ -1,18 +1,19 @@
 import { FastResponse } from "srvx";
 import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
 import { toBase64 } from "../../protocol/base64";
-import { BATCH_CONTENT_TYPE, encodeLeases, leaseToken, parseLeaseToken, PARTITIONED_LEASE_TOKEN } from "../../protocol/binary";
+import { BATCH_CONTENT_TYPE, leaseToken } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { redrive } from "../../src/dead-letter";
 import { VQueueError } from "../../src/errors";
-import type { LeasedMessage, LeaseRef } from "../../src/shared-consumer";
+import type { LeaseRef } from "../../src/consumer-types";
 import { MAX_LEASE_MS } from "../../src/shared-options";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
 import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
-import type { AnySharedSlot, Settled } from "../shared-slot";
+import { queueForm, type QueueForm } from "../queue-form";
+import type { Settled } from "../shared-slot";
 
 /** Messages leased by one request when the body does not say. */
 const DEFAULT_LEASE_MAX = 100;
@@ -33,7 +34,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
   const consumerRoute = (action: string) => `/api/v1/queues/:queue/consumers/:consumer/${action}`;
   const body = async (request: Request) => parseBody(await readBodyLimited(request, limits.maxBodyBytes), request);
-  const tokens = (value: unknown, partitions: number | undefined) => leaseTokens(value, limits.maxMessages, partitions);
+  const tokens = (value: unknown, form: QueueForm) => leaseTokens(value, limits.maxMessages, form);
   return [
     {
       method: "POST",
@@ -76,18 +77,18 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
         const timeoutMs = intField(input, "timeoutMs", 0, limits.maxTimeoutMs) ?? 0;
         unknownFields(input, ["max", "leaseMs", "timeoutMs"]);
-        const partitions = await ctx.registry.partitions.count(queue);
+        const form = await queueForm(ctx.registry, queue);
         const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
-        const messages: (LeasedMessage & { partition?: number })[] = await ctx.tracing
+        const messages = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (leased) => leased.length, async () => {
-            const slot = await sharedSlot(ctx, queue, consumer, partitions);
+            const slot = await form.leasing(consumer);
             return slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
           })
           .finally(() => polled?.());
         const now = Date.now();
-        // A partitioned queue's: VQM1, each record with its partition.
-        if (binary) return new FastResponse(encodeLeases(messages, now, partitions !== undefined), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
+        // VQL1, or on a partitioned queue VQM1 (each record with its partition).
+        if (binary) return new FastResponse(form.encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
         const out: LeaseResponse = {
           now,
           messages: messages.map((m) => {
@@ -111,10 +112,10 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const input = await body(event.req);
-        const partitions = await ctx.registry.partitions.count(queue);
-        const refs = tokens(input.leases, partitions);
+        const form = await queueForm(ctx.registry, queue);
+        const refs = tokens(input.leases, form);
         unknownFields(input, ["leases"]);
-        const slot = await sharedSlot(ctx, queue, consumer, partitions);
+        const slot = await form.leasing(consumer);
         const { done, errors } = leaseOutcomes(refs, await slot.ack(refs.map((r) => r.ref)));
         return json<AckResponse>({ acked: done.length, errors });
       },
@@ -134,15 +135,15 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const input = await body(event.req);
-        const partitions = await ctx.registry.partitions.count(queue);
-        const refs = tokens(input.leases, partitions);
+        const form = await queueForm(ctx.registry, queue);
+        const refs = tokens(input.leases, form);
         const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
         if (input.error !== undefined && typeof input.error !== "string") throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
         if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean") throw new ApiError(400, "E_BODY", `Invalid deadLetter ${JSON.stringify(input.deadLetter)}: use true or false.`);
         if (input.release !== undefined && typeof input.release !== "boolean") throw new ApiError(400, "E_BODY", `Invalid release ${JSON.stringify(input.release)}: use true or false.`);
         if (input.release === true && input.deadLetter === true) throw new ApiError(400, "E_BODY", "Invalid nack: release and deadLetter exclude each other.");
         unknownFields(input, ["leases", "delayMs", "error", "deadLetter", "release"]);
-        const slot = await sharedSlot(ctx, queue, consumer, partitions);
+        const slot = await form.leasing(consumer);
         const settled = await slot.nack(
           refs.map((r) => r.ref),
           { delayMs, error: input.error as string | undefined, deadLetter: input.deadLetter as boolean | undefined, release: input.release as boolean | undefined },
@@ -163,11 +164,11 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const input = await body(event.req);
-        const partitions = await ctx.registry.partitions.count(queue);
-        const refs = tokens(input.leases, partitions);
+        const form = await queueForm(ctx.registry, queue);
+        const refs = tokens(input.leases, form);
         const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
         unknownFields(input, ["leases", "leaseMs"]);
-        const slot = await sharedSlot(ctx, queue, consumer, partitions);
+        const slot = await form.leasing(consumer);
         const { done, errors } = leaseOutcomes(refs, await slot.extend(refs.map((r) => r.ref), leaseMs));
         return json<ExtendResponse>({ extended: done.map(({ token, value }) => ({ lease: token, leaseUntil: value })), errors });
       },
@@ -238,31 +239,14 @@ interface Lease {
   ref: LeaseRef;
 }
 
-/** The shared consumer's slot: of a partitioned queue when `partitions` is set. */
-function sharedSlot(ctx: RouteContext, queue: string, consumer: string, partitions: number | undefined): Promise<AnySharedSlot> {
-  return partitions === undefined ? ctx.registry.shared(queue, consumer) : ctx.registry.partitionedShared(queue, consumer);
-}
-
-/** `leases`: 1..max tokens "<part>.<offset>.<lease>", each with its partition ("p<k>:...") on a partitioned queue. */
-function leaseTokens(value: unknown, max: number, partitions: number | undefined): Lease[] {
-  const form = partitions === undefined ? '"<part>.<offset>.<lease>"' : '"p<partition>:<part>.<offset>.<lease>"';
-  if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", `Expected "leases": a non-empty list of lease tokens ${form}, as given with each leased message.`);
+/** `leases`: 1..max tokens as the queue's form writes them ("p<k>:..." with its partition on a partitioned queue). */
+function leaseTokens(value: unknown, max: number, form: QueueForm): Lease[] {
+  if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", `Expected "leases": a non-empty list of lease tokens ${form.leaseTokenForm}, as given with each leased message.`);
   if (value.length > max) throw new ApiError(413, "E_TOO_LARGE", `Too many leases in one request: ${value.length}, the limit is ${max}.`);
   return value.map((token: unknown) => {
-    const bad = (why = "") => new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form}, as given with a leased message${why}.`);
+    const bad = (why = "") => new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form.leaseTokenForm}, as given with a leased message${why}.`);
     if (typeof token !== "string") throw bad();
-    const match = PARTITIONED_LEASE_TOKEN.exec(token);
-    if (partitions === undefined) {
-      if (match) throw bad(` (queue is not partitioned: a lease names no partition)`);
-      const ref = parseLeaseToken(token);
-      if (!ref) throw bad();
-      return { token, ref };
-    }
-    if (!match) throw bad(parseLeaseToken(token) ? ` (the queue is partitioned: the lease must name its partition)` : "");
-    const partition = Number(match[1]);
-    const ref = parseLeaseToken(match[2]!);
-    if (!ref || partition >= partitions) throw bad(ref ? ` (the queue has ${partitions} partitions)` : "");
-    return { token, ref: { ...ref, partition } };
+    return { token, ref: form.leaseRef(token, bad) };
   });
 }
 

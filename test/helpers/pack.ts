@@ -15,8 +15,14 @@ const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "../..");
 export const TMP = join(ROOT, ".tmp");
 
-/** sha-1 of the files `npm pack` takes (as in package.json's `files`, plus the manifest and README). */
+let contentHash: string | undefined;
+
+/**
+ * sha-1 of the files `npm pack` takes (as in package.json's `files`, plus the manifest and README),
+ * read once per test process: a file edited during the run does not split one run over two tarballs.
+ */
 export function packedContentHash(): string {
+  if (contentHash) return contentHash;
   const hash = createHash("sha1");
   const files = ["package.json", "README.md", ...["dist", "bin"].flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" }).map((name) => `${dir}/${name}`))];
   for (const file of files.sort()) {
@@ -24,18 +30,15 @@ export function packedContentHash(): string {
     if (!statSync(path).isFile()) continue;
     hash.update(`${file}\0`).update(readFileSync(path)).update("\0");
   }
-  return hash.digest("hex").slice(0, 16);
+  return (contentHash = hash.digest("hex").slice(0, 16));
 }
 
 let packing: Promise<string> | undefined;
-let packedHash: string | undefined;
 
 /** The path of the packed tarball of this build, `.tmp/v-queue-<hash>.tgz`; packed when missing. */
 export function packedTarball(): Promise<string> {
-  const hash = packedContentHash();
-  if (!packing || packedHash !== hash) {
-    packedHash = hash;
-    packing = pack(join(TMP, `v-queue-${hash}.tgz`));
+  if (!packing) {
+    packing = pack(join(TMP, `v-queue-${packedContentHash()}.tgz`));
     packing.catch(() => (packing = undefined));
   }
   return packing;

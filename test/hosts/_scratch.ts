@@ -82,7 +82,10 @@ async function install(playground: Playground, dir: string): Promise<string> {
   return dir;
 }
 
-type LockPackages = Record<string, { version: string; resolved?: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; peerDependencies?: Record<string, string> }>;
+type LockPackages = Record<
+  string,
+  { version: string; resolved?: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> }
+>;
 
 /** Where Node finds package `name` from the package at `path` (paths as in a lockfile: `node_modules/a/node_modules/b`). */
 function resolveIn(packages: LockPackages, path: string, name: string): string | undefined {
@@ -93,7 +96,7 @@ function resolveIn(packages: LockPackages, path: string, name: string): string |
   }
 }
 
-/** The installed packages `from` needs: its dependencies (and installed peers), theirs, and so on. */
+/** The installed packages `from` needs: its dependencies and required peers (npm installs those; an optional one is the app's choice), theirs, and so on. */
 function needs(packages: LockPackages, from: string): string[] {
   const seen = new Set<string>();
   const todo = [from];
@@ -102,7 +105,8 @@ function needs(packages: LockPackages, from: string): string[] {
     if (seen.has(path)) continue;
     seen.add(path);
     const entry = packages[path];
-    for (const name of Object.keys({ ...entry?.dependencies, ...entry?.optionalDependencies, ...entry?.peerDependencies })) {
+    const peers = Object.keys(entry?.peerDependencies ?? {}).filter((name) => !entry?.peerDependenciesMeta?.[name]?.optional);
+    for (const name of [...Object.keys({ ...entry?.dependencies, ...entry?.optionalDependencies }), ...peers]) {
       const found = resolveIn(packages, path, name);
       if (found) todo.push(found);
     }

@@ -36,7 +36,8 @@ export default defineBuildConfig({
   // workerd's own module (the Durable Object base class of v-queue/cloudflare): resolved by workerd, never bundled.
   externals: ["cloudflare:workers"],
   declaration: "node16",
-  rollup: { emitCJS: false },
+  // citty is the CLI's alone and small: inlined into dist/cli.mjs, so an app that mounts the module does not install it.
+  rollup: { emitCJS: false, inlineDependencies: ["citty"] },
   hooks: {
     "rollup:dts:options": (_ctx, options) => {
       options.plugins.push(declareAsyncDispose);

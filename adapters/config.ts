@@ -1,11 +1,14 @@
 /**
  * The server's configuration, the UnJS way (c12): defaults < config file (`vqueue.config.*`,
  * `.vqueuerc`, or `--config FILE`) < environment (`VQUEUE_*`, `.env` read) < command-line flags.
+ * c12 is an optional peer (it brings a dozen packages an app that mounts the module never uses):
+ * without it the server runs on the environment and the flags, and a config file stops it,
+ * naming the package to install.
  */
-import { loadConfig } from "c12";
 import { createDefu } from "defu";
-import { readFile } from "node:fs/promises";
-import { isAbsolute, resolve } from "pathe";
+import { readdir, readFile } from "node:fs/promises";
+import { parseEnv } from "node:util";
+import { isAbsolute, join, resolve } from "pathe";
 import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkDictionary } from "../src/options";
 import type { AuthOptions, AuthUser, CorsOptions, QueueAppLimits } from "../runtime/index";
 import type { Compression, Durability, StartPosition } from "../src/options";
@@ -14,6 +17,7 @@ import type { SharedSettings } from "../src/shared-options";
 import type { MonitorOptions, QueueSettings } from "../runtime/options";
 import { ConfigError, configProblems, valueProblems, type LOG_LEVELS } from "./config-schema";
 import { DEFAULT_DIR } from "./defaults";
+import { isMissingPackage } from "./missing-package";
 import type { ZstdChoice } from "./zstd-native";
 
 export { ConfigError } from "./config-schema";
@@ -119,27 +123,56 @@ export interface LoadServeConfigOptions {
 
 export async function loadServeConfig(options: LoadServeConfigOptions = {}): Promise<ResolvedServeConfig> {
   const env = options.env ?? process.env;
-  const { config, configFile } = await loadConfig<VQueueConfig>({
-    name: "vqueue",
-    cwd: options.cwd,
-    configFile: options.configFile,
-    configFileRequired: options.configFile !== undefined,
-    rcFile: ".vqueuerc",
-    globalRc: false,
-    packageJson: false,
-    dotenv: true,
-    defaults: CONFIG_DEFAULTS,
-    merger: replaceArrays,
-    overrides: mergeDefined(envConfig(env), options.overrides ?? {}),
+  const cwd = resolve(options.cwd ?? ".");
+  // Before the environment is read, so that its VQUEUE_* variables count.
+  await readDotenv(cwd, env);
+  const overrides = mergeDefined(envConfig(env), options.overrides ?? {});
+  const c12 = await import("c12").catch((error: unknown) => {
+    if (isMissingPackage(error, "c12")) return undefined;
+    throw error;
   });
-  const resolved = config as ResolvedServeConfig;
-  // c12 gives back the bare name when no file was found, the absolute path when one was.
-  const file = configFile && isAbsolute(configFile) ? configFile : undefined;
+  let resolved: ResolvedServeConfig;
+  let file: string | undefined;
+  if (c12) {
+    const loaded = await c12.loadConfig<VQueueConfig>({
+      name: "vqueue",
+      cwd,
+      configFile: options.configFile,
+      configFileRequired: options.configFile !== undefined,
+      rcFile: ".vqueuerc",
+      globalRc: false,
+      packageJson: false,
+      dotenv: false,
+      defaults: CONFIG_DEFAULTS,
+      merger: replaceArrays,
+      overrides,
+    });
+    resolved = loaded.config as ResolvedServeConfig;
+    // c12 gives back the bare name when no file was found, the absolute path when one was.
+    file = loaded.configFile && isAbsolute(loaded.configFile) ? loaded.configFile : undefined;
+  } else {
+    const named = options.configFile ?? (await readdir(cwd).catch(() => [])).find((name) => CONFIG_FILE.test(name));
+    if (named) throw new ConfigError([`Reading the config file ${named} needs the npm package c12, which is not installed (an optional peer dependency of v-queue): install it beside v-queue (\`npm install c12\`), or give the settings as VQUEUE_* variables and flags.`]);
+    resolved = replaceArrays(overrides, CONFIG_DEFAULTS) as ResolvedServeConfig;
+  }
   // The whole merged config against one schema: every problem at once, before anything starts.
   const problems = configProblems(resolved);
   if (problems.length > 0) throw new ConfigError(problems, file);
   if (file) resolved.configFile = file;
   return resolved;
+}
+
+/** The files c12 would read in the directory (any extension it knows). */
+const CONFIG_FILE = /^(vqueue\.config\.\w+|\.vqueuerc)$/;
+
+/** `.env` of `cwd` into `env`, as c12 read it: a variable already set keeps its value. */
+async function readDotenv(cwd: string, env: Record<string, string | undefined>): Promise<void> {
+  const text = await readFile(join(cwd, ".env"), "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT" || error.code === "EISDIR") return undefined;
+    throw error;
+  });
+  if (text === undefined) return;
+  for (const [key, value] of Object.entries(parseEnv(text))) env[key] ??= value;
 }
 
 /** The environment variables of the config's keys (each checked as the key, named by the variable). */

@@ -1,13 +1,13 @@
 /**
  * The standalone v-queue server: the HTTP API (`v-queue/runtime`) on the Node fs driver,
- * served by listhen. `v-queue serve` runs it; `serveQueues()` is the same from code.
+ * served by `node:http`. `v-queue serve` runs it; `serveQueues()` is the same from code.
  */
 import type { RequestListener, Server } from "node:http";
 import { consola } from "consola";
 import { toNodeHandler } from "h3/node";
-import { listen, type Listener } from "listhen";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { checkDataDir } from "./data-dir";
+import { listenHttp, type HttpListener } from "./http-listener";
 import { withProcessStats } from "./process-stats";
 import { recordServer } from "./server-record";
 import { fsDataDir, resolveDriver } from "./storage";
@@ -65,27 +65,17 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
     zstd: zstdLoader,
     driver: await resolveDriver({ driver, storage, dir }),
   });
-  let listener: Listener;
+  let listener: HttpListener;
   try {
     await readyThroughOutages(handler, STARTUP_RETRY_MS);
-    listener = await listen(toNodeHandler(handler.app) as RequestListener, {
-      hostname: host,
-      port,
-      // listhen's own SIGTERM handling exits at once: we close the queues first (below).
-      autoClose: false,
-      showURL,
-      qr: false,
-      public: host !== "127.0.0.1" && host !== "localhost" && host !== "::1",
-      // No hopping to the next free port: a taken port is an error.
-      isProd: port !== 0,
-    });
+    listener = await listenHttp(toNodeHandler(handler.app) as RequestListener, host, port);
   } catch (error) {
     await handler.close();
     throw error;
   }
-  const address = listener.server.address();
-  const actualPort = typeof address === "object" && address ? address.port : port;
+  const actualPort = listener.port;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${actualPort}`;
+  if (showURL) consola.log(`  ➜ ${url}/`);
   // Where this server listens, for the CLI's hint when the directory's files are held (E_LOCKED); only a hint, so a failed write is no failure.
   const forget = dataDir ? await recordServer(dataDir, url, actualPort).catch(() => async () => {}) : async () => {};
 
@@ -116,7 +106,7 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
   }
-  return { url, port: actualPort, handler, server: listener.server as Server, close };
+  return { url, port: actualPort, handler, server: listener.server, close };
 }
 
 /** How long a server keeps trying to reach its storage at start (a Redis failover takes seconds). */

@@ -16,6 +16,7 @@
  * `zstd-napi` has no dictionary training (ZDICT): `train` is the engine's raw-content builder.
  */
 import { createRequire } from "node:module";
+import { isMissingPackage } from "./missing-package";
 import { buildDictionary } from "../src/dictionary-builder";
 import { frameContentSize, loadZstd, type Compressor, type Decompressor, type Zstd, type ZstdLoader } from "../src/zstd";
 import { ZSTD_CHOICES, type ZstdChoice } from "./zstd-choices";
@@ -96,12 +97,6 @@ export class ZstdNativeError extends Error {
   }
 }
 
-/** The zstd-napi package itself is missing (not a file or dependency of an installed one). */
-function isNotInstalled(error: unknown): boolean {
-  const { code, message } = error as NodeJS.ErrnoException;
-  return (code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") && /Cannot find (module|package) ['"]zstd-napi[/'"]/.test(message);
-}
-
 const loaded = new WeakMap<() => NapiBinding, Promise<Zstd>>();
 
 function loadNative(loadBinding: () => NapiBinding): Promise<Zstd> {
@@ -111,7 +106,7 @@ function loadNative(loadBinding: () => NapiBinding): Promise<Zstd> {
       try {
         return napiZstd(loadBinding());
       } catch (error) {
-        if (isNotInstalled(error)) {
+        if (isMissingPackage(error, "zstd-napi")) {
           throw new ZstdNativeError("E_NOT_INSTALLED", `The native zstd needs the npm package zstd-napi, which is not installed (an optional peer dependency of v-queue). Install it beside v-queue (\`npm install zstd-napi\`: it builds a C++ addon where no prebuilt binary fits, with python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`, error);
         }
         const why = error instanceof Error ? error.message.split("\n")[0] : String(error);

@@ -64,7 +64,7 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
     total += value.length;
     if (total > limit) {
       // Stop reading, without cancelling: cancelling destroys the socket under Node before the
-      // 413 is written (and trips listhen's http-shutdown). The host discards the rest.
+      // 413 is written. The host discards the rest.
       reader.releaseLock();
       throw tooLarge();
     }

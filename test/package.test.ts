@@ -1,9 +1,10 @@
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "pathe";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
+import { packedTarball } from "./helpers/pack";
 import { useTempDirs } from "./helpers/tmp";
 
 /**
@@ -13,7 +14,8 @@ import { useTempDirs } from "./helpers/tmp";
  * `v-queue` bin through npx, and `v-queue serve` over HTTP.
  *
  * Needs `npm run build` first (as the README's quick start does); it builds once itself when
- * dist/ is missing. It does not rebuild an existing dist/: other suites may be reading it.
+ * dist/ is missing. It does not rebuild an existing dist/: other suites may be reading it. The
+ * tarball is the one the scratch apps install (test/helpers/pack.ts).
  */
 
 const root = resolve(import.meta.dirname, "..");
@@ -22,15 +24,14 @@ const tempDir = useTempDirs("vq-package-");
 const TIMEOUT = 240_000;
 
 let app: string;
-let packed: { filename: string; files: { path: string }[] };
+let packed: { files: { path: string }[] };
 
 beforeAll(async () => {
   if (!existsSync(join(root, "dist", "cli.mjs"))) await run("npm", ["run", "build"], { cwd: root, timeout: 180_000 });
   const work = await tempDir();
-  // --ignore-scripts: no prepack rebuild (see above).
-  const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: root, timeout: 60_000 });
-  [packed] = JSON.parse(stdout) as [typeof packed];
-  const tarball = join(work, packed.filename);
+  const tarball = await packedTarball();
+  const { stdout } = await run("tar", ["-tzf", tarball], { maxBuffer: 64 << 20 });
+  packed = { files: stdout.split("\n").filter(Boolean).map((path) => ({ path: path.replace(/^package\//, "") })) };
   app = join(work, "app");
   await mkdir(app);
   await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
@@ -54,6 +55,47 @@ describe("the packed package, installed from its tarball into an empty folder", 
     expect(manifest.peerDependenciesMeta).toMatchObject({ "zstd-napi": { optional: true } });
     expect(existsSync(join(app, "node_modules", "zstd-napi"))).toBe(false);
   });
+
+  it("depends on nothing only the CLI uses (no listhen, c12 or citty): each dependency is imported by an entry of `exports`; one h3", async () => {
+    const installed = join(app, "node_modules", "v-queue");
+    const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8")) as { dependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, unknown> };
+    const dependencies = Object.keys(manifest.dependencies ?? {});
+    // What the library's files import (all of dist/ but the CLI's own file), by package name.
+    const imported = new Set<string>();
+    const files = (await readdir(join(installed, "dist"), { recursive: true, encoding: "utf8" })).filter((f) => f.endsWith(".mjs") && f !== "cli.mjs");
+    for (const file of files) {
+      const code = await readFile(join(installed, "dist", file), "utf8");
+      for (const [, specifier] of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["']([^"'./][^"']*)["']/g)) imported.add(/^(@[^/]+\/)?[^/]+/.exec(specifier!)![0]);
+    }
+    expect(dependencies.filter((name) => !imported.has(name))).toEqual([]);
+    for (const cliOnly of ["listhen", "c12", "citty"]) {
+      expect(dependencies).not.toContain(cliOnly);
+      expect(existsSync(join(app, "node_modules", cliOnly)), cliOnly).toBe(false);
+    }
+    expect(manifest.peerDependenciesMeta).toMatchObject({ c12: { optional: true } });
+    const tree = JSON.parse(await readFile(join(app, "node_modules", ".package-lock.json"), "utf8")) as { packages: Record<string, { version: string }> };
+    const h3 = Object.entries(tree.packages).filter(([path]) => /(^|\/)node_modules\/h3$/.test(path));
+    expect(h3.map(([, entry]) => entry.version)).toEqual([expect.stringMatching(/^2\./)]);
+  });
+
+  it(
+    "without c12 (an optional peer), a config file stops `v-queue serve` at start, naming the package to install",
+    async () => {
+      const cwd = join(app, "configured");
+      await mkdir(cwd, { recursive: true });
+      await writeFile(join(cwd, "vqueue.config.json"), JSON.stringify({ port: "nine" }));
+      const failed = await run(process.execPath, [join(app, "node_modules", ".bin", "v-queue"), "serve", "--port", "0"], { cwd, timeout: 60_000 }).then(
+        () => undefined,
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+      expect(failed?.code).toBe(1);
+      const output = `${failed?.stdout}${failed?.stderr}`;
+      expect(output).toContain("Reading the config file vqueue.config.json needs the npm package c12, which is not installed");
+      expect(output).toContain("`npm install c12`");
+      expect(output).not.toMatch(/^\s+at /m);
+    },
+    TIMEOUT,
+  );
 
   it(
     "`v-queue serve --zstd native` without zstd-napi stops at start, naming the package to install",
@@ -116,12 +158,14 @@ describe("the packed package, installed from its tarball into an empty folder", 
   );
 
   it(
-    "runs the bin: `npx v-queue --version`, and `v-queue serve` produces and consumes over HTTP",
+    "runs the bin: `npx v-queue --version`, and `v-queue serve` (settings from .env, no c12) produces and consumes over HTTP",
     async () => {
       const version = (JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string }).version;
       const { stdout } = await run("npx", ["--no-install", "v-queue", "--version"], { cwd: app, timeout: 60_000 });
       expect(stdout.trim()).toBe(version);
 
+      // Read without c12, before the VQUEUE_* variables are.
+      await writeFile(join(app, ".env"), "VQUEUE_DURABILITY=none\n");
       const server = spawn(process.execPath, [join(app, "node_modules", ".bin", "v-queue"), "serve", "--dir", "served", "--port", "0", "--no-auth"], {
         cwd: app,
         stdio: ["ignore", "pipe", "pipe"],
@@ -143,6 +187,7 @@ describe("the packed package, installed from its tarball into an empty folder", 
           server.stderr!.on("data", onData);
           void exited.then((code) => fail(new Error(`v-queue serve exited (${code}): ${output}`)));
         });
+        expect(output).toContain("(durability none, auth off)");
         expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: "ok", version });
         const produced = await fetch(`${url}/api/v1/queues/orders/messages`, { method: "POST", body: "hello", headers: { "content-type": "text/plain" } });
         expect(produced.status).toBe(201);
@@ -153,6 +198,7 @@ describe("the packed package, installed from its tarball into an empty folder", 
         server.kill("SIGTERM");
         expect(await exited).toBe(0);
       } finally {
+        await rm(join(app, ".env"), { force: true });
         if (server.exitCode === null && server.signalCode === null) {
           server.kill("SIGKILL");
           await exited;

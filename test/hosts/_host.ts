@@ -24,6 +24,8 @@ export interface HostApp {
   cwd?: string;
   /** The built server's command, run in `cwd` (or its subfolder `in`): default `node .output/server/index.mjs`. */
   start?: { command: string; args: string[]; in?: string };
+  /** Installs its packages: default `npm ci` in playground/<dir> when its node_modules is missing. */
+  install?: () => Promise<unknown>;
   /** Its name in titles and errors: default `dir`. */
   name?: string;
   /** The path that answers 2xx once it serves: default `/_queue/health` (an app that serves no API has its own). */
@@ -54,7 +56,7 @@ export const startLabel = (app: HostApp): string => {
 
 const builds = new Map<string, Promise<{ install: number; build: number }>>();
 
-/** Installs the playground's dependencies when missing (`npm ci`) and builds the app, once per test file (several suites may run one build). Returns the timings in ms. */
+/** Installs the app's dependencies (`app.install`, or the playground's `npm ci` when missing) and builds the app, once per test file (several suites may run one build). Returns the timings in ms. */
 export function buildApp(app: HostApp): Promise<{ install: number; build: number }> {
   const key = `${appDir(app)}\0${app.build.join(" ")}`;
   let built = builds.get(key);
@@ -71,7 +73,8 @@ async function buildOnce(app: HostApp): Promise<{ install: number; build: number
   const playground = join(ROOT, "playground", app.dir);
   const env = { ...process.env, NODE_ENV: "production", NUXT_TELEMETRY_DISABLED: "1" };
   let start = performance.now();
-  if (!existsSync(join(playground, "node_modules/.package-lock.json"))) {
+  if (app.install) await app.install();
+  else if (!existsSync(join(playground, "node_modules/.package-lock.json"))) {
     await run("npm", ["ci", "--no-audit", "--no-fund"], { cwd: playground, env, maxBuffer: 64 << 20 });
   }
   const install = performance.now() - start;

@@ -1,8 +1,8 @@
 /**
  * A Nitro 3 app written from scratch (not the playground), as a new user writes one: the
  * module added with no options, a plugin that starts a worker at boot (before the module's own
- * plugin, and before its queue exists), routes that push from server code. Built once; the
- * playground's installed nitro is linked in. Then the API is refused from outside (no users),
+ * plugin, and before its queue exists), routes that push from server code. Built once; v-queue
+ * installed from the packed tarball beside the playground's locked nitro. Then the API is refused from outside (no users),
  * a route's bad push answers the API's status, and a misspelt option stops the build.
  */
 import { execFile } from "node:child_process";
@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import { ROOT, type HostApp } from "./_host";
-import { expectJobsDone, scratchApp, useRunningApp } from "./_scratch";
+import { expectJobsDone, expectLeanInstall, installApp, scratchApp, useRunningApp } from "./_scratch";
 
 const run = promisify(execFile);
 const PACKAGE = JSON.stringify({ name: "my-app", private: true, type: "module" });
@@ -59,8 +59,12 @@ export default defineHandler(() => useVQueue().push("not a name", "x"));
 };
 
 describe("a Nitro app written from scratch, with the module added as the README says", () => {
-  const app: HostApp = { dir: "nitro", name: "nitro app from scratch", build: ["nitro", "build"], envPrefix: "NITRO_", cwd: scratchApp("nitro", files), ready: "/done" };
+  const app: HostApp = { dir: "nitro", name: "nitro app from scratch", build: ["nitro", "build"], envPrefix: "NITRO_", cwd: scratchApp("nitro", files), ready: "/done", install: () => installApp("nitro") };
   const running = useRunningApp(app);
+
+  it("has v-queue from the packed tarball, which brings one h3 and none of the CLI's packages", () => {
+    expectLeanInstall("nitro");
+  });
 
   it("starts a worker from a plugin at boot, before its queue exists; it processes what a route pushes later", async () => {
     const host = running();

@@ -1,15 +1,15 @@
 /**
  * A Nuxt 4.3 app written from scratch (not the playground): the module added with no options, a
  * server plugin that starts a worker at boot (before the module's own plugin, before its queue
- * exists) with the auto-imported useVQueue, a server route that pushes. Built once, the
- * playground's installed nuxt linked in. Then the API is refused from outside (no users).
+ * exists) with the auto-imported useVQueue, a server route that pushes. Built once; v-queue
+ * installed from the packed tarball beside the playground's locked nuxt. Then the API is refused from outside (no users).
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { join } from "pathe";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT, type HostApp } from "./_host";
-import { expectJobsDone, scratchApp, useRunningApp } from "./_scratch";
+import { expectJobsDone, expectLeanInstall, installApp, scratchApp, useRunningApp } from "./_scratch";
 
 const run = promisify(execFile);
 
@@ -29,8 +29,12 @@ const files: Record<string, string> = {
 };
 
 describe("a Nuxt app written from scratch, with the module added as the README says", () => {
-  const app: HostApp = { dir: "nuxt", name: "nuxt app from scratch", build: ["nuxt", "build"], envPrefix: "NUXT_", cwd: scratchApp("nuxt", files), ready: "/api/done" };
+  const app: HostApp = { dir: "nuxt", name: "nuxt app from scratch", build: ["nuxt", "build"], envPrefix: "NUXT_", cwd: scratchApp("nuxt", files), ready: "/api/done", install: () => installApp("nuxt") };
   const running = useRunningApp(app);
+
+  it("has v-queue from the packed tarball, which brings one h3 and none of the CLI's packages", () => {
+    expectLeanInstall("nuxt");
+  });
 
   it("starts a worker from a server plugin at boot, before its queue exists; it processes what a route pushes later", async () => {
     const host = running();
@@ -67,7 +71,10 @@ defineNuxtConfig({
 `,
   });
   const tsc = (project: string) => run(join(ROOT, "node_modules/.bin/tsc"), ["--noEmit", "-p", project], { cwd }).then(() => "", (error: { stdout: string }) => error.stdout);
-  beforeAll(() => run("npx", ["nuxi", "prepare"], { cwd, env: { ...process.env, NUXT_TELEMETRY_DISABLED: "1" }, maxBuffer: 64 << 20 }), 120_000);
+  beforeAll(async () => {
+    await installApp("nuxt");
+    await run("npx", ["nuxi", "prepare"], { cwd, env: { ...process.env, NUXT_TELEMETRY_DISABLED: "1" }, maxBuffer: 64 << 20 });
+  }, 600_000);
 
   it("the auto-imported useVQueue is typed in server code", async () => {
     expect(await tsc(".nuxt/tsconfig.server.json")).toBe("");

@@ -2,7 +2,8 @@
 // their short histories; its sample shapes are the dashboard's and /metrics' inputs, kept beside it.
 import { comparePositions, type ConsumerPosition } from "../src/cursor";
 import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
-import { forEachLimited, listStorage, queueOverview, type QueueOverview } from "../src/overview";
+import type { QueueOverview } from "../src/inspect-types";
+import { forEachLimited, listStorage, queueOverview } from "../src/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
 import { foldPartitions, sumHistories } from "./partitioned-samples";

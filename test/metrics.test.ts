@@ -5,7 +5,7 @@ import { Histogram } from "../runtime/metrics/histogram";
 import { instrumentDriver } from "../runtime/metrics/driver";
 import { renderMetrics } from "../runtime/metrics/scrape";
 import { ServerMetrics } from "../runtime/metrics/server-metrics";
-import type { MonitorSnapshot } from "../runtime/monitor";
+import type { MonitorSnapshot } from "../runtime/types";
 import type { QueueDriver } from "../src/driver";
 import fsDriver from "../adapters/drivers/fs";
 import memoryDriver from "../adapters/drivers/memory";

@@ -19,19 +19,19 @@
 import Redis from "ioredis";
 import { resolve } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import redisDriver from "../adapters/drivers/redis";
-import { resolveStorageDriver } from "../adapters/storage";
-import type { QueueDriver } from "../src/driver";
-import type { Message } from "../src/message";
-import type { QueueProblem } from "../src/errors";
-import { QueueConsumer } from "../src/consumer";
-import { QueueWriter } from "../src/writer";
-import { startInstance } from "./helpers/multi-instance";
-import { redisTestsRun } from "./helpers/redis";
-import { startRedisSentinel, type RedisSentinelSet } from "./helpers/redis-sentinel";
-import { startScript, type Child } from "./helpers/spawn";
+import redisDriver from "../../adapters/drivers/redis";
+import { resolveStorageDriver } from "../../adapters/storage";
+import type { QueueDriver } from "../../src/driver";
+import type { Message } from "../../src/message";
+import type { QueueProblem } from "../../src/errors";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { startInstance } from "../helpers/multi-instance";
+import { redisTestsRun } from "../helpers/redis";
+import { startRedisSentinel, type RedisSentinelSet } from "../helpers/redis-sentinel";
+import { startScript, type Child } from "../helpers/spawn";
 
-const FENCE_CHILD = resolve(import.meta.dirname, "helpers/fence-child.ts");
+const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/fence-child.ts");
 const LEASE_MS = 1000;
 /** Messages acknowledged before the kill, and again after the failover is over. */
 const BEFORE = 100;

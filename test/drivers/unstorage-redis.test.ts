@@ -147,7 +147,7 @@ describe.skipIf(!available)("over a real redis-server", () => {
         child.once("exit", () => fail(new Error(`child exited: ${err}`)));
       });
       // A lease long enough that the child's refresh and the checks after the kill are not outrun on a loaded machine.
-      // Two instances at once (instances: "many"): the lock itself is what is tested here; one instance per storage, in test/unfenced-instances.test.ts.
+      // Two instances at once (instances: "many"): the lock itself is what is tested here; one instance per storage, in test/instances/unfenced-instances.test.ts.
       const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 2000, instances: "many" });
       await new Promise((r) => setTimeout(r, 2200)); // past one lease: the child refreshes it
       await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });

@@ -6,24 +6,24 @@ import { readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import { join } from "pathe";
 import { describe, expect, it, vi } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import type { QueueProblem } from "../src/errors";
-import type { Message } from "../src/message";
-import { QueueWriter } from "../src/writer";
-import { startChild } from "./helpers/spawn";
-import { useTempDirs } from "./helpers/tmp";
-import { ZSTD_IMPLS, zstdImpl } from "./helpers/zstd";
-import { autoZstd, nativeZstd, selectZstd, ZstdNativeError, type NapiBinding } from "../adapters/zstd-native";
-import { openConsumer, openQueue } from "../adapters/node";
-import { loadZstd } from "../src/zstd";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import type { QueueProblem } from "../../src/errors";
+import type { Message } from "../../src/message";
+import { QueueWriter } from "../../src/writer";
+import { startChild } from "../helpers/spawn";
+import { useTempDirs } from "../helpers/tmp";
+import { ZSTD_IMPLS, zstdImpl } from "../helpers/zstd";
+import { autoZstd, nativeZstd, selectZstd, ZstdNativeError, type NapiBinding } from "../../adapters/zstd-native";
+import { openConsumer, openQueue } from "../../adapters/node";
+import { loadZstd } from "../../src/zstd";
 import { createRequire } from "node:module";
 
 /** Writing with `compression: "zstd"`, checked against docs/format.md's rules on the files themselves. */
 
 const tempDir = useTempDirs("vq-zstd-");
 const ZSTD_CLI = "/usr/bin/zstd";
-const FIXTURES = join(import.meta.dirname, "fixtures", "v3");
+const FIXTURES = join(import.meta.dirname, "../fixtures", "v3");
 /** Where CI runs (.ci/run installs the zstd CLI), its tests must run, not skip. */
 const skipCli = !existsSync(ZSTD_CLI) && !process.env.CI;
 const lines = Array.from({ length: 600 }, (_, i) =>

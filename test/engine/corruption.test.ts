@@ -2,11 +2,11 @@ import { cp, mkdtemp, open, readFile, rm, truncate, writeFile } from "node:fs/pr
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import type { QueueProblem } from "../src/errors";
-import type { Message, MessagePosition } from "../src/message";
-import { QueueWriter } from "../src/writer";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import type { QueueProblem } from "../../src/errors";
+import type { Message, MessagePosition } from "../../src/message";
+import { QueueWriter } from "../../src/writer";
 
 const COUNT = 300;
 let source = "";

@@ -2,11 +2,11 @@ import { readdirSync, watch } from "node:fs";
 import { symlink } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import type { QueueDriver } from "../src/driver";
-import { QueueWriter } from "../src/writer";
-import { useTempDirs } from "./helpers/tmp";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import type { QueueDriver } from "../../src/driver";
+import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-fds-");
 /** Descriptors this process has open now (Linux). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildDictionary, rawDictionary } from "../src/dictionary-builder";
-import { loadZstd } from "../src/zstd";
+import { buildDictionary, rawDictionary } from "../../src/dictionary-builder";
+import { loadZstd } from "../../src/zstd";
 
 /** The raw-content dictionary builder (COVER-like, src/dictionary-builder.ts). */
 

@@ -1,12 +1,12 @@
 import { createStorage } from "unstorage";
 import unstorageFs from "unstorage/drivers/fs";
 import { describe, expect, it } from "vitest";
-import unstorageDriver from "../adapters/drivers/unstorage";
-import { QueueConsumer } from "../src/consumer";
-import { QueueWriter } from "../src/writer";
-import { listParts } from "../src/recovery";
-import { useTempDirs } from "./helpers/tmp";
-import { startChild } from "./helpers/spawn";
+import unstorageDriver from "../../adapters/drivers/unstorage";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { listParts } from "../../src/recovery";
+import { useTempDirs } from "../helpers/tmp";
+import { startChild } from "../helpers/spawn";
 
 const freshDir = useTempDirs("vq-locks-");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,17 +1,17 @@
 import { appendFile, readFile, readdir, rm, symlink, truncate, writeFile } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import memoryDriver from "../adapters/drivers/memory";
-import { serveQueues } from "../adapters/server";
-import { QueueConsumer } from "../src/consumer";
-import type { QueueDriver } from "../src/driver";
-import type { QueueProblem } from "../src/errors";
-import { formatPopInfo, formatPushInfo, formatQueueInfo } from "../src/info";
-import { inspectQueue } from "../src/inspect";
-import { SharedConsumer } from "../src/shared-consumer";
-import { QueueWriter } from "../src/writer";
-import { useTempDirs } from "./helpers/tmp";
+import fsDriver from "../../adapters/drivers/fs";
+import memoryDriver from "../../adapters/drivers/memory";
+import { serveQueues } from "../../adapters/server";
+import { QueueConsumer } from "../../src/consumer";
+import type { QueueDriver } from "../../src/driver";
+import type { QueueProblem } from "../../src/errors";
+import { formatPopInfo, formatPushInfo, formatQueueInfo } from "../../src/info";
+import { inspectQueue } from "../../src/inspect";
+import { SharedConsumer } from "../../src/shared-consumer";
+import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-recover-");
 const texts = (messages: { data: unknown }[]) => messages.map((m) => m.data);

@@ -4,14 +4,14 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import { inspectQueue, listQueues } from "../src/inspect";
-import type { Message } from "../src/message";
-import { QueueWriter } from "../src/writer";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import { inspectQueue, listQueues } from "../../src/inspect";
+import type { Message } from "../../src/message";
+import { QueueWriter } from "../../src/writer";
 
 /** Queue directories written by the Rust crate v_queue 0.2.7 (see its README.md). */
-const FIXTURES = resolve(import.meta.dirname, "fixtures/v_queue-0.2.7");
+const FIXTURES = resolve(import.meta.dirname, "../fixtures/v_queue-0.2.7");
 const dirs: string[] = [];
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });

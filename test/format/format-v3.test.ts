@@ -2,14 +2,14 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import { join } from "pathe";
 import { beforeAll, describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import type { QueueProblem } from "../src/errors";
-import type { Message } from "../src/message";
-import { QueueWriter } from "../src/writer";
-import { loadZstd, type Zstd, type ZstdLoader } from "../src/zstd";
-import { ZSTD_IMPLS } from "./helpers/zstd";
-import { useTempDirs } from "./helpers/tmp";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import type { QueueProblem } from "../../src/errors";
+import type { Message } from "../../src/message";
+import { QueueWriter } from "../../src/writer";
+import { loadZstd, type Zstd, type ZstdLoader } from "../../src/zstd";
+import { ZSTD_IMPLS } from "../helpers/zstd";
+import { useTempDirs } from "../helpers/tmp";
 
 /**
  * Parts written by the crate 0.3.x (v3), built by hand from the rules of docs/format.md#v3-parts: the v2
@@ -21,7 +21,7 @@ import { useTempDirs } from "./helpers/tmp";
  */
 
 const tempDir = useTempDirs("vq-v3-");
-const FIXTURES = join(import.meta.dirname, "fixtures", "v3");
+const FIXTURES = join(import.meta.dirname, "../fixtures", "v3");
 const V2_MAGIC = [0xee, 0xfe, 0xef, 0xee];
 const V3_MAGIC = [0x33, 0xfe, 0xef, 0xee];
 const COMPRESSED = 0x80;

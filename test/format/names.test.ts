@@ -1,16 +1,16 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import memoryDriver from "../adapters/drivers/memory";
-import { QueueConsumer } from "../src/consumer";
-import { inspectQueue, listConsumers, listQueues } from "../src/inspect";
-import { isValidConsumerName, isValidQueueName } from "../src/names";
-import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, delayedPath, idempotencyPath, pushInfoPath, queueInfoPath, sideJournalPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../src/paths";
-import { QueueWriter } from "../src/writer";
-import { errorCode, startServer } from "./http/_server";
-import { useTempDirs } from "./helpers/tmp";
-import { seededRandom } from "./helpers/random";
+import fsDriver from "../../adapters/drivers/fs";
+import memoryDriver from "../../adapters/drivers/memory";
+import { QueueConsumer } from "../../src/consumer";
+import { inspectQueue, listConsumers, listQueues } from "../../src/inspect";
+import { isValidConsumerName, isValidQueueName } from "../../src/names";
+import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, delayedPath, idempotencyPath, pushInfoPath, queueInfoPath, sideJournalPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../../src/paths";
+import { QueueWriter } from "../../src/writer";
+import { errorCode, startServer } from "../http/_server";
+import { useTempDirs } from "../helpers/tmp";
+import { seededRandom } from "../helpers/random";
 
 const freshDir = useTempDirs("vq-names-");
 

@@ -1,5 +1,5 @@
 /**
- * A worker process for test/shared-chaos.test.ts:
+ * A worker process for test/instances/shared-chaos.test.ts:
  * `node --import jiti/register test/helpers/chaos-worker.ts <url> <queue> <consumer> <name>`.
  * Runs the client's `worker()` (concurrency 8) on the shared consumer and prints one line per event,
  * with the time (ms since the epoch) so that the test can order events of different processes:

@@ -4,7 +4,7 @@
  * and shared) through the cluster's one port, while every 2 s a worker is SIGKILLed (the primary
  * forks another) or SIGSTOPped. Each ordered consumer loop is a consumer of its own on one
  * kept-alive connection (clients of one name could poll one worker at once and finish their
- * batches in any order). The same run and checks as test/multi-instance.test.ts
+ * batches in any order). The same run and checks as test/instances/multi-instance.test.ts
  * (test/helpers/directory-chaos.ts): every acknowledged message consumed, each key in order, lags
  * 0, every record's CRC good, each message stored once; twice: with the default locks (paused for
  * a second) and with leased locks (`fs:<dir>?lease=2000`, paused for twice the lease: stale

@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { parseScrape, valueOf, checkHistogram } from "./helpers/prometheus";
-import { escapeLabel, Exposition, labels } from "../runtime/metrics/exposition";
-import { Histogram } from "../runtime/metrics/histogram";
-import { instrumentDriver } from "../runtime/metrics/driver";
-import { renderMetrics } from "../runtime/metrics/scrape";
-import { ServerMetrics } from "../runtime/metrics/server-metrics";
-import type { MonitorSnapshot } from "../runtime/types";
-import type { QueueDriver } from "../src/driver";
-import fsDriver from "../adapters/drivers/fs";
-import memoryDriver from "../adapters/drivers/memory";
-import unstorageDriver from "../adapters/drivers/unstorage";
+import { parseScrape, valueOf, checkHistogram } from "../helpers/prometheus";
+import { escapeLabel, Exposition, labels } from "../../runtime/metrics/exposition";
+import { Histogram } from "../../runtime/metrics/histogram";
+import { instrumentDriver } from "../../runtime/metrics/driver";
+import { renderMetrics } from "../../runtime/metrics/scrape";
+import { ServerMetrics } from "../../runtime/metrics/server-metrics";
+import type { MonitorSnapshot } from "../../runtime/types";
+import type { QueueDriver } from "../../src/driver";
+import fsDriver from "../../adapters/drivers/fs";
+import memoryDriver from "../../adapters/drivers/memory";
+import unstorageDriver from "../../adapters/drivers/unstorage";
 import { createStorage } from "unstorage";
-import { useTempDirs } from "./helpers/tmp";
+import { useTempDirs } from "../helpers/tmp";
 
 const tempDir = useTempDirs("vq-metrics-");
 

@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { sleep, startInstance, totalLag, type Instance } from "./helpers/multi-instance";
+import fsDriver from "../../adapters/drivers/fs";
+import { sleep, startInstance, totalLag, type Instance } from "../helpers/multi-instance";
 
 const QUEUE = "jobs";
 const PARTITIONS = 4;

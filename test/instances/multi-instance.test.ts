@@ -13,8 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, it } from "vitest";
-import { expectDirectoryChaosLosesNothing } from "./helpers/directory-chaos";
-import { CHAOS, startInstance, type Instance } from "./helpers/multi-instance";
+import { expectDirectoryChaosLosesNothing } from "../helpers/directory-chaos";
+import { CHAOS, startInstance, type Instance } from "../helpers/multi-instance";
 
 const { runMs: RUN_MS, instances: INSTANCES, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 

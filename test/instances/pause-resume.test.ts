@@ -8,9 +8,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
-import { call, sleep, startInstance, type ServeInstance } from "./helpers/multi-instance";
-import { redisTestsRun, startRedisServer, type RedisServer } from "./helpers/redis";
-import { useTempDirs } from "./helpers/tmp";
+import { call, sleep, startInstance, type ServeInstance } from "../helpers/multi-instance";
+import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
+import { useTempDirs } from "../helpers/tmp";
 
 const LEASE_MS = 1000;
 /** Long past the lease: a Redis lock key expires, an fs lock file is stale. */

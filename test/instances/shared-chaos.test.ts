@@ -9,15 +9,15 @@
  */
 import { resolve } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
-import { createClient } from "../client/index";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import { parseDeadLetter } from "../src/dead-letter";
-import { SharedConsumer } from "../src/shared-consumer";
-import { startServerProcess, type ServerProcess } from "./client/_server-process";
-import { startScript, type Child } from "./helpers/spawn";
+import { createClient } from "../../client/index";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import { parseDeadLetter } from "../../src/dead-letter";
+import { SharedConsumer } from "../../src/shared-consumer";
+import { startServerProcess, type ServerProcess } from "../client/_server-process";
+import { startScript, type Child } from "../helpers/spawn";
 
-const WORKER = resolve(import.meta.dirname, "helpers/chaos-worker.ts");
+const WORKER = resolve(import.meta.dirname, "../helpers/chaos-worker.ts");
 const COUNT = 20_000;
 const DELAYED = 200;
 const DELAY_MS = 3000;

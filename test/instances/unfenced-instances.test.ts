@@ -9,9 +9,9 @@
  * Needs `npm run build` (dist/).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, startInstance, type ServeInstance } from "./helpers/multi-instance";
-import { redisTestsRun, startRedisServer, type RedisServer } from "./helpers/redis";
-import { useTempDirs } from "./helpers/tmp";
+import { call, startInstance, type ServeInstance } from "../helpers/multi-instance";
+import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
+import { useTempDirs } from "../helpers/tmp";
 
 /** The instances' lease: a kill -9's registration runs out within it, a pause of three times it is past it. */
 const LEASE_MS = 1000;

@@ -3,8 +3,8 @@
 // status, its options are checked with the server's schema, and its HTTP API is not served
 // without users unless auth is turned off on purpose.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import vQueue, { registerVQueue, setupVQueue, useVQueue, vQueueFetch, type VQueueInstance } from "../adapters/nitro";
-import { useTempDirs } from "./helpers/tmp";
+import vQueue, { registerVQueue, setupVQueue, useVQueue, vQueueFetch, type VQueueInstance } from "../../adapters/nitro";
+import { useTempDirs } from "../helpers/tmp";
 
 const tempDir = useTempDirs("vq-nitro-module-");
 const opened: VQueueInstance[] = [];

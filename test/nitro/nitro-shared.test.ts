@@ -1,9 +1,9 @@
 // useVQueue().shared / .worker: shared consumers in a Nitro app's server code, on the same
 // consumer as the HTTP API (the instance set up directly in Node, as the module's plugin does).
 import { afterEach, describe, expect, it } from "vitest";
-import { setupVQueue } from "../adapters/nitro";
-import type { LeasedClientMessage } from "../client/index";
-import type { LeaseResponse } from "../protocol/api";
+import { setupVQueue } from "../../adapters/nitro";
+import type { LeasedClientMessage } from "../../client/index";
+import type { LeaseResponse } from "../../protocol/api";
 
 const instances: { close(): Promise<void> }[] = [];
 afterEach(async () => {

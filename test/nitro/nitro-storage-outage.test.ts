@@ -4,10 +4,10 @@
  * Before, the failed open was kept: every request of the app's life failed.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { setupVQueue, type VQueueInstance } from "../adapters/nitro";
-import { freePort } from "./helpers/net";
-import { launchRedis, redisTestsRun, terminate } from "./helpers/redis";
-import { useTempDirs } from "./helpers/tmp";
+import { setupVQueue, type VQueueInstance } from "../../adapters/nitro";
+import { freePort } from "../helpers/net";
+import { launchRedis, redisTestsRun, terminate } from "../helpers/redis";
+import { useTempDirs } from "../helpers/tmp";
 
 const tempDir = useTempDirs("vq-nitro-outage-");
 

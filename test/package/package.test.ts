@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "pathe";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useTempDirs } from "./helpers/tmp";
+import { useTempDirs } from "../helpers/tmp";
 
 /**
  * The package as a user gets it: `npm pack` of the built project, installed from the tarball
@@ -16,7 +16,7 @@ import { useTempDirs } from "./helpers/tmp";
  * dist/ is missing. It does not rebuild an existing dist/: other suites may be reading it.
  */
 
-const root = resolve(import.meta.dirname, "..");
+const root = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
 const tempDir = useTempDirs("vq-package-");
 const TIMEOUT = 240_000;

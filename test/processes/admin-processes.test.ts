@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { deleteConsumer, deleteQueue } from "../src/delete";
-import { inspectQueue } from "../src/inspect";
-import { purgeQueue } from "../src/purge";
-import { QueueWriter } from "../src/writer";
-import { startChild } from "./helpers/spawn";
-import { useTempDirs } from "./helpers/tmp";
+import fsDriver from "../../adapters/drivers/fs";
+import { deleteConsumer, deleteQueue } from "../../src/delete";
+import { inspectQueue } from "../../src/inspect";
+import { purgeQueue } from "../../src/purge";
+import { QueueWriter } from "../../src/writer";
+import { startChild } from "../helpers/spawn";
+import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-admin-proc-");
 

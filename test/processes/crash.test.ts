@@ -3,11 +3,11 @@ import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import type { QueueProblem } from "../src/errors";
-import type { Message } from "../src/message";
-import { startChild } from "./helpers/spawn";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import type { QueueProblem } from "../../src/errors";
+import type { Message } from "../../src/message";
+import { startChild } from "../helpers/spawn";
 
 const RUNS = 12;
 let dir = "";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import { QueueWriter } from "../src/writer";
-import { startChild } from "./helpers/spawn";
-import { useTempDirs } from "./helpers/tmp";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { startChild } from "../helpers/spawn";
+import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-proc-");
 

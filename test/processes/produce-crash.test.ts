@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { QueueConsumer } from "../src/consumer";
-import { QueueWriter } from "../src/writer";
-import { useTempDirs } from "./helpers/tmp";
-import { startChild } from "./helpers/spawn";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueConsumer } from "../../src/consumer";
+import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
+import { startChild } from "../helpers/spawn";
 
 const freshDir = useTempDirs("vq-produce-crash-");
 const quiet = { onProblem: () => {} };

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import fsDriver from "../adapters/drivers/fs";
-import { SharedConsumer } from "../src/shared-consumer";
-import { QueueWriter } from "../src/writer";
-import { useTempDirs } from "./helpers/tmp";
-import { startChild } from "./helpers/spawn";
+import fsDriver from "../../adapters/drivers/fs";
+import { SharedConsumer } from "../../src/shared-consumer";
+import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
+import { startChild } from "../helpers/spawn";
 
 const freshDir = useTempDirs("vq-shared-crash-");
 const COUNT = 3000;

@@ -3,11 +3,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { basename } from "pathe";
 import { describe, expect, it } from "vitest";
-import { freePort } from "./helpers/net";
-import { scriptCommand, type Runtime } from "./helpers/runtime";
-import { useTempDirs } from "./helpers/tmp";
+import { freePort } from "../helpers/net";
+import { scriptCommand, type Runtime } from "../helpers/runtime";
+import { useTempDirs } from "../helpers/tmp";
 
-const CLI = fileURLToPath(new URL("../adapters/cli.ts", import.meta.url));
+const CLI = fileURLToPath(new URL("../../adapters/cli.ts", import.meta.url));
 const freshDir = useTempDirs("vq-zombie-");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { GENERATED, dashboardWeight, generatedSource } from "../scripts/build-dashboard";
+import { GENERATED, dashboardWeight, generatedSource } from "../../scripts/build-dashboard";
 
 describe("dashboard assets", () => {
   it("runtime/dashboard/assets.generated.ts is what `npm run dashboard` makes from dashboard/ now", () => {
@@ -11,7 +11,7 @@ describe("dashboard assets", () => {
 
   it("weighs what the README says, within a few KiB", () => {
     const { raw, gzip } = dashboardWeight();
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     const said = /dashboard page weighs ([\d.]+) KiB \(([\d.]+) KiB gzipped\)/.exec(readme);
     expect(said, "README states the dashboard's weight").not.toBeNull();
     expect(Math.abs(Number(said![1]) - raw / 1024)).toBeLessThan(8);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createClient, VQueueClientError, type BrowseResult } from "../../client/index";
 import { startServer } from "../http/_server";
+import { sleep } from "../helpers/sleep";
 
 describe("client: browse", () => {
   it("pages through a queue without any consumer: text, parsed JSON, bytes; every kind of start", async () => {
@@ -53,7 +54,7 @@ describe("client: overview and queueOverview", () => {
     await vq.commit("orders", "c");
     let overview = await vq.overview();
     for (let i = 0; i < 50 && overview.queues.find((q) => q.name === "orders")?.maxLag !== 2; i++) {
-      await new Promise((done) => setTimeout(done, 50));
+      await sleep(50);
       overview = await vq.overview({ history: 5 });
     }
     expect((await vq.overview()).queues.find((q) => q.name === "orders")?.history).toBeUndefined();

@@ -30,13 +30,13 @@ import { startInstance } from "../helpers/multi-instance";
 import { redisTestsRun } from "../helpers/redis";
 import { startRedisSentinel, type RedisSentinelSet } from "../helpers/redis-sentinel";
 import { startScript, type Child } from "../helpers/spawn";
+import { sleep } from "../helpers/sleep";
 
 const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/fence-child.ts");
 const LEASE_MS = 1000;
 /** Messages acknowledged before the kill, and again after the failover is over. */
 const BEFORE = 100;
 const AFTER = 100;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const available = redisTestsRun("redis driver on Redis Sentinel");
 

@@ -18,6 +18,7 @@ import { autoZstd, nativeZstd, selectZstd, ZstdNativeError, type NapiBinding } f
 import { openConsumer, openQueue } from "../../adapters/node";
 import { loadZstd } from "../../src/zstd";
 import { createRequire } from "node:module";
+import { sleep } from "../helpers/sleep";
 
 /** Writing with `compression: "zstd"`, checked against docs/format.md's rules on the files themselves. */
 
@@ -188,7 +189,7 @@ for (const { name, zstd, skip } of ZSTD_IMPLS) describe.skipIf(skip)(`compressio
     for (let run = 0; run < 4; run++) {
       const child = startChild("pusher", dir, String(run), "4", String(64 * 1024), "zstd", name);
       await child.waitFor((line) => line.startsWith("ack"));
-      await new Promise((done) => setTimeout(done, 100 + Math.random() * 300));
+      await sleep(100 + Math.random() * 300);
       child.process.kill("SIGKILL");
       await child.exited;
       acked.push(new Set(child.lines.filter((l) => l.startsWith("ack ")).map((l) => Number(l.slice(4)))));

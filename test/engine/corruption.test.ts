@@ -1,34 +1,29 @@
-import { cp, mkdtemp, open, readFile, rm, truncate, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cp, open, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "pathe";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import type { QueueProblem } from "../../src/errors";
 import type { Message, MessagePosition } from "../../src/message";
 import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
 
 const COUNT = 300;
 let source = "";
 let positions: MessagePosition[] = [];
-const dirs: string[] = [];
+const tempDir = useTempDirs("vq-corrupt-");
 const body = (i: number) => `message ${i} ${"#".repeat(i % 50)}`;
 const recordEnd = (i: number) => positions[i]!.offset + 25 + Buffer.byteLength(body(i));
 
 beforeAll(async () => {
-  source = await mkdtemp(join(tmpdir(), "vq-corrupt-src-"));
-  dirs.push(source);
+  source = tempDir();
   const writer = await QueueWriter.open("q", { driver: fsDriver({ dir: source }), durability: "none" });
   positions = await writer.pushBatch(Array.from({ length: COUNT }, (_, i) => body(i)));
   await writer.close();
 });
-afterAll(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
 
 async function copyQueue(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "vq-corrupt-"));
-  dirs.push(dir);
+  const dir = tempDir();
   await cp(source, dir, { recursive: true });
   return dir;
 }

@@ -7,6 +7,7 @@ import { QueueConsumer } from "../../src/consumer";
 import type { QueueDriver } from "../../src/driver";
 import { QueueWriter } from "../../src/writer";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-fds-");
 /** Descriptors this process has open now (Linux). */
@@ -24,7 +25,7 @@ describe.runIf(process.platform === "linux")("file descriptors", () => {
     for (const c of consumers) expect((await c.read()).map((m) => m.data)).toEqual(["a", "b", "c"]);
     await Promise.all(consumers.map((c) => c.commit()));
     // A consumer keeps its position file open while it commits, and lets it go a second after.
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    await sleep(1200);
     expect(openFds() - before).toBeLessThan(20);
     await Promise.all(consumers.map((c) => c.close()));
     expect(openFds()).toBeLessThanOrEqual(before);
@@ -45,7 +46,7 @@ describe.runIf(process.platform === "linux")("file descriptors", () => {
     const base = fsDriver({ dir: link });
     let unclosed = 0;
     const counted = async <T extends { close(): Promise<void> }>(open: () => Promise<T | undefined>): Promise<T | undefined> => {
-      await new Promise((resolve) => setTimeout(resolve, 3));
+      await sleep(3);
       const handle = await open();
       if (!handle) return handle;
       unclosed++;
@@ -69,7 +70,7 @@ describe.runIf(process.platform === "linux")("file descriptors", () => {
     })();
     for (let i = 0; i < 400; i++) {
       await writer.push(`m${i}`.padEnd(40, "."));
-      if (i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      if (i % 50 === 0) await sleep(5);
     }
     await reading;
     expect(seen).toHaveLength(401);

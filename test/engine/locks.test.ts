@@ -7,9 +7,9 @@ import { QueueWriter } from "../../src/writer";
 import { listParts } from "../../src/recovery";
 import { useTempDirs } from "../helpers/tmp";
 import { startChild } from "../helpers/spawn";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-locks-");
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("a lost lock stops its holder at once", () => {
   it("a writer whose lease another holder took rejects every push from then on, and writes nothing more", async () => {

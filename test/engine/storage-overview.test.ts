@@ -1,23 +1,18 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer, QueueWriter, SharedConsumer, inspectQueue, storageOverview } from "../../src/index";
+import { useTempDirs } from "../helpers/tmp";
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const tempDir = useTempDirs("vq-overview-");
 
 const drivers: [string, () => QueueDriver][] = [
   ["memory", () => memoryDriver({})],
   [
     "fs",
     () => {
-      const dir = mkdtempSync(join(tmpdir(), "vq-overview-"));
-      dirs.push(dir);
-      return fsDriver({ dir });
+      return fsDriver({ dir: tempDir() });
     },
   ],
 ];

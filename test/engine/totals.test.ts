@@ -14,6 +14,7 @@ import { QueueWriter } from "../../src/writer";
 import { seededRandom } from "../helpers/random";
 import { startChild } from "../helpers/spawn";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-totals-");
 const quiet = () => {};
@@ -241,7 +242,7 @@ describe("running totals across processes", () => {
     expect((await queueTotals(driver, "crash"))!.messages).toBe(walked.parts.reduce((sum, p) => sum + p.messages, 0));
     // Killed mid-roll, the writer can leave a new (empty) part that the queue info line does not
     // name yet: it joins the parts list at the next listing, within a second.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await sleep(1100);
     await expectTotalsEqualWalk(driver, "crash", "after kill -9");
   }, 60_000);
 });

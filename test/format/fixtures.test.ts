@@ -1,25 +1,21 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join, resolve } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { inspectQueue, listQueues } from "../../src/inspect";
 import type { Message } from "../../src/message";
 import { QueueWriter } from "../../src/writer";
+import { useTempDirs } from "../helpers/tmp";
 
 /** Queue directories written by the Rust crate v_queue 0.2.7 (see its README.md). */
 const FIXTURES = resolve(import.meta.dirname, "../fixtures/v_queue-0.2.7");
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs("vq-fixture-");
 
 async function unpack(tar: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "vq-fixture-"));
-  dirs.push(dir);
+  const dir = tempDir();
   execFileSync("tar", ["-xf", join(FIXTURES, tar), "-C", dir]);
   return join(dir, "q");
 }
@@ -119,8 +115,7 @@ describe("queues written by the crate v_queue 0.2.7", () => {
 
   it("writes the same bytes as the crate for the same pushes: records, info lines and crcs", async () => {
     const crate = await unpack("basic-c1-first.tar");
-    const dir = await mkdtemp(join(tmpdir(), "vq-same-"));
-    dirs.push(dir);
+    const dir = tempDir();
     const driver = fsDriver({ dir });
     let writer = await QueueWriter.open("basic_q", { driver });
     for (const m of msgs(0, 9)) await writer.push(m);

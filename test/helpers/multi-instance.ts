@@ -19,8 +19,8 @@ import { freePort } from "./net";
 import { pinnedFetch } from "./pinned-fetch";
 import { parseScrape, valueOf } from "./prometheus";
 import { scriptCommand, type Runtime } from "./runtime";
+import { sleep } from "./sleep";
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The settings every chaos run shares: the same run on each setup. */
 export const CHAOS = {

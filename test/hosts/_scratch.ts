@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, beforeAll, expect } from "vitest";
 import { buildApp, ROOT, startApp, type HostApp, type RunningHost } from "./_host";
+import { sleep } from "../helpers/sleep";
 
 /** A folder with `files` (path -> source) and playground/`playground`'s node_modules linked; removed after the file's tests. */
 export function scratchApp(playground: "nitro" | "nuxt", files: Record<string, string>): string {
@@ -39,7 +40,7 @@ export async function expectJobsDone(host: RunningHost, donePath: string, count:
   let done: string[] = [];
   while (done.length < count && Date.now() < deadline) {
     done = ((await (await fetch(`${host.url}${donePath}`)).json()) as { done: string[] }).done;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   expect(done.sort()).toEqual(Array.from({ length: count }, (_, i) => `job-${i}`).sort());
 }

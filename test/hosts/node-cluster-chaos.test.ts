@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildClusterApp, startCluster, workerInstances, type RunningCluster } from "./_node-cluster";
 import { expectDirectoryChaosLosesNothing } from "../helpers/directory-chaos";
 import { CHAOS } from "../helpers/multi-instance";
+import { sleep } from "../helpers/sleep";
 
 const { runMs: RUN_MS, instances: WORKERS, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 
@@ -43,7 +44,7 @@ describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, 
     const cluster = await startCluster(app, WORKERS, leased ? { NITRO_V_QUEUE_DEFAULT_STORAGE: `fs:${dir}?lease=${LEASE_MS}` } : { NITRO_V_QUEUE_DEFAULT_DIR: dir });
     clusters.push(cluster);
     // Every worker is up (the first answered /health; the others may still be starting).
-    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100));
+    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline; ) await sleep(100);
     const workers = workerInstances(cluster);
     expect(workers).toHaveLength(WORKERS);
 

@@ -4,6 +4,7 @@ import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../../runtime/index";
 import { DASHBOARD_ASSETS, DASHBOARD_INDEX } from "../../runtime/dashboard/assets.generated";
 import { startServer } from "./_server";
+import { sleep } from "../helpers/sleep";
 
 /** The dashboard's serving: the page, its hashed files, caching, gzip, HEAD, auth, and the option that turns it off. */
 const auth = { users: [{ username: "web", password: "pa:ss" }] };
@@ -107,7 +108,7 @@ describe("dashboard serving", () => {
     const handler = app({ monitor: { historyPoints: 10, sampleMs: 100 } });
     await handler("/api/v1/queues/q/messages", { method: "POST", body: "x" });
     await handler("/api/v1/overview"); // a look: sampling starts
-    await new Promise((resolve) => setTimeout(resolve, 3600));
+    await sleep(3600);
     const res = await handler("/api/v1/overview?history=300");
     expect(res.status).toBe(200);
     const { queues } = (await res.json()) as { queues: { history: { t: number[] } }[] };

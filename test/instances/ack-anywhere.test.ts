@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { sleep, startInstance, totalLag, type Instance } from "../helpers/multi-instance";
+import { startInstance, totalLag, type Instance } from "../helpers/multi-instance";
+import { sleep } from "../helpers/sleep";
 
 const QUEUE = "jobs";
 const PARTITIONS = 4;

@@ -8,9 +8,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
-import { call, sleep, startInstance, type ServeInstance } from "../helpers/multi-instance";
+import { call, startInstance, type ServeInstance } from "../helpers/multi-instance";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 const LEASE_MS = 1000;
 /** Long past the lease: a Redis lock key expires, an fs lock file is stale. */

@@ -31,9 +31,10 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
 import type { QueueDriver } from "../../src/driver";
-import { busyThenWanted, CHAOS, chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, sleep, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "../helpers/multi-instance";
+import { busyThenWanted, CHAOS, chaosLoop, expectKeysInOrder, readAllRecords, readDeadLetters, settle, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "../helpers/multi-instance";
 import { redisTestsRun } from "../helpers/redis";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster";
+import { sleep } from "../helpers/sleep";
 
 const { runMs: RUN_MS, instances: INSTANCES, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 /** When the Redis master is killed (then restarted once its replica has taken over, to rejoin as a replica). */

@@ -16,6 +16,7 @@ import { parseDeadLetter } from "../../src/dead-letter";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { startServerProcess, type ServerProcess } from "../client/_server-process";
 import { startScript, type Child } from "../helpers/spawn";
+import { sleep } from "../helpers/sleep";
 
 const WORKER = resolve(import.meta.dirname, "../helpers/chaos-worker.ts");
 const COUNT = 20_000;
@@ -27,7 +28,6 @@ const DELAY_MS = 3000;
 // 6th could dead-letter one by chance: 10 keeps the check on loss, not on the dice.
 const MAX_DELIVERIES = 10;
 const isPoison = (i: number) => i < COUNT && i % 1000 === 13;
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 let server: ServerProcess | undefined;
 afterAll(() => server?.remove());

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startInstance, type ServeInstance } from "../helpers/multi-instance";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 /** The instances' lease: a kill -9's registration runs out within it, a pause of three times it is past it. */
 const LEASE_MS = 1000;
@@ -50,7 +51,7 @@ const produce = async (instance: ServeInstance, message: string) => {
 
 /** Produces until answered 201: another instance's writer lock (409), or its registration (503), runs out within the lease after a kill. */
 const produceOnce = async (instance: ServeInstance, message: string) => {
-  for (const deadline = Date.now() + 10 * LEASE_MS; ; await new Promise((resolve) => setTimeout(resolve, 100))) {
+  for (const deadline = Date.now() + 10 * LEASE_MS; ; await sleep(100)) {
     const answer = await produce(instance, message);
     if (answer.status === 201 || (answer.status !== 409 && answer.status !== 503) || Date.now() > deadline) return answer;
   }
@@ -97,7 +98,7 @@ describe.each(backends)("several servers on one unstorage storage ($backend)", (
     expect((await produce(paused, "before")).status).toBe(201);
     paused.kill("SIGSTOP");
     try {
-      await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
+      await sleep(3 * LEASE_MS);
       const other = await serve(storage);
       expect((await produce(other, "while-paused")).status).toBe(201);
       paused.kill("SIGCONT");

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { setupVQueue } from "../../adapters/nitro";
 import type { LeasedClientMessage } from "../../client/index";
 import type { LeaseResponse } from "../../protocol/api";
+import { sleep } from "../helpers/sleep";
 
 const instances: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -59,14 +60,14 @@ describe("useVQueue().worker", () => {
         running++;
         most = Math.max(most, running);
         // m0 runs past its lease (300 ms): extended, so nobody else gets it meanwhile.
-        await new Promise((resolve) => setTimeout(resolve, m.data === "m0" ? 800 : 20));
+        await sleep(m.data === "m0" ? 800 : 20);
         running--;
         if (m.data === "m5") throw new Error("m5 always fails");
       },
       { concurrency: 4, maxDeliveries: 3, backoff: (n: number) => (delays.push(n), 10), onError: (e: unknown) => errors.push((e as Error).message) },
     );
     const deadline = Date.now() + 20_000; // a wait, not a bound: the checks below say what happened
-    while (Date.now() < deadline && (seen.size < 20 || (seen.get("m5") ?? 0) < 3 || worker.stats.running > 0)) await new Promise((r) => setTimeout(r, 50));
+    while (Date.now() < deadline && (seen.size < 20 || (seen.get("m5") ?? 0) < 3 || worker.stats.running > 0)) await sleep(50);
     await worker.stop();
     await worker.done;
     expect(most).toBeLessThanOrEqual(4);
@@ -94,7 +95,7 @@ describe("useVQueue().worker", () => {
       started.push(m.data as string);
       await gate;
     }, { concurrency: 1 });
-    while (started.length === 0) await new Promise((r) => setTimeout(r, 10));
+    while (started.length === 0) await sleep(10);
     const stopped = worker.stop();
     release();
     await stopped;
@@ -107,7 +108,7 @@ describe("useVQueue().worker", () => {
 describe("useVQueue().worker before its queue exists, and on a partitioned queue", () => {
   const until = async (done: () => boolean) => {
     const deadline = Date.now() + 15_000;
-    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!done() && Date.now() < deadline) await sleep(20);
   };
 
   it("waits for a queue that does not exist yet (onError is told), then processes what is pushed to it", async () => {

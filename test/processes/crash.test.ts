@@ -1,22 +1,20 @@
 import { crc32 } from "node:zlib";
-import { mkdtemp, open, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { open } from "node:fs/promises";
 import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import type { QueueProblem } from "../../src/errors";
 import type { Message } from "../../src/message";
 import { startChild } from "../helpers/spawn";
+import { sleep } from "../helpers/sleep";
+import { useTempDirs } from "../helpers/tmp";
 
 const RUNS = 12;
-let dir = "";
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs("vq-crash-");
 
 /** Re-checks a delivered message against the raw bytes on disk, independently of the reader. */
-async function crcOnDisk(message: Message): Promise<boolean> {
+async function crcOnDisk(dir: string, message: Message): Promise<boolean> {
   const file = await open(join(dir, `crash-${message.part}`, "crash_queue"), "r");
   try {
     const record = Buffer.alloc(25 + message.size);
@@ -31,14 +29,14 @@ async function crcOnDisk(message: Message): Promise<boolean> {
 
 describe("a writer killed with SIGKILL at random moments", () => {
   it(`loses no acknowledged message and never delivers a bad record (${RUNS} kills)`, async () => {
-    dir = await mkdtemp(join(tmpdir(), "vq-crash-"));
+    const dir = tempDir();
     const acked = new Map<number, Set<number>>();
     const problems: QueueProblem[] = [];
     for (let run = 0; run < RUNS; run++) {
       // Small parts, so that kills also land during part roll-overs.
       const child = startChild("pusher", dir, String(run), "4", String(4096 + run * 512));
       await child.waitFor((line) => line.startsWith("ack"));
-      await new Promise((done) => setTimeout(done, 20 + Math.random() * 200));
+      await sleep(20 + Math.random() * 200);
       child.process.kill("SIGKILL");
       await child.exited;
       acked.set(run, new Set(child.lines.filter((l) => l.startsWith("ack ")).map((l) => Number(l.slice(4)))));
@@ -65,7 +63,7 @@ describe("a writer killed with SIGKILL at random moments", () => {
       }
       // Spot-check crcs against the raw file, independently of the reader.
       for (const message of delivered.filter((_, k) => k % 97 === 0 || k === delivered.length - 1)) {
-        expect(await crcOnDisk(message)).toBe(true);
+        expect(await crcOnDisk(dir, message)).toBe(true);
       }
     }
     expect([...acked.values()].every((set) => set.size > 0)).toBe(true);

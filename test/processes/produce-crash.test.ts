@@ -4,6 +4,7 @@ import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { useTempDirs } from "../helpers/tmp";
 import { startChild } from "../helpers/spawn";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-produce-crash-");
 const quiet = { onProblem: () => {} };
@@ -52,13 +53,13 @@ describe("delayed messages across a SIGKILL of the writer's process", () => {
       const child = startChild("delay-pusher", dir, `mq${run}`, "300", "300");
       await child.waitFor((line) => line === "done", 30_000);
       // 300 messages due 5 ms apart from 300 ms after each ack: kill it in the middle of moving them.
-      await new Promise((done) => setTimeout(done, 400 + run * 300));
+      await sleep(400 + run * 300);
       child.process.kill("SIGKILL");
       await child.exited;
       const writer = await QueueWriter.open(`mq${run}`, { driver: fsDriver({ dir }), ...quiet });
       // The last is due about 1.8 s after the ack; a loaded machine may move them later still.
-      await new Promise((done) => setTimeout(done, 2500));
-      for (const deadline = Date.now() + 20_000; (await readAll(dir, `mq${run}`, "peek")).length < 300 && Date.now() < deadline; ) await new Promise((done) => setTimeout(done, 100));
+      await sleep(2500);
+      for (const deadline = Date.now() + 20_000; (await readAll(dir, `mq${run}`, "peek")).length < 300 && Date.now() < deadline; ) await sleep(100);
       await writer.close();
       const got = await readAll(dir, `mq${run}`, "c");
       expect(got.length, `run ${run}`).toBe(300);

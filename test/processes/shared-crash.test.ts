@@ -4,6 +4,7 @@ import { SharedConsumer } from "../../src/shared-consumer";
 import { QueueWriter } from "../../src/writer";
 import { useTempDirs } from "../helpers/tmp";
 import { startChild } from "../helpers/spawn";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-shared-crash-");
 const COUNT = 3000;
@@ -24,7 +25,7 @@ describe("a shared consumer's process killed with SIGKILL", () => {
       await child.waitFor((line) => line === "ready");
       // The first run is killed early (maybe before any ack), the others at moments after their first ack.
       if (run > 0) await child.waitFor((line) => line.startsWith("ack "));
-      await new Promise((done) => setTimeout(done, 20 + run * 40));
+      await sleep(20 + run * 40);
       child.process.kill("SIGKILL");
       await child.exited;
       for (const line of child.lines) {

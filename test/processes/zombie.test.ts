@@ -6,10 +6,10 @@ import { describe, expect, it } from "vitest";
 import { freePort } from "../helpers/net";
 import { scriptCommand, type Runtime } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 const CLI = fileURLToPath(new URL("../../adapters/cli.ts", import.meta.url));
 const freshDir = useTempDirs("vq-zombie-");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A process's state letter from /proc (`Z`: exited, not reaped by its parent yet). */
 const procState = (pid: number) => {

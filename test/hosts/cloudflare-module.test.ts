@@ -14,7 +14,7 @@ import { createClient, VQueueClientError } from "v-queue/client";
 import { buildApp, type RunningHost } from "./_host";
 import { describeHost } from "./_suite";
 import { presetApp } from "./_preset";
-import { startWorkerd, type WranglerConfig } from "./_miniflare";
+import { startWorkerd, type WranglerConfig } from "./_workerd";
 import { sleep } from "../helpers/sleep";
 
 // nodejs_compat here also makes Nitro leave node:* to workerd (else unenv's stubs are bundled).

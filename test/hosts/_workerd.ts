@@ -9,8 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import type { Readable } from "node:stream";
 import { join } from "pathe";
-import type { MiniflarePackage } from "../helpers/tool-types";
-import { importTool } from "../helpers/tools";
+import { startMiniflare } from "../workerd/_miniflare";
 import { appDir, appName, waitHealthy, type HostApp, type RunningHost } from "./_host";
 
 export interface WorkerdOptions {
@@ -47,8 +46,7 @@ export function startWorkerd(options: WorkerdOptions = {}): (app: HostApp, dataD
     // The entry first: Miniflare takes the first module as the worker's.
     const ordered = ["index.mjs", ...files.filter((file) => file !== "index.mjs")];
     let output = "";
-    const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
-    const mf = new Miniflare({
+    const mf = await startMiniflare({
       modulesRoot: root,
       modules: ordered.map((file) => ({ type: "ESModule" as const, path: join(root, file) })),
       compatibilityDate: config.compatibility_date ?? "2025-10-01",

@@ -7,10 +7,10 @@ import { defineConfig } from "vitest/config";
  */
 export const ALONE = [
   "test/hosts/**/*.test.ts",
-  "test/multi-instance.test.ts",
-  "test/redis-cluster-instances.test.ts",
-  "test/redis-sentinel.test.ts",
-  "test/shared-chaos.test.ts",
+  "test/instances/multi-instance.test.ts",
+  "test/instances/redis-cluster-instances.test.ts",
+  "test/drivers/redis-sentinel.test.ts",
+  "test/instances/shared-chaos.test.ts",
   "test/drivers/redis-cluster.test.ts",
   "test/engine/partitioned-multi.test.ts",
   "test/life/fs-processes.test.ts",

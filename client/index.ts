@@ -40,6 +40,7 @@ import { isReplay, produceExtras, toJSONText, type ProduceInput, type ProduceRep
 import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
+import type { ConsumeOptions, ConsumeResult } from "./types";
 import { runWorker, type Worker, type WorkerOptions } from "./worker";
 
 export type * from "../protocol/api";
@@ -47,6 +48,7 @@ export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage, ProduceReplay } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
+export type { ConsumeOptions, ConsumeResult } from "./types";
 export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
 export type { RetryOption } from "./retry";
@@ -86,33 +88,6 @@ export interface ClientOptions {
   timeout?: number;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
-}
-
-export interface ConsumeOptions {
-  /** @default 1 (as the Rust server) */
-  maxMessages?: number;
-  /** Wait up to this long for a first message (long poll). @default 0: answer at once */
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  /** `"binary"`: a compact binary batch instead of JSON (faster, no base64). @default "json" */
-  format?: "json" | "binary";
-  /**
-   * Parse text messages as JSON: each is then `{ json: true, data: T }`, or, when it is not
-   * valid JSON, `{ json: false, data: text, error }` (the rest of the batch is still parsed).
-   * Bytes are never parsed. @default false
-   */
-  json?: boolean;
-  /** A cursor to commit first, in the same request (saves a round trip per batch). */
-  commit?: string;
-}
-
-/** `ConsumeResult` of a plain consume; `ConsumeResult<T>` of one with `json: true`. */
-export interface ConsumeResult<T = never> {
-  messages: ClientMessage<T>[];
-  /** Commits everything in this batch; undefined when it is empty. */
-  cursor: string | undefined;
-  /** Messages retention deleted before this consumer read them, since its previous consume (0 almost always). */
-  missed: number;
 }
 
 export interface ProduceOptions {

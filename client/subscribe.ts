@@ -1,6 +1,7 @@
 import { sleep } from "./sleep";
 import { VQueueClientError, VQueueNetworkError } from "./errors";
-import type { ConsumeOptions, VQueueClient } from "./index";
+import type { RetryOption } from "./retry";
+import type { ConsumeOptions, ConsumeResult } from "./types";
 import type { AnyClientMessage } from "./messages";
 import { MessageIterator } from "./message-iterator";
 
@@ -37,6 +38,13 @@ const warnMissed = (missed: number) => console.warn(`[v-queue] ${missed} message
 /** How long a finished batch waits for the next one before it is committed on its own. */
 const QUIET_AFTER_MS = 50;
 
+/** The client's calls the loop makes (the client itself in `client.subscribe`). */
+export interface SubscribeCalls {
+  consume(queue: string, consumer: string, options: ConsumeOptions): Promise<ConsumeResult<unknown> | ConsumeResult>;
+  commit(queue: string, consumer: string, cursor?: string, options?: RetryOption): Promise<unknown>;
+  rewind(queue: string, consumer: string, options?: { signal?: AbortSignal }): Promise<unknown>;
+}
+
 interface NextBatch {
   batch: Promise<AnyClientMessage[]>;
   settled: boolean;
@@ -49,7 +57,7 @@ interface NextBatch {
  * finished, so a server restart neither loses a message nor hands the loop one twice.
  * The next batch is requested while the loop body works on the current one.
  */
-export function subscribe(client: VQueueClient, queue: string, consumer: string, options: SubscribeOptions = {}): AsyncGenerator<AnyClientMessage, void, undefined> {
+export function subscribe(client: SubscribeCalls, queue: string, consumer: string, options: SubscribeOptions = {}): AsyncGenerator<AnyClientMessage, void, undefined> {
   const { signal, maxMessages = 100, pollTimeoutMs = 25_000, commit = "batch", format, json } = options;
   const minDelay = options.backoff?.min ?? 100;
   const maxDelay = options.backoff?.max ?? 5000;

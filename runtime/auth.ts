@@ -1,4 +1,4 @@
-import type { ResolvedAuth } from "./options";
+import type { ResolvedAuth } from "./types";
 import { ApiError } from "./errors";
 import { utf8Strict } from "../protocol/utf8";
 

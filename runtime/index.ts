@@ -20,10 +20,9 @@ import { registerRoutes, type RouteContext } from "./route";
 import { apiRoutes } from "./routes";
 import { Tracing } from "./tracing";
 
-export type { AuthOptions, AuthUser, MetricsOptions, MonitorOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
-export type { ProcessStats } from "./metrics/scrape";
+export type { AuthOptions, MetricsOptions, MonitorOptions, QueueAppLimits, QueueAppOptions, QueueSettings } from "./options";
+export type { AuthUser, ProcessStats, QueueAppLogger } from "./types";
 export type { CorsOptions } from "./cors";
-export type { QueueAppLogger } from "./log";
 export { DEFAULT_LIMITS } from "./options";
 export type { HttpErrorCode } from "./errors";
 export type { AnySharedSlot, LeasingSlot, SharedSlot } from "./shared-slot";

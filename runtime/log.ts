@@ -1,13 +1,6 @@
 import { getRequestIP, type H3Event, type Middleware } from "h3";
 import { basicCredentials } from "./auth";
-
-/** Where the app logs: faults and problems (`error`, `warn`); requests too with `info`/`debug`. */
-export interface QueueAppLogger {
-  error(...args: unknown[]): void;
-  warn(...args: unknown[]): void;
-  info?(...args: unknown[]): void;
-  debug?(...args: unknown[]): void;
-}
+import type { QueueAppLogger } from "./types";
 
 /**
  * Logs requests, one line each, with what an operator needs and nothing secret (no body, no

@@ -1,14 +1,14 @@
-// Over 300 lines: one class that samples every queue and consumer within a time budget and keeps
-// their short histories; its sample shapes are the dashboard's and /metrics' inputs, kept beside it.
 import { comparePositions, type ConsumerPosition } from "../src/cursor";
 import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
-import { forEachLimited, listStorage, queueOverview, type QueueOverview } from "../src/overview";
+import type { QueueOverview } from "../src/inspect-types";
+import { forEachLimited, listStorage, queueOverview } from "../src/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
 import { foldPartitions, sumHistories } from "./partitioned-samples";
 import { partitionName } from "../src/partitions";
 import type { ResolvedQueueAppOptions } from "./options";
 import type { HeldConsumer, QueueRegistry } from "./registry";
+import type { ConsumerSample, MonitorSnapshot, QueueSample, SharedSample } from "./types";
 
 /**
  * What the dashboard, `/metrics` and `stat --watch` show: every queue of the storage sampled
@@ -22,58 +22,6 @@ import type { HeldConsumer, QueueRegistry } from "./registry";
  * (Prometheus counters may reset with the process); they are exact across any gap between
  * samples while the parts in between still exist.
  */
-
-export interface SharedSample {
-  /** Leases running now (held here); pending deliveries from its files when another process holds it. */
-  inFlight: number;
-  /** Re-deliveries this server made since it started (a counter). */
-  redelivered: number;
-  /** Messages moved to its dead-letter queue since it was created (kept in its files). */
-  deadLettered: number;
-  oldestUnacked: { part: number; offset: number; seq: number; deliveries?: number } | null;
-}
-
-export interface ConsumerSample extends ConsumerPosition {
-  name: string;
-  kind: "ordered" | "shared";
-  lag: number;
-  lagBytes: number;
-  consumedTotal: number;
-  consumedBytesTotal: number;
-  /** Messages per second over the last few samples. */
-  rate: number;
-  /** Last time its position moved or this server handed it messages (ms since the epoch). */
-  lastSeen: number | null;
-  shared?: SharedSample;
-}
-
-export interface QueueSample {
-  name: string;
-  messages: number;
-  bytes: number;
-  parts: number;
-  currentPart: number;
-  producedTotal: number;
-  producedBytesTotal: number;
-  produceRate: number;
-  consumeRate: number;
-  consumedTotal: number;
-  maxLag: number;
-  maxLagConsumer: string | null;
-  consumers: ConsumerSample[];
-  /** A partitioned queue's row (partitioned-samples.ts): its partition count; the rest is summed over its partitions. */
-  partitions?: number;
-  /** A partition's row: whose, and which. */
-  partitionOf?: { queue: string; partition: number; partitions: number };
-}
-
-export interface MonitorSnapshot {
-  at: number;
-  sampleMs: number;
-  startedAt: number;
-  /** By name. */
-  queues: QueueSample[];
-}
 
 /** Rates in the table: the mean of this many samples (the charts show each). */
 const RATE_POINTS = 5;

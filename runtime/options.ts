@@ -2,7 +2,6 @@
 // the defaults, and the checks that say what was wrong (one resolver, so nothing defaults twice).
 import { defu } from "defu";
 import { resolveCors, type CorsOptions } from "./cors";
-import type { QueueAppLogger } from "./log";
 import { boolean, integer, showValue, throwProblems } from "../src/check";
 import type { QueueDriver } from "../src/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/errors";
@@ -12,30 +11,8 @@ import { retentionProblems, type RetentionOptions } from "../src/retention-optio
 import { isValidQueueName } from "../src/names";
 import { MAX_PARTITIONS, partitionName } from "../src/partitions";
 import { sharedSettingsProblems, type SharedSettings } from "../src/shared-options";
-import type { ProcessStats } from "./metrics/scrape";
+import type { AuthUser, ProcessStats, QueueAppLogger, ResolvedAuth } from "./types";
 import pkg from "../package.json" with { type: "json" };
-
-/** One user of the HTTP API (Basic auth, RFC 7617). */
-export interface AuthUser {
-  username: string;
-  password: string;
-  /**
-   * May consume, commit, seek and inspect: `true` for every queue, or a list of queue names.
-   * @default true
-   */
-  read?: boolean | string[];
-  /**
-   * May produce (and so create queues): `true` for every queue, or a list of queue names.
-   * @default true
-   */
-  write?: boolean | string[];
-  /**
-   * May purge and delete queues, delete consumers and prune: `true` for every queue, or a list of queue names.
-   * @default true when `read` and `write` are both `true` (as by default), else false: a user
-   * limited in reading or writing is not given the power to delete by omission.
-   */
-  admin?: boolean | string[];
-}
 
 export interface AuthOptions {
   /** @default true when `users` is not empty */
@@ -167,11 +144,6 @@ export interface QueueSettings {
    * ordinary queue. The count never changes.
    */
   partitions?: number;
-}
-
-export interface ResolvedAuth {
-  realm: string;
-  users: Required<AuthUser>[];
 }
 
 export interface ResolvedQueueAppOptions {

@@ -6,7 +6,7 @@
  */
 import type { HistoryJSON } from "../protocol/api";
 import { parsePartitionName } from "../src/partitions";
-import type { ConsumerSample, QueueSample } from "./monitor";
+import type { ConsumerSample, QueueSample } from "./types";
 
 /** The queues of a sample with a row added per partitioned queue (`count` says which names are declared partitioned). */
 export async function foldPartitions(queues: QueueSample[], count: (queue: string) => Promise<number | undefined>): Promise<QueueSample[]> {

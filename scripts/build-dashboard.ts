@@ -3,7 +3,7 @@
  * dashboard`): the page's files from `dashboard/` and uPlot's from node_modules, each under a
  * name carrying its content hash (cached for a year by the browser), the modules' imports and
  * the page's links rewritten to those names. No bundler: the modules stay modules.
- * test/dashboard-assets.test.ts fails when the committed file is not what this makes now.
+ * test/scripts/dashboard-assets.test.ts fails when the committed file is not what this makes now.
  */
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";

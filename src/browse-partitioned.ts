@@ -8,7 +8,7 @@
  * set, and the last page may be empty. One partition alone (`partition`) is browsed as an
  * ordinary queue.
  */
-import type { BrowseResult, BrowsedMessage, BrowseFrom, PageOptions } from "./browse";
+import type { BrowseResult, BrowsedMessage, BrowseFrom, PageOptions } from "./browse-types";
 import { CURSOR_RE, formatCursor, type ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { VQueueError } from "./errors";

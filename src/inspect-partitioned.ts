@@ -6,8 +6,7 @@
  * part or position: those fields are 0 at the top, and per partition below.
  */
 import type { QueueDriver } from "./driver";
-import type { ConsumerOverview, QueueOverview } from "./overview";
-import type { ConsumerStats, QueueStats } from "./inspect";
+import type { ConsumerOverview, ConsumerStats, QueueOverview, QueueStats } from "./inspect-types";
 import { parsePartitionName, readPartitions } from "./partitions";
 import { queueOfPartitionsFile } from "./paths";
 import type { QueueTotals } from "./totals";

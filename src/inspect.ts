@@ -1,7 +1,7 @@
-import type { ConsumerKind } from "./consumer-kind";
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
-import { sharedFileStats, type SharedFileStats } from "./inspect-shared";
+import { sharedFileStats } from "./inspect-shared";
+import type { ConsumerStats, QueueStats } from "./inspect-types";
 import { parsePopInfo } from "./info";
 import { assertName } from "./names";
 import { declaredPartitioned, parentOf, partitionedStats } from "./inspect-partitioned";
@@ -9,36 +9,6 @@ import { partitionName, readPartitions } from "./partitions";
 import { consumerOfPopFile, popInfoPath, queueOfInfoFile } from "./paths";
 import { SharedState } from "./shared-state";
 import { queueTotals, type PartTotals } from "./totals";
-
-/** What `inspectQueue` tells about a queue, from its info lines (and its part files once its writer is gone). */
-export interface QueueStats {
-  name: string;
-  /** The writer's current part. */
-  currentPart: number;
-  /** Records in the current part. */
-  currentCount: number;
-  parts: { id: number; bytes: number; messages: number }[];
-  messages: number;
-  bytes: number;
-  consumers: ConsumerStats[];
-  /** A partitioned queue (inspect-partitioned.ts): its partition count; its totals and consumers' lag are summed over `partitionQueues`. */
-  partitions?: number;
-  /** Each partition's stats, as an ordinary queue's (partitions never written are left out). */
-  partitionQueues?: QueueStats[];
-}
-
-export interface ConsumerStats extends ConsumerPosition {
-  name: string;
-  /** `ordered`: one cursor (the position); `shared`: leases and acks per message, the position is its ack floor. */
-  kind: ConsumerKind;
-  /**
-   * Messages pushed and not yet committed by this consumer; for a shared one, those after its
-   * floor not acknowledged yet (acks above the floor do not count).
-   */
-  lag: number;
-  /** A shared consumer's state, from its files (inspect-shared.ts). */
-  shared?: SharedFileStats;
-}
 
 const decoder = new TextDecoder();
 

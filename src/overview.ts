@@ -1,11 +1,11 @@
-import type { ConsumerKind } from "./consumer-kind";
 import type { ConsumerPosition } from "./cursor";
 import type { QueueDriver } from "./driver";
 import { parsePopInfo } from "./info";
 import { isValidConsumerName } from "./names";
 import { declaredPartitioned, parentOf, partitionedOverview } from "./inspect-partitioned";
+import type { ConsumerOverview, QueueOverview } from "./inspect-types";
 import { popInfoPath, queueOfInfoFile } from "./paths";
-import { queueTotals, type QueueTotals } from "./totals";
+import { queueTotals } from "./totals";
 
 /**
  * Every queue of a storage at once, for the dashboard, the metrics and `stat --watch`: one
@@ -14,25 +14,6 @@ import { queueTotals, type QueueTotals } from "./totals";
  * part file is read but the sealed parts the running totals have not measured yet (once per
  * process: totals.ts). `inspectQueue` lists the storage per queue, which 1,000 queues cannot afford.
  */
-
-export interface ConsumerOverview extends ConsumerPosition {
-  name: string;
-  kind: ConsumerKind;
-  /** Messages after its position (a shared consumer: after its ack floor, acks above it not counted). */
-  lag: number;
-  /** Bytes of the records after its position. */
-  lagBytes: number;
-}
-
-export interface QueueOverview {
-  name: string;
-  totals: QueueTotals;
-  consumers: ConsumerOverview[];
-  /** A partitioned queue (inspect-partitioned.ts): its partition count; its totals and consumers' lag are summed over `partitionQueues`. */
-  partitions?: number;
-  /** Each partition's overview, as an ordinary queue's (partitions never written are left out). */
-  partitionQueues?: QueueOverview[];
-}
 
 export interface OverviewOptions {
   /** Only these queues (the others are not read at all). */

@@ -6,7 +6,8 @@
  */
 import { VQueueClientError } from "../../client/index";
 import type { QueueOverviewJSON } from "../../protocol/api";
-import { Monitor, type QueueSample } from "../../runtime/monitor";
+import { Monitor } from "../../runtime/monitor";
+import type { QueueSample } from "../../runtime/types";
 import { resolveQueueAppOptions } from "../../runtime/options";
 import { QueueRegistry } from "../../runtime/registry";
 import { describeError } from "./_errors";

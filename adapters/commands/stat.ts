@@ -1,6 +1,7 @@
 import { defineCommand } from "citty";
 import { formatCursor } from "../../protocol/cursor";
-import { inspectQueue, listQueues, type QueueStats } from "../../src/inspect";
+import { inspectQueue, listQueues } from "../../src/inspect";
+import type { QueueStats } from "../../src/inspect-types";
 import type { ConsumerInfo } from "../../protocol/api";
 import type { ConsumerKind } from "../../src/consumer-kind";
 import type { SharedFileStats } from "../../src/inspect-shared";

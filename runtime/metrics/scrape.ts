@@ -1,21 +1,8 @@
 import type { Principal } from "../auth";
 import { can } from "../auth";
-import type { ConsumerSample, MonitorSnapshot, QueueSample } from "../monitor";
+import type { ConsumerSample, MonitorSnapshot, ProcessStats, QueueSample } from "../types";
 import { Exposition, labelPairs, labels, type MetricType } from "./exposition";
 import type { ServerMetrics } from "./server-metrics";
-
-/**
- * The host process's standard series (`process_*`), given by a hook of the app options: the
- * runtime is host-neutral, so the Node server and the Nitro adapter measure them (adapters/).
- * Leave out what the host cannot tell.
- */
-export interface ProcessStats {
-  openFds?: number;
-  maxFds?: number;
-  residentMemoryBytes?: number;
-  cpuSecondsTotal?: number;
-  startTimeSeconds?: number;
-}
 
 const QUEUE_SERIES: [string, MetricType, string, (q: QueueSample) => number][] = [
   ["vqueue_queue_messages", "gauge", "Messages in the queue's parts on storage.", (q) => q.messages],

@@ -1,6 +1,7 @@
 import { FastResponse } from "srvx";
 import { EXPOSITION_TYPE } from "../metrics/exposition";
-import { renderMetrics, type ProcessStats } from "../metrics/scrape";
+import { renderMetrics } from "../metrics/scrape";
+import type { ProcessStats } from "../types";
 import { errorResponses } from "../openapi";
 import type { ApiRoute, RouteContext } from "../route";
 

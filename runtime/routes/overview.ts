@@ -5,7 +5,7 @@ import { partDetails } from "../../src/part-details";
 import { queueTotals } from "../../src/totals";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
-import type { MonitorSnapshot, QueueSample } from "../monitor";
+import type { MonitorSnapshot, QueueSample } from "../types";
 import { errorResponses, jsonContent } from "../openapi";
 import { intParam, json, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../client/index";
 import { freePort, startServerProcess, type ServerProcess } from "../client/_server-process";
 import { CHROMIUM, launch } from "./_dashboard";
+import { sleep } from "../helpers/sleep";
 
 /**
  * The client SDK in a real browser: Debian's Chromium, driven by playwright-core, loads a
@@ -106,7 +107,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("client SDK in headles
       };
     }, api.url);
     // Pushed from Node while the page's subscriber is waiting for it.
-    await new Promise((done) => setTimeout(done, 1500));
+    await sleep(1500);
     await node.produce("browser", "pushed from node");
     const result = await running.catch((error: Error) => error);
     expect(result).not.toBeInstanceOf(Error);

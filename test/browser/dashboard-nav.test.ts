@@ -2,6 +2,7 @@ import { afterAll, expect, it } from "vitest";
 import type { Browser } from "../helpers/tool-types";
 import { jsonHeaders, startServer } from "../http/_server";
 import { launch, openPage } from "../browser/_dashboard";
+import { sleep } from "../helpers/sleep";
 
 let browser: Browser | undefined;
 afterAll(async () => browser?.close());
@@ -13,7 +14,7 @@ it("loads a queue page chosen while the list's poll is still in flight (a slow l
   const { page, problems } = await openPage(browser);
   // A slow list poll (a slow link, or 1,000 queues): 1.5 s.
   await page.route("**/api/v1/overview?*", async (route) => {
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     await route.continue().catch(() => {});
   });
   const detail: string[] = [];

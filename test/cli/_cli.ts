@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll } from "vitest";
 import { serveQueues, type QueueServer } from "../../adapters/server";
 import { scriptCommand, type Runtime } from "../helpers/runtime";
+import { sleep } from "../helpers/sleep";
 
 export const BIN = fileURLToPath(new URL("../../bin/v-queue.mjs", import.meta.url));
 const DIST = fileURLToPath(new URL("../../dist/cli.mjs", import.meta.url));
@@ -57,7 +58,7 @@ export async function until(read: () => CliRun, predicate: (run: CliRun) => bool
     if (predicate(run)) return run;
     // Exited without it: no use waiting.
     if (Date.now() > deadline || run.code !== null) throw new Error(`${run.code === null ? "timed out" : `exited with ${run.code}`}; stdout: ${run.stdout}\nstderr: ${run.stderr}`);
-    await new Promise((r) => setTimeout(r, 25));
+    await sleep(25);
   }
 }
 
@@ -67,10 +68,10 @@ export const STACK = /^\s+at .+[:(]/m;
 export const ANSI = /\u001b\[/;
 
 /** A server (in this process) on a fresh data directory for the tests of a `describe`. */
-export function useServer(tempDir: () => Promise<string>): { dir: string; url: string } {
+export function useServer(tempDir: () => string): { dir: string; url: string } {
   const state = { dir: "", url: "", server: undefined as QueueServer | undefined };
   beforeAll(async () => {
-    state.dir = await tempDir();
+    state.dir = tempDir();
     state.server = await serveQueues({ dir: state.dir, port: 0, durability: "none", logger: { error: () => {}, warn: () => {} } });
     state.url = state.server.url;
   });

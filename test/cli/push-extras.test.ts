@@ -3,6 +3,7 @@ import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, STACK, useServer } from "./_cli";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-cli-push-extras-");
 
@@ -23,7 +24,7 @@ describe("v-queue push --delay / --at / --key", () => {
     expect(delayed.stdout + delayed.stderr).toMatch(/delayed until \d{4}-/);
     for (let i = 0; i < 2; i++) expect((await cli(["push", "q", "once", "--key", "k1", "--dir", dir])).code).toBe(0);
     expect(await bodies(dir, "q")).toEqual(["once"]);
-    await new Promise((done) => setTimeout(done, due - Date.now() + 100));
+    await sleep(due - Date.now() + 100);
     // The next push opens the writer, which moves what is due first.
     expect((await cli(["push", "q", "last", "--dir", dir])).code).toBe(0);
     expect(await bodies(dir, "q")).toEqual(["once", "later", "last"]);

@@ -10,6 +10,7 @@ import { freePort } from "../helpers/net";
 import { launchRedis, redisTestsRun, terminate } from "../helpers/redis";
 import { useTempDirs } from "../helpers/tmp";
 import { startCli, until } from "./_cli";
+import { sleep } from "../helpers/sleep";
 
 const tempDir = useTempDirs("vq-cli-outage-");
 
@@ -37,7 +38,7 @@ describe.skipIf(!redisTestsRun("serve through a storage outage"))("serve through
     const redis = await launchRedis(redisPort, dir);
     stops.push(() => terminate(redis));
     const deadline = Date.now() + 30_000;
-    while (!(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) && Date.now() < deadline) await sleep(100);
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/queues/events/messages`, { method: "POST", body: "hello", headers: { "partition-key": "k" } });
     expect(res.status).toBe(201);
     const info = (await (await fetch(`http://127.0.0.1:${port}/api/v1/queues/events`)).json()) as { partitions?: number; messages?: number };

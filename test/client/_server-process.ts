@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "pathe";
 import { freePort } from "../helpers/net";
 import { scriptCommand } from "../helpers/runtime";
+import { sleep } from "../helpers/sleep";
 
 export { freePort };
 
@@ -48,7 +49,7 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
       const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
       if (ok) return;
       if (Date.now() > deadline) throw new Error(`server did not start: ${output}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   };
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
@@ -66,7 +67,7 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
     stop,
     async restart(signal, downMs = 0) {
       await stop(signal);
-      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+      if (downMs > 0) await sleep(downMs);
       await start();
     },
     async remove() {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, VQueueClientError, VQueueNetworkError, type ClientMessage } from "../../client/index";
 import { freePort, startServerProcess, type ServerProcess } from "./_server-process";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
 
 let server: ServerProcess;
 beforeAll(async () => {
@@ -136,7 +137,7 @@ describe("client SDK against the standalone server", () => {
     expect((await client.consume("polls", "c")).messages.map((m) => m.data)).toEqual(["first"]);
     const started = performance.now();
     const waiting = client.consume("polls", "c", { timeoutMs: WAKE_TIMEOUT_MS, maxMessages: 5 }).catch((e) => e);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     await client.produce("polls", "late");
     const result = await waiting;
     expect(result.messages?.map((m: ClientMessage) => m.data)).toEqual(["late"]);
@@ -174,10 +175,10 @@ describe("client SDK against the standalone server", () => {
         if (seen.length === 3) controller.abort();
       }
     })();
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     // The queue does not exist yet: the subscriber waits for it.
     await client.produce("live", ["one", "two"]);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     await client.produce("live", "three");
     await loop;
     expect(seen).toEqual(["one", "two", "three"]);
@@ -257,7 +258,7 @@ describe("client SDK against the standalone server", () => {
       for await (const message of client.subscribe("ahead", "w", { signal: controller.signal, maxMessages: 5, pollTimeoutMs: 30_000 })) rest.push(message.data);
     })();
     // Promptly: well before the 30 s poll timeout (room for a loaded machine).
-    while (rest.length < 7 && performance.now() - started < 15_000) await new Promise((r) => setTimeout(r, 20));
+    while (rest.length < 7 && performance.now() - started < 15_000) await sleep(20);
     expect(rest).toEqual(["m3", "m4", "m5", "m6", "m7", "m8", "m9"]);
     // Nothing more comes: the finished batch is committed while the next poll waits.
     await expect.poll(async () => (await client.consumers("ahead")).consumers[0]?.count_popped, { timeout: 10_000 }).toBe(10);

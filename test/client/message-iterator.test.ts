@@ -3,6 +3,7 @@
 // call next() without waiting, and a finish step that must run before the next message.
 import { describe, expect, it } from "vitest";
 import { MessageIterator } from "../../client/message-iterator";
+import { sleep } from "../helpers/sleep";
 
 interface Trace {
   finished: number[];
@@ -16,7 +17,7 @@ function source(trace: Trace, fail?: Error): AsyncGenerator<number[], void, unde
     try {
       for (const batch of [[1, 2, 3], [], [4, 5]]) {
         trace.asked++;
-        await new Promise((done) => setTimeout(done, 1));
+        await sleep(1);
         if (fail && trace.asked > 1) throw fail;
         if (batch.length > 0) yield batch;
       }
@@ -70,7 +71,7 @@ describe("subscribe()'s message iterator", () => {
     const trace = fresh();
     const order: string[] = [];
     const finish = async (n: number) => {
-      await new Promise((done) => setTimeout(done, 2));
+      await sleep(2);
       order.push(`finished ${n}`);
     };
     let stop = false;

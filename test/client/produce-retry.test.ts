@@ -4,6 +4,7 @@ import { VQueueClientError } from "../../client/errors";
 import { MAX_RETRY_AFTER_MS, retryDelay } from "../../client/retry";
 import { startServer } from "../http/_server";
 import { startServerProcess, type ServerProcess } from "./_server-process";
+import { sleep } from "../helpers/sleep";
 
 const servers: ServerProcess[] = [];
 afterAll(async () => {
@@ -78,7 +79,7 @@ describe("client produce retries with an idempotency key", () => {
       for (let i = next++; i < total; i = next++) await client.produce("orders", `m${i}`);
     });
     for (const at of [100, 250, 400]) {
-      while (next < at) await new Promise((done) => setTimeout(done, 2));
+      while (next < at) await sleep(2);
       await server.restart("SIGKILL");
     }
     await Promise.all(producers);

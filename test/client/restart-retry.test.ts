@@ -4,8 +4,9 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createClient, isAbortError, VQueueNetworkError } from "../../client/index";
 import { startChild } from "../helpers/spawn";
-import { sleep, startServer } from "../http/_server";
+import { startServer } from "../http/_server";
 import { startServerProcess, type ServerProcess } from "./_server-process";
+import { sleep } from "../helpers/sleep";
 
 const servers: ServerProcess[] = [];
 afterAll(async () => {

@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../client/index";
 import { until } from "./_until";
-import { sleep, startServer } from "../http/_server";
+import { startServer } from "../http/_server";
+import { sleep } from "../helpers/sleep";
 
 afterEach(() => void vi.restoreAllMocks());
 

@@ -4,8 +4,9 @@ import { createClient, type LeasedClientMessage } from "../../client/index";
 import { parseDeadLetter } from "../../src/dead-letter";
 import type { Message } from "../../src/message";
 import { until } from "./_until";
-import { sleep, startServer, type TestServer } from "../http/_server";
+import { startServer, type TestServer } from "../http/_server";
 import { startServerProcess } from "./_server-process";
+import { sleep } from "../helpers/sleep";
 
 const clientOf = (s: TestServer) => createClient({ baseURL: s.url });
 const quiet = { onError: () => {} };

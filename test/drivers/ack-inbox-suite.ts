@@ -9,8 +9,8 @@ import { sharedInboxDir } from "../../src/paths";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { QueueWriter } from "../../src/writer";
 import type { EngineTestContext } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 type Ref = { part: number; offset: number; lease: number };
 /** Acks as another instance posts them. */
 const postAcks = (driver: QueueDriver, refs: Ref[], sync = false) => new InboxPoster(driver, "other1", sync).post("q", "work", refs.map((ref) => ({ kind: "ack", ref })));

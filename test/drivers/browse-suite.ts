@@ -9,6 +9,7 @@ import { queueTotals } from "../../src/totals";
 import { QueueWriter } from "../../src/writer";
 import { patchLog } from "../helpers/damage";
 import type { EngineTestContext } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
 const texts = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `m${from + i}`);
 
@@ -72,9 +73,9 @@ export function browseTests(setup: () => Promise<EngineTestContext> | EngineTest
   it("browse: from a time, through the parts' indexes as a consumer's seek", async () => {
     const { driver } = await setup();
     await fill(driver, [3]);
-    await new Promise((done) => setTimeout(done, 30));
+    await sleep(30);
     const time = Date.now();
-    await new Promise((done) => setTimeout(done, 30));
+    await sleep(30);
     await fill(driver, [2], true);
     expect((await browse(driver, { from: { time } })).messages.map((m) => [m.part, m.seq])).toEqual([[1, 1], [1, 2]]);
     expect((await browse(driver, { from: { time: new Date(time).toISOString() } })).messages).toHaveLength(2);

@@ -17,11 +17,11 @@ import { startScript } from "../helpers/spawn";
 import { expectStaleConsumerFenced, expectStaleWriterFenced, readAll } from "../helpers/fence-checks";
 import { useTempDirs } from "../helpers/tmp";
 import { describeEngineOnDriver } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
 const FENCE_CHILD = resolve(import.meta.dirname, "../helpers/fence-child.ts");
 const LEASE_MS = 1000;
 const freshDir = useTempDirs("vq-fs-lease-");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Whether a process is inside a write mutex of `dir` (the tests below cover a holder paused there). */
 const insideMutex = (dir: string) => () => readdirSync(dir).some((name) => name.endsWith("~fence"));
 

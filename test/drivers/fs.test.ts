@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, openSync } from "node:fs";
 import { readdir, readFile, symlink, writeFile } from "node:fs/promises";
-import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { describeEngineOnDriver } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-fs-");
 

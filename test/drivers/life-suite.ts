@@ -11,6 +11,7 @@ import { pruneQueue } from "../../src/retention";
 import { listParts } from "../../src/recovery";
 import { partDir, partPath } from "../../src/paths";
 import type { EngineTestContext } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
 /**
  * A queue's life on one driver: the part index, seeks by sequence and time, retention and the
@@ -315,7 +316,7 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       const q = await writer(driver, { maxPartBytes: 1024, retention: { maxParts: 3, intervalMs: 20 } });
       for (let i = 0; i < 20; i++) await q.pushBatch(texts(40, i * 40));
       await q.flush();
-      for (let i = 0; i < 100 && (await listParts(driver, "q")).length > 3; i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 100 && (await listParts(driver, "q")).length > 3; i++) await sleep(20);
       const parts = await listParts(driver, "q");
       expect(parts.length).toBe(3);
       expect(parts.at(-1)).toBe(q.position.part);

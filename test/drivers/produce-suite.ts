@@ -13,9 +13,9 @@ import { deleteQueue } from "../../src/delete";
 import { delayedPath, idempotencyPath } from "../../src/paths";
 import type { QueueOptions } from "../../src/options";
 import type { EngineTestContext } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
 const quiet = { durability: "none", onProblem: () => {} } as const;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An object's method `name` replaced by `replace` (given the original, bound), the rest as it is. */
 function withMethod<T extends object>(object: T, name: string, replace: (original: (...args: never[]) => unknown) => unknown): T {

@@ -12,6 +12,7 @@ import { redisTestsRun } from "../helpers/redis";
 import { expectWakeUp } from "../helpers/redis-wake";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster";
 import { describeEngineOnDriver } from "./engine-suite";
+import { sleep } from "../helpers/sleep";
 
 const available = redisTestsRun("redis driver on a Redis Cluster");
 
@@ -140,7 +141,7 @@ describe.skipIf(!available)("redis driver on a real 6-node Redis Cluster", () =>
               reopened++;
               break;
             } catch {
-              await new Promise((r) => setTimeout(r, 200));
+              await sleep(200);
             }
           }
         }
@@ -191,7 +192,7 @@ async function waitForReplicaLink(port: number): Promise<void> {
     const deadline = Date.now() + 30_000;
     while (!(await node.info("replication").catch(() => "")).includes("master_link_status:up")) {
       if (Date.now() > deadline) throw new Error(`node ${port} did not sync with its new master within 30 s`);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
   } finally {
     node.disconnect();

@@ -14,9 +14,9 @@ import { popInfoPath, sharedJournalPath, sharedStatePath } from "../../src/paths
 import { seededRandom } from "../helpers/random";
 import type { EngineTestContext } from "./engine-suite";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
 
 const quiet = { durability: "none", onProblem: () => {} } as const;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const text = new TextDecoder();
 
 export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
@@ -286,14 +286,14 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       await fill(driver, 3);
       const c = await shared(driver);
       const [a] = await c.poll({ max: 1, leaseMs: 30 });
-      await new Promise((done) => setTimeout(done, 60));
+      await sleep(60);
       const [b] = await c.poll({ max: 1, leaseMs: 10_000 }); // another worker has it now
       expect(b!.offset).toBe(a!.offset);
       await expect(c.ack(a!)).rejects.toMatchObject({ code: "E_LEASE" });
       expect((await c.ackAll([a!]))[0]).toMatchObject({ code: "E_LEASE" });
       const [first, second] = await c.poll({ max: 2, leaseMs: 30 });
       await expect(c.ack({ ...second!, lease: second!.lease + 1000 })).rejects.toMatchObject({ code: "E_LEASE" }); // never given
-      await new Promise((done) => setTimeout(done, 60));
+      await sleep(60);
       await c.ack(second!); // ran out, nobody took it since: the work is done
       await c.ack(b!);
       // Only the one whose lease ran out unacknowledged comes again.

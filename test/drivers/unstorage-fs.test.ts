@@ -1,26 +1,17 @@
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "pathe";
 import { createStorage } from "unstorage";
 import fsStorageDriver from "unstorage/drivers/fs";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import unstorageDriver from "../../adapters/drivers/unstorage";
 import { QueueWriter } from "../../src/writer";
 import { describeEngineOnDriver } from "./engine-suite";
 import { describeUnstorageDriver } from "./unstorage-suite";
+import { useTempDirs } from "../helpers/tmp";
 
-const dirs: string[] = [];
-const freshDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), "vq-unstorage-fs-"));
-  dirs.push(dir);
-  return dir;
-};
+const freshDir = useTempDirs("vq-unstorage-fs-");
 // A new storage object on the same directory each time, as another process would have.
 const storageOn = (dir: string) => createStorage({ driver: fsStorageDriver({ base: dir }) });
-afterAll(async () => {
-  // Retried: a driver left open renews its instance key (~instance) meanwhile.
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true, maxRetries: 5 });
-});
 
 describeEngineOnDriver("unstorage (fs)", async () => {
   const dir = await freshDir();

@@ -4,6 +4,7 @@ import { QueueConsumer } from "../../src/consumer";
 import type { QueueProblem } from "../../src/errors";
 import { pruneQueue } from "../../src/retention";
 import { QueueWriter } from "../../src/writer";
+import { sleep } from "../helpers/sleep";
 
 export interface UnstorageTestContext {
   /** A fresh, empty storage. */
@@ -82,7 +83,7 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
         await dying.dead;
         const chunkKeys = () => storage.getKeys("q-0").then((keys) => keys.filter((k) => k.includes("q_queue~")).sort());
         expect(await chunkKeys()).toEqual(["q-0:q_queue~000000000000056"]);
-        await new Promise((resolve) => setTimeout(resolve, 200)); // its lock lease runs out
+        await sleep(200); // its lock lease runs out
         const problems: QueueProblem[] = [];
         q = track(await QueueWriter.open("q", { driver: unstorageDriver({ storage }), durability: "none", onProblem: (p) => problems.push(p) }));
         expect(problems.map((p) => p.code)).toEqual(torn ? ["TORN_TAIL"] : []);
@@ -100,7 +101,7 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
       const holder = spyOn(storage);
       const a = await unstorageDriver({ storage: holder.storage, lockLeaseMs: 500, key: "a" }).lock("x.lock");
       expect(a).toBeDefined();
-      await new Promise((resolve) => setTimeout(resolve, 1200)); // over two leases: refreshed (a lease long enough for a loaded machine's late timers)
+      await sleep(1200); // over two leases: refreshed (a lease long enough for a loaded machine's late timers)
       const b = unstorageDriver({ storage, lockLeaseMs: 120, key: "b" });
       expect(await b.lock("x.lock")).toBeUndefined();
       await a!.release();
@@ -115,7 +116,7 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
       expect(lost).toBeDefined();
       dying.die();
       expect(await b.lock("x.lock")).toBeUndefined();
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await sleep(1500);
       const taken = await b.lock("x.lock");
       expect(taken).toBeDefined();
       await taken!.release();

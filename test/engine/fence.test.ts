@@ -6,6 +6,7 @@ import { QueueConsumer } from "../../src/consumer";
 import { openSharedConsumer } from "../../src/shared-consumer";
 import { purgeQueue } from "../../src/purge";
 import { QueueWriter } from "../../src/writer";
+import { sleep } from "../helpers/sleep";
 
 interface Write {
   op: string;
@@ -87,7 +88,7 @@ describe("fencing plumbing: every holder's write carries its lock", () => {
     await q.pushBatch(Array.from({ length: 200 }, (_, i) => `message ${i} ${"x".repeat(40)}`));
     await q.produce(["keyed"], { key: "k1" });
     await q.produce(["later"], { delayMs: 30 });
-    await new Promise((r) => setTimeout(r, 150)); // the delayed one moves; retention rounds run
+    await sleep(150); // the delayed one moves; retention rounds run
     const c = await QueueConsumer.open("q", "c", { driver });
     await c.read({ max: 5 });
     await c.commit();

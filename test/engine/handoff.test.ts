@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "pathe";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import { readWant, writeWant } from "../../src/handoff";
@@ -10,9 +7,10 @@ import { PartitionedWriter } from "../../src/partitioned-writer";
 import { writerWantPath } from "../../src/paths";
 import { partitionName, partitionOfKey } from "../../src/partitions";
 import { writeWhole } from "../../src/write-whole";
+import { sleep } from "../helpers/sleep";
+import { useTempDirs } from "../helpers/tmp";
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const tempDir = useTempDirs("vq-handoff-");
 
 describe("hand-over requests", () => {
   it("carry how many instances the asker counts, and whether they are forced; a marker of an older version reads without", async () => {
@@ -34,8 +32,7 @@ describe("hand-over requests", () => {
   });
 
   it("wake a holder on the fs driver when one of its markers is written, not on every other change beside them", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "vq-handoff-"));
-    dirs.push(dir);
+    const dir = tempDir();
     const inner = fsDriver({ dir });
     let markerReads = 0;
     const driver = { ...inner, readRecord: (path: string) => ((markerReads += path.includes("_info_want") ? 1 : 0), inner.readRecord(path)) };
@@ -45,12 +42,12 @@ describe("hand-over requests", () => {
       expect(writer.held()).toHaveLength(2);
       // The base directory changes all the time on a busy storage (commits, info lines, other
       // queues' markers): each change used to read every held marker again.
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await sleep(150);
       markerReads = 0;
       const started = Date.now();
       for (let i = 0; i < 40; i++) {
         await writeWhole(inner, `other${i % 4}_info_wantc_c`, new TextEncoder().encode(`noise ${i}`), false);
-        await new Promise((resolve) => setTimeout(resolve, 10));
+        await sleep(10);
       }
       // The poll alone (every 500 ms, a read per held partition) ran meanwhile, more often on a
       // slow machine; a read per change would be 80.
@@ -58,7 +55,7 @@ describe("hand-over requests", () => {
       expect(markerReads).toBeLessThanOrEqual(2 * polls);
       // Another instance asks for partition 0's writer: the holder lets go of it.
       await writeWant(inner, writerWantPath(partitionName("busy", 0)), "other1");
-      for (const deadline = Date.now() + 15_000; writer.held().includes(0) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (const deadline = Date.now() + 15_000; writer.held().includes(0) && Date.now() < deadline; ) await sleep(10);
       expect(writer.held()).toEqual([1]);
     } finally {
       await writer.close();

@@ -9,6 +9,7 @@ import { declarePartitions, partitionOfKey } from "../../src/partitions";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { startScript, type Child } from "../helpers/spawn";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-part-multi-");
 const WORKER = resolve(import.meta.dirname, "../helpers/partition-worker.ts");
@@ -209,7 +210,7 @@ describe("partitioned queues across processes", () => {
     const balanced = () => workers.every((w) => heldNow(w) === 2);
     await until(() => `two partitions each (held: ${JSON.stringify(workers.map((w) => linesOf(w, "held ")))})`, balanced);
     // And it stays so while all have work.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sleep(1000);
     expect(workers.map(heldNow), JSON.stringify(workers.map((w) => linesOf(w, "held ")))).toEqual([2, 2, 2]);
     await stop(dir, workers.map((w, i) => [w, ids[i]!]));
   }, 90_000);

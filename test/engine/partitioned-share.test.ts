@@ -5,6 +5,7 @@ import type { QueueDriver } from "../../src/driver";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
 import { PartitionedWriter } from "../../src/partitioned-writer";
 import { useTempDirs } from "../helpers/tmp";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-part-share-");
 const P = 6;
@@ -45,7 +46,6 @@ interface Reader {
   step(): Promise<number>;
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Ordered consumers only: a process opens one shared consumer per (storage, queue, name), so
 // shared consumers share partitions across processes (test/engine/partitioned-multi.test.ts).
@@ -57,7 +57,7 @@ const kinds: [string, (queue: string, driver: QueueDriver) => Promise<Reader>][]
       return Object.assign(consumer, {
         async step() {
           const messages = await consumer.poll({ max: 3, timeoutMs: 50 });
-          await pause(5);
+          await sleep(5);
           if (messages.length > 0) await consumer.commit();
           return messages.length;
         },
@@ -83,11 +83,11 @@ describe.each(drivers)("partitions shared between instances on %s", (_name, make
     });
     const shares = () => readers.map((reader) => reader.held().length);
     const until = Date.now() + 20_000;
-    while (Date.now() < until && shares().join() !== "2,2,2") await pause(50);
+    while (Date.now() < until && shares().join() !== "2,2,2") await sleep(50);
     const balanced = shares();
     // And it stays so: no partition passed back and forth once even.
     const handed = readers.map((reader) => reader.handedOver);
-    await pause(1000);
+    await sleep(1000);
     const after = shares();
     const handedAfter = readers.map((reader) => reader.handedOver);
     running = false;
@@ -111,7 +111,7 @@ describe.each(drivers)("partitions shared between instances on %s", (_name, make
       while (running) await reader.step();
     });
     const until = Date.now() + 20_000;
-    while (Date.now() < until && readers.map((r) => r.held().length).join() !== "3,3") await pause(50);
+    while (Date.now() < until && readers.map((r) => r.held().length).join() !== "3,3") await sleep(50);
     expect(readers.map((r) => r.held().length)).toEqual([3, 3]);
     running = false;
     await Promise.all(loops);

@@ -1,9 +1,6 @@
 // Over 300 lines: the engine's partitioned-queue tests (writers, both consumer kinds, hand-overs)
 // share their fixtures; the multi-process ones live in partitioned-multi.test.ts.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "pathe";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import unstorageDriver from "../../adapters/drivers/unstorage";
@@ -17,9 +14,10 @@ import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
 import { parsePartitionedCursor } from "../../src/partitioned-cursor";
 import { writerLockPath } from "../../src/paths";
 import { cursorAfter } from "../../src/cursor";
+import { sleep } from "../helpers/sleep";
+import { useTempDirs } from "../helpers/tmp";
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const tempDir = useTempDirs("vq-partitioned-");
 
 let stores = 0;
 /** A driver factory per test: `again()` gives another instance on the same storage (another "handle"). */
@@ -41,8 +39,7 @@ const drivers: [string, () => { driver: QueueDriver; again: () => QueueDriver }]
   [
     "fs",
     () => {
-      const dir = mkdtempSync(join(tmpdir(), "vq-partitioned-"));
-      dirs.push(dir);
+      const dir = tempDir();
       return { driver: fsDriver({ dir }), again: () => fsDriver({ dir }) };
     },
   ],
@@ -102,7 +99,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
 
       // A lock held for a moment (another declaration, slow storage): waited for, not refused.
       const held = (await again().lock(writerLockPath("later")))!;
-      const released = new Promise((done) => setTimeout(done, 300)).then(() => held.release());
+      const released = sleep(300).then(() => held.release());
       await declarePartitions(driver, "later", 2);
       await released;
       expect(await readPartitions(driver, "later")).toBe(2);
@@ -199,7 +196,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
         await a.produce([`k-${produced}`], { partitionKey: "customer-1" });
         byB.add((await b.produce([`b-${produced}`])).partition);
         produced++;
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await sleep(5);
       }
       expect(b.held()).toHaveLength(2);
       expect(b.held()).not.toContain(keyed);
@@ -227,7 +224,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       // Past idleMs / 2 unused: the next batches go to those two, no third writer is opened (until
       // both are in use again: a producer of r batches a second keeps about r * idleMs / 2 writers).
       // Well before idleMs, so that a slow machine does not let them go first.
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await sleep(1100);
       const held = writer.held();
       const first = (await writer.produce(["c0"])).partition;
       const second = (await writer.produce(["c1"])).partition;
@@ -298,7 +295,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const before = Date.now();
       const result = await writer.produce(["soon"], { partitionKey: "k", delayMs: 50 });
       expect(result.until).toBeGreaterThanOrEqual(before + 50);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await sleep(300);
       await writer.close();
       expect(await readPartition(driver, "later", result.partition)).toEqual(["soon"]);
     });
@@ -376,7 +373,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       // A request in flight ends with the writer's close (a timeout it cannot reach first, on a loaded machine too).
       const patient = await PartitionedWriter.open("stuck", { driver: again(), handoffTimeoutMs: 60_000, ...quiet });
       const waiting = patient.produce(["y"], { partitionKey: "k" });
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       await patient.close();
       await expect(waiting).rejects.toMatchObject({ code: "E_CLOSED" });
       await holder.close();
@@ -393,7 +390,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const other = Array.from({ length: 50 }, (_, i) => `d${i}`).find((key) => partitionOfKey(key, 2) !== partitionOfKey("k", 2))!;
       await writer.produce(["later"], { partitionKey: other, delayMs: 60_000 });
       expect(writer.held()).toHaveLength(2);
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await sleep(400);
       // The release runs on its own: given time on a slow machine.
       await vi.waitFor(() => expect(writer.held()).toEqual([partitionOfKey(other, 2)]), { timeout: 10_000, interval: 50 });
       await writer.close();
@@ -448,11 +445,11 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const consumer = await PartitionedConsumer.open("wake", "c", { driver: again(), syncCommits: false });
       expect((await consumer.poll()).map((m) => m.data)).toEqual(["first"]);
       const waiting = consumer.poll();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
       await writer.produce(["second"], { partitionKey: "k" });
       expect((await waiting).map((m) => m.data)).toEqual(["second"]);
       const forever = consumer.poll();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
       await consumer.close();
       expect(await forever).toEqual([]);
       await writer.close();
@@ -605,7 +602,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await expect(b.seek("earliest")).rejects.toMatchObject({ code: "E_LOCKED" });
       // Nothing moved, p1 (free, taken by b) included: once a committed the rest, nothing is left to read.
       await a.commit();
-      await new Promise((done) => setTimeout(done, 300));
+      await sleep(300);
       expect(await a.lag()).toBe(0);
       expect(await b.poll({ timeoutMs: 0 })).toEqual([]);
       await Promise.all([a.close(), b.close(), writer.close()]);
@@ -631,7 +628,7 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const [, position, count] = b.cursor.split(":")[1]!.split(".").map(Number) as [number, number, number];
       await writer.produce(["m5"]);
       await a.commit(`p0:0.${position + 3}.${count + 1}`); // inside m5, past what b handed out
-      for (let i = 0; i < 100 && problems.length === 0; i++) await new Promise((done) => setTimeout(done, 20));
+      for (let i = 0; i < 100 && problems.length === 0; i++) await sleep(20);
       expect(problems).toEqual([expect.stringContaining("was dropped")]);
       // Nothing skipped: m5 comes next.
       expect((await b.poll({ timeoutMs: 0 })).map((m) => m.data)).toEqual(["m5"]);

@@ -1,5 +1,5 @@
 /**
- * A worker process for test/shared-chaos.test.ts:
+ * A worker process for test/instances/shared-chaos.test.ts:
  * `node --import jiti/register test/helpers/chaos-worker.ts <url> <queue> <consumer> <name>`.
  * Runs the client's `worker()` (concurrency 8) on the shared consumer and prints one line per event,
  * with the time (ms since the epoch) so that the test can order events of different processes:
@@ -12,6 +12,7 @@
  * SIGTERM stops the worker cleanly (`stopped`); the test SIGKILLs it too.
  */
 import { createClient, type LeasedClientMessage } from "../../client/index";
+import { sleep } from "./sleep";
 
 const [url, queue, consumer, name] = process.argv.slice(2);
 export const LEASE_MS = 1500;
@@ -35,7 +36,7 @@ const worker = client.worker<Job>(
       throw new Error(poison ? "poison" : "random failure");
     }
     const slow = i % 300 === 7 && message.deliveries === 1;
-    await new Promise((done) => setTimeout(done, slow ? LEASE_MS * 2 : Math.random() * 3));
+    await sleep(slow ? LEASE_MS * 2 : Math.random() * 3);
     out(`done ${i} ${message.deliveries}`);
   },
   {

@@ -23,6 +23,7 @@ import { QueueWriter } from "../../src/writer";
 import { SharedConsumer } from "../../src/shared-consumer";
 import { pruneQueue } from "../../src/retention";
 import { selectZstd, type ZstdChoice } from "../../adapters/zstd-native";
+import { sleep } from "./sleep";
 
 const [mode, dir, ...args] = process.argv.slice(2);
 const driver = fsDriver({ dir: dir! });
@@ -112,7 +113,7 @@ switch (mode) {
       } catch (error) {
         out(`err ${(error as { code?: string }).code ?? String(error)}`);
       }
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(5);
     }
   }
   case "delay-pusher": {

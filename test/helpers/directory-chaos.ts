@@ -1,5 +1,5 @@
 /**
- * The chaos run on ONE fs directory, shared by test/multi-instance.test.ts (`v-queue serve`
+ * The chaos run on ONE fs directory, shared by test/instances/multi-instance.test.ts (`v-queue serve`
  * processes) and test/hosts/node-cluster-chaos.test.ts (Nitro `node-cluster` workers): traffic on
  * every instance while one after another is SIGKILLed and restarted or SIGSTOPped, then the
  * checks: every acknowledged message consumed (each key in order), lags 0, every record's CRC

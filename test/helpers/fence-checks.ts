@@ -11,9 +11,9 @@ import type { Message } from "../../src/message";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { startScript, type Child } from "./spawn";
+import { sleep } from "./sleep";
 
 const FENCE_CHILD = resolve(import.meta.dirname, "fence-child.ts");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Every message of `queue` from the start, through a fresh consumer, with the problems reading reported. */
 export async function readAll(driver: QueueDriver, queue: string) {

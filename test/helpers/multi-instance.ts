@@ -1,8 +1,8 @@
 // Over 300 lines: the chaos harness (instances, traffic, the chaos loop, the checks) shared by
 // the fs and Redis Cluster runs; its parts share the run's bookkeeping.
 /**
- * The harness of the many-instances chaos tests (test/multi-instance.test.ts on one directory,
- * test/redis-cluster-instances.test.ts on a Redis Cluster): `v-queue serve` processes of the
+ * The harness of the many-instances chaos tests (test/instances/multi-instance.test.ts on one directory,
+ * test/instances/redis-cluster-instances.test.ts on a Redis Cluster): `v-queue serve` processes of the
  * built CLI, producers with keys and idempotency keys that retry until answered 2xx, ordered and
  * shared consumers on every instance, the kill/pause loop, and the checks after the run.
  */
@@ -19,8 +19,8 @@ import { freePort } from "./net";
 import { pinnedFetch } from "./pinned-fetch";
 import { parseScrape, valueOf } from "./prometheus";
 import { scriptCommand, type Runtime } from "./runtime";
+import { sleep } from "./sleep";
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The settings every chaos run shares: the same run on each setup. */
 export const CHAOS = {

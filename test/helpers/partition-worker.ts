@@ -21,15 +21,15 @@ import fsDriver from "../../adapters/drivers/fs";
 import { PartitionedConsumer } from "../../src/partitioned-consumer";
 import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
 import { PartitionedWriter } from "../../src/partitioned-writer";
+import { sleep } from "./sleep";
 
 const [mode, dir, queue, id, ms] = process.argv.slice(2);
 const driver = fsDriver({ dir: dir! });
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const until = Date.now() + Number(ms);
 const running = () => Date.now() < until && !existsSync(join(dir!, `stop~${id}`));
-const pause = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay));
 const hold = async () => {
-  while (running() && existsSync(join(dir!, `hold~${id}`))) await pause(20);
+  while (running() && existsSync(join(dir!, `hold~${id}`))) await sleep(20);
 };
 const quiet = { onProblem: () => {} };
 
@@ -47,7 +47,7 @@ switch (mode) {
         } catch (error) {
           out(`err ${(error as { code?: string }).code ?? String(error)}`);
         }
-        if (n % 20 === 0) await pause(5); // let the others in now and then
+        if (n % 20 === 0) await sleep(5); // let the others in now and then
       }
     };
     await Promise.all([loop(["k0", "k2", "k4", "k6"]), loop(["k1", "k3", "k5", "k7"]), loop(undefined)]);
@@ -62,7 +62,7 @@ switch (mode) {
       const batch = await consumer.poll({ max: 10, timeoutMs: 100 });
       for (const message of batch) out(`got ${message.partition} ${message.data as string}`);
       if (batch.length === 0) continue;
-      await pause(15); // some work
+      await sleep(15); // some work
       await consumer.commit(consumer.cursor);
       out("committed");
       await hold();
@@ -78,7 +78,7 @@ switch (mode) {
     while (running()) {
       const batch = await shared.poll({ max: 5, timeoutMs: 100 });
       if (shared.held().join() !== held) out(`held ${Date.now()} ${(held = shared.held().join())}`);
-      await pause(15); // some work
+      await sleep(15); // some work
       for (const lease of batch) {
         await shared.ack(lease);
         out(`ack ${lease.data as string}`);

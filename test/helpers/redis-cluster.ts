@@ -5,6 +5,7 @@ import { join } from "pathe";
 import { createServer } from "node:net";
 import { freePort } from "./net";
 import { launchRedis, terminate } from "./redis";
+import { sleep } from "./sleep";
 
 /**
  * A real Redis Cluster on loopback for tests and benches: `masters` masters with one replica
@@ -118,7 +119,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         );
         if (served && states.every((s) => s.includes("cluster_state:ok") && s.includes("cluster_slots_ok:16384"))) return;
         if (Date.now() > deadline) throw new Error(`The Redis Cluster did not become healthy within ${timeoutMs} ms:\n${states.join("\n---\n")}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await sleep(200);
       }
     },
     async waitSynced(timeoutMs = 30_000) {
@@ -129,7 +130,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
           const info = await run("redis-cli", ["-p", String(node.port), "info", "replication"]).catch(() => "");
           if (info.includes("role:master") || info.includes("master_link_status:up")) break;
           if (Date.now() > deadline) throw new Error(`Replica on port ${node.port} did not sync with its master within ${timeoutMs} ms:\n${info}`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          await sleep(100);
         }
       }
     },

@@ -5,6 +5,7 @@ import Redis from "ioredis";
 import { join } from "pathe";
 import { freePort } from "./net";
 import { launchRedis, spawnRedis, terminate } from "./redis";
+import { sleep } from "./sleep";
 
 /**
  * A real Redis Sentinel set on loopback for tests: a master, one replica and three sentinels
@@ -49,7 +50,6 @@ export interface RedisSentinelOptions {
 }
 
 const NAME = "vqmaster";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startRedisSentinel(options: RedisSentinelOptions = {}): Promise<RedisSentinelSet> {
   const root = await mkdtemp(join(tmpdir(), "vq-redis-sentinel-"));

@@ -3,6 +3,7 @@ import type { QueueDriver } from "../../src/driver";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "./timing";
+import { sleep } from "./sleep";
 
 /**
  * A consumer on `consumerDriver` (another instance, as another process has) that would poll only
@@ -14,7 +15,7 @@ export async function expectWakeUp(writerDriver: QueueDriver, consumerDriver: Qu
   try {
     const started = performance.now();
     const got = c.poll({ max: 1, timeoutMs: WAKE_TIMEOUT_MS });
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     await q.push("ping");
     expect((await got).map((m) => m.data)).toEqual(["ping"]);
     expectEndedEarly(started);

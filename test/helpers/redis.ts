@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "pathe";
 import { describe, it } from "vitest";
 import { freePort } from "./net";
+import { sleep } from "./sleep";
 
 /**
  * A throw-away `redis-server` (Debian's `redis-server` package) for tests and benches: on a
@@ -86,7 +87,7 @@ export async function spawnRedis(port: number, args: string[]): Promise<ChildPro
       child.kill("SIGKILL");
       throw new Error(`redis-server did not answer PING on port ${port} within 10 s:\n${output}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 

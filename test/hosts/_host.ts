@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { promisify } from "node:util";
 import { join, resolve } from "pathe";
 import { freePort } from "../helpers/net";
+import { sleep } from "../helpers/sleep";
 
 const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -137,7 +138,7 @@ export async function waitHealthy(url: string, name: string, output: () => strin
       kill();
       throw new Error(`The ${name} server did not answer in 30 s: ${output()}`);
     }
-    await new Promise((done) => setTimeout(done, 100));
+    await sleep(100);
   }
 }
 

@@ -11,8 +11,9 @@ import { tmpdir } from "node:os";
 import { promisify } from "node:util";
 import { join } from "pathe";
 import { buildApp, ROOT } from "./_host";
-import { sleep, staleWriterCounts, type Instance } from "../helpers/multi-instance";
+import { staleWriterCounts, type Instance } from "../helpers/multi-instance";
 import { freePort } from "../helpers/net";
+import { sleep } from "../helpers/sleep";
 
 const run = promisify(execFile);
 

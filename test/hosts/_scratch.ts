@@ -12,6 +12,7 @@ import { join } from "pathe";
 import { afterAll, beforeAll, expect } from "vitest";
 import { packedContentHash, packedTarball, TMP } from "../helpers/pack";
 import { buildApp, ROOT, startApp, type HostApp, type RunningHost } from "./_host";
+import { sleep } from "../helpers/sleep";
 
 const run = promisify(execFile);
 type Playground = "nitro" | "nuxt";
@@ -150,7 +151,7 @@ export async function expectJobsDone(host: RunningHost, donePath: string, count:
   let done: string[] = [];
   while (done.length < count && Date.now() < deadline) {
     done = ((await (await fetch(`${host.url}${donePath}`)).json()) as { done: string[] }).done;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   expect(done.sort()).toEqual(Array.from({ length: count }, (_, i) => `job-${i}`).sort());
 }

@@ -9,6 +9,7 @@ import { createClient, isAbortError, VQueueClientError, type VQueueClient } from
 import { appName, buildApp, lockFiles, startApp, startLabel, type HostApp, type RunningHost } from "./_host";
 import { HAS_CHROMIUM, launch, openPage } from "../browser/_dashboard";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
 
 const ADMIN = { username: "admin", password: "admin-secret" };
 const READER = { username: "reader", password: "reader-secret" };
@@ -237,10 +238,6 @@ export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
       }
     });
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((done) => setTimeout(done, ms));
 }
 
 function ms(value: number): string {

@@ -14,7 +14,8 @@ import { createClient, VQueueClientError } from "v-queue/client";
 import { buildApp, type RunningHost } from "./_host";
 import { describeHost } from "./_suite";
 import { presetApp } from "./_preset";
-import { startWorkerd, type WranglerConfig } from "./_miniflare";
+import { startWorkerd, type WranglerConfig } from "./_workerd";
+import { sleep } from "../helpers/sleep";
 
 // nodejs_compat here also makes Nitro leave node:* to workerd (else unenv's stubs are bundled).
 const MEMORY: WranglerConfig = {
@@ -121,7 +122,7 @@ async function untilUnlocked<T>(run: () => Promise<T>): Promise<T> {
       return await run();
     } catch (error) {
       if (!(error instanceof VQueueClientError && error.status === 409) || Date.now() > until) throw error;
-      await new Promise((done) => setTimeout(done, 200));
+      await sleep(200);
     }
   }
 }

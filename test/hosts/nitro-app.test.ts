@@ -12,6 +12,7 @@ import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import { ROOT, type HostApp } from "./_host";
 import { expectJobsDone, expectLeanInstall, installApp, scratchApp, useRunningApp } from "./_scratch";
+import { sleep } from "../helpers/sleep";
 
 const run = promisify(execFile);
 const PACKAGE = JSON.stringify({ name: "my-app", private: true, type: "module" });
@@ -70,7 +71,7 @@ describe("a Nitro app written from scratch, with the module added as the README 
     const host = running();
     expect(host.output()).not.toContain("No v-queue named");
     // The worker has been waiting for "jobs" for a while.
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
     const pushed = await fetch(`${host.url}/jobs?count=20`, { method: "POST" });
     expect(pushed.status).toBe(200);
     expect(await pushed.json()).toMatchObject({ queue: "jobs", count: 20 });

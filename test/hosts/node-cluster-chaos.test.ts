@@ -4,7 +4,7 @@
  * and shared) through the cluster's one port, while every 2 s a worker is SIGKILLed (the primary
  * forks another) or SIGSTOPped. Each ordered consumer loop is a consumer of its own on one
  * kept-alive connection (clients of one name could poll one worker at once and finish their
- * batches in any order). The same run and checks as test/multi-instance.test.ts
+ * batches in any order). The same run and checks as test/instances/multi-instance.test.ts
  * (test/helpers/directory-chaos.ts): every acknowledged message consumed, each key in order, lags
  * 0, every record's CRC good, each message stored once; twice: with the default locks (paused for
  * a second) and with leased locks (`fs:<dir>?lease=2000`, paused for twice the lease: stale
@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildClusterApp, startCluster, workerInstances, type RunningCluster } from "./_node-cluster";
 import { expectDirectoryChaosLosesNothing } from "../helpers/directory-chaos";
 import { CHAOS } from "../helpers/multi-instance";
+import { sleep } from "../helpers/sleep";
 
 const { runMs: RUN_MS, instances: WORKERS, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 
@@ -43,7 +44,7 @@ describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, 
     const cluster = await startCluster(app, WORKERS, leased ? { NITRO_V_QUEUE_DEFAULT_STORAGE: `fs:${dir}?lease=${LEASE_MS}` } : { NITRO_V_QUEUE_DEFAULT_DIR: dir });
     clusters.push(cluster);
     // Every worker is up (the first answered /health; the others may still be starting).
-    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100));
+    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline; ) await sleep(100);
     const workers = workerInstances(cluster);
     expect(workers).toHaveLength(WORKERS);
 

@@ -13,6 +13,7 @@ import { join } from "pathe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockFiles } from "./_host";
 import { buildClusterApp, call, PREFIX, startCluster, type RunningCluster } from "./_node-cluster";
+import { sleep } from "../helpers/sleep";
 
 const WORKERS = 3;
 const PARTITIONS = 4;
@@ -87,7 +88,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
         }
         if (byServerCode) refusals.push(`${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
         if (attempt > 20 || (res.status !== 409 && res.status < 500)) throw new Error(`produce ${message}: ${res.status} ${JSON.stringify(res.body)}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
       expected.push(message);
     }

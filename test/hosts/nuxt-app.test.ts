@@ -10,6 +10,7 @@ import { join } from "pathe";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT, type HostApp } from "./_host";
 import { expectJobsDone, expectLeanInstall, installApp, scratchApp, useRunningApp } from "./_scratch";
+import { sleep } from "../helpers/sleep";
 
 const run = promisify(execFile);
 
@@ -39,7 +40,7 @@ describe("a Nuxt app written from scratch, with the module added as the README s
   it("starts a worker from a server plugin at boot, before its queue exists; it processes what a route pushes later", async () => {
     const host = running();
     expect(host.output()).not.toContain("No v-queue named");
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
     expect((await fetch(`${host.url}/api/jobs`, { method: "POST" })).status).toBe(200);
     await expectJobsDone(host, "/api/done", 20);
   });

@@ -54,4 +54,3 @@ export async function errorCode(res: Response): Promise<string> {
   return body.error.code ?? "";
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -4,9 +4,10 @@
  */
 import { QueueWriter } from "../../src/writer";
 import fsDriver from "../../adapters/drivers/fs";
+import { sleep } from "../helpers/sleep";
 
 const [dir, queue, delay, ...messages] = process.argv.slice(2);
-await new Promise((r) => setTimeout(r, Number(delay)));
+await sleep(Number(delay));
 const writer = await QueueWriter.open(queue!, { driver: fsDriver({ dir }) });
 await writer.pushBatch(messages);
 await writer.close();

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { startChild } from "../helpers/spawn";
-import { basic, errorCode, jsonHeaders, sleep, startServer } from "./_server";
+import { basic, errorCode, jsonHeaders, startServer } from "./_server";
+import { sleep } from "../helpers/sleep";
 
 const poll = (timeoutMs: number, consumer = "c") => `/api/v1/queues/q/consumers/${consumer}/messages?timeout_ms=${timeoutMs}&max_messages=100`;
 const data = async (res: Response): Promise<string[]> => ((await res.json()) as { messages: { data: string }[] }).messages.map((m) => m.data);

@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../helpers/net";
 import { scriptCommand } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
-import { sleep } from "./_server";
+import { sleep } from "../helpers/sleep";
+
 
 const SERVER = resolve(import.meta.dirname, "_fd-server-process.ts");
 const FD_LIMIT = 256;

@@ -12,7 +12,8 @@ import { VQueueError } from "../../src/errors";
 import { errorResponse } from "../../runtime/errors";
 import { resolveQueueAppOptions } from "../../runtime/options";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../../runtime/index";
-import { sleep } from "./_server";
+import { sleep } from "../helpers/sleep";
+
 
 /** Node's error for a process out of descriptors. */
 function emfile(path: string): Error {

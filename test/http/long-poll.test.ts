@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { expectEndedByTimeout, expectEndedEarly, LOAD_SLACK_MS, WAKE_TIMEOUT_MS } from "../helpers/timing";
-import { jsonHeaders, sleep, startServer } from "./_server";
+import { jsonHeaders, startServer } from "./_server";
+import { sleep } from "../helpers/sleep";
 
 const poll = (timeoutMs: number, consumer = "c", max = 10) => `/api/v1/queues/q/consumers/${consumer}/messages?max_messages=${max}&timeout_ms=${timeoutMs}`;
 const data = async (res: Response): Promise<string[]> => ((await res.json()) as { messages: { data: string }[] }).messages.map((m) => m.data);

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { basic, jsonHeaders, sleep, startServer, type TestServer } from "./_server";
+import { basic, jsonHeaders, startServer, type TestServer } from "./_server";
 import { checkHistogram, parseScrape, valueOf, type PromFamily } from "../helpers/prometheus";
 import { createQueueHandler } from "../../runtime/index";
 import memoryDriver from "../../adapters/drivers/memory";
 import { configProblems } from "../../adapters/config-schema";
+import { sleep } from "../helpers/sleep";
 
 const PRODUCE = "/api/v1/queues/:queue/messages";
 

@@ -2,7 +2,8 @@ import { describe, expect, it, vi } from "vitest";
 import type { OverviewResponse, QueueDetailResponse } from "../../protocol/api";
 import { QueueWriter } from "../../src/writer";
 import fsDriver from "../../adapters/drivers/fs";
-import { basic, jsonHeaders, sleep, startServer, type TestServer } from "./_server";
+import { basic, jsonHeaders, startServer, type TestServer } from "./_server";
+import { sleep } from "../helpers/sleep";
 
 const users = [
   { username: "admin", password: "a" },
@@ -34,7 +35,7 @@ async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, ms
   for (;;) {
     const value = await read();
     if (check(value) || Date.now() > end) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 

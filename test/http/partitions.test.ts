@@ -14,6 +14,7 @@ import { errorResponse } from "../../runtime/errors";
 import { VQueueError } from "../../src/errors";
 import { basic, errorCode, jsonHeaders, startServer } from "./_server";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
 
 const put = (s: { url: string }, queue: string, body: string, headers: Record<string, string> = jsonHeaders) => fetch(`${s.url}/api/v1/queues/${queue}`, { method: "PUT", body, headers: { ...jsonHeaders, ...headers } });
 
@@ -122,7 +123,7 @@ describe("partitioned queues over HTTP: producing", () => {
     expect(await again.json()).toEqual(a);
     // Declared by another process (the CLI, another server): seen within a second.
     await declarePartitions(fsDriver({ dir: s.dir }), "other", 2);
-    await new Promise((r) => setTimeout(r, 1100));
+    await sleep(1100);
     const keyed = await produce(s, "other", '{"message":"x"}', { "partition-key": "z" });
     expect(keyed.status).toBe(201);
     expect(((await keyed.json()) as ProduceResponse).partition).toBe(partitionOfKey("z", 2));
@@ -219,7 +220,7 @@ describe("partitioned queues over HTTP: consuming", () => {
     const first = await consume(s, "orders/consumers/c/messages?max_messages=10");
     expect(first.messages.map((m) => m.data)).toEqual(["one"]);
     const parked = consume(s, `orders/consumers/c/messages?max_messages=10&timeout_ms=${WAKE_TIMEOUT_MS}&commit=${encodeURIComponent(first.cursor!)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const started = performance.now();
     await produceKeyed(s, "orders", "y", ["two"]);
     expect((await parked).messages.map((m) => m.data)).toEqual(["two"]);
@@ -327,7 +328,7 @@ describe("partitioned queues over HTTP: inspection", () => {
     // The monitor: one row, summed (lag 7 = 10 - 3 committed).
     let overview = await client.overview();
     for (let i = 0; i < 50 && !overview.queues.find((q) => q.name === "events")?.consumers; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       overview = await client.overview();
     }
     expect(overview.queues.map((q) => q.name)).toEqual(["events", "plain"]);

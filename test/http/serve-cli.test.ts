@@ -1,26 +1,19 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadServeConfig, parseBind } from "../../adapters/config";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueWriter } from "../../src/writer";
 import { basic } from "./_server";
 import { expectEndedEarly } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
+import { useTempDirs } from "../helpers/tmp";
 
 const cli = fileURLToPath(new URL("../../adapters/cli.ts", import.meta.url));
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
-const roots: string[] = [];
-const tempRoot = () => {
-  const root = mkdtempSync(join(tmpdir(), "vq-cli-"));
-  roots.push(root);
-  return root;
-};
-afterEach(() => {
-  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
-});
+const tempRoot = useTempDirs("vq-cli-");
 
 describe("configuration", () => {
   it("layers defaults < config file < environment < flags", async () => {
@@ -89,7 +82,7 @@ describe("v-queue serve", () => {
       expect((await fetch(`${url}/api/v1/queues/q/messages`, { method: "POST", body: "x", headers: auth })).status).toBe(201);
       await fetch(`${url}/api/v1/queues/q/consumers/c/messages`, { headers: auth });
       const parked = fetch(`${url}/api/v1/queues/q/consumers/c/messages?timeout_ms=30000`, { headers: auth });
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       const t = performance.now();
       child.kill("SIGTERM");
       const res = await parked;

@@ -7,7 +7,8 @@ import type { Message } from "../../src/message";
 import { configProblems } from "../../adapters/config-schema";
 import memoryDriver from "../../adapters/drivers/memory";
 import { resolveQueueAppOptions } from "../../runtime/options";
-import { basic, errorCode, jsonHeaders, sleep, startServer, type TestServer } from "./_server";
+import { basic, errorCode, jsonHeaders, startServer, type TestServer } from "./_server";
+import { sleep } from "../helpers/sleep";
 
 const C = "/api/v1/queues/q/consumers/w";
 

@@ -30,8 +30,8 @@ export const RUNTIME_FILES = [
   "test/client/client.test.ts",
   "test/client/worker.test.ts",
   "test/client/produce-retry.test.ts",
-  "test/crash.test.ts",
-  "test/produce-crash.test.ts",
+  "test/processes/crash.test.ts",
+  "test/processes/produce-crash.test.ts",
 ];
 
 export interface Exclusion {

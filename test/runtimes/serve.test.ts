@@ -10,11 +10,12 @@ import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumer";
 import { QueueWriter } from "../../src/writer";
 import { BIN, startCli, until } from "../cli/_cli";
-import { call, sleep, startInstance, type ServeInstance } from "../helpers/multi-instance";
+import { call, startInstance, type ServeInstance } from "../helpers/multi-instance";
 import { freePort } from "../helpers/net";
 import { DENO_FLAGS, runtimeBinary } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
 import { expectEndedEarly } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
 
 const freshDir = useTempDirs("vq-runtime-serve-");
 const KILLS = 4;

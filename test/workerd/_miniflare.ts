@@ -1,8 +1,10 @@
 /**
- * Miniflare for the workerd tests: the test Worker (./_worker.ts, bundled) with the VQueueObject
- * class bound as VQUEUE, its Durable Objects kept in `persist` when given (a restart keeps them).
+ * Miniflare for the tests: started from the tool cache (startMiniflare, also for the built hosts
+ * of test/hosts/_workerd.ts), and the workerd tests' Worker (./_worker.ts, bundled) with the
+ * VQueueObject class bound as VQUEUE, its Durable Objects kept in `persist` when given (a restart
+ * keeps them).
  */
-import type { Miniflare, MiniflarePackage } from "../helpers/tool-types";
+import type { Miniflare, MiniflareOptions, MiniflarePackage } from "../helpers/tool-types";
 import { importTool } from "../helpers/tools";
 import { resolve } from "pathe";
 import { bundleWorker } from "./_bundle";
@@ -20,10 +22,17 @@ export interface WorkerOptions {
   http?: boolean;
 }
 
+/** Miniflare (installed on first use), once workerd runs. */
+export async function startMiniflare(options: MiniflareOptions): Promise<Miniflare> {
+  const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
+  const mf = new Miniflare(options);
+  await mf.ready;
+  return mf;
+}
+
 export async function startWorker(options: WorkerOptions = {}): Promise<Miniflare> {
   const script = await bundleWorker(WORKER_ENTRY);
-  const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
-  const mf = new Miniflare({
+  return startMiniflare({
     // The modules listed, not found by Miniflare: the bundle keeps a dynamic import("@opentelemetry/api") it cannot follow (it fails softly at run time).
     modules: [{ type: "ESModule", path: "worker.mjs", contents: script }],
     compatibilityDate: COMPATIBILITY_DATE,
@@ -33,8 +42,6 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Miniflar
     bindings: options.bindings ?? {},
     ...(options.http ? { host: "127.0.0.1", port: 0 } : {}),
   });
-  await mf.ready;
-  return mf;
 }
 
 /**
@@ -45,13 +52,10 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Miniflar
 export async function startTwoWorkers(bindings: Record<string, string> = {}): Promise<Miniflare> {
   const script = await bundleWorker(WORKER_ENTRY);
   const modules = [{ type: "ESModule" as const, path: "worker.mjs", contents: script }];
-  const { Miniflare } = await importTool<MiniflarePackage>("miniflare");
-  const mf = new Miniflare({
+  return startMiniflare({
     workers: [
       { name: "a", modules, compatibilityDate: COMPATIBILITY_DATE, durableObjects: { VQUEUE: "VQueueObject" }, bindings },
       { name: "b", modules, compatibilityDate: COMPATIBILITY_DATE, durableObjects: { VQUEUE: { className: "VQueueObject", scriptName: "a" } }, bindings },
     ],
   });
-  await mf.ready;
-  return mf;
 }

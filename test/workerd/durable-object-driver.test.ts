@@ -12,6 +12,7 @@ import { QueueWriter } from "../../src/writer";
 import { describeEngineOnDriver } from "../drivers/engine-suite";
 import { startWorker } from "./_miniflare";
 import { callObject } from "./_rpc";
+import { sleep } from "../helpers/sleep";
 
 let mf: Miniflare;
 let namespace: DurableObjectNamespace;
@@ -104,12 +105,12 @@ describe("durable-object driver", () => {
     const first = await object.lock("q_queue.lock", 100);
     expect(first).toBeGreaterThan(0);
     expect(await object.lock("q_queue.lock", 100)).toBe(0); // held
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     // Ran out (workerd runs no timer between requests, so no renewal came), nobody took it: taken back.
     expect(await object.isLocked("q_queue.lock")).toBe(false);
     expect(await object.renew("q_queue.lock", first, 100)).toBe(true);
     expect(await object.lock("q_queue.lock", 100)).toBe(0);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const second = await object.lock("q_queue.lock", 5000);
     expect(second).toBe(first + 1);
     expect(await object.renew("q_queue.lock", first, 100)).toBe(false);

@@ -13,6 +13,7 @@ import { createQueueHandler } from "../../runtime/index";
 import { useTempDirs } from "../helpers/tmp";
 import { startWorker } from "./_miniflare";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
+import { sleep } from "../helpers/sleep";
 
 const tempDir = useTempDirs("vq-workerd-");
 const AUTH = "alice:secret";
@@ -48,7 +49,7 @@ describe("the HTTP app in workerd on Durable Objects", () => {
 
     const started = performance.now();
     const polling = call(`/api/v1/queues/orders/consumers/c/messages?timeout_ms=${WAKE_TIMEOUT_MS}&commit=${encodeURIComponent(got.cursor)}`);
-    await new Promise((r) => setTimeout(r, 400));
+    await sleep(400);
     expect((await call("/api/v1/queues/orders/messages", { method: "POST", body: "second" })).status).toBe(201);
     const woken = await (await polling).json();
     expect(woken.messages.map((m: { data: string }) => m.data)).toEqual(["second"]);
@@ -93,7 +94,7 @@ describe("the HTTP app in workerd on Durable Objects", () => {
     for (let i = 0; i < 40 && !next; i++) {
       const res = await call("/api/v1/queues/kept/consumers/c/messages?timeout_ms=0");
       if (res.status === 200) next = await res.json();
-      else await new Promise((r) => setTimeout(r, 500));
+      else await sleep(500);
     }
     expect(next?.messages.map((m) => m.data)).toEqual(["two"]);
     const queues = await (await call("/api/v1/queues")).json();

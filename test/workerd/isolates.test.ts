@@ -8,6 +8,7 @@
 import type { Miniflare } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTwoWorkers } from "./_miniflare";
+import { sleep } from "../helpers/sleep";
 
 /**
  * The driver's lockLeaseMs in both Workers: shorter than its 3 s default, since every hand-over
@@ -44,7 +45,7 @@ describe("two isolates on one Durable Object namespace", () => {
     expect(refused.status).toBe(409);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("E_LOCKED");
     // "a" idle: no timer of its renews the lease between requests, so it lapses (LEASE_MS) and "b" may take the queue.
-    await new Promise((r) => setTimeout(r, LEASE_MS + 500));
+    await sleep(LEASE_MS + 500);
     expect((await b("/api/v1/queues/plain/messages", { method: "POST", body: "from b" })).status).toBe(201);
     const got = (await (await b("/api/v1/queues/plain/consumers/c/messages?max_messages=10&timeout_ms=0")).json()) as { messages: { data: string }[] };
     expect(got.messages.map((m) => m.data)).toEqual(["from a", "from b"]);

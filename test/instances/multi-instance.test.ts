@@ -1,0 +1,44 @@
+/**
+ * Several `v-queue serve` processes (the built CLI) on ONE data directory, a partitioned queue
+ * shared by all of them, while one instance after another is SIGKILLed and restarted or
+ * SIGSTOPped: every message answered 2xx is consumed (ordered: each key in order, at least
+ * once; shared: at least once), no record fails its CRC, and the lags reach 0. Twice: with the
+ * fs driver's default locks (held while their process lives: paused for a second, an instance
+ * keeps its partitions), and with leased locks (`fs:<dir>?lease=2000`: paused for twice the
+ * lease just after a burst of produces, it loses them, and its late writes are fenced).
+ * Each instance's /metrics is read before it is killed (its monitor runs, as when it is watched).
+ * ~30 s (CI); `VQ_SOAK=1` runs 2 minutes. Needs `npm run build` (dist/).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
+import { afterAll, describe, it } from "vitest";
+import { expectDirectoryChaosLosesNothing } from "../helpers/directory-chaos";
+import { CHAOS, startInstance, type Instance } from "../helpers/multi-instance";
+
+const { runMs: RUN_MS, instances: INSTANCES, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
+
+const root = mkdtempSync(join(tmpdir(), "vq-multi-"));
+const instances: Instance[] = [];
+
+afterAll(() => {
+  for (const instance of instances) instance.kill("SIGKILL");
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe.each([
+  { locks: "locks held while their process lives", leased: false },
+  { locks: `leased locks (${LEASE_MS} ms)`, leased: true },
+])("several instances on one directory, a partitioned queue, $locks", ({ leased }) => {
+  it(`every acknowledged message is consumed through kills and pauses (${RUN_MS / 1000} s)`, { timeout: RUN_MS + 120_000 }, async () => {
+    const dir = join(root, leased ? "leased" : "data");
+    const config = join(root, `vqueue.config.${leased ? "leased" : "pid"}.json`);
+    writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000 } }));
+    const mine: Instance[] = [];
+    for (let i = 0; i < INSTANCES; i++) mine.push(await startInstance([...(leased ? ["--storage", `fs:${dir}?lease=${LEASE_MS}`] : ["--dir", dir]), "--config", config]));
+    instances.push(...mine);
+
+    await expectDirectoryChaosLosesNothing({ label: `multi-instance${leased ? ", leased" : ""}`, dir, instances: mine, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST });
+    for (const instance of mine) instance.kill("SIGKILL");
+  });
+});

@@ -364,7 +364,8 @@ export interface ChaosOptions {
  * It runs for `runMs` and at least those 2 turns: a loaded machine makes rounds slower, never fewer.
  */
 export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
-  const done = { kills: 0, pauses: 0 };
+  /** `kills` and `pauses` in all; `killed` and `paused`: each instance's. */
+  const done = { kills: 0, pauses: 0, killed: instances.map(() => 0), paused: instances.map(() => 0) };
   const end = Date.now() + options.runMs;
   const minRounds = 2 * instances.length;
   for (let round = 0; Date.now() < end || round < minRounds; round++) {
@@ -375,15 +376,22 @@ export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
       await options.beforePause?.(index);
       instance.kill("SIGSTOP");
       done.pauses++;
+      done.paused[index]!++;
       await sleep(options.pauseMs);
       instance.kill("SIGCONT");
     } else {
       if (options.countFenced) instance.fencedBefore = addCounts(instance.fencedBefore, await instance.fencedWrites());
       done.kills++;
+      done.killed[index]!++;
       await instance.restart();
     }
   }
   return done;
+}
+
+/** Every instance met both faults: it was killed and restarted, and it was paused. */
+export function expectEveryInstanceKilledAndPaused({ killed, paused }: { killed: number[]; paused: number[] }): void {
+  expect({ killed: killed.map((n) => n > 0), paused: paused.map((n) => n > 0) }).toEqual({ killed: killed.map(() => true), paused: paused.map(() => true) });
 }
 
 /** Stale-writer refusals counted by every instance over the run (their processes alive now included). */

@@ -4,10 +4,11 @@ import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
- * Files that must run alone: they run several servers or a Redis Cluster and pause or kill them on
- * purpose, so their faults must meet a machine that is not also running 2 other files. They run
- * after the rest. (The playground builds run beside the rest: a preset or a scratch app builds in
- * its own temporary copy, and the playground's `npm ci` is taken by one file at a time.)
+ * Files that must run apart from the rest: they run several servers or a Redis Cluster and pause
+ * or kill them on purpose, so their faults must meet a machine that is not also running the other
+ * files. They run after the rest, 2 at a time (each keeps about one core busy; each takes its own
+ * ports, dirs and Redis). (The playground builds run beside the rest: a preset or a scratch app
+ * builds in its own temporary copy, and the playground's `npm ci` is taken by one file at a time.)
  */
 export const ALONE = [
   "test/hosts/node-cluster-chaos.test.ts",
@@ -46,6 +47,8 @@ export const LONG_FIRST = [
   "test/hosts/node-cluster-chaos.test.ts",
   "test/multi-instance.test.ts",
   "test/redis-cluster-instances.test.ts",
+  "test/drivers/redis-cluster.test.ts",
+  "test/shared-chaos.test.ts",
 ];
 
 // A file moved or renamed would silently lose its place (or run beside others, for ALONE).
@@ -97,7 +100,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "alone", include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: { name: "alone", include: ALONE, maxWorkers: Math.min(2, PARALLEL_WORKERS), sequence: { groupOrder: 1 } },
       },
     ],
   },

@@ -83,10 +83,9 @@ async function buildOnce(app: HostApp): Promise<{ install: number; build: number
  * with the playground's node_modules (in place or linked), so one installs while the others wait:
  * a lock file holding the installer's pid, taken over when that process is gone.
  */
-async function installPlayground(playground: string, env: NodeJS.ProcessEnv): Promise<void> {
+export async function installPlayground(playground: string, env: NodeJS.ProcessEnv): Promise<void> {
   const installed = () => existsSync(join(playground, "node_modules/.package-lock.json"));
-  // Not in the playground: `npm ci` empties node_modules, and a lock left by a killed run must not show in git.
-  const lock = join(tmpdir(), `vq-install-${playground.replace(/\W+/g, "-")}.lock`);
+  const lock = installLock(playground);
   while (!installed()) {
     try {
       writeFileSync(lock, String(process.pid), { flag: "wx" });
@@ -103,6 +102,9 @@ async function installPlayground(playground: string, env: NodeJS.ProcessEnv): Pr
     }
   }
 }
+
+/** The playground's install lock: not in it (`npm ci` empties node_modules, and a lock left by a killed run must not show in git). */
+export const installLock = (playground: string): string => join(tmpdir(), `vq-install-${playground.replace(/\W+/g, "-")}.lock`);
 
 /** Whether the process named in `lock` still runs (an empty or vanished file: its writer is still at it). */
 function installerAlive(lock: string): boolean {

@@ -48,7 +48,11 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
       if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
       const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
       if (ok) return;
-      if (Date.now() > deadline) throw new Error(`server did not start: ${output}`);
+      if (Date.now() > deadline) {
+        // Nobody holds it yet (the caller gets no handle to stop): it would outlive the run.
+        child.kill("SIGKILL");
+        throw new Error(`server did not start: ${output}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   };

@@ -43,12 +43,17 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
     let output = "";
     child.stdout!.on("data", (d) => (output += d));
     child.stderr!.on("data", (d) => (output += d));
-    const deadline = Date.now() + 20_000;
+    // Not a bound on how fast it starts: a safety net (a loaded machine took over 20 s to start the CLI from source).
+    const deadline = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
       const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
       if (ok) return;
-      if (Date.now() > deadline) throw new Error(`server did not start: ${output}`);
+      if (Date.now() > deadline) {
+        // Nobody holds it yet (the caller gets no handle to stop): it would outlive the run.
+        child.kill("SIGKILL");
+        throw new Error(`server did not start: ${output}`);
+      }
       await sleep(50);
     }
   };

@@ -13,6 +13,7 @@ import { resolveStorageDriver } from "../../adapters/storage";
 import type { DriverLock } from "../../src/driver";
 import { QueueWriter } from "../../src/writer";
 import { SIGNALS_END_CHILD } from "../helpers/runtime";
+import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 import { startScript } from "../helpers/spawn";
 import { expectStaleConsumerFenced, expectStaleWriterFenced, readAll } from "../helpers/fence-checks";
 import { useTempDirs } from "../helpers/tmp";
@@ -76,20 +77,30 @@ describe("fs driver, leased locks", () => {
         await expect(QueueWriter.open("fq", { driver })).rejects.toThrow(expect.objectContaining({ code: "E_LOCKED" }));
         await sleep(100);
       }
-      child.process.kill("SIGKILL");
-      await child.exited;
-      const killedAt = Date.now();
-      const q = await QueueWriter.open("fq", { driver, durability: "none" });
-      expect(Date.now() - killedAt).toBeLessThan(LEASE_MS);
-      // The killed child's owner file went with the first mutex this process made there.
-      expect((await readdir(dir)).filter((n) => n.startsWith(".vq-owner~"))).toEqual([expect.stringMatching(new RegExp(`^\\.vq-owner~${process.pid}~`))]);
-      await q.push("after");
-      await q.close();
     } finally {
       child.process.kill("SIGKILL");
       await child.exited;
     }
-  }, 30_000);
+    // A killed holder's lock is free at once, not when its lease runs out: shown by a holder whose
+    // lease is longer than a loaded machine can stretch an open (a 1 s lease could run out meanwhile).
+    const longDir = await freshDir();
+    const holder = startScript(FENCE_CHILD, "writer", `fs:${longDir}?lease=${WAKE_TIMEOUT_MS}`, "-", String(WAKE_TIMEOUT_MS));
+    try {
+      await holder.waitFor((l) => l === "ack 5");
+      holder.process.kill("SIGKILL");
+      await holder.exited;
+      const killedAt = performance.now();
+      const q = await QueueWriter.open("fq", { driver: fsDriver({ dir: longDir, lockLeaseMs: WAKE_TIMEOUT_MS }), durability: "none" });
+      expectEndedEarly(killedAt, WAKE_TIMEOUT_MS);
+      // The killed child's owner file went with the first mutex this process made there.
+      expect((await readdir(longDir)).filter((n) => n.startsWith(".vq-owner~"))).toEqual([expect.stringMatching(new RegExp(`^\\.vq-owner~${process.pid}~`))]);
+      await q.push("after");
+      await q.close();
+    } finally {
+      holder.process.kill("SIGKILL");
+      await holder.exited;
+    }
+  }, 60_000);
 
   it.skipIf(SIGNALS_END_CHILD)("never takes the lock of a live process that runs without leases, paused or not", async () => {
     const dir = await freshDir();

@@ -24,8 +24,13 @@ import { sleep } from "./sleep";
 
 /** The settings every chaos run shares: the same run on each setup. */
 export const CHAOS = {
-  /** How long the kills and pauses go on: 30 s (CI), or 2 minutes with `VQ_SOAK=1`. */
-  runMs: process.env.VQ_SOAK === "1" ? 120_000 : 30_000,
+  /**
+   * How long the kills and pauses go on at least: the short run (CI) stops once every instance
+   * was killed and paused (`chaosLoop`); `VQ_SOAK=1` goes on for 2 minutes.
+   */
+  runMs: process.env.VQ_SOAK === "1" ? 120_000 : 0,
+  /** The run's length in test titles. */
+  runName: process.env.VQ_SOAK === "1" ? "2 min" : "each instance killed and paused",
   instances: 3,
   partitions: 6,
   queue: "events",
@@ -352,31 +357,41 @@ export interface ChaosOptions {
 }
 
 /**
- * Every 2 s, the next instance is SIGKILLed and restarted (two rounds of three) or SIGSTOPped
- * for `pauseMs` (the third); with `countFenced`, the instance's fenced-writes counter is read before each kill.
- * It runs for `runMs` and at least until every fault happened once per instance: a loaded machine
- * makes rounds slower, never fewer.
+ * Every 2 s, the next instance in turn is SIGKILLed and restarted or SIGSTOPped for `pauseMs`:
+ * kills and pauses alternate, and swap at each turn of the instances, so that after 2 turns every
+ * instance was killed once and paused once (with 3: kill 0, pause 1, kill 2, pause 0, kill 1,
+ * pause 2). With `countFenced`, the instance's fenced-writes counter is read before each kill.
+ * It runs for `runMs` and at least those 2 turns: a loaded machine makes rounds slower, never fewer.
  */
 export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
-  const done = { kills: 0, pauses: 0 };
+  /** `kills` and `pauses` in all; `killed` and `paused`: each instance's. */
+  const done = { kills: 0, pauses: 0, killed: instances.map(() => 0), paused: instances.map(() => 0) };
   const end = Date.now() + options.runMs;
-  const minRounds = 3 * instances.length;
+  const minRounds = 2 * instances.length;
   for (let round = 0; Date.now() < end || round < minRounds; round++) {
     await sleep(2000);
-    const instance = instances[round % instances.length]!;
-    if (round % 3 === 2) {
-      await options.beforePause?.(round % instances.length);
+    const index = round % instances.length;
+    const instance = instances[index]!;
+    if ((index + Math.floor(round / instances.length)) % 2 === 1) {
+      await options.beforePause?.(index);
       instance.kill("SIGSTOP");
       done.pauses++;
+      done.paused[index]!++;
       await sleep(options.pauseMs);
       instance.kill("SIGCONT");
     } else {
       if (options.countFenced) instance.fencedBefore = addCounts(instance.fencedBefore, await instance.fencedWrites());
       done.kills++;
+      done.killed[index]!++;
       await instance.restart();
     }
   }
   return done;
+}
+
+/** Every instance met both faults: it was killed and restarted, and it was paused. */
+export function expectEveryInstanceKilledAndPaused({ killed, paused }: { killed: number[]; paused: number[] }): void {
+  expect({ killed: killed.map((n) => n > 0), paused: paused.map((n) => n > 0) }).toEqual({ killed: killed.map(() => true), paused: paused.map(() => true) });
 }
 
 /** Stale-writer refusals counted by every instance over the run (their processes alive now included). */

@@ -4,7 +4,7 @@
  * with a fresh data dir.
  */
 import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { promisify } from "node:util";
 import { join, resolve } from "pathe";
@@ -75,13 +75,56 @@ async function buildOnce(app: HostApp): Promise<{ install: number; build: number
   const env = { ...process.env, NODE_ENV: "production", NUXT_TELEMETRY_DISABLED: "1" };
   let start = performance.now();
   if (app.install) await app.install();
-  else if (!existsSync(join(playground, "node_modules/.package-lock.json"))) {
-    await run("npm", ["ci", "--no-audit", "--no-fund"], { cwd: playground, env, maxBuffer: 64 << 20 });
-  }
+  else await installPlayground(playground, env);
   const install = performance.now() - start;
   start = performance.now();
   await run("npx", app.build, { cwd: appDir(app), env, maxBuffer: 64 << 20 });
   return { install, build: performance.now() - start };
+}
+
+/**
+ * `npm ci` in the playground when its node_modules is missing. Test files build apps at once, each
+ * with the playground's node_modules (in place or linked), so one installs while the others wait:
+ * a lock file holding the installer's pid, taken over when that process is gone.
+ */
+export async function installPlayground(playground: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const installed = () => existsSync(join(playground, "node_modules/.package-lock.json"));
+  const lock = installLock(playground);
+  while (!installed()) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: "wx" });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      if (!installerAlive(lock)) rmSync(lock, { force: true });
+      await sleep(500);
+      continue;
+    }
+    try {
+      if (!installed()) await run("npm", ["ci", "--no-audit", "--no-fund"], { cwd: playground, env, maxBuffer: 64 << 20 });
+    } finally {
+      rmSync(lock, { force: true });
+    }
+  }
+}
+
+/** The playground's install lock: not in it (`npm ci` empties node_modules, and a lock left by a killed run must not show in git). */
+export const installLock = (playground: string): string => join(tmpdir(), `vq-install-${playground.replace(/\W+/g, "-")}.lock`);
+
+/** Whether the process named in `lock` still runs (an empty or vanished file: its writer is still at it). */
+function installerAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(lock, "utf8").trim() || "0");
+  } catch {
+    return true;
+  }
+  if (!pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** Starts the built server with its queues in `dataDir` (a new temporary directory when not given; set through the runtime config). */

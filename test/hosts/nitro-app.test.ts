@@ -91,7 +91,8 @@ describe("a Nitro app written from scratch, with the module added as the README 
     expect(res.status).toBe(400);
   });
 
-  it("useVQueue is typed in the app (tsc): a wrong use fails, the README's worker plugin passes", async () => {
+  // A type check and a build are CPU work: 2 minutes for a machine that runs other files beside it.
+  it("useVQueue is typed in the app (tsc): a wrong use fails, the README's worker plugin passes", { timeout: 120_000 }, async () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const plugin = /^\/\/ plugins\/billing\.ts \(Nitro v3\)\n([\s\S]*?)^```$/m.exec(readme)?.[1];
     expect(plugin).toBeDefined();
@@ -107,7 +108,7 @@ export const n: number = useVQueue();
     await expect(run(join(ROOT, "node_modules/.bin/tsc"), ["-p", cwd])).resolves.toBeDefined();
   });
 
-  it("a misspelt module option stops the build, naming it", async () => {
+  it("a misspelt module option stops the build, naming it", { timeout: 120_000 }, async () => {
     const cwd = scratchApp("nitro", { "package.json": PACKAGE, "nitro.config.ts": config(`{ durabilty: "none" }`) });
     const failed = await run("npx", ["nitro", "build"], { cwd, env: { ...process.env, NODE_ENV: "production" }, maxBuffer: 64 << 20 }).then(
       () => undefined,

@@ -8,7 +8,7 @@
  * (test/helpers/directory-chaos.ts): every acknowledged message consumed, each key in order, lags
  * 0, every record's CRC good, each message stored once; twice: with the default locks (paused for
  * a second) and with leased locks (`fs:<dir>?lease=2000`, paused for twice the lease: stale
- * writers stopped and counted). ~30 s each (`VQ_SOAK=1`: 2 minutes). Needs `npm run build` (dist/).
+ * writers stopped and counted). ~25 s each (every worker killed once and paused once; `VQ_SOAK=1`: 2 minutes). Needs `npm run build` (dist/).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,7 +19,7 @@ import { expectDirectoryChaosLosesNothing } from "../helpers/directory-chaos";
 import { CHAOS } from "../helpers/multi-instance";
 import { sleep } from "../helpers/sleep";
 
-const { runMs: RUN_MS, instances: WORKERS, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
+const { runMs: RUN_MS, runName: RUN_NAME, instances: WORKERS, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
 
 describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, () => {
   const root = mkdtempSync(join(tmpdir(), "vq-cluster-chaos-"));
@@ -39,7 +39,7 @@ describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, 
   it.each([
     { locks: "locks held while their process lives", leased: false },
     { locks: `leased locks (${LEASE_MS} ms)`, leased: true },
-  ])(`every acknowledged message is consumed through worker kills and pauses, $locks (${RUN_MS / 1000} s)`, { timeout: RUN_MS + 180_000 }, async ({ leased }) => {
+  ])(`every acknowledged message is consumed through worker kills and pauses, $locks (${RUN_NAME})`, { timeout: RUN_MS + 180_000 }, async ({ leased }) => {
     const dir = join(root, leased ? "leased" : "data");
     const cluster = await startCluster(app, WORKERS, leased ? { NITRO_V_QUEUE_DEFAULT_STORAGE: `fs:${dir}?lease=${LEASE_MS}` } : { NITRO_V_QUEUE_DEFAULT_DIR: dir });
     clusters.push(cluster);

@@ -77,11 +77,12 @@ defineNuxtConfig({
     await run("npx", ["nuxi", "prepare"], { cwd, env: { ...process.env, NUXT_TELEMETRY_DISABLED: "1" }, maxBuffer: 64 << 20 });
   }, 600_000);
 
-  it("the auto-imported useVQueue is typed in server code", async () => {
+  // A type check of a Nuxt app is CPU work: 2 minutes for a machine that runs other files beside it.
+  it("the auto-imported useVQueue is typed in server code", { timeout: 120_000 }, async () => {
     expect(await tsc(".nuxt/tsconfig.server.json")).toBe("");
   });
 
-  it("the vQueue key of nuxt.config is typed by the module's options", async () => {
+  it("the vQueue key of nuxt.config is typed by the module's options", { timeout: 120_000 }, async () => {
     expect(await tsc(".nuxt/tsconfig.node.json")).toBe("");
   });
 });

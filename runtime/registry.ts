@@ -10,7 +10,7 @@ import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { purgeQueue, type PurgeResult } from "../src/purge";
 import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
-import { QueueWriter } from "../src/writer";
+import type { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { delayedPath, sideJournalPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
@@ -24,6 +24,7 @@ import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 import { PartitionDeclarations } from "./partition-declarations";
 import { PartitionedWriters, writerOptions } from "./partitioned-writers";
+import { PartitionedWriter } from "../src/partitioned-writer";
 
 type Slot = ConsumerSlot | SharedSlot | PartitionedConsumerSlot | PartitionedSharedSlot;
 
@@ -62,7 +63,8 @@ export class QueueRegistry {
   /** The writers of partitioned queues (produce routes there when `partitions.count(queue)` says so). */
   readonly partitionedWriters: PartitionedWriters;
   #driver: Promise<QueueDriver> | undefined;
-  #writers = new Map<string, Promise<QueueWriter>>();
+  /** Each ordinary queue's writer, as one partition's: held while used, handed over to another instance on request. */
+  #writers = new Map<string, Promise<PartitionedWriter>>();
   #consumers = new Map<string, SlotEntry>();
   #closingSlots = new Map<string, Promise<void>>();
   /** A purge or delete of the queue in progress: its writer and consumers open only after it. */
@@ -116,31 +118,18 @@ export class QueueRegistry {
     };
   }
 
-  /** The queue's writer, opened (and the queue created) on first use. */
+  /**
+   * The queue's writer (the queue created on first use), taken from another instance on request
+   * when it holds it. For a caller that writes through it at once (a redrive): the writer may be
+   * handed over again after.
+   */
   writer(queue: string): Promise<QueueWriter> {
-    let writer = this.#writers.get(queue);
-    if (!writer) {
-      const admin = this.#adminDone(queue);
-      writer = admin
-        .then(() => this.driver())
-        .then((driver) => this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))))
-        .then((opened) => {
-          // Counted however the loss is found (a renewal after a pause, the check below, a fenced write).
-          opened.whenLockLost(() => this.#metrics && this.#metrics.writerLocksLost++);
-          return opened;
-        });
-      this.#writers.set(queue, writer);
-      writer.catch(() => {
-        this.#delayedChecked.delete(queue);
-        if (this.#writers.get(queue) === writer) this.#writers.delete(queue);
-      });
-    }
-    return writer;
+    return this.#write(queue, (writer) => Promise.resolve(writer));
   }
 
   /**
-   * Pushes through the queue's one writer (opened on first use). A writer that failed on
-   * storage is dropped, so the next push reopens the queue (and recovery runs).
+   * Pushes through the queue's one writer. Every instance serves it: the writer is held by one
+   * at a time and handed over on request (PartitionedWriter.ordinary, as one partition is).
    */
   push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
     return this.#write(queue, (writer) => writer.pushBatch(messages));
@@ -152,47 +141,46 @@ export class QueueRegistry {
   }
 
   /**
-   * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
-   * restart): only a writer moves them into the queue when due. Looked at once per queue while
-   * its writer lives: a writer closed here (dropped, purge, delete) makes the next request look again.
+   * Takes the queue's writer when it has delayed messages waiting (a consume came first after a
+   * restart) and no other instance holds it: only a writer moves them into the queue when due.
+   * Looked at once per queue while its writer lives here: a writer closed here (purge, delete)
+   * makes the next request look again.
    */
   async wakeDelayed(queue: string): Promise<void> {
-    if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
+    if (this.#closing || this.#delayedChecked.has(queue)) return;
     this.#delayedChecked.add(queue);
     const driver = await this.driver();
     // Its file, or the copy a compaction cut short left (side-log.ts): the next writer finishes it.
     for (const path of [delayedPath(queue), sideJournalPath(delayedPath(queue))]) {
       const log = await driver.openLog(path, { create: false }).catch(() => undefined);
-      if (await log?.size().finally(() => log.close())) return void (await this.writer(queue).catch(() => {}));
+      if (await log?.size().finally(() => log.close())) return void (await this.#ordinaryWriter(queue).then((writer) => writer.holdIfFree()).catch(() => {}));
     }
   }
 
   async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
-    let writer = await this.writer(queue);
-    // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
-    if (!(await writer.holds())) {
-      await this.dropWriter(queue, writer);
-      writer = await this.writer(queue);
-    }
+    const writer = await this.#ordinaryWriter(queue);
     try {
-      return await write(writer);
+      return await writer.write(write);
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
       if (VQueueError.isError(error) && error.code === "E_FENCED" && this.#metrics) this.#metrics.fencedWrites++;
-      if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
     }
   }
 
-  /** Forgets a writer that failed (it refuses pushes after a storage error), so the next push reopens. */
-  async dropWriter(queue: string, writer: QueueWriter): Promise<void> {
-    const current = this.#writers.get(queue);
-    if (!current || (await current.catch(() => undefined)) !== writer) return;
-    this.#writers.delete(queue);
-    this.#delayedChecked.delete(queue);
-    await writer.close().catch((error: unknown) => this.options.logger.error("[v-queue] [http] closing a failed writer:", error));
+  /** The hold of this server on the queue's writer (taken at its first write, handed over on request), made on first use. */
+  #ordinaryWriter(queue: string): Promise<PartitionedWriter> {
+    let writer = this.#writers.get(queue);
+    if (!writer) {
+      writer = this.#adminDone(queue)
+        .then(() => this.driver())
+        // Counted however the loss is found (a renewal after a pause, a check before a write, a fenced write).
+        .then((driver) => PartitionedWriter.ordinary(queue, { ...writerOptions(this.options, queue, driver), onLockLost: () => this.#metrics && this.#metrics.writerLocksLost++ }));
+      this.#writers.set(queue, writer);
+    }
+    return writer;
   }
 
   /** The consumer's slot, opened (and the consumer created) on first use. */
@@ -353,6 +341,7 @@ export class QueueRegistry {
     this.#writers.delete(queue);
     // A partitioned queue's writer too (its partitions' locks): the engine deletes or purges each partition.
     const closing: Promise<unknown>[] = [this.partitionedWriters.closeQueue(queue), ...(writer ? [writer.then((w) => w.close(), () => {})] : [])];
+    this.#delayedChecked.delete(queue);
     for (const [key, entry] of this.#consumers) {
       if (!key.startsWith(`${queue}\u0000`)) continue;
       this.#consumers.delete(key);

@@ -32,6 +32,8 @@ export interface PartitionSetHooks<T> {
   /** The partitioned queue. */
   queue: string;
   count: number;
+  /** The queue partition `index` is: `partitionName` unless given (an ordinary queue is a set of one, the queue itself). */
+  partition?(index: number): string;
   /** The want marker of partition queue `partition` (paths.ts). */
   wantPath(partition: string): string;
   /** What is taken, for messages: `the writer of queue "orders.p3"`. */
@@ -144,7 +146,7 @@ export class PartitionSet<T> {
     // One request per partition at a time: concurrent produces for it wait for the same one.
     let request = this.#requests.get(index);
     if (!request) {
-      const partition = partitionName(this.#hooks.queue, index);
+      const partition = this.#partition(index);
       const tryTake = () => {
         if (this.#closed) throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
         return this.tryTake(index);
@@ -240,7 +242,11 @@ export class PartitionSet<T> {
 
   /** The want marker of partition `index` (in the base directory). */
   #markerOf(index: number): string {
-    return this.#hooks.wantPath(partitionName(this.#hooks.queue, index));
+    return this.#hooks.wantPath(this.#partition(index));
+  }
+
+  #partition(index: number): string {
+    return this.#hooks.partition?.(index) ?? partitionName(this.#hooks.queue, index);
   }
 
   /** Whether a base-directory entry is the marker of a held partition, or its temporary file (a name that only starts with one passes too: a check in vain). */

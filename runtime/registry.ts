@@ -4,7 +4,7 @@
 // consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
-import type { ConsumerPosition } from "../src/cursor";
+import { comparePositions, type ConsumerPosition } from "../src/cursor";
 import type { QueueDriver } from "../src/driver";
 import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
@@ -14,6 +14,7 @@ import type { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { delayedPath, sideJournalPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
+import { takeHandoverSlot } from "./handover-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
@@ -183,10 +184,18 @@ export class QueueRegistry {
     return writer;
   }
 
-  /** The consumer's slot, opened (and the consumer created) on first use. */
+  /** The consumer's slot, opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
   consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
     return this.#slot(queue, name, "ordered", (driver) =>
-      QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }).then((consumer) => new ConsumerSlot(consumer, () => void this.#relieve())),
+      takeHandoverSlot({
+        driver,
+        queue,
+        name,
+        kind: "consumer",
+        open: () => QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }),
+        busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
+        slot: (consumer, onStopped) => new ConsumerSlot(consumer, () => void this.#relieve(), onStopped),
+      }),
     ) as Promise<ConsumerSlot>;
   }
 

@@ -62,6 +62,8 @@ export interface PartitionSetHooks<T> {
    * `grant`, which is not asked for a young slot. Without it, a slot is always kept `minHoldMs`.
    */
   grantYoung?(want: Want, held: number): boolean;
+  /** When a slot starts being let go (no new work goes to it from now): a server's waits on it end. */
+  onReleasing?(slot: Slot<T>): void;
   /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
   onRelease?(slot: Slot<T>, reason: "wanted" | "idle"): void;
 }
@@ -188,6 +190,7 @@ export class PartitionSet<T> {
   release(slot: Slot<T>, reason: "wanted" | "idle"): Promise<void> {
     if (slot.releasing) return Promise.resolve();
     slot.releasing = true;
+    this.#hooks.onReleasing?.(slot);
     const run = (async () => {
       const until = Date.now() + this.#hooks.graceMs;
       while (slot.using > 0) await sleep(5);

@@ -16,6 +16,11 @@ import { createClient, type VQueueClient } from "../client";
 import { startInstance, sleep, type ServeInstance } from "./helpers/multi-instance";
 import { redisTestsRun, startRedisServer, type RedisServer } from "./helpers/redis";
 
+/** How long the kills and pauses go on: 12 s, or 2 minutes with `VQ_SOAK=1`. */
+const CHAOS_MS = process.env.VQ_SOAK === "1" ? 120_000 : 12_000;
+/** The lock lease of the chaos run: a SIGSTOP of twice this lets the other instance take the writer and the consumer over. */
+const LEASE_MS = 1500;
+
 const QUEUE = "plain";
 const root = mkdtempSync(join(tmpdir(), "vq-anyinst-"));
 const instances: ServeInstance[] = [];
@@ -28,13 +33,13 @@ afterAll(async () => {
 });
 
 /** A client of `url` whose every answer's status is counted in `statuses`. */
-function countingClient(url: string, statuses: Map<number, number>): VQueueClient {
+function countingClient(url: string, statuses: Map<number, number>, timeout?: number): VQueueClient {
   const counting: typeof fetch = async (input, init) => {
     const res = await fetch(input, init);
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     return res;
   };
-  return createClient({ baseURL: url, fetch: counting, retryTimeoutMs: 60_000 });
+  return createClient({ baseURL: url, fetch: counting, retryTimeoutMs: 60_000, ...(timeout ? { timeout } : {}) });
 }
 
 interface Traffic {
@@ -139,5 +144,67 @@ describe.each([
     expect(run.produced.flat()).toHaveLength(600);
     a!.kill("SIGKILL");
     b!.kill("SIGKILL");
+  });
+});
+
+describe("two instances on one directory with leased locks, one killed and one paused meanwhile", () => {
+  it(`nothing acknowledged is lost and neither is locked out afterwards (${CHAOS_MS / 1000} s)`, { timeout: CHAOS_MS + 120_000 }, async () => {
+    const args = ["--storage", `fs:${mkdtempSync(join(root, "chaos-"))}?lease=${LEASE_MS}`];
+    const pair = [await startInstance(args), await startInstance(args)];
+    instances.push(...pair);
+    const statuses = new Map<number, number>();
+    // A request to a paused instance is given up after 5 s (a produce is then retried: its idempotency key makes it one write).
+    const clients = pair.map((instance) => countingClient(instance.url, statuses, 5000));
+    const produced: string[][] = [[], []];
+    const consumed: string[][] = [[], []];
+    let running = true;
+    const producers = clients.map(async (client, p) => {
+      for (let n = 0; running; n += 5) {
+        const batch = Array.from({ length: 5 }, (_, i) => `${p}:${n + i}`);
+        // Not acknowledged (the instance died, or stayed paused past the retries): not counted, and the next batch goes on.
+        if (await client.produce(QUEUE, batch).then(() => true, () => false)) produced[p]!.push(...batch);
+        else await sleep(100);
+      }
+    });
+    const consumers = clients.map(async (client, c) => {
+      while (running) {
+        try {
+          const { messages, cursor } = await client.consume(QUEUE, "c", { maxMessages: 20, timeoutMs: 300 });
+          for (const message of messages) consumed[c]!.push(message.data as string);
+          if (cursor) await client.commit(QUEUE, "c", cursor);
+        } catch {
+          // The instance died or was paused: what it handed out and was not committed comes again.
+          await sleep(100);
+        }
+      }
+    });
+    const [killed, paused] = pair as [ServeInstance, ServeInstance];
+    for (const until = Date.now() + CHAOS_MS; Date.now() < until; ) {
+      await sleep(1500);
+      await killed.restart();
+      await sleep(1000);
+      paused.kill("SIGSTOP");
+      await sleep(LEASE_MS * 2);
+      paused.kill("SIGCONT");
+    }
+    running = false;
+    await Promise.all([...producers, ...consumers]);
+
+    // Neither is locked out: each produces, and each reads the rest (the writer and the consumer come to it on request).
+    const after = pair.map((instance) => countingClient(instance.url, statuses));
+    for (const [p, client] of after.entries()) {
+      await client.produce(QUEUE, [`${p}:after`]);
+      produced[p]!.push(`${p}:after`);
+    }
+    consumed[0]!.push(...(await drain(pair[0]!.url, statuses)));
+    await after[1]!.produce(QUEUE, ["1:last"]);
+    produced[1]!.push("1:last");
+    consumed[1]!.push(...(await drain(pair[1]!.url, statuses)));
+
+    // At least once: a batch handed out and not committed when its holder died or lost its lease comes again.
+    const all = new Set(consumed.flat());
+    expect(produced.flat().filter((m) => !all.has(m))).toEqual([]);
+    expect(produced.every((list) => list.length > 20)).toBe(true);
+    for (const instance of pair) instance.kill("SIGKILL");
   });
 });

@@ -187,7 +187,7 @@ export function stopWhenLockLost(slot: { consumer: { whenLockLost(listener: () =
 // --- Internal helpers ---
 
 /** Resolves when `done` does, at `deadline`, or when `signal` aborts, whichever comes first. */
-async function waitUntil(done: Promise<void>, deadline: number, signal: AbortSignal | undefined): Promise<void> {
+export async function waitUntil(done: Promise<void>, deadline: number, signal: AbortSignal | undefined): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   try {

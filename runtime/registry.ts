@@ -199,10 +199,19 @@ export class QueueRegistry {
     ) as Promise<ConsumerSlot>;
   }
 
-  /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use. */
+  /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
   shared(queue: string, name: string): Promise<SharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
-      SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then((consumer) => new SharedSlot(consumer, () => void this.#relieve())),
+      takeHandoverSlot({
+        driver,
+        queue,
+        name,
+        kind: "shared consumer",
+        open: () => SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }),
+        // Leases running: let go once they are acknowledged (or run out); what is nacked or ready is in its state for the next holder.
+        busy: (consumer) => consumer.stats.inFlight > 0,
+        slot: (consumer, onStopped) => new SharedSlot(consumer, () => void this.#relieve(), onStopped),
+      }),
     ) as Promise<SharedSlot>;
   }
 

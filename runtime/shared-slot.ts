@@ -1,6 +1,6 @@
 import type { LeasedMessage, LeaseRef, NackOptions, SharedConsumer, SharedStats } from "../src/shared-consumer";
 import { ApiError, isTooManyFiles } from "./errors";
-import { linkSignals, stopWhenLockLost } from "./consumer-slot";
+import { linkSignals, stopWhenLockLost, waitUntil } from "./consumer-slot";
 import { StopSignal } from "../src/stop-signal";
 
 /** The slot of a shared consumer of either kind of queue: a partitioned queue's leases and refs carry their `partition`. */
@@ -25,11 +25,20 @@ export class SharedSlot {
   #stop = new StopSignal();
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
+  /** Being handed over to another instance (`drain`): nothing more is leased, acks still go through. */
+  #draining = false;
+  /** Takes in flight (what they lease is not counted in `inFlight` yet). */
+  #leasing = 0;
+  #finish!: () => void;
+  readonly #finished = new Promise<void>((resolve) => (this.#finish = resolve));
   readonly #onTooManyFiles: () => void;
+  readonly #onStopped: (() => void) | undefined;
 
-  constructor(consumer: SharedConsumer, onTooManyFiles: () => void = () => {}) {
+  /** `onStopped`: called once it stopped (handover-slot.ts). */
+  constructor(consumer: SharedConsumer, onTooManyFiles: () => void = () => {}, onStopped?: () => void) {
     this.consumer = consumer;
     this.#onTooManyFiles = onTooManyFiles;
+    this.#onStopped = onStopped;
     // Lost (this process was paused past its lease): the registry opens it again, from the saved state.
     stopWhenLockLost(this);
   }
@@ -49,6 +58,17 @@ export class SharedSlot {
     return this.#stopReason !== undefined;
   }
 
+  /** A take in flight: what it leases is handed out, then acknowledged, before a hand-over. */
+  get reading(): boolean {
+    return this.#leasing > 0;
+  }
+
+  /** Another instance asked for the consumer (handover-slot.ts): the waits end, and nothing more is leased until the slot stops. */
+  drain(): void {
+    this.#draining = true;
+    this.#stop.abort();
+  }
+
   get stats(): SharedStats {
     return this.consumer.stats;
   }
@@ -56,10 +76,16 @@ export class SharedSlot {
   /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]> {
     return this.#use(async () => {
+      const { max, maxBytes, leaseMs, timeoutMs } = options;
+      // Ended once stopped: the next request takes the consumer back.
+      if (this.#draining && !this.#stopReason) {
+        await waitUntil(this.#finished, Date.now() + timeoutMs, options.signal);
+        return this.#ended();
+      }
       const linked = linkSignals(options.signal, this.#stop);
+      this.#leasing++;
       try {
-        const { max, maxBytes, leaseMs, timeoutMs } = options;
-        const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal });
+        const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal }).finally(() => this.#leasing--);
         if (messages.length === 0) return this.#ended();
         if (options.signal?.aborted) {
           // Nobody will receive them: they go to the next worker now, not after the lease.
@@ -91,7 +117,10 @@ export class SharedSlot {
     this.#stopped ??= (async () => {
       this.#stopReason = reason;
       this.#stop.abort();
-      await this.consumer.close();
+      await this.consumer.close().finally(() => {
+        this.#finish();
+        this.#onStopped?.();
+      });
     })();
     return this.#stopped;
   }

@@ -1,11 +1,13 @@
 /**
  * An ordinary queue (no partitions: the crate's layout) served by every instance: two
  * `v-queue serve` processes (the built CLI) on one directory, then on one Redis, both producing
- * to one queue and consuming it with one ordered consumer, through the client SDK. The writer
- * and the consumer are handed over between the two on request (after the batch in flight), as
- * one partition's are: no 409 reaches the client (its fetch sees none), and every acknowledged
- * message is consumed exactly once (each batch is committed before the next consume, and a
- * holder lets go only once what it handed out is committed), each producer's in order.
+ * to one queue and consuming it with one ordered consumer (or leasing it from one shared
+ * consumer), through the client SDK. The writer and the consumer are handed over between the
+ * two on request (after the batch in flight), as one partition's are: no 409 reaches the client
+ * (its fetch sees none), and every acknowledged message is consumed exactly once (each batch is
+ * committed or acked before the next, and a holder lets go only once what it handed out is
+ * committed or acked), each producer's in order for the ordered consumer. Then the chaos run:
+ * at least once through a SIGKILL and a SIGSTOP past the lease.
  * Needs `npm run build` (dist/).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -51,7 +53,7 @@ interface Traffic {
 }
 
 /** One producer per instance (`batches` batches of `size`, one after another), and, with `consume`, one loop per instance consuming `consumer` and committing each batch. */
-async function traffic(urls: string[], options: { batches: number; size: number; consume: boolean }): Promise<Traffic> {
+async function traffic(urls: string[], options: { batches: number; size: number; consume: boolean; shared?: boolean }): Promise<Traffic> {
   const statuses = new Map<number, number>();
   const clients = urls.map((url) => countingClient(url, statuses));
   const produced = clients.map((): string[] => []);
@@ -70,6 +72,12 @@ async function traffic(urls: string[], options: { batches: number; size: number;
         // The queue exists once something was produced (a consume of a queue never written is 404).
         while (produced.flat().length === 0) await sleep(20);
         while (producing || total() < produced.flat().length) {
+          if (options.shared) {
+            const leased = await client.lease(QUEUE, "s", { max: 20, timeoutMs: 300 });
+            for (const message of leased) consumed[c]!.push(message.data as string);
+            if (leased.length > 0) await client.ack(QUEUE, "s", leased.map((m) => m.lease));
+            continue;
+          }
           const { messages, cursor } = await client.consume(QUEUE, "c", { maxMessages: 20, timeoutMs: 300 });
           for (const message of messages) consumed[c]!.push(message.data as string);
           if (cursor) await client.commit(QUEUE, "c", cursor);
@@ -142,6 +150,17 @@ describe.each([
     expect(run.statuses.get(409) ?? 0).toBe(0);
     expectExactlyOnceInOrder(run);
     expect(run.produced.flat()).toHaveLength(600);
+    a!.kill("SIGKILL");
+    b!.kill("SIGKILL");
+  });
+
+  it("both produce to it and lease from one shared consumer, acking each batch: no 409 reaches the client, every acknowledged message is leased and acked exactly once", { timeout: 120_000 }, async () => {
+    const [a, b] = await two();
+    const run = await traffic([a!.url, b!.url], { batches: 60, size: 5, consume: true, shared: true });
+    expect(run.statuses.get(409) ?? 0).toBe(0);
+    const all = run.consumed.flat();
+    expect(new Set(all).size).toBe(all.length);
+    expect([...all].sort()).toEqual(run.produced.flat().sort());
     a!.kill("SIGKILL");
     b!.kill("SIGKILL");
   });

@@ -92,7 +92,7 @@ export class PartitionedWriter {
       what: (partition) => `The writer of queue "${partition}"`,
       open: async (index) => {
         if (ordinary) {
-          if ((await readPartitions(resolved.driver, name)) !== undefined) throw new VQueueError("E_NOT_FOUND", `Queue "${name}" was declared partitioned since it was opened: open it again.`);
+          // A queue declared partitioned is refused by the writer itself (E_OPTION).
           const writer = await QueueWriter.open(name, { ...queueOptions, ...(opened++ > 0 ? { rollOnOpen: false } : {}) });
           writer.whenLockLost(() => this.#onLockLost?.(index));
           return writer;

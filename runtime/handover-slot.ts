@@ -5,6 +5,7 @@
  * committed (acknowledged), or after `handoffGraceMs` (then the new holder delivers it again).
  * The slot stops then, and this server's next request for the consumer asks for it back.
  */
+import { INBOX_CHECK_MS } from "../src/ack-inbox";
 import type { QueueDriver } from "../src/driver";
 import { resolveHandoffOptions } from "../src/handoff";
 import { PartitionSet } from "../src/partition-set";
@@ -28,6 +29,8 @@ export interface HandoverHooks<T, S extends HandoverSlot> {
   open(): Promise<T>;
   /** Handed-out messages not yet committed (acknowledged): let go only after them, or after the grace. */
   busy(item: T): boolean;
+  /** Run at open and every `INBOX_CHECK_MS` while held: applies what other instances took for it (their commits). */
+  inbox?(item: T): Promise<void>;
   /** The slot of the consumer taken; `onStopped` is for it to call once it stopped (the hand-over watch ends). */
   slot(item: T, onStopped: () => void): S;
 }
@@ -43,7 +46,12 @@ export async function takeHandoverSlot<T, S extends HandoverSlot>(hooks: Handove
     partition: () => hooks.queue,
     wantPath: (queue) => consumerWantPath(queue, hooks.name),
     what: (queue) => `The ${hooks.kind} "${hooks.name}" of queue "${queue}"`,
-    open: () => hooks.open(),
+    open: async () => {
+      const item = await hooks.open();
+      // What another instance took for it comes first (a failure: next round).
+      await hooks.inbox?.(item).catch(() => {});
+      return item;
+    },
     // A read in flight first: the messages it returns are handed out, then committed, before the consumer goes.
     busy: (item) => (slot?.reading ?? false) || hooks.busy(item),
     // The slot closes the consumer, once its requests in flight end.
@@ -54,10 +62,19 @@ export async function takeHandoverSlot<T, S extends HandoverSlot>(hooks: Handove
     idleMs: 24 * 3600_000,
     graceMs: handoff.handoffGraceMs,
   });
+  let inboxTimer: ReturnType<typeof setInterval> | undefined;
   // Not awaited: a stop that a release started is awaited by that release (set.close waits for it).
-  const onStopped = () => void set.close().catch(() => {});
+  const onStopped = () => {
+    clearInterval(inboxTimer);
+    void set.close().catch(() => {});
+  };
   try {
     const taken = await set.take(0, handoff.handoffTimeoutMs);
+    if (hooks.inbox) {
+      // Also while it is let go: a commit taken elsewhere ends the wait for it.
+      inboxTimer = setInterval(() => void hooks.inbox!(taken.item).catch(() => {}), INBOX_CHECK_MS);
+      (inboxTimer as { unref?: () => void }).unref?.();
+    }
     slot = hooks.slot(taken.item, onStopped);
     return slot;
   } catch (error) {

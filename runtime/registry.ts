@@ -4,7 +4,10 @@
 // consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
-import { comparePositions, type ConsumerPosition } from "../src/cursor";
+import { InboxPoster } from "../src/ack-inbox";
+import { applyInboxCommits, assertCommitFits } from "../src/commit-inbox";
+import { comparePositions, parseCursor, type ConsumerPosition } from "../src/cursor";
+import { instanceId } from "../src/handoff";
 import type { QueueDriver } from "../src/driver";
 import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
@@ -12,7 +15,7 @@ import { purgeQueue, type PurgeResult } from "../src/purge";
 import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
 import type { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
-import { delayedPath, sideJournalPath } from "../src/paths";
+import { consumerLockPath, delayedPath, sideJournalPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
 import { takeHandoverSlot } from "./handover-slot";
 import { instrumentDriver } from "./metrics/driver";
@@ -64,6 +67,8 @@ export class QueueRegistry {
   /** The writers of partitioned queues (produce routes there when `partitions.count(queue)` says so). */
   readonly partitionedWriters: PartitionedWriters;
   #driver: Promise<QueueDriver> | undefined;
+  /** Commits of ordinary queues' consumers held by other instances, to their inboxes. */
+  #inbox: InboxPoster | undefined;
   /** Each ordinary queue's writer, as one partition's: held while used, handed over to another instance on request. */
   #writers = new Map<string, Promise<PartitionedWriter>>();
   #consumers = new Map<string, SlotEntry>();
@@ -194,9 +199,27 @@ export class QueueRegistry {
         kind: "consumer",
         open: () => QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }),
         busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
+        inbox: (consumer) => applyInboxCommits(consumer),
         slot: (consumer, onStopped) => new ConsumerSlot(consumer, () => void this.#relieve(), onStopped),
       }),
     ) as Promise<ConsumerSlot>;
+  }
+
+  /**
+   * Commits ordered consumer `name` of ordinary queue `queue` up to `cursor` (everything handed
+   * out here without one). Held here: at once. Held by another instance (it handed the batch out,
+   * and waits for this commit before it lets go): through the consumer's inbox, applied by its
+   * holder within about `INBOX_CHECK_MS` (commit-inbox.ts). Resolves with the cursor committed.
+   */
+  async commit(queue: string, name: string, cursor: string | undefined): Promise<string> {
+    const slot = this.#consumers.get(`${queue}\u0000${name}`)?.slot;
+    const driver = await this.driver();
+    if (cursor === undefined || (slot instanceof ConsumerSlot && !slot.stopped) || (await isFree(driver, consumerLockPath(queue, name)))) return (await this.consumer(queue, name, false)).commit(cursor);
+    const position = parseCursor(cursor);
+    await assertCommitFits(driver, queue, position);
+    this.#inbox ??= new InboxPoster(driver, instanceId(), this.options.syncCommits);
+    await this.#inbox.post(queue, name, [{ kind: "commit", position }]);
+    return cursor;
   }
 
   /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
@@ -487,6 +510,13 @@ export class QueueRegistry {
     this.#closingSlots.set(key, closed);
     return closed;
   }
+}
+
+/** Whether nobody holds the lock at `path` now (taken and let go at once: a look, not a hold). */
+async function isFree(driver: QueueDriver, path: string): Promise<boolean> {
+  const lock = await driver.lock(path);
+  await lock?.release();
+  return lock !== undefined;
 }
 
 function kindError(queue: string, name: string, kind: SlotEntry["kind"]): VQueueError {

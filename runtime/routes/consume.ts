@@ -69,8 +69,9 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         }
         const { slot, messages } = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
+            // First: held by another instance, the consumer comes here only once that commit is taken (registry.commit).
+            if (commit !== null) await ctx.registry.commit(queue, consumer, commit);
             const slot = await ctx.registry.consumer(queue, consumer);
-            if (commit !== null) await slot.commit(commit);
             // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
             return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
           })
@@ -97,8 +98,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const { queue, consumer } = consumerParams(event, principal);
         const partitions = await ctx.registry.partitions.count(queue);
         const cursor = await commitCursor(event.req, event.url, partitions);
-        const slot = partitions === undefined ? await ctx.registry.consumer(queue, consumer, false) : await ctx.registry.partitionedConsumer(queue, consumer);
-        const committed = await slot.commit(cursor);
+        const committed = partitions === undefined ? await ctx.registry.commit(queue, consumer, cursor) : await (await ctx.registry.partitionedConsumer(queue, consumer)).commit(cursor);
         return json<CommitResponse>({ queue, consumer, committed });
       },
     },

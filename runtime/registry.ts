@@ -13,10 +13,12 @@ import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { purgeQueue, type PurgeResult } from "../src/purge";
 import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
+import { SHARED_DEFAULTS } from "../src/shared-options";
 import type { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
 import { consumerLockPath, delayedPath, sideJournalPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
+import { ElsewhereSharedSlot } from "./elsewhere-slot";
 import { takeHandoverSlot } from "./handover-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
@@ -212,9 +214,11 @@ export class QueueRegistry {
    * holder within about `INBOX_CHECK_MS` (commit-inbox.ts). Resolves with the cursor committed.
    */
   async commit(queue: string, name: string, cursor: string | undefined): Promise<string> {
-    const slot = this.#consumers.get(`${queue}\u0000${name}`)?.slot;
+    const entry = this.#consumers.get(`${queue}\u0000${name}`);
     const driver = await this.driver();
-    if (cursor === undefined || (slot instanceof ConsumerSlot && !slot.stopped) || (await isFree(driver, consumerLockPath(queue, name)))) return (await this.consumer(queue, name, false)).commit(cursor);
+    // Held here (or open here as a shared one: E_KIND), or by nobody: committed here.
+    const here = entry?.kind === "shared" || (entry?.slot instanceof ConsumerSlot && !entry.slot.stopped);
+    if (cursor === undefined || here || (await isFree(driver, consumerLockPath(queue, name)))) return (await this.consumer(queue, name, false)).commit(cursor);
     const position = parseCursor(cursor);
     await assertCommitFits(driver, queue, position);
     this.#inbox ??= new InboxPoster(driver, instanceId(), this.options.syncCommits);
@@ -222,8 +226,22 @@ export class QueueRegistry {
     return cursor;
   }
 
-  /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
-  shared(queue: string, name: string): Promise<SharedSlot> {
+  /**
+   * The shared consumer's slot: held here (taken on first use, from another instance by request:
+   * handover-slot.ts), or, while another instance holds it, one whose acks, nacks and extends go
+   * to its inbox and whose leases take it here (elsewhere-slot.ts).
+   */
+  async shared(queue: string, name: string): Promise<SharedSlot | ElsewhereSharedSlot> {
+    const driver = await this.driver();
+    // Held here (or open here as an ordered one: E_KIND), or by nobody: taken here. Being asked for here (a lease waits for it) is not held.
+    const entry = this.#consumers.get(`${queue}\u0000${name}`);
+    const here = entry?.kind === "ordered" || (entry?.slot instanceof SharedSlot && !entry.slot.stopped);
+    if (here || (await isFree(driver, consumerLockPath(queue, name)))) return this.#shared(queue, name);
+    this.#inbox ??= new InboxPoster(driver, instanceId(), this.options.syncCommits);
+    return new ElsewhereSharedSlot(queue, name, this.#inbox, this.options.sharedFor(queue).leaseMs ?? SHARED_DEFAULTS.leaseMs, () => this.#shared(queue, name));
+  }
+
+  #shared(queue: string, name: string): Promise<SharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
       takeHandoverSlot({
         driver,

@@ -1,7 +1,9 @@
 // Over 300 lines: the one owner of the server's open writers and consumer slots (ordered and
 // shared, of ordinary and partitioned queues: one map, so the cap, idling, EMFILE relief, the
 // kind check and the admin calls that close them treat all alike); the slots themselves are
-// consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
+// consumer-slot.ts, shared-slot.ts and partitioned-slots.ts (an ordinary queue's consumer is taken
+// and handed over between instances by handover-slot.ts, reached elsewhere by elsewhere-slot.ts),
+// the partitioned writers partitioned-writers.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
 import { InboxPoster } from "../src/ack-inbox";

@@ -113,15 +113,20 @@ describe("client: shared consumers", () => {
     const s = await startServer();
     await fill(s, 1);
     const handled: LeasedClientMessage[] = [];
+    let began!: () => void;
+    const handling = new Promise<void>((resolve) => (began = resolve));
     const worker = clientOf(s).worker(
       "q",
       "w",
       async (m) => {
+        began();
         await sleep(1500);
         handled.push(m);
       },
       { leaseMs: 400, ...quiet },
     );
+    // The worker leased it first (the other client's lease could otherwise reach the server first).
+    await handling;
     const other = clientOf(s);
     const stolen: unknown[] = [];
     for (let i = 0; i < 8; i++) {

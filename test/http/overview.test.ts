@@ -30,7 +30,7 @@ async function consume(s: TestServer, queue: string, consumer: string, max: numb
 }
 
 /** Waits until `check` passes on a fresh overview (the monitor samples every `sampleMs`). */
-async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, ms = 5000): Promise<T> {
+async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const value = await read();

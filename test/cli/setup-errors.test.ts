@@ -129,8 +129,9 @@ describe("v-queue serve fails at start with a clear message", () => {
       const root = await tempDir();
       const run = startCli(["serve", "--port", "0", "--host", "0.0.0.0", "--dir", join(root, "d"), ...args], { cwd: root, env });
       try {
-        const started = await until(run.output, (r) => r.stdout.includes("serving"));
-        expect(started.stdout + started.stderr).toContain("Auth is off and 0.0.0.0 is not loopback");
+        // The warning (stderr) follows the "serving" line (stdout): both are waited for.
+        const started = await until(run.output, (r) => r.stdout.includes("serving") && r.stderr.includes("Auth is off"));
+        expect(started.stderr).toContain("Auth is off and 0.0.0.0 is not loopback");
       } finally {
         run.child.kill("SIGKILL");
         await run.exited;

@@ -39,7 +39,12 @@ export async function acquireLock(storage: UnstorageLike, key: string, local: st
     leaseMs,
     since: Date.now(),
     renew: async () => {
-      const held = parseLock(await storage.getItemRaw(key));
+      const at = Date.now();
+      let held = parseLock(await storage.getItemRaw(key));
+      // Paused (or starved) during the read: what it saw may be stale, and writing over a lock
+      // taken meanwhile would steal it from a live holder. Read again (once: then the lease's own
+      // check, below, decides).
+      if (Date.now() - at > leaseMs / 3) held = parseLock(await storage.getItemRaw(key));
       // Ours but run out: free for anyone since (no compare-and-set here), so lost all the same.
       if (!held || (held.owner === owner && held.expires <= Date.now())) return "expired";
       if (instance?.superseded) return { takenBy: undefined };

@@ -41,10 +41,16 @@ export const LOG_PREFIX = "[v-queue]";
 export class VQueueError extends Error {
   override name = "VQueueError";
   readonly code: VQueueErrorCode;
+  /**
+   * An `E_LOCKED` no hand-over request can end (whether the holder lives cannot even be told):
+   * said at once, not after waiting for a hand-over.
+   */
+  readonly unaskable: boolean;
 
-  constructor(code: VQueueErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: VQueueErrorCode, message: string, options?: { cause?: unknown; unaskable?: boolean }) {
     super(message, options);
     this.code = code;
+    this.unaskable = options?.unaskable ?? false;
   }
 
   /** Works across realms and bundled copies, like h3's `HTTPError.isError`. */

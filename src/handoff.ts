@@ -108,12 +108,12 @@ export async function withdrawWant(driver: QueueDriver, path: string, by: string
   if (bytes && MARKER.exec(new TextDecoder().decode(bytes))?.[2] === by) await driver.remove(path).catch(() => {});
 }
 
-/** `open()`, or undefined when what it opens is locked by another holder (`E_LOCKED`). */
+/** `open()`, or undefined when what it opens is locked by another holder that may be asked for it (`E_LOCKED`). */
 export async function unlessLocked<T>(open: () => Promise<T>): Promise<T | undefined> {
   try {
     return await open();
   } catch (error) {
-    if (VQueueError.isError(error) && error.code === "E_LOCKED") return undefined;
+    if (VQueueError.isError(error) && error.code === "E_LOCKED" && !error.unaskable) return undefined;
     throw error;
   }
 }

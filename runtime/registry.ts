@@ -1,27 +1,19 @@
 // Over 300 lines: the one owner of the server's open writers and consumer slots (ordered and
 // shared, of ordinary and partitioned queues: one map, so the cap, idling, EMFILE relief, the
 // kind check and the admin calls that close them treat all alike); the slots themselves are
-// consumer-slot.ts, shared-slot.ts and partitioned-slots.ts (an ordinary queue's consumer is taken
-// and handed over between instances by handover-slot.ts, reached elsewhere by elsewhere-slot.ts),
-// the partitioned writers partitioned-writers.ts.
+// consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
 import { QueueConsumer } from "../src/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
-import { InboxPoster } from "../src/ack-inbox";
-import { applyInboxCommits, assertCommitFits } from "../src/commit-inbox";
-import { comparePositions, parseCursor, type ConsumerPosition } from "../src/cursor";
-import { instanceId } from "../src/handoff";
+import type { ConsumerPosition } from "../src/cursor";
 import type { QueueDriver } from "../src/driver";
 import type { MessageInput, MessagePosition } from "../src/message";
 import { VQueueError } from "../src/errors";
 import { purgeQueue, type PurgeResult } from "../src/purge";
 import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
-import { SHARED_DEFAULTS } from "../src/shared-options";
-import type { QueueWriter } from "../src/writer";
+import { QueueWriter } from "../src/writer";
 import type { ProduceOptions, ProduceResult } from "../src/produce";
-import { consumerLockPath, delayedPath, sideJournalPath } from "../src/paths";
+import { delayedPath, sideJournalPath } from "../src/paths";
 import { ConsumerSlot } from "./consumer-slot";
-import { ElsewhereSharedSlot } from "./elsewhere-slot";
-import { takeHandoverSlot } from "./handover-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
@@ -32,7 +24,6 @@ import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 import { PartitionDeclarations } from "./partition-declarations";
 import { PartitionedWriters, writerOptions } from "./partitioned-writers";
-import { PartitionedWriter } from "../src/partitioned-writer";
 
 type Slot = ConsumerSlot | SharedSlot | PartitionedConsumerSlot | PartitionedSharedSlot;
 
@@ -71,10 +62,7 @@ export class QueueRegistry {
   /** The writers of partitioned queues (produce routes there when `partitions.count(queue)` says so). */
   readonly partitionedWriters: PartitionedWriters;
   #driver: Promise<QueueDriver> | undefined;
-  /** Commits of ordinary queues' consumers held by other instances, to their inboxes. */
-  #inbox: InboxPoster | undefined;
-  /** Each ordinary queue's writer, as one partition's: held while used, handed over to another instance on request. */
-  #writers = new Map<string, Promise<PartitionedWriter>>();
+  #writers = new Map<string, Promise<QueueWriter>>();
   #consumers = new Map<string, SlotEntry>();
   #closingSlots = new Map<string, Promise<void>>();
   /** A purge or delete of the queue in progress: its writer and consumers open only after it. */
@@ -128,18 +116,31 @@ export class QueueRegistry {
     };
   }
 
-  /**
-   * The queue's writer (the queue created on first use), taken from another instance on request
-   * when it holds it. For a caller that writes through it at once (a redrive): the writer may be
-   * handed over again after.
-   */
+  /** The queue's writer, opened (and the queue created) on first use. */
   writer(queue: string): Promise<QueueWriter> {
-    return this.#write(queue, (writer) => Promise.resolve(writer));
+    let writer = this.#writers.get(queue);
+    if (!writer) {
+      const admin = this.#adminDone(queue);
+      writer = admin
+        .then(() => this.driver())
+        .then((driver) => this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))))
+        .then((opened) => {
+          // Counted however the loss is found (a renewal after a pause, the check below, a fenced write).
+          opened.whenLockLost(() => this.#metrics && this.#metrics.writerLocksLost++);
+          return opened;
+        });
+      this.#writers.set(queue, writer);
+      writer.catch(() => {
+        this.#delayedChecked.delete(queue);
+        if (this.#writers.get(queue) === writer) this.#writers.delete(queue);
+      });
+    }
+    return writer;
   }
 
   /**
-   * Pushes through the queue's one writer. Every instance serves it: the writer is held by one
-   * at a time and handed over on request (PartitionedWriter.ordinary, as one partition is).
+   * Pushes through the queue's one writer (opened on first use). A writer that failed on
+   * storage is dropped, so the next push reopens the queue (and recovery runs).
    */
   push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
     return this.#write(queue, (writer) => writer.pushBatch(messages));
@@ -151,110 +152,60 @@ export class QueueRegistry {
   }
 
   /**
-   * Takes the queue's writer when it has delayed messages waiting (a consume came first after a
-   * restart) and no other instance holds it: only a writer moves them into the queue when due.
-   * Looked at once per queue while its writer lives here: a writer closed here (purge, delete)
-   * makes the next request look again.
+   * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
+   * restart): only a writer moves them into the queue when due. Looked at once per queue while
+   * its writer lives: a writer closed here (dropped, purge, delete) makes the next request look again.
    */
   async wakeDelayed(queue: string): Promise<void> {
-    if (this.#closing || this.#delayedChecked.has(queue)) return;
+    if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
     this.#delayedChecked.add(queue);
     const driver = await this.driver();
     // Its file, or the copy a compaction cut short left (side-log.ts): the next writer finishes it.
     for (const path of [delayedPath(queue), sideJournalPath(delayedPath(queue))]) {
       const log = await driver.openLog(path, { create: false }).catch(() => undefined);
-      if (await log?.size().finally(() => log.close())) return void (await this.#ordinaryWriter(queue).then((writer) => writer.holdIfFree()).catch(() => {}));
+      if (await log?.size().finally(() => log.close())) return void (await this.writer(queue).catch(() => {}));
     }
   }
 
   async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
-    const writer = await this.#ordinaryWriter(queue);
+    let writer = await this.writer(queue);
+    // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
+    if (!(await writer.holds())) {
+      await this.dropWriter(queue, writer);
+      writer = await this.writer(queue);
+    }
     try {
-      return await writer.write(write);
+      return await write(writer);
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
       if (VQueueError.isError(error) && error.code === "E_FENCED" && this.#metrics) this.#metrics.fencedWrites++;
+      if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
       if (isTooManyFiles(error)) void this.#relieve();
       throw error;
     }
   }
 
-  /** The hold of this server on the queue's writer (taken at its first write, handed over on request), made on first use. */
-  #ordinaryWriter(queue: string): Promise<PartitionedWriter> {
-    let writer = this.#writers.get(queue);
-    if (!writer) {
-      writer = this.#adminDone(queue)
-        .then(() => this.driver())
-        // Counted however the loss is found (a renewal after a pause, a check before a write, a fenced write).
-        .then((driver) => PartitionedWriter.ordinary(queue, { ...writerOptions(this.options, queue, driver), onLockLost: () => this.#metrics && this.#metrics.writerLocksLost++ }));
-      this.#writers.set(queue, writer);
-    }
-    return writer;
+  /** Forgets a writer that failed (it refuses pushes after a storage error), so the next push reopens. */
+  async dropWriter(queue: string, writer: QueueWriter): Promise<void> {
+    const current = this.#writers.get(queue);
+    if (!current || (await current.catch(() => undefined)) !== writer) return;
+    this.#writers.delete(queue);
+    this.#delayedChecked.delete(queue);
+    await writer.close().catch((error: unknown) => this.options.logger.error("[v-queue] [http] closing a failed writer:", error));
   }
 
-  /** The consumer's slot, opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
+  /** The consumer's slot, opened (and the consumer created) on first use. */
   consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
     return this.#slot(queue, name, "ordered", (driver) =>
-      takeHandoverSlot({
-        driver,
-        queue,
-        name,
-        kind: "consumer",
-        open: () => QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }),
-        busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
-        inbox: (consumer) => applyInboxCommits(consumer),
-        slot: (consumer, onStopped) => new ConsumerSlot(consumer, () => void this.#relieve(), onStopped),
-      }),
+      QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }).then((consumer) => new ConsumerSlot(consumer, () => void this.#relieve())),
     ) as Promise<ConsumerSlot>;
   }
 
-  /**
-   * Commits ordered consumer `name` of ordinary queue `queue` up to `cursor` (everything handed
-   * out here without one). Held here: at once. Held by another instance (it handed the batch out,
-   * and waits for this commit before it lets go): through the consumer's inbox, applied by its
-   * holder within about `INBOX_CHECK_MS` (commit-inbox.ts). Resolves with the cursor committed.
-   */
-  async commit(queue: string, name: string, cursor: string | undefined): Promise<string> {
-    const entry = this.#consumers.get(`${queue}\u0000${name}`);
-    const driver = await this.driver();
-    // Held here (or open here as a shared one: E_KIND), or by nobody: committed here.
-    const here = entry?.kind === "shared" || (entry?.slot instanceof ConsumerSlot && !entry.slot.stopped);
-    if (cursor === undefined || here || (await isFree(driver, consumerLockPath(queue, name)))) return (await this.consumer(queue, name, false)).commit(cursor);
-    const position = parseCursor(cursor);
-    await assertCommitFits(driver, queue, position);
-    this.#inbox ??= new InboxPoster(driver, instanceId(), this.options.syncCommits);
-    await this.#inbox.post(queue, name, [{ kind: "commit", position }]);
-    return cursor;
-  }
-
-  /**
-   * The shared consumer's slot: held here (taken on first use, from another instance by request:
-   * handover-slot.ts), or, while another instance holds it, one whose acks, nacks and extends go
-   * to its inbox and whose leases take it here (elsewhere-slot.ts).
-   */
-  async shared(queue: string, name: string): Promise<SharedSlot | ElsewhereSharedSlot> {
-    const driver = await this.driver();
-    // Held here (or open here as an ordered one: E_KIND), or by nobody: taken here. Being asked for here (a lease waits for it) is not held.
-    const entry = this.#consumers.get(`${queue}\u0000${name}`);
-    const here = entry?.kind === "ordered" || (entry?.slot instanceof SharedSlot && !entry.slot.stopped);
-    if (here || (await isFree(driver, consumerLockPath(queue, name)))) return this.#shared(queue, name);
-    this.#inbox ??= new InboxPoster(driver, instanceId(), this.options.syncCommits);
-    return new ElsewhereSharedSlot(queue, name, this.#inbox, this.options.sharedFor(queue).leaseMs ?? SHARED_DEFAULTS.leaseMs, () => this.#shared(queue, name));
-  }
-
-  #shared(queue: string, name: string): Promise<SharedSlot> {
+  /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use. */
+  shared(queue: string, name: string): Promise<SharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
-      takeHandoverSlot({
-        driver,
-        queue,
-        name,
-        kind: "shared consumer",
-        open: () => SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }),
-        // Leases running: let go once they are acknowledged (or run out); what is nacked or ready is in its state for the next holder.
-        busy: (consumer) => consumer.stats.inFlight > 0,
-        slot: (consumer, onStopped) => new SharedSlot(consumer, () => void this.#relieve(), onStopped),
-      }),
+      SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then((consumer) => new SharedSlot(consumer, () => void this.#relieve())),
     ) as Promise<SharedSlot>;
   }
 
@@ -402,7 +353,6 @@ export class QueueRegistry {
     this.#writers.delete(queue);
     // A partitioned queue's writer too (its partitions' locks): the engine deletes or purges each partition.
     const closing: Promise<unknown>[] = [this.partitionedWriters.closeQueue(queue), ...(writer ? [writer.then((w) => w.close(), () => {})] : [])];
-    this.#delayedChecked.delete(queue);
     for (const [key, entry] of this.#consumers) {
       if (!key.startsWith(`${queue}\u0000`)) continue;
       this.#consumers.delete(key);
@@ -530,13 +480,6 @@ export class QueueRegistry {
     this.#closingSlots.set(key, closed);
     return closed;
   }
-}
-
-/** Whether nobody holds the lock at `path` now (taken and let go at once: a look, not a hold). */
-async function isFree(driver: QueueDriver, path: string): Promise<boolean> {
-  const lock = await driver.lock(path);
-  await lock?.release();
-  return lock !== undefined;
 }
 
 function kindError(queue: string, name: string, kind: SlotEntry["kind"]): VQueueError {

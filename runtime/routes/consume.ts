@@ -54,9 +54,8 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
         const { slot, messages } = await ctx.tracing
           .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
-            // First: held by another instance, the consumer comes here only once that commit is taken (QueueForm.commit).
-            if (commit !== undefined) await form.commit(consumer, commit);
             const slot = await form.ordered(consumer);
+            if (commit !== undefined) await slot.commit(commit);
             // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
             return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
           })
@@ -83,7 +82,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const { queue, consumer } = consumerParams(event, principal);
         const form = await queueForm(ctx.registry, queue);
         const cursor = await commitCursor(event.req, event.url, form);
-        const committed = await form.commit(consumer, cursor);
+        const committed = await (await form.ordered(consumer, false)).commit(cursor);
         return json<CommitResponse>({ queue, consumer, committed });
       },
     },

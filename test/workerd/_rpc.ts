@@ -7,14 +7,9 @@
  *
  * Values cross as JSON: a Uint8Array as { $bytes: base64 }, undefined as { $undefined: 1 }.
  */
-export const RPC_PREFIX = "/__object/";
+import { fromBase64, toBase64 } from "../../src/base64";
 
-const toBase64 = (bytes: Uint8Array) => {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
-};
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+export const RPC_PREFIX = "/__object/";
 
 export const encode = (value: unknown): string =>
   JSON.stringify({ value }, (_key, v: unknown) => (v instanceof Uint8Array ? { $bytes: toBase64(v) } : v === undefined ? { $undefined: 1 } : v));
@@ -22,7 +17,7 @@ export const encode = (value: unknown): string =>
 export const decode = (text: string): unknown =>
   (JSON.parse(text, (_key, v: unknown) => {
     if (v && typeof v === "object" && !Array.isArray(v)) {
-      if ("$bytes" in v) return fromBase64((v as { $bytes: string }).$bytes);
+      if ("$bytes" in v) return fromBase64((v as { $bytes: string }).$bytes)!;
       if ("$undefined" in v) return undefined;
     }
     return v;

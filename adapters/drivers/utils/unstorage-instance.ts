@@ -1,6 +1,6 @@
 import { VQueueError } from "../../../src/errors";
 import { sleep } from "../../../src/handoff";
-import { DRIVER_NAME, toBytes, type UnstorageLike } from "./unstorage-keys";
+import { DRIVER_NAME, readForRenewal, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /**
  * One instance per storage. unstorage cannot check a lock's owner in the same step as a write,
@@ -108,14 +108,10 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
     (timer as { unref?: () => void }).unref?.();
   };
 
-  const heartbeat = async (rereads = 0): Promise<void> => {
+  const heartbeat = async (): Promise<void> => {
     const at = Date.now();
-    const held = parseInstance(await storage.getItemRaw(key));
+    const held = parseInstance(await readForRenewal(storage, key, leaseMs / 3));
     if (stopped || superseded) return;
-    // Paused (or starved) between the read and now: another instance may have registered
-    // meanwhile, and writing our stamp over it would evict the live one. Read again (a storage
-    // always that slow still gets renewed, after a few tries).
-    if (Date.now() - at > leaseMs / 3 && rereads < 3) return heartbeat(rereads + 1);
     // Empty or ours (run out or not): nobody else registered meanwhile, so renewed.
     if (!held || held.owner === PROCESS_OWNER) {
       await storage.setItemRaw(key, stamp());
@@ -131,7 +127,7 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
   };
 
   /** A renewal now, or the one under way. */
-  const refreshNow = () => (refreshing ??= heartbeat(0).finally(() => (refreshing = undefined)));
+  const refreshNow = () => (refreshing ??= heartbeat().finally(() => (refreshing = undefined)));
 
   /** Superseded: refused while the other instance's registration lives; once it ran out (that one stopped), registered anew. */
   const claimAgain = async () => {

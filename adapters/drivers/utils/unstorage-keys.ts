@@ -58,3 +58,17 @@ export function parentKey(key: string): string {
   const cut = key.lastIndexOf(":");
   return cut < 0 ? "" : key.slice(0, cut);
 }
+
+/**
+ * `key`'s raw value for a read-then-write (a renewal of a lock or a registration), read again (up
+ * to `tries` more times) while a read took longer than `staleMs`: a pause (SIGSTOP, a starved
+ * loop) in the middle of it leaves what it saw stale, and a stamp written over a value written
+ * meanwhile would take it from its live owner. A storage always that slow is still answered.
+ */
+export async function readForRenewal(storage: UnstorageLike, key: string, staleMs: number, tries = 3): Promise<unknown> {
+  for (let reread = 0; ; reread++) {
+    const at = Date.now();
+    const value = await storage.getItemRaw(key);
+    if (Date.now() - at <= staleMs || reread >= tries) return value;
+  }
+}

@@ -1,7 +1,7 @@
 import type { DriverLock } from "../../../src/driver";
 import { leaseLock } from "./lease";
 import type { InstanceClaim } from "./unstorage-instance";
-import { DRIVER_NAME, toBytes, type UnstorageLike } from "./unstorage-keys";
+import { DRIVER_NAME, readForRenewal, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /** Locks held in this process (exact, before any lease): `${storageKey}\u0000${path}`. */
 export const localLocks = new Set<string>();
@@ -39,12 +39,7 @@ export async function acquireLock(storage: UnstorageLike, key: string, local: st
     leaseMs,
     since: Date.now(),
     renew: async () => {
-      const at = Date.now();
-      let held = parseLock(await storage.getItemRaw(key));
-      // Paused (or starved) during the read: what it saw may be stale, and writing over a lock
-      // taken meanwhile would steal it from a live holder. Read again (once: then the lease's own
-      // check, below, decides).
-      if (Date.now() - at > leaseMs / 3) held = parseLock(await storage.getItemRaw(key));
+      const held = parseLock(await readForRenewal(storage, key, leaseMs / 3));
       // Ours but run out: free for anyone since (no compare-and-set here), so lost all the same.
       if (!held || (held.owner === owner && held.expires <= Date.now())) return "expired";
       if (instance?.superseded) return { takenBy: undefined };

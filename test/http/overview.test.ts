@@ -79,7 +79,7 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
 
     // A queue made after the monitor's first sample: all it holds was produced since.
     await s.post("/api/v1/queues/late/messages", JSON.stringify({ messages: ["1", "2", "3"] }), jsonHeaders);
-    const late = await until(() => overview(s), (o) => o.queues.some((q) => q.name === "late"));
+    const late = await until(() => overview(s), (o) => o.queues.some((q) => q.name === "late" && q.messages === 3));
     expect(late.queues.find((q) => q.name === "late")).toMatchObject({ messages: 3, producedTotal: 3 });
 
     // Consumed: the counter and the lag follow.

@@ -104,14 +104,15 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
   });
 
   it("samples again when its timer is lost (workerd drops the timers a request set when it ends): a look after two periods waits for a fresh sample", async () => {
-    const s = await startServer({ monitor: { sampleMs: 100 } });
+    // A stale look waits at most one period for the fresh sample: 500 ms leaves a loaded machine room.
+    const s = await startServer({ monitor: { sampleMs: 500 } });
     // The monitor's timers never fire (the others run).
     const real = globalThis.setTimeout;
     const spy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((run: () => void, ms?: number) => (new Error().stack?.includes("monitor") ? real(() => {}, 0) : real(run, ms))) as typeof setTimeout);
     try {
       expect((await overview(s)).queues).toEqual([]);
       await s.post("/api/v1/queues/late/messages", JSON.stringify({ messages: ["a"] }), jsonHeaders);
-      await sleep(250);
+      await sleep(1100);
       // No polling: this one look has to see it.
       expect((await overview(s)).queues.map((q) => q.name)).toEqual(["late"]);
     } finally {
@@ -160,11 +161,17 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
   it("counts a queue deleted and made again on the same part from empty (its counters miss nothing)", async () => {
     const s = await startServer({ monitor: { sampleMs: 100, idleMs: 0 } });
     const produce = (n: number) => s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: Array.from({ length: n }, (_, i) => `m${i}`) }), jsonHeaders);
-    // idleMs 0: no sample is scheduled; each look starts one, and the next look sees it.
+    // idleMs 0: no sample is scheduled; a look starts one when the last is stale. Samples run one
+    // at a time, so the second to end after `since` began after it: it has seen every produce before.
     const total = async () => {
-      await s.get("/api/v1/overview");
-      await sleep(150);
-      return (await overview(s)).queues.find((q) => q.name === "q")?.producedTotal;
+      const since = Date.now();
+      const seen = new Set<number>();
+      const o = await until(
+        () => overview(s),
+        (o) => (o.sampledAt > since && seen.add(o.sampledAt), seen.size >= 2),
+      );
+      expect(seen.size).toBeGreaterThanOrEqual(2);
+      return o.queues.find((q) => q.name === "q")?.producedTotal;
     };
     await produce(10);
     await total();

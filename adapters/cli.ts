@@ -2,7 +2,7 @@ import { defineCommand, renderUsage, runMain, type ArgsDef } from "citty";
 import { consola } from "consola";
 import pkg from "../package.json" with { type: "json" };
 import { commands } from "./commands/_all";
-import { VQueueError } from "../src/errors";
+import { VQueueError } from "../src/core/errors";
 import { describeError, lockedHint } from "./commands/_errors";
 import { checkFlags } from "./commands/_flags";
 

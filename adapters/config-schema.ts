@@ -3,12 +3,12 @@
  * as a whole at start: every problem is reported at once, so a bad setup fails before serving
  * rather than with a 500 on the first request.
  */
-import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/check";
-import { isValidName } from "../src/names";
-import { checkCompression, checkDurability, checkIdempotencyWindow, checkMaxDelayed, checkStart } from "../src/options";
+import { boolean, integer, oneOf as oneOfCheck, showValue as show, type Check } from "../src/core/check";
+import { isValidName } from "../src/core/names";
+import { checkCompression, checkDurability, checkIdempotencyWindow, checkMaxDelayed, checkStart } from "../src/options/queue";
 import { DEFAULT_LIMITS, limitsProblems, metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
-import { retentionProblems } from "../src/retention-options";
-import { sharedSettingsProblems } from "../src/shared-options";
+import { retentionProblems } from "../src/options/retention";
+import { sharedSettingsProblems } from "../src/options/shared";
 import { suggest } from "./suggest";
 import { ZSTD_CHOICES } from "./zstd-choices";
 

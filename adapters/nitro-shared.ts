@@ -5,9 +5,9 @@
  */
 import type { QueueHandler } from "../runtime/index";
 import type { LeasingSlot, Settled } from "../runtime/shared-slot";
-import type { LeasedMessage, LeaseRef, NackOptions } from "../src/consumer-types";
+import type { LeasedMessage, LeaseRef, NackOptions } from "../src/consumers/types";
 import { parseAnyLeaseToken } from "../protocol/binary";
-import { VQueueError } from "../src/errors";
+import { VQueueError } from "../src/core/errors";
 import { errorAnswer } from "../runtime/errors";
 import { VQueueClientError } from "../client/errors";
 import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";

@@ -14,12 +14,12 @@
  * import this file by package name, so the host's bundler resolves it from the app and both
  * share the one instance. Server code of the app reaches that instance with `useVQueue()`.
  */
-import type { MessageInput } from "../src/message";
-import type { ProduceOptions, ProduceResult } from "../src/produce";
+import type { MessageInput } from "../src/format/message";
+import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
 import type { ProduceResponse } from "../protocol/api";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
-import { optionError, throwProblems } from "../src/check";
-import { LOG_PREFIX, VQueueError } from "../src/errors";
+import { optionError, throwProblems } from "../src/core/check";
+import { LOG_PREFIX, VQueueError } from "../src/core/errors";
 import { jsonError } from "../runtime/errors";
 import { moduleOptionProblems } from "./config-schema";
 import { NITRO_DEFAULT_DIR, resolveDriver, storageNeedsEnv } from "./storage";

@@ -4,11 +4,11 @@
  * WebAssembly one). Elsewhere `v-queue` resolves to the bare engine, which needs a `driver`
  * and uses the WebAssembly zstd unless given another.
  */
-import { QueueConsumer } from "../src/consumer";
-import type { ConsumerOptions as EngineConsumerOptions, QueueOptions as EngineQueueOptions } from "../src/options";
-import { QueueWriter } from "../src/writer";
-import { SharedConsumer } from "../src/shared-consumer";
-import type { SharedConsumerOptions as EngineSharedConsumerOptions } from "../src/shared-options";
+import { QueueConsumer } from "../src/consumers/ordered/consumer";
+import type { ConsumerOptions as EngineConsumerOptions, QueueOptions as EngineQueueOptions } from "../src/options/queue";
+import { QueueWriter } from "../src/writer/writer";
+import { SharedConsumer } from "../src/consumers/shared/consumer";
+import type { SharedConsumerOptions as EngineSharedConsumerOptions } from "../src/options/shared";
 import { resolveDriver } from "./storage";
 import { autoZstd } from "./zstd-native";
 

@@ -12,9 +12,9 @@ import { withProcessStats } from "./process-stats";
 import { recordServer } from "./server-record";
 import { fsDataDir, resolveDriver } from "./storage";
 import { selectZstd, type ZstdChoice } from "./zstd-native";
-import type { ZstdLoader } from "../src/zstd";
-import { VQueueError } from "../src/errors";
-import { sleep } from "../src/handoff";
+import type { ZstdLoader } from "../src/compression/zstd";
+import { VQueueError } from "../src/core/errors";
+import { sleep } from "../src/instances/handoff";
 
 export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
   /**

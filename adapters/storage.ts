@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
-import type { QueueDriver } from "../src/driver";
-import { optionError, showValue } from "../src/check";
-import type { VQueueError } from "../src/errors";
+import type { QueueDriver } from "../src/core/driver";
+import { optionError, showValue } from "../src/core/check";
+import type { VQueueError } from "../src/core/errors";
 import { DEFAULT_DIR } from "./defaults";
 import fsDriver from "./drivers/fs";
 import memoryDriver from "./drivers/memory";

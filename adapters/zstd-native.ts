@@ -17,8 +17,8 @@
  */
 import { createRequire } from "node:module";
 import { isMissingPackage } from "./missing-package";
-import { buildDictionary } from "../src/dictionary-builder";
-import { frameContentSize, loadZstd, type Compressor, type Decompressor, type Zstd, type ZstdLoader } from "../src/zstd";
+import { buildDictionary } from "../src/compression/dictionary-builder";
+import { frameContentSize, loadZstd, type Compressor, type Decompressor, type Zstd, type ZstdLoader } from "../src/compression/zstd";
 import { ZSTD_CHOICES, type ZstdChoice } from "./zstd-choices";
 
 /** The part of `zstd-napi/binding` used here (the package's own types, narrowed: it is optional, maybe not installed). */

@@ -16,9 +16,9 @@ import { Agent } from "node:http";
 import { openConsumer, openQueue, positionAfter, storageOverview, type ConsumerPosition } from "v-queue";
 import fsDriver from "v-queue/drivers/fs";
 import { encodeProduceBatch, BATCH_CONTENT_TYPE } from "../protocol/binary";
-import { formatPopInfo } from "../src/info";
-import { popInfoPath } from "../src/paths";
-import { writeWhole } from "../src/write-whole";
+import { formatPopInfo } from "../src/format/info";
+import { popInfoPath } from "../src/storage/paths";
+import { writeWhole } from "../src/storage/write-whole";
 import { call, consumeRate, percentile, runFor, startChild } from "./http";
 import { formatRate, formatTable, median, progress, removeDir, tempDir } from "./util";
 

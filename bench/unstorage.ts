@@ -12,7 +12,7 @@ import { createStorage, type Storage } from "unstorage";
 import redisStorageDriver from "unstorage/drivers/redis";
 // The built engine, as the engine bench uses it; the driver comes from the sources.
 import { QueueConsumer, QueueWriter } from "v-queue";
-import type { QueueDriver } from "../src/driver";
+import type { QueueDriver } from "../src/core/driver";
 import redisDriver from "../adapters/drivers/redis";
 import unstorageDriver from "../adapters/drivers/unstorage";
 import { hasRedisServer, startRedisServer, type RedisServer } from "../test/helpers/redis";

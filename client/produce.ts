@@ -1,4 +1,4 @@
-import type { JsonValue } from "../src/message";
+import type { JsonValue } from "../src/format/message";
 
 export type { JsonValue };
 

@@ -4,7 +4,7 @@
  * server's routes, the client SDK (`v-queue/client`) and the CLI. Type-only: importing it
  * costs nothing at run time.
  */
-import type { VQueueErrorCode } from "../src/errors";
+import type { VQueueErrorCode } from "../src/core/errors";
 
 /** The codes of error bodies: the engine's `E_*` codes pass through, and the HTTP layer's own. */
 export type HttpErrorCode =

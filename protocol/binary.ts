@@ -33,9 +33,9 @@
  *           | deliveries u32 | leaseUntil f64 | partition u32 | body
  * ```
  */
-import type { Message } from "../src/message";
+import type { Message } from "../src/format/message";
 // The record type bytes of the on-disk format, the same on the wire.
-import { TYPE_OBJECT, TYPE_STRING } from "../src/record";
+import { TYPE_OBJECT, TYPE_STRING } from "../src/format/record";
 import type { MessageJSON, MessagePositionJSON } from "./api";
 import { ProtocolError } from "./errors";
 import { utf8Strict } from "./utf8";

@@ -8,8 +8,8 @@
  * leading U+FEFF is kept: it is data).
  * The result is byte for byte `JSON.stringify` of the same `ConsumeResponse`.
  */
-import { HEADER_SIZE } from "../src/record";
-import type { Message } from "../src/message";
+import { HEADER_SIZE } from "../src/format/record";
+import type { Message } from "../src/format/message";
 import { toBase64 } from "../protocol/base64";
 import { utf8 } from "../protocol/utf8";
 

@@ -1,9 +1,9 @@
-import type { QueueConsumer } from "../src/consumer";
-import type { ConsumedMessage, OrderedConsumer } from "../src/consumer-types";
-import type { SeekTarget } from "../src/seek";
-import type { Message } from "../src/message";
+import type { QueueConsumer } from "../src/consumers/ordered/consumer";
+import type { ConsumedMessage, OrderedConsumer } from "../src/consumers/types";
+import type { SeekTarget } from "../src/log/seek";
+import type { Message } from "../src/format/message";
 import { ApiError, isTooManyFiles } from "./errors";
-import { StopSignal, type StopSignalLike } from "../src/stop-signal";
+import { StopSignal, type StopSignalLike } from "../src/core/stop-signal";
 
 export interface PollOptions {
   max: number;

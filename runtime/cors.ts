@@ -1,4 +1,4 @@
-import { optionError } from "../src/check";
+import { optionError } from "../src/core/check";
 import { handleCors, type H3Event, type Middleware } from "h3";
 
 /**

@@ -1,6 +1,6 @@
 import type { HttpErrorCode } from "../protocol/api";
 import { ProtocolError } from "../protocol/errors";
-import { LOG_PREFIX, VQueueError, type VQueueErrorCode } from "../src/errors";
+import { LOG_PREFIX, VQueueError, type VQueueErrorCode } from "../src/core/errors";
 
 export type { HttpErrorCode };
 

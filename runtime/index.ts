@@ -3,10 +3,10 @@
  * Use it as `app.fetch(request)`, mount it into another h3 app, or serve it (`v-queue/server`).
  */
 import { H3 } from "h3";
-import type { MessageInput, MessagePosition } from "../src/message";
-import type { ProduceOptions, ProduceResult } from "../src/produce";
-import { assertName } from "../src/names";
-import { VQueueError } from "../src/errors";
+import type { MessageInput, MessagePosition } from "../src/format/message";
+import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
+import { assertName } from "../src/core/names";
+import { VQueueError } from "../src/core/errors";
 import { corsMiddleware } from "./cors";
 import { jsonError } from "./errors";
 import { requestLogMiddleware } from "./log";

@@ -1,18 +1,18 @@
-import { comparePositions, type ConsumerPosition } from "../src/cursor";
-import { sharedFileStats, type SharedFileStats } from "../src/inspect-shared";
-import type { QueueOverview } from "../src/inspect-types";
-import { forEachLimited, listStorage, queueOverview } from "../src/overview";
+import { comparePositions, type ConsumerPosition } from "../src/format/position";
+import { sharedFileStats, type SharedFileStats } from "../src/inspect/shared";
+import type { QueueOverview } from "../src/inspect/types";
+import { forEachLimited, listStorage, queueOverview } from "../src/inspect/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
 import { foldPartitions, sumHistories } from "./partitioned-samples";
-import { partitionName } from "../src/partitions";
+import { partitionName } from "../src/partitions/declaration";
 import type { ResolvedQueueAppOptions } from "./options";
 import type { HeldConsumer, QueueRegistry } from "./registry";
 import type { ConsumerSample, MonitorSnapshot, QueueSample, SharedSample } from "./types";
 
 /**
  * What the dashboard, `/metrics` and `stat --watch` show: every queue of the storage sampled
- * in the background (src/overview.ts: no part file read), rates and counters from the change
+ * in the background (src/inspect/overview.ts: no part file read), rates and counters from the change
  * between samples, and a short history per queue and consumer. Readers get the last sample
  * from memory, so a scrape or a page of 1,000 queues costs no I/O.
  *

@@ -2,15 +2,15 @@
 // the defaults, and the checks that say what was wrong (one resolver, so nothing defaults twice).
 import { defu } from "defu";
 import { resolveCors, type CorsOptions } from "./cors";
-import { boolean, integer, showValue, throwProblems } from "../src/check";
-import type { QueueDriver } from "../src/driver";
-import { LOG_PREFIX, type QueueProblem } from "../src/errors";
-import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWindow, checkMaxDelayed, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options";
-import type { ZstdLoader } from "../src/zstd";
-import { retentionProblems, type RetentionOptions } from "../src/retention-options";
-import { isValidQueueName } from "../src/names";
-import { MAX_PARTITIONS, partitionName } from "../src/partitions";
-import { sharedSettingsProblems, type SharedSettings } from "../src/shared-options";
+import { boolean, integer, showValue, throwProblems } from "../src/core/check";
+import type { QueueDriver } from "../src/core/driver";
+import { LOG_PREFIX, type QueueProblem } from "../src/core/errors";
+import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWindow, checkMaxDelayed, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options/queue";
+import type { ZstdLoader } from "../src/compression/zstd";
+import { retentionProblems, type RetentionOptions } from "../src/options/retention";
+import { isValidQueueName } from "../src/core/names";
+import { MAX_PARTITIONS, partitionName } from "../src/partitions/declaration";
+import { sharedSettingsProblems, type SharedSettings } from "../src/options/shared";
 import type { AuthUser, ProcessStats, QueueAppLogger, ResolvedAuth } from "./types";
 import pkg from "../package.json" with { type: "json" };
 
@@ -195,7 +195,7 @@ export const DEFAULT_LIMITS: QueueAppLimits = {
 export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQueueAppOptions {
   const limits = defu(options.limits, inWorkerd() ? WORKERD_LIMITS : {}, DEFAULT_LIMITS) as QueueAppLimits;
   const resolved = {
-    // The engine's defaults, from its one place (src/options.ts).
+    // The engine's defaults, from its one place (src/options/queue.ts).
     durability: options.durability ?? QUEUE_DEFAULTS.durability,
     compression: options.compression ?? QUEUE_DEFAULTS.compression,
     compressionDictionary: options.compressionDictionary,

@@ -1,6 +1,6 @@
-import type { QueueDriver } from "../src/driver";
-import { VQueueError } from "../src/errors";
-import { declarePartitions, readPartitions } from "../src/partitions";
+import type { QueueDriver } from "../src/core/driver";
+import { VQueueError } from "../src/core/errors";
+import { declarePartitions, readPartitions } from "../src/partitions/declaration";
 import { ApiError } from "./errors";
 
 /**

@@ -5,7 +5,7 @@
  * `partitionOf`): the metrics label them by partition, the queue's detail lists them.
  */
 import type { HistoryJSON } from "../protocol/api";
-import { parsePartitionName } from "../src/partitions";
+import { parsePartitionName } from "../src/partitions/declaration";
 import type { ConsumerSample, QueueSample } from "./types";
 
 /** The queues of a sample with a row added per partitioned queue (`count` says which names are declared partitioned). */

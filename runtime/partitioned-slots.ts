@@ -5,15 +5,15 @@
  * the HTTP layer needs: reads one at a time, an end for long polls, and messages read for a
  * client that went away given back.
  */
-import type { LeasingStats } from "../src/consumer-types";
-import type { PartitionedConsumer, PartitionedMessage, PartitionedSeekTarget } from "../src/partitioned-consumer";
-import type { SeekTarget } from "../src/seek";
-import type { PartitionedLeasedMessage, PartitionedLeaseRef, PartitionedSharedConsumer } from "../src/partitioned-shared";
-import type { NackOptions } from "../src/shared-consumer";
+import type { LeasingStats } from "../src/consumers/types";
+import type { PartitionedConsumer, PartitionedMessage, PartitionedSeekTarget } from "../src/consumers/ordered/partitioned";
+import type { SeekTarget } from "../src/log/seek";
+import type { PartitionedLeasedMessage, PartitionedLeaseRef, PartitionedSharedConsumer } from "../src/consumers/shared/partitioned";
+import type { NackOptions } from "../src/consumers/shared/consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, Mutex, type OrderedSlot } from "./consumer-slot";
 import { settleAll, type LeasingSlot, type Settled } from "./shared-slot";
-import { StopSignal } from "../src/stop-signal";
+import { StopSignal } from "../src/core/stop-signal";
 
 /** What both partitioned slots share: the stop, the use count, and the end of a deleted consumer. */
 abstract class PartitionedSlotBase<C extends { queue: string; name: string; close(): Promise<void> }> {

@@ -1,7 +1,7 @@
-import type { QueueDriver } from "../src/driver";
-import { VQueueError } from "../src/errors";
-import type { MessageInput } from "../src/message";
-import { PartitionedWriter, type PartitionedProduceOptions, type PartitionedProduceResult } from "../src/partitioned-writer";
+import type { QueueDriver } from "../src/core/driver";
+import { VQueueError } from "../src/core/errors";
+import type { MessageInput } from "../src/format/message";
+import { PartitionedWriter, type PartitionedProduceOptions, type PartitionedProduceResult } from "../src/writer/partitioned";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import type { ResolvedQueueAppOptions } from "./options";
 

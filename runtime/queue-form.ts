@@ -7,8 +7,8 @@
 import type { SeekRequest } from "../protocol/api";
 import { encodeBatch, encodeLeases, parseLeaseToken, PARTITIONED_LEASE_TOKEN } from "../protocol/binary";
 import { cursorAfter, isCursor } from "../protocol/cursor";
-import type { ConsumedMessage, LeasedMessage, LeaseRef } from "../src/consumer-types";
-import { formatPartitionedCursor, parsePartitionedCursor } from "../src/partitioned-cursor";
+import type { ConsumedMessage, LeasedMessage, LeaseRef } from "../src/consumers/types";
+import { formatPartitionedCursor, parsePartitionedCursor } from "../src/partitions/cursor";
 import type { OrderedSlot } from "./consumer-slot";
 import { ApiError } from "./errors";
 import type { QueueRegistry } from "./registry";

@@ -2,23 +2,23 @@
 // shared, of ordinary and partitioned queues: one map, so the cap, idling, EMFILE relief, the
 // kind check and the admin calls that close them treat all alike); the slots themselves are
 // consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
-import { QueueConsumer } from "../src/consumer";
-import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/delete";
-import type { ConsumerPosition } from "../src/cursor";
-import type { QueueDriver } from "../src/driver";
-import type { MessageInput, MessagePosition } from "../src/message";
-import { VQueueError } from "../src/errors";
-import { purgeQueue, type PurgeResult } from "../src/purge";
-import { SharedConsumer, type SharedStats } from "../src/shared-consumer";
-import { QueueWriter } from "../src/writer";
-import type { ProduceOptions, ProduceResult } from "../src/produce";
-import { delayedPath, sideJournalPath } from "../src/paths";
+import { QueueConsumer } from "../src/consumers/ordered/consumer";
+import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/admin/delete";
+import type { ConsumerPosition } from "../src/format/position";
+import type { QueueDriver } from "../src/core/driver";
+import type { MessageInput, MessagePosition } from "../src/format/message";
+import { VQueueError } from "../src/core/errors";
+import { purgeQueue, type PurgeResult } from "../src/admin/purge";
+import { SharedConsumer, type SharedStats } from "../src/consumers/shared/consumer";
+import { QueueWriter } from "../src/writer/writer";
+import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
+import { delayedPath, sideJournalPath } from "../src/storage/paths";
 import { ConsumerSlot } from "./consumer-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
-import { PartitionedConsumer } from "../src/partitioned-consumer";
-import { PartitionedSharedConsumer } from "../src/partitioned-shared";
+import { PartitionedConsumer } from "../src/consumers/ordered/partitioned";
+import { PartitionedSharedConsumer } from "../src/consumers/shared/partitioned";
 import { PartitionedConsumerSlot, PartitionedSharedSlot } from "./partitioned-slots";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
@@ -146,7 +146,7 @@ export class QueueRegistry {
     return this.#write(queue, (writer) => writer.pushBatch(messages));
   }
 
-  /** A produce with a delay or an idempotency key (src/produce.ts), as `push`. */
+  /** A produce with a delay or an idempotency key (src/writer/produce.ts), as `push`. */
   produce(queue: string, messages: MessageInput[], options: ProduceOptions): Promise<ProduceResult> {
     return this.#write(queue, (writer) => writer.produce(messages, options));
   }

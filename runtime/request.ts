@@ -1,6 +1,6 @@
 import { FastResponse } from "srvx";
 import { getRouterParam, type H3Event } from "h3";
-import { isValidName, nameRule } from "../src/names";
+import { isValidName, nameRule } from "../src/core/names";
 import { authorize, type Principal, type Right } from "./auth";
 import { ApiError, JSON_TYPE } from "./errors";
 

@@ -1,8 +1,8 @@
-import type { LeasedMessage, LeaseRef, LeasingStats, NackOptions, SharedStats } from "../src/consumer-types";
-import type { SharedConsumer } from "../src/shared-consumer";
+import type { LeasedMessage, LeaseRef, LeasingStats, NackOptions, SharedStats } from "../src/consumers/types";
+import type { SharedConsumer } from "../src/consumers/shared/consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, stopWhenLockLost } from "./consumer-slot";
-import { StopSignal } from "../src/stop-signal";
+import { StopSignal } from "../src/core/stop-signal";
 
 /**
  * The slot of a shared consumer of either kind of queue (`SharedSlot`, `PartitionedSharedSlot`):

@@ -3,7 +3,7 @@
  * that auth and logging read, and the samples the monitor (monitor.ts) hands to the dashboard,
  * `/metrics` and `stat --watch`.
  */
-import type { ConsumerPosition } from "../src/cursor";
+import type { ConsumerPosition } from "../src/format/position";
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
 export interface AuthUser {

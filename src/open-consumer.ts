@@ -1,15 +1,15 @@
 /**
- * Opens a consumer of either kind of queue as its interface (consumer-types.ts): the plain class
+ * Opens a consumer of either kind of queue as its interface (consumers/types.ts): the plain class
  * for an ordinary queue, the partitioned one for a declared partitioned queue. The one place a
  * caller that does not care which (the CLI, server code) has the question asked.
  */
-import { QueueConsumer } from "./consumer";
-import type { LeasingConsumer, OrderedConsumer } from "./consumer-types";
-import { resolveConsumerOptions } from "./options";
-import { PartitionedConsumer, type PartitionedConsumerOptions } from "./partitioned-consumer";
-import { PartitionedSharedConsumer, type PartitionedSharedOptions } from "./partitioned-shared";
-import { readPartitions } from "./partitions";
-import { SharedConsumer } from "./shared-consumer";
+import { QueueConsumer } from "./consumers/ordered/consumer";
+import type { LeasingConsumer, OrderedConsumer } from "./consumers/types";
+import { resolveConsumerOptions } from "./options/queue";
+import { PartitionedConsumer, type PartitionedConsumerOptions } from "./consumers/ordered/partitioned";
+import { PartitionedSharedConsumer, type PartitionedSharedOptions } from "./consumers/shared/partitioned";
+import { readPartitions } from "./partitions/declaration";
+import { SharedConsumer } from "./consumers/shared/consumer";
 
 /** Whether `queue` is (or, with `partitions`, is to be declared) partitioned. */
 async function isPartitioned(queue: string, options: { partitions?: number } & Parameters<typeof resolveConsumerOptions>[0]): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { VQueueClientError, VQueueNetworkError } from "../../client/errors";
-import { VQueueError } from "../../src/errors";
+import { VQueueError } from "../../src/core/errors";
 import { DEFAULT_DIR } from "../defaults";
 import { serversOf } from "../server-record";
 import { ZstdNativeError } from "../zstd-native";

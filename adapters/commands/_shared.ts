@@ -1,7 +1,7 @@
 import type { ArgsDef } from "citty";
 import { consola, createConsola } from "consola";
 import { createClient, type VQueueClient } from "../../client/index";
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 import type { LogLevel } from "../config";
 import { checkDataDir } from "../data-dir";
 import { DEFAULT_DIR } from "../defaults";

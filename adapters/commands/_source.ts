@@ -4,13 +4,13 @@
  * after what was read, `close` ends the session.
  */
 import { VQueueClientError, isAbortError, type ClientMessage, type ConsumeResult, type VQueueClient } from "../../client/index";
-import type { OrderedConsumer } from "../../src/consumer-types";
-import { deleteConsumer } from "../../src/delete";
+import type { OrderedConsumer } from "../../src/consumers/types";
+import { deleteConsumer } from "../../src/admin/delete";
 import { openOrderedConsumer } from "../../src/open-consumer";
-import { neverWritten, partitionNames, readPartitions } from "../../src/partitions";
-import type { QueueDriver } from "../../src/driver";
-import type { StartPosition } from "../../src/options";
-import { popInfoPath } from "../../src/paths";
+import { neverWritten, partitionNames, readPartitions } from "../../src/partitions/declaration";
+import type { QueueDriver } from "../../src/core/driver";
+import type { StartPosition } from "../../src/options/queue";
+import { popInfoPath } from "../../src/storage/paths";
 import type { Printable } from "./_print";
 import { apiClient, cliZstd, explain, log, openStorage, plural, storageLabel } from "./_shared";
 

@@ -5,8 +5,8 @@
  */
 import { defineCommand } from "citty";
 import type { BrowseResponse } from "../../protocol/api";
-import { browseMessages, BROWSE_DEFAULTS, BROWSE_MAX_LIMIT } from "../../src/browse";
-import { MAX_PARTITIONS } from "../../src/partitions";
+import { browseMessages, BROWSE_DEFAULTS, BROWSE_MAX_LIMIT } from "../../src/inspect/browse";
+import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { parseCount } from "./_duration";
 import type { Printable } from "./_print";
 import { apiClient, cliZstd, log, plural, targetArgs, withStorage } from "./_shared";

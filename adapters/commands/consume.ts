@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { defineCommand } from "citty";
-import { checkOption } from "../../src/check";
-import { checkStart, type StartPosition } from "../../src/options";
+import { checkOption } from "../../src/core/check";
+import { checkStart, type StartPosition } from "../../src/options/queue";
 import { formatMessage } from "./_print";
 import { CliError, log, plural, progress, targetArgs } from "./_shared";
 import { openDirectSource, openHttpSource, HTTP_BATCH, type SourceOptions } from "./_source";

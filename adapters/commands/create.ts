@@ -1,5 +1,5 @@
 import { defineCommand } from "citty";
-import { checkPartitionCount, declarePartitions, readPartitions } from "../../src/partitions";
+import { checkPartitionCount, declarePartitions, readPartitions } from "../../src/partitions/declaration";
 import { apiClient, CliError, log, targetArgs, withStorage } from "./_shared";
 
 export const create = defineCommand({

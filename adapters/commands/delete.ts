@@ -1,5 +1,5 @@
 import { defineCommand } from "citty";
-import { deleteConsumer, deleteQueue } from "../../src/delete";
+import { deleteConsumer, deleteQueue } from "../../src/admin/delete";
 import { apiClient, log, plural, requireYes, targetArgs, withStorage, yesArg } from "./_shared";
 
 export const del = defineCommand({

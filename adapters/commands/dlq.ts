@@ -5,8 +5,8 @@
 import { randomBytes } from "node:crypto";
 import { defineCommand } from "citty";
 import { VQueueClientError, type VQueueClient } from "../../client/index";
-import { parseDeadLetter, redrive as redriveFiles } from "../../src/dead-letter";
-import { listQueues } from "../../src/inspect";
+import { parseDeadLetter, redrive as redriveFiles } from "../../src/consumers/shared/dead-letter";
+import { listQueues } from "../../src/inspect/queues";
 import { parseCount } from "./_duration";
 import type { Printable } from "./_print";
 import { apiClient, CliError, log, plural, requireYes, storageLabel, targetArgs, withStorage, yesArg } from "./_shared";

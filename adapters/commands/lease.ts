@@ -4,7 +4,7 @@
  * on the files (`--dir`) only `lease --ack` makes sense: it takes messages for good.
  */
 import { defineCommand } from "citty";
-import { openSharedConsumer } from "../../src/shared-consumer";
+import { openSharedConsumer } from "../../src/consumers/shared/consumer";
 import { parseCount, parseDuration } from "./_duration";
 import { formatLeased } from "./_print";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";

@@ -1,8 +1,8 @@
 import { defineCommand } from "citty";
 import type { PruneRequest, PruneResponse } from "../../protocol/api";
 import { pruneResponse } from "../../runtime/routes/prune";
-import { pruneQueue } from "../../src/retention";
-import { retains } from "../../src/retention-options";
+import { pruneQueue } from "../../src/retention/prune";
+import { retains } from "../../src/options/retention";
 import { apiClient, CliError, log, plural, targetArgs, withStorage } from "./_shared";
 
 const DURATION: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

@@ -1,5 +1,5 @@
 import { defineCommand } from "citty";
-import { purgeQueue } from "../../src/purge";
+import { purgeQueue } from "../../src/admin/purge";
 import { apiClient, log, plural, requireYes, targetArgs, withStorage, yesArg } from "./_shared";
 
 export const purge = defineCommand({

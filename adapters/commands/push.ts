@@ -2,12 +2,12 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
-import type { Compression, Durability } from "../../src/options";
-import { QueueWriter } from "../../src/writer";
-import { PartitionedWriter } from "../../src/partitioned-writer";
-import { readPartitions } from "../../src/partitions";
-import { checkKey } from "../../src/idempotency";
-import { MAX_DELAY_MS, parseAt } from "../../src/produce";
+import type { Compression, Durability } from "../../src/options/queue";
+import { QueueWriter } from "../../src/writer/writer";
+import { PartitionedWriter } from "../../src/writer/partitioned";
+import { readPartitions } from "../../src/partitions/declaration";
+import { checkKey } from "../../src/writer/idempotency";
+import { MAX_DELAY_MS, parseAt } from "../../src/writer/produce";
 import { apiClient, cliZstd, CliError, explain, log, openStorage, plural, progress, storageLabel, targetArgs } from "./_shared";
 
 export const push = defineCommand({

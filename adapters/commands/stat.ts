@@ -1,10 +1,10 @@
 import { defineCommand } from "citty";
 import { formatCursor } from "../../protocol/cursor";
-import { inspectQueue, listQueues } from "../../src/inspect";
-import type { QueueStats } from "../../src/inspect-types";
+import { inspectQueue, listQueues } from "../../src/inspect/queues";
+import type { QueueStats } from "../../src/inspect/types";
 import type { ConsumerInfo } from "../../protocol/api";
-import type { ConsumerKind } from "../../src/consumer-kind";
-import type { SharedFileStats } from "../../src/inspect-shared";
+import type { ConsumerKind } from "../../src/consumers/kind";
+import type { SharedFileStats } from "../../src/inspect/shared";
 import { parseDuration } from "./_duration";
 import { apiClient, CliError, explain, log, openStorage, plural, storageLabel, targetArgs } from "./_shared";
 import { runWatch } from "./_watch";

@@ -1,6 +1,6 @@
-import { defineDriver, type DriverLock, type LogFile, type QueueDriver, type RecordFile } from "../../src/driver";
-import { checkOption, integer, optionError, showValue } from "../../src/check";
-import { VQueueError } from "../../src/errors";
+import { defineDriver, type DriverLock, type LogFile, type QueueDriver, type RecordFile } from "../../src/core/driver";
+import { checkOption, integer, optionError, showValue } from "../../src/core/check";
+import { VQueueError } from "../../src/core/errors";
 import type { DurableObjectNamespace } from "./utils/durable-object-types";
 import { leaseLock } from "./utils/lease";
 import type { Fence, VQueueObject, WriteStatus } from "./utils/queue-object";

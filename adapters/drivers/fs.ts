@@ -1,11 +1,11 @@
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, renameSync, watch as fsWatch, writeSync } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
-import { defineDriver, type LogFile, type RecordFile } from "../../src/driver";
-import { optionError } from "../../src/check";
-import { ioError, VQueueError } from "../../src/errors";
+import { defineDriver, type LogFile, type RecordFile } from "../../src/core/driver";
+import { optionError } from "../../src/core/check";
+import { ioError, VQueueError } from "../../src/core/errors";
 import { DEFAULT_DIR } from "../defaults";
-import type { DriverLock } from "../../src/driver";
+import type { DriverLock } from "../../src/core/driver";
 import { acquireFsLeaseLock, fencedFsWrite, isFsLeaseLockHeld } from "./utils/fs-lease-lock";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
 

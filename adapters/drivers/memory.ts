@@ -1,5 +1,5 @@
-import { defineDriver, type DriverLock, type LogFile, type RecordFile } from "../../src/driver";
-import { ioError } from "../../src/errors";
+import { defineDriver, type DriverLock, type LogFile, type RecordFile } from "../../src/core/driver";
+import { ioError } from "../../src/core/errors";
 
 const DRIVER_NAME = "memory";
 

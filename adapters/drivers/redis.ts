@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type { Redis, RedisOptions } from "ioredis";
-import { defineDriver, type QueueDriver } from "../../src/driver";
-import { checkOption, integer, optionError, showValue } from "../../src/check";
+import { defineDriver, type QueueDriver } from "../../src/core/driver";
+import { checkOption, integer, optionError, showValue } from "../../src/core/check";
 
 import { RedisCalls, type RedisClient, type WaitReplicas } from "./utils/redis-client";
 import { createLogHandle, createRecordHandle, fencedWrite, type FileRef } from "./utils/redis-handles";

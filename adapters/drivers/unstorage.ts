@@ -1,7 +1,7 @@
-import { defineDriver } from "../../src/driver";
-import { checkOption, integer, optionError } from "../../src/check";
-import { ioError } from "../../src/errors";
-import { workersKvProblem } from "../../src/workers-kv";
+import { defineDriver } from "../../src/core/driver";
+import { checkOption, integer, optionError } from "../../src/core/check";
+import { ioError } from "../../src/core/errors";
+import { workersKvProblem } from "../../src/options/workers-kv";
 
 import { createLogHandle, createRecordHandle } from "./utils/unstorage-handles";
 import { copyOf, DRIVER_NAME, joinKey, parentKey, toBytes, type Context, type UnstorageLike } from "./utils/unstorage-keys";

@@ -1,4 +1,4 @@
-import type { LogFile, QueueDriver, RecordFile } from "../../src/driver";
+import type { LogFile, QueueDriver, RecordFile } from "../../src/core/driver";
 import type { FileKind, ServerMetrics } from "./server-metrics";
 
 /** The driver's optional methods: copied when present, left absent when not (the engine checks for them). */

@@ -1,7 +1,7 @@
 import { FastResponse } from "srvx";
 import { isCursor } from "../../protocol/cursor";
-import { BROWSE_DEFAULTS, BROWSE_MAX_LIMIT, browseMessages, type BrowseFrom } from "../../src/browse";
-import { MAX_PARTITIONS } from "../../src/partitions";
+import { BROWSE_DEFAULTS, BROWSE_MAX_LIMIT, browseMessages, type BrowseFrom } from "../../src/inspect/browse";
+import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { authorize } from "../auth";
 import { encodeMessagesJSON } from "../consume-json";
 import { ApiError, JSON_TYPE } from "../errors";

@@ -1,8 +1,8 @@
 import { formatCursor } from "../../protocol/cursor";
 import type { ConsumerOverviewJSON, OverviewResponse, PartOverviewJSON, QueueDetailResponse, QueueOverviewJSON, RightName } from "../../protocol/api";
-import { listStorage } from "../../src/overview";
-import { partDetails } from "../../src/part-details";
-import { queueTotals } from "../../src/totals";
+import { listStorage } from "../../src/inspect/overview";
+import { partDetails } from "../../src/inspect/part-details";
+import { queueTotals } from "../../src/log/totals";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
 import type { MonitorSnapshot, QueueSample } from "../types";

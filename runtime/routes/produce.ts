@@ -1,8 +1,8 @@
-import type { MessageInput } from "../../src/message";
+import type { MessageInput } from "../../src/format/message";
 import { authorize } from "../auth";
 import type { DelayedProduceResponse, ProduceResponse } from "../../protocol/api";
-import { checkKey } from "../../src/idempotency";
-import { MAX_DELAY_MS, parseAt, type ProduceOptions } from "../../src/produce";
+import { checkKey } from "../../src/writer/idempotency";
+import { MAX_DELAY_MS, parseAt, type ProduceOptions } from "../../src/writer/produce";
 import { fromBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
@@ -20,7 +20,7 @@ import type { ApiRoute, RouteContext } from "../route";
  * - `text/*`, `application/x-www-form-urlencoded` (curl -d) or none: one text message.
  * - anything else (`application/octet-stream`, ...): one bytes message.
  * Whatever the type: `?delayMs=` or `?at=` (also `delayMs`/`at` fields of the JSON envelope)
- * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/produce.ts).
+ * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/writer/produce.ts).
  */
 export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;

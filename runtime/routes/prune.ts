@@ -1,7 +1,7 @@
 import type { PruneRequest, PruneResponse } from "../../protocol/api";
 import { utf8 } from "../../protocol/utf8";
-import { pruneQueue, type PruneResult } from "../../src/retention";
-import { retentionProblems } from "../../src/retention-options";
+import { pruneQueue, type PruneResult } from "../../src/retention/prune";
+import { retentionProblems } from "../../src/options/retention";
 import { authorize } from "../auth";
 import { ApiError } from "../errors";
 import { bodyErrors, errorResponses, jsonContent } from "../openapi";

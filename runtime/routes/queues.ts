@@ -1,11 +1,11 @@
 import type { H3Event } from "h3";
 import { formatCursor } from "../../protocol/cursor";
-import { inspectQueue, listQueues } from "../../src/inspect";
+import { inspectQueue, listQueues } from "../../src/inspect/queues";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
 import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
 import { consumerParams, json, nameParam, readBodyLimited } from "../request";
-import { MAX_PARTITIONS } from "../../src/partitions";
+import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { utf8 } from "../../protocol/utf8";
 import type { ApiRoute, RouteContext } from "../route";
 import type { ConsumerInfo, ConsumerListResponse, DeclareQueueRequest, DeclareQueueResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";

@@ -3,10 +3,10 @@ import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackRe
 import { toBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, leaseToken } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
-import { redrive } from "../../src/dead-letter";
-import { VQueueError } from "../../src/errors";
-import type { LeaseRef } from "../../src/consumer-types";
-import { MAX_LEASE_MS } from "../../src/shared-options";
+import { redrive } from "../../src/consumers/shared/dead-letter";
+import { VQueueError } from "../../src/core/errors";
+import type { LeaseRef } from "../../src/consumers/types";
+import { MAX_LEASE_MS } from "../../src/options/shared";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
 import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";

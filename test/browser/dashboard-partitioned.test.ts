@@ -1,7 +1,7 @@
 import { afterAll, expect, it } from "vitest";
 import type { Browser } from "../helpers/tool-types";
 import { createClient } from "../../client/index";
-import { partitionOfKey } from "../../src/partitions";
+import { partitionOfKey } from "../../src/partitions/declaration";
 import { startServer } from "../http/_server";
 import { launch, openPage } from "../browser/_dashboard";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { listConsumers } from "../../src/inspect";
-import { QueueWriter } from "../../src/writer";
+import { listConsumers } from "../../src/inspect/queues";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, STACK, useServer } from "./_cli";
 

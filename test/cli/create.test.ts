@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { useTempDirs } from "../helpers/tmp";
-import { partitionOfKey } from "../../src/partitions";
+import { partitionOfKey } from "../../src/partitions/declaration";
 import { startServer } from "../http/_server";
 import { cli, STACK } from "./_cli";
 

@@ -3,7 +3,7 @@ import { startServer } from "../http/_server";
 import { useTempDirs } from "../helpers/tmp";
 import { cli } from "./_cli";
 import fsDriver from "../../adapters/drivers/fs";
-import { PartitionedWriter } from "../../src/partitioned-writer";
+import { PartitionedWriter } from "../../src/writer/partitioned";
 
 const tempDir = useTempDirs("vq-cli-prune-");
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, STACK, useServer } from "./_cli";
 import { sleep } from "../helpers/sleep";

@@ -2,8 +2,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, useServer, STACK } from "./_cli";
 

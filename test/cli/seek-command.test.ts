@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { startServer } from "../http/_server";
 import { useTempDirs } from "../helpers/tmp";
-import { partitionOfKey } from "../../src/partitions";
+import { partitionOfKey } from "../../src/partitions/declaration";
 import { cli } from "./_cli";
 
 const tempDir = useTempDirs("vq-cli-seek-");

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
-import { partitionOfKey } from "../../src/partitions";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { partitionOfKey } from "../../src/partitions/declaration";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, STACK, useServer } from "./_cli";
 

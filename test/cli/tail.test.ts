@@ -1,8 +1,8 @@
 import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueWriter } from "../../src/writer";
-import { partitionOfKey } from "../../src/partitions";
+import { QueueWriter } from "../../src/writer/writer";
+import { partitionOfKey } from "../../src/partitions/declaration";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, startCli, until, useServer, STACK } from "./_cli";
 

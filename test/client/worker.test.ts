@@ -1,8 +1,8 @@
 // The client's shared-consumer calls and worker() against a real server on loopback.
 import { describe, expect, it } from "vitest";
 import { createClient, type LeasedClientMessage } from "../../client/index";
-import { parseDeadLetter } from "../../src/dead-letter";
-import type { Message } from "../../src/message";
+import { parseDeadLetter } from "../../src/consumers/shared/dead-letter";
+import type { Message } from "../../src/format/message";
 import { until } from "./_until";
 import { startServer, type TestServer } from "../http/_server";
 import { startServerProcess } from "./_server-process";

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { projectFile, readmeSection } from "../helpers/readme";
 
-/** The codes of the `VQueueErrorCode` union in src/errors.ts. */
+/** The codes of the `VQueueErrorCode` union in src/core/errors.ts. */
 function engineCodes(): string[] {
-  const source = projectFile("src/errors.ts");
+  const source = projectFile("src/core/errors.ts");
   const union = /export type VQueueErrorCode\s*=([\s\S]*?);/.exec(source);
-  expect(union, "src/errors.ts declares VQueueErrorCode").not.toBeNull();
+  expect(union, "src/core/errors.ts declares VQueueErrorCode").not.toBeNull();
   return [...union![1]!.matchAll(/"(E_[A-Z_]+)"/g)].map((m) => m[1]!).sort();
 }
 

@@ -1,13 +1,13 @@
-// A shared consumer's ack inbox (src/ack-inbox.ts) on every driver: acks another instance took
+// A shared consumer's ack inbox (src/consumers/state/ack-inbox.ts) on every driver: acks another instance took
 // for it, applied by the holder, at open and while it runs.
 import { afterEach, describe, expect, it } from "vitest";
-import { INBOX_CHECK_MS, InboxPoster } from "../../src/ack-inbox";
-import { deleteConsumer } from "../../src/delete";
-import type { QueueDriver } from "../../src/driver";
-import type { QueueProblem } from "../../src/errors";
-import { sharedInboxDir } from "../../src/paths";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { INBOX_CHECK_MS, InboxPoster } from "../../src/consumers/state/ack-inbox";
+import { deleteConsumer } from "../../src/admin/delete";
+import type { QueueDriver } from "../../src/core/driver";
+import type { QueueProblem } from "../../src/core/errors";
+import { sharedInboxDir } from "../../src/storage/paths";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import type { EngineTestContext } from "./engine-suite";
 import { sleep } from "../helpers/sleep";
 

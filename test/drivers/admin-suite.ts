@@ -1,13 +1,13 @@
 import { expect, it } from "vitest";
-import type { QueueDriver } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { inspectQueue, listConsumers, listQueues } from "../../src/inspect";
-import { purgeQueue } from "../../src/purge";
-import { deleteConsumer, deleteQueue } from "../../src/delete";
-import { pruneQueue } from "../../src/retention";
-import { openSharedLog } from "../../src/handles";
+import type { QueueDriver } from "../../src/core/driver";
+import { VQueueError } from "../../src/core/errors";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { inspectQueue, listConsumers, listQueues } from "../../src/inspect/queues";
+import { purgeQueue } from "../../src/admin/purge";
+import { deleteConsumer, deleteQueue } from "../../src/admin/delete";
+import { pruneQueue } from "../../src/retention/prune";
+import { openSharedLog } from "../../src/storage/handles";
 import type { EngineTestContext } from "./engine-suite";
 
 const quiet = { durability: "none", onProblem: () => {} } as const;

@@ -1,15 +1,15 @@
 // Over 300 lines: the engine tests every driver must pass, in one suite so that each driver
 // file runs them all by one call; the purge, retention and admin suites live beside it.
 import { afterEach, describe, expect, it } from "vitest";
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 import { appendToLog, logSize, patchLog, replaceRecord } from "../helpers/damage";
-import { VQueueError } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { inspectQueue, listQueues } from "../../src/inspect";
-import type { Message } from "../../src/message";
-import { cursorAfter, positionAfter } from "../../src/cursor";
-import type { QueueProblem } from "../../src/errors";
+import { VQueueError } from "../../src/core/errors";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { inspectQueue, listQueues } from "../../src/inspect/queues";
+import type { Message } from "../../src/format/message";
+import { cursorAfter, positionAfter } from "../../src/format/position";
+import type { QueueProblem } from "../../src/core/errors";
 import { adminTests } from "./admin-suite";
 import { sharedTests } from "./shared-suite";
 import { ackInboxTests } from "./ack-inbox-suite";
@@ -488,7 +488,7 @@ function rebase(record: Uint8Array, offset: number, seq: number): Uint8Array {
   return copy;
 }
 
-import { crc32 } from "../../src/crc32";
+import { crc32 } from "../../src/format/crc32";
 function crcOf(record: Uint8Array, length: number): number {
   return crc32(record.subarray(25, 25 + length), crc32(record.subarray(0, 25)));
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
-import { defineDriver } from "../../src/driver";
+import { defineDriver } from "../../src/core/driver";
 
 // Checked by `npm run typecheck` (tsc): a broken signature fails CI before any test runs.
 describe("driver factories keep their signatures", () => {

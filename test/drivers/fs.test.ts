@@ -4,8 +4,8 @@ import { readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { describeEngineOnDriver } from "./engine-suite";
 import { sleep } from "../helpers/sleep";
 
@@ -105,7 +105,7 @@ describe("fs driver", () => {
   });
 });
 
-import { crc32Ascii } from "../../src/crc32";
+import { crc32Ascii } from "../../src/format/crc32";
 import { currentRuntime } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
 /** Opens and closes a FIFO for writing once its reader is there (ENXIO before): that reader gets end of file. */

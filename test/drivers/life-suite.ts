@@ -1,15 +1,15 @@
 // Over 300 lines: one suite per driver for the index, seeks, retention and missed messages; its
 // cases share the setup and helpers (partsOfTen, texts) and run on every driver from one place.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { QueueDriver } from "../../src/driver";
-import type { QueueProblem } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { encodeEntries, INDEX_ENTRY_SIZE, readPartIndex } from "../../src/part-index";
+import type { QueueDriver } from "../../src/core/driver";
+import type { QueueProblem } from "../../src/core/errors";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { encodeEntries, INDEX_ENTRY_SIZE, readPartIndex } from "../../src/log/part-index";
 import { appendToLog, logSize, patchLog } from "../helpers/damage";
-import { pruneQueue } from "../../src/retention";
-import { listParts } from "../../src/recovery";
-import { partDir, partPath } from "../../src/paths";
+import { pruneQueue } from "../../src/retention/prune";
+import { listParts } from "../../src/log/recovery";
+import { partDir, partPath } from "../../src/storage/paths";
 import type { EngineTestContext } from "./engine-suite";
 import { sleep } from "../helpers/sleep";
 

@@ -1,17 +1,17 @@
 // Over 300 lines: one suite of the produce extras (delays, keys and their side files) that every
 // driver file runs by one call; each test is a case a review or a crash found.
-// Delayed messages and idempotent produce (src/produce.ts) on every driver: timing, order,
+// Delayed messages and idempotent produce (src/writer/produce.ts) on every driver: timing, order,
 // both kinds of consumer, restarts, keys, windows, and INTENTs a crash left behind.
 import { afterEach, describe, expect, it } from "vitest";
-import type { LogFile, QueueDriver } from "../../src/driver";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { VQueueError } from "../../src/errors";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { IdempotencyStore } from "../../src/idempotency";
-import { deleteQueue } from "../../src/delete";
-import { delayedPath, idempotencyPath } from "../../src/paths";
-import type { QueueOptions } from "../../src/options";
+import type { LogFile, QueueDriver } from "../../src/core/driver";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { VQueueError } from "../../src/core/errors";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { IdempotencyStore } from "../../src/writer/idempotency";
+import { deleteQueue } from "../../src/admin/delete";
+import { delayedPath, idempotencyPath } from "../../src/storage/paths";
+import type { QueueOptions } from "../../src/options/queue";
 import type { EngineTestContext } from "./engine-suite";
 import { sleep } from "../helpers/sleep";
 

@@ -12,8 +12,8 @@ import unstorageDriver from "../../adapters/drivers/unstorage";
 import vQueue, { setupVQueue, useVQueue, type NitroLike } from "../../adapters/nitro";
 import { DEFAULT_DIR, NITRO_DEFAULT_DIR, fsDataDir, resolveDriver, resolveStorageDriver, storageNeedsEnv } from "../../adapters/storage";
 import { createQueueHandler } from "../../runtime/index";
-import { VQueueError } from "../../src/errors";
-import { QueueWriter } from "../../src/writer";
+import { VQueueError } from "../../src/core/errors";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 describe("resolveDriver", () => {

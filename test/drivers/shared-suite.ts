@@ -1,16 +1,16 @@
 // Over 300 lines: one suite every driver file runs by one call.
-// Shared consumers (src/shared-consumer.ts) on every driver: leases, acks, nacks, dead
+// Shared consumers (src/consumers/shared/consumer.ts) on every driver: leases, acks, nacks, dead
 // letters, restarts, kinds, bounds and the crate-format floor.
 import { afterEach, describe, expect, it } from "vitest";
-import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { inspectQueue, listConsumers } from "../../src/inspect";
-import { deleteConsumer, deleteQueue } from "../../src/delete";
-import { parseDeadLetter, redrive } from "../../src/dead-letter";
-import { SharedConsumer, type LeasedMessage } from "../../src/shared-consumer";
-import type { SharedConsumerOptions } from "../../src/shared-options";
-import { popInfoPath, sharedJournalPath, sharedStatePath } from "../../src/paths";
+import type { QueueDriver } from "../../src/core/driver";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { inspectQueue, listConsumers } from "../../src/inspect/queues";
+import { deleteConsumer, deleteQueue } from "../../src/admin/delete";
+import { parseDeadLetter, redrive } from "../../src/consumers/shared/dead-letter";
+import { SharedConsumer, type LeasedMessage } from "../../src/consumers/shared/consumer";
+import type { SharedConsumerOptions } from "../../src/options/shared";
+import { popInfoPath, sharedJournalPath, sharedStatePath } from "../../src/storage/paths";
 import { seededRandom } from "../helpers/random";
 import type { EngineTestContext } from "./engine-suite";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";

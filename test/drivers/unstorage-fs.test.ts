@@ -4,7 +4,7 @@ import { createStorage } from "unstorage";
 import fsStorageDriver from "unstorage/drivers/fs";
 import { describe, expect, it } from "vitest";
 import unstorageDriver from "../../adapters/drivers/unstorage";
-import { QueueWriter } from "../../src/writer";
+import { QueueWriter } from "../../src/writer/writer";
 import { describeEngineOnDriver } from "./engine-suite";
 import { describeUnstorageDriver } from "./unstorage-suite";
 import { useTempDirs } from "../helpers/tmp";

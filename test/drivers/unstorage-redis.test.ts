@@ -6,8 +6,8 @@ import redisStorageDriver from "unstorage/drivers/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import unstorageDriver from "../../adapters/drivers/unstorage";
 import { resolveStorageDriver } from "../../adapters/storage";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { currentRuntime } from "../helpers/runtime";
 import { describeEngineOnDriver } from "./engine-suite";
@@ -131,7 +131,7 @@ describe.skipIf(!available)("over a real redis-server", () => {
         // jiti wraps a TypeScript module's exports in "default" when imported from native ESM.
         const unwrap = (m) => (m && typeof m === "object" && "default" in m && Object.keys(m).length === 1 ? unwrap(m.default) : m);
         const unstorageDriver = unwrap(await import(${JSON.stringify(module)}));
-        const { QueueWriter } = unwrap(await import(${JSON.stringify(resolve(import.meta.dirname, "../../src/writer.ts"))}));
+        const { QueueWriter } = unwrap(await import(${JSON.stringify(resolve(import.meta.dirname, "../../src/writer/writer.ts"))}));
         const { createStorage } = await import("unstorage");
         const redisDriver = (await import("unstorage/drivers/redis")).default;
         const storage = createStorage({ driver: redisDriver({ url: ${JSON.stringify(server.url)} }) });

@@ -4,8 +4,8 @@ import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { resolveStorageDriver } from "../../adapters/storage";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-resolve-");

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import unstorageDriver, { type UnstorageLike } from "../../adapters/drivers/unstorage";
-import { QueueConsumer } from "../../src/consumer";
-import type { QueueProblem } from "../../src/errors";
-import { pruneQueue } from "../../src/retention";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueProblem } from "../../src/core/errors";
+import { pruneQueue } from "../../src/retention/prune";
+import { QueueWriter } from "../../src/writer/writer";
 import { sleep } from "../helpers/sleep";
 
 export interface UnstorageTestContext {

@@ -1,12 +1,12 @@
 // One behaviour suite per consumer kind, run against the plain and the partitioned class alike.
 import { afterEach, describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { QueueConsumer } from "../../src/consumer";
-import { PartitionedConsumer } from "../../src/partitioned-consumer";
-import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
-import { PartitionedWriter } from "../../src/partitioned-writer";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { PartitionedConsumer } from "../../src/consumers/ordered/partitioned";
+import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { PartitionedWriter } from "../../src/writer/partitioned";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { openLeasingConsumer, openOrderedConsumer } from "../../src/open-consumer";
 import { leasingConsumerContract, type LeasingSubject } from "./leasing-consumer-contract";
 import { orderedConsumerContract, type OrderedSubject } from "./ordered-consumer-contract";

@@ -2,10 +2,10 @@ import { cp, open, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "pathe";
 import { beforeAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import type { QueueProblem } from "../../src/errors";
-import type { Message, MessagePosition } from "../../src/message";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueProblem } from "../../src/core/errors";
+import type { Message, MessagePosition } from "../../src/format/message";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 const COUNT = 300;

@@ -3,9 +3,9 @@ import { symlink } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import type { QueueDriver } from "../../src/driver";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueDriver } from "../../src/core/driver";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 import { sleep } from "../helpers/sleep";
 

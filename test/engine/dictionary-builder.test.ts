@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { buildDictionary, rawDictionary } from "../../src/dictionary-builder";
-import { loadZstd } from "../../src/zstd";
+import { buildDictionary, rawDictionary } from "../../src/compression/dictionary-builder";
+import { loadZstd } from "../../src/compression/zstd";
 
-/** The raw-content dictionary builder (COVER-like, src/dictionary-builder.ts). */
+/** The raw-content dictionary builder (COVER-like, src/compression/dictionary-builder.ts). */
 
 const enc = new TextEncoder();
 /** JSON lines with common structure and varying values, like the logs the option is for. */

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { DriverLock, LogFile, QueueDriver, RecordFile } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
-import { openSharedConsumer } from "../../src/shared-consumer";
-import { purgeQueue } from "../../src/purge";
-import { QueueWriter } from "../../src/writer";
+import type { DriverLock, LogFile, QueueDriver, RecordFile } from "../../src/core/driver";
+import { VQueueError } from "../../src/core/errors";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { openSharedConsumer } from "../../src/consumers/shared/consumer";
+import { purgeQueue } from "../../src/admin/purge";
+import { QueueWriter } from "../../src/writer/writer";
 import { sleep } from "../helpers/sleep";
 
 interface Write {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
-import { readWant, writeWant } from "../../src/handoff";
-import { Members } from "../../src/members";
-import { PartitionedWriter } from "../../src/partitioned-writer";
-import { writerWantPath } from "../../src/paths";
-import { partitionName, partitionOfKey } from "../../src/partitions";
-import { writeWhole } from "../../src/write-whole";
+import { readWant, writeWant } from "../../src/instances/handoff";
+import { Members } from "../../src/instances/members";
+import { PartitionedWriter } from "../../src/writer/partitioned";
+import { writerWantPath } from "../../src/storage/paths";
+import { partitionName, partitionOfKey } from "../../src/partitions/declaration";
+import { writeWhole } from "../../src/storage/write-whole";
 import { sleep } from "../helpers/sleep";
 import { useTempDirs } from "../helpers/tmp";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { queueHub } from "../../src/hub";
+import { queueHub } from "../../src/storage/hub";
 
 describe("QueueHub: in-process wake-ups", () => {
   it("is one object per storage and queue, met by two driver instances on the same storage", () => {

@@ -1,7 +1,7 @@
 // The behaviour every leasing consumer has (consumer-types.ts: LeasingConsumer), run against the
 // plain and the partitioned class by consumer-contract.test.ts.
 import { expect, it } from "vitest";
-import type { LeasedMessage, LeasingConsumer } from "../../src/consumer-types";
+import type { LeasedMessage, LeasingConsumer } from "../../src/consumers/types";
 
 export interface LeasingSubject {
   /** Writes `bodies` (a partitioned queue spreads them over its partitions). */

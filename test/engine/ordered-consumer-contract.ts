@@ -1,7 +1,7 @@
 // The behaviour every ordered consumer has (consumer-types.ts: OrderedConsumer), run against the
 // plain and the partitioned class by consumer-contract.test.ts.
 import { expect, it } from "vitest";
-import type { ConsumedMessage, OrderedConsumer } from "../../src/consumer-types";
+import type { ConsumedMessage, OrderedConsumer } from "../../src/consumers/types";
 
 export interface OrderedSubject {
   /** Writes `bodies` (a partitioned queue spreads them over its partitions). */

@@ -1,15 +1,15 @@
 // A partitioned queue browsed, pruned and purged as one queue (each partition in turn).
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { browseMessages, type BrowsedMessage } from "../../src/browse";
-import type { QueueDriver } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
-import { PartitionedWriter } from "../../src/partitioned-writer";
-import { declarePartitions, partitionOfKey } from "../../src/partitions";
-import { purgeQueue } from "../../src/purge";
-import { deleteConsumer } from "../../src/delete";
-import { pruneQueue } from "../../src/retention";
-import { PartitionedConsumer } from "../../src/partitioned-consumer";
+import { browseMessages, type BrowsedMessage } from "../../src/inspect/browse";
+import type { QueueDriver } from "../../src/core/driver";
+import { VQueueError } from "../../src/core/errors";
+import { PartitionedWriter } from "../../src/writer/partitioned";
+import { declarePartitions, partitionOfKey } from "../../src/partitions/declaration";
+import { purgeQueue } from "../../src/admin/purge";
+import { deleteConsumer } from "../../src/admin/delete";
+import { pruneQueue } from "../../src/retention/prune";
+import { PartitionedConsumer } from "../../src/consumers/ordered/partitioned";
 
 let stores = 0;
 
@@ -136,7 +136,7 @@ describe("browsing a partitioned queue", () => {
     const writer = await PartitionedWriter.open("q", { driver });
     await writer.close();
     const plain = memoryDriver({ name: `partitioned-admin-${++stores}` });
-    const { QueueWriter } = await import("../../src/writer");
+    const { QueueWriter } = await import("../../src/writer/writer");
     const w = await QueueWriter.open("plain", { driver: plain });
     await w.push(["x"]);
     await w.close();

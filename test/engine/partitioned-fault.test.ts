@@ -2,11 +2,11 @@
 // master, say): what it took from the others before the failure is answered, not dropped.
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { VQueueError } from "../../src/errors";
-import type { LogFile, QueueDriver } from "../../src/driver";
-import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
-import { PartitionedWriter } from "../../src/partitioned-writer";
-import { partitionName, partitionOfKey } from "../../src/partitions";
+import { VQueueError } from "../../src/core/errors";
+import type { LogFile, QueueDriver } from "../../src/core/driver";
+import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { PartitionedWriter } from "../../src/writer/partitioned";
+import { partitionName, partitionOfKey } from "../../src/partitions/declaration";
 
 /** The memory driver, with the part reads of `failing` partitions failing (E_IO) while it is set. */
 function withFailingReads(driver: QueueDriver, failing: Set<string>): QueueDriver {

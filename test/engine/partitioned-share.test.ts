@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { QueueDriver } from "../../src/driver";
-import { PartitionedConsumer } from "../../src/partitioned-consumer";
-import { PartitionedWriter } from "../../src/partitioned-writer";
+import type { QueueDriver } from "../../src/core/driver";
+import { PartitionedConsumer } from "../../src/consumers/ordered/partitioned";
+import { PartitionedWriter } from "../../src/writer/partitioned";
 import { useTempDirs } from "../helpers/tmp";
 import { sleep } from "../helpers/sleep";
 

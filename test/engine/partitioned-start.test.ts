@@ -2,10 +2,10 @@
 // when it opened, and no message of a partition first written after that.
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { PartitionedConsumer } from "../../src/partitioned-consumer";
-import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
-import { PartitionedWriter } from "../../src/partitioned-writer";
-import { declarePartitions, partitionOfKey } from "../../src/partitions";
+import { PartitionedConsumer } from "../../src/consumers/ordered/partitioned";
+import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { PartitionedWriter } from "../../src/writer/partitioned";
+import { declarePartitions, partitionOfKey } from "../../src/partitions/declaration";
 
 let stores = 0;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { expectEndedByTimeout, expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 
 describe("consumer.poll: read, then wait for the first message", () => {

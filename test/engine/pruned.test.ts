@@ -1,10 +1,10 @@
-// Retention's record of deleted parts (src/pruned.ts) past its bound: the compaction keeps the
+// Retention's record of deleted parts (src/log/pruned.ts) past its bound: the compaction keeps the
 // newest half, and one cut short at any step (a storage failing mid-way, a kill) loses no entry
 // of that half, for readers meanwhile and after the next record.
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { prunedPath, sideJournalPath } from "../../src/paths";
-import { readPruned, recordPruned, type PrunedPart } from "../../src/pruned";
+import { prunedPath, sideJournalPath } from "../../src/storage/paths";
+import { readPruned, recordPruned, type PrunedPart } from "../../src/log/pruned";
 import { faulty, type Step } from "../helpers/faulty-driver";
 
 const MAX = 65_536;

@@ -4,12 +4,12 @@
 // their position passed).
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { browseMessages } from "../../src/browse";
-import { QueueConsumer } from "../../src/consumer";
-import type { QueueDriver } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { browseMessages } from "../../src/inspect/browse";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueDriver } from "../../src/core/driver";
+import { VQueueError } from "../../src/core/errors";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 
 /**
  * Another handle on the same memory store (another process, as readers see it: no shared

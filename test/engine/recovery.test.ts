@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { QueueProblem } from "../../src/errors";
-import { formatPushInfo } from "../../src/info";
-import { HEADER_SIZE, TYPE_STRING, writeRecord } from "../../src/record";
-import { readInfoLine, recoverPart, scanPartEnd } from "../../src/recovery";
+import type { QueueProblem } from "../../src/core/errors";
+import { formatPushInfo } from "../../src/format/info";
+import { HEADER_SIZE, TYPE_STRING, writeRecord } from "../../src/format/record";
+import { readInfoLine, recoverPart, scanPartEnd } from "../../src/log/recovery";
 
 const text = new TextEncoder();
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { LogFile } from "../../src/driver";
-import { HEADER_SIZE, TYPE_STRING, writeRecord } from "../../src/record";
-import { scanPart, type ChunkCache } from "../../src/scan";
+import type { LogFile } from "../../src/core/driver";
+import { HEADER_SIZE, TYPE_STRING, writeRecord } from "../../src/format/record";
+import { scanPart, type ChunkCache } from "../../src/log/scan";
 
 const text = new TextEncoder();
 

@@ -2,12 +2,12 @@ import { appendFile, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { positionAfter } from "../../src/cursor";
-import type { QueueProblem } from "../../src/errors";
-import { sharedJournalPath, sharedStatePath } from "../../src/paths";
-import { line } from "../../src/shared-state";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { positionAfter } from "../../src/format/position";
+import type { QueueProblem } from "../../src/core/errors";
+import { sharedJournalPath, sharedStatePath } from "../../src/storage/paths";
+import { line } from "../../src/consumers/state/shared-state";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-shared-state-");

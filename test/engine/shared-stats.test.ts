@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import { redrive } from "../../src/dead-letter";
-import { inspectQueue } from "../../src/inspect";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { redrive } from "../../src/consumers/shared/dead-letter";
+import { inspectQueue } from "../../src/inspect/queues";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-shared-stats-");

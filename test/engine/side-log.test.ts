@@ -1,12 +1,12 @@
-// A side file's compaction (src/side-log.ts) cut short at each of its steps, as a storage that
+// A side file's compaction (src/storage/side-log.ts) cut short at each of its steps, as a storage that
 // fails mid-way (a Redis failover) or a kill leaves it: the next open finds every frame that was
 // there, never an empty file. The chaos test on a Redis Cluster stored retries twice so before
 // (the idempotency file, cut at a writer's open, was never written again).
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { QueueDriver } from "../../src/driver";
-import { sideJournalPath } from "../../src/paths";
-import { SideLog, encodeFrames, type Frame } from "../../src/side-log";
+import type { QueueDriver } from "../../src/core/driver";
+import { sideJournalPath } from "../../src/storage/paths";
+import { SideLog, encodeFrames, type Frame } from "../../src/storage/side-log";
 import { faulty, injected, type Step } from "../helpers/faulty-driver";
 
 const PATH = "q_info_idem";

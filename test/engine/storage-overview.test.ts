@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 import { QueueConsumer, QueueWriter, SharedConsumer, inspectQueue, storageOverview } from "../../src/index";
 import { useTempDirs } from "../helpers/tmp";
 

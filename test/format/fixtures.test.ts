@@ -4,10 +4,10 @@ import { readFile } from "node:fs/promises";
 import { join, resolve } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import { inspectQueue, listQueues } from "../../src/inspect";
-import type { Message } from "../../src/message";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { inspectQueue, listQueues } from "../../src/inspect/queues";
+import type { Message } from "../../src/format/message";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 /** Queue directories written by the Rust crate v_queue 0.2.7 (see its README.md). */

@@ -3,11 +3,11 @@ import { crc32 } from "node:zlib";
 import { join } from "pathe";
 import { beforeAll, describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import type { QueueProblem } from "../../src/errors";
-import type { Message } from "../../src/message";
-import { QueueWriter } from "../../src/writer";
-import { loadZstd, type Zstd, type ZstdLoader } from "../../src/zstd";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueProblem } from "../../src/core/errors";
+import type { Message } from "../../src/format/message";
+import { QueueWriter } from "../../src/writer/writer";
+import { loadZstd, type Zstd, type ZstdLoader } from "../../src/compression/zstd";
 import { ZSTD_IMPLS } from "../helpers/zstd";
 import { useTempDirs } from "../helpers/tmp";
 

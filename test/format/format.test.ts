@@ -1,9 +1,9 @@
 import { crc32 as zlibCrc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { crc32, crc32Ascii } from "../../src/crc32";
-import { formatPopInfo, formatPushInfo, formatQueueInfo, parsePopInfo, parsePushInfo, parseQueueInfo } from "../../src/info";
-import { isValidName } from "../../src/names";
-import { cursorAfter, formatCursor, parseCursor, positionAfter } from "../../src/cursor";
+import { crc32, crc32Ascii } from "../../src/format/crc32";
+import { formatPopInfo, formatPushInfo, formatQueueInfo, parsePopInfo, parsePushInfo, parseQueueInfo } from "../../src/format/info";
+import { isValidName } from "../../src/core/names";
+import { cursorAfter, formatCursor, parseCursor, positionAfter } from "../../src/format/position";
 
 describe("crc32", () => {
   it("matches zlib for every length around the native threshold, with and without a seed", () => {

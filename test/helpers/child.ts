@@ -18,10 +18,10 @@
  *   pushing `<run>-<i>` one at a time, printing `ack <i>` or `err <code>` for each, until killed.
  */
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { pruneQueue } from "../../src/retention";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { pruneQueue } from "../../src/retention/prune";
 import { selectZstd, type ZstdChoice } from "../../adapters/zstd-native";
 import { sleep } from "./sleep";
 

@@ -1,4 +1,4 @@
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 
 /**
  * Faults a test injects through a driver's own interface: a log only appends, so bytes inside

@@ -1,8 +1,8 @@
 // A memory store behind a driver whose writes fail from a chosen step on: a storage failing
 // mid-way (a Redis failover) or a kill, where a real fault cannot be placed at that step.
 import memoryDriver from "../../adapters/drivers/memory";
-import type { LogFile, QueueDriver } from "../../src/driver";
-import { VQueueError } from "../../src/errors";
+import type { LogFile, QueueDriver } from "../../src/core/driver";
+import { VQueueError } from "../../src/core/errors";
 
 export const injected = (): VQueueError => new VQueueError("E_IO", "the storage is down (injected)");
 

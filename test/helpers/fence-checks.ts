@@ -5,11 +5,11 @@
  */
 import { resolve } from "pathe";
 import { expect } from "vitest";
-import type { QueueDriver } from "../../src/driver";
-import type { QueueProblem } from "../../src/errors";
-import type { Message } from "../../src/message";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import type { QueueDriver } from "../../src/core/driver";
+import type { QueueProblem } from "../../src/core/errors";
+import type { Message } from "../../src/format/message";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { startScript, type Child } from "./spawn";
 import { sleep } from "./sleep";
 

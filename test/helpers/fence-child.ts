@@ -10,9 +10,9 @@
  */
 import redisDriver from "../../adapters/drivers/redis";
 import { resolveStorageDriver } from "../../adapters/storage";
-import type { DriverLock, QueueDriver } from "../../src/driver";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import type { DriverLock, QueueDriver } from "../../src/core/driver";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 
 const [mode, url, prefix, leaseMs] = process.argv.slice(2);
 const inner = /^rediss?:\/\//.test(url!) ? redisDriver({ redis: url!, prefix: prefix!, lockLeaseMs: Number(leaseMs) }) : await resolveStorageDriver(url!);

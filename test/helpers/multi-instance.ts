@@ -9,11 +9,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { expect } from "vitest";
-import { browseMessages } from "../../src/browse";
-import type { QueueDriver } from "../../src/driver";
-import type { QueueProblem } from "../../src/errors";
-import { inspectQueue } from "../../src/inspect";
-import { partitionName } from "../../src/partitions";
+import { browseMessages } from "../../src/inspect/browse";
+import type { QueueDriver } from "../../src/core/driver";
+import type { QueueProblem } from "../../src/core/errors";
+import { inspectQueue } from "../../src/inspect/queues";
+import { partitionName } from "../../src/partitions/declaration";
 import { BIN } from "../cli/_cli";
 import { freePort } from "./net";
 import { pinnedFetch } from "./pinned-fetch";

@@ -18,9 +18,9 @@
 import { existsSync } from "node:fs";
 import { join } from "pathe";
 import fsDriver from "../../adapters/drivers/fs";
-import { PartitionedConsumer } from "../../src/partitioned-consumer";
-import { PartitionedSharedConsumer } from "../../src/partitioned-shared";
-import { PartitionedWriter } from "../../src/partitioned-writer";
+import { PartitionedConsumer } from "../../src/consumers/ordered/partitioned";
+import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { PartitionedWriter } from "../../src/writer/partitioned";
 import { sleep } from "./sleep";
 
 const [mode, dir, queue, id, ms] = process.argv.slice(2);

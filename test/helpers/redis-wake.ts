@@ -1,7 +1,7 @@
 import { expect } from "vitest";
-import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import type { QueueDriver } from "../../src/core/driver";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "./timing";
 import { sleep } from "./sleep";
 

@@ -1,5 +1,5 @@
 import { nativeZstd } from "../../adapters/zstd-native";
-import { loadZstd, type ZstdLoader } from "../../src/zstd";
+import { loadZstd, type ZstdLoader } from "../../src/compression/zstd";
 
 export interface ZstdImpl {
   name: "wasm" | "native";

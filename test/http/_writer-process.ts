@@ -2,7 +2,7 @@
  * Another process writing a queue: `node --import jiti/register _writer-process.ts <dir> <queue> <delayMs> <message...>`.
  * Waits `delayMs`, pushes the messages (fsync), closes and exits.
  */
-import { QueueWriter } from "../../src/writer";
+import { QueueWriter } from "../../src/writer/writer";
 import fsDriver from "../../adapters/drivers/fs";
 import { sleep } from "../helpers/sleep";
 

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import { startChild } from "../helpers/spawn";
 import { basic, errorCode, jsonHeaders, startServer } from "./_server";
 import { sleep } from "../helpers/sleep";

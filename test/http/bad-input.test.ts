@@ -119,7 +119,7 @@ describe("bad input gets a 4xx JSON error and touches nothing outside the data d
 
   it("says 409 E_LOCKED when another process holds the queue's writer", async () => {
     const s = await startServer();
-    const { QueueWriter } = await import("../../src/writer");
+    const { QueueWriter } = await import("../../src/writer/writer");
     const fsDriver = (await import("../../adapters/drivers/fs")).default;
     // Same process, other driver instance: the pid lock is held, as it would be by another process.
     const writer = await QueueWriter.open("held", { driver: fsDriver({ dir: s.dir }), durability: "none" });

@@ -8,8 +8,8 @@ import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { createClient } from "../../client/index";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../../runtime/index";
-import { messageJSON } from "../../src/message";
-import { QueueConsumer } from "../../src/consumer";
+import { messageJSON } from "../../src/format/message";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import { jsonHeaders, startServer } from "./_server";
 
 const BOM = "\uFEFF";

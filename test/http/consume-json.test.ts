@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatCursor, positionAfter } from "../../src/cursor";
-import type { Message } from "../../src/message";
+import { formatCursor, positionAfter } from "../../src/format/position";
+import type { Message } from "../../src/format/message";
 import { encodeConsumeJSON } from "../../runtime/consume-json";
 
 const utf8 = new TextEncoder();

@@ -1,8 +1,8 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { ConsumerSlot } from "../../runtime/consumer-slot";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 

@@ -6,9 +6,9 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { QueueDriver } from "../../src/driver";
-import { QueueConsumer } from "../../src/consumer";
-import { VQueueError } from "../../src/errors";
+import type { QueueDriver } from "../../src/core/driver";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { VQueueError } from "../../src/core/errors";
 import { errorResponse } from "../../runtime/errors";
 import { resolveQueueAppOptions } from "../../runtime/options";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../../runtime/index";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import { expectEndedByTimeout, expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 import { jsonHeaders, startServer } from "./_server";
 import { sleep } from "../helpers/sleep";

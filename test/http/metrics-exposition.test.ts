@@ -6,7 +6,7 @@ import { instrumentDriver } from "../../runtime/metrics/driver";
 import { renderMetrics } from "../../runtime/metrics/scrape";
 import { ServerMetrics } from "../../runtime/metrics/server-metrics";
 import type { MonitorSnapshot } from "../../runtime/types";
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import unstorageDriver from "../../adapters/drivers/unstorage";

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import type { OverviewResponse, QueueDetailResponse } from "../../protocol/api";
-import { QueueWriter } from "../../src/writer";
+import { QueueWriter } from "../../src/writer/writer";
 import fsDriver from "../../adapters/drivers/fs";
 import { basic, jsonHeaders, startServer, type TestServer } from "./_server";
 import { sleep } from "../helpers/sleep";

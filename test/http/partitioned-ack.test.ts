@@ -13,9 +13,9 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
 import { createQueueHandler } from "../../runtime/index";
-import type { QueueDriver } from "../../src/driver";
-import { consumerLockPath } from "../../src/paths";
-import { partitionName, partitionOfKey } from "../../src/partitions";
+import type { QueueDriver } from "../../src/core/driver";
+import { consumerLockPath } from "../../src/storage/paths";
+import { partitionName, partitionOfKey } from "../../src/partitions/declaration";
 import { faulty } from "../helpers/faulty-driver";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 

@@ -1,7 +1,7 @@
 // A partitioned queue's messages browsed, and the queue purged and pruned, over HTTP and through the client.
 import { describe, expect, it } from "vitest";
 import { createClient } from "../../client/index";
-import { partitionOfKey } from "../../src/partitions";
+import { partitionOfKey } from "../../src/partitions/declaration";
 import { errorCode, startServer } from "./_server";
 
 describe("partitioned queues over HTTP: browse, purge, prune", () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { createClient } from "../../client/index";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
-import { listParts } from "../../src/recovery";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
+import { listParts } from "../../src/log/recovery";
 import { basic, errorCode, jsonHeaders, startServer, type TestServer } from "./_server";
 
 /** Parts 0..n-1 of ten messages each, written before the server opens the queue (each writer rolls on reopen). */

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadServeConfig, parseBind } from "../../adapters/config";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueWriter } from "../../src/writer";
+import { QueueWriter } from "../../src/writer/writer";
 import { basic } from "./_server";
 import { expectEndedEarly } from "../helpers/timing";
 import { sleep } from "../helpers/sleep";

@@ -2,8 +2,8 @@
 import { describe, expect, it } from "vitest";
 import type { AckResponse, ConsumerListResponse, ExtendResponse, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
 import { BATCH_CONTENT_TYPE, decodeLeases } from "../../protocol/binary";
-import { parseDeadLetter } from "../../src/dead-letter";
-import type { Message } from "../../src/message";
+import { parseDeadLetter } from "../../src/consumers/shared/dead-letter";
+import type { Message } from "../../src/format/message";
 import { configProblems } from "../../adapters/config-schema";
 import memoryDriver from "../../adapters/drivers/memory";
 import { resolveQueueAppOptions } from "../../runtime/options";

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 import { createQueueHandler } from "../../runtime/index";
 
 function failingDriver(): QueueDriver & { fail?: string } {

@@ -20,7 +20,7 @@
  * traced with the leases of the lost message's neighbours, which this test prints on a loss).
  * Now in the default run (CI: the short run). Its fourth find, in about 1 run in 10 under load, retries
  * stored twice, is fixed too: a writer's open compacts the idempotency file (cut, then written),
- * and a failure between the two left it empty, every key forgotten (src/side-log.ts now writes a
+ * and a failure between the two left it empty, every key forgotten (src/storage/side-log.ts now writes a
  * journal first; 20 runs after the fix, two at once: no copy). So every run now checks the storage
  * exactly: the records are the messages acknowledged, each once.
  */
@@ -30,7 +30,7 @@ import { Cluster } from "ioredis";
 import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
-import type { QueueDriver } from "../../src/driver";
+import type { QueueDriver } from "../../src/core/driver";
 import { busyThenWanted, CHAOS, chaosLoop, expectEveryInstanceKilledAndPaused, expectKeysInOrder, readAllRecords, readDeadLetters, settle, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "../helpers/multi-instance";
 import { redisTestsRun } from "../helpers/redis";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster";

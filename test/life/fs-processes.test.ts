@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import type { QueueProblem } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
-import { listParts } from "../../src/recovery";
-import { QueueWriter } from "../../src/writer";
+import type { QueueProblem } from "../../src/core/errors";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { listParts } from "../../src/log/recovery";
+import { QueueWriter } from "../../src/writer/writer";
 import { startChild } from "../helpers/spawn";
 import { useTempDirs } from "../helpers/tmp";
 

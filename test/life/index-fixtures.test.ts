@@ -3,10 +3,10 @@ import { readdir } from "node:fs/promises";
 import { join, resolve } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import type { QueueProblem } from "../../src/errors";
-import { QueueConsumer } from "../../src/consumer";
-import { readPartIndex } from "../../src/part-index";
-import { QueueWriter } from "../../src/writer";
+import type { QueueProblem } from "../../src/core/errors";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { readPartIndex } from "../../src/log/part-index";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 const FIXTURES = resolve(import.meta.dirname, "../fixtures/v_queue-0.2.7");

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import vQueue from "../../adapters/nitro";
 import { resolveQueueAppOptions } from "../../runtime/options";
-import { pruneQueue } from "../../src/retention";
-import { QueueWriter } from "../../src/writer";
+import { pruneQueue } from "../../src/retention/prune";
+import { QueueWriter } from "../../src/writer/writer";
 
 describe("retention and index options are checked everywhere with one wording", () => {
   it("the writer's", async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { deleteConsumer, deleteQueue } from "../../src/delete";
-import { inspectQueue } from "../../src/inspect";
-import { purgeQueue } from "../../src/purge";
-import { QueueWriter } from "../../src/writer";
+import { deleteConsumer, deleteQueue } from "../../src/admin/delete";
+import { inspectQueue } from "../../src/inspect/queues";
+import { purgeQueue } from "../../src/admin/purge";
+import { QueueWriter } from "../../src/writer/writer";
 import { startChild } from "../helpers/spawn";
 import { useTempDirs } from "../helpers/tmp";
 

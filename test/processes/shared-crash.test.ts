@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 import { startChild } from "../helpers/spawn";
 import { sleep } from "../helpers/sleep";

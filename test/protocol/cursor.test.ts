@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { CURSOR_RE, cursorAfter, formatCursor, isCursor, parseCursor } from "../../protocol/cursor";
 import { encodeConsumeJSON } from "../../runtime/consume-json";
-import { positionAfter } from "../../src/cursor";
-import type { Message } from "../../src/message";
+import { positionAfter } from "../../src/format/position";
+import type { Message } from "../../src/format/message";
 
 describe("cursor format", () => {
   it("is <part>.<position>.<count>, the position after a message", () => {

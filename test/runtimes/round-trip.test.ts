@@ -12,10 +12,10 @@ import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import redisDriver from "../../adapters/drivers/redis";
 import unstorageDriver from "../../adapters/drivers/unstorage";
-import { QueueConsumer } from "../../src/consumer";
-import type { QueueDriver } from "../../src/driver";
-import { SharedConsumer } from "../../src/shared-consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueDriver } from "../../src/core/driver";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/redis";
 import { useTempDirs } from "../helpers/tmp";
 

@@ -7,8 +7,8 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { BIN, startCli, until } from "../cli/_cli";
 import { call, startInstance, type ServeInstance } from "../helpers/multi-instance";
 import { freePort } from "../helpers/net";

@@ -47,13 +47,13 @@ describe("check-imports", () => {
 
   it("prints a cycle as a.ts -> b.ts -> a.ts, type imports included, and fails", async () => {
     const root = await tree({
-      "src/browse.ts": `import { browsePartitioned } from "./browse-partitioned";\nexport interface BrowseResult { n: number }\nexport const browse = browsePartitioned;\n`,
-      "src/browse-partitioned.ts": `import type { BrowseResult } from "./browse";\nexport const browsePartitioned = (): BrowseResult => ({ n: 1 });\n`,
+      "src/inspect/browse.ts": `import { browsePartitioned } from "./browse-partitioned";\nexport interface BrowseResult { n: number }\nexport const browse = browsePartitioned;\n`,
+      "src/inspect/browse-partitioned.ts": `import type { BrowseResult } from "./browse";\nexport const browsePartitioned = (): BrowseResult => ({ n: 1 });\n`,
     });
     const { code, stdout } = await check(root);
     expect(code).toBe(1);
     expect(stdout.split("\n")).toEqual([
-      "import cycle: src/browse-partitioned.ts -> src/browse.ts -> src/browse-partitioned.ts",
+      "import cycle: src/inspect/browse-partitioned.ts -> src/inspect/browse.ts -> src/inspect/browse-partitioned.ts",
       "1 import cycle: move what both sides use (types most often) into a module of their folder that imports neither, e.g. its types.ts.",
       "",
     ]);
@@ -74,7 +74,9 @@ describe("check-imports", () => {
 
   it("prints an import against the folders' directions, with the folders allowed and why, and fails", async () => {
     const root = await tree({
-      "src/queue.ts": `import type { Api } from "../protocol/api";\nexport type Q = Api;\n`,
+      "src/core/queue.ts": `import type { Api } from "../../protocol/api";\nexport type Q = Api;\n`,
+      "src/core/errors.ts": `export type { ScanOptions } from "../log/scan";\n`,
+      "src/log/scan.ts": "export type ScanOptions = string;\n",
       "protocol/api.ts": "export type Api = string;\n",
       "client/index.ts": `export { app } from "../runtime/app";\n`,
       "runtime/app.ts": "export const app = 1;\n",
@@ -83,8 +85,9 @@ describe("check-imports", () => {
     expect(code).toBe(1);
     expect(stdout.split("\n")).toEqual([
       "wrong-way import: client/index.ts -> runtime/app.ts: client/ imports only from client/, protocol/, src/ (the client runs in browsers: it shares only the wire format and the engine's pure modules with the server)",
-      "wrong-way import: src/queue.ts -> protocol/api.ts: src/ imports only from src/ (the portable engine is the bottom room)",
-      "2 wrong-way imports: the folders' directions are in scripts/import-rules.ts (FOLDER_IMPORTS).",
+      "wrong-way import: src/core/errors.ts -> src/log/scan.ts: src/core/ imports only from src/core/ (errors, names, option checks and the driver interface are the bottom of the engine)",
+      "wrong-way import: src/core/queue.ts -> protocol/api.ts: src/core/ imports only from src/core/ (errors, names, option checks and the driver interface are the bottom of the engine)",
+      "3 wrong-way imports: the folders' directions are in scripts/import-rules.ts (FOLDER_IMPORTS).",
       "",
     ]);
   });

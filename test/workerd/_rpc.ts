@@ -7,7 +7,7 @@
  *
  * Values cross as JSON: a Uint8Array as { $bytes: base64 }, undefined as { $undefined: 1 }.
  */
-import { fromBase64, toBase64 } from "../../src/base64";
+import { fromBase64, toBase64 } from "../../src/core/base64";
 
 export const RPC_PREFIX = "/__object/";
 

@@ -7,8 +7,8 @@
 import type { Miniflare } from "../helpers/tool-types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import durableObjectDriver, { type DurableObjectNamespace } from "../../adapters/drivers/durable-object";
-import { QueueConsumer } from "../../src/consumer";
-import { QueueWriter } from "../../src/writer";
+import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { QueueWriter } from "../../src/writer/writer";
 import { describeEngineOnDriver } from "../drivers/engine-suite";
 import { startWorker } from "./_miniflare";
 import { callObject } from "./_rpc";

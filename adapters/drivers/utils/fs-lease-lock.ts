@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { unlinkSync, utimesSync } from "node:fs";
 import { link, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import type { DriverLock } from "../../../src/driver";
-import { VQueueError } from "../../../src/errors";
+import type { DriverLock } from "../../../src/core/driver";
+import { VQueueError } from "../../../src/core/errors";
 import { readTextSync, withMutex } from "./fs-write-mutex";
 import { leaseLock, lockNowHeld, type Loss } from "./lease";
 import { isCode, isOwnerAlive, myOwnerLine } from "./pid-lock";

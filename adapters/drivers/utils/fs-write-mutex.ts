@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { linkSync, lstatSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "pathe";
-import { VQueueError } from "../../../src/errors";
+import { VQueueError } from "../../../src/core/errors";
 import { isCode, isOwnerAlive, myOwnerLine, readOwner } from "./pid-lock";
 import { isProcessAlive } from "./process-probe";
 

@@ -1,6 +1,6 @@
-import type { DriverLock } from "../../../src/driver";
-import { VQueueError } from "../../../src/errors";
-import { StopSignal } from "../../../src/stop-signal";
+import type { DriverLock } from "../../../src/core/driver";
+import { VQueueError } from "../../../src/core/errors";
+import { StopSignal } from "../../../src/core/stop-signal";
 
 export interface LeaseOptions {
   /** The driver's name and the lock's key, for the lost-lock message. */
@@ -41,7 +41,7 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(found
   let refreshing: Promise<void> | undefined;
   // Until when nobody else can have it: the lease from the last renewal asked, less a third for clocks and writes in flight.
   let safeUntil = options.since + leaseMs - Math.floor(leaseMs / 3);
-  // Not an AbortController: it outlives the request that took the lock (workerd, src/stop-signal.ts).
+  // Not an AbortController: it outlives the request that took the lock (workerd, src/core/stop-signal.ts).
   const lost = new StopSignal();
   // When the last renewal that found the lock ours was asked: how long the holder was away, for the message.
   let renewedAt = options.since;

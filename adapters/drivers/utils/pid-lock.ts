@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { link, lstat, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
-import { VQueueError } from "../../../src/errors";
+import { VQueueError } from "../../../src/core/errors";
 import { isProcessAlive, processStart } from "./process-probe";
 
 /**

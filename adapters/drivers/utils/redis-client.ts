@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { VQueueError, ioError } from "../../../src/errors";
+import { VQueueError, ioError } from "../../../src/core/errors";
 import { DRIVER_NAME } from "./redis-keys";
 import { SCRIPTS, type ScriptName } from "./redis-scripts";
 

@@ -1,5 +1,5 @@
-import type { DriverLock, LogFile, RecordFile } from "../../../src/driver";
-import { VQueueError } from "../../../src/errors";
+import type { DriverLock, LogFile, RecordFile } from "../../../src/core/driver";
+import { VQueueError } from "../../../src/core/errors";
 import type { RedisCalls } from "./redis-client";
 import { DRIVER_NAME, MAX_STRING_BYTES, toBuffer, toBytes, type QueueKeys } from "./redis-keys";
 import { lockNowHeld, type Loss } from "./lease";

@@ -1,5 +1,5 @@
-import type { DriverLock } from "../../../src/driver";
-import { VQueueError } from "../../../src/errors";
+import type { DriverLock } from "../../../src/core/driver";
+import { VQueueError } from "../../../src/core/errors";
 import type { RedisCalls } from "./redis-client";
 import { leaseLock, type Loss, type Renewal } from "./lease";
 import { DRIVER_NAME, type QueueKeys } from "./redis-keys";

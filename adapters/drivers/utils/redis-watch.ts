@@ -10,7 +10,7 @@ export interface Watcher {
  * Wake-ups over pub/sub: every write script PUBLISHes on its queue's channel, and one
  * subscriber connection (a duplicate of the client, made at the first watch) listens for the
  * channels watched here. Plain PUBLISH reaches a subscriber on any node of a cluster. A lost
- * message costs only latency: consumers poll as well (src/watch.ts).
+ * message costs only latency: consumers poll as well (src/storage/watch.ts).
  */
 export function createWatcher(client: RedisClient): Watcher {
   let subscriber: RedisClient | undefined;

@@ -1,5 +1,5 @@
-import type { LogFile, RecordFile } from "../../../src/driver";
-import { VQueueError } from "../../../src/errors";
+import type { LogFile, RecordFile } from "../../../src/core/driver";
+import { VQueueError } from "../../../src/core/errors";
 import { CHUNK_RE, DRIVER_NAME, PAD, chunkKey, parentKey, toBytes, type Chunk, type Context } from "./unstorage-keys";
 
 /**

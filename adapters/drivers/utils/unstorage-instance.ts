@@ -1,5 +1,5 @@
-import { VQueueError } from "../../../src/errors";
-import { sleep } from "../../../src/handoff";
+import { VQueueError } from "../../../src/core/errors";
+import { sleep } from "../../../src/instances/handoff";
 import { DRIVER_NAME, readForRenewal, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /**

@@ -1,5 +1,5 @@
 import type { Storage } from "unstorage";
-import { VQueueError } from "../../../src/errors";
+import { VQueueError } from "../../../src/core/errors";
 
 /**
  * What the unstorage driver's pieces share: the storage calls it makes, how paths become keys,

@@ -1,4 +1,4 @@
-import type { DriverLock } from "../../../src/driver";
+import type { DriverLock } from "../../../src/core/driver";
 import { leaseLock } from "./lease";
 import type { InstanceClaim } from "./unstorage-instance";
 import { DRIVER_NAME, readForRenewal, toBytes, type UnstorageLike } from "./unstorage-keys";

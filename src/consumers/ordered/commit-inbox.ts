@@ -1,0 +1,45 @@
+/**
+ * Commits of an ordered consumer's partition taken by an instance that does not hold it (Nitro's
+ * `node-cluster` hands each connection to any worker; a partition is handed over between a
+ * batch and its commit): written into the partition consumer's inbox (consumers/state/ack-inbox.ts, `C` lines)
+ * and applied by its holder, at open (before it hands anything out) and every `INBOX_CHECK_MS`.
+ * Commits only move forward, so applying the furthest one that names a message end is all of it.
+ */
+import { clearInbox, readInbox } from "../state/ack-inbox";
+import type { QueueConsumer } from "./consumer";
+import { comparePositions, formatCursor, type ConsumerPosition } from "../../format/position";
+import type { QueueDriver } from "../../core/driver";
+import { VQueueError } from "../../core/errors";
+import { withSharedLog } from "../../storage/handles";
+import { partPath } from "../../storage/paths";
+
+/** Applies the commits in `consumer`'s inbox; an I/O failure leaves the files for the next round. */
+export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> {
+  const { driver, onProblem } = consumer.options;
+  const { files, items } = await readInbox(driver, consumer.queue, consumer.name, onProblem);
+  if (files.length === 0) return;
+  const positions = items.flatMap((item) => (item.kind === "commit" && comparePositions(item.position, consumer.committed) > 0 ? [item.position] : []));
+  // The furthest first; one that names no message end of this partition (a client's mistake) is told and passed over.
+  for (const position of positions.sort((a, b) => comparePositions(b, a))) {
+    try {
+      await consumer.commit(formatCursor(position));
+      break;
+    } catch (error) {
+      if (!VQueueError.isError(error) || error.code !== "E_CURSOR") throw error;
+      onProblem({ code: "BAD_INFO", queue: consumer.queue, consumer: consumer.name, message: `A commit another instance took for consumer "${consumer.name}" was dropped: ${error.message}` });
+    }
+  }
+  // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
+  await clearInbox(driver, files, consumer.lock);
+}
+
+/**
+ * Refuses (`E_CURSOR`) a commit for partition `queue` that cannot name one of its messages: its
+ * part does not exist or is shorter. (Whether it names a message end is checked by the holder.)
+ */
+export async function assertCommitFits(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<void> {
+  const size = await withSharedLog(driver, partPath(queue, position.part), (log) => log.size());
+  if (size === undefined || position.position > size) {
+    throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(position)}: queue "${queue}" has no message that ends there.`);
+  }
+}

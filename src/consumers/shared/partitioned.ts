@@ -1,0 +1,210 @@
+/**
+ * A shared consumer of a partitioned queue, shared by many instances (README, "Partitioned
+ * queues"): shared consumer `name` of each partition (consumers/shared/consumer.ts), held by one instance
+ * at a time; this instance leases from the partitions it holds, round-robin. A lease carries its
+ * partition, and `ack`/`nack`/`extend` go to that partition's consumer (an ack of a partition
+ * held elsewhere goes through its inbox, consumers/state/ack-inbox.ts). A partition is handed
+ * over once its leases are acknowledged or ran out (or after `handoffGraceMs`): the new holder
+ * delivers the unacknowledged ones again (at least once).
+ */
+import { InboxPoster } from "../state/ack-inbox";
+import { VQueueError } from "../../core/errors";
+import { isLockLost } from "../../storage/fence";
+import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "../../instances/handoff";
+import { checkInteger, resolveConsumerOptions } from "../../options/queue";
+import { FanConsumer } from "../../partitions/fan-consumer";
+import { PartitionFan } from "../../partitions/fan";
+import { MAX_ERROR_CHARS, SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./consumer";
+import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
+import type { LeasingConsumer, LeasingStats, SharedIterateOptions } from "../types";
+import { iterateShared } from "./iterate";
+import { partitionName } from "../../partitions/declaration";
+
+export interface PartitionedSharedOptions extends SharedConsumerOptions, ConsumerHandoffOptions {
+  /** Declares the queue with this many partitions if it is not declared yet; a declared queue must have as many. */
+  partitions?: number;
+}
+
+/** A lease of a partitioned queue's message: in partition `partition`. */
+export type PartitionedLeasedMessage = LeasedMessage & { partition: number };
+export type PartitionedLeaseRef = LeaseRef & { partition: number };
+
+export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> implements LeasingConsumer<PartitionedLeasedMessage, PartitionedLeaseRef> {
+  readonly handoff: ResolvedHandoffOptions;
+  readonly #shared: ResolvedSharedOptions;
+  /** Acks, nacks and extends of partitions held elsewhere, to their inboxes. */
+  readonly #inbox: InboxPoster;
+
+  private constructor(queue: string, name: string, partitions: number, options: PartitionedSharedOptions, unborn: Set<string>) {
+    const handoff = resolveHandoffOptions(options);
+    const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
+    // Checked now, not at the first partition's open.
+    const shared = resolveSharedOptions(partitionName(queue, 0), sharedOptions);
+    const fan = new PartitionFan<SharedConsumer, LeasedMessage, { leaseMs?: number }>({
+      driver: shared.driver,
+      queue,
+      name,
+      partitions,
+      kind: "shared consumer",
+      handoff,
+      open: (partition) => SharedConsumer.open(partition, name, unborn.has(partition) ? { ...sharedOptions, start: "earliest" } : sharedOptions),
+      busy: (shared) => shared.stats.inFlight > 0,
+      close: (shared) => shared.close(),
+      whenLockLost: (shared, listener) => shared.whenLockLost(listener),
+      take: (shared, max, maxBytes, { leaseMs }) => shared.poll({ leaseMs, max, maxBytes, timeoutMs: 0 }),
+      size: (message) => message.size,
+      committed: (shared) => shared.floor,
+    });
+    super(queue, name, partitions, fan);
+    this.handoff = handoff;
+    this.#shared = shared;
+    this.#inbox = new InboxPoster(shared.driver, fan.set.id, shared.syncCommits);
+  }
+
+  /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
+  static async open(queue: string, name: string, options: PartitionedSharedOptions = {}): Promise<PartitionedSharedConsumer> {
+    const { driver } = resolveConsumerOptions(options);
+    const partitions = await FanConsumer.declared(driver, queue, name, options.partitions);
+    return FanConsumer.started(new PartitionedSharedConsumer(queue, name, partitions, options, await FanConsumer.unborn(driver, queue, partitions, options.start)));
+  }
+
+  /** Leases up to `max` messages from the partitions held, round-robin, waiting up to `timeoutMs` for the first. */
+  async poll(options: SharedPollOptions = {}): Promise<PartitionedLeasedMessage[]> {
+    this.assertOpen();
+    const { max = 10, maxBytes = Infinity, leaseMs, signal, timeoutMs } = options;
+    checkInteger("max", max, 1, 1_000_000);
+    if (maxBytes !== Infinity) checkInteger("maxBytes", maxBytes, 1, 2 ** 31);
+    if (leaseMs !== undefined) checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
+    if (timeoutMs !== undefined) checkInteger("timeoutMs", timeoutMs, 0, MAX_LEASE_MS);
+    return this.fan.poll(max, maxBytes, timeoutMs, signal, { leaseMs });
+  }
+
+  /**
+   * Acknowledges a lease in its partition (see `SharedConsumer.ack`). A partition this instance
+   * does not hold (handed over since, or never held here) takes it through its inbox
+   * (consumers/state/ack-inbox.ts): stored now, applied by the holder.
+   */
+  async ack(ref: PartitionedLeaseRef): Promise<void> {
+    const [error] = await this.ackAll([ref]);
+    if (error) throw error;
+  }
+
+  /**
+   * Acknowledges many leases, one journal write per partition held (see `SharedConsumer.ackAll`)
+   * and one inbox file per partition held elsewhere; resolves with each one's error, or undefined when acked.
+   */
+  async ackAll(refs: PartitionedLeaseRef[]): Promise<(Error | undefined)[]> {
+    this.assertOpen();
+    const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
+    const held = new Map<SharedConsumer, number[]>();
+    const elsewhere = new Map<number, number[]>();
+    refs.forEach((ref, i) => {
+      const invalid = this.#invalid(ref);
+      if (invalid) return void (errors[i] = invalid);
+      const slot = this.fan.set.get(ref.partition);
+      if (slot) held.set(slot.item, [...(held.get(slot.item) ?? []), i]);
+      else elsewhere.set(ref.partition, [...(elsewhere.get(ref.partition) ?? []), i]);
+    });
+    const post = async (partition: number, indexes: number[]) => {
+      const posted = this.#inbox.post(partitionName(this.queue, partition), this.name, indexes.map((i) => ({ kind: "ack", ref: refs[i]! })));
+      await posted.then(
+        () => indexes.forEach((i) => (errors[i] = undefined)),
+        (error: Error) => indexes.forEach((i) => (errors[i] = error)),
+      );
+    };
+    await Promise.all([
+      ...[...held].map(async ([shared, indexes]) => {
+        const settled = await shared.ackAll(indexes.map((i) => refs[i]!)).catch((error: Error) => indexes.map(() => error));
+        indexes.forEach((i, k) => (errors[i] = settled[k]));
+        // Let go meanwhile (a hand-over closed it), or its lock lost (a pause past the lease): its next holder takes them.
+        const moved = indexes.filter((i) => (VQueueError.isError(errors[i]) && (errors[i] as VQueueError).code === "E_CLOSED") || isLockLost(errors[i]));
+        if (moved.length > 0) await post(refs[moved[0]!]!.partition, moved);
+      }),
+      ...[...elsewhere].map(([partition, indexes]) => post(partition, indexes)),
+    ]);
+    return errors;
+  }
+
+  /** Gives a lease back in its partition (see `SharedConsumer.nack`); one held elsewhere through its inbox (applied if the lease still runs there). */
+  async nack(ref: PartitionedLeaseRef, options: NackOptions = {}): Promise<void> {
+    const shared = this.#heldFor(ref);
+    // One whose lock was lost (a pause past the lease) goes to the partition's new holder, below.
+    if (shared) {
+      try {
+        return await shared.nack(ref, options);
+      } catch (error) {
+        if (!isLockLost(error)) throw error;
+      }
+    }
+    const { delayMs = 0, error, deadLetter = false, release = false } = options;
+    checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
+    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "nack", ref, delayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) }]);
+  }
+
+  /**
+   * Keeps a lease longer (see `SharedConsumer.extend`). One of a partition held elsewhere goes
+   * through its inbox: the holder applies it within about `INBOX_CHECK_MS`, or before the message
+   * would go out again, while the lease is not handed out again.
+   */
+  async extend(ref: PartitionedLeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
+    const shared = this.#heldFor(ref);
+    if (shared) {
+      try {
+        return await shared.extend(ref, options);
+      } catch (error) {
+        if (!isLockLost(error)) throw error;
+      }
+    }
+    const { leaseMs = this.#shared.leaseMs } = options;
+    checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
+    const until = Date.now() + leaseMs;
+    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "extend", ref, until }]);
+    return until;
+  }
+
+  /** Gives a lease back unworked: `nack` with `release` (its delivery is not counted, it never dead-letters). */
+  release(ref: PartitionedLeaseRef): Promise<void> {
+    return this.nack(ref, { release: true });
+  }
+
+  /** Leased messages of the partitions held as an async iterator: acked when the loop body is done with one, nacked when it throws or breaks. */
+  messages(options: SharedIterateOptions = {}): AsyncGenerator<PartitionedLeasedMessage, void, undefined> {
+    return iterateShared<PartitionedLeasedMessage>(this, options);
+  }
+
+  /** What the partitions held here hold now, summed; `oldestUnacked` is the one handed out longest ago, with its partition. */
+  get stats(): LeasingStats {
+    const sum: LeasingStats = { inFlight: 0, ready: 0, waiting: 0, window: 0, redelivered: 0, redeliveredPending: 0, deadLettered: 0, deadLetteredTotal: 0, oldestUnacked: null };
+    for (const slot of this.fan.set.held()) {
+      const { ackFloor: _floor, oldestUnacked, ...counts } = slot.item.stats;
+      for (const key of Object.keys(counts) as (keyof typeof counts)[]) sum[key] += counts[key];
+      if (oldestUnacked && (sum.oldestUnacked === null || (oldestUnacked.waitedMs ?? -1) > (sum.oldestUnacked.waitedMs ?? -1))) sum.oldestUnacked = { partition: slot.index, ...oldestUnacked };
+    }
+    return sum;
+  }
+
+  /** The consumer of a lease's partition if this instance holds it; `E_LEASE` for no lease of this queue. */
+  #heldFor(ref: PartitionedLeaseRef): SharedConsumer | undefined {
+    this.assertOpen();
+    const invalid = this.#invalid(ref);
+    if (invalid) throw invalid;
+    return this.fan.set.get(ref.partition)?.item;
+  }
+
+  /** Why `ref` is no lease of this queue, if it is not. */
+  #invalid(ref: PartitionedLeaseRef): VQueueError | undefined {
+    if (!Number.isInteger(ref?.partition) || ref.partition < 0 || ref.partition >= this.partitions) {
+      return new VQueueError("E_LEASE", `Invalid lease: its partition ${JSON.stringify(ref?.partition)} is not one of queue "${this.queue}" (0 to ${this.partitions - 1}); give the lease as poll returned it.`);
+    }
+    if (![ref.part, ref.offset, ref.lease].every((n) => Number.isSafeInteger(n) && n >= 0)) {
+      return new VQueueError("E_LEASE", `Invalid lease: part, offset and lease must be integers from 0 (got ${JSON.stringify([ref.part, ref.offset, ref.lease])}); give the lease as poll returned it.`);
+    }
+    return undefined;
+  }
+}
+
+/** Opens shared consumer `name` of partitioned queue `queue`. See `PartitionedSharedConsumer`. */
+export function openPartitionedShared(queue: string, name: string, options?: PartitionedSharedOptions): Promise<PartitionedSharedConsumer> {
+  return PartitionedSharedConsumer.open(queue, name, options);
+}

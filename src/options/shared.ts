@@ -1,0 +1,77 @@
+import { integer, showValue, throwProblems, type Check } from "../core/check";
+import { isValidQueueName, nameRule } from "../core/names";
+import { resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./queue";
+
+/** Options of a shared consumer (consumers/shared/consumer.ts), beside those of every consumer. */
+export interface SharedConsumerOptions extends ConsumerOptions {
+  /** How long a polled message stays with its worker unless `extend`ed (a poll may give its own). @default 30000 */
+  leaseMs?: number;
+  /** Most messages leased at once, over all workers: polls get fewer, never an error. @default 1000 */
+  maxInFlight?: number;
+  /**
+   * Most messages tracked above the ack floor (the oldest unacknowledged one): leased, waiting
+   * to come again, or acknowledged out of order. While the oldest is stuck, polls hand out what
+   * lies within this many messages of it, then fewer. @default 10000
+   */
+  maxAckWindow?: number;
+  /** A message delivered this many times and not acknowledged goes to the dead-letter queue. @default 5 */
+  maxDeliveries?: number;
+  /** The dead-letter queue, a normal queue. @default `<queue>.dead` */
+  deadLetterQueue?: string;
+}
+
+/** Longest lease or delay: what a timer can wait. */
+export const MAX_LEASE_MS = 2 ** 31 - 1;
+
+/** A shared consumer's own options: what a server's config may set for every queue or one. */
+export type SharedSettings = Pick<SharedConsumerOptions, "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue">;
+
+const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
+  leaseMs: integer(1, MAX_LEASE_MS),
+  maxInFlight: integer(1, 1_000_000),
+  maxAckWindow: integer(1, 10_000_000),
+  maxDeliveries: integer(1, 1_000_000),
+  deadLetterQueue: (value, name) => (typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`),
+};
+
+/** What is wrong with shared-consumer settings at `name` (a server's `shared` or `queues.{q}.shared`); how they relate is checked at open. */
+export function sharedSettingsProblems(value: unknown, name = "shared"): string[] {
+  if (value === undefined) return [];
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return [`Invalid ${name} ${showValue(value)}: expected an object such as { "leaseMs": 30000, "maxDeliveries": 5 }.`];
+  return Object.entries(value).flatMap(([key, v]) => {
+    const check = SETTING_CHECKS[key as keyof SharedSettings];
+    if (!check) return [`Unknown key "${name}.${key}": use ${Object.keys(SETTING_CHECKS).join(", ")}.`];
+    const problem = v === undefined ? undefined : check(v, `${name}.${key}`);
+    return problem ? [problem] : [];
+  });
+}
+
+export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
+  leaseMs: number;
+  maxInFlight: number;
+  maxAckWindow: number;
+  maxDeliveries: number;
+  deadLetterQueue: string;
+}
+
+/** Defaults of a shared consumer's own options: the one place they are written. */
+export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5 } as const;
+
+export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, deadLetterQueue, ...common } = options;
+  const base = resolveConsumerOptions(common);
+  const resolved: ResolvedSharedOptions = {
+    ...base,
+    leaseMs: leaseMs ?? SHARED_DEFAULTS.leaseMs,
+    maxInFlight: maxInFlight ?? SHARED_DEFAULTS.maxInFlight,
+    maxAckWindow: maxAckWindow ?? SHARED_DEFAULTS.maxAckWindow,
+    maxDeliveries: maxDeliveries ?? SHARED_DEFAULTS.maxDeliveries,
+    deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
+  };
+  throwProblems([
+    ...Object.entries(SETTING_CHECKS).map(([key, check]) => check(resolved[key as keyof SharedSettings], key)),
+    resolved.maxAckWindow < resolved.maxInFlight ? `Invalid maxAckWindow ${resolved.maxAckWindow}: use at least maxInFlight (${resolved.maxInFlight}).` : undefined,
+    resolved.deadLetterQueue === queue ? `Invalid deadLetterQueue ${JSON.stringify(resolved.deadLetterQueue)}: use another queue than "${queue}".` : undefined,
+  ]);
+  return resolved;
+}

@@ -1,0 +1,156 @@
+/**
+ * `QueueWriter.produce`: pushes with an idempotency key and delayed pushes, on the writer's
+ * side stores (writer/idempotency.ts, writer/delayed.ts). The writer holds these for its life and calls in
+ * at a few points only: open, before a batch with keyed pushes is written, close.
+ */
+import { checkOption } from "../core/check";
+import { DelayedStore, type DueMessage } from "./delayed";
+import type { DriverLock, QueueDriver } from "../core/driver";
+import { VQueueError } from "../core/errors";
+import { checkKey, IdempotencyStore, type Intent, type ProduceResult } from "./idempotency";
+import type { EncodedInput, MessagePosition } from "../format/message";
+import type { ResolvedQueueOptions } from "../options/queue";
+
+export type { ProduceResult } from "./idempotency";
+
+/** Options of `QueueWriter.produce`. */
+export interface ProduceOptions {
+  /**
+   * An idempotency key: a produce whose key was accepted within `idempotencyWindowMs` is not
+   * written again and answers the first result (`replayed: true`), whatever its messages.
+   * 1 to 255 printable ASCII characters.
+   */
+  key?: string;
+  /** Deliver no earlier than this many ms from now (0 to `MAX_DELAY_MS`). */
+  delayMs?: number;
+  /** Deliver no earlier than this time: a Date, ms since the epoch or an ISO 8601 date (at most `MAX_DELAY_MS` ahead). */
+  at?: Date | number | string;
+}
+
+/** The longest delay: a year. */
+export const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
+
+/** What the writer gives its side stores. */
+export interface WriterHooks {
+  queue: string;
+  driver: QueueDriver;
+  options: ResolvedQueueOptions;
+  /** The writer's lock: the fence of the side logs' writes (core/driver.ts). */
+  lock: DriverLock;
+  /** Enqueues a batch into the writer, tagged with `key` (its INTENT is written before the batch). */
+  enqueue(items: EncodedInput[], key: string): Promise<MessagePosition[]>;
+}
+
+/** A pending push as the writer's batch holds it: how many messages, and its key if any. */
+export interface KeyedPush {
+  items: readonly unknown[];
+  key?: string;
+}
+
+export class ProduceExtras {
+  private constructor(
+    readonly hooks: WriterHooks,
+    readonly idempotency: IdempotencyStore,
+    readonly delayed: DelayedStore,
+  ) {}
+
+  static async open(hooks: WriterHooks): Promise<ProduceExtras> {
+    const { driver, queue, options, lock } = hooks;
+    const sync = options.durability !== "none";
+    const idempotency = await IdempotencyStore.open(driver, queue, { windowMs: options.idempotencyWindowMs, maxKeys: options.idempotencyMaxKeys, sync, onProblem: options.onProblem, fence: lock });
+    let extras: ProduceExtras | undefined;
+    try {
+      const delayed = await DelayedStore.open(driver, queue, {
+        sync,
+        syncMoved: options.durability === "fsync",
+        fence: lock,
+        max: options.maxDelayed,
+        onProblem: options.onProblem,
+        push: (messages) => extras!.#moveDue(messages),
+        isMoved: (key) => idempotency.known(key) !== undefined,
+        onMoved: (keys) => idempotency.forget(keys),
+        onKeyed: async (key, count, until, acceptedAt) => {
+          if (acceptedAt + options.idempotencyWindowMs > Date.now() && !idempotency.known(key)) await idempotency.accepted(key, { count, until }, acceptedAt);
+        },
+      });
+      extras = new ProduceExtras(hooks, idempotency, delayed);
+      // Every move the keys tell of has its MOVED frame now: they go, and so do keys past their window.
+      idempotency.forgetMoves();
+      await idempotency.compact();
+      return extras;
+    } catch (error) {
+      await extras?.delayed.close().catch(() => {});
+      await idempotency.close();
+      throw error;
+    }
+  }
+
+  /** A produce with options (see `ProduceOptions`): checked, then delayed and/or deduplicated. */
+  async produce(items: EncodedInput[], options: ProduceOptions): Promise<ProduceResult> {
+    const { key, due } = checkProduceOptions(options);
+    const run = async () => {
+      if (due !== undefined && due > Date.now()) {
+        await this.delayed.add(items, due, key);
+        return { count: items.length, until: due };
+      }
+      const positions = await this.hooks.enqueue(items, key ?? "");
+      return { count: positions.length, first: positions[0]!, last: positions.at(-1)! };
+    };
+    if (key === undefined) return run().then((result) => ({ ...result, replayed: false }));
+    return this.idempotency.run(key, run);
+  }
+
+  /** Before the writer writes a batch: the INTENTs of its keyed pushes, durable first. */
+  beforeWrite(batch: readonly KeyedPush[], part: number, count: number): Promise<void> {
+    const intents: Intent[] = [];
+    let skip = 0;
+    for (const push of batch) {
+      if (push.key) intents.push({ key: push.key, skip, count: push.items.length });
+      skip += push.items.length;
+    }
+    return intents.length > 0 ? this.idempotency.intents(intents, part, count) : Promise.resolve();
+  }
+
+  /** Moves the delayed messages due already, then the others when due (the writer is open). */
+  start(): Promise<void> {
+    return this.delayed.start();
+  }
+
+  /** Stops moving delayed messages (the writer flushes after). */
+  stop(): Promise<void> {
+    return this.delayed.stop();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.delayed.close(), this.idempotency.close()]);
+  }
+
+  /** Due messages into the queue, each under its own key, in one batch of the writer. */
+  async #moveDue(messages: DueMessage[]): Promise<void> {
+    await Promise.all(messages.map((m) => this.idempotency.run(m.key, async () => {
+      const [position] = await this.hooks.enqueue([m.data], m.key);
+      return { count: 1, first: position!, last: position! };
+    })));
+  }
+}
+
+/** The options checked (`E_OPTION` saying what is allowed), the due time resolved. */
+export function checkProduceOptions(options: ProduceOptions): { key?: string; due?: number } {
+  const { key, delayMs, at } = options;
+  if (key !== undefined) checkOption("key", key, (value, name) => checkKey(value, name));
+  if (delayMs !== undefined && at !== undefined) throw new VQueueError("E_OPTION", "Give delayMs or at, not both.");
+  if (delayMs !== undefined) {
+    checkOption("delayMs", delayMs, (value, name) => (Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_DELAY_MS ? undefined : `Invalid ${name} ${JSON.stringify(value)}: use an integer from 0 to ${MAX_DELAY_MS} (a year).`));
+    return { key, due: Date.now() + delayMs };
+  }
+  if (at !== undefined) return { key, due: parseAt(at, "at") };
+  return { key };
+}
+
+/** A due time: a Date, ms since the epoch or an ISO 8601 date, at most a year ahead (a past time is now). */
+export function parseAt(at: unknown, name: string): number {
+  const time = at instanceof Date ? at.getTime() : typeof at === "number" ? at : typeof at === "string" && !/^\d+$/.test(at) ? Date.parse(at) : typeof at === "string" ? Number(at) : Number.NaN;
+  if (!Number.isFinite(time)) throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(at)}: use an ISO 8601 date (2026-01-31T12:00:00Z) or ms since the epoch.`);
+  if (time > Date.now() + MAX_DELAY_MS) throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(at)}: at most a year ahead.`);
+  return time;
+}

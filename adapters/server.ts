@@ -14,7 +14,7 @@ import { fsDataDir, resolveDriver } from "./storage";
 import { selectZstd, type ZstdChoice } from "./zstd-native";
 import type { ZstdLoader } from "../src/compression/zstd";
 import { VQueueError } from "../src/core/errors";
-import { sleep } from "../src/instances/handoff";
+import { sleep } from "../src/core/sleep";
 
 export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
   /**

@@ -17,6 +17,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { default as Redis } from "ioredis";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch } from "../protocol/binary";
+import { sleep } from "../src/core/sleep";
 import { startRedisServer } from "./redis-server";
 import { formatRate, formatTable, progress, removeDir, tempDir } from "./util";
 
@@ -370,5 +371,4 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -11,6 +11,7 @@ import { Agent } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../protocol/binary";
+import { sleep } from "../src/core/sleep";
 import type { ConsumeResponse } from "../protocol/api";
 import { call, type Reply } from "./http";
 import type { Batch, Measured, System, Workload } from "./instances-workload";
@@ -253,4 +254,3 @@ async function startInstance(storage: RunStorage): Promise<Instance> {
   return { port, cpuMs: () => cpuMsOf(child.pid!), stop };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,5 +1,5 @@
 import { VQueueClientError, VQueueNetworkError } from "./errors";
-import { sleep } from "./sleep";
+import { sleep } from "../src/core/sleep";
 
 /** How long the calls that are safe to repeat keep retrying by default: past a server's restart (kill, start, recovery). */
 export const RETRY_TIMEOUT_MS = 20_000;

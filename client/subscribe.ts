@@ -1,4 +1,4 @@
-import { sleep } from "./sleep";
+import { sleep } from "../src/core/sleep";
 import { VQueueClientError, VQueueNetworkError } from "./errors";
 import type { RetryOption } from "./retry";
 import type { ConsumeOptions, ConsumeResult } from "./types";

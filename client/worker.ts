@@ -1,6 +1,6 @@
 // Over 300 lines: one worker loop (lease, run handlers concurrently, ack, nack with backoff, extend
 // long handlers, retry the network) whose parts share its state; split, each would need all of it.
-import { sleep } from "./sleep";
+import { sleep } from "../src/core/sleep";
 import { VQueueClientError, isAbortError } from "./errors";
 import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, isTransient, retryDelay, withRetries } from "./retry";
 import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptions } from "./shared";

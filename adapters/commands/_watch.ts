@@ -5,6 +5,7 @@
  * logged or grepped; with `--json`, one JSON line per sample (a `WatchView`).
  */
 import { describeError } from "./_errors";
+import { sleep } from "../../src/core/sleep";
 import { log } from "./_shared";
 import type { WatchConsumerRow, WatchQueueRow, WatchSource, WatchView } from "./_watch-source";
 
@@ -117,17 +118,4 @@ function bytes(n: number): string {
     unit++;
   }
   return unit === 0 ? `${n} B` : `${value.toFixed(1)} ${UNITS[unit]}`;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted || ms <= 0) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

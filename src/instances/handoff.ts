@@ -9,6 +9,7 @@
 import { integer, throwProblems } from "../core/check";
 import type { QueueDriver } from "../core/driver";
 import { VQueueError } from "../core/errors";
+import { sleep } from "../core/sleep";
 import { writeWhole } from "../storage/write-whole";
 
 export interface HandoffOptions {
@@ -60,11 +61,6 @@ export function resolveHandoffOptions(options: ConsumerHandoffOptions): Resolved
     integer(0, 24 * 3600_000)(resolved.handoffGraceMs, "handoffGraceMs"),
   ]);
   return resolved;
-}
-
-/** A random id of one instance: who wrote a marker (a holder ignores its own). */
-export function instanceId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** What a request says of its wanter, besides who it is (lines after the first, which markers of older versions lack). */
@@ -147,4 +143,3 @@ export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

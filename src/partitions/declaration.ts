@@ -9,7 +9,7 @@
 import { crc32 } from "../format/crc32";
 import type { QueueDriver } from "../core/driver";
 import { VQueueError } from "../core/errors";
-import { sleep } from "../instances/handoff";
+import { sleep } from "../core/sleep";
 import { assertName, isValidQueueName } from "../core/names";
 import { partitionsPath, queueInfoPath, writerLockPath } from "../storage/paths";
 import { writeWhole } from "../storage/write-whole";

@@ -8,7 +8,9 @@
  */
 import type { QueueDriver } from "../core/driver";
 import { VQueueError } from "../core/errors";
-import { CHECK_MS, WATCHED_CHECK_MS, instanceId, isWanted, readWant, sleep, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "../instances/handoff";
+import { sleep } from "../core/sleep";
+import { instanceId } from "../instances/instance-id";
+import { CHECK_MS, WATCHED_CHECK_MS, isWanted, readWant, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "../instances/handoff";
 import { partitionName } from "./declaration";
 
 /** Marker changes come in bursts (a temporary file, then its rename): the markers are read at most this often for them. */

@@ -1,2 +1,2 @@
-/** Resolves after `ms` milliseconds: the one sleep of the tests and their child processes. */
-export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+/** The one sleep of the tests and their child processes: the engine's. */
+export { sleep } from "../../src/core/sleep";

@@ -1,5 +1,5 @@
 import { VQueueError } from "../../../src/core/errors";
-import { sleep } from "../../../src/instances/handoff";
+import { sleep } from "../../../src/core/sleep";
 import { DRIVER_NAME, readForRenewal, toBytes, type UnstorageLike } from "./unstorage-keys";
 
 /**

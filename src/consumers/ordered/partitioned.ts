@@ -16,7 +16,7 @@ import type { Message } from "../../format/message";
 import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type IterateOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions } from "../../options/queue";
 import type { OrderedConsumer } from "../types";
 import { iterateMessages } from "./iterate";
-import { FanConsumer } from "../../partitions/fan-consumer";
+import { PartitionedConsumerBase } from "../../partitions/consumer-base";
 import { PartitionFan } from "../../partitions/fan";
 import { formatPartitionedCursor, parsePartitionedCursor } from "../../partitions/cursor";
 import { partitionName } from "../../partitions/declaration";
@@ -37,7 +37,7 @@ export type PartitionedSeekTarget = "earliest" | "latest" | (string & {}) | { ti
 /** A message of a partitioned queue: its position is in partition `partition`. */
 export type PartitionedMessage = Message & { partition: number };
 
-export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { raw: boolean }> implements OrderedConsumer<PartitionedMessage, PartitionedSeekTarget> {
+export class PartitionedConsumer extends PartitionedConsumerBase<QueueConsumer, Message, { raw: boolean }> implements OrderedConsumer<PartitionedMessage, PartitionedSeekTarget> {
   readonly handoff: ResolvedHandoffOptions;
   /** Partitions this instance handed messages out of (the cursor names only these). */
   readonly #served: Set<number>;
@@ -93,9 +93,9 @@ export class PartitionedConsumer extends FanConsumer<QueueConsumer, Message, { r
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedConsumerOptions = {}): Promise<PartitionedConsumer> {
     const { driver } = resolveConsumerOptions(options);
-    const partitions = await FanConsumer.declared(driver, queue, name, options.partitions);
-    const consumer = new PartitionedConsumer(queue, name, partitions, options, await FanConsumer.unborn(driver, queue, partitions, options.start));
-    return FanConsumer.started(consumer).catch((error: unknown) => {
+    const partitions = await PartitionedConsumerBase.declared(driver, queue, name, options.partitions);
+    const consumer = new PartitionedConsumer(queue, name, partitions, options, await PartitionedConsumerBase.unborn(driver, queue, partitions, options.start));
+    return PartitionedConsumerBase.started(consumer).catch((error: unknown) => {
       clearInterval(consumer.#inboxTimer);
       throw error;
     });

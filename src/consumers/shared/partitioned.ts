@@ -12,7 +12,7 @@ import { VQueueError } from "../../core/errors";
 import { isLockLost } from "../../storage/fence";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "../../instances/handoff";
 import { checkInteger, resolveConsumerOptions } from "../../options/queue";
-import { FanConsumer } from "../../partitions/fan-consumer";
+import { PartitionedConsumerBase } from "../../partitions/consumer-base";
 import { PartitionFan } from "../../partitions/fan";
 import { MAX_ERROR_CHARS, SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./consumer";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
@@ -29,7 +29,7 @@ export interface PartitionedSharedOptions extends SharedConsumerOptions, Consume
 export type PartitionedLeasedMessage = LeasedMessage & { partition: number };
 export type PartitionedLeaseRef = LeaseRef & { partition: number };
 
-export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, LeasedMessage, { leaseMs?: number }> implements LeasingConsumer<PartitionedLeasedMessage, PartitionedLeaseRef> {
+export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedConsumer, LeasedMessage, { leaseMs?: number }> implements LeasingConsumer<PartitionedLeasedMessage, PartitionedLeaseRef> {
   readonly handoff: ResolvedHandoffOptions;
   readonly #shared: ResolvedSharedOptions;
   /** Acks, nacks and extends of partitions held elsewhere, to their inboxes. */
@@ -64,8 +64,8 @@ export class PartitionedSharedConsumer extends FanConsumer<SharedConsumer, Lease
   /** Opens shared consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
   static async open(queue: string, name: string, options: PartitionedSharedOptions = {}): Promise<PartitionedSharedConsumer> {
     const { driver } = resolveConsumerOptions(options);
-    const partitions = await FanConsumer.declared(driver, queue, name, options.partitions);
-    return FanConsumer.started(new PartitionedSharedConsumer(queue, name, partitions, options, await FanConsumer.unborn(driver, queue, partitions, options.start)));
+    const partitions = await PartitionedConsumerBase.declared(driver, queue, name, options.partitions);
+    return PartitionedConsumerBase.started(new PartitionedSharedConsumer(queue, name, partitions, options, await PartitionedConsumerBase.unborn(driver, queue, partitions, options.start)));
   }
 
   /** Leases up to `max` messages from the partitions held, round-robin, waiting up to `timeoutMs` for the first. */

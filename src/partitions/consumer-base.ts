@@ -8,7 +8,7 @@ import { openPartitions, partitionName } from "./declaration";
 import { queueTotals } from "../log/totals";
 
 /** What both partitioned consumers share: the fan over their partitions, and the calls that only pass through to it. */
-export abstract class FanConsumer<T, M, P> {
+export abstract class PartitionedConsumerBase<T, M, P> {
   readonly queue: string;
   readonly name: string;
   readonly partitions: number;
@@ -42,7 +42,7 @@ export abstract class FanConsumer<T, M, P> {
   }
 
   /** Takes the free partitions; on failure lets go of what it took. */
-  protected static async started<C extends FanConsumer<unknown, unknown, unknown>>(consumer: C): Promise<C> {
+  protected static async started<C extends PartitionedConsumerBase<unknown, unknown, unknown>>(consumer: C): Promise<C> {
     try {
       await consumer.fan.start();
     } catch (error) {

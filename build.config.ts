@@ -11,7 +11,10 @@ import { defineBuildConfig } from "unbuild";
  */
 const declareAsyncDispose: Plugin = {
   name: "v-queue:declare-async-dispose",
-  renderChunk: (code) => (code.includes("[Symbol.asyncDispose]") ? `${code}\ndeclare global {\n    interface SymbolConstructor {\n        readonly asyncDispose: unique symbol;\n    }\n}\n` : null),
+  renderChunk: (code) =>
+    code.includes("[Symbol.asyncDispose]")
+      ? `${code}\ndeclare global {\n    interface SymbolConstructor {\n        readonly asyncDispose: unique symbol;\n    }\n}\n`
+      : null,
 };
 
 export default defineBuildConfig({

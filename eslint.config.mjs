@@ -5,7 +5,18 @@ import tseslint from "typescript-eslint";
 const room = (files, ...patterns) => ({ files, rules: { "no-restricted-imports": ["error", { patterns }] } });
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", ".tmp/**", "playground/*/.output/**", "playground/*/node_modules/**", "playground/*/.nuxt/**", "playground/*/.nitro/**"] },
+  {
+    ignores: [
+      "dist/**",
+      "node_modules/**",
+      "coverage/**",
+      ".tmp/**",
+      "playground/*/.output/**",
+      "playground/*/node_modules/**",
+      "playground/*/.nuxt/**",
+      "playground/*/.nitro/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -20,7 +31,28 @@ export default tseslint.config(
     languageOptions: {
       sourceType: "module",
       globals: Object.fromEntries(
-        ["window", "document", "location", "navigator", "fetch", "Request", "URL", "setTimeout", "clearTimeout", "AbortController", "DOMException", "URLSearchParams", "Intl", "performance", "getComputedStyle", "ResizeObserver", "TextEncoder", "atob", "HTMLElement", "globalThis"].map((name) => [name, "readonly"]),
+        [
+          "window",
+          "document",
+          "location",
+          "navigator",
+          "fetch",
+          "Request",
+          "URL",
+          "setTimeout",
+          "clearTimeout",
+          "AbortController",
+          "DOMException",
+          "URLSearchParams",
+          "Intl",
+          "performance",
+          "getComputedStyle",
+          "ResizeObserver",
+          "TextEncoder",
+          "atob",
+          "HTMLElement",
+          "globalThis",
+        ].map((name) => [name, "readonly"]),
       ),
     },
   },

@@ -18,7 +18,8 @@ for (const [name, command] of Object.entries(commands)) {
     } catch (error) {
       const message = describeError(error);
       if (message === undefined) throw error;
-      const hint = VQueueError.isError(error) && error.code === "E_LOCKED" ? await lockedHint(context.args as { dir?: string; storage?: string; url?: string }) : "";
+      const hint =
+        VQueueError.isError(error) && error.code === "E_LOCKED" ? await lockedHint(context.args as { dir?: string; storage?: string; url?: string }) : "";
       consola.error(hint ? `${message}\n${hint}` : message);
       process.exit(1);
     }

@@ -21,7 +21,11 @@ export class ConfigError extends Error {
     source?: string,
   ) {
     const where = source ? `${source}: ` : "";
-    super(problems.length === 1 ? `${where}${problems[0]}` : `${where}${problems.length} problems in the configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(
+      problems.length === 1
+        ? `${where}${problems[0]}`
+        : `${where}${problems.length} problems in the configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+    );
   }
 }
 
@@ -102,7 +106,8 @@ const users: Rule = (v, path, out) => {
 
 const auth = orFalse((v, path, out) => {
   object({ enabled: bool, realm: text(), users }, [])(v, path, out);
-  if (isObject(v) && v.enabled === true && !(Array.isArray(v.users) && v.users.length > 0)) out.push(`Invalid ${path}: enabled without users, nobody could log in.`);
+  if (isObject(v) && v.enabled === true && !(Array.isArray(v.users) && v.users.length > 0))
+    out.push(`Invalid ${path}: enabled without users, nobody could log in.`);
 });
 
 // Known keys here; values and how they relate: the HTTP runtime's own check.

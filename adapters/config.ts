@@ -88,7 +88,9 @@ export interface VQueueConfig {
   metrics?: boolean | { open?: boolean };
 }
 
-export interface ResolvedServeConfig extends Required<Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">> {
+export interface ResolvedServeConfig extends Required<
+  Pick<VQueueConfig, "dir" | "host" | "port" | "durability" | "compression" | "zstd" | "start" | "syncCommits" | "logLevel">
+> {
   auth: AuthOptions | false;
   limits: Partial<QueueAppLimits>;
   storage?: string;
@@ -152,7 +154,10 @@ export async function loadServeConfig(options: LoadServeConfigOptions = {}): Pro
     file = loaded.configFile && isAbsolute(loaded.configFile) ? loaded.configFile : undefined;
   } else {
     const named = options.configFile ?? (await readdir(cwd).catch(() => [])).find((name) => CONFIG_FILE.test(name));
-    if (named) throw new ConfigError([`Reading the config file ${named} needs the npm package c12, which is not installed (an optional peer dependency of v-queue): install it beside v-queue (\`npm install c12\`), or give the settings as VQUEUE_* variables and flags.`]);
+    if (named)
+      throw new ConfigError([
+        `Reading the config file ${named} needs the npm package c12, which is not installed (an optional peer dependency of v-queue): install it beside v-queue (\`npm install c12\`), or give the settings as VQUEUE_* variables and flags.`,
+      ]);
     resolved = replaceArrays(overrides, CONFIG_DEFAULTS) as ResolvedServeConfig;
   }
   // The whole merged config against one schema: every problem at once, before anything starts.
@@ -215,7 +220,9 @@ export async function readCompressionDictionary(path: string, cwd = process.cwd(
   const file = resolve(cwd, path);
   const bytes = await readFile(file).catch((error: NodeJS.ErrnoException) => {
     const why = error.code === "ENOENT" ? "no such file" : error.code === "EISDIR" ? "it is a directory" : error.message;
-    throw new ConfigError([`Cannot read compressionDictionary ${JSON.stringify(path)} (${file}): ${why}. Make one with \`zstd --train -o ${path} <sample files>\`, or remove the option.`]);
+    throw new ConfigError([
+      `Cannot read compressionDictionary ${JSON.stringify(path)} (${file}): ${why}. Make one with \`zstd --train -o ${path} <sample files>\`, or remove the option.`,
+    ]);
   });
   const problem = checkDictionary(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), `compressionDictionary ${JSON.stringify(path)}`);
   if (problem) throw new ConfigError([problem]);

@@ -12,7 +12,9 @@ export async function checkDataDir(dir: string, { create = false, writable = fal
   const fail = (what: string, error?: NodeJS.ErrnoException): never => {
     throw new ConfigError([`Data directory ${path} ${what}${error ? ` (${error.code ?? error.message})` : ""}.`]);
   };
-  const info = await stat(path).catch((error: NodeJS.ErrnoException) => (error.code === "ENOENT" || error.code === "ENOTDIR" ? undefined : fail("cannot be read", error)));
+  const info = await stat(path).catch((error: NodeJS.ErrnoException) =>
+    error.code === "ENOENT" || error.code === "ENOTDIR" ? undefined : fail("cannot be read", error),
+  );
   if (info && !info.isDirectory()) fail("is not a directory");
   if (!info) {
     if (!create) return;

@@ -33,7 +33,11 @@ export function exportQueueObject(options: NitroEntryOptions): boolean {
   if (options.dev || !options.preset || !WORKER_PRESETS.has(options.preset) || !options.entry) return false;
   if (options.entry === ENTRY_ID) return true; // a second instance of the module
   const original = JSON.stringify(options.entry);
-  (options.virtual ??= {})[ENTRY_ID] = [`export * from ${original};`, `export { default } from ${original};`, `export { VQueueObject } from "v-queue/cloudflare";`].join("\n");
+  (options.virtual ??= {})[ENTRY_ID] = [
+    `export * from ${original};`,
+    `export { default } from ${original};`,
+    `export { VQueueObject } from "v-queue/cloudflare";`,
+  ].join("\n");
   options.entry = ENTRY_ID;
   return true;
 }

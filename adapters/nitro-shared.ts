@@ -41,7 +41,8 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
   return {
     queue,
     name,
-    poll: ({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) => withHttpStatus(slot().then((opened) => opened.lease({ max, maxBytes, leaseMs, timeoutMs, signal }))),
+    poll: ({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) =>
+      withHttpStatus(slot().then((opened) => opened.lease({ max, maxBytes, leaseMs, timeoutMs, signal }))),
     ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
     nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
     extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
@@ -54,7 +55,13 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
  * letters, clean stop) on calls to the engine in this process instead of HTTP requests: the
  * handler gets the same messages as a remote worker's (lease tokens as strings).
  */
-export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: string, name: string, handle: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}): Worker {
+export function engineWorker<T>(
+  handler: () => Promise<QueueHandler>,
+  queue: string,
+  name: string,
+  handle: (message: LeasedClientMessage<T>) => unknown,
+  options: WorkerOptions = {},
+): Worker {
   const slot = async (): Promise<LeasingSlot> => (await handler()).sharedConsumer(queue, name);
   // The tokens are the worker's own, made by fromLeaseRecord (with the partition on a partitioned queue).
   const refs = (leases: string[]) =>
@@ -64,7 +71,9 @@ export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: str
       return ref;
     });
   const errorsOf = <V>(leases: string[], settled: Settled<V>[]) =>
-    settled.flatMap((outcome, i) => (outcome.ok ? [] : [{ lease: leases[i]!, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }]));
+    settled.flatMap((outcome, i) =>
+      outcome.ok ? [] : [{ lease: leases[i]!, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) }],
+    );
   const calls: WorkerCalls = {
     async leaseBatch({ max, leaseMs, timeoutMs, signal, json }) {
       // In process: no response to keep small.
@@ -82,7 +91,9 @@ export function engineWorker<T>(handler: () => Promise<QueueHandler>, queue: str
       return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },
     ack: async (leases) => ({ errors: errorsOf(leases, await (await slot()).ack(refs(leases))) }),
-    nack: async (leases, { delayMs, error, deadLetter, release }) => ({ errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter, release })) }),
+    nack: async (leases, { delayMs, error, deadLetter, release }) => ({
+      errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter, release })),
+    }),
     async extend(leases, leaseMs) {
       const settled = await (await slot()).extend(refs(leases), leaseMs);
       return { extended: leases.filter((_, i) => settled[i]!.ok).map((lease) => ({ lease })) };

@@ -31,7 +31,22 @@ import type { Worker, WorkerOptions } from "../client/worker";
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
 /** Options of the module: plain JSON (they are written into the build and the runtime config). */
-export interface VQueueNitroOptions extends Pick<QueueAppOptions, "durability" | "compression" | "start" | "syncCommits" | "consumerIdleMs" | "limits" | "retention" | "queues" | "shared" | "idempotencyWindowMs" | "maxDelayed" | "dashboard" | "monitor"> {
+export interface VQueueNitroOptions extends Pick<
+  QueueAppOptions,
+  | "durability"
+  | "compression"
+  | "start"
+  | "syncCommits"
+  | "consumerIdleMs"
+  | "limits"
+  | "retention"
+  | "queues"
+  | "shared"
+  | "idempotencyWindowMs"
+  | "maxDelayed"
+  | "dashboard"
+  | "monitor"
+> {
   /** `<prefix>/metrics` (Prometheus): `true` behind auth, `{ open: true }` without, `false` no route. @default true */
   metrics?: boolean | { open?: boolean };
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
@@ -80,7 +95,8 @@ export default function vQueue(options: VQueueNitroOptions = {}): NitroModuleLik
   const { name = "default", ...rest } = options;
   if (!/^[\w-]+$/.test(name)) throw optionError(`Invalid name ${JSON.stringify(name)}: letters, digits, '_' and '-' only.`);
   const prefix = normalizePrefix(rest.prefix ?? "/_queue");
-  if (!prefix) throw optionError(`Invalid prefix ${JSON.stringify(rest.prefix)}: give a path such as "/_queue" (an empty one would take every route of the app).`);
+  if (!prefix)
+    throw optionError(`Invalid prefix ${JSON.stringify(rest.prefix)}: give a path such as "/_queue" (an empty one would take every route of the app).`);
   // The build-time values (unknown keys too); the runtime config's are checked when the instance opens.
   throwProblems(moduleOptionProblems(options));
   return {
@@ -144,7 +160,10 @@ function pluginCode(name: string): string {
 
 // Nitro v3: h3 v2 takes a `{ fetch }` object; only the web Request crosses (Nitro's h3 is not ours).
 function nitro3HandlerCode(name: string): string {
-  return [`import { disconnectSignal, vQueueFetch } from "v-queue/nitro";`, `export default { fetch: (request) => vQueueFetch(${JSON.stringify(name)}, request, disconnectSignal(request)) };`].join("\n");
+  return [
+    `import { disconnectSignal, vQueueFetch } from "v-queue/nitro";`,
+    `export default { fetch: (request) => vQueueFetch(${JSON.stringify(name)}, request, disconnectSignal(request)) };`,
+  ].join("\n");
 }
 
 /**
@@ -241,7 +260,8 @@ export function useVQueue(name = "default"): VQueueInstance {
   const instance = registry().get(name);
   if (instance) return instance;
   const setup = setups().get(name);
-  if (!setup) throw optionError(`No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
+  if (!setup)
+    throw optionError(`No v-queue named "${name}" in this server: add \`vQueue(${name === "default" ? "" : `{ name: "${name}" }`})\` to the Nitro modules.`);
   // Once: a closed instance (the server stopping) is not opened again.
   setups().delete(name);
   const { options, baseURL } = setup();
@@ -275,7 +295,10 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     const env = storageNeedsEnv(storage) ? await workerEnv() : undefined;
     const driver = await resolveDriver({ storage, dir, env }, NITRO_DEFAULT_DIR);
     // The Node process series when the host has node:fs (Nitro's Node presets); none elsewhere.
-    const metrics = await import("./process-stats").then(({ withProcessStats }) => withProcessStats(appOptions.metrics), () => appOptions.metrics);
+    const metrics = await import("./process-stats").then(
+      ({ withProcessStats }) => withProcessStats(appOptions.metrics),
+      () => appOptions.metrics,
+    );
     const created = createQueueHandler({ ...appOptions, metrics, driver, auth });
     // The partitioned queues of `queues`, declared before the first request (a conflict stops this instance).
     await created.ready().catch(async (error: unknown) => {
@@ -288,7 +311,11 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
   const handler = () => {
     if (opened) return opened;
     if (storageNeedsEnv(storage) && workerEnvPending()) {
-      return Promise.reject(optionError(`v-queue "${name}" opens its queues (storage ${JSON.stringify(storage)}) at the Worker's first event, where its bindings are known: use it while serving a request (or another event), not at global scope.`));
+      return Promise.reject(
+        optionError(
+          `v-queue "${name}" opens its queues (storage ${JSON.stringify(storage)}) at the Worker's first event, where its bindings are known: use it while serving a request (or another event), not at global scope.`,
+        ),
+      );
     }
     const opening = (opened = open());
     opening.catch((error: unknown) => {
@@ -338,7 +365,8 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
-    worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) => engineWorker(handler, queue, consumer, run, workerOptions),
+    worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) =>
+      engineWorker(handler, queue, consumer, run, workerOptions),
     async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions & { partitionKey?: string }) {
       return withHttpStatus((await handler()).produce(queue, messages, produceOptions));
     },
@@ -377,14 +405,17 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
 function announceAccess(name: string, prefix: string, auth: AuthOptions | false | undefined): boolean {
   const env = `V_QUEUE_${name.toUpperCase().replace(/-/g, "_")}_AUTH`;
   if (auth === false || auth?.enabled === false) {
-    console.warn(`${LOG_PREFIX} [nitro] "${name}": the HTTP API, dashboard and metrics at ${prefix} are served WITHOUT auth (auth: false): anyone who reaches this app can read, change and delete queues. Give users instead (NITRO_${env}_USERS, NUXT_${env}_USERS in Nuxt).`);
+    console.warn(
+      `${LOG_PREFIX} [nitro] "${name}": the HTTP API, dashboard and metrics at ${prefix} are served WITHOUT auth (auth: false): anyone who reaches this app can read, change and delete queues. Give users instead (NITRO_${env}_USERS, NUXT_${env}_USERS in Nuxt).`,
+    );
     return true;
   }
   if ((auth?.users?.length ?? 0) > 0) return true;
-  console.info(`${LOG_PREFIX} [nitro] "${name}": the HTTP API, dashboard and metrics at ${prefix} are not served: no users configured (useVQueue() in server code needs none). Give users to serve them (NITRO_${env}_USERS='[{"username":"admin","password":"..."}]', NUXT_${env}_USERS in Nuxt).`);
+  console.info(
+    `${LOG_PREFIX} [nitro] "${name}": the HTTP API, dashboard and metrics at ${prefix} are not served: no users configured (useVQueue() in server code needs none). Give users to serve them (NITRO_${env}_USERS='[{"username":"admin","password":"..."}]', NUXT_${env}_USERS in Nuxt).`,
+  );
   return false;
 }
-
 
 function normalizePrefix(prefix: string): string {
   return `/${prefix}`.replace(/\/{2,}/g, "/").replace(/\/+$/, "");
@@ -405,7 +436,9 @@ function normalizeRuntimeOptions(options: Partial<VQueueRuntimeOptions>): VQueue
   };
   // A deep copy: nitropack 2's runtime config is read-only.
   const copy = JSON.parse(JSON.stringify(options)) as Partial<VQueueRuntimeOptions>;
-  const o = Object.fromEntries(Object.entries(copy).map(([k, v]) => [k, ["dir", "storage", "prefix", "durability", "compression", "start"].includes(k) ? v : parse(v)]));
+  const o = Object.fromEntries(
+    Object.entries(copy).map(([k, v]) => [k, ["dir", "storage", "prefix", "durability", "compression", "start"].includes(k) ? v : parse(v)]),
+  );
   const auth = o.auth as AuthOptions | false | undefined;
   if (auth) {
     auth.users = parse(auth.users) as AuthOptions["users"];

@@ -59,7 +59,12 @@ export async function serveQueues(options: ServeOptions = {}): Promise<QueueServ
   if (zstd === "native") await zstdLoader();
   const handler = createQueueHandler({
     // consola's level (`--log-level`) decides which of these lines are printed.
-    logger: { error: (m, ...a) => consola.error(m, ...a), warn: (m, ...a) => consola.warn(m, ...a), info: (m, ...a) => consola.info(m, ...a), debug: (m, ...a) => consola.debug(m, ...a) },
+    logger: {
+      error: (m, ...a) => consola.error(m, ...a),
+      warn: (m, ...a) => consola.warn(m, ...a),
+      info: (m, ...a) => consola.info(m, ...a),
+      debug: (m, ...a) => consola.debug(m, ...a),
+    },
     ...appOptions,
     metrics: withProcessStats(appOptions.metrics),
     zstd: zstdLoader,

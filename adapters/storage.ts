@@ -150,7 +150,8 @@ function splitQuery(text: string): [string, string | undefined] {
 /** Throws on a query parameter of a storage spec not in `known`, saying which are (`hint`). */
 function refuseUnknownParams(text: string, params: URLSearchParams, known: string[], hint = known.join(", ")): void {
   const unknown = [...params.keys()].filter((k) => !known.includes(k));
-  if (unknown.length > 0) throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${hint}.`);
+  if (unknown.length > 0)
+    throw optionError(`Invalid storage ${showValue(text)}: unknown parameter ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use ${hint}.`);
 }
 
 /** The fs driver's options in an `fs:` or `file:` spec's query: `lease` (ms). */
@@ -160,7 +161,8 @@ function fsParams(text: string, query: string | undefined): { lockLeaseMs?: numb
   refuseUnknownParams(text, params, ["lease"], "lease (ms: fs:./queues?lease=5000)");
   const lease = params.get("lease");
   if (lease === null) return {};
-  if (!/^\d{1,9}$/.test(lease)) throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
+  if (!/^\d{1,9}$/.test(lease))
+    throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
   return { lockLeaseMs: Number(lease) };
 }
 
@@ -168,32 +170,54 @@ function fsParams(text: string, query: string | undefined): { lockLeaseMs?: numb
 async function durableObjectBacked(text: string, env: WorkerEnv | undefined): Promise<QueueDriver> {
   const bad = (what: string) => optionError(`Invalid storage ${showValue(text)}: ${what}.`);
   const [name = "", query = ""] = text.slice("durable-object:".length).split("?", 2);
-  if (!/^[A-Za-z_]\w*$/.test(name)) throw bad(`${name ? `${JSON.stringify(name)} is not` : "it names no"} binding; use durable-object:BINDING, BINDING being the name of the VQueueObject class's binding in the wrangler config (e.g. durable-object:VQUEUE)`);
-  if (!inWorkerd()) throw bad("Durable Objects are reachable only from a Cloudflare Worker (workerd): build the Nitro app with the cloudflare-module preset, or use another storage here");
+  if (!/^[A-Za-z_]\w*$/.test(name))
+    throw bad(
+      `${name ? `${JSON.stringify(name)} is not` : "it names no"} binding; use durable-object:BINDING, BINDING being the name of the VQueueObject class's binding in the wrangler config (e.g. durable-object:VQUEUE)`,
+    );
+  if (!inWorkerd())
+    throw bad(
+      "Durable Objects are reachable only from a Cloudflare Worker (workerd): build the Nitro app with the cloudflare-module preset, or use another storage here",
+    );
   if (!env) throw bad("the Worker's env is not known here; pass it (resolveStorageDriver(spec, { env }))");
   const namespace = env[name] as Partial<DurableObjectNamespace> | undefined;
   if (typeof namespace?.idFromName !== "function" || typeof namespace.get !== "function") {
     const namespaces = Object.keys(env).filter((key) => typeof (env[key] as Partial<DurableObjectNamespace> | null)?.idFromName === "function");
-    const found = namespace === undefined ? `the Worker has no binding ${JSON.stringify(name)}` : `the binding ${JSON.stringify(name)} is not a Durable Object namespace`;
-    throw bad(`${found}. Bind the VQueueObject class as ${name} in the wrangler config ("durable_objects": { "bindings": [{ "name": "${name}", "class_name": "VQueueObject" }] }, and a migration that creates it); Durable Object namespaces bound now: ${namespaces.length > 0 ? namespaces.join(", ") : "none"}`);
+    const found =
+      namespace === undefined ? `the Worker has no binding ${JSON.stringify(name)}` : `the binding ${JSON.stringify(name)} is not a Durable Object namespace`;
+    throw bad(
+      `${found}. Bind the VQueueObject class as ${name} in the wrangler config ("durable_objects": { "bindings": [{ "name": "${name}", "class_name": "VQueueObject" }] }, and a migration that creates it); Durable Object namespaces bound now: ${namespaces.length > 0 ? namespaces.join(", ") : "none"}`,
+    );
   }
   const params = new URLSearchParams(query);
   refuseUnknownParams(text, params, ["prefix", "lease", "poll"]);
   const number = (key: string) => (params.has(key) ? Number(params.get(key)) : undefined);
   const { default: durableObjectDriver } = await import("./drivers/durable-object");
-  return durableObjectDriver({ namespace: namespace as DurableObjectNamespace, prefix: params.get("prefix") ?? undefined, lockLeaseMs: number("lease"), pollIntervalMs: number("poll"), key: `${name}:${params.get("prefix") ?? "vq"}` });
+  return durableObjectDriver({
+    namespace: namespace as DurableObjectNamespace,
+    prefix: params.get("prefix") ?? undefined,
+    lockLeaseMs: number("lease"),
+    pollIntervalMs: number("poll"),
+    key: `${name}:${params.get("prefix") ?? "vq"}`,
+  });
 }
 
 /** The unstorage driver's options in a `redis://` or `unstorage-fs:` spec's query: `lease` (ms), `instances` (one, many). */
 function unstorageParams(text: string, params: URLSearchParams): Pick<UnstorageDriverOptions, "lockLeaseMs" | "instances"> {
   const lease = params.get("lease");
   const instances = params.get("instances");
-  if (lease !== null && !/^\d{1,9}$/.test(lease)) throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
-  if (instances !== null && instances !== "one" && instances !== "many") throw optionError(`Invalid storage ${showValue(text)}: instances=${JSON.stringify(instances)}; use instances=one (the default) or instances=many (several processes, unfenced).`);
+  if (lease !== null && !/^\d{1,9}$/.test(lease))
+    throw optionError(`Invalid storage ${showValue(text)}: lease=${JSON.stringify(lease)} is not a whole number of ms (e.g. lease=5000).`);
+  if (instances !== null && instances !== "one" && instances !== "many")
+    throw optionError(
+      `Invalid storage ${showValue(text)}: instances=${JSON.stringify(instances)}; use instances=one (the default) or instances=many (several processes, unfenced).`,
+    );
   return { ...(lease === null ? {} : { lockLeaseMs: Number(lease) }), ...(instances === null ? {} : { instances }) };
 }
 
-async function unstorageBacked(storage: import("unstorage").Storage, options: Pick<UnstorageDriverOptions, "base" | "key" | "lockLeaseMs" | "instances">): Promise<QueueDriver> {
+async function unstorageBacked(
+  storage: import("unstorage").Storage,
+  options: Pick<UnstorageDriverOptions, "base" | "key" | "lockLeaseMs" | "instances">,
+): Promise<QueueDriver> {
   const { default: unstorageDriver } = await import("./drivers/unstorage");
   return unstorageDriver({ storage, disposeStorage: true, ...options });
 }
@@ -203,13 +227,16 @@ async function redisBacked(text: string, scheme: string): Promise<QueueDriver> {
   const url = new URL(text);
   const params = url.searchParams;
   const cluster = params.get("cluster");
-  if (cluster !== null && cluster !== "1" && cluster !== "0") throw optionError(`Invalid storage ${showValue(text)}: cluster=${cluster}; use cluster=1 (a Redis Cluster) or leave it out.`);
+  if (cluster !== null && cluster !== "1" && cluster !== "0")
+    throw optionError(`Invalid storage ${showValue(text)}: cluster=${cluster}; use cluster=1 (a Redis Cluster) or leave it out.`);
   const options = { ...driverParams(text, params, ["cluster"]), key: `${cluster === "1" ? "cluster" : "redis"}:${url.host}${url.pathname}` };
   const redisUrl = `${scheme === "rediss+vq" ? "rediss" : "redis"}://${url.username ? `${url.username}${url.password ? `:${url.password}` : ""}@` : ""}${url.host}${url.pathname}`;
   const { default: Redis, Cluster } = await importOptional<typeof import("ioredis")>("ioredis", () => import("ioredis"), "ioredis");
   const client =
     cluster === "1"
-      ? new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], { redisOptions: { username: url.username || undefined, password: url.password || undefined, tls: scheme === "rediss+vq" ? {} : undefined } })
+      ? new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], {
+          redisOptions: { username: url.username || undefined, password: url.password || undefined, tls: scheme === "rediss+vq" ? {} : undefined },
+        })
       : new Redis(redisUrl, { lazyConnect: true });
   return redisDriverOn(client, options);
 }
@@ -220,7 +247,10 @@ async function redisBacked(text: string, scheme: string): Promise<QueueDriver> {
  * a failover). WHATWG URLs take one host, so the authority is split here.
  */
 async function sentinelBacked(text: string): Promise<QueueDriver> {
-  const bad = (what: string) => optionError(`Invalid storage ${showValue(text)}: ${what}. Use redis+vq+sentinel://[user:pass@]host:port,host:port,.../db?name=mymaster (the hosts are sentinels; port 26379 if left out).`);
+  const bad = (what: string) =>
+    optionError(
+      `Invalid storage ${showValue(text)}: ${what}. Use redis+vq+sentinel://[user:pass@]host:port,host:port,.../db?name=mymaster (the hosts are sentinels; port 26379 if left out).`,
+    );
   const match = /^redis\+vq\+sentinel:\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/i.exec(text);
   if (!match) throw bad("not a URL of that form");
   const [, auth, hostList = "", path = "", query = ""] = match;
@@ -237,7 +267,13 @@ async function sentinelBacked(text: string): Promise<QueueDriver> {
   if (!name || /\s/.test(name)) throw bad(name ? `name=${JSON.stringify(name)} has white space` : "the master's name is missing (?name=)");
   const colon = auth ? auth.indexOf(":") : -1;
   const [username, password] = auth ? (colon < 0 ? [auth, ""] : [auth.slice(0, colon), auth.slice(colon + 1)]).map(decodeURIComponent) : [];
-  const options = { ...driverParams(text, params, ["name"]), key: `sentinel:${name}@${sentinels.map((s) => `${s.host}:${s.port}`).sort().join(",")}/${db}` };
+  const options = {
+    ...driverParams(text, params, ["name"]),
+    key: `sentinel:${name}@${sentinels
+      .map((s) => `${s.host}:${s.port}`)
+      .sort()
+      .join(",")}/${db}`,
+  };
   const { default: Redis } = await importOptional<typeof import("ioredis")>("ioredis", () => import("ioredis"), "ioredis");
   return redisDriverOn(new Redis({ sentinels, name, db, username: username || undefined, password: password || undefined, lazyConnect: true }), options);
 }
@@ -255,7 +291,10 @@ function driverParams(text: string, params: URLSearchParams, extra: string[]) {
 }
 
 /** The redis driver on a client made for it (closed by its `dispose()`, or now if the options are refused). */
-async function redisDriverOn(client: import("ioredis").Redis | import("ioredis").Cluster, options: Omit<import("./drivers/redis").RedisDriverOptions, "redis">): Promise<QueueDriver> {
+async function redisDriverOn(
+  client: import("ioredis").Redis | import("ioredis").Cluster,
+  options: Omit<import("./drivers/redis").RedisDriverOptions, "redis">,
+): Promise<QueueDriver> {
   const { default: redisDriver } = await import("./drivers/redis");
   try {
     return redisDriver({ redis: client, disposeClient: true, ...options });

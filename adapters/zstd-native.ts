@@ -107,10 +107,18 @@ function loadNative(loadBinding: () => NapiBinding): Promise<Zstd> {
         return napiZstd(loadBinding());
       } catch (error) {
         if (isMissingPackage(error, "zstd-napi")) {
-          throw new ZstdNativeError("E_NOT_INSTALLED", `The native zstd needs the npm package zstd-napi, which is not installed (an optional peer dependency of v-queue). Install it beside v-queue (\`npm install zstd-napi\`: it builds a C++ addon where no prebuilt binary fits, with python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`, error);
+          throw new ZstdNativeError(
+            "E_NOT_INSTALLED",
+            `The native zstd needs the npm package zstd-napi, which is not installed (an optional peer dependency of v-queue). Install it beside v-queue (\`npm install zstd-napi\`: it builds a C++ addon where no prebuilt binary fits, with python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`,
+            error,
+          );
         }
         const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
-        throw new ZstdNativeError("E_NOT_LOADED", `The native zstd (npm package zstd-napi) cannot be loaded: ${why}. Reinstall it (\`npm rebuild zstd-napi\`, which needs python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`, error);
+        throw new ZstdNativeError(
+          "E_NOT_LOADED",
+          `The native zstd (npm package zstd-napi) cannot be loaded: ${why}. Reinstall it (\`npm rebuild zstd-napi\`, which needs python3, make and a C++ compiler), or use the WebAssembly zstd (\`zstd: "wasm"\`).`,
+          error,
+        );
       }
     })();
     zstd.catch(() => loaded.delete(loadBinding));
@@ -123,7 +131,10 @@ function loadNative(loadBinding: () => NapiBinding): Promise<Zstd> {
 export const nativeZstd: ZstdLoader = () => loadNative(requireBinding);
 
 /** The loader for a choice; `"auto"` reports its fall-back once per loader. */
-export function selectZstd(choice: ZstdChoice = "auto", { loadBinding = requireBinding, report = (line) => console.warn(line) }: SelectZstdOptions = {}): ZstdLoader {
+export function selectZstd(
+  choice: ZstdChoice = "auto",
+  { loadBinding = requireBinding, report = (line) => console.warn(line) }: SelectZstdOptions = {},
+): ZstdLoader {
   if (choice === "wasm") return loadZstd;
   if (choice === "native") return () => loadNative(loadBinding);
   if (choice !== "auto") throw new TypeError(`Invalid zstd ${JSON.stringify(choice)}: use one of ${ZSTD_CHOICES.map((c) => JSON.stringify(c)).join(", ")}.`);

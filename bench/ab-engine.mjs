@@ -24,8 +24,8 @@ import { baselineAppend, baselineRead } from "./baseline.mjs";
 const ROUNDS = Math.max(1, Number(process.env.VQ_AB_ROUNDS) || 5);
 const SCALE = Math.max(0.01, Number(process.env.VQ_AB_SCALE) || 1);
 const ROWS = (process.env.VQ_AB_ROWS || "consume,batch,all").split(",");
-const LARGE = Math.round(20_000 * SCALE / 1000) * 1000 || 1000;
-const SMALL = Math.round(200_000 * SCALE / 1000) * 1000 || 1000;
+const LARGE = Math.round((20_000 * SCALE) / 1000) * 1000 || 1000;
+const SMALL = Math.round((200_000 * SCALE) / 1000) * 1000 || 1000;
 const BATCH = 1000;
 const quiet = () => {};
 
@@ -73,7 +73,7 @@ async function consume({ engine, fsDriver }, dir) {
   const consumer = await engine.QueueConsumer.open("ab", "c", { driver: fsDriver({ dir }), start: "earliest", onProblem: quiet });
   const figure = await measure(async () => {
     let read = 0;
-    for (let batch; (batch = await consumer.read({ max: BATCH })).length > 0; ) read += batch.length;
+    for (let batch; (batch = await consumer.read({ max: BATCH })).length > 0;) read += batch.length;
     await consumer.commit();
     return read;
   });
@@ -101,7 +101,11 @@ const rows = {
     base: (dir) => (baselineAppend(join(dir, "q"), bytesPool, LARGE), measure(() => baselineRead(join(dir, "q"), LARGE).messages)),
     run: consume,
   },
-  batch: { label: `push interval pushBatch(1000) ${SMALL} x 100 B vs bare append`, base: appendBase, run: (build, dir) => push(build, dir, "interval", "batch") },
+  batch: {
+    label: `push interval pushBatch(1000) ${SMALL} x 100 B vs bare append`,
+    base: appendBase,
+    run: (build, dir) => push(build, dir, "interval", "batch"),
+  },
   all: { label: `push none 1000 x push() together ${SMALL} x 100 B vs bare append`, base: appendBase, run: (build, dir) => push(build, dir, "none", "all") },
 };
 

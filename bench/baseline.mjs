@@ -95,4 +95,3 @@ export function baselineRead(file, expected) {
   if (messages !== expected) throw new Error(`baseline: read ${messages} records, expected ${expected}`);
   return { messages, bytes, seconds: performance.now() / 1000 - start };
 }
-

@@ -20,7 +20,9 @@ export async function runClientBench(): Promise<void> {
   console.log(`\n## Client SDK (subscribe vs raw HTTP consume, ${MESSAGES} messages of 100 B, batches of ${BATCH}, median of ${REPEATS})\n`);
   const dir = tempDir("vq-bench-client");
   const port = await freePort();
-  const server = spawn(process.execPath, [BIN, "serve", "--dir", dir, "--port", String(port), "--no-auth", "--durability", "none", "--log-level", "warn"], { stdio: "inherit" });
+  const server = spawn(process.execPath, [BIN, "serve", "--dir", dir, "--port", String(port), "--no-auth", "--durability", "none", "--log-level", "warn"], {
+    stdio: "inherit",
+  });
   const baseURL = `http://127.0.0.1:${port}`;
   try {
     await waitForHealth(baseURL);
@@ -45,7 +47,13 @@ export async function runClientBench(): Promise<void> {
         ["scenario", "msgs/s", "ratio", "target", "result"],
         [
           ["raw HTTP consume (fetch, binary, commit per batch)", formatRate(rawRate), "1.00x", "-", ""],
-          ["client subscribe() loop (binary, commit per batch)", formatRate(subRate), `${ratio.toFixed(2)}x raw`, `>= ${TARGET}`, ratio >= TARGET ? "PASS" : "FAIL"],
+          [
+            "client subscribe() loop (binary, commit per batch)",
+            formatRate(subRate),
+            `${ratio.toFixed(2)}x raw`,
+            `>= ${TARGET}`,
+            ratio >= TARGET ? "PASS" : "FAIL",
+          ],
         ],
       ),
     );
@@ -63,7 +71,9 @@ async function rawConsume(baseURL: string, consumer: string): Promise<number> {
   let cursor: string | null = null;
   while (received < MESSAGES) {
     const commit: string = cursor ? `&commit=${cursor}` : "";
-    const res = await fetch(`${baseURL}/api/v1/queues/bench/consumers/${consumer}/messages?max_messages=${BATCH}${commit}`, { headers: { accept: BATCH_CONTENT_TYPE } });
+    const res = await fetch(`${baseURL}/api/v1/queues/bench/consumers/${consumer}/messages?max_messages=${BATCH}${commit}`, {
+      headers: { accept: BATCH_CONTENT_TYPE },
+    });
     const batch = decodeBatch(new Uint8Array(await res.arrayBuffer()));
     received += batch.length;
     cursor = res.headers.get("x-vq-cursor");
@@ -84,9 +94,14 @@ async function subscribeConsume(client: ReturnType<typeof createClient>, consume
 
 async function waitForHealth(baseURL: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    if (await fetch(`${baseURL}/health`).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`${baseURL}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((done) => setTimeout(done, 50));
   }
   throw new Error("the server did not start");
 }
-

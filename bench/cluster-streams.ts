@@ -46,7 +46,8 @@ export async function streamsOnCluster(cluster: RedisCluster, work: Workload): P
     const counts = await Promise.all(keys.map((key, k) => drain(clients[k]!, key, work.batch, seen)));
     const consume = (performance.now() - t1) / 1000;
     const total = counts.reduce((a, b) => a + b, 0);
-    if (total !== messages || seen.filter((s) => s !== 0).length !== messages || seen.some((s) => s > 1)) throw new Error(`Redis Streams: read ${total} messages, expected each of ${messages} once`);
+    if (total !== messages || seen.filter((s) => s !== 0).length !== messages || seen.some((s) => s > 1))
+      throw new Error(`Redis Streams: read ${total} messages, expected each of ${messages} once`);
     for (const key of keys) await clients[0]!.del(key);
     return { produce, consume, duplicates: 0, retried: noRetries() };
   };

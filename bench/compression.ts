@@ -33,7 +33,9 @@ export async function runCompressionBench(): Promise<void> {
   console.log(`\n## Compression (fs driver, ${formatRate(COUNT)} JSON log lines, median of ${REPEATS} runs)\n`);
   const lines = logCorpus(COUNT);
   const bodyBytes = lines.reduce((sum, l) => sum + Buffer.byteLength(l), 0);
-  console.log(`corpus: ${lines.length} lines, ${(bodyBytes / 1e6).toFixed(1)} MB, ${Math.min(...lines.map((l) => l.length))}-${Math.max(...lines.map((l) => l.length))} B\n`);
+  console.log(
+    `corpus: ${lines.length} lines, ${(bodyBytes / 1e6).toFixed(1)} MB, ${Math.min(...lines.map((l) => l.length))}-${Math.max(...lines.map((l) => l.length))} B\n`,
+  );
 
   progress("ratio");
   const stored = await inTempDir("zstd", (dir) => storedBytes(dir, lines, { compression: "zstd", zstd: selectZstd("wasm") }));
@@ -43,7 +45,13 @@ export async function runCompressionBench(): Promise<void> {
     () => undefined,
   );
   const cli = existsSync(ZSTD_CLI) ? await inTempDir("cli", async (dir) => cliRatios(dir, lines, bodyBytes)) : undefined;
-  const row = (name: string, ratio: number) => [name, ratio.toFixed(2), cli ? `${(ratio / cli.perMessage).toFixed(2)} x CLI` : "-", `>= ${RATIO_TARGET}`, cli ? (ratio / cli.perMessage >= RATIO_TARGET ? "PASS" : "FAIL") : "-"];
+  const row = (name: string, ratio: number) => [
+    name,
+    ratio.toFixed(2),
+    cli ? `${(ratio / cli.perMessage).toFixed(2)} x CLI` : "-",
+    `>= ${RATIO_TARGET}`,
+    cli ? (ratio / cli.perMessage >= RATIO_TARGET ? "PASS" : "FAIL") : "-",
+  ];
   const ratioRows = [row("v-queue zstd (level 3, per-part raw-content dictionary built from its first 128 KiB, u32 length per body), wasm", ours)];
   if (nativeStored) ratioRows.push(row("the same, native (zstd-napi)", bodyBytes / nativeStored));
   if (cli) {
@@ -84,11 +92,27 @@ export async function runCompressionBench(): Promise<void> {
   }
   for (const what of ["push", "consume"] as const) {
     const plain = rateOf(samples[what].none);
-    rows.push([`${what} pushBatch/read(${BATCH}), compression "none"`, formatRate(plain.msgsPerSec), plain.mbPerSec.toFixed(0), spread(plain.runs), "-", "-", ""]);
+    rows.push([
+      `${what} pushBatch/read(${BATCH}), compression "none"`,
+      formatRate(plain.msgsPerSec),
+      plain.mbPerSec.toFixed(0),
+      spread(plain.runs),
+      "-",
+      "-",
+      "",
+    ]);
     for (const mode of modes.filter((m) => m !== "none")) {
       const zstd = rateOf(samples[what][mode]);
       const ratio = zstd.msgsPerSec / plain.msgsPerSec;
-      rows.push([`${what} pushBatch/read(${BATCH}), compression "zstd", ${mode}`, formatRate(zstd.msgsPerSec), zstd.mbPerSec.toFixed(0), spread(zstd.runs), `${ratio.toFixed(2)} x none`, `>= ${SPEED_TARGET}`, ratio >= SPEED_TARGET ? "PASS" : "FAIL"]);
+      rows.push([
+        `${what} pushBatch/read(${BATCH}), compression "zstd", ${mode}`,
+        formatRate(zstd.msgsPerSec),
+        zstd.mbPerSec.toFixed(0),
+        spread(zstd.runs),
+        `${ratio.toFixed(2)} x none`,
+        `>= ${SPEED_TARGET}`,
+        ratio >= SPEED_TARGET ? "PASS" : "FAIL",
+      ]);
     }
   }
   if (crateDir) {
@@ -96,7 +120,15 @@ export async function runCompressionBench(): Promise<void> {
     for (const mode of modes.filter((m) => m !== "none")) {
       const zstd = rateOf(samples.crate[mode]);
       const ratio = zstd.msgsPerSec / plain.msgsPerSec;
-      rows.push([`consume read(${BATCH}) of a crate-like part (trained dictionary, all compressed), ${mode}`, formatRate(zstd.msgsPerSec), zstd.mbPerSec.toFixed(0), spread(zstd.runs), `${ratio.toFixed(2)} x none`, `>= ${SPEED_TARGET}`, ratio >= SPEED_TARGET ? "PASS" : "FAIL"]);
+      rows.push([
+        `consume read(${BATCH}) of a crate-like part (trained dictionary, all compressed), ${mode}`,
+        formatRate(zstd.msgsPerSec),
+        zstd.mbPerSec.toFixed(0),
+        spread(zstd.runs),
+        `${ratio.toFixed(2)} x none`,
+        `>= ${SPEED_TARGET}`,
+        ratio >= SPEED_TARGET ? "PASS" : "FAIL",
+      ]);
     }
     removeDir(crateDir);
   }
@@ -108,7 +140,8 @@ async function storedBytes(dir: string, lines: string[], options: QueueOptions):
   await pushAll(dir, lines, options);
   let total = 0;
   const consumer = await QueueConsumer.open("bench", "c", { driver: fsDriver({ dir }), onProblem: quiet });
-  for (let batch = await consumer.read({ max: BATCH }); batch.length > 0; batch = await consumer.read({ max: BATCH })) for (const m of batch) total += m.stored ?? m.size;
+  for (let batch = await consumer.read({ max: BATCH }); batch.length > 0; batch = await consumer.read({ max: BATCH }))
+    for (const m of batch) total += m.stored ?? m.size;
   await consumer.close();
   return total;
 }
@@ -145,11 +178,17 @@ function cliRatios(dir: string, lines: string[], bodyBytes: number): { perMessag
   const sizeOf = (out: string, ...flags: string[]) => {
     mkdirSync(out);
     // Many files per call: one process for all of them.
-    for (let i = 0; i < files.length; i += 5000) execFileSync(ZSTD_CLI, ["-q", "-3", ...flags, "-D", dict, "--output-dir-flat", out, ...files.slice(i, i + 5000)]);
+    for (let i = 0; i < files.length; i += 5000)
+      execFileSync(ZSTD_CLI, ["-q", "-3", ...flags, "-D", dict, "--output-dir-flat", out, ...files.slice(i, i + 5000)]);
     return readdirSync(out).reduce((sum, f) => sum + statSync(join(out, f)).size, 0);
   };
   const all = join(dir, "all.jsonl");
   writeFileSync(all, lines.join("\n"));
   const whole = execFileSync(ZSTD_CLI, ["-q", "-3", "-c", all], { maxBuffer: 1 << 28 }).length;
-  return { perMessage: bodyBytes / sizeOf(join(dir, "z")), bare: bodyBytes / sizeOf(join(dir, "zb"), "--no-check", "--no-dictID"), whole: bodyBytes / whole, dict: new Uint8Array(readFileSync(dict)) };
+  return {
+    perMessage: bodyBytes / sizeOf(join(dir, "z")),
+    bare: bodyBytes / sizeOf(join(dir, "zb"), "--no-check", "--no-dictID"),
+    whole: bodyBytes / whole,
+    dict: new Uint8Array(readFileSync(dict)),
+  };
 }

@@ -8,7 +8,17 @@
 const LEVELS = ["info", "info", "info", "info", "debug", "debug", "warn", "error"] as const;
 const SERVICES = ["checkout", "payments", "inventory", "auth", "search", "notifications", "gateway", "billing"];
 const METHODS = ["GET", "GET", "GET", "POST", "POST", "PUT", "DELETE", "PATCH"];
-const PATHS = ["/api/v2/orders", "/api/v2/orders/:id", "/api/v2/cart", "/api/v1/users/:id", "/api/v1/login", "/api/v2/search", "/api/v2/items/:id/stock", "/health", "/api/v2/invoices/:id/pdf"];
+const PATHS = [
+  "/api/v2/orders",
+  "/api/v2/orders/:id",
+  "/api/v2/cart",
+  "/api/v1/users/:id",
+  "/api/v1/login",
+  "/api/v2/search",
+  "/api/v2/items/:id/stock",
+  "/health",
+  "/api/v2/invoices/:id/pdf",
+];
 const REGIONS = ["eu-west-1", "eu-central-1", "us-east-1", "us-west-2", "ap-southeast-1"];
 const AGENTS = [
   "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
@@ -31,7 +41,13 @@ const MESSAGES = [
 ];
 const TABLES = ["orders", "order_items", "customers", "payments", "inventory", "sessions"];
 const ERRORS = ["TimeoutError", "ConnectionResetError", "ValidationError", "NotFoundError"];
-const FRAMES = ["at processOrder (/srv/app/dist/orders/service.js:214:17)", "at async Router.handle (/srv/app/node_modules/express/lib/router/index.js:284:7)", "at Pool.query (/srv/app/node_modules/pg-pool/index.js:45:11)", "at async PaymentClient.authorize (/srv/app/dist/payments/client.js:88:24)", "at validateCart (/srv/app/dist/cart/validate.js:31:9)"];
+const FRAMES = [
+  "at processOrder (/srv/app/dist/orders/service.js:214:17)",
+  "at async Router.handle (/srv/app/node_modules/express/lib/router/index.js:284:7)",
+  "at Pool.query (/srv/app/node_modules/pg-pool/index.js:45:11)",
+  "at async PaymentClient.authorize (/srv/app/dist/payments/client.js:88:24)",
+  "at validateCart (/srv/app/dist/cart/validate.js:31:9)",
+];
 
 /** A small seeded PRNG (mulberry32): the corpus is the same on every run. */
 function random(seed: number): () => number {
@@ -60,7 +76,25 @@ export function logCorpus(count: number, seed = 1): string[] {
     const service = pick(SERVICES);
     const user = `u_${int(1000, 99999)}`;
     const message = pick(MESSAGES).replace(/\{(\w+)\}/g, (_m, k: string) =>
-      k === "user" ? user : k === "n" ? String(int(1, 9)) : k === "key" ? `${service}:${hex(8)}` : k === "amount" ? (int(100, 99999) / 100).toFixed(2) : k === "service" ? pick(SERVICES) : k === "ip" ? ip() : k === "ms" ? String(int(200, 9000)) : k === "table" ? pick(TABLES) : k === "sku" ? `SKU-${int(10000, 99999)}` : hex(16),
+      k === "user"
+        ? user
+        : k === "n"
+          ? String(int(1, 9))
+          : k === "key"
+            ? `${service}:${hex(8)}`
+            : k === "amount"
+              ? (int(100, 99999) / 100).toFixed(2)
+              : k === "service"
+                ? pick(SERVICES)
+                : k === "ip"
+                  ? ip()
+                  : k === "ms"
+                    ? String(int(200, 9000))
+                    : k === "table"
+                      ? pick(TABLES)
+                      : k === "sku"
+                        ? `SKU-${int(10000, 99999)}`
+                        : hex(16),
     );
     const entry: Record<string, unknown> = {
       ts: new Date(time).toISOString(),
@@ -74,13 +108,29 @@ export function logCorpus(count: number, seed = 1): string[] {
     };
     const target = int(200, 2048);
     const extras: (() => void)[] = [
-      () => (entry.http = { method: pick(METHODS), path: pick(PATHS).replace(":id", String(int(1, 999999))), status: pick([200, 200, 200, 201, 204, 304, 400, 404, 500, 503]), duration_ms: int(1, 2500), bytes_out: int(0, 200_000) }),
+      () =>
+        (entry.http = {
+          method: pick(METHODS),
+          path: pick(PATHS).replace(":id", String(int(1, 999999))),
+          status: pick([200, 200, 200, 201, 204, 304, 400, 404, 500, 503]),
+          duration_ms: int(1, 2500),
+          bytes_out: int(0, 200_000),
+        }),
       () => (entry.user = { id: user, plan: pick(["free", "pro", "enterprise"]), country: pick(["DE", "FR", "US", "GB", "NL", "ES"]) }),
       () => (entry.client = { ip: ip(), user_agent: pick(AGENTS) }),
       () => (entry.db = { table: pick(TABLES), rows: int(0, 5000), query_ms: int(0, 900), pool: { active: int(0, 20), idle: int(0, 20), waiting: int(0, 5) } }),
       () => (entry.tags = Array.from({ length: int(1, 5) }, () => pick(["canary", "beta", "mobile", "batch", "retry", "cache", "internal", "partner"]))),
-      () => (entry.cart = { items: Array.from({ length: int(1, 6) }, () => ({ sku: `SKU-${int(10000, 99999)}`, qty: int(1, 4), price: int(199, 19999) / 100 })), currency: "EUR" }),
-      () => (entry.error = { type: pick(ERRORS), message: `${pick(["upstream", "database", "validation"])} failed after ${int(1, 30)}s`, stack: Array.from({ length: int(2, 5) }, () => pick(FRAMES)) }),
+      () =>
+        (entry.cart = {
+          items: Array.from({ length: int(1, 6) }, () => ({ sku: `SKU-${int(10000, 99999)}`, qty: int(1, 4), price: int(199, 19999) / 100 })),
+          currency: "EUR",
+        }),
+      () =>
+        (entry.error = {
+          type: pick(ERRORS),
+          message: `${pick(["upstream", "database", "validation"])} failed after ${int(1, 30)}s`,
+          stack: Array.from({ length: int(2, 5) }, () => pick(FRAMES)),
+        }),
       () => (entry.feature_flags = { new_checkout: rnd() < 0.5, search_v3: rnd() < 0.3, dark_mode: rnd() < 0.6 }),
     ];
     let text = JSON.stringify(entry);

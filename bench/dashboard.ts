@@ -97,7 +97,12 @@ async function throughput(): Promise<void> {
         } finally {
           looker?.stop();
         }
-        if (looker) looked = { requests: looked.requests + looker.requests, statuses: new Set([...looked.statuses, ...looker.statuses]), ms: new Map([...looker.ms].map(([path, ms]) => [path, [...(looked.ms.get(path) ?? []), ...ms]])) };
+        if (looker)
+          looked = {
+            requests: looked.requests + looker.requests,
+            statuses: new Set([...looked.statuses, ...looker.statuses]),
+            ms: new Map([...looker.ms].map(([path, ms]) => [path, [...(looked.ms.get(path) ?? []), ...ms]])),
+          };
       } finally {
         await server.stop();
         removeDir(dir);
@@ -111,15 +116,30 @@ async function throughput(): Promise<void> {
     // Each round's two runs are side by side in time: their ratio drifts less than the medians'.
     const paired = median(on.map((rate, i) => rate / off[i]!));
     const spread = (values: number[]) => `${formatRate(Math.min(...values))}-${formatRate(Math.max(...values))}`;
-    return [`HTTP ${what}, binary, batches of ${BATCH}, ${CONCURRENCY} clients (msgs/s)`, formatRate(median(off)), spread(off), formatRate(median(on)), spread(on), (median(on) / median(off)).toFixed(3), paired.toFixed(3), paired >= TARGET.ratio ? "PASS" : "FAIL"];
+    return [
+      `HTTP ${what}, binary, batches of ${BATCH}, ${CONCURRENCY} clients (msgs/s)`,
+      formatRate(median(off)),
+      spread(off),
+      formatRate(median(on)),
+      spread(on),
+      (median(on) / median(off)).toFixed(3),
+      paired.toFixed(3),
+      paired >= TARGET.ratio ? "PASS" : "FAIL",
+    ];
   });
-  console.log(formatTable(["scenario", "nobody looking", "runs", "dashboard open", "runs", "medians open / not", "median of round ratios", `target >= ${TARGET.ratio}`], rows));
+  console.log(
+    formatTable(
+      ["scenario", "nobody looking", "runs", "dashboard open", "runs", "medians open / not", "median of round ratios", `target >= ${TARGET.ratio}`],
+      rows,
+    ),
+  );
   console.log(
     `\nMedian of ${ROUNDS} interleaved rounds of ${SECONDS} s, a fresh server each run. Dashboard: overview?history=60 and queues/bench/overview?history=300 every 2 s` +
       `${metrics ? ", /metrics every 1 s" : "; /metrics answered 404 on this build: no scrape in these runs"}` +
       ` (${looked.requests} requests answered, statuses ${[...looked.statuses].join(", ") || "none"}).`,
   );
-  for (const [path, ms] of looked.ms) console.log(`  ${path} under load: p50 ${percentile(ms, 50).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms (${ms.length} requests)`);
+  for (const [path, ms] of looked.ms)
+    console.log(`  ${path} under load: p50 ${percentile(ms, 50).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms (${ms.length} requests)`);
 }
 
 // --- (b) 1,000 queues x 10 consumers ---
@@ -154,7 +174,14 @@ async function manyQueues(): Promise<void> {
       const first = await timed("/api/v1/overview?history=60");
       if (first.status !== 200) throw new Error(`overview: ${first.status} ${first.body}`);
       const seen = (JSON.parse(first.body.toString()) as { queues: unknown[] }).queues.length;
-      rows.push([`first GET /api/v1/overview?history=60 after start (waits for the first sample; ${seen} queues)`, first.ms.toFixed(1), "-", "-", `${(first.bytes / 1024).toFixed(0)} KiB`, first.ms < TARGET.ms ? "PASS" : "FAIL"]);
+      rows.push([
+        `first GET /api/v1/overview?history=60 after start (waits for the first sample; ${seen} queues)`,
+        first.ms.toFixed(1),
+        "-",
+        "-",
+        `${(first.bytes / 1024).toFixed(0)} KiB`,
+        first.ms < TARGET.ms ? "PASS" : "FAIL",
+      ]);
       const metrics = (await timed("/metrics")).status === 200;
       for (const path of [...(metrics ? ["/metrics"] : []), "/api/v1/overview?history=60", "/api/v1/overview"]) {
         const times: number[] = [];
@@ -167,15 +194,31 @@ async function manyQueues(): Promise<void> {
         }
         const p50 = percentile(times, 50);
         // The history holds only the samples taken since the start (not 60 yet): said with the figure.
-        const points = path.includes("history") ? ` (${(JSON.parse(last.body.toString()) as { queues: { history?: { t: number[] } }[] }).queues[0]?.history?.t.length ?? 0} points of history)` : "";
-        rows.push([`GET ${path}, ${REQUESTS} requests${points}`, p50.toFixed(1), percentile(times, 95).toFixed(1), Math.max(...times).toFixed(1), `${(last.bytes / 1024).toFixed(0)} KiB`, p50 < TARGET.ms ? "PASS" : "FAIL"]);
+        const points = path.includes("history")
+          ? ` (${(JSON.parse(last.body.toString()) as { queues: { history?: { t: number[] } }[] }).queues[0]?.history?.t.length ?? 0} points of history)`
+          : "";
+        rows.push([
+          `GET ${path}, ${REQUESTS} requests${points}`,
+          p50.toFixed(1),
+          percentile(times, 95).toFixed(1),
+          Math.max(...times).toFixed(1),
+          `${(last.bytes / 1024).toFixed(0)} KiB`,
+          p50 < TARGET.ms ? "PASS" : "FAIL",
+        ]);
       }
       if (!metrics) rows.push(["GET /metrics", "404", "-", "-", "-", "not on this build"]);
     } finally {
       agent.destroy();
       await server.stop();
     }
-    rows.push([`storageOverview of the directory in process: first (measures the parts) / median of the next ${samples.length - 1}`, `${samples[0]!.toFixed(0)} / ${median(samples.slice(1)).toFixed(0)}`, "-", Math.max(...samples.slice(1)).toFixed(0), "-", "informative"]);
+    rows.push([
+      `storageOverview of the directory in process: first (measures the parts) / median of the next ${samples.length - 1}`,
+      `${samples[0]!.toFixed(0)} / ${median(samples.slice(1)).toFixed(0)}`,
+      "-",
+      Math.max(...samples.slice(1)).toFixed(0),
+      "-",
+      "informative",
+    ]);
     console.log(`\n${QUEUES} queues x ${CONSUMERS} consumers (${QUEUES * CONSUMERS} position files), a few messages each:\n`);
     console.log(formatTable(["request", "p50 ms", "p95 ms", "max ms", "size", `target < ${TARGET.ms} ms`], rows));
   } finally {
@@ -207,7 +250,8 @@ export async function fill(dir: string): Promise<void> {
       await consumer.poll({ max: 1, timeoutMs: 0 });
       await consumer.commit();
       await consumer.close();
-      for (const [c, at] of passed.entries()) await writeWhole(driver, popInfoPath(queue, `c${c}`), encoder.encode(formatPopInfo({ queue, consumer: `c${c}`, ...at })), false);
+      for (const [c, at] of passed.entries())
+        await writeWhole(driver, popInfoPath(queue, `c${c}`), encoder.encode(formatPopInfo({ queue, consumer: `c${c}`, ...at })), false);
     }
   };
   await Promise.all(Array.from({ length: 8 }, lane));

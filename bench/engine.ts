@@ -242,4 +242,3 @@ function measureFdatasync(rounds = 100): number {
     removeDir(dir);
   }
 }
-

@@ -43,7 +43,9 @@ interface Row {
 }
 
 export async function runHttpBench(): Promise<void> {
-  console.log(`\n## HTTP API (v-queue/server in a child process, ${CONCURRENCY} concurrent clients, ${SIZE}-byte messages, median of ${REPEATS} runs of ${SECONDS} s)\n`);
+  console.log(
+    `\n## HTTP API (v-queue/server in a child process, ${CONCURRENCY} concurrent clients, ${SIZE}-byte messages, median of ${REPEATS} runs of ${SECONDS} s)\n`,
+  );
   const rows: Row[] = [];
   const agent = new Agent({ keepAlive: true, maxSockets: PARKED + 64 });
   const payloads = Array.from({ length: BATCH }, (_, i) => `${i}`.padEnd(SIZE, "x"));
@@ -61,7 +63,12 @@ export async function runHttpBench(): Promise<void> {
       if (PARTS.has("latency")) {
         progress(`bare node:http round trip, ${PARKED} requests parked ...`);
         const trip = await bareRoundTrip(agent, bare.port);
-        rows.push({ scenario: `bare node:http one POST round trip, ${PARKED} others parked: p50 / p99 (ms)`, value: `${trip.p50.toFixed(2)} / ${trip.p99.toFixed(2)}`, ratio: "-", target: "floor" });
+        rows.push({
+          scenario: `bare node:http one POST round trip, ${PARKED} others parked: p50 / p99 (ms)`,
+          value: `${trip.p50.toFixed(2)} / ${trip.p99.toFixed(2)}`,
+          ratio: "-",
+          target: "floor",
+        });
       }
     } finally {
       await bare.stop();
@@ -81,10 +88,18 @@ export async function runHttpBench(): Promise<void> {
   const redisNote = redis ? "measured now" : `the issue's figures (baseline skipped: ${skipped})`;
   if (redis) {
     rows.push({ scenario: "Redis Streams XADD, pipelined 1000 (msgs/s)", value: formatRate(redis.produce), ratio: "-", target: "baseline" });
-    for (const [consumers, rates] of [[CONCURRENCY, redis.consume], [1, redis.consume1]] as const) {
+    for (const [consumers, rates] of [
+      [CONCURRENCY, redis.consume],
+      [1, redis.consume1],
+    ] as const) {
       const who = `${consumers} consumer${consumers === 1 ? "" : "s"}`;
       rows.push({ scenario: `Redis Streams XREADGROUP COUNT 1000 + XACK, ${who} (msgs/s)`, value: formatRate(rates.ack), ratio: "-", target: "baseline" });
-      rows.push({ scenario: `Redis Streams XREADGROUP COUNT 1000 NOACK, ${who} (msgs/s)`, value: formatRate(rates.noack), ratio: "-", target: "no progress kept" });
+      rows.push({
+        scenario: `Redis Streams XREADGROUP COUNT 1000 NOACK, ${who} (msgs/s)`,
+        value: formatRate(rates.noack),
+        ratio: "-",
+        target: "no progress kept",
+      });
     }
   } else rows.push({ scenario: "Redis Streams", value: "skipped", ratio: "-", target: redisNote });
 
@@ -105,7 +120,12 @@ export async function runHttpBench(): Promise<void> {
         });
         return (n * BATCH) / SECONDS;
       });
-      rows.push({ scenario: `v-queue HTTP produce, ${label}, batches of 1000 (msgs/s)`, value: formatRate(rate), ratio: `${(rate / redisProduce).toFixed(2)}x Redis`, target: ">= 2x Redis" });
+      rows.push({
+        scenario: `v-queue HTTP produce, ${label}, batches of 1000 (msgs/s)`,
+        value: formatRate(rate),
+        ratio: `${(rate / redisProduce).toFixed(2)}x Redis`,
+        target: ">= 2x Redis",
+      });
     }
     let run = 0;
     for (const consumers of [CONCURRENCY, 1]) {
@@ -123,15 +143,34 @@ export async function runHttpBench(): Promise<void> {
       }
     }
     const lat = PARTS.has("latency") ? (progress(`long-poll latency, ${PARKED} polls parked ...`), await longPollLatency(agent, server.port)) : undefined;
-    if (lat) rows.push({ scenario: `push -> parked long poll, ${PARKED} others parked, ${LATENCY_SAMPLES} deliveries: p50 / p99 (ms)`, value: `${lat.single.p50.toFixed(2)} / ${lat.single.p99.toFixed(2)}`, ratio: "-", target: "p99 < 5 ms" });
-    if (lat) rows.push({ scenario: `one push -> all ${PARKED} parked polls of one queue: p50 / p99 / last (ms)`, value: `${lat.fanout.p50.toFixed(1)} / ${lat.fanout.p99.toFixed(1)} / ${lat.fanout.max.toFixed(1)}`, ratio: "-", target: "informative" });
+    if (lat)
+      rows.push({
+        scenario: `push -> parked long poll, ${PARKED} others parked, ${LATENCY_SAMPLES} deliveries: p50 / p99 (ms)`,
+        value: `${lat.single.p50.toFixed(2)} / ${lat.single.p99.toFixed(2)}`,
+        ratio: "-",
+        target: "p99 < 5 ms",
+      });
+    if (lat)
+      rows.push({
+        scenario: `one push -> all ${PARKED} parked polls of one queue: p50 / p99 / last (ms)`,
+        value: `${lat.fanout.p50.toFixed(1)} / ${lat.fanout.p99.toFixed(1)} / ${lat.fanout.max.toFixed(1)}`,
+        ratio: "-",
+        target: "informative",
+      });
   } finally {
     await server.stop();
     removeDir(dir);
     agent.destroy();
   }
-  console.log(formatTable(["scenario", "result", "ratio", "target"], rows.map((r) => [r.scenario, r.value, r.ratio, r.target])));
-  console.log(`\nbare node:http: ${formatRate(bareRate)} requests/s. Redis: ${redisNote}. Server: durability "interval" (fsync every 200 ms, as AOF everysec), commits not fsynced.`);
+  console.log(
+    formatTable(
+      ["scenario", "result", "ratio", "target"],
+      rows.map((r) => [r.scenario, r.value, r.ratio, r.target]),
+    ),
+  );
+  console.log(
+    `\nbare node:http: ${formatRate(bareRate)} requests/s. Redis: ${redisNote}. Server: durability "interval" (fsync every 200 ms, as AOF everysec), commits not fsynced.`,
+  );
 }
 
 // --- Scenarios ---
@@ -177,7 +216,8 @@ async function longPollLatency(agent: Agent, port: number) {
   await call(agent, port, "POST", "/api/v1/queues/lat/messages", "seed", { "content-type": "text/plain" });
   await call(agent, port, "GET", "/api/v1/queues/lat/consumers/probe/messages");
   const consumers = Array.from({ length: PARKED }, (_, i) => `p${i}`);
-  for (let i = 0; i < consumers.length; i += 100) await Promise.all(consumers.slice(i, i + 100).map((c) => call(agent, port, "GET", `/api/v1/queues/idle/consumers/${c}/messages`)));
+  for (let i = 0; i < consumers.length; i += 100)
+    await Promise.all(consumers.slice(i, i + 100).map((c) => call(agent, port, "GET", `/api/v1/queues/idle/consumers/${c}/messages`)));
   const parked = consumers.map((c) => {
     const t = { at: 0 };
     const done = call(agent, port, "GET", `/api/v1/queues/idle/consumers/${c}/messages?timeout_ms=60000`).then(() => (t.at = performance.now()));
@@ -370,5 +410,3 @@ export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
-
-

@@ -35,9 +35,15 @@ const PICKED: readonly string[] = pickedSystems(process.env.VQ_BENCH_INSTANCES);
 /** The systems a `VQ_BENCH_INSTANCES` value names: a name that is none of them stops the bench, saying which are. */
 function pickedSystems(value: string | undefined): readonly string[] {
   if (value === undefined) return SYSTEMS;
-  const names = value.split(",").map((name) => name.trim()).filter(Boolean);
+  const names = value
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
   const unknown = names.filter((name) => !(SYSTEMS as readonly string[]).includes(name));
-  if (names.length === 0 || unknown.length > 0) throw new Error(`VQ_BENCH_INSTANCES=${JSON.stringify(value)}: ${unknown.length > 0 ? `unknown ${unknown.join(", ")}` : "names nothing"}; use a comma-separated list of ${SYSTEMS.join(", ")}.`);
+  if (names.length === 0 || unknown.length > 0)
+    throw new Error(
+      `VQ_BENCH_INSTANCES=${JSON.stringify(value)}: ${unknown.length > 0 ? `unknown ${unknown.join(", ")}` : "names nothing"}; use a comma-separated list of ${SYSTEMS.join(", ")}.`,
+    );
   return names;
 }
 
@@ -51,11 +57,21 @@ interface Entry {
 }
 
 export async function runInstancesBench(): Promise<void> {
-  console.log(`\n## Many instances (issue 15): ${WORK.messages} messages of ${WORK.size} B, ${WORK.partitions} partitions, batches of ${WORK.batch}, ${WORK.producers} producer loops, median of ${ROUNDS} interleaved rounds\n`);
+  console.log(
+    `\n## Many instances (issue 15): ${WORK.messages} messages of ${WORK.size} B, ${WORK.partitions} partitions, batches of ${WORK.batch}, ${WORK.producers} producer loops, median of ${ROUNDS} interleaved rounds\n`,
+  );
   console.log(machineFacts());
   const entries: Entry[] = [
-    { key: "streams", label: `Redis Streams, ${WORK.partitions} streams, pipelined XADD; XREADGROUP COUNT ${WORK.batch} + XACK, a consumer per stream`, runs: [] },
-    { key: "cluster", label: `v-queue, ${INSTANCES} x serve --storage redis+vq://...?cluster=1, P=${WORK.partitions}, binary produce, ordered consumer on each`, runs: [] },
+    {
+      key: "streams",
+      label: `Redis Streams, ${WORK.partitions} streams, pipelined XADD; XREADGROUP COUNT ${WORK.batch} + XACK, a consumer per stream`,
+      runs: [],
+    },
+    {
+      key: "cluster",
+      label: `v-queue, ${INSTANCES} x serve --storage redis+vq://...?cluster=1, P=${WORK.partitions}, binary produce, ordered consumer on each`,
+      runs: [],
+    },
     { key: "fs-many", label: `v-queue, ${INSTANCES} x serve on one fs directory, same`, runs: [] },
     { key: "fs-leased", label: `v-queue, ${INSTANCES} x serve on one fs directory, leased locks (fs:<dir>?lease=${FS_LEASE_MS}), same`, runs: [] },
     { key: "fs-one", label: "v-queue, 1 x serve on one fs directory, same", runs: [] },
@@ -171,12 +187,25 @@ function printTable(entries: Entry[]): void {
       const failed = what === "consume" ? extra.filter((r) => r.consumeFailed) : [];
       const cpu = extra.map((r) => r.serverCpuMs?.[what]).filter((ms): ms is number => ms !== undefined);
       const cpuNote = cpu.length ? `server CPU ${((median(cpu) / WORK.messages) * 1000).toFixed(1)} ms per 1000` : "";
-      const notes = [cpuNote, splits.length ? `% per instance ${splits.join(", ")}; first message after ${firsts.join(", ")} ms` : "", full ? `${Math.round((extra.length * WORK.messages) / full)} messages per answer` : "", empty ? `${empty} empty polls` : "", dup ? `${dup} redelivered` : "", retried.size ? `retried: ${[...retried].map(([key, n]) => `${n} x ${key}`).join(", ")}` : "", failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "", e.missing ?? ""].filter(Boolean).join(", ");
+      const notes = [
+        cpuNote,
+        splits.length ? `% per instance ${splits.join(", ")}; first message after ${firsts.join(", ")} ms` : "",
+        full ? `${Math.round((extra.length * WORK.messages) / full)} messages per answer` : "",
+        empty ? `${empty} empty polls` : "",
+        dup ? `${dup} redelivered` : "",
+        retried.size ? `retried: ${[...retried].map(([key, n]) => `${n} x ${key}`).join(", ")}` : "",
+        failed.length ? `${failed.length} round(s) failed: ${failed[0]!.consumeFailed}` : "",
+        e.missing ?? "",
+      ]
+        .filter(Boolean)
+        .join(", ");
       rows.push([e.label, what, formatRate(median(runs)), spread, ratio, verdict, notes]);
     }
   }
   console.log(formatTable(["system", "", "msgs/s", "runs (min-max)", "ratio (median of rounds)", "target", "notes"], rows));
-  console.log(`\nProduce: from the first request to the last acknowledgement; consume: from the first read to the last commit, every message seen (counted by its number). v-queue servers: durability "interval", syncCommits false; each run fresh instances on fresh storage.`);
+  console.log(
+    `\nProduce: from the first request to the last acknowledgement; consume: from the first read to the last commit, every message seen (counted by its number). v-queue servers: durability "interval", syncCommits false; each run fresh instances on fresh storage.`,
+  );
 }
 
 function machineFacts(): string {

@@ -58,7 +58,12 @@ async function pushRun(retention: RetentionOptions | undefined): Promise<PushRun
     await q.close();
     const left = readdirSync(dir).filter((name) => /^q-\d+$/.test(name)).length;
     latencies.sort((a, b) => a - b);
-    return { p50: latencies[Math.floor(latencies.length * 0.5)]!, p99: latencies[Math.floor(latencies.length * 0.99)]!, rate: PUSHES / seconds, deleted: parts - left };
+    return {
+      p50: latencies[Math.floor(latencies.length * 0.5)]!,
+      p99: latencies[Math.floor(latencies.length * 0.99)]!,
+      rate: PUSHES / seconds,
+      deleted: parts - left,
+    };
   });
 }
 
@@ -78,7 +83,9 @@ async function retentionCost(): Promise<void> {
     `${formatRate(median(runs.map((r) => r.rate)))}/s`,
     String(median(runs.map((r) => r.deleted))),
   ];
-  console.log(`median of ${LATENCY_REPEATS} alternated runs; ${PRODUCERS} producers, ${formatRate(PUSHES)} pushes of 100 B each awaited, durability fsync, ${PART_BYTES / 1024} KiB parts; retention ${JSON.stringify(RETENTION)}\n`);
+  console.log(
+    `median of ${LATENCY_REPEATS} alternated runs; ${PRODUCERS} producers, ${formatRate(PUSHES)} pushes of 100 B each awaited, durability fsync, ${PART_BYTES / 1024} KiB parts; retention ${JSON.stringify(RETENTION)}\n`,
+  );
   console.log(formatTable(["run", "p50", "p99 (min-max)", "pushes", "parts deleted"], [row("no retention", off), row("retention deleting parts", on)], true));
   const ratio = median(on.map((r) => r.p99)) / median(off.map((r) => r.p99));
   console.log(`\np99 with retention / without: ${ratio.toFixed(2)}x (target: at most 1.5x) ${ratio <= 1.5 ? "met" : "MISSED"}\n`);
@@ -110,7 +117,11 @@ async function indexCost(): Promise<void> {
   console.log(
     formatTable(
       ["indexInterval", "pushes/s", "vs. no index entries"],
-      intervals.map((i) => [i === intervals[0] ? "1e9 (first record and end only)" : String(i), formatRate(median(runs.get(i)!)), `${(median(runs.get(i)!) / base).toFixed(2)}x`]),
+      intervals.map((i) => [
+        i === intervals[0] ? "1e9 (first record and end only)" : String(i),
+        formatRate(median(runs.get(i)!)),
+        `${(median(runs.get(i)!) / base).toFixed(2)}x`,
+      ]),
       true,
     ),
   );
@@ -155,11 +166,19 @@ async function seekCost(): Promise<void> {
         }
         await c.close();
         const p = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.floor(values.length * q)]!.toFixed(2);
-        return [formatRate(count), String(parts), `${buildSeconds.toFixed(1)} s`, `${p(timeSeek, 0.5)} / ${p(timeSeek, 0.99)} ms`, `${p(seqSeek, 0.5)} / ${p(seqSeek, 0.99)} ms`];
+        return [
+          formatRate(count),
+          String(parts),
+          `${buildSeconds.toFixed(1)} s`,
+          `${p(timeSeek, 0.5)} / ${p(timeSeek, 0.99)} ms`,
+          `${p(seqSeek, 0.5)} / ${p(seqSeek, 0.99)} ms`,
+        ];
       }),
     );
   }
-  console.log(`${SEEKS} seeks of each kind to random targets (a consumer's seek, position saved without fsync); 13 B messages, 64 MiB parts, indexInterval 1000\n`);
+  console.log(
+    `${SEEKS} seeks of each kind to random targets (a consumer's seek, position saved without fsync); 13 B messages, 64 MiB parts, indexInterval 1000\n`,
+  );
   console.log(formatTable(["messages", "parts", "built in", "seek by time p50 / p99", "seek by seq p50 / p99"], rows, true));
   console.log("\ntarget: under 5 ms each, independent of the queue's size\n");
 }

@@ -18,7 +18,11 @@ export async function startRedisServer(): Promise<RedisServer> {
   const { default: RedisClient } = await import("ioredis");
   const port = await freePort();
   const dir = tempDir("redis");
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir], { stdio: "ignore" });
+  const child = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir],
+    { stdio: "ignore" },
+  );
   const exited = new Promise<never>((_, reject) => {
     child.once("error", (error) => reject(new Error(`cannot start redis-server (${error.message})`)));
     child.once("exit", (code) => reject(new Error(`redis-server exited (${code})`)));

@@ -45,7 +45,9 @@ interface Measured {
 }
 
 export async function runRuntimesBench(): Promise<void> {
-  console.log(`\n## Runtimes (issue 16): v-queue serve (fs driver, durability "interval") on Node, Bun and Deno, ${SIZE}-byte messages, median of ${ROUNDS} interleaved rounds of ${SECONDS} s per figure\n`);
+  console.log(
+    `\n## Runtimes (issue 16): v-queue serve (fs driver, durability "interval") on Node, Bun and Deno, ${SIZE}-byte messages, median of ${ROUNDS} interleaved rounds of ${SECONDS} s per figure\n`,
+  );
   console.log(machineFacts());
   const results = new Map<string, Measured[]>();
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -70,10 +72,18 @@ export async function runRuntimesBench(): Promise<void> {
             list.push({ rate: items / seconds, cpuMsPer1000: (cpuMs / items) * 1000 });
             results.set(`${runtime} ${key}`, list);
           };
-          const produce = async () => BATCH * (await runFor(CLIENTS, async () => expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/bench/messages", batch, { "content-type": "application/json" }), 201)));
+          const produce = async () =>
+            BATCH *
+            (await runFor(CLIENTS, async () =>
+              expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/bench/messages", batch, { "content-type": "application/json" }), 201),
+            ));
           if (PARTS.has("consume") && !PARTS.has("produce")) await produce();
           await measure("produce", produce);
-          await measure("single", () => runFor(SINGLE_CLIENTS, async () => expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/single/messages", one, { "content-type": "text/plain" }), 201)));
+          await measure("single", () =>
+            runFor(SINGLE_CLIENTS, async () =>
+              expectStatus(await call(agent, server.port, "POST", "/api/v1/queues/single/messages", one, { "content-type": "text/plain" }), 201),
+            ),
+          );
           // consumeRate reads queue "bench" for SECONDS; the rate it returns times its length is the count.
           await measure("consume", async () => {
             const start = performance.now();
@@ -90,14 +100,19 @@ export async function runRuntimesBench(): Promise<void> {
     agent.destroy();
   }
   console.log(formatTable(["scenario", "node", "bun", "deno", "bun / node", "deno / node", "server CPU ms per 1000: node / bun / deno"], rowsOf(results)));
-  console.log(`\nRatios are medians of each round's ratio. Server CPU: user + system time of the server process over the measurement (/proc, 10 ms ticks), per 1000 messages (per 1000 requests for one-per-request). The client is this Node process on the same cores.`);
+  console.log(
+    `\nRatios are medians of each round's ratio. Server CPU: user + system time of the server process over the measurement (/proc, 10 ms ticks), per 1000 messages (per 1000 requests for one-per-request). The client is this Node process on the same cores.`,
+  );
 }
 
 function rowsOf(results: Map<string, Measured[]>): string[][] {
   return SCENARIOS.filter(({ key }) => PARTS.has(key)).map(({ key, label, unit }) => {
     const of = (runtime: Runtime) => results.get(`${runtime} ${key}`) ?? [];
     const rate = (runtime: Runtime) => formatRate(median(of(runtime).map((m) => m.rate)));
-    const ratio = (runtime: Runtime) => (of(runtime).length > 0 && of("node").length === of(runtime).length ? `${median(of(runtime).map((m, i) => m.rate / of("node")[i]!.rate)).toFixed(2)}x` : "-");
+    const ratio = (runtime: Runtime) =>
+      of(runtime).length > 0 && of("node").length === of(runtime).length
+        ? `${median(of(runtime).map((m, i) => m.rate / of("node")[i]!.rate)).toFixed(2)}x`
+        : "-";
     const cpu = RUNTIMES.map((runtime) => median(of(runtime).map((m) => m.cpuMsPer1000)).toFixed(1)).join(" / ");
     return [`${label} (${unit})`, rate("node"), rate("bun"), rate("deno"), ratio("bun"), ratio("deno"), cpu];
   });

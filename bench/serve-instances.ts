@@ -85,29 +85,47 @@ async function declare(agent: Agent, port: number, queue: string, partitions: nu
  */
 async function warmUp(agent: Agent, ports: number[], work: Workload, batches: Batch[]): Promise<void> {
   await declare(agent, ports[0]!, "warm", work.partitions);
-  await Promise.all(ports.map(async (port) => {
-    for (const batch of batches.slice(0, WARM_BATCHES)) {
-      const res = await call(agent, port, "POST", "/api/v1/queues/warm/messages", batch.body, { "content-type": BATCH_CONTENT_TYPE });
-      if (res.status !== 201) throw new Error(`warm-up produce on port ${port}: ${res.status} ${res.body}`);
-    }
-  }));
+  await Promise.all(
+    ports.map(async (port) => {
+      for (const batch of batches.slice(0, WARM_BATCHES)) {
+        const res = await call(agent, port, "POST", "/api/v1/queues/warm/messages", batch.body, { "content-type": BATCH_CONTENT_TYPE });
+        if (res.status !== 201) throw new Error(`warm-up produce on port ${port}: ${res.status} ${res.body}`);
+      }
+    }),
+  );
   const total = ports.length * batches.slice(0, WARM_BATCHES).reduce((n, b) => n + b.payloads.length, 0);
-  await Promise.all(ports.map(async (port, i) => {
-    const deadline = performance.now() + 20_000;
-    let cursor: string | undefined;
-    for (let got = 0; got < total; ) {
-      if (performance.now() > deadline) throw new Error(`warm-up consume on port ${port}: ${got} of ${total} messages in 20 s`);
-      const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
-      const res = await call(agent, port, "GET", `/api/v1/queues/warm/consumers/w${i}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
-      if (res.status !== 200) throw new Error(`warm-up consume on port ${port}: ${res.status} ${res.body}`);
-      const batch = readBatch(res);
-      cursor = batch.cursor;
-      got += batch.payloads.length;
-    }
-  }));
+  await Promise.all(
+    ports.map(async (port, i) => {
+      const deadline = performance.now() + 20_000;
+      let cursor: string | undefined;
+      for (let got = 0; got < total;) {
+        if (performance.now() > deadline) throw new Error(`warm-up consume on port ${port}: ${got} of ${total} messages in 20 s`);
+        const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
+        const res = await call(
+          agent,
+          port,
+          "GET",
+          `/api/v1/queues/warm/consumers/w${i}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`,
+          undefined,
+          { accept: BATCH_CONTENT_TYPE },
+        );
+        if (res.status !== 200) throw new Error(`warm-up consume on port ${port}: ${res.status} ${res.body}`);
+        const batch = readBatch(res);
+        cursor = batch.cursor;
+        got += batch.payloads.length;
+      }
+    }),
+  );
 }
 
-async function measure(agent: Agent, ports: number[], work: Workload, batches: Batch[], consumeFailed: string | undefined, cpuMs: () => number): Promise<Measured> {
+async function measure(
+  agent: Agent,
+  ports: number[],
+  work: Workload,
+  batches: Batch[],
+  consumeFailed: string | undefined,
+  cpuMs: () => number,
+): Promise<Measured> {
   const retried = noRetries();
   let next = 0;
   const cpu0 = cpuMs();
@@ -154,10 +172,13 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
       const base = `/api/v1/queues/${QUEUE}/consumers/c`;
       let cursor: string | undefined;
       while (state.distinct < work.messages) {
-        if (state.distinct === 0 && performance.now() > t1 + NOTHING_MS) throw new Error(`consume: nothing delivered in ${NOTHING_MS / 1000} s (this build cannot consume a partitioned queue over HTTP?)`);
+        if (state.distinct === 0 && performance.now() > t1 + NOTHING_MS)
+          throw new Error(`consume: nothing delivered in ${NOTHING_MS / 1000} s (this build cannot consume a partitioned queue over HTTP?)`);
         if (performance.now() > deadline) throw new Error(`consume: ${state.distinct} of ${work.messages} messages after ${CONSUME_LIMIT_MS / 1000} s`);
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
-        const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, { accept: BATCH_CONTENT_TYPE });
+        const res = await call(agent, port, "GET", `${base}/messages?max_messages=${work.batch}&timeout_ms=${POLL_MS}${commit}`, undefined, {
+          accept: BATCH_CONTENT_TYPE,
+        });
         if (res.status === 409 || res.status === 503) {
           // E_CURSOR: a partition of the commit was handed over meanwhile; its messages come again
           // from the new holder (counted as redelivered). Read on without that commit.
@@ -185,7 +206,14 @@ async function consumeAll(agent: Agent, ports: number[], work: Workload, retried
       if (last.status !== 200) throw new Error(`commit on port ${port}: ${last.status} ${last.body}`);
     }),
   );
-  return { consume: (performance.now() - t1) / 1000, duplicates: state.duplicates, split: perInstance, firstMs: firstAt, emptyPolls: state.empty, fullPolls: state.full };
+  return {
+    consume: (performance.now() - t1) / 1000,
+    duplicates: state.duplicates,
+    split: perInstance,
+    firstMs: firstAt,
+    emptyPolls: state.empty,
+    fullPolls: state.full,
+  };
 }
 
 /** Counts a refused request by "<status> <error code>" (the first of each said on stderr); returns the code. */
@@ -228,7 +256,10 @@ async function startInstance(storage: RunStorage): Promise<Instance> {
   const file = join(home, "vqueue.config.json");
   writeFileSync(file, JSON.stringify({ ...SERVE_DEFAULTS, ...storage.config }));
   const profile = process.env.VQ_BENCH_INSTANCES_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.VQ_BENCH_INSTANCES_PROFILE] : [];
-  const child: ChildProcess = spawn(process.execPath, [...profile, BIN, "serve", "--port", String(port), "--config", file], { cwd: home, stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn(process.execPath, [...profile, BIN, "serve", "--port", String(port), "--config", file], {
+    cwd: home,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -253,4 +284,3 @@ async function startInstance(storage: RunStorage): Promise<Instance> {
   }
   return { port, cpuMs: () => cpuMsOf(child.pid!), stop };
 }
-

@@ -30,7 +30,9 @@ function fullGc(): () => void {
 }
 
 export async function runSharedMemory(total: number, setup: DrainSetup): Promise<void> {
-  console.log(`\n### Memory: ${total} messages through one in-process shared consumer, produced in batches of 1000 while consumed (at most ${BACKLOG} ahead), ${setup.concurrency} loops of poll max ${setup.batch} + ack each; after a full GC\n`);
+  console.log(
+    `\n### Memory: ${total} messages through one in-process shared consumer, produced in batches of 1000 while consumed (at most ${BACKLOG} ahead), ${setup.concurrency} loops of poll max ${setup.batch} + ack each; after a full GC\n`,
+  );
   const gc = fullGc();
   const dir = tempDir("shared-memory");
   const samples: MemorySample[] = [];

@@ -39,11 +39,17 @@ interface Scenario {
 }
 
 export async function runSharedBench(): Promise<void> {
-  console.log(`\n## Shared consumers: ${SETUP.messages} messages of 100 B, ${SETUP.concurrency} concurrent workers, each message acknowledged, no-op handler (median of ${REPEATS} interleaved runs)\n`);
+  console.log(
+    `\n## Shared consumers: ${SETUP.messages} messages of 100 B, ${SETUP.concurrency} concurrent workers, each message acknowledged, no-op handler (median of ${REPEATS} interleaved runs)\n`,
+  );
   const scenarios: Scenario[] = [
     { key: "inproc", label: `v-queue shared consumer in process, fs, default options (syncCommits: true), poll max ${SETUP.batch} + ack each`, seconds: [] },
     { key: "inproc-nosync", label: `v-queue shared consumer in process, fs, syncCommits: false, poll max ${SETUP.batch} + ack each`, seconds: [] },
-    { key: "http", label: `v-queue over HTTP, client worker() concurrency ${SETUP.concurrency} (server: durability interval, syncCommits: false)`, seconds: [] },
+    {
+      key: "http",
+      label: `v-queue over HTTP, client worker() concurrency ${SETUP.concurrency} (server: durability interval, syncCommits: false)`,
+      seconds: [],
+    },
     { key: "bullmq", label: `BullMQ 6.7.6 Worker concurrency ${SETUP.concurrency}, removeOnComplete (redis AOF everysec)`, seconds: [] },
     { key: "streams", label: `Redis Streams group, ${SETUP.concurrency} consumers, XREADGROUP COUNT ${SETUP.batch} + pipelined XACK per message`, seconds: [] },
   ];
@@ -101,11 +107,27 @@ function printTable(scenarios: Scenario[]): void {
     if (!Number.isFinite(r)) return [s.label, "skipped", "-", "-", "-", "-", s.skipped ?? ""];
     const runs = s.seconds.map((t) => SETUP.messages / t);
     const target = s.key === "http" ? TARGETS.http * faster : s.key === "inproc" ? TARGETS.inproc * bullmq : undefined;
-    const targetText = s.key === "http" ? `>= ${TARGETS.http}x faster baseline` : s.key === "inproc" ? `>= ${TARGETS.inproc}x BullMQ` : s.key === "inproc-nosync" ? "informative" : "baseline";
-    return [s.label, formatRate(r), `${formatRate(Math.min(...runs))}-${formatRate(Math.max(...runs))}`, `${(r / faster).toFixed(2)}x`, `${(r / bullmq).toFixed(2)}x`, targetText, target === undefined ? "" : r >= target ? "PASS" : "FAIL"];
+    const targetText =
+      s.key === "http"
+        ? `>= ${TARGETS.http}x faster baseline`
+        : s.key === "inproc"
+          ? `>= ${TARGETS.inproc}x BullMQ`
+          : s.key === "inproc-nosync"
+            ? "informative"
+            : "baseline";
+    return [
+      s.label,
+      formatRate(r),
+      `${formatRate(Math.min(...runs))}-${formatRate(Math.max(...runs))}`,
+      `${(r / faster).toFixed(2)}x`,
+      `${(r / bullmq).toFixed(2)}x`,
+      targetText,
+      target === undefined ? "" : r >= target ? "PASS" : "FAIL",
+    ];
   });
   console.log(formatTable(["scenario", "msgs/s", "runs (min-max)", "vs faster baseline", "vs BullMQ", "target", "result"], rows));
-  const note = (key: "bullmq" | "streams") => (Number.isFinite(rate(get(key))) ? "measured now" : `the issue's ${formatRate(REFERENCE[key])}/s (not measured: ${get(key).skipped})`);
+  const note = (key: "bullmq" | "streams") =>
+    Number.isFinite(rate(get(key))) ? "measured now" : `the issue's ${formatRate(REFERENCE[key])}/s (not measured: ${get(key).skipped})`;
   console.log(`\nBaselines: BullMQ ${note("bullmq")}, Redis Streams ${note("streams")}; faster baseline ${formatRate(faster)}/s.`);
 }
 
@@ -142,7 +164,8 @@ async function httpDrain(): Promise<Drain> {
   const server = await startChild("vqueue", dir);
   const client = createClient({ baseURL: `http://127.0.0.1:${server.port}` });
   const batch = Array.from({ length: 1000 }, () => SETUP.payload);
-  for (let sent = 0; sent < SETUP.messages; sent += 1000) await client.produce("bench", batch.slice(0, Math.min(1000, SETUP.messages - sent)), { format: "binary" });
+  for (let sent = 0; sent < SETUP.messages; sent += 1000)
+    await client.produce("bench", batch.slice(0, Math.min(1000, SETUP.messages - sent)), { format: "binary" });
   return {
     async run(round) {
       let handled = 0;

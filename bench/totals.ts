@@ -32,7 +32,10 @@ export async function runTotalsBench(): Promise<void> {
         if (writer.position.part !== parts - 1) throw new Error(`expected ${parts} parts, got ${writer.position.part + 1}`);
         // Another process's view: same files, its own in-process state.
         const other: QueueDriver = { ...fsDriver({ dir }), storageKey: `bench-other:${dir}` };
-        for (const [where, view] of [["writer's process", driver], ["another process", other]] as const) {
+        for (const [where, view] of [
+          ["writer's process", driver],
+          ["another process", other],
+        ] as const) {
           const consumer = await QueueConsumer.open("q", where === "another process" ? "far" : "near", { driver: view, start: "earliest", onProblem: quiet });
           try {
             await consumer.read({ max: 3 });

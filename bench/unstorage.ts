@@ -56,7 +56,10 @@ export async function runUnstorageBench(): Promise<void> {
       xs.read.push(b.read);
     }
     const median = (samples: Sample[]) => repeat(samples.length, async (i) => samples[i]!);
-    for (const [label, ours] of [["unstorage/redis", vq], ["drivers/redis", vr]] as const) {
+    for (const [label, ours] of [
+      ["unstorage/redis", vq],
+      ["drivers/redis", vr],
+    ] as const) {
       const rows: [string, Rate, Rate][] = [
         [`push ${formatRate(COUNT)} x ${SIZE} B, batches of ${BATCH}`, await median(ours.push), await median(xs.push)],
         [`consume + commit, reads of ${BATCH}`, await median(ours.read), await median(xs.read)],
@@ -66,7 +69,14 @@ export async function runUnstorageBench(): Promise<void> {
           ["scenario", `v-queue ${label} msgs/s`, "Redis Streams msgs/s", "ratio", "target", "result"],
           rows.map(([scenario, mine, streams]) => {
             const ratio = mine.msgsPerSec / streams.msgsPerSec;
-            return [scenario, formatRate(mine.msgsPerSec), formatRate(streams.msgsPerSec), `${ratio.toFixed(2)} x`, `>= ${TARGET.toFixed(2)}`, ratio >= TARGET ? "PASS" : "FAIL"];
+            return [
+              scenario,
+              formatRate(mine.msgsPerSec),
+              formatRate(streams.msgsPerSec),
+              `${ratio.toFixed(2)} x`,
+              `>= ${TARGET.toFixed(2)}`,
+              ratio >= TARGET ? "PASS" : "FAIL",
+            ];
           }),
         ),
       );

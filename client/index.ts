@@ -131,7 +131,11 @@ export interface VQueueClient {
    * the types and with a TypeError, rather than sent changed. Retried through a server restart
    * (`retryTimeoutMs`): its idempotency key makes every attempt one write.
    */
-  produce<M>(queue: string, messages: M & ProduceInput<M>, options?: ProduceOptions & { delayMs?: undefined; at?: undefined }): Promise<ProduceResponse & ProduceReplay>;
+  produce<M>(
+    queue: string,
+    messages: M & ProduceInput<M>,
+    options?: ProduceOptions & { delayMs?: undefined; at?: undefined },
+  ): Promise<ProduceResponse & ProduceReplay>;
   /** Delayed (`delayMs` or `at`): kept aside by the server until then, answered with when. */
   produce<M>(queue: string, messages: M & ProduceInput<M>, options: ProduceOptions): Promise<(ProduceResponse | DelayedProduceResponse) & ProduceReplay>;
   /**
@@ -163,7 +167,12 @@ export interface VQueueClient {
   /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). Retried (`retryTimeoutMs`). */
   nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions & RetryOption): Promise<NackResponse>;
   /** Keeps leases `leaseMs` more from now. Retried (`retryTimeoutMs`). */
-  extend(queue: string, consumer: string, leases: string | string[], options?: { leaseMs?: number; signal?: AbortSignal } & RetryOption): Promise<ExtendResponse>;
+  extend(
+    queue: string,
+    consumer: string,
+    leases: string | string[],
+    options?: { leaseMs?: number; signal?: AbortSignal } & RetryOption,
+  ): Promise<ExtendResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
   /** A page of messages read without any consumer (nothing moves); `next` of the answer is the following page's `from`. */
@@ -219,7 +228,11 @@ export function createClient(options: ClientOptions): VQueueClient {
     consumers: (queue) => request(`${q(queue)}/consumers`, { idempotent: true }),
 
     // One implementation for the overloads: what `json` makes of the messages is in their types.
-    consume: (async (queue: string, consumer: string, opts: ConsumeOptions = {}): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined; missed: number }> => {
+    consume: (async (
+      queue: string,
+      consumer: string,
+      opts: ConsumeOptions = {},
+    ): Promise<{ messages: AnyClientMessage[]; cursor: string | undefined; missed: number }> => {
       const query: Record<string, string | number> = { max_messages: opts.maxMessages ?? 1, timeout_ms: opts.timeoutMs ?? 0 };
       if (opts.commit) query.commit = opts.commit;
       const timeoutMs = query.timeout_ms as number;
@@ -277,13 +290,17 @@ export function createClient(options: ClientOptions): VQueueClient {
       const hasBytes = list.some((m) => m instanceof Uint8Array || m instanceof ArrayBuffer);
       const format = opts.format ?? (hasBytes ? "binary" : "json");
       if (format === "binary") {
-        const batch = encodeProduceBatch(list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : toJSONText(m))));
+        const batch = encodeProduceBatch(
+          list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m instanceof Uint8Array || typeof m === "string" ? m : toJSONText(m))),
+        );
         return send(batch, { "content-type": BATCH_CONTENT_TYPE });
       }
       if (hasBytes) {
         // JSON with bytes: every message goes as base64 of its bytes (text as UTF-8).
         const encoder = new TextEncoder();
-        const encoded = list.map((m) => toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : toJSONText(m))));
+        const encoded = list.map((m) =>
+          toBase64(m instanceof Uint8Array ? m : m instanceof ArrayBuffer ? new Uint8Array(m) : encoder.encode(typeof m === "string" ? m : toJSONText(m))),
+        );
         return send({ messages: encoded, encoding: "base64" });
       }
       // Serialised here, in one pass that also checks every message.

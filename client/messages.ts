@@ -52,7 +52,9 @@ export type AnyClientMessage = ClientMessage | ClientMessage<unknown>;
 export function fromJSONMessage(message: MessageJSON, parseJSON: boolean): AnyClientMessage {
   const { part, offset, seq, cursor } = message;
   const out: AnyClientMessage =
-    message.encoding === "base64" ? { part, offset, seq, type: "object", data: fromBase64(message.data)!, cursor } : textMessage(part, offset, seq, message.data, cursor, parseJSON);
+    message.encoding === "base64"
+      ? { part, offset, seq, type: "object", data: fromBase64(message.data)!, cursor }
+      : textMessage(part, offset, seq, message.data, cursor, parseJSON);
   // Only on a partitioned queue's messages (no `partition: undefined` on the others).
   if (message.partition !== undefined) out.partition = message.partition;
   return out;
@@ -62,7 +64,10 @@ export function fromBatchRecord(record: BatchRecord, parseJSON: boolean): AnyCli
   const { part, offset, seq, partition } = record;
   // A partitioned queue's (VQP1) cursor names its partition, as the JSON answer's does.
   const cursor = partition === undefined ? cursorAfter(record) : `p${partition}:${cursorAfter(record)}`;
-  const message = typeof record.data !== "string" ? ({ part, offset, seq, type: "object", data: record.data, cursor } as AnyClientMessage) : textMessage(part, offset, seq, record.data, cursor, parseJSON);
+  const message =
+    typeof record.data !== "string"
+      ? ({ part, offset, seq, type: "object", data: record.data, cursor } as AnyClientMessage)
+      : textMessage(part, offset, seq, record.data, cursor, parseJSON);
   if (partition !== undefined) message.partition = partition;
   return message;
 }
@@ -74,7 +79,13 @@ function textMessage(part: number, offset: number, seq: number, data: string, cu
 }
 
 /** A text body as given, or parsed as JSON (with the parse error when it is not JSON). */
-export function textOrJSON(data: string, parseJSON: boolean): Pick<TextMessage, "type" | "data" | "json"> | Pick<ParsedMessage<unknown>, "type" | "data" | "json"> | Pick<UnparsedMessage, "type" | "data" | "json" | "error"> {
+export function textOrJSON(
+  data: string,
+  parseJSON: boolean,
+):
+  | Pick<TextMessage, "type" | "data" | "json">
+  | Pick<ParsedMessage<unknown>, "type" | "data" | "json">
+  | Pick<UnparsedMessage, "type" | "data" | "json" | "error"> {
   if (!parseJSON) return { type: "string", data };
   try {
     return { type: "string", json: true, data: JSON.parse(data) as unknown };

@@ -67,13 +67,18 @@ function isPlainObject(value: object): boolean {
 }
 
 /** What a produce's options add to its request: the idempotency key (given, or a fresh UUID), the partition key and the delay. */
-export function produceExtras(options: { delayMs?: number; at?: Date | number | string; idempotencyKey?: string; partitionKey?: string }): { headers: Record<string, string>; query: Record<string, string | number> } {
+export function produceExtras(options: { delayMs?: number; at?: Date | number | string; idempotencyKey?: string; partitionKey?: string }): {
+  headers: Record<string, string>;
+  query: Record<string, string | number>;
+} {
   const key = options.idempotencyKey ?? globalThis.crypto.randomUUID();
-  if (typeof key !== "string" || !/^[\x20-\x7e]{1,255}$/.test(key)) throw new TypeError(`Invalid idempotencyKey ${JSON.stringify(key)}: use 1 to 255 printable ASCII characters.`);
+  if (typeof key !== "string" || !/^[\x20-\x7e]{1,255}$/.test(key))
+    throw new TypeError(`Invalid idempotencyKey ${JSON.stringify(key)}: use 1 to 255 printable ASCII characters.`);
   const query: Record<string, string | number> = {};
   // In the query, not a header: a key may be any text (a header is ASCII only).
   if (options.partitionKey !== undefined) {
-    if (typeof options.partitionKey !== "string" || options.partitionKey.length === 0) throw new TypeError(`Invalid partitionKey ${JSON.stringify(options.partitionKey)}: a non-empty string.`);
+    if (typeof options.partitionKey !== "string" || options.partitionKey.length === 0)
+      throw new TypeError(`Invalid partitionKey ${JSON.stringify(options.partitionKey)}: a non-empty string.`);
     query.partitionKey = options.partitionKey;
   }
   if (options.delayMs !== undefined) query.delayMs = options.delayMs;

@@ -35,7 +35,8 @@ export function checkRetryOptions(options: { retry?: number; retryDelay?: number
   ];
   for (const [name, test, allowed] of checks) {
     const value = options[name];
-    if (value !== undefined && (typeof value !== "number" || !test(value))) throw new TypeError(`Invalid client option ${name}: ${typeof value === "string" ? JSON.stringify(value) : String(value)}; it takes ${allowed}.`);
+    if (value !== undefined && (typeof value !== "number" || !test(value)))
+      throw new TypeError(`Invalid client option ${name}: ${typeof value === "string" ? JSON.stringify(value) : String(value)}; it takes ${allowed}.`);
   }
 }
 

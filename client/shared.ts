@@ -78,7 +78,10 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
       // Servers before VQM1 answered a partitioned queue's leases in JSON.
       if (type.startsWith("application/json")) {
         const answer = JSON.parse(new TextDecoder().decode(raw)) as LeaseResponse;
-        return { messages: answer.messages.map((m) => fromLeaseJSON(m, json)), leaseMs: answer.messages.length > 0 ? answer.messages[0]!.leaseUntil - answer.now : 0 };
+        return {
+          messages: answer.messages.map((m) => fromLeaseJSON(m, json)),
+          leaseMs: answer.messages.length > 0 ? answer.messages[0]!.leaseUntil - answer.now : 0,
+        };
       }
       const { now, records } = decodeLeaseAnswer(new Uint8Array(raw), status);
       return { messages: records.map((r) => fromLeaseRecord(r, json)), leaseMs: records.length > 0 ? records[0]!.leaseUntil - now : 0 };
@@ -91,7 +94,12 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
       return request<NackResponse>(`${c(queue, consumer)}/nack`, { method: "POST", body: { leases: leases(list), ...rest }, safe: retry, signal });
     },
     extend: (queue: string, consumer: string, list: string | string[], opts: { leaseMs?: number; signal?: AbortSignal } & RetryOption = {}) =>
-      request<ExtendResponse>(`${c(queue, consumer)}/extend`, { method: "POST", body: { leases: leases(list), leaseMs: opts.leaseMs }, safe: opts.retry ?? true, signal: opts.signal }),
+      request<ExtendResponse>(`${c(queue, consumer)}/extend`, {
+        method: "POST",
+        body: { leases: leases(list), leaseMs: opts.leaseMs },
+        safe: opts.retry ?? true,
+        signal: opts.signal,
+      }),
     redrive: (dlq: string, opts: { to?: string; max?: number; signal?: AbortSignal } = {}) =>
       request<RedriveResponse>(`${q(dlq)}/redrive`, { method: "POST", body: { to: opts.to, max: opts.max }, signal: opts.signal }),
   };

@@ -57,7 +57,12 @@ interface NextBatch {
  * finished, so a server restart neither loses a message nor hands the loop one twice.
  * The next batch is requested while the loop body works on the current one.
  */
-export function subscribe(client: SubscribeCalls, queue: string, consumer: string, options: SubscribeOptions = {}): AsyncGenerator<AnyClientMessage, void, undefined> {
+export function subscribe(
+  client: SubscribeCalls,
+  queue: string,
+  consumer: string,
+  options: SubscribeOptions = {},
+): AsyncGenerator<AnyClientMessage, void, undefined> {
   const { signal, maxMessages = 100, pollTimeoutMs = 25_000, commit = "batch", format, json } = options;
   const minDelay = options.backoff?.min ?? 100;
   const maxDelay = options.backoff?.max ?? 5000;
@@ -100,12 +105,14 @@ export function subscribe(client: SubscribeCalls, queue: string, consumer: strin
   const poll = (abort?: AbortController): Promise<AnyClientMessage[]> => {
     const targets = toCommit();
     const requestSignal = abort ? (signal ? AbortSignal.any([signal, abort.signal]) : abort.signal) : signal;
-    return client.consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: cursorOf(targets) }).then(({ messages, missed }) => {
-      markCommitted(targets);
-      if (missed > 0) (options.onMissed ?? warnMissed)(missed);
-      for (const message of messages) handedOut.set(partitionOf(message), message);
-      return messages;
-    });
+    return client
+      .consume(queue, consumer, { maxMessages, timeoutMs: pollTimeoutMs, signal: requestSignal, format, json, commit: cursorOf(targets) })
+      .then(({ messages, missed }) => {
+        markCommitted(targets);
+        if (missed > 0) (options.onMissed ?? warnMissed)(missed);
+        for (const message of messages) handedOut.set(partitionOf(message), message);
+        return messages;
+      });
   };
   /** Drops the request for the next batch: what it handed out is handed out again after a rewind. */
   const dropNext = () => {

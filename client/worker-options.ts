@@ -37,7 +37,6 @@ export interface WorkerOptions {
   onError?: (error: unknown, message?: AnyLeasedMessage) => void;
 }
 
-
 type Check = [test: (value: unknown) => boolean, allowed: string];
 
 const integerFrom = (min: number): Check => [(v) => Number.isSafeInteger(v) && (v as number) >= min, `an integer from ${min} up`];
@@ -50,7 +49,10 @@ const CHECKS: { [K in keyof Required<WorkerOptions>]: Check } = {
   leaseMs: integerFrom(1),
   maxDeliveries: integerFrom(1),
   backoff: [(v) => typeof v === "function", "a function (deliveries) => ms"],
-  signal: [(v) => typeof v === "object" && v !== null && typeof (v as AbortSignal).aborted === "boolean" && typeof (v as AbortSignal).addEventListener === "function", "an AbortSignal"],
+  signal: [
+    (v) => typeof v === "object" && v !== null && typeof (v as AbortSignal).aborted === "boolean" && typeof (v as AbortSignal).addEventListener === "function",
+    "an AbortSignal",
+  ],
   json: [(v) => typeof v === "boolean", "true or false"],
   pollTimeoutMs: integerFrom(0),
   ackDelayMs: [(v) => typeof v === "number" && Number.isFinite(v) && v >= 0, "a number of ms from 0 up"],

@@ -69,7 +69,12 @@ const LEASE_MARGIN_MS = 200;
  * throw, extends the leases of handlers still running at half their time, retries what the
  * network fails. A worker that dies loses nothing: its leases run out and the messages go to others.
  */
-export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions = {}, context: WorkerContext = {}): Worker {
+export function runWorker<T>(
+  calls: WorkerCalls,
+  handler: (message: LeasedClientMessage<T>) => unknown,
+  options: WorkerOptions = {},
+  context: WorkerContext = {},
+): Worker {
   checkWorkerOptions(options);
   const { concurrency = 8, leaseMs, maxDeliveries, backoff = defaultBackoff, json = false, pollTimeoutMs = 20_000, ackDelayMs = 2 } = options;
   let batch = options.batch ?? Math.min(MAX_BATCH, concurrency * 4);
@@ -162,7 +167,12 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       ms = error;
     }
     if (typeof ms === "number" && Number.isFinite(ms) && ms >= 0) return Math.round(ms);
-    onError(new Error(`backoff(${message.deliveries}) gave ${ms instanceof Error ? `a throw: ${ms.message}` : String(ms)}, not a number of ms from 0 up: ${defaultBackoff(message.deliveries)} ms instead`), message);
+    onError(
+      new Error(
+        `backoff(${message.deliveries}) gave ${ms instanceof Error ? `a throw: ${ms.message}` : String(ms)}, not a number of ms from 0 up: ${defaultBackoff(message.deliveries)} ms instead`,
+      ),
+      message,
+    );
     return defaultBackoff(message.deliveries);
   };
 
@@ -241,7 +251,10 @@ export function runWorker<T>(calls: WorkerCalls, handler: (message: LeasedClient
       for (const h of group) h.extending = true;
       send("extend", async () => {
         try {
-          const { extended } = await calls.extend(group.map((h) => h.message.lease), ms);
+          const { extended } = await calls.extend(
+            group.map((h) => h.message.lease),
+            ms,
+          );
           const ok = new Set(extended.map((e) => e.lease));
           for (const h of group) {
             if (ok.has(h.message.lease)) h.expires = sentAt + ms;

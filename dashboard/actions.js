@@ -12,7 +12,9 @@ import { positionPicker } from "./position-picker.js";
  * @param {() => void} done
  */
 export function produceDialog(queue, done) {
-  const name = /** @type {HTMLInputElement} */ (h("input", { name: "queue", required: true, pattern: "[A-Za-z0-9._\\-]{1,128}", value: queue ?? "", autocomplete: "off" }));
+  const name = /** @type {HTMLInputElement} */ (
+    h("input", { name: "queue", required: true, pattern: "[A-Za-z0-9._\\-]{1,128}", value: queue ?? "", autocomplete: "off" })
+  );
   const kind = /** @type {HTMLSelectElement} */ (h("select", { name: "kind" }, h("option", { value: "json" }, "JSON"), h("option", { value: "text" }, "Text")));
   const body = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "body", rows: 5, spellcheck: "false" }));
   body.value = JSON.stringify({ test: true, from: "v-queue dashboard", at: new Date().toISOString() }, null, 2);
@@ -51,13 +53,23 @@ export function produceDialog(queue, done) {
 export function seekDialog(queue, consumer, done, partitioned = false) {
   const to = positionPicker({
     name: "to",
-    labels: ["The oldest message (rewind to the start)", "The end (skip everything)", partitioned ? "A cursor (the partitions it names)" : "A cursor", "A part and sequence number", "A date and time"],
+    labels: [
+      "The oldest message (rewind to the start)",
+      "The end (skip everything)",
+      partitioned ? "A cursor (the partitions it names)" : "A cursor",
+      "A part and sequence number",
+      "A date and time",
+    ],
     timeLabel: "Time (this browser's time zone)",
     partitioned,
   });
   openDialog({
     title: `Move consumer ${consumer}`,
-    body: [h("p", { class: "muted" }, `Consumer ${consumer} of ${queue} goes on from the chosen place; its position is saved.`), field("Move to", to.select), ...to.fields],
+    body: [
+      h("p", { class: "muted" }, `Consumer ${consumer} of ${queue} goes on from the chosen place; its position is saved.`),
+      field("Move to", to.select),
+      ...to.fields,
+    ],
     confirm: "Move consumer",
     run: async () => {
       const choice = to.value();

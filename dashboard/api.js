@@ -50,7 +50,14 @@ export async function call(method, path, { body, signal } = {}) {
   if (body !== undefined) headers["content-type"] = "application/json";
   let request;
   try {
-    request = new Request(apiURL(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, credentials: "same-origin", cache: "no-store" });
+    request = new Request(apiURL(path), {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      credentials: "same-origin",
+      cache: "no-store",
+    });
   } catch (error) {
     throw new ApiProblem(0, "E_REQUEST", `This page could not make its request ${method} ${path}: ${messageOf(error)}`);
   }
@@ -76,7 +83,11 @@ export async function call(method, path, { body, signal } = {}) {
 /** A fetch that got no answer (or half of one): the browser offline, or the server down or unreachable. */
 function unreachable(/** @type {string} */ host, /** @type {unknown} */ error) {
   if (navigator.onLine === false) return new ApiProblem(0, "E_OFFLINE", "This browser is offline: no request reaches the v-queue server.");
-  return new ApiProblem(0, "E_UNREACHABLE", `No answer from the v-queue server at ${host} (${messageOf(error)}): it is down, restarting, or unreachable from here.`);
+  return new ApiProblem(
+    0,
+    "E_UNREACHABLE",
+    `No answer from the v-queue server at ${host} (${messageOf(error)}): it is down, restarting, or unreachable from here.`,
+  );
 }
 
 /**
@@ -93,11 +104,21 @@ function refused(response, data) {
   const answered = `HTTP ${status}`;
   if (response.ok) {
     const type = response.headers.get("content-type") ?? "no content type";
-    return new ApiProblem(status, "E_NOT_JSON", `The server answered ${answered} with ${type}, not the API's JSON: something in front of v-queue (a proxy, the host app) answered in its place.`);
+    return new ApiProblem(
+      status,
+      "E_NOT_JSON",
+      `The server answered ${answered} with ${type}, not the API's JSON: something in front of v-queue (a proxy, the host app) answered in its place.`,
+    );
   }
-  if (status === 401) return new ApiProblem(status, code, `The server refused the credentials${error?.message ? ` (${error.message})` : ""}: reload the page to sign in again.`);
+  if (status === 401)
+    return new ApiProblem(status, code, `The server refused the credentials${error?.message ? ` (${error.message})` : ""}: reload the page to sign in again.`);
   if (status === 403) return new ApiProblem(status, code, `Not allowed: ${error?.message ?? "this user lacks the right for it."}`);
-  if (!error?.message) return new ApiProblem(status, code, `The server answered ${answered} with no v-queue error: something in front of v-queue (a proxy, the host app) answered in its place.`);
+  if (!error?.message)
+    return new ApiProblem(
+      status,
+      code,
+      `The server answered ${answered} with no v-queue error: something in front of v-queue (a proxy, the host app) answered in its place.`,
+    );
   if (status >= 500) return new ApiProblem(status, code, `The v-queue server failed (${answered}, ${code}): ${error.message}`);
   return new ApiProblem(status, code, error.message);
 }

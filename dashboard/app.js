@@ -62,7 +62,10 @@ function navigate() {
   replace(
     crumbs,
     h("a", { href: "#/" }, "Queues"),
-    ...view.crumbs.flatMap((c) => [h("span", { class: "sep", "aria-hidden": "true" }, "/"), c.href ? h("a", { href: c.href }, c.label) : h("span", { "aria-current": "page" }, c.label)]),
+    ...view.crumbs.flatMap((c) => [
+      h("span", { class: "sep", "aria-hidden": "true" }, "/"),
+      c.href ? h("a", { href: c.href }, c.label) : h("span", { "aria-current": "page" }, c.label),
+    ]),
   );
   document.title = view.crumbs.length > 0 ? `${view.crumbs.map((c) => c.label).join(" · ")} · v-queue` : "Queues · v-queue";
   void tick();

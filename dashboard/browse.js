@@ -25,17 +25,35 @@ export function browseView(app, name) {
     timeLabel: "Time",
     inputClass: "short",
   });
-  const limit = /** @type {HTMLSelectElement} */ (h("select", { name: "limit" }, ...[10, 20, 50, 100].map((n) => h("option", { value: n, selected: n === 20 }, String(n)))));
+  const limit = /** @type {HTMLSelectElement} */ (
+    h("select", { name: "limit" }, ...[10, 20, 50, 100].map((n) => h("option", { value: n, selected: n === 20 }, String(n))))
+  );
   // A partitioned queue: every partition in turn, or one (its part and seq need one); filled once the queue's info says so.
   const partition = /** @type {HTMLSelectElement} */ (h("select", { name: "partition" }));
   const partitionField = field("Partition", partition);
   partitionField.hidden = true;
   const form = /** @type {HTMLFormElement} */ (
-    h("form", { class: "browse-form", "aria-label": "Where to start" }, partitionField, field("Start at", from.select), ...from.fields, field("Per page", limit), h("button", { type: "submit", class: "button primary" }, "Show"))
+    h(
+      "form",
+      { class: "browse-form", "aria-label": "Where to start" },
+      partitionField,
+      field("Start at", from.select),
+      ...from.fields,
+      field("Per page", limit),
+      h("button", { type: "submit", class: "button primary" }, "Show"),
+    )
   );
   const list = h("div", { class: "messages", "aria-live": "polite" });
   const more = h("div", { class: "pager" });
-  const el = h("section", { class: "view" }, h("div", { class: "view-head" }, h("h1", {}, `Messages of ${name}`)), h("p", { class: "muted" }, "Reading here moves no consumer."), form, list, more);
+  const el = h(
+    "section",
+    { class: "view" },
+    h("div", { class: "view-head" }, h("h1", {}, `Messages of ${name}`)),
+    h("p", { class: "muted" }, "Reading here moves no consumer."),
+    form,
+    list,
+    more,
+  );
   /** @type {AbortController | undefined} */
   let loading;
 
@@ -49,7 +67,10 @@ export function browseView(app, name) {
     const info = await call("GET", queuePath(name));
     partitions = info.partitions ?? 0;
     if (partitions === 0) return;
-    partition.replaceChildren(h("option", { value: "" }, "Every partition in turn"), ...Array.from({ length: partitions }, (_, k) => h("option", { value: String(k) }, `Partition ${k}`)));
+    partition.replaceChildren(
+      h("option", { value: "" }, "Every partition in turn"),
+      ...Array.from({ length: partitions }, (_, k) => h("option", { value: String(k) }, `Partition ${k}`)),
+    );
     partitionField.hidden = false;
   }
 
@@ -88,7 +109,18 @@ export function browseView(app, name) {
     replace(
       more,
       h("span", { class: "muted" }, `${count(list.querySelectorAll(".message").length)} shown`),
-      next ? h("button", { type: "button", class: "button", "data-action": "next", onclick: () => shown(load(new URLSearchParams({ from: next, ...(only === null ? {} : { partition: only }) }), true)) }, "Next page") : h("span", { class: "muted" }, "End of the queue."),
+      next
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: "button",
+              "data-action": "next",
+              onclick: () => shown(load(new URLSearchParams({ from: next, ...(only === null ? {} : { partition: only }) }), true)),
+            },
+            "Next page",
+          )
+        : h("span", { class: "muted" }, "End of the queue."),
     );
   }
 

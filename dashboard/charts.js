@@ -83,7 +83,10 @@ export function timeChart(container, series, format, whole = false) {
         legend: { live: true },
         scales: {
           // One sample (a queue just seen) is no range: the minute before it.
-          x: { time: true, range: (/** @type {unknown} */ _u, /** @type {number} */ min, /** @type {number} */ max) => (max - min < 1 ? [max - 60, max] : [min, max]) },
+          x: {
+            time: true,
+            range: (/** @type {unknown} */ _u, /** @type {number} */ min, /** @type {number} */ max) => (max - min < 1 ? [max - 60, max] : [min, max]),
+          },
           y: { range: (/** @type {unknown} */ _u, /** @type {number} */ _min, /** @type {number} */ max) => [0, max > 0 ? max * 1.1 : 1] },
         },
         axes: [
@@ -96,7 +99,14 @@ export function timeChart(container, series, format, whole = false) {
           { label: "time", value: (/** @type {unknown} */ _u, /** @type {number | null} */ t) => (t === null || t === undefined ? "–" : clock(t)) },
           ...series.map((s) => {
             const color = cssVar(s.color);
-            return { label: s.label, stroke: color, width: 2, fill: s.fill ? `${color}22` : undefined, points: { show: false }, value: (/** @type {unknown} */ _u, /** @type {number | null} */ v) => (v === null || v === undefined ? "–" : format(v)) };
+            return {
+              label: s.label,
+              stroke: color,
+              width: 2,
+              fill: s.fill ? `${color}22` : undefined,
+              points: { show: false },
+              value: (/** @type {unknown} */ _u, /** @type {number | null} */ v) => (v === null || v === undefined ? "–" : format(v)),
+            };
           }),
         ],
       },

@@ -23,7 +23,16 @@ export function openDialog(options) {
   const result = h("p", { class: "result", role: "status", "aria-live": "polite" });
   const cancel = h("button", { type: "button", class: "button", "data-cancel": true }, "Cancel");
   const confirm = h("button", { type: "submit", class: `button ${options.danger ? "danger" : "primary"}`, "data-confirm": true }, options.confirm);
-  const form = /** @type {HTMLFormElement} */ (h("form", { method: "dialog", class: "dialog-form" }, h("h2", { id }, options.title), ...(options.body ?? []), result, h("div", { class: "dialog-actions" }, cancel, confirm)));
+  const form = /** @type {HTMLFormElement} */ (
+    h(
+      "form",
+      { method: "dialog", class: "dialog-form" },
+      h("h2", { id }, options.title),
+      ...(options.body ?? []),
+      result,
+      h("div", { class: "dialog-actions" }, cancel, confirm),
+    )
+  );
   const dialog = /** @type {HTMLDialogElement} */ (h("dialog", { class: "dialog", "aria-labelledby": id }, form));
   let finished = false;
   cancel.addEventListener("click", () => dialog.close());

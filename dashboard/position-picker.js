@@ -15,12 +15,20 @@ const KINDS = ["earliest", "latest", "cursor", "seq", "time"];
  */
 export function positionPicker({ name, id, labels, timeLabel, inputClass, partitioned = false }) {
   const kinds = partitioned ? KINDS.filter((kind) => kind !== "seq") : KINDS;
-  const select = /** @type {HTMLSelectElement} */ (h("select", { name, id }, ...kinds.map((kind) => h("option", { value: kind }, labels[KINDS.indexOf(kind)] ?? kind))));
-  const cursor = /** @type {HTMLInputElement} */ (h("input", { name: "cursor", placeholder: partitioned ? "p0:part.position.count,p1:..." : "part.position.count", autocomplete: "off" }));
+  const select = /** @type {HTMLSelectElement} */ (
+    h("select", { name, id }, ...kinds.map((kind) => h("option", { value: kind }, labels[KINDS.indexOf(kind)] ?? kind)))
+  );
+  const cursor = /** @type {HTMLInputElement} */ (
+    h("input", { name: "cursor", placeholder: partitioned ? "p0:part.position.count,p1:..." : "part.position.count", autocomplete: "off" })
+  );
   const part = /** @type {HTMLInputElement} */ (h("input", { name: "part", type: "number", min: 0, value: 0, class: inputClass }));
   const seq = /** @type {HTMLInputElement} */ (h("input", { name: "seq", type: "number", min: 1, value: 1, class: inputClass }));
   const time = /** @type {HTMLInputElement} */ (h("input", { name: "time", type: "datetime-local", step: 1 }));
-  const extra = { cursor: field("Cursor", cursor), seq: h("div", { class: "field-row" }, field("Part", part), field("Seq", seq)), time: field(timeLabel, time) };
+  const extra = {
+    cursor: field("Cursor", cursor),
+    seq: h("div", { class: "field-row" }, field("Part", part), field("Seq", seq)),
+    time: field(timeLabel, time),
+  };
   const show = () => {
     for (const [kind, node] of Object.entries(extra)) node.hidden = kind !== select.value;
   };

@@ -29,12 +29,35 @@ export function queueView(app, name) {
   // A partitioned queue has no parts of its own: its partitions instead, each linked to its page.
   const partitionRows = h("tbody");
   const partitionsCount = h("span", { class: "muted" });
-  const partsSection = h("div", {}, h("h2", {}, "Parts ", partsCount), h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Parts" }, h("thead", {}, row("th", ["Part", "Size", "Messages", "Age", "Format", "Compression"], [1, 2, 3, 5])), parts)));
+  const partsSection = h(
+    "div",
+    {},
+    h("h2", {}, "Parts ", partsCount),
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { class: "grid", "aria-label": "Parts" },
+        h("thead", {}, row("th", ["Part", "Size", "Messages", "Age", "Format", "Compression"], [1, 2, 3, 5])),
+        parts,
+      ),
+    ),
+  );
   const partitionsSection = h(
     "div",
     { hidden: true },
     h("h2", {}, "Partitions ", partitionsCount),
-    h("div", { class: "table-wrap" }, h("table", { class: "grid", "aria-label": "Partitions" }, h("thead", {}, row("th", ["Partition", "Messages", "Size", "Parts", "Produced /s", "Consumed /s", "Worst lag"], [1, 2, 3, 4, 5, 6])), partitionRows)),
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { class: "grid", "aria-label": "Partitions" },
+        h("thead", {}, row("th", ["Partition", "Messages", "Size", "Parts", "Produced /s", "Consumed /s", "Worst lag"], [1, 2, 3, 4, 5, 6])),
+        partitionRows,
+      ),
+    ),
   );
   const el = h(
     "section",
@@ -55,14 +78,25 @@ export function queueView(app, name) {
       h(
         "table",
         { class: "grid", "aria-label": "Consumers" },
-        h("thead", {}, row("th", ["Consumer", "Kind", "Position", "Lag", "Rate /s", "In flight", "Redelivered", "Dead-lettered", "Last seen", ""], [3, 4, 5, 6, 7])),
+        h(
+          "thead",
+          {},
+          row("th", ["Consumer", "Kind", "Position", "Lag", "Rate /s", "In flight", "Redelivered", "Dead-lettered", "Last seen", ""], [3, 4, 5, 6, 7]),
+        ),
         consumers,
       ),
     ),
     partitionsSection,
     partsSection,
   );
-  const rateChart = timeChart(rateBox, [{ label: "produced", color: "--produce" }, { label: "consumed", color: "--consume" }], rate);
+  const rateChart = timeChart(
+    rateBox,
+    [
+      { label: "produced", color: "--produce" },
+      { label: "consumed", color: "--consume" },
+    ],
+    rate,
+  );
   const lagChart = timeChart(lagBox, [{ label: "lag", color: "--lag", fill: true }], count, true);
   /** @type {string[]} */
   let rights = [];
@@ -123,7 +157,8 @@ export function queueView(app, name) {
       // Every partition, those never written too (empty: no page of their own yet).
       partitionRows.innerHTML = Array.from({ length: q.partitions }, (_, k) => {
         const p = rows.get(k);
-        if (!p) return `<tr><th scope="row">${k}</th><td class="num">0</td><td class="num">–</td><td class="num">0</td><td class="num">–</td><td class="num">–</td><td class="num">0</td></tr>`;
+        if (!p)
+          return `<tr><th scope="row">${k}</th><td class="num">0</td><td class="num">–</td><td class="num">0</td><td class="num">–</td><td class="num">–</td><td class="num">0</td></tr>`;
         return (
           `<tr><th scope="row"><a href="${esc(queueHref(p.name))}">${k}</a></th><td class="num">${count(p.messages)}</td><td class="num">${bytes(p.bytes)}</td><td class="num">${count(p.parts)}</td>` +
           `<td class="num">${rate(p.produceRate)}</td><td class="num">${rate(p.consumeRate)}</td><td class="num${p.maxLag > 0 ? " lag" : ""}">${count(p.maxLag)}</td></tr>`
@@ -164,9 +199,23 @@ export function queueView(app, name) {
     replace(
       actions,
       can("read") ? h("a", { class: "button", href: queueHref(name, "browse"), "data-action": "browse" }, "Browse messages") : null,
-      can("write") ? h("button", { type: "button", class: "button primary", "data-action": "produce", onclick: () => produceDialog(name, app.refreshSoon) }, "Produce test message") : null,
-      can("read") && can("write-some") && name.endsWith(".dead") ? h("button", { type: "button", class: "button", "data-action": "redrive", onclick: () => redriveDialog(name, app.refreshSoon) }, "Re-drive dead letters") : null,
-      can("admin") ? h("button", { type: "button", class: "button danger", "data-action": "purge", onclick: () => purgeDialog(name, app.refreshSoon) }, "Purge…") : null,
+      can("write")
+        ? h(
+            "button",
+            { type: "button", class: "button primary", "data-action": "produce", onclick: () => produceDialog(name, app.refreshSoon) },
+            "Produce test message",
+          )
+        : null,
+      can("read") && can("write-some") && name.endsWith(".dead")
+        ? h(
+            "button",
+            { type: "button", class: "button", "data-action": "redrive", onclick: () => redriveDialog(name, app.refreshSoon) },
+            "Re-drive dead letters",
+          )
+        : null,
+      can("admin")
+        ? h("button", { type: "button", class: "button danger", "data-action": "purge", onclick: () => purgeDialog(name, app.refreshSoon) }, "Purge…")
+        : null,
     );
   }
 

@@ -32,15 +32,30 @@ const ROW_LIMIT = 200;
 /** @param {{ refreshSoon: () => void }} app */
 export function queuesView(app) {
   // Rows rendered: a thousand rows with sparklines take ~200 ms to lay out on every poll; a person reads the first ones (sorted, filtered).
-  const state = { key: /** @type {keyof QueueOverviewJSON} */ ("name"), dir: 1, filter: "", limit: ROW_LIMIT, data: /** @type {OverviewResponse | null} */ (null) };
+  const state = {
+    key: /** @type {keyof QueueOverviewJSON} */ ("name"),
+    dir: 1,
+    filter: "",
+    limit: ROW_LIMIT,
+    data: /** @type {OverviewResponse | null} */ (null),
+  };
   const cards = h("div", { class: "cards" });
-  const filter = /** @type {HTMLInputElement} */ (h("input", { type: "search", id: "queue-filter", placeholder: "Filter by name", autocomplete: "off", "aria-label": "Filter queues by name" }));
+  const filter = /** @type {HTMLInputElement} */ (
+    h("input", { type: "search", id: "queue-filter", placeholder: "Filter by name", autocomplete: "off", "aria-label": "Filter queues by name" })
+  );
   const shown = h("span", { class: "muted", id: "queue-count" });
   const tools = h("div", { class: "tools" });
   const head = h("tr");
   const body = h("tbody", { id: "queue-rows" });
   const table = h("table", { class: "grid queues", "aria-label": "Queues" }, h("thead", {}, head), body);
-  const el = h("section", { class: "view" }, h("div", { class: "view-head" }, h("h1", {}, "Queues"), tools), cards, h("div", { class: "toolbar" }, filter, shown), h("div", { class: "table-wrap" }, table));
+  const el = h(
+    "section",
+    { class: "view" },
+    h("div", { class: "view-head" }, h("h1", {}, "Queues"), tools),
+    cards,
+    h("div", { class: "toolbar" }, filter, shown),
+    h("div", { class: "table-wrap" }, table),
+  );
 
   filter.addEventListener("input", () => {
     state.filter = filter.value.trim().toLowerCase();
@@ -51,10 +66,23 @@ export function queuesView(app) {
       head,
       ...COLUMNS.map((c) => {
         const sorted = state.key === c.key;
-        const th = h("th", { class: `${c.num ? "num" : ""}${c.wide ? " wide" : ""}`, "aria-sort": sorted ? (state.dir > 0 ? "ascending" : "descending") : "none", scope: "col" }, h("button", { type: "button", class: "sort", "data-key": c.key }, c.label, h("span", { class: "arrow", "aria-hidden": "true" }, sorted ? (state.dir > 0 ? "▲" : "▼") : "")));
+        const th = h(
+          "th",
+          { class: `${c.num ? "num" : ""}${c.wide ? " wide" : ""}`, "aria-sort": sorted ? (state.dir > 0 ? "ascending" : "descending") : "none", scope: "col" },
+          h(
+            "button",
+            { type: "button", class: "sort", "data-key": c.key },
+            c.label,
+            h("span", { class: "arrow", "aria-hidden": "true" }, sorted ? (state.dir > 0 ? "▲" : "▼") : ""),
+          ),
+        );
         return th;
       }),
-      h("th", { scope: "col", class: "spark-col" }, h("span", { class: "legend" }, h("i", { class: "dot produce" }), "in ", h("i", { class: "dot consume" }), "out")),
+      h(
+        "th",
+        { scope: "col", class: "spark-col" },
+        h("span", { class: "legend" }, h("i", { class: "dot produce" }), "in ", h("i", { class: "dot consume" }), "out"),
+      ),
     );
   };
   body.addEventListener("click", (event) => {
@@ -84,7 +112,9 @@ export function queuesView(app) {
       const order = typeof x === "string" ? x.localeCompare(/** @type {string} */ (y)) : /** @type {number} */ (x) - /** @type {number} */ (y);
       return order * dir || a.name.localeCompare(b.name);
     });
-    shown.textContent = state.filter ? `${count(rows.length)} of ${count(data.queues.length)}` : `${count(rows.length)} ${rows.length === 1 ? "queue" : "queues"}`;
+    shown.textContent = state.filter
+      ? `${count(rows.length)} of ${count(data.queues.length)}`
+      : `${count(rows.length)} ${rows.length === 1 ? "queue" : "queues"}`;
     if (data.queues.length === 0) {
       body.innerHTML = `<tr><td colspan="${COLUMNS.length + 1}" class="empty">No queues yet.${data.rights.includes("write") ? " Produce a message to create one." : ""}</td></tr>`;
       return;
@@ -124,7 +154,13 @@ export function queuesView(app) {
       card("Consumed /s", rate(total("consumeRate")), "consume"),
     );
     if (data.rights.includes("write") && !tools.firstChild) {
-      tools.append(h("button", { type: "button", class: "button primary", "data-action": "produce", onclick: () => produceDialog(null, app.refreshSoon) }, "Produce a test message"));
+      tools.append(
+        h(
+          "button",
+          { type: "button", class: "button primary", "data-action": "produce", onclick: () => produceDialog(null, app.refreshSoon) },
+          "Produce a test message",
+        ),
+      );
     }
   }
 

@@ -9,11 +9,7 @@ import fsDriver from "../adapters/drivers/fs";
 const dir = "./.data";
 
 const queue = await openQueue("orders", { dir });
-const landed = await queue.pushBatch([
-  "plain text",
-  { id: Date.now(), item: "book", qty: 1 },
-  new TextEncoder().encode("raw bytes"),
-]);
+const landed = await queue.pushBatch(["plain text", { id: Date.now(), item: "book", qty: 1 }, new TextEncoder().encode("raw bytes")]);
 console.log(`pushed ${landed.length} messages into part ${landed[0]!.part}`);
 
 const billing = await openConsumer("orders", "billing", { dir });

@@ -21,6 +21,8 @@ export class ProtocolError extends Error {
 
   /** Also true for one from another copy of this module (two bundles in one page). */
   static isError(value: unknown): value is ProtocolError {
-    return value instanceof ProtocolError || (value instanceof Error && value.name === "ProtocolError" && typeof (value as { code?: unknown }).code === "string");
+    return (
+      value instanceof ProtocolError || (value instanceof Error && value.name === "ProtocolError" && typeof (value as { code?: unknown }).code === "string")
+    );
   }
 }

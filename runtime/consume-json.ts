@@ -20,7 +20,14 @@ const BACKSLASH = 0x5c;
 const HEX = encoder.encode("0123456789abcdef");
 /** JSON.stringify's short escapes: \b \t \n \f \r (0 for none). */
 const SHORT_ESCAPES = new Uint8Array(32);
-for (const [c, letter] of [[0x08, "b"], [0x09, "t"], [0x0a, "n"], [0x0c, "f"], [0x0d, "r"]] as const) SHORT_ESCAPES[c] = letter.charCodeAt(0);
+for (const [c, letter] of [
+  [0x08, "b"],
+  [0x09, "t"],
+  [0x0a, "n"],
+  [0x0c, "f"],
+  [0x0d, "r"],
+] as const)
+  SHORT_ESCAPES[c] = letter.charCodeAt(0);
 
 /** Bytes that are not copied as they are: control characters, `"`, `\`, and non-ASCII. */
 const SPECIAL = new Uint8Array(256).fill(1, 0, 0x20).fill(1, 0x80);
@@ -43,7 +50,10 @@ const MESSAGE_OVERHEAD = 240;
  * (text as its UTF-8 bytes; decoded strings are accepted too).
  */
 export function encodeConsumeJSON(queue: string, consumer: string, messages: Message[], cursor: string | undefined, missed = 0): Uint8Array<ArrayBuffer> {
-  return encodeMessagesJSON(`{"queue":${JSON.stringify(queue)},"consumer":${JSON.stringify(consumer)},"count":${messages.length},"cursor":${cursor === undefined ? "null" : JSON.stringify(cursor)},${missed > 0 ? `"missed":${missed},` : ""}"messages":[`, messages);
+  return encodeMessagesJSON(
+    `{"queue":${JSON.stringify(queue)},"consumer":${JSON.stringify(consumer)},"count":${messages.length},"cursor":${cursor === undefined ? "null" : JSON.stringify(cursor)},${missed > 0 ? `"missed":${missed},` : ""}"messages":[`,
+    messages,
+  );
 }
 
 /** `head` (JSON up to an open `"messages":[`), the messages as `MessageJSON`, then `]}`: any answer whose messages come last. */

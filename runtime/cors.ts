@@ -29,7 +29,13 @@ export function corsMiddleware(options: CorsOptions): Middleware {
     if (!origin || !allowed(origin)) return next();
     // h3 stages the headers for every answer, errors included, and answers a preflight (204).
     // A specific origin, not "*", whenever we can: Basic auth (an Authorization header) needs it.
-    const preflight = handleCors(event, { origin: options.origin === "*" ? "*" : [origin], methods: METHODS, allowHeaders: ALLOWED_HEADERS, exposeHeaders: EXPOSED_HEADERS, maxAge });
+    const preflight = handleCors(event, {
+      origin: options.origin === "*" ? "*" : [origin],
+      methods: METHODS,
+      allowHeaders: ALLOWED_HEADERS,
+      exposeHeaders: EXPOSED_HEADERS,
+      maxAge,
+    });
     // With "*" too the answer depends on the Origin header (none: no CORS headers); h3 leaves `vary` out then.
     if (options.origin === "*") for (const headers of [event.res.headers, event.res.errHeaders]) headers.append("vary", "origin");
     return preflight || next();
@@ -40,7 +46,8 @@ export function corsMiddleware(options: CorsOptions): Middleware {
 export function resolveCors(cors: CorsOptions | false | undefined): CorsOptions | undefined {
   if (!cors) return undefined;
   const { origin } = cors;
-  const ok = origin === "*" || typeof origin === "function" || (Array.isArray(origin) && origin.every((o) => typeof o === "string" && /^https?:\/\/[^/]+$/.test(o)));
+  const ok =
+    origin === "*" || typeof origin === "function" || (Array.isArray(origin) && origin.every((o) => typeof o === "string" && /^https?:\/\/[^/]+$/.test(o)));
   if (!ok) throw optionError('Invalid `cors.origin`: use "*", a list of origins like "https://app.example.com" (scheme and host, no path), or a function.');
   return cors;
 }

@@ -68,7 +68,8 @@ export function errorAnswer(error: unknown): ErrorAnswer {
     return { status, code: err.code, message: err.message, headers, error: err };
   }
   // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
-  if (isHttpError(err) && err.status < 500) return { status: err.status, code: err.status === 404 ? "E_ROUTE" : err.status === 413 ? "E_TOO_LARGE" : "E_PARAM", message: err.message, error: err };
+  if (isHttpError(err) && err.status < 500)
+    return { status: err.status, code: err.status === 404 ? "E_ROUTE" : err.status === 413 ? "E_TOO_LARGE" : "E_PARAM", message: err.message, error: err };
   return { status: 500, code: "E_INTERNAL", message: "Internal server error (logged by the server).", error: err };
 }
 

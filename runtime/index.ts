@@ -56,7 +56,11 @@ export interface QueueHandler {
    * refuses it), the batch goes to one partition: `partitionKey`'s, else the idempotency key's,
    * else one this server holds; the result says which (`partition`).
    */
-  produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions & { partitionKey?: string }): Promise<ProduceResult & { partition?: number }>;
+  produce(
+    queue: string,
+    messages: MessageInput | MessageInput[],
+    options: ProduceOptions & { partitionKey?: string },
+  ): Promise<ProduceResult & { partition?: number }>;
   /**
    * Declares the queues the `queues` option makes partitioned (once; requests wait for it
    * anyway). Rejects when one exists with another count or as an ordinary queue: a host awaits
@@ -81,7 +85,11 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     onError: (error) => {
       const status = (error as { status?: number }).status ?? 500;
       if (status >= 500) resolved.logger.error("[v-queue] [http]", error);
-      return jsonError(status, status === 404 ? "E_ROUTE" : status >= 500 ? "E_INTERNAL" : "E_PARAM", status >= 500 ? "Internal server error (logged by the server)." : error.message);
+      return jsonError(
+        status,
+        status === 404 ? "E_ROUTE" : status >= 500 ? "E_INTERNAL" : "E_PARAM",
+        status >= 500 ? "Internal server error (logged by the server)." : error.message,
+      );
     },
   });
 
@@ -94,7 +102,14 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     fetch: (request) => Promise.resolve(app.fetch(request)),
     push: async (queue, messages) => {
       assertName(queue, "queue");
-      return tracing.traced("send", queue, undefined, undefined, (positions) => positions.length, () => registry.push(queue, Array.isArray(messages) ? messages : [messages]));
+      return tracing.traced(
+        "send",
+        queue,
+        undefined,
+        undefined,
+        (positions) => positions.length,
+        () => registry.push(queue, Array.isArray(messages) ? messages : [messages]),
+      );
     },
     sharedConsumer: async (queue, name) => {
       assertName(queue, "queue");
@@ -106,8 +121,16 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       assertName(queue, "queue");
       const list = Array.isArray(messages) ? messages : [messages];
       const partitioned = (await registry.partitions.count(queue)) !== undefined;
-      if (!partitioned && produceOptions.partitionKey !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" is not partitioned: a partitionKey is for a partitioned queue.`);
-      return tracing.traced("send", queue, undefined, undefined, () => list.length, () => (partitioned ? registry.partitionedWriters.produce(queue, list, produceOptions) : registry.produce(queue, list, produceOptions)));
+      if (!partitioned && produceOptions.partitionKey !== undefined)
+        throw new VQueueError("E_OPTION", `Queue "${queue}" is not partitioned: a partitionKey is for a partitioned queue.`);
+      return tracing.traced(
+        "send",
+        queue,
+        undefined,
+        undefined,
+        () => list.length,
+        () => (partitioned ? registry.partitionedWriters.produce(queue, list, produceOptions) : registry.produce(queue, list, produceOptions)),
+      );
     },
     ready: async () => {
       await resolved.driver.start?.();

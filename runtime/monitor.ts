@@ -121,7 +121,8 @@ export class Monitor {
   history(queue: string, points: number): HistoryJSON | undefined {
     const partitions = this.#last?.queues.find((q) => q.name === queue)?.partitions;
     // A partitioned queue has no track of its own: its partitions' summed.
-    if (partitions !== undefined) return sumHistories(Array.from({ length: partitions }, (_, i) => this.#tracks.get(partitionName(queue, i))?.history.read(points)));
+    if (partitions !== undefined)
+      return sumHistories(Array.from({ length: partitions }, (_, i) => this.#tracks.get(partitionName(queue, i))?.history.read(points)));
     return this.#tracks.get(queue)?.history.read(points);
   }
 
@@ -156,10 +157,13 @@ export class Monitor {
       this.#first = undefined;
       const took = (this.#took = Date.now() - started);
       if (!this.#closed && Date.now() - this.#lookedAt < this.#options.idleMs) {
-        this.#timer = setTimeout(() => {
-          this.#timer = undefined;
-          this.#first = this.#run();
-        }, Math.max(this.#options.sampleMs - took, took, 0));
+        this.#timer = setTimeout(
+          () => {
+            this.#timer = undefined;
+            this.#first = this.#run();
+          },
+          Math.max(this.#options.sampleMs - took, took, 0),
+        );
         (this.#timer as { unref?: () => void }).unref?.();
       }
     }
@@ -199,7 +203,15 @@ export class Monitor {
       // Seen by the first sample: counted from here on (what was there before the server looked is
       // not "produced since"). Made after it: everything in it was produced since the last sample.
       const made = this.#last !== undefined;
-      track = { sample: undefined, sampledAt: made ? this.#last!.at : at, end: made ? { part: -1, position: 0, count: 0 } : end, producedTotal: 0, producedBytesTotal: 0, consumers: new Map(), history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]) };
+      track = {
+        sample: undefined,
+        sampledAt: made ? this.#last!.at : at,
+        end: made ? { part: -1, position: 0, count: 0 } : end,
+        producedTotal: 0,
+        producedBytesTotal: 0,
+        consumers: new Map(),
+        history: new HistoryRing(this.#options.historyPoints, ["produce", "consume", "lag"]),
+      };
       this.#tracks.set(queue.name, track);
     }
     const elapsed = Math.max(0.001, (at - track.sampledAt) / 1000);
@@ -223,7 +235,15 @@ export class Monitor {
       const live = held?.get(c.name);
       let ct = track.consumers.get(c.name);
       if (!ct) {
-        ct = { position: c, consumedTotal: 0, consumedBytesTotal: 0, lastMoved: null, redelivered: 0, liveRedelivered: live?.shared?.redelivered ?? 0, history: new HistoryRing(Math.min(this.#options.historyPoints, CONSUMER_POINTS), ["rate", "lag"]) };
+        ct = {
+          position: c,
+          consumedTotal: 0,
+          consumedBytesTotal: 0,
+          lastMoved: null,
+          redelivered: 0,
+          liveRedelivered: live?.shared?.redelivered ?? 0,
+          history: new HistoryRing(Math.min(this.#options.historyPoints, CONSUMER_POINTS), ["rate", "lag"]),
+        };
         track.consumers.set(c.name, ct);
       }
       const forward = comparePositions(c, ct.position) > 0;
@@ -236,7 +256,12 @@ export class Monitor {
       ct.position = { part: c.part, position: c.position, count: c.count };
       const shared = c.kind === "shared" ? await this.#shared(queue, c, ct, live) : undefined;
       // A shared consumer's acks above its floor are not lag.
-      const lag = shared && live?.shared ? Math.max(0, c.lag - (live.shared.window - live.shared.inFlight - live.shared.ready - live.shared.waiting)) : shared && ct.files ? Math.max(0, c.lag - ct.files.stats.ackedAboveFloor) : c.lag;
+      const lag =
+        shared && live?.shared
+          ? Math.max(0, c.lag - (live.shared.window - live.shared.inFlight - live.shared.ready - live.shared.waiting))
+          : shared && ct.files
+            ? Math.max(0, c.lag - ct.files.stats.ackedAboveFloor)
+            : c.lag;
       ct.history.push(at, { rate: step / elapsed, lag });
       consumed += step;
       consumedTotal += ct.consumedTotal;
@@ -245,7 +270,20 @@ export class Monitor {
         maxLagConsumer = c.name;
       }
       const lastSeen = Math.max(ct.lastMoved ?? 0, live?.lastUsed ?? 0) || null;
-      consumers.push({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count, lag, lagBytes: c.lagBytes, consumedTotal: ct.consumedTotal, consumedBytesTotal: ct.consumedBytesTotal, rate: ct.history.mean("rate", RATE_POINTS), lastSeen, shared });
+      consumers.push({
+        name: c.name,
+        kind: c.kind,
+        part: c.part,
+        position: c.position,
+        count: c.count,
+        lag,
+        lagBytes: c.lagBytes,
+        consumedTotal: ct.consumedTotal,
+        consumedBytesTotal: ct.consumedBytesTotal,
+        rate: ct.history.mean("rate", RATE_POINTS),
+        lastSeen,
+        shared,
+      });
     }
     for (const name of track.consumers.keys()) if (!names.has(name)) track.consumers.delete(name);
     track.history.push(at, { produce: produced / elapsed, consume: consumed / elapsed, lag: maxLag });
@@ -274,7 +312,12 @@ export class Monitor {
       ct.redelivered += stats.redelivered >= ct.liveRedelivered ? stats.redelivered - ct.liveRedelivered : stats.redelivered;
       ct.liveRedelivered = stats.redelivered;
       const oldest = stats.oldestUnacked;
-      return { inFlight: stats.inFlight, redelivered: ct.redelivered, deadLettered: stats.deadLetteredTotal, oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq, deliveries: oldest.deliveries } };
+      return {
+        inFlight: stats.inFlight,
+        redelivered: ct.redelivered,
+        deadLettered: stats.deadLetteredTotal,
+        oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq, deliveries: oldest.deliveries },
+      };
     }
     ct.liveRedelivered = 0;
     const now = Date.now();

@@ -35,7 +35,7 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
       license: { name: "MIT", identifier: "MIT" },
       description:
         "A durable file-based queue (byte-compatible with the Rust crate v_queue). Paths of the Rust v-queue-server, plus a producer API. " +
-        "Errors are `{ \"error\": { \"code\", \"message\" } }`. With auth on, every route but /health (and /metrics when it is open) needs HTTP Basic credentials: those say `security: []`.",
+        'Errors are `{ "error": { "code", "message" } }`. With auth on, every route but /health (and /metrics when it is open) needs HTTP Basic credentials: those say `security: []`.',
     },
     // Relative: resolved against this document's own URL, so it holds wherever the app is served.
     servers: [{ url: "/", description: "This server" }],
@@ -44,11 +44,24 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
       responses: {
         Error: {
           description: "An error",
-          content: jsonContent({ type: "object", properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string", example: "E_NAME" }, message: { type: "string" } } } } }),
+          content: jsonContent({
+            type: "object",
+            properties: {
+              error: {
+                type: "object",
+                required: ["code", "message"],
+                properties: { code: { type: "string", example: "E_NAME" }, message: { type: "string" } },
+              },
+            },
+          }),
         },
       },
       schemas: {
-        Position: { type: "object", required: ["part", "offset", "seq"], properties: { part: { type: "integer" }, offset: { type: "integer" }, seq: { type: "integer" } } },
+        Position: {
+          type: "object",
+          required: ["part", "offset", "seq"],
+          properties: { part: { type: "integer" }, offset: { type: "integer" }, seq: { type: "integer" } },
+        },
         Message: {
           type: "object",
           required: ["part", "offset", "seq", "type", "data", "cursor"],
@@ -60,7 +73,10 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
             type: { enum: ["string", "object"] },
             data: { type: "string", description: "Text, or base64 when `encoding` is present" },
             encoding: { const: "base64" },
-            cursor: { type: "string", description: 'Commits up to and including this message ("p<partition>:<part>.<position>.<count>" on a partitioned queue)' },
+            cursor: {
+              type: "string",
+              description: 'Commits up to and including this message ("p<partition>:<part>.<position>.<count>" on a partitioned queue)',
+            },
           },
         },
       },

@@ -5,7 +5,21 @@ import { resolveCors, type CorsOptions } from "./cors";
 import { boolean, integer, showValue, throwProblems } from "../src/core/check";
 import type { QueueDriver } from "../src/core/driver";
 import { LOG_PREFIX, type QueueProblem } from "../src/core/errors";
-import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, checkCompression, checkIdempotencyWindow, checkMaxDelayed, checkDictionaryOption, checkDriver, checkDurability, checkStart, checkZstd, type Compression, type Durability, type StartPosition } from "../src/options/queue";
+import {
+  CONSUMER_DEFAULTS,
+  QUEUE_DEFAULTS,
+  checkCompression,
+  checkIdempotencyWindow,
+  checkMaxDelayed,
+  checkDictionaryOption,
+  checkDriver,
+  checkDurability,
+  checkStart,
+  checkZstd,
+  type Compression,
+  type Durability,
+  type StartPosition,
+} from "../src/options/queue";
 import type { ZstdLoader } from "../src/compression/zstd";
 import { retentionProblems, type RetentionOptions } from "../src/options/retention";
 import { isValidQueueName } from "../src/core/names";
@@ -249,17 +263,21 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
       return own ? own.retention : options.retention;
     },
     sharedFor: (queue) => ({ ...options.shared, ...ownSettings(options.queues, queue)?.shared }),
-    declaredPartitions: Object.entries(options.queues ?? {}).flatMap(([queue, settings]) => (settings.partitions === undefined ? [] : [[queue, settings.partitions] as [string, number]])),
+    declaredPartitions: Object.entries(options.queues ?? {}).flatMap(([queue, settings]) =>
+      settings.partitions === undefined ? [] : [[queue, settings.partitions] as [string, number]],
+    ),
   };
 }
 
 /** What is wrong with per-queue settings at `path` (also the config schema's check). */
 export function queuesProblems(queues: unknown, path = "queues"): string[] {
   if (queues === undefined) return [];
-  if (typeof queues !== "object" || queues === null || Array.isArray(queues)) return [`Invalid ${path} ${showValue(queues)}: expected an object of queue names, e.g. { "orders": { "retention": { "maxAgeMs": 86400000 } } }.`];
+  if (typeof queues !== "object" || queues === null || Array.isArray(queues))
+    return [`Invalid ${path} ${showValue(queues)}: expected an object of queue names, e.g. { "orders": { "retention": { "maxAgeMs": 86400000 } } }.`];
   return Object.entries(queues).flatMap(([name, settings]) => {
     if (!isValidQueueName(name)) return [`Invalid queue name ${showValue(name)} in ${path}.`];
-    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... }, "shared": { ... }, "partitions": P }.`];
+    if (typeof settings !== "object" || settings === null || Array.isArray(settings))
+      return [`Invalid ${path}.${name} ${showValue(settings)}: expected { "retention": { ... }, "shared": { ... }, "partitions": P }.`];
     const unknown = Object.keys(settings).filter((key) => key !== "retention" && key !== "shared" && key !== "partitions");
     const { retention, shared, partitions } = settings as { retention?: unknown; shared?: unknown; partitions?: unknown };
     return [
@@ -267,7 +285,9 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
       ...retentionProblems(retention, `${path}.${name}.retention`),
       ...sharedSettingsProblems(shared, `${path}.${name}.shared`),
       ...(partitions === undefined ? [] : [integer(1, MAX_PARTITIONS)(partitions, `${path}.${name}.partitions`)].filter((p) => p !== undefined)),
-      ...(Number.isInteger(partitions) && !isValidQueueName(partitionName(name, (partitions as number) - 1)) ? [`Invalid queue name ${showValue(name)} in ${path}: too long to be partitioned (its partitions are named "${name}.p<k>", at most 128 characters).`] : []),
+      ...(Number.isInteger(partitions) && !isValidQueueName(partitionName(name, (partitions as number) - 1))
+        ? [`Invalid queue name ${showValue(name)} in ${path}: too long to be partitioned (its partitions are named "${name}.p<k>", at most 128 characters).`]
+        : []),
     ];
   });
 }
@@ -275,19 +295,23 @@ export function queuesProblems(queues: unknown, path = "queues"): string[] {
 /** What is wrong with the `metrics` option at `path` (also the config schema's check). */
 export function metricsProblems(metrics: unknown, path = "metrics"): string[] {
   if (metrics === undefined || typeof metrics === "boolean") return [];
-  if (typeof metrics !== "object" || metrics === null || Array.isArray(metrics)) return [`Invalid ${path} ${showValue(metrics)}: use true (behind auth), false (no /metrics route) or { "open": true } (no auth).`];
+  if (typeof metrics !== "object" || metrics === null || Array.isArray(metrics))
+    return [`Invalid ${path} ${showValue(metrics)}: use true (behind auth), false (no /metrics route) or { "open": true } (no auth).`];
   const { open, process, ...rest } = metrics as Record<string, unknown>;
   return [
     ...Object.keys(rest).map((key) => `Unknown key "${path}.${key}": use open or process.`),
     open === undefined ? undefined : boolean(open, `${path}.open`),
-    process === undefined || typeof process === "function" ? undefined : `Invalid ${path}.process ${showValue(process)}: a function returning the process stats.`,
+    process === undefined || typeof process === "function"
+      ? undefined
+      : `Invalid ${path}.process ${showValue(process)}: a function returning the process stats.`,
   ].filter((p) => p !== undefined);
 }
 
 /** What is wrong with `monitor` at `path` (also the config schema's check). */
 export function monitorProblems(monitor: unknown, path = "monitor"): string[] {
   if (monitor === undefined) return [];
-  if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor)) return [`Invalid ${path} ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
+  if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor))
+    return [`Invalid ${path} ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
   const { sampleMs, historyPoints, idleMs, ...rest } = monitor as MonitorOptions;
   return [
     ...Object.keys(rest).map((key) => `Unknown key "${path}.${key}": use sampleMs, historyPoints or idleMs.`),
@@ -320,8 +344,10 @@ export function limitsProblems(limits: object, path = "limits"): string[] {
   const given = Object.entries(limits).filter(([, value]) => value !== undefined);
   const problems = given.map(([key, value]) => integer(0)(value, `${path}.${key}`));
   const l = { ...DEFAULT_LIMITS, ...Object.fromEntries(given) } as QueueAppLimits;
-  if (l.defaultMessages < 1 || l.defaultMessages > l.maxMessages) problems.push(`Invalid ${path}.defaultMessages ${showValue(l.defaultMessages)}: use 1..maxMessages (${showValue(l.maxMessages)}).`);
-  if (l.defaultTimeoutMs > l.maxTimeoutMs) problems.push(`Invalid ${path}.defaultTimeoutMs ${showValue(l.defaultTimeoutMs)}: at most maxTimeoutMs (${showValue(l.maxTimeoutMs)}).`);
+  if (l.defaultMessages < 1 || l.defaultMessages > l.maxMessages)
+    problems.push(`Invalid ${path}.defaultMessages ${showValue(l.defaultMessages)}: use 1..maxMessages (${showValue(l.maxMessages)}).`);
+  if (l.defaultTimeoutMs > l.maxTimeoutMs)
+    problems.push(`Invalid ${path}.defaultTimeoutMs ${showValue(l.defaultTimeoutMs)}: at most maxTimeoutMs (${showValue(l.maxTimeoutMs)}).`);
   return problems.filter((p) => p !== undefined);
 }
 
@@ -339,7 +365,18 @@ function authProblems(auth: AuthOptions | false | undefined): (string | undefine
 
 function resolveAuth(auth: AuthOptions | false | undefined): ResolvedAuth | undefined {
   const users = authUsers(auth);
-  return users && { realm: (auth as AuthOptions).realm ?? "v-queue", users: users.map((user) => ({ username: user.username, password: user.password, read: user.read ?? true, write: user.write ?? true, admin: user.admin ?? ((user.read ?? true) === true && (user.write ?? true) === true) })) };
+  return (
+    users && {
+      realm: (auth as AuthOptions).realm ?? "v-queue",
+      users: users.map((user) => ({
+        username: user.username,
+        password: user.password,
+        read: user.read ?? true,
+        write: user.write ?? true,
+        admin: user.admin ?? ((user.read ?? true) === true && (user.write ?? true) === true),
+      })),
+    }
+  );
 }
 
 /** The users when auth is on (on by default once users are given), else undefined. */

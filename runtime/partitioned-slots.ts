@@ -68,7 +68,8 @@ abstract class PartitionedSlotBase<C extends { queue: string; name: string; clos
   }
 
   protected ended(): never[] {
-    if (this.#stopReason === "deleted") throw new ApiError(404, "E_NOT_FOUND", `Consumer "${this.consumer.name}" of queue "${this.consumer.queue}" was deleted.`);
+    if (this.#stopReason === "deleted")
+      throw new ApiError(404, "E_NOT_FOUND", `Consumer "${this.consumer.name}" of queue "${this.consumer.queue}" was deleted.`);
     return [];
   }
 }
@@ -86,7 +87,19 @@ export class PartitionedConsumerSlot extends PartitionedSlotBase<PartitionedCons
    * Up to `max` messages of the partitions this server holds, waiting up to `timeoutMs` for the
    * first. Read for a client that has gone away: handed out again (rewind).
    */
-  poll({ max, maxBytes, raw, timeoutMs, signal }: { max: number; maxBytes: number; raw?: boolean; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedMessage[]> {
+  poll({
+    max,
+    maxBytes,
+    raw,
+    timeoutMs,
+    signal,
+  }: {
+    max: number;
+    maxBytes: number;
+    raw?: boolean;
+    timeoutMs: number;
+    signal?: AbortSignal;
+  }): Promise<PartitionedMessage[]> {
     return this.use(async () => {
       const linked = linkSignals(signal, this.stopSignal);
       const deadline = Date.now() + timeoutMs;

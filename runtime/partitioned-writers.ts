@@ -42,14 +42,24 @@ export class PartitionedWriters {
     const writer = this.#writers.get(queue);
     this.#writers.delete(queue);
     this.#open.delete(queue);
-    await writer?.then((w) => w.close(), () => {});
+    await writer?.then(
+      (w) => w.close(),
+      () => {},
+    );
   }
 
   async close(): Promise<void> {
     const writers = [...this.#writers.values()];
     this.#writers.clear();
     this.#open.clear();
-    await Promise.all(writers.map((w) => w.then((writer) => writer.close(), () => {})));
+    await Promise.all(
+      writers.map((w) =>
+        w.then(
+          (writer) => writer.close(),
+          () => {},
+        ),
+      ),
+    );
   }
 
   /** The writers opened (not opening), by queue. */
@@ -58,7 +68,9 @@ export class PartitionedWriters {
   #writer(queue: string): Promise<PartitionedWriter> {
     let writer = this.#writers.get(queue);
     if (!writer) {
-      writer = this.driver().then((driver) => PartitionedWriter.open(queue, { ...writerOptions(this.options, queue, driver), onLockLost: () => this.metrics && this.metrics.writerLocksLost++ }));
+      writer = this.driver().then((driver) =>
+        PartitionedWriter.open(queue, { ...writerOptions(this.options, queue, driver), onLockLost: () => this.metrics && this.metrics.writerLocksLost++ }),
+      );
       this.#writers.set(queue, writer);
       const opening = writer;
       writer.then(

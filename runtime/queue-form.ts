@@ -44,18 +44,30 @@ export async function queueForm(registry: QueueRegistry, queue: string): Promise
 function plainForm(registry: QueueRegistry, queue: string): QueueForm {
   return {
     cursor(value, name) {
-      if (!isCursor(value)) throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(value)}: expected a cursor "<part>.<position>.<count>" as given with a message.`);
+      if (!isCursor(value))
+        throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(value)}: expected a cursor "<part>.<position>.<count>" as given with a message.`);
       return value;
     },
     seekTarget(to) {
       if (to === "earliest" || to === "latest" || isCursor(to)) return to as string;
       const target = to as { part?: unknown; seq?: unknown } | null;
-      if (target && typeof target === "object" && Number.isSafeInteger(target.part) && Number.isSafeInteger(target.seq) && (target.part as number) >= 0 && (target.seq as number) >= 1) {
+      if (
+        target &&
+        typeof target === "object" &&
+        Number.isSafeInteger(target.part) &&
+        Number.isSafeInteger(target.seq) &&
+        (target.part as number) >= 0 &&
+        (target.seq as number) >= 1
+      ) {
         return { part: target.part as number, seq: target.seq as number };
       }
       const time = seekTime(to);
       if (time !== undefined) return { time };
-      throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", {"part": n >= 0, "seq": n >= 1}, or {"time": "2026-12-03T10:00:00Z" or ms since the epoch}.`);
+      throw new ApiError(
+        400,
+        "E_PARAM",
+        `Invalid seek target ${JSON.stringify(to) ?? "(none)"}: use "earliest", "latest", a cursor "<part>.<position>.<count>", {"part": n >= 0, "seq": n >= 1}, or {"time": "2026-12-03T10:00:00Z" or ms since the epoch}.`,
+      );
     },
     leaseTokenForm: '"<part>.<offset>.<lease>"',
     leaseRef(token, bad) {
@@ -92,7 +104,11 @@ function partitionedForm(registry: QueueRegistry, queue: string, partitions: num
       const time = seekTime(to);
       if (time !== undefined) return { time };
       if (typeof to !== "string") {
-        throw new ApiError(400, "E_PARAM", `Invalid seek target ${JSON.stringify(to) ?? "(none)"} for a partitioned queue: use "earliest", "latest", {"time": ...}, or a cursor "p<partition>:<part>.<position>.<count>,..." (the partitions it names).`);
+        throw new ApiError(
+          400,
+          "E_PARAM",
+          `Invalid seek target ${JSON.stringify(to) ?? "(none)"} for a partitioned queue: use "earliest", "latest", {"time": ...}, or a cursor "p<partition>:<part>.<position>.<count>,..." (the partitions it names).`,
+        );
       }
       return cursor(to);
     },

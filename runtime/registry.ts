@@ -205,21 +205,27 @@ export class QueueRegistry {
   /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use. */
   shared(queue: string, name: string): Promise<SharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
-      SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then((consumer) => new SharedSlot(consumer, () => void this.#relieve())),
+      SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then(
+        (consumer) => new SharedSlot(consumer, () => void this.#relieve()),
+      ),
     ) as Promise<SharedSlot>;
   }
 
   /** The slot of ordered consumer `name` of partitioned queue `queue`: the partitions this server can hold (hand-over with other instances). */
   partitionedConsumer(queue: string, name: string): Promise<PartitionedConsumerSlot> {
     return this.#slot(queue, name, "ordered", (driver) =>
-      PartitionedConsumer.open(queue, name, this.#consumerOptions(driver)).then((consumer) => new PartitionedConsumerSlot(consumer, () => void this.#relieve())),
+      PartitionedConsumer.open(queue, name, this.#consumerOptions(driver)).then(
+        (consumer) => new PartitionedConsumerSlot(consumer, () => void this.#relieve()),
+      ),
     ) as Promise<PartitionedConsumerSlot>;
   }
 
   /** The slot of shared consumer `name` of partitioned queue `queue`. */
   partitionedShared(queue: string, name: string): Promise<PartitionedSharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
-      PartitionedSharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then((consumer) => new PartitionedSharedSlot(consumer, () => void this.#relieve())),
+      PartitionedSharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then(
+        (consumer) => new PartitionedSharedSlot(consumer, () => void this.#relieve()),
+      ),
     ) as Promise<PartitionedSharedSlot>;
   }
 
@@ -262,7 +268,8 @@ export class QueueRegistry {
     void this.wakeDelayed(queue);
     for (let turn = 0; ; turn++) {
       // A slot that is stopped again at once each time (its lock lost over and over): told, not retried without end.
-      if (turn === MAX_REOPENS) throw new ApiError(409, "E_LOCKED", `Consumer "${name}" of "${queue}" lost its lock again each time it was opened: try again shortly.`);
+      if (turn === MAX_REOPENS)
+        throw new ApiError(409, "E_LOCKED", `Consumer "${name}" of "${queue}" lost its lock again each time it was opened: try again shortly.`);
       const slot = await this.#consumerSlot(queue, name, kind, open);
       // Its lease is stale (this process was paused): asked first, so that a lock lost meanwhile
       // stops the slot (`stopWhenLockLost`) and is taken anew below, instead of failing this request.
@@ -352,7 +359,17 @@ export class QueueRegistry {
     const writer = this.#writers.get(queue);
     this.#writers.delete(queue);
     // A partitioned queue's writer too (its partitions' locks): the engine deletes or purges each partition.
-    const closing: Promise<unknown>[] = [this.partitionedWriters.closeQueue(queue), ...(writer ? [writer.then((w) => w.close(), () => {})] : [])];
+    const closing: Promise<unknown>[] = [
+      this.partitionedWriters.closeQueue(queue),
+      ...(writer
+        ? [
+            writer.then(
+              (w) => w.close(),
+              () => {},
+            ),
+          ]
+        : []),
+    ];
     for (const [key, entry] of this.#consumers) {
       if (!key.startsWith(`${queue}\u0000`)) continue;
       this.#consumers.delete(key);
@@ -394,12 +411,25 @@ export class QueueRegistry {
       if (this.#sweep) clearInterval(this.#sweep);
       const entries = [...this.#consumers.values()];
       this.#consumers.clear();
-      const stopping = entries.map((e) => e.promise.then((slot) => slot.stop("closed"), () => {}));
+      const stopping = entries.map((e) =>
+        e.promise.then(
+          (slot) => slot.stop("closed"),
+          () => {},
+        ),
+      );
       if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
       await Promise.all([...stopping, ...this.#closingSlots.values()]);
       const writers = [...this.#writers.values()];
       this.#writers.clear();
-      await Promise.all([...writers.map((w) => w.then((writer) => writer.close(), () => {})), this.partitionedWriters.close()]);
+      await Promise.all([
+        ...writers.map((w) =>
+          w.then(
+            (writer) => writer.close(),
+            () => {},
+          ),
+        ),
+        this.partitionedWriters.close(),
+      ]);
       await (await this.#driver?.catch(() => undefined))?.dispose?.();
     })();
     return this.#closing;
@@ -444,7 +474,9 @@ export class QueueRegistry {
     const open = this.#consumers.size;
     this.#pressureCap = Math.max(1, Math.min(this.#cap(), Math.floor((open * 3) / 4)));
     if (now >= this.#pressureUntil) {
-      this.options.logger.warn(`[v-queue] [http] Too many open files with ${open} consumers open: closing idle ones, keeping at most ${this.#pressureCap} open for a minute. Raise the fd limit (ulimit -n) or lower \`maxConsumers\`.`);
+      this.options.logger.warn(
+        `[v-queue] [http] Too many open files with ${open} consumers open: closing idle ones, keeping at most ${this.#pressureCap} open for a minute. Raise the fd limit (ulimit -n) or lower \`maxConsumers\`.`,
+      );
     }
     this.#pressureUntil = now + PRESSURE_MS;
     await Promise.all(this.#closeLeastUsed(open - this.#pressureCap));
@@ -484,6 +516,12 @@ export class QueueRegistry {
 
 function kindError(queue: string, name: string, kind: SlotEntry["kind"]): VQueueError {
   return kind === "shared"
-    ? new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is a shared consumer: use lease, ack, nack and extend, or another name for an ordered one.`)
-    : new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): consume and commit, or use another name for a shared one.`);
+    ? new VQueueError(
+        "E_KIND",
+        `Consumer "${name}" of queue "${queue}" is a shared consumer: use lease, ack, nack and extend, or another name for an ordered one.`,
+      )
+    : new VQueueError(
+        "E_KIND",
+        `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): consume and commit, or use another name for a shared one.`,
+      );
 }

@@ -80,7 +80,8 @@ export function apiHandler(ctx: RouteContext, route: Pick<ApiRoute, "handler" | 
 /** Registers every route of the table, then the JSON 405 (with `Allow`) and 404 for anything else. */
 export function registerRoutes(app: H3, ctx: RouteContext, routes: ApiRoute[]): void {
   for (const route of routes) {
-    const handler = (method: string) => (route.open ? (event: H3Event) => route.handler(event, undefined) : apiHandler(ctx, route, ctx.metrics?.route(method, route.route)));
+    const handler = (method: string) =>
+      route.open ? (event: H3Event) => route.handler(event, undefined) : apiHandler(ctx, route, ctx.metrics?.route(method, route.route));
     app.on(route.method, route.route, handler(route.method));
     // A GET answers HEAD too, as `Allow` says (h3 does not route HEAD to GET): the server sends the headers only.
     if (route.method === "GET" && !route.noHead) app.on("HEAD", route.route, handler("HEAD"));

@@ -80,7 +80,14 @@ export class Tracing {
    * Runs `run` in a span (`start`'s): ended with the message count `count` tells of its result,
    * or with the error it threw. Without OpenTelemetry it only runs `run`.
    */
-  async traced<T>(operation: MessagingOperation, queue: string, consumer: string | undefined, headers: Headers | undefined, count: (result: T) => number, run: () => Promise<T>): Promise<T> {
+  async traced<T>(
+    operation: MessagingOperation,
+    queue: string,
+    consumer: string | undefined,
+    headers: Headers | undefined,
+    count: (result: T) => number,
+    run: () => Promise<T>,
+  ): Promise<T> {
     const span = this.start(operation, queue, consumer, headers);
     if (!span) return run();
     try {

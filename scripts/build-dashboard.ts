@@ -47,7 +47,12 @@ export function buildDashboard(): { index: BuiltAsset; assets: BuiltAsset[] } {
     if (source === undefined) throw new Error(`dashboard/: ${trail.at(-1)} imports ./${file}, which does not exist`);
     let body = source;
     if (file.endsWith(".js") && !file.startsWith("uPlot")) {
-      body = source.replace(/^\/\/ @ts-check\n/, "").replace(/(from\s+")\.\/([\w-]+\.js)(")/g, (_, before: string, dep: string, after: string) => `${before}./${build(dep, [...trail, file]).name}${after}`);
+      body = source
+        .replace(/^\/\/ @ts-check\n/, "")
+        .replace(
+          /(from\s+")\.\/([\w-]+\.js)(")/g,
+          (_, before: string, dep: string, after: string) => `${before}./${build(dep, [...trail, file]).name}${after}`,
+        );
     }
     const asset = hashed(file, body);
     built.set(file, asset);
@@ -62,7 +67,10 @@ export function buildDashboard(): { index: BuiltAsset; assets: BuiltAsset[] } {
     return `./_dashboard/${asset.name}`;
   });
   // Every module fetched at once, not import after import.
-  const preloads = modules.filter((m) => !m.name.startsWith("app.")).map((m) => `<link rel="modulepreload" href="./_dashboard/${m.name}">`).join("\n");
+  const preloads = modules
+    .filter((m) => !m.name.startsWith("app."))
+    .map((m) => `<link rel="modulepreload" href="./_dashboard/${m.name}">`)
+    .join("\n");
   html = html.replace(/(<script type="module")/, `${preloads}\n$1`);
   return { index: { ...hashed("index.html", html), name: "index.html" }, assets: [...built.values()].sort((a, b) => a.name.localeCompare(b.name)) };
 }

@@ -170,6 +170,12 @@ const cycles = reportCycles(graph);
 const wrongWays = findWrongWays(graph);
 for (const cycle of cycles) console.log(`import cycle: ${cycle}`);
 for (const wrong of wrongWays) console.log(`wrong-way import: ${wrong}`);
-if (cycles.length > 0) console.log(`${cycles.length} import ${cycles.length === 1 ? "cycle" : "cycles"}: move what both sides use (types most often) into a module of their folder that imports neither, e.g. its types.ts.`);
-if (wrongWays.length > 0) console.log(`${wrongWays.length} wrong-way ${wrongWays.length === 1 ? "import" : "imports"}: the folders' directions are in scripts/import-rules.ts (FOLDER_IMPORTS).`);
+if (cycles.length > 0)
+  console.log(
+    `${cycles.length} import ${cycles.length === 1 ? "cycle" : "cycles"}: move what both sides use (types most often) into a module of their folder that imports neither, e.g. its types.ts.`,
+  );
+if (wrongWays.length > 0)
+  console.log(
+    `${wrongWays.length} wrong-way ${wrongWays.length === 1 ? "import" : "imports"}: the folders' directions are in scripts/import-rules.ts (FOLDER_IMPORTS).`,
+  );
 if (cycles.length + wrongWays.length > 0) process.exitCode = 1;

@@ -36,7 +36,16 @@ export { messageJSON } from "./format/message";
 export { formatCursor, parseCursor, positionAfter } from "./format/position";
 export type { ConsumerPosition } from "./format/position";
 export { isValidName, isValidQueueName, isValidConsumerName, assertName, nameRule, NAME_RULE } from "./core/names";
-export type { AdminOptions, QueueOptions, ConsumerOptions, ResolvedQueueOptions, ResolvedConsumerOptions, Durability, StartPosition, Compression } from "./options/queue";
+export type {
+  AdminOptions,
+  QueueOptions,
+  ConsumerOptions,
+  ResolvedQueueOptions,
+  ResolvedConsumerOptions,
+  Durability,
+  StartPosition,
+  Compression,
+} from "./options/queue";
 export type { Zstd, ZstdLoader, Compressor, Decompressor } from "./compression/zstd";
 export { crc32 } from "./format/crc32";
 export { pruneQueue } from "./retention/prune";

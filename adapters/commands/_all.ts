@@ -13,4 +13,7 @@ import { serve } from "./serve";
 import { stat } from "./stat";
 
 /** Every command of `v-queue`, by name. */
-export const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<string, CommandDef>;
+export const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<
+  string,
+  CommandDef
+>;

@@ -9,7 +9,10 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
 export function parseDuration(flag: string, text: string, max = 2 ** 31 - 1): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim());
   const ms = text.trim() === "0" ? 0 : match ? Math.round(Number(match[1]) * UNITS[match[2]!]!) : Number.NaN;
-  if (!(ms >= 0 && ms <= max)) throw new CliError(`Invalid ${flag} ${JSON.stringify(text)}: use a duration with its unit, such as 500ms, 30s, 5m or 1h (at most ${Math.floor(max / 1000)}s).`);
+  if (!(ms >= 0 && ms <= max))
+    throw new CliError(
+      `Invalid ${flag} ${JSON.stringify(text)}: use a duration with its unit, such as 500ms, 30s, 5m or 1h (at most ${Math.floor(max / 1000)}s).`,
+    );
   return ms;
 }
 

@@ -14,7 +14,12 @@ export { CliError, explain } from "./_errors";
 /** Flags shared by the commands that reach queues: on disk (`--dir`) or through a server (`--url`). */
 export const targetArgs = {
   dir: { type: "string", description: "Data directory (direct access to the files)", default: DEFAULT_DIR, valueHint: "path" },
-  storage: { type: "string", description: "Other storage instead of --dir: fs:<dir>, memory:, redis://host:port/db, redis+vq://host:port/db, redis+vq+sentinel://s1:26379,s2:26379/0?name=mymaster, unstorage-fs:<dir>", valueHint: "spec" },
+  storage: {
+    type: "string",
+    description:
+      "Other storage instead of --dir: fs:<dir>, memory:, redis://host:port/db, redis+vq://host:port/db, redis+vq+sentinel://s1:26379,s2:26379/0?name=mymaster, unstorage-fs:<dir>",
+    valueHint: "spec",
+  },
   url: { type: "string", description: "Go through a running server instead, e.g. http://127.0.0.1:9093", valueHint: "url" },
   user: { type: "string", description: "Basic auth for --url, as name:password (or VQUEUE_USER)", valueHint: "name:password" },
 } as const satisfies ArgsDef;
@@ -73,14 +78,18 @@ export const storageLabel = (args: { dir?: string; storage?: string }): string =
 export function apiClient(url: string, user: string | undefined): VQueueClient {
   const credentials = user ?? process.env.VQUEUE_USER;
   const colon = credentials?.indexOf(":") ?? -1;
-  const auth = credentials === undefined || credentials === "" ? undefined : { username: colon < 0 ? credentials : credentials.slice(0, colon), password: colon < 0 ? "" : credentials.slice(colon + 1) };
+  const auth =
+    credentials === undefined || credentials === ""
+      ? undefined
+      : { username: colon < 0 ? credentials : credentials.slice(0, colon), password: colon < 0 ? "" : credentials.slice(colon + 1) };
   // Long: a command waits as long as the server works (a large push); long polls add their own wait.
   // Retries short: someone at a prompt hears of a wrong URL or a stopped server within seconds.
   return createClient({ baseURL: url, auth, timeout: 300_000, retryTimeoutMs: 2000 });
 }
 
 /** `push orders: 1 message (10/s)`. */
-export const progressLine = (label: string, count: number, seconds: number): string => `${label}: ${plural(count, "message")} (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)`;
+export const progressLine = (label: string, count: number, seconds: number): string =>
+  `${label}: ${plural(count, "message")} (${Math.round(count / Math.max(seconds, 1e-3)).toLocaleString("en")}/s)`;
 
 /** A one-line progress display on stderr (only on a terminal), updated at most 5 times a second. */
 export function progress(label: string): { tick(count: number): void; done(): void } {

@@ -97,7 +97,8 @@ export async function openHttpSource(url: string, user: string | undefined, o: S
   if (!o.ephemeral) await rewind();
   // The API has no per-request start: a new consumer starts where the server's `start` says
   // (the earliest message by default). For `latest`, its backlog is read and committed unprinted.
-  if (o.from === "latest" && (o.ephemeral || (await consumerLag()) === undefined)) await skipBacklog(poll, consumerLag, (cursor) => client.commit(queue, consumer, cursor));
+  if (o.from === "latest" && (o.ephemeral || (await consumerLag()) === undefined))
+    await skipBacklog(poll, consumerLag, (cursor) => client.commit(queue, consumer, cursor));
   if (o.ephemeral) return subscribeSource(client, o);
 
   let handedOut: string | undefined;
@@ -113,7 +114,8 @@ export async function openHttpSource(url: string, user: string | undefined, o: S
         pending = undefined;
         if (got.cursor) handedOut = got.cursor;
         // As the engine's MISSED line says it on the files: never silent.
-        if (got.missed > 0) log.warn(`Consumer "${consumer}" missed ${plural(got.missed, "message")} of "${queue}": retention deleted them before they were read.`);
+        if (got.missed > 0)
+          log.warn(`Consumer "${consumer}" missed ${plural(got.missed, "message")} of "${queue}": retention deleted them before they were read.`);
         if (got.messages.length > 0 || !o.follow) return got.messages;
       }
     },

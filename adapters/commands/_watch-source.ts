@@ -14,7 +14,10 @@ import { describeError } from "./_errors";
 import { apiClient, log, openStorage } from "./_shared";
 
 /** A queue's line of the table: the overview's fields (rates as the monitor gives them, the mean of its last few samples). */
-export type WatchQueueRow = Pick<QueueOverviewJSON, "name" | "messages" | "bytes" | "parts" | "consumers" | "produceRate" | "consumeRate" | "maxLag" | "maxLagConsumer">;
+export type WatchQueueRow = Pick<
+  QueueOverviewJSON,
+  "name" | "messages" | "bytes" | "parts" | "consumers" | "produceRate" | "consumeRate" | "maxLag" | "maxLagConsumer"
+>;
 
 /** A consumer's line (with a queue argument). */
 export interface WatchConsumerRow {
@@ -53,7 +56,15 @@ export function httpWatchSource(url: string, user: string | undefined, queue: st
         throw error;
       });
       if (!detail) return { at: Date.now(), queues: [], consumers: [] };
-      const consumers = detail.consumers.map((c): WatchConsumerRow => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, lag: c.lag, rate: c.rate, inFlight: c.inFlight ?? null }));
+      const consumers = detail.consumers.map((c): WatchConsumerRow => ({
+        name: c.name,
+        kind: c.kind,
+        part: c.part,
+        position: c.position,
+        lag: c.lag,
+        rate: c.rate,
+        inFlight: c.inFlight ?? null,
+      }));
       return { at: Date.now(), queues: [rowOfJSON(detail.queue)], consumers };
     },
     close: async () => {},
@@ -78,7 +89,16 @@ export async function directWatchSource(target: { dir?: string; storage?: string
       const snapshot = await monitor.next();
       const queues = queue === undefined ? snapshot.queues : snapshot.queues.filter((q) => q.name === queue);
       const view: WatchView = { at: Date.now(), queues: queues.map(rowOfSample) };
-      if (queue !== undefined) view.consumers = (queues[0]?.consumers ?? []).map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, lag: c.lag, rate: c.rate, inFlight: c.shared?.inFlight ?? null }));
+      if (queue !== undefined)
+        view.consumers = (queues[0]?.consumers ?? []).map((c) => ({
+          name: c.name,
+          kind: c.kind,
+          part: c.part,
+          position: c.position,
+          lag: c.lag,
+          rate: c.rate,
+          inFlight: c.shared?.inFlight ?? null,
+        }));
       return view;
     },
     async close() {
@@ -89,9 +109,29 @@ export async function directWatchSource(target: { dir?: string; storage?: string
 }
 
 function rowOfJSON(q: QueueOverviewJSON): WatchQueueRow {
-  return { name: q.name, messages: q.messages, bytes: q.bytes, parts: q.parts, consumers: q.consumers, produceRate: q.produceRate, consumeRate: q.consumeRate, maxLag: q.maxLag, maxLagConsumer: q.maxLagConsumer };
+  return {
+    name: q.name,
+    messages: q.messages,
+    bytes: q.bytes,
+    parts: q.parts,
+    consumers: q.consumers,
+    produceRate: q.produceRate,
+    consumeRate: q.consumeRate,
+    maxLag: q.maxLag,
+    maxLagConsumer: q.maxLagConsumer,
+  };
 }
 
 function rowOfSample(q: QueueSample): WatchQueueRow {
-  return { name: q.name, messages: q.messages, bytes: q.bytes, parts: q.parts, consumers: q.consumers.length, produceRate: q.produceRate, consumeRate: q.consumeRate, maxLag: q.maxLag, maxLagConsumer: q.maxLagConsumer };
+  return {
+    name: q.name,
+    messages: q.messages,
+    bytes: q.bytes,
+    parts: q.parts,
+    consumers: q.consumers.length,
+    produceRate: q.produceRate,
+    consumeRate: q.consumeRate,
+    maxLag: q.maxLag,
+    maxLagConsumer: q.maxLagConsumer,
+  };
 }

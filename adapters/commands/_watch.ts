@@ -36,7 +36,7 @@ export async function runWatch(source: WatchSource, o: WatchOptions): Promise<vo
   if (tty) out.write(`${HIDE_CURSOR}${ESC}2J`);
   let samples = 0;
   try {
-    for (let next = Date.now(); !stop.signal.aborted; ) {
+    for (let next = Date.now(); !stop.signal.aborted;) {
       const view = await source.sample(stop.signal).catch((error: unknown) => {
         if (stop.signal.aborted) return undefined;
         if (samples === 0) throw error;
@@ -64,7 +64,8 @@ export async function runWatch(source: WatchSource, o: WatchOptions): Promise<vo
 function redraw(lines: string[], width: number, height: number): string {
   let shown = lines;
   // A table taller than the terminal would scroll, and the next frame would not land in place.
-  if (lines.length > height - 1) shown = [...lines.slice(0, Math.max(1, height - 2)), `… ${lines.length - (height - 2)} more lines (a larger terminal, or one queue: stat <queue> --watch)`];
+  if (lines.length > height - 1)
+    shown = [...lines.slice(0, Math.max(1, height - 2)), `… ${lines.length - (height - 2)} more lines (a larger terminal, or one queue: stat <queue> --watch)`];
   return `${ESC}H${shown.map((line) => `${line.slice(0, width)}${ESC}K`).join("\n")}\n${ESC}J`;
 }
 
@@ -78,7 +79,16 @@ function table(view: WatchView, queue: string | undefined): string[] {
   if (view.queues.length === 0) return ["No queues."];
   const lines = columns(
     ["QUEUE", "MESSAGES", "BYTES", "PARTS", "PRODUCE/S", "CONSUME/S", "WORST LAG", "CONSUMER"],
-    view.queues.map((q: WatchQueueRow) => [q.name, count(q.messages), bytes(q.bytes), count(q.parts), rate(q.produceRate), rate(q.consumeRate), q.maxLagConsumer === null ? "-" : count(q.maxLag), q.maxLagConsumer ?? "-"]),
+    view.queues.map((q: WatchQueueRow) => [
+      q.name,
+      count(q.messages),
+      bytes(q.bytes),
+      count(q.parts),
+      rate(q.produceRate),
+      rate(q.consumeRate),
+      q.maxLagConsumer === null ? "-" : count(q.maxLag),
+      q.maxLagConsumer ?? "-",
+    ]),
   );
   if (view.consumers === undefined) return lines;
   if (view.consumers.length === 0) return [...lines, "", "No consumers."];
@@ -87,7 +97,14 @@ function table(view: WatchView, queue: string | undefined): string[] {
     "",
     ...columns(
       ["CONSUMER", "KIND", "POSITION", "LAG", "RATE/S", "IN FLIGHT"],
-      view.consumers.map((c: WatchConsumerRow) => [c.name, c.kind, `part ${c.part} @ ${c.position}`, count(c.lag), rate(c.rate), c.inFlight === null ? "-" : count(c.inFlight)]),
+      view.consumers.map((c: WatchConsumerRow) => [
+        c.name,
+        c.kind,
+        `part ${c.part} @ ${c.position}`,
+        count(c.lag),
+        rate(c.rate),
+        c.inFlight === null ? "-" : count(c.inFlight),
+      ]),
     ),
   ];
 }

@@ -16,7 +16,11 @@ export const browse = defineCommand({
   meta: { name: "browse", description: "Print a page of a queue's messages without consuming them (text as text, JSON pretty-printed, bytes as hex)" },
   args: {
     queue: { type: "positional", required: true, description: "The queue (a dead-letter queue <queue>.dead too)" },
-    from: { type: "string", description: "earliest, latest (the newest page), a cursor (the page after it), <part>:<seq>, or time:<ISO date or ms> [default: earliest]", valueHint: "where" },
+    from: {
+      type: "string",
+      description: "earliest, latest (the newest page), a cursor (the page after it), <part>:<seq>, or time:<ISO date or ms> [default: earliest]",
+      valueHint: "where",
+    },
     limit: { type: "string", description: `Most messages [default: ${BROWSE_DEFAULTS.limit}, at most ${BROWSE_MAX_LIMIT}]`, valueHint: "n" },
     partition: { type: "string", description: "A partitioned queue: this partition alone [default: every partition in turn]", valueHint: "k" },
     ...targetArgs,
@@ -28,7 +32,9 @@ export const browse = defineCommand({
     const only = partition === undefined ? {} : { partition };
     const page: { messages: Browsed[]; next: BrowseResponse["next"] } = args.url
       ? await apiClient(args.url, args.user).browse(args.queue, { from, limit, ...only })
-      : await withStorage(args, `Cannot browse "${args.queue}"`, (driver) => browseMessages(driver, args.queue, { from, limit, ...only, zstd: cliZstd, onProblem: (p) => log.warn(p.message) }));
+      : await withStorage(args, `Cannot browse "${args.queue}"`, (driver) =>
+          browseMessages(driver, args.queue, { from, limit, ...only, zstd: cliZstd, onProblem: (p) => log.warn(p.message) }),
+        );
     process.stdout.write(page.messages.map(formatBrowsed).join(""));
     log.info(`${plural(page.messages.length, "message")} of "${args.queue}"${page.next ? `; next page: --from ${page.next}` : ", to the end"}.`);
   },

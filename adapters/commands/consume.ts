@@ -41,7 +41,15 @@ export const tail = defineCommand({
     ...targetArgs,
   },
   // A throwaway consumer at the end of the queue, deleted on exit: `consume -f` keeps a position.
-  run: ({ args }) => runRead(args, { queue: args.queue, consumer: `tail.ephemeral.${randomBytes(6).toString("hex")}`, from: "latest" as StartPosition, follow: true, commit: false, ephemeral: true }),
+  run: ({ args }) =>
+    runRead(args, {
+      queue: args.queue,
+      consumer: `tail.ephemeral.${randomBytes(6).toString("hex")}`,
+      from: "latest" as StartPosition,
+      follow: true,
+      commit: false,
+      ephemeral: true,
+    }),
 });
 
 async function runRead(args: { max?: string; json?: boolean; url?: string; user?: string; dir?: string; storage?: string }, o: SourceOptions): Promise<void> {

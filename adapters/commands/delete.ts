@@ -18,8 +18,9 @@ export const del = defineCommand({
       else await withStorage(args, `Cannot delete consumer "${consumer}" of "${queue}"`, (driver) => deleteConsumer(driver, queue, consumer));
       return log.success(`Deleted consumer "${consumer}" of "${queue}".`);
     }
-    const result = args.url ? await apiClient(args.url, args.user).deleteQueue(queue) : await withStorage(args, `Cannot delete "${queue}"`, (driver) => deleteQueue(driver, queue));
+    const result = args.url
+      ? await apiClient(args.url, args.user).deleteQueue(queue)
+      : await withStorage(args, `Cannot delete "${queue}"`, (driver) => deleteQueue(driver, queue));
     log.success(`Deleted "${queue}": ${plural(result.parts, "part")} and ${plural(result.consumers.length, "consumer")}.`);
   },
 });
-

@@ -15,22 +15,34 @@ import { HTTP_BATCH, openDirectSource } from "./_source";
 const PREVIEW_CHARS = 80;
 
 export const dlq = defineCommand({
-  meta: { name: "dlq", description: "List the dead letters of a queue (its <queue>.dead; a partitioned queue: each partition's <queue>.p<k>.dead) or of a dead-letter queue, oldest first, without consuming them" },
+  meta: {
+    name: "dlq",
+    description:
+      "List the dead letters of a queue (its <queue>.dead; a partitioned queue: each partition's <queue>.p<k>.dead) or of a dead-letter queue, oldest first, without consuming them",
+  },
   args: {
     queue: { type: "positional", required: true, description: "A queue (its dead-letter queue <queue>.dead is read when there is one) or a dead-letter queue" },
     max: { type: "string", description: "Most to list [default: 100]", valueHint: "n" },
-    json: { type: "boolean", description: "One JSON object per message: part, offset, seq (in the dead-letter queue), origin {queue, consumer, part, offset, seq}, deliveries, error, at, type, data (the whole original body; bytes in base64)" },
+    json: {
+      type: "boolean",
+      description:
+        "One JSON object per message: part, offset, seq (in the dead-letter queue), origin {queue, consumer, part, offset, seq}, deliveries, error, at, type, data (the whole original body; bytes in base64)",
+    },
     ...targetArgs,
   },
   async run({ args }) {
     const max = args.max === undefined ? 100 : parseCount("--max", args.max);
     const client = args.url ? apiClient(args.url, args.user) : undefined;
-    const exists = client ? (queue: string) => queueOverHttp(client, queue) : async (queue: string) => withStorage(args, "dlq", async (driver) => (await listQueues(driver)).includes(queue));
+    const exists = client
+      ? (queue: string) => queueOverHttp(client, queue)
+      : async (queue: string) => withStorage(args, "dlq", async (driver) => (await listQueues(driver)).includes(queue));
     let names = (await exists(`${args.queue}.dead`)) ? [`${args.queue}.dead`] : [];
     // A partitioned queue's shared consumers dead-letter to each partition's own <queue>.p<k>.dead.
-    if (names.length === 0) names = partitionDeadQueues(args.queue, client ? (await client.queues()).queues : await withStorage(args, "dlq", (driver) => listQueues(driver)));
+    if (names.length === 0)
+      names = partitionDeadQueues(args.queue, client ? (await client.queues()).queues : await withStorage(args, "dlq", (driver) => listQueues(driver)));
     if (names.length === 0 && (await exists(args.queue))) names = [args.queue];
-    if (names.length === 0) throw new CliError(`Neither "${args.queue}.dead" nor "${args.queue}" exists in ${args.url ?? storageLabel(args)}: no dead letters.`);
+    if (names.length === 0)
+      throw new CliError(`Neither "${args.queue}.dead" nor "${args.queue}" exists in ${args.url ?? storageLabel(args)}: no dead letters.`);
     let listed = 0;
     for (const name of names) {
       if (listed >= max) break;
@@ -56,7 +68,10 @@ export const redrive = defineCommand({
     const max = args.max === undefined ? Number.POSITIVE_INFINITY : parseCount("--max", args.max, Number.MAX_SAFE_INTEGER);
     requireYes(args.yes, `move the messages of "${args.dlq}" to ${args.to ? `"${args.to}"` : "their origin queues"}`);
     const move = args.url
-      ? (n: number) => apiClient(args.url!, args.user).redrive(args.dlq, { to: args.to, max: n }).then((r) => r.moved)
+      ? (n: number) =>
+          apiClient(args.url!, args.user)
+            .redrive(args.dlq, { to: args.to, max: n })
+            .then((r) => r.moved)
       : (n: number) => withStorage(args, `Cannot redrive "${args.dlq}"`, (driver) => redriveFiles(driver, args.dlq, args.to, { max: n }));
     // In calls of at most HTTP_BATCH: each one is durable on its own, and a server takes that many.
     let moved = 0;
@@ -66,7 +81,9 @@ export const redrive = defineCommand({
       moved += got;
       if (got < want || moved >= max) break;
     }
-    log.success(`Moved ${plural(moved, "message")} from "${args.dlq}" to ${args.to ? `"${args.to}"` : "their origin queues"}${args.url ? "" : ` in ${storageLabel(args)}`}.`);
+    log.success(
+      `Moved ${plural(moved, "message")} from "${args.dlq}" to ${args.to ? `"${args.to}"` : "their origin queues"}${args.url ? "" : ` in ${storageLabel(args)}`}.`,
+    );
   },
 });
 
@@ -119,7 +136,8 @@ async function peekOverHttp(client: VQueueClient, queue: string, max: number): P
 
 /** The dead-letter queues of `queue`'s partitions among `names`, in partition order. */
 function partitionDeadQueues(queue: string, names: string[]): string[] {
-  const partitionOf = (name: string) => (name.startsWith(`${queue}.p`) && name.endsWith(".dead") ? /^\d{1,4}$/.exec(name.slice(queue.length + 2, -5))?.[0] : undefined);
+  const partitionOf = (name: string) =>
+    name.startsWith(`${queue}.p`) && name.endsWith(".dead") ? /^\d{1,4}$/.exec(name.slice(queue.length + 2, -5))?.[0] : undefined;
   return names.filter((name) => partitionOf(name) !== undefined).sort((a, b) => Number(partitionOf(a)) - Number(partitionOf(b)));
 }
 

@@ -17,16 +17,23 @@ const positional = {
 } as const;
 const leasesArg = { type: "positional", required: true, description: "Lease tokens <part>.<offset>.<lease>, as lease printed them (one or more)" } as const;
 
-const NOT_HERE = "A lease lives in the memory of the process that holds the shared consumer: from a shell, lease, ack, nack and extend go through a server (--url http://127.0.0.1:9093).";
+const NOT_HERE =
+  "A lease lives in the memory of the process that holds the shared consumer: from a shell, lease, ack, nack and extend go through a server (--url http://127.0.0.1:9093).";
 
 export const lease = defineCommand({
-  meta: { name: "lease", description: "Lease messages of a shared consumer through a server (--url): prints each with its lease token, to ack, nack or extend" },
+  meta: {
+    name: "lease",
+    description: "Lease messages of a shared consumer through a server (--url): prints each with its lease token, to ack, nack or extend",
+  },
   args: {
     ...positional,
     max: { type: "string", description: "Most messages to lease [default: 10]", valueHint: "n" },
     lease: { type: "string", description: "How long they stay yours unless extended [default: the consumer's, 30s]", valueHint: "30s" },
     wait: { type: "string", description: "Wait up to this long for the first message [default: 0, answer at once]", valueHint: "5s" },
-    json: { type: "boolean", description: "One JSON object per message: part, offset, seq, type, data (bytes: base64 with encoding), lease, deliveries, leaseUntil" },
+    json: {
+      type: "boolean",
+      description: "One JSON object per message: part, offset, seq, type, data (bytes: base64 with encoding), lease, deliveries, leaseUntil",
+    },
     ack: { type: "boolean", description: "Take the messages for good: acknowledge them once printed (the one mode on --dir)" },
     ...targetArgs,
   },
@@ -35,9 +42,13 @@ export const lease = defineCommand({
     const leaseMs = args.lease === undefined ? undefined : parseDuration("--lease", args.lease);
     const timeoutMs = args.wait === undefined ? 0 : parseDuration("--wait", args.wait);
     if (!args.url && !args.ack) throw new CliError(`${NOT_HERE}\nOn the files, "lease --ack" takes messages for good (acknowledged once printed).`);
-    const got = args.url ? await leaseOverHttp(args.url, args.user, args.queue, args.consumer, { max, leaseMs, timeoutMs, ack: args.ack === true, json: args.json === true }) : await leaseDirect(args, args.queue, args.consumer, { max, leaseMs, timeoutMs, json: args.json === true });
+    const got = args.url
+      ? await leaseOverHttp(args.url, args.user, args.queue, args.consumer, { max, leaseMs, timeoutMs, ack: args.ack === true, json: args.json === true })
+      : await leaseDirect(args, args.queue, args.consumer, { max, leaseMs, timeoutMs, json: args.json === true });
     const what = `${plural(got, "message")} of ${args.queue} as ${args.consumer}`;
-    log.info(args.ack ? `${what}, acknowledged.` : got === 0 ? `No message to lease: ${what}.` : `Leased ${what}: ack, nack or extend each by its lease token.`);
+    log.info(
+      args.ack ? `${what}, acknowledged.` : got === 0 ? `No message to lease: ${what}.` : `Leased ${what}: ack, nack or extend each by its lease token.`,
+    );
   },
 });
 
@@ -52,7 +63,15 @@ async function leaseOverHttp(url: string, user: string | undefined, queue: strin
   const client = apiClient(url, user);
   const messages = await client.lease(queue, consumer, { max: o.max, leaseMs: o.leaseMs, timeoutMs: o.timeoutMs });
   process.stdout.write(messages.map((m) => formatLeased(m, o.json)).join(""));
-  if (o.ack && messages.length > 0) reportErrors("ack", await client.ack(queue, consumer, messages.map((m) => m.lease)));
+  if (o.ack && messages.length > 0)
+    reportErrors(
+      "ack",
+      await client.ack(
+        queue,
+        consumer,
+        messages.map((m) => m.lease),
+      ),
+    );
   return messages.length;
 }
 
@@ -60,7 +79,9 @@ async function leaseOverHttp(url: string, user: string | undefined, queue: strin
 async function leaseDirect(target: { dir?: string; storage?: string }, queue: string, name: string, o: LeaseFlags): Promise<number> {
   const driver = await openStorage(target);
   try {
-    const consumer = await openSharedConsumer(queue, name, { driver, zstd: cliZstd, start: "earliest" }).catch((error: unknown) => explain(error, `Cannot open shared consumer "${name}" of "${queue}" in ${storageLabel(target)}`));
+    const consumer = await openSharedConsumer(queue, name, { driver, zstd: cliZstd, start: "earliest" }).catch((error: unknown) =>
+      explain(error, `Cannot open shared consumer "${name}" of "${queue}" in ${storageLabel(target)}`),
+    );
     try {
       const messages = await consumer.poll({ max: o.max, leaseMs: o.leaseMs, timeoutMs: o.timeoutMs });
       process.stdout.write(messages.map((m) => formatLeased({ ...m, lease: `${m.part}.${m.offset}.${m.lease}` }, o.json)).join(""));
@@ -84,7 +105,11 @@ export const ack = defineCommand({
 });
 
 export const nack = defineCommand({
-  meta: { name: "nack", description: "Give leased messages back through a server (--url): they come again (after --delay), or go to the dead-letter queue (--dead, or after maxDeliveries)" },
+  meta: {
+    name: "nack",
+    description:
+      "Give leased messages back through a server (--url): they come again (after --delay), or go to the dead-letter queue (--dead, or after maxDeliveries)",
+  },
   args: {
     ...positional,
     leases: leasesArg,
@@ -96,7 +121,10 @@ export const nack = defineCommand({
   async run({ args }) {
     const delayMs = args.delay === undefined ? undefined : parseDuration("--delay", args.delay);
     const client = apiClient(requireUrl(args.url), args.user);
-    reportErrors("nack", await client.nack(args.queue, args.consumer, leaseTokens(args), { delayMs, error: args.error, deadLetter: args.dead === true ? true : undefined }));
+    reportErrors(
+      "nack",
+      await client.nack(args.queue, args.consumer, leaseTokens(args), { delayMs, error: args.error, deadLetter: args.dead === true ? true : undefined }),
+    );
   },
 });
 
@@ -126,7 +154,9 @@ function requireUrl(url: string | undefined): string {
 function leaseTokens(args: { leases: string; _: string[] }): string[] {
   const tokens = args._.slice(2);
   if (tokens.length === 0) tokens.push(args.leases);
-  for (const token of tokens) if (!parseLeaseToken(token)) throw new CliError(`Invalid lease ${JSON.stringify(token)}: use a token <part>.<offset>.<lease> as lease printed it, such as 0.26.3.`);
+  for (const token of tokens)
+    if (!parseLeaseToken(token))
+      throw new CliError(`Invalid lease ${JSON.stringify(token)}: use a token <part>.<offset>.<lease> as lease printed it, such as 0.26.3.`);
   return tokens;
 }
 

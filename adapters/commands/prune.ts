@@ -9,7 +9,11 @@ const DURATION: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_0
 const SIZE: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 
 export const prune = defineCommand({
-  meta: { name: "prune", description: "Apply retention now: delete a queue's oldest whole parts (never the current one) past these limits; through --url, the server's own limits when none is given" },
+  meta: {
+    name: "prune",
+    description:
+      "Apply retention now: delete a queue's oldest whole parts (never the current one) past these limits; through --url, the server's own limits when none is given",
+  },
   args: {
     queue: { type: "positional", required: true, description: "The queue" },
     "max-age": { type: "string", description: "Delete parts whose newest message is older: 7d, 12h, 30m, 90s or ms", valueHint: "age" },
@@ -27,7 +31,8 @@ export const prune = defineCommand({
     let result: PruneResponse;
     if (args.url) result = await apiClient(args.url, args.user).prune(args.queue, retains(limits) ? limits : undefined);
     else {
-      if (!retains(limits)) throw new CliError("Give at least one limit: --max-age, --max-bytes, --max-parts or --consumed (on the files there is no configured retention).");
+      if (!retains(limits))
+        throw new CliError("Give at least one limit: --max-age, --max-bytes, --max-parts or --consumed (on the files there is no configured retention).");
       result = pruneResponse(await withStorage(args, `Cannot prune "${args.queue}"`, (driver) => pruneQueue(driver, args.queue, limits)));
     }
     // A partitioned queue: each partition's own line (its parts are its own ids).
@@ -35,7 +40,10 @@ export const prune = defineCommand({
     for (const r of each) if (r.refused) log.warn(`Nothing deleted in "${r.name}": ${r.refused}.`);
     const deleted = each.filter((r) => r.parts.length > 0);
     if (deleted.length === 0 && !each.some((r) => r.refused)) log.info(`Nothing to delete in "${args.queue}".`);
-    for (const r of deleted) log.success(`Deleted ${plural(r.parts.length, "part")} of "${r.name}" (${r.parts.join(", ")}): ${plural(r.messages, "message")}, ${plural(r.bytes, "byte")}.`);
+    for (const r of deleted)
+      log.success(
+        `Deleted ${plural(r.parts.length, "part")} of "${r.name}" (${r.parts.join(", ")}): ${plural(r.messages, "message")}, ${plural(r.bytes, "byte")}.`,
+      );
   },
 });
 

@@ -12,7 +12,11 @@ export const purge = defineCommand({
   async run({ args }) {
     const { queue } = args;
     requireYes(args.yes, `purge queue "${queue}" (every message goes)`);
-    const result = args.url ? await apiClient(args.url, args.user).purge(queue) : await withStorage(args, `Cannot purge "${queue}"`, (driver) => purgeQueue(driver, queue));
-    log.success(`Purged "${queue}": ${plural(result.messages, "message")}, ${plural(result.bytes, "byte")} in ${plural(result.parts, "part")} removed; it goes on in part ${result.part}.`);
+    const result = args.url
+      ? await apiClient(args.url, args.user).purge(queue)
+      : await withStorage(args, `Cannot purge "${queue}"`, (driver) => purgeQueue(driver, queue));
+    log.success(
+      `Purged "${queue}": ${plural(result.messages, "message")}, ${plural(result.bytes, "byte")} in ${plural(result.parts, "part")} removed; it goes on in part ${result.part}.`,
+    );
   },
 });

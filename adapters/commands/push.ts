@@ -23,19 +23,26 @@ export const push = defineCommand({
     compression: { type: "string", description: "Direct mode: none or zstd (new parts compressed, v3) [default: none]", valueHint: "codec" },
     delay: { type: "string", description: "Deliver no earlier than this from now: ms, or with a unit (30s, 5m, 2h, 1d; at most a year)", valueHint: "time" },
     at: { type: "string", description: "Deliver no earlier than this time: ISO 8601 or ms since the epoch", valueHint: "time" },
-    key: { type: "string", description: "Idempotency key: pushed once within the server's key window, however often run (the n-th batch of a long input gets <key>:<n>)", valueHint: "key" },
+    key: {
+      type: "string",
+      description: "Idempotency key: pushed once within the server's key window, however often run (the n-th batch of a long input gets <key>:<n>)",
+      valueHint: "key",
+    },
     "partition-key": { type: "string", description: "A partitioned queue: every message to this key's partition, in order", valueHint: "key" },
     ...targetArgs,
   },
   async run({ args }) {
     const words = (args._ as string[]).slice(1);
     const batchSize = Number(args.batch ?? 1000);
-    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw new CliError(`Invalid --batch ${JSON.stringify(args.batch)}: use 1..100000.`);
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000)
+      throw new CliError(`Invalid --batch ${JSON.stringify(args.batch)}: use 1..100000.`);
     const fromStdin = args.stdin || (!args.file && words.length === 0 && !process.stdin.isTTY);
     if (!args.file && words.length === 0 && !fromStdin) throw new CliError("Nothing to push: give messages, --file PATH or --stdin.");
     const extras = produceArgs(args);
 
-    const sink = args.url ? httpSink(args.url, args.user, args.queue, extras) : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability, (args.compression ?? "none") as Compression, extras);
+    const sink = args.url
+      ? httpSink(args.url, args.user, args.queue, extras)
+      : await directSink(args, args.queue, (args.durability ?? "fsync") as Durability, (args.compression ?? "none") as Compression, extras);
     const bar = progress(`push ${args.queue}`);
     let count = 0;
     // Batches whose key the storage had already accepted: nothing written for them.
@@ -101,7 +108,8 @@ function produceArgs(args: { delay?: string; at?: string; key?: string; "partiti
   if (args.delay !== undefined) {
     const match = /^(\d+)(ms|s|m|h|d)?$/.exec(args.delay.trim());
     delayMs = match ? Number(match[1]) * UNITS[match[2] ?? "ms"]! : Number.NaN;
-    if (!Number.isSafeInteger(delayMs) || delayMs > MAX_DELAY_MS) throw new CliError(`Invalid --delay ${JSON.stringify(args.delay)}: use ms or a number with a unit (30s, 5m, 2h, 1d), at most a year.`);
+    if (!Number.isSafeInteger(delayMs) || delayMs > MAX_DELAY_MS)
+      throw new CliError(`Invalid --delay ${JSON.stringify(args.delay)}: use ms or a number with a unit (30s, 5m, 2h, 1d), at most a year.`);
   }
   if (args.at !== undefined) {
     try {
@@ -120,7 +128,13 @@ function produceArgs(args: { delay?: string; at?: string; key?: string; "partiti
   return { delayMs, at: args.at, partitionKey, keyOf: (n) => (key === undefined ? undefined : n === 0 ? key : `${key}:${n + 1}`) };
 }
 
-async function directSink(target: { dir?: string; storage?: string }, queue: string, durability: Durability, compression: Compression, extras: PushExtras): Promise<Sink> {
+async function directSink(
+  target: { dir?: string; storage?: string },
+  queue: string,
+  durability: Durability,
+  compression: Compression,
+  extras: PushExtras,
+): Promise<Sink> {
   const driver = await openStorage(target);
   // A partitioned queue: its partitions' writers (each taken from another holder on request).
   const partitioned = (await readPartitions(driver, queue).catch(() => undefined)) !== undefined;
@@ -138,7 +152,9 @@ async function directSink(target: { dir?: string; storage?: string }, queue: str
     write: async (batch) => {
       const key = extras.keyOf(batches++);
       if (writer instanceof PartitionedWriter) {
-        const result = await writer.produce(batch, { key, delayMs: extras.delayMs, at: extras.at, partitionKey: extras.partitionKey }).catch((error: unknown) => explain(error, "Push failed"));
+        const result = await writer
+          .produce(batch, { key, delayMs: extras.delayMs, at: extras.at, partitionKey: extras.partitionKey })
+          .catch((error: unknown) => explain(error, "Push failed"));
         sink.until = result.until;
         return result.replayed;
       }
@@ -164,7 +180,13 @@ function httpSink(url: string, user: string | undefined, queue: string, extras: 
   const sink: Sink = {
     // Binary: text stays text and bytes stay bytes (JSON would make every message base64 once one is bytes).
     write: async (batch) => {
-      const answer = await client.produce(queue, batch, { format: "binary", delayMs: extras.delayMs, at: extras.at, idempotencyKey: extras.keyOf(batches++), partitionKey: extras.partitionKey });
+      const answer = await client.produce(queue, batch, {
+        format: "binary",
+        delayMs: extras.delayMs,
+        at: extras.at,
+        idempotencyKey: extras.keyOf(batches++),
+        partitionKey: extras.partitionKey,
+      });
       if ("delayed" in answer) sink.until = answer.delayed.untilMs;
       return answer.replayed;
     },

@@ -43,8 +43,16 @@ export const stat = defineCommand({
   meta: { name: "stat", description: "Show queues, their parts and consumers with their lag" },
   args: {
     queue: { type: "positional", required: false, description: "One queue (default: all)" },
-    json: { type: "boolean", description: "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, partitions?, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]; with --watch, one line per sample: { at, queues: [...], consumers? }" },
-    watch: { type: "boolean", alias: "w", description: "Live: messages, bytes, parts, produce and consume rates, worst lag (with a queue: its consumers), every --interval until Ctrl-C" },
+    json: {
+      type: "boolean",
+      description:
+        "Print JSON: [{ name, currentPart, currentCount, parts, messages, bytes, partitions?, consumers: [{ name, kind, part, position, count, lag, cursor, shared? }] }]; with --watch, one line per sample: { at, queues: [...], consumers? }",
+    },
+    watch: {
+      type: "boolean",
+      alias: "w",
+      description: "Live: messages, bytes, parts, produce and consume rates, worst lag (with a queue: its consumers), every --interval until Ctrl-C",
+    },
     interval: { type: "string", description: "With --watch: time between samples, 100ms to 1h (default 1s)", valueHint: "duration" },
     ...targetArgs,
   },
@@ -57,12 +65,19 @@ export const stat = defineCommand({
     for (const q of stats) {
       if (q.partitions !== undefined) {
         // Summed over the partitions: no single part or position to show.
-        console.log(`${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.partitions, "partition")} (each one: ${q.name}.p<k>)`);
+        console.log(
+          `${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.partitions, "partition")} (each one: ${q.name}.p<k>)`,
+        );
         for (const c of q.consumers) console.log(`  consumer ${c.name} (${c.kind}): lag ${c.lag}`);
         continue;
       }
-      console.log(`${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.parts, "part")} (current part ${q.currentPart}, ${plural(q.currentCount, "message")})`);
-      for (const c of q.consumers) console.log(`  consumer ${c.name} (${c.kind}): ${c.kind === "shared" ? "ack floor " : ""}part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}${c.shared ? `; ${describeShared(c.shared)}` : ""}`);
+      console.log(
+        `${q.name}: ${plural(q.messages, "message")}, ${plural(q.bytes, "byte")} in ${plural(q.parts, "part")} (current part ${q.currentPart}, ${plural(q.currentCount, "message")})`,
+      );
+      for (const c of q.consumers)
+        console.log(
+          `  consumer ${c.name} (${c.kind}): ${c.kind === "shared" ? "ack floor " : ""}part ${c.part}, position ${c.position}, read ${c.count} in part, lag ${c.lag}${c.shared ? `; ${describeShared(c.shared)}` : ""}`,
+        );
     }
   },
 });
@@ -87,8 +102,26 @@ async function statDirect(target: { dir?: string; storage?: string }, queue: str
     for (const name of names) {
       const q: QueueStats | undefined = await inspectQueue(driver, name).catch((error: unknown) => explain(error, "stat"));
       if (!q) throw new CliError(`Queue "${name}" not found in ${storageLabel(target)}.`);
-      const consumers = q.consumers.map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count, lag: c.lag, cursor: formatCursor(c), ...(c.shared ? { shared: c.shared } : {}) }));
-      out.push({ name: q.name, currentPart: q.currentPart, currentCount: q.currentCount, parts: q.parts.length, messages: q.messages, bytes: q.bytes, ...(q.partitions === undefined ? {} : { partitions: q.partitions }), consumers });
+      const consumers = q.consumers.map((c) => ({
+        name: c.name,
+        kind: c.kind,
+        part: c.part,
+        position: c.position,
+        count: c.count,
+        lag: c.lag,
+        cursor: formatCursor(c),
+        ...(c.shared ? { shared: c.shared } : {}),
+      }));
+      out.push({
+        name: q.name,
+        currentPart: q.currentPart,
+        currentCount: q.currentCount,
+        parts: q.parts.length,
+        messages: q.messages,
+        bytes: q.bytes,
+        ...(q.partitions === undefined ? {} : { partitions: q.partitions }),
+        consumers,
+      });
     }
     return out;
   } finally {
@@ -111,7 +144,16 @@ async function statOverHttp(url: string, user: string | undefined, queue: string
       messages: info.messages,
       bytes: info.bytes,
       ...(info.partitions === undefined ? {} : { partitions: info.partitions }),
-      consumers: consumers.map((c) => ({ name: c.name, kind: c.kind, part: c.part, position: c.position, count: c.count_popped, lag: c.lag, cursor: c.cursor, ...sharedOf(c) })),
+      consumers: consumers.map((c) => ({
+        name: c.name,
+        kind: c.kind,
+        part: c.part,
+        position: c.position,
+        count: c.count_popped,
+        lag: c.lag,
+        cursor: c.cursor,
+        ...sharedOf(c),
+      })),
     });
   }
   return out;
@@ -123,7 +165,10 @@ async function statOverHttp(url: string, user: string | undefined, queue: string
  */
 function describeShared(s: SharedStat): string {
   const parts: string[] = [];
-  if (s.inFlight !== undefined) parts.push(`${s.inFlight} in flight, ${s.redelivered ?? 0} ${s.redelivered === 1 ? "redelivery" : "redeliveries"} and ${s.deadLettered ?? 0} dead-lettered since the server opened it`);
+  if (s.inFlight !== undefined)
+    parts.push(
+      `${s.inFlight} in flight, ${s.redelivered ?? 0} ${s.redelivered === 1 ? "redelivery" : "redeliveries"} and ${s.deadLettered ?? 0} dead-lettered since the server opened it`,
+    );
   else {
     parts.push(`${s.pending ?? 0} pending${s.pending ? ` (${s.redelivered ?? 0} redelivered, at most ${deliveries(s.maxDeliveries ?? 0)})` : ""}`);
     parts.push(`${s.ackedAboveFloor ?? 0} acked above the floor`, `${s.deadLettered ?? 0} dead-lettered`);

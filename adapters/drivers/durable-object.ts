@@ -11,7 +11,27 @@ export type { DurableObjectNamespace } from "./utils/durable-object-types";
 const DRIVER_NAME = "durable-object";
 
 /** What the driver calls on a stub: the RPC methods of `VQueueObject`. */
-type QueueObjectStub = Pick<VQueueObject, "open" | "size" | "read" | "readAll" | "append" | "truncate" | "replace" | "list" | "mkdir" | "remove" | "lock" | "renew" | "unlock" | "isLocked" | "setRegistered" | "register" | "unregister" | "queues">;
+type QueueObjectStub = Pick<
+  VQueueObject,
+  | "open"
+  | "size"
+  | "read"
+  | "readAll"
+  | "append"
+  | "truncate"
+  | "replace"
+  | "list"
+  | "mkdir"
+  | "remove"
+  | "lock"
+  | "renew"
+  | "unlock"
+  | "isLocked"
+  | "setRegistered"
+  | "register"
+  | "unregister"
+  | "queues"
+>;
 
 export interface DurableObjectDriverOptions {
   /** The namespace binding of the `VQueueObject` class (`env.VQUEUE` with the wrangler config of the README). */
@@ -65,11 +85,14 @@ const PREFIX_RE = /^[A-Za-z0-9._:-]{1,64}$/;
 const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): QueueDriver => {
   const namespace = options?.namespace;
   if (!namespace || typeof namespace.idFromName !== "function" || typeof namespace.get !== "function") {
-    throw optionError(`Missing required option \`namespace\` of the ${DRIVER_NAME} driver: the Durable Object namespace binding of the VQueueObject class (e.g. env.VQUEUE), got ${showValue(namespace)}.`);
+    throw optionError(
+      `Missing required option \`namespace\` of the ${DRIVER_NAME} driver: the Durable Object namespace binding of the VQueueObject class (e.g. env.VQUEUE), got ${showValue(namespace)}.`,
+    );
   }
   const prefix = options.prefix ?? "vq";
   const leaseMs = options.lockLeaseMs ?? 3000;
-  if (typeof prefix !== "string" || !PREFIX_RE.test(prefix)) throw optionError(`Invalid prefix ${showValue(prefix)}: use 1 to 64 characters from A-Z a-z 0-9 . _ : -.`);
+  if (typeof prefix !== "string" || !PREFIX_RE.test(prefix))
+    throw optionError(`Invalid prefix ${showValue(prefix)}: use 1 to 64 characters from A-Z a-z 0-9 . _ : -.`);
   checkOption("lockLeaseMs", leaseMs, integer(30));
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   checkOption("pollIntervalMs", pollIntervalMs, integer(10, 60_000));
@@ -105,7 +128,11 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
     if (!lock) return undefined;
     const held = locks.get(lock);
     if (!held) throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver was given a fence that is not one of its locks (a lock of another driver?).`);
-    if (queueOfPath(held.fence.path) !== queueOfPath(path)) throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot fence a write to ${JSON.stringify(path)} with the lock ${JSON.stringify(held.fence.path)} of another queue.`);
+    if (queueOfPath(held.fence.path) !== queueOfPath(path))
+      throw new VQueueError(
+        "E_IO",
+        `The ${DRIVER_NAME} driver cannot fence a write to ${JSON.stringify(path)} with the lock ${JSON.stringify(held.fence.path)} of another queue.`,
+      );
     return held;
   };
   /** Runs a fenced write on the path's object and turns its status into the driver's errors. */
@@ -116,9 +143,16 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
     if (status.ok) return register(queue, status.unregistered);
     if (status.reason === "fenced") {
       held?.lose();
-      throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused a write to ${JSON.stringify(path)}: its lock was taken over by a newer holder (epoch ${lock?.epoch} is stale). Nothing was written.`);
+      throw new VQueueError(
+        "E_FENCED",
+        `The ${DRIVER_NAME} driver refused a write to ${JSON.stringify(path)}: its lock was taken over by a newer holder (epoch ${lock?.epoch} is stale). Nothing was written.`,
+      );
     }
-    if (status.reason === "not-at-end") throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot append to ${JSON.stringify(path)} where the writer thinks it ends: the log ends at ${status.size}.`);
+    if (status.reason === "not-at-end")
+      throw new VQueueError(
+        "E_IO",
+        `The ${DRIVER_NAME} driver cannot append to ${JSON.stringify(path)} where the writer thinks it ends: the log ends at ${status.size}.`,
+      );
     throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot write ${JSON.stringify(path)}: it was removed.`);
   };
   const open = async (path: string, create: boolean) => {
@@ -131,7 +165,8 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
 
   const log = (path: string): LogFile => ({
     size: async () => (await call(() => objectOf(queueOf(path)).size(path))) ?? 0,
-    read: async (position, length) => (length <= 0 ? new Uint8Array(0) : ((await call(() => objectOf(queueOf(path)).read(path, position, length))) ?? new Uint8Array(0))),
+    read: async (position, length) =>
+      length <= 0 ? new Uint8Array(0) : ((await call(() => objectOf(queueOf(path)).read(path, position, length))) ?? new Uint8Array(0)),
     append: (at, data, fence) => write(path, fence, (object, f) => object.append(path, at, data, f)),
     truncate: (length, fence) => write(path, fence, (object, f) => object.truncate(path, length, f)),
     // A finished call is stored: the object's writes are confirmed before its reply (output gates).
@@ -177,7 +212,10 @@ const durableObjectDriver = defineDriver((options: DurableObjectDriverOptions): 
       const { empty, fenced } = await call(() => objectOf(queue).remove(path, held?.fence));
       if (fenced) {
         held?.lose();
-        throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused to remove ${JSON.stringify(path)}: its lock was taken over by a newer holder (epoch ${fence?.epoch} is stale). Nothing was removed.`);
+        throw new VQueueError(
+          "E_FENCED",
+          `The ${DRIVER_NAME} driver refused to remove ${JSON.stringify(path)}: its lock was taken over by a newer holder (epoch ${fence?.epoch} is stale). Nothing was removed.`,
+        );
       }
       if (empty) await call(() => forget(queue));
     },

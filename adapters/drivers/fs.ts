@@ -49,7 +49,9 @@ export interface FsDriverOptions {
 const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   // Bundled for workerd, node:fs is a stub (or a per-request memory file system): refuse at once, not at every call.
   if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers") {
-    throw optionError(`The fs driver cannot run in Cloudflare Workers: there is no file system that outlives a request. Set the storage: "memory:" (this isolate only, lost when it is evicted), or see the README, "Nitro presets".`);
+    throw optionError(
+      `The fs driver cannot run in Cloudflare Workers: there is no file system that outlives a request. Set the storage: "memory:" (this isolate only, lost when it is evicted), or see the README, "Nitro presets".`,
+    );
   }
   const base = resolve(options.dir ?? DEFAULT_DIR);
   const inlineIOBytes = options.inlineIOBytes ?? 65_536;
@@ -58,7 +60,9 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   }
   const leaseMs = options.lockLeaseMs;
   if (leaseMs !== undefined && (!Number.isSafeInteger(leaseMs) || leaseMs < MIN_LEASE_MS || leaseMs > MAX_LEASE_MS)) {
-    throw optionError(`Invalid option of the fs driver: lockLeaseMs must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS} (ms), or left out for locks held as long as their process lives (got ${String(leaseMs)}).`);
+    throw optionError(
+      `Invalid option of the fs driver: lockLeaseMs must be an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS} (ms), or left out for locks held as long as their process lives (got ${String(leaseMs)}).`,
+    );
   }
   /**
    * A write by a lock's holder: with leases, checked against the lock inside its write mutex, and
@@ -67,7 +71,9 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
    * of the thread pool queued behind other files' fsyncs.
    */
   const fenced: Fenced = (fence, write) =>
-    fence && leaseMs !== undefined ? fencedFsWrite(fence, () => write(true)).catch((error) => (VQueueError.isError(error) ? Promise.reject(error) : fail(error))) : write(false);
+    fence && leaseMs !== undefined
+      ? fencedFsWrite(fence, () => write(true)).catch((error) => (VQueueError.isError(error) ? Promise.reject(error) : fail(error)))
+      : write(false);
   let ready: Promise<unknown> | undefined;
   const ensureBase = () => (ready ??= mkdir(base, { recursive: true }).catch(fail));
   const abs = (path: string) => {
@@ -145,7 +151,9 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     writeAtomic(path, data, { sync, fence }) {
       const full = abs(path);
       // Written and synced before the mutex; inside it, only the rename.
-      return writeWhole(full, data, sync, (temp) => fenced(fence, async (underFence) => (underFence ? void renameSyncIfThere(temp, full, true) : rename(temp, full))));
+      return writeWhole(full, data, sync, (temp) =>
+        fenced(fence, async (underFence) => (underFence ? void renameSyncIfThere(temp, full, true) : rename(temp, full))),
+      );
     },
     async syncDir(dir) {
       try {
@@ -267,7 +275,9 @@ async function readAt(handle: NodeFileHandle, position: number, length: number, 
   let filled = 0;
   try {
     while (filled < length) {
-      const bytesRead = inline ? readSync(handle.fd, buffer, filled, length - filled, position + filled) : (await handle.read(buffer, filled, length - filled, position + filled)).bytesRead;
+      const bytesRead = inline
+        ? readSync(handle.fd, buffer, filled, length - filled, position + filled)
+        : (await handle.read(buffer, filled, length - filled, position + filled)).bytesRead;
       if (bytesRead === 0) break;
       filled += bytesRead;
     }
@@ -303,7 +313,9 @@ async function writeAt(handle: NodeFileHandle, position: number, data: Uint8Arra
   try {
     // A short write is continued, never ignored (docs/format.md#where-the-crate-027-goes-wrong, fault 7).
     while (written < data.length) {
-      written += inline ? writeSync(handle.fd, data, written, data.length - written, position + written) : (await handle.write(data, written, data.length - written, position + written)).bytesWritten;
+      written += inline
+        ? writeSync(handle.fd, data, written, data.length - written, position + written)
+        : (await handle.write(data, written, data.length - written, position + written)).bytesWritten;
     }
   } catch (error) {
     fail(error);

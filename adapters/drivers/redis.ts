@@ -70,10 +70,13 @@ const redisDriver = defineDriver((options: RedisDriverOptions): QueueDriver => {
   }
   checkOption("lockLeaseMs", leaseMs, integer(30));
   checkWaitReplicas(options.waitReplicas);
-  if (options.disposeClient !== undefined) checkOption("disposeClient", options.disposeClient, (v, n) => (typeof v === "boolean" ? undefined : `Invalid ${n} ${showValue(v)}: use true or false.`));
+  if (options.disposeClient !== undefined)
+    checkOption("disposeClient", options.disposeClient, (v, n) => (typeof v === "boolean" ? undefined : `Invalid ${n} ${showValue(v)}: use true or false.`));
   const made = !isClient(options.redis);
   if (keyPrefixOf(options.redis)) {
-    throw optionError(`Invalid redis: the client has ioredis's keyPrefix ${showValue(keyPrefixOf(options.redis))}, which the driver's Lua scripts cannot follow (they name keys themselves). Use the driver's prefix option instead.`);
+    throw optionError(
+      `Invalid redis: the client has ioredis's keyPrefix ${showValue(keyPrefixOf(options.redis))}, which the driver's Lua scripts cannot follow (they name keys themselves). Use the driver's prefix option instead.`,
+    );
   }
   const client = made ? makeClient(options.redis as string | RedisOptions) : (options.redis as RedisClient);
   // A client the driver owns: its connection errors come back as E_IO on the calls; unheard,
@@ -214,7 +217,8 @@ function loadIoredis(): typeof Redis {
 
 function checkWaitReplicas(wait: WaitReplicas | undefined): void {
   if (wait === undefined) return;
-  if (typeof wait !== "object" || wait === null) throw optionError(`Invalid waitReplicas ${showValue(wait)}: use { replicas, timeoutMs } (replicas from 0, timeoutMs from 1).`);
+  if (typeof wait !== "object" || wait === null)
+    throw optionError(`Invalid waitReplicas ${showValue(wait)}: use { replicas, timeoutMs } (replicas from 0, timeoutMs from 1).`);
   checkOption("waitReplicas.replicas", wait.replicas, integer(0, 100));
   if (wait.timeoutMs !== undefined) checkOption("waitReplicas.timeoutMs", wait.timeoutMs, integer(1, 3_600_000));
 }
@@ -223,7 +227,10 @@ function checkWaitReplicas(wait: WaitReplicas | undefined): void {
 function clientId(client: RedisClient): string {
   if (client.isCluster) {
     const nodes = (client as unknown as { startupNodes: unknown[] }).startupNodes ?? [];
-    return `cluster(${nodes.map((n) => (typeof n === "object" && n ? `${(n as { host?: string }).host ?? ""}:${(n as { port?: number }).port ?? ""}` : String(n))).sort().join(",")})`;
+    return `cluster(${nodes
+      .map((n) => (typeof n === "object" && n ? `${(n as { host?: string }).host ?? ""}:${(n as { port?: number }).port ?? ""}` : String(n)))
+      .sort()
+      .join(",")})`;
   }
   const o = (client as Redis).options;
   return o.sentinels ? `sentinel(${o.name ?? ""})/${o.db ?? 0}` : `${o.host ?? ""}:${o.port ?? ""}/${o.db ?? 0}`;

@@ -82,7 +82,10 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
   checkOption("maxChunkBytes", maxChunkBytes, integer(1));
   checkOption("lockLeaseMs", leaseMs, integer(30));
   const instances = options.instances ?? "one";
-  if (instances !== "one" && instances !== "many") throw optionError(`Invalid instances ${JSON.stringify(instances)} of the ${DRIVER_NAME} driver: use "one" (the default: a second process on this storage is refused) or "many" (several, unfenced).`);
+  if (instances !== "one" && instances !== "many")
+    throw optionError(
+      `Invalid instances ${JSON.stringify(instances)} of the ${DRIVER_NAME} driver: use "one" (the default: a second process on this storage is refused) or "many" (several, unfenced).`,
+    );
   const storageKey = `${DRIVER_NAME}:${options.key ?? storageId(options.storage)}:${base}`;
   const instance = instances === "one" ? claimInstance(raw, joinKey(base, INSTANCE_KEY), storageKey, leaseMs) : undefined;
   const storage = instance ? gated(raw, instance) : raw;
@@ -131,7 +134,10 @@ const unstorageDriver = defineDriver((options: UnstorageDriverOptions) => {
     async remove(path) {
       const key = ctx.keyOf(path);
       const keys = await storage.getKeys(parentKey(key));
-      const mine = keys.filter((k) => k.startsWith(`${key}~`) || k.startsWith(`${key}:`)).sort().reverse();
+      const mine = keys
+        .filter((k) => k.startsWith(`${key}~`) || k.startsWith(`${key}:`))
+        .sort()
+        .reverse();
       for (const k of mine) await storage.removeItem(k);
       await storage.removeItem(key);
     },
@@ -203,7 +209,8 @@ function gated(storage: UnstorageLike, instance: InstanceClaim): UnstorageLike {
  * data silently. Refused, naming the driver made for it.
  */
 function refuseRedisCluster(storage: UnstorageLike): void {
-  const getMounts = (storage as { getMounts?: (base: string, parents?: boolean) => { driver?: { name?: string; options?: { cluster?: unknown } } }[] }).getMounts;
+  const getMounts = (storage as { getMounts?: (base: string, parents?: boolean) => { driver?: { name?: string; options?: { cluster?: unknown } } }[] })
+    .getMounts;
   if (typeof getMounts !== "function") return;
   for (const { driver } of getMounts.call(storage, "", true)) {
     if (driver?.name === "redis" && driver.options?.cluster) {

@@ -9,7 +9,8 @@ import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { intParam, nameParam } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 
-const FROM_RULE = 'from=earliest, from=latest (the newest page), from=<cursor> (the page starts after its message; a partitioned queue\'s: p<partition>:<cursor>,...), part=<n>&seq=<n> (starts at that message; a partitioned queue\'s with partition=<k>), or time=<ISO 8601 date-time or ms since the epoch>';
+const FROM_RULE =
+  "from=earliest, from=latest (the newest page), from=<cursor> (the page starts after its message; a partitioned queue's: p<partition>:<cursor>,...), part=<n>&seq=<n> (starts at that message; a partitioned queue's with partition=<k>), or time=<ISO 8601 date-time or ms since the epoch>";
 /** A partitioned queue's cursor, checked further by the engine against its partitions. */
 const PARTITIONED_CURSOR = /^p\d{1,4}:\d{1,15}\.\d{1,15}\.\d{1,10}(,p\d{1,4}:\d{1,15}\.\d{1,15}\.\d{1,10}){0,1023}$/;
 
@@ -25,20 +26,53 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
         summary:
           "Read a page of messages without any consumer (no position moves, nothing is created): from the oldest, the newest page, a cursor, a message by part and sequence, or a time; `next` is where the following page starts (null at the end). A partitioned queue: a page takes from every partition in turn (each message says its partition, `next` names each partition's place), or from `partition` alone",
         parameters: [
-          { name: "from", in: "query", description: '"earliest" (default), "latest" (the last `limit` messages) or a cursor (the page starts after its message); not with part/seq or time', schema: { type: "string" } },
+          {
+            name: "from",
+            in: "query",
+            description:
+              '"earliest" (default), "latest" (the last `limit` messages) or a cursor (the page starts after its message); not with part/seq or time',
+            schema: { type: "string" },
+          },
           { name: "part", in: "query", description: "With seq: the page starts at this message", schema: { type: "integer", minimum: 0 } },
           { name: "seq", in: "query", schema: { type: "integer", minimum: 1 } },
-          { name: "partition", in: "query", description: "A partitioned queue: this partition alone", schema: { type: "integer", minimum: 0, maximum: MAX_PARTITIONS - 1 } },
-          { name: "time", in: "query", description: "Every message written from then on, and up to the queue's indexInterval before", schema: { oneOf: [{ type: "string", format: "date-time" }, { type: "integer", description: "ms since the epoch" }] } },
+          {
+            name: "partition",
+            in: "query",
+            description: "A partitioned queue: this partition alone",
+            schema: { type: "integer", minimum: 0, maximum: MAX_PARTITIONS - 1 },
+          },
+          {
+            name: "time",
+            in: "query",
+            description: "Every message written from then on, and up to the queue's indexInterval before",
+            schema: {
+              oneOf: [
+                { type: "string", format: "date-time" },
+                { type: "integer", description: "ms since the epoch" },
+              ],
+            },
+          },
           { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: BROWSE_MAX_LIMIT, default: BROWSE_DEFAULTS.limit } },
-          { name: "max_bytes", in: "query", description: "The page stops once its bodies reach this many bytes (one message at least)", schema: { type: "integer", minimum: 1, maximum: maxBytesCap, default: Math.min(BROWSE_DEFAULTS.maxBytes, maxBytesCap) } },
+          {
+            name: "max_bytes",
+            in: "query",
+            description: "The page stops once its bodies reach this many bytes (one message at least)",
+            schema: { type: "integer", minimum: 1, maximum: maxBytesCap, default: Math.min(BROWSE_DEFAULTS.maxBytes, maxBytesCap) },
+          },
         ],
         responses: {
           ...errorResponses,
           "409": errorRef,
           "200": {
             description: "a page",
-            content: jsonContent({ type: "object", properties: { queue: { type: "string" }, next: { type: ["string", "null"] }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
+            content: jsonContent({
+              type: "object",
+              properties: {
+                queue: { type: "string" },
+                next: { type: ["string", "null"] },
+                messages: { type: "array", items: { $ref: "#/components/schemas/Message" } },
+              },
+            }),
           },
         },
       },
@@ -52,7 +86,15 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
         const partition = url.searchParams.has("partition") ? intParam(url, "partition", 0, MAX_PARTITIONS - 1, 0) : undefined;
         const { zstd, onProblem } = ctx.options;
         // Text stays in its UTF-8 bytes: written out as consume writes it.
-        const page = await browseMessages(await ctx.registry.driver(), queue, { from, limit, maxBytes, raw: true, onProblem, ...(zstd ? { zstd } : {}), ...(partition === undefined ? {} : { partition }) });
+        const page = await browseMessages(await ctx.registry.driver(), queue, {
+          from,
+          limit,
+          maxBytes,
+          raw: true,
+          onProblem,
+          ...(zstd ? { zstd } : {}),
+          ...(partition === undefined ? {} : { partition }),
+        });
         const head = `{"queue":${JSON.stringify(queue)},"next":${page.next === null ? "null" : JSON.stringify(page.next)},"messages":[`;
         return new FastResponse(encodeMessagesJSON(head, page.messages), { headers: { "content-type": JSON_TYPE } });
       },

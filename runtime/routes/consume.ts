@@ -26,7 +26,12 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         parameters: [
           { name: "max_messages", in: "query", schema: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: limits.defaultMessages } },
           { name: "timeout_ms", in: "query", schema: { type: "integer", minimum: 0, maximum: limits.maxTimeoutMs, default: limits.defaultTimeoutMs } },
-          { name: "commit", in: "query", description: "A cursor to commit before reading (the previous batch's): one round trip per batch", schema: { type: "string" } },
+          {
+            name: "commit",
+            in: "query",
+            description: "A cursor to commit before reading (the previous batch's): one round trip per batch",
+            schema: { type: "string" },
+          },
         ],
         responses: {
           ...errorResponses,
@@ -34,7 +39,21 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor, missed in x-vq-missed`,
             content: {
-              ...jsonContent({ type: "object", required: ["queue", "consumer", "count", "cursor", "messages"], properties: { queue: { type: "string" }, consumer: { type: "string" }, count: { type: "integer" }, cursor: { type: ["string", "null"] }, missed: { type: "integer", description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume" }, messages: { type: "array", items: { $ref: "#/components/schemas/Message" } } } }),
+              ...jsonContent({
+                type: "object",
+                required: ["queue", "consumer", "count", "cursor", "messages"],
+                properties: {
+                  queue: { type: "string" },
+                  consumer: { type: "string" },
+                  count: { type: "integer" },
+                  cursor: { type: ["string", "null"] },
+                  missed: {
+                    type: "integer",
+                    description: "Present when retention deleted messages this consumer had not read: how many, since its previous consume",
+                  },
+                  messages: { type: "array", items: { $ref: "#/components/schemas/Message" } },
+                },
+              }),
               [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
             },
           },
@@ -53,12 +72,19 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const commit = param === null ? undefined : form.cursor(param, "commit");
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
         const { slot, messages } = await ctx.tracing
-          .traced("receive", queue, consumer, event.req.headers, (got) => got.messages.length, async () => {
-            const slot = await form.ordered(consumer);
-            if (commit !== undefined) await slot.commit(commit);
-            // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
-            return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
-          })
+          .traced(
+            "receive",
+            queue,
+            consumer,
+            event.req.headers,
+            (got) => got.messages.length,
+            async () => {
+              const slot = await form.ordered(consumer);
+              if (commit !== undefined) await slot.commit(commit);
+              // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
+              return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
+            },
+          )
           .finally(() => polled?.());
         const cursor = form.batchCursor(messages);
         // Retention deleted messages this consumer had not read: told, never silent.
@@ -75,8 +101,16 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "commit",
         summary: "Commit: no body commits everything handed out; a cursor commits up to its message. Idempotent.",
         parameters: [{ name: "cursor", in: "query", schema: { type: "string" } }],
-        requestBody: { required: false, content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } } },
-        responses: { ...errorResponses, ...bodyErrors, "409": errorRef, "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) } },
+        requestBody: {
+          required: false,
+          content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } },
+        },
+        responses: {
+          ...errorResponses,
+          ...bodyErrors,
+          "409": errorRef,
+          "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) },
+        },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
@@ -92,7 +126,11 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       openapi: {
         operationId: "rewind",
         summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
-        responses: { ...errorResponses, "409": errorRef, "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
+        },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
@@ -106,16 +144,40 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues/:queue/consumers/:consumer/seek",
       openapi: {
         operationId: "seek",
-        summary: "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer. On a partitioned queue: every partition (earliest, latest, a time) or those a composite cursor names, each taken by this instance first",
+        summary:
+          "Move the consumer, and save it there: to the oldest message, the end, a cursor, a message by part and sequence (it comes next), or a time (every message from then on, and up to indexInterval before); creates the consumer. On a partitioned queue: every partition (earliest, latest, a time) or those a composite cursor names, each taken by this instance first",
         requestBody: {
           required: true,
           content: jsonContent({
             type: "object",
             required: ["to"],
-            properties: { to: { oneOf: [{ type: "string", description: '"earliest", "latest" or a cursor' }, { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } }, { type: "object", properties: { time: { oneOf: [{ type: "string", format: "date-time" }, { type: "integer", description: "ms since the epoch" }] } } }] } },
+            properties: {
+              to: {
+                oneOf: [
+                  { type: "string", description: '"earliest", "latest" or a cursor' },
+                  { type: "object", properties: { part: { type: "integer" }, seq: { type: "integer" } } },
+                  {
+                    type: "object",
+                    properties: {
+                      time: {
+                        oneOf: [
+                          { type: "string", format: "date-time" },
+                          { type: "integer", description: "ms since the epoch" },
+                        ],
+                      },
+                    },
+                  },
+                ],
+              },
+            },
           }),
         },
-        responses: { ...errorResponses, ...bodyErrors, "409": errorRef, "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) } },
+        responses: {
+          ...errorResponses,
+          ...bodyErrors,
+          "409": errorRef,
+          "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
+        },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);

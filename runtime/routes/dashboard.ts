@@ -20,13 +20,23 @@ export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/",
-      openapi: { operationId: "getDashboard", summary: "The dashboard page (HTML)", parameters: [ifNoneMatch], responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } } },
+      openapi: {
+        operationId: "getDashboard",
+        summary: "The dashboard page (HTML)",
+        parameters: [ifNoneMatch],
+        responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } },
+      },
       handler: (event) => serve(event.req, DASHBOARD_INDEX, "no-cache"),
     },
     {
       method: "GET",
       route: "/_dashboard/:asset",
-      openapi: { operationId: "getDashboardAsset", summary: "A file of the dashboard (names carry their content hash)", parameters: [ifNoneMatch], responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } } },
+      openapi: {
+        operationId: "getDashboardAsset",
+        summary: "A file of the dashboard (names carry their content hash)",
+        parameters: [ifNoneMatch],
+        responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } },
+      },
       handler: (event) => {
         const name = getRouterParam(event, "asset") ?? "";
         const asset = Object.hasOwn(DASHBOARD_ASSETS, name) ? DASHBOARD_ASSETS[name] : undefined;
@@ -54,7 +64,8 @@ async function serve(request: Request, asset: DashboardAsset, cacheControl: stri
   };
   if (asset.type.startsWith("text/html")) {
     // The page runs only its own files; it calls only its own origin.
-    headers["content-security-policy"] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+    headers["content-security-policy"] =
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
     headers["referrer-policy"] = "no-referrer";
   }
   if (matches(request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers });

@@ -26,14 +26,20 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "getHealth",
         summary: "Liveness (never behind auth)",
         security: [],
-        responses: { "200": { description: "ok", content: jsonContent({ type: "object", properties: { status: { const: "ok" }, version: { type: "string" } } }) } },
+        responses: {
+          "200": { description: "ok", content: jsonContent({ type: "object", properties: { status: { const: "ok" }, version: { type: "string" } } }) },
+        },
       },
       handler: () => json<HealthResponse>({ status: "ok", version: ctx.options.version }),
     },
     {
       method: "GET",
       route: "/api/v1/openapi.json",
-      openapi: { operationId: "getOpenAPIDocument", summary: "This document", responses: { "401": errorRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } } },
+      openapi: {
+        operationId: "getOpenAPIDocument",
+        summary: "This document",
+        responses: { "401": errorRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } },
+      },
       handler: () => json(openAPIDocument(ctx.options, routes)),
     },
     ...queueRoutes(ctx),

@@ -23,15 +23,25 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/overview",
       openapi: {
         operationId: "getOverview",
-        summary: "Every queue the user may see, with rates and the worst consumer lag, from the monitor's last sample (reads no part file); `history=N` adds the last N samples",
-        parameters: [{ name: "history", in: "query", description: `samples to add; at most the monitor's ${maxHistory} are answered`, schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM } }],
+        summary:
+          "Every queue the user may see, with rates and the worst consumer lag, from the monitor's last sample (reads no part file); `history=N` adds the last N samples",
+        parameters: [
+          {
+            name: "history",
+            in: "query",
+            description: `samples to add; at most the monitor's ${maxHistory} are answered`,
+            schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM },
+          },
+        ],
         responses: { ...errorResponses, "200": { description: "overview", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
         const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
         const snapshot = await ctx.monitor.snapshot();
         // A partitioned queue once (its row sums its partitions); its partitions in its detail.
-        const queues = snapshot.queues.filter((q) => !q.partitionOf && (can(principal, "read", q.name) || can(principal, "write", q.name))).map((q) => queueJSON(ctx, q, principal, points));
+        const queues = snapshot.queues
+          .filter((q) => !q.partitionOf && (can(principal, "read", q.name) || can(principal, "write", q.name)))
+          .map((q) => queueJSON(ctx, q, principal, points));
         return json<OverviewResponse>({
           version: ctx.options.version,
           user: principal?.username ?? null,
@@ -48,8 +58,16 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues/:queue/overview",
       openapi: {
         operationId: "getQueueOverview",
-        summary: "A queue in detail for the dashboard: its parts (size, format, compression, age), its consumers of both kinds (position, lag, rate, leases, dead letters, last seen), and `history=N` samples of rates and lag",
-        parameters: [{ name: "history", in: "query", description: `samples to add; at most the monitor's ${maxHistory} are answered`, schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM } }],
+        summary:
+          "A queue in detail for the dashboard: its parts (size, format, compression, age), its consumers of both kinds (position, lag, rate, leases, dead letters, last seen), and `history=N` samples of rates and lag",
+        parameters: [
+          {
+            name: "history",
+            in: "query",
+            description: `samples to add; at most the monitor's ${maxHistory} are answered`,
+            schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM },
+          },
+        ],
         responses: { ...errorResponses, "200": { description: "the queue", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
@@ -60,7 +78,8 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
         let sample = find(snapshot, queue);
         // Made since the last sample: one more, before saying it does not exist (a listing, not the
         // totals: those would keep every name asked for).
-        if (!sample && (await listStorage(await ctx.registry.driver(), (q) => q === queue)).has(queue)) sample = find((snapshot = await ctx.monitor.next()), queue);
+        if (!sample && (await listStorage(await ctx.registry.driver(), (q) => q === queue)).has(queue))
+          sample = find((snapshot = await ctx.monitor.next()), queue);
         if (!sample) throw new ApiError(404, "E_NOT_FOUND", `Queue "${queue}" does not exist.`);
         const deadLetterQueue = ctx.options.sharedFor(queue).deadLetterQueue ?? `${queue}.dead`;
         const partitionRows = sample.partitions === undefined ? undefined : snapshot.queues.filter((q) => q.partitionOf?.queue === queue);
@@ -81,12 +100,20 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
             rate: c.rate,
             consumedTotal: c.consumedTotal,
             lastSeen: c.lastSeen,
-            ...(c.shared && { inFlight: c.shared.inFlight, redelivered: c.shared.redelivered, deadLettered: c.shared.deadLettered, oldestUnacked: c.shared.oldestUnacked }),
+            ...(c.shared && {
+              inFlight: c.shared.inFlight,
+              redelivered: c.shared.redelivered,
+              deadLettered: c.shared.deadLettered,
+              oldestUnacked: c.shared.oldestUnacked,
+            }),
             ...(points > 0 && { history: ctx.monitor.consumerHistory(queue, c.name, points) }),
           })),
           deadLetterQueue: find(snapshot, deadLetterQueue) && can(principal, "read", deadLetterQueue) ? deadLetterQueue : null,
           // Its shared consumers dead-letter to each partition's own <queue>.p<k>.dead unless one is configured.
-          ...(partitionRows && ctx.options.sharedFor(queue).deadLetterQueue === undefined && { deadLetterQueues: partitionRows.map((q) => `${q.name}.dead`).filter((dead) => find(snapshot, dead) && can(principal, "read", dead)) }),
+          ...(partitionRows &&
+            ctx.options.sharedFor(queue).deadLetterQueue === undefined && {
+              deadLetterQueues: partitionRows.map((q) => `${q.name}.dead`).filter((dead) => find(snapshot, dead) && can(principal, "read", dead)),
+            }),
           rights: RIGHTS.filter((right) => can(principal, right)),
         });
       },
@@ -101,7 +128,21 @@ function find(snapshot: MonitorSnapshot, queue: string): QueueSample | undefined
 function queueJSON(ctx: RouteContext, q: QueueSample, principal: Principal | undefined, points: number): QueueOverviewJSON {
   const rights = RIGHTS.filter((right) => can(principal, right, q.name));
   // Listed for a user who may only write to it (to produce), but nothing of what it holds.
-  if (!rights.includes("read")) return { name: q.name, messages: 0, bytes: 0, parts: 0, consumers: 0, produceRate: 0, consumeRate: 0, maxLag: 0, maxLagConsumer: null, producedTotal: 0, consumedTotal: 0, rights };
+  if (!rights.includes("read"))
+    return {
+      name: q.name,
+      messages: 0,
+      bytes: 0,
+      parts: 0,
+      consumers: 0,
+      produceRate: 0,
+      consumeRate: 0,
+      maxLag: 0,
+      maxLagConsumer: null,
+      producedTotal: 0,
+      consumedTotal: 0,
+      rights,
+    };
   return {
     name: q.name,
     messages: q.messages,

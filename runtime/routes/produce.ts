@@ -32,16 +32,39 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "produce",
         summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
         parameters: [
-          { name: "delayMs", in: "query", schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS }, description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope." },
-          { name: "at", in: "query", schema: { type: "string" }, description: "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope." },
+          {
+            name: "delayMs",
+            in: "query",
+            schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
+            description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope.",
+          },
+          {
+            name: "at",
+            in: "query",
+            schema: { type: "string" },
+            description:
+              "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope.",
+          },
           {
             name: "Idempotency-Key",
             in: "header",
             schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
-            description: "A produce whose key this queue accepted within the server's window (5 minutes by default, across restarts) writes nothing and answers the first answer again, with `Idempotency-Replayed: true`, whatever its body. On a partitioned queue without a partition key, it also picks the partition (a retry lands where the first try did).",
+            description:
+              "A produce whose key this queue accepted within the server's window (5 minutes by default, across restarts) writes nothing and answers the first answer again, with `Idempotency-Replayed: true`, whatever its body. On a partitioned queue without a partition key, it also picks the partition (a retry lands where the first try did).",
           },
-          { name: "Partition-Key", in: "header", schema: { type: "string", minLength: 1, maxLength: 1024 }, description: "A partitioned queue only: the batch goes to partition crc32(key) mod P (one key, one partition, its order kept). Also `?partitionKey=` or a `partitionKey` field of the JSON envelope; one of them." },
-          { name: "partitionKey", in: "query", schema: { type: "string", minLength: 1, maxLength: 1024 }, description: "As the Partition-Key header (any text)." },
+          {
+            name: "Partition-Key",
+            in: "header",
+            schema: { type: "string", minLength: 1, maxLength: 1024 },
+            description:
+              "A partitioned queue only: the batch goes to partition crc32(key) mod P (one key, one partition, its order kept). Also `?partitionKey=` or a `partitionKey` field of the JSON envelope; one of them.",
+          },
+          {
+            name: "partitionKey",
+            in: "query",
+            schema: { type: "string", minLength: 1, maxLength: 1024 },
+            description: "As the Partition-Key header (any text).",
+          },
         ],
         requestBody: {
           required: true,
@@ -72,11 +95,40 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           "409": errorRef,
           "413": errorRef,
           "507": { ...errorRef, description: "The disk is full (E_IO, E_FULL): nothing acknowledged" },
-          "201": { description: "written", content: jsonContent({ type: "object", required: ["queue", "count", "first", "last"], properties: { queue: { type: "string" }, count: { type: "integer" }, first: { $ref: "#/components/schemas/Position" }, last: { $ref: "#/components/schemas/Position" }, partition: { type: "integer", description: "A partitioned queue: the partition written to" } } }) },
-          "503": { ...errorRef, description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After" },
+          "201": {
+            description: "written",
+            content: jsonContent({
+              type: "object",
+              required: ["queue", "count", "first", "last"],
+              properties: {
+                queue: { type: "string" },
+                count: { type: "integer" },
+                first: { $ref: "#/components/schemas/Position" },
+                last: { $ref: "#/components/schemas/Position" },
+                partition: { type: "integer", description: "A partitioned queue: the partition written to" },
+              },
+            }),
+          },
+          "503": {
+            ...errorRef,
+            description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After",
+          },
           "202": {
             description: "delayed: kept aside until `delayed.until`",
-            content: jsonContent({ type: "object", required: ["queue", "count", "delayed"], properties: { queue: { type: "string" }, count: { type: "integer" }, partition: { type: "integer" }, delayed: { type: "object", required: ["until", "untilMs"], properties: { until: { type: "string", format: "date-time" }, untilMs: { type: "integer" } } } } }),
+            content: jsonContent({
+              type: "object",
+              required: ["queue", "count", "delayed"],
+              properties: {
+                queue: { type: "string" },
+                count: { type: "integer" },
+                partition: { type: "integer" },
+                delayed: {
+                  type: "object",
+                  required: ["until", "untilMs"],
+                  properties: { until: { type: "string", format: "date-time" }, untilMs: { type: "integer" } },
+                },
+              },
+            }),
           },
         },
       },
@@ -84,17 +136,29 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
         const queue = nameParam(event, "queue");
         authorize(principal, "write", queue);
         let count = 0;
-        return ctx.tracing.traced("send", queue, undefined, event.req.headers, () => count, async () => {
-          const options: RouteProduceOptions = produceParams(event.url, event.req.headers);
-          const body = await readBodyLimited(event.req, limits.maxBodyBytes);
-          const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
-          if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
-          ctx.metrics?.produceBatch.observe((count = messages.length));
-          const partitions = await ctx.registry.partitions.count(queue);
-          if (partitions !== undefined) return writePartitioned(ctx, queue, messages, options);
-          if (options.partitionKey !== undefined) throw new ApiError(400, "E_PARAM", `Queue "${queue}" is not partitioned: a partition key is for a partitioned queue (declare one with PUT /api/v1/queues/{queue}).`);
-          return writeMessages(ctx, queue, messages, options);
-        });
+        return ctx.tracing.traced(
+          "send",
+          queue,
+          undefined,
+          event.req.headers,
+          () => count,
+          async () => {
+            const options: RouteProduceOptions = produceParams(event.url, event.req.headers);
+            const body = await readBodyLimited(event.req, limits.maxBodyBytes);
+            const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
+            if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
+            ctx.metrics?.produceBatch.observe((count = messages.length));
+            const partitions = await ctx.registry.partitions.count(queue);
+            if (partitions !== undefined) return writePartitioned(ctx, queue, messages, options);
+            if (options.partitionKey !== undefined)
+              throw new ApiError(
+                400,
+                "E_PARAM",
+                `Queue "${queue}" is not partitioned: a partition key is for a partitioned queue (declare one with PUT /api/v1/queues/{queue}).`,
+              );
+            return writeMessages(ctx, queue, messages, options);
+          },
+        );
       },
     },
   ];
@@ -109,7 +173,11 @@ async function writeMessages(ctx: RouteContext, queue: string, messages: Message
   const result = await ctx.registry.produce(queue, messages, options);
   const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
   if (result.until !== undefined) {
-    return json<DelayedProduceResponse>({ queue, count: result.count, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } }, 202, headers);
+    return json<DelayedProduceResponse>(
+      { queue, count: result.count, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } },
+      202,
+      headers,
+    );
   }
   return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last! }, 201, headers);
 }
@@ -123,7 +191,11 @@ async function writePartitioned(ctx: RouteContext, queue: string, messages: Mess
   const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
   const { partition } = result;
   if (result.until !== undefined) {
-    return json<DelayedProduceResponse>({ queue, count: result.count, partition, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } }, 202, headers);
+    return json<DelayedProduceResponse>(
+      { queue, count: result.count, partition, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } },
+      202,
+      headers,
+    );
   }
   return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last!, partition }, 201, headers);
 }
@@ -144,7 +216,8 @@ function produceParams(url: URL, headers: Headers): RouteProduceOptions {
   const options: RouteProduceOptions = {};
   const header = headers.get("partition-key");
   const query = url.searchParams.getAll("partitionKey");
-  if (query.length > 1 || (header !== null && query.length > 0)) throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=, once.");
+  if (query.length > 1 || (header !== null && query.length > 0))
+    throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=, once.");
   if (header !== null) options.partitionKey = checkPartitionKey(header, "Partition-Key");
   else if (query.length === 1) options.partitionKey = checkPartitionKey(query[0], "partitionKey");
   const key = headers.get("idempotency-key");
@@ -162,7 +235,8 @@ function produceParams(url: URL, headers: Headers): RouteProduceOptions {
 
 /** A due time as the API takes it: ISO 8601 or ms since the epoch (digits), at most a year ahead. */
 function checkAt(value: unknown): number {
-  if (typeof value !== "string" && typeof value !== "number") throw new ApiError(400, "E_PARAM", `Invalid at ${JSON.stringify(value)}: use one ISO 8601 date or ms since the epoch.`);
+  if (typeof value !== "string" && typeof value !== "number")
+    throw new ApiError(400, "E_PARAM", `Invalid at ${JSON.stringify(value)}: use one ISO 8601 date or ms since the epoch.`);
   try {
     return parseAt(value, "at");
   } catch (error) {
@@ -197,11 +271,13 @@ function parseJSONBody(body: Uint8Array, maxMessages: number, options: RouteProd
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", shape);
   const { message, messages, encoding, delayMs, at, partitionKey, ...rest } = parsed as Record<string, unknown>;
   if (partitionKey !== undefined) {
-    if (options.partitionKey !== undefined) throw new ApiError(400, "E_PARAM", "Give one partition key: in the body, the Partition-Key header or ?partitionKey=.");
+    if (options.partitionKey !== undefined)
+      throw new ApiError(400, "E_PARAM", "Give one partition key: in the body, the Partition-Key header or ?partitionKey=.");
     options.partitionKey = checkPartitionKey(partitionKey, "partitionKey");
   }
   if (delayMs !== undefined || at !== undefined) {
-    if (options.delayMs !== undefined || options.at !== undefined || (delayMs !== undefined && at !== undefined)) throw new ApiError(400, "E_PARAM", "Give one delay: delayMs or at, in the query or the body.");
+    if (options.delayMs !== undefined || options.at !== undefined || (delayMs !== undefined && at !== undefined))
+      throw new ApiError(400, "E_PARAM", "Give one delay: delayMs or at, in the query or the body.");
     if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= MAX_DELAY_MS)) {
       throw new ApiError(400, "E_PARAM", `Invalid delayMs ${JSON.stringify(delayMs)}: use an integer from 0 to ${MAX_DELAY_MS}.`);
     }
@@ -215,7 +291,8 @@ function parseJSONBody(body: Uint8Array, maxMessages: number, options: RouteProd
   let list: unknown[];
   if (messages !== undefined) {
     if (!Array.isArray(messages)) throw new ApiError(400, "E_BODY", `"messages" must be an array. ${shape}`);
-    if (messages.length > maxMessages) throw new ApiError(413, "E_TOO_LARGE", `Too many messages in one request: ${messages.length}, the limit is ${maxMessages}.`);
+    if (messages.length > maxMessages)
+      throw new ApiError(413, "E_TOO_LARGE", `Too many messages in one request: ${messages.length}, the limit is ${maxMessages}.`);
     list = messages;
   } else list = [message];
   // JSON values only (JSON.parse makes nothing else): strings as text, the rest as their JSON text.

@@ -23,12 +23,33 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
           "Apply retention now: delete whole sealed parts, oldest first, never the current one; a body with limits replaces the server's for this call (no body: the server's); needs the admin right. A partitioned queue: each partition (the limits apply to each), its results in `partitions`",
         requestBody: {
           required: false,
-          content: jsonContent({ type: "object", properties: { maxAgeMs: { type: "integer", minimum: 1 }, maxBytes: { type: "integer", minimum: 1 }, maxParts: { type: "integer", minimum: 1 }, deleteConsumed: { type: "boolean" } } }),
+          content: jsonContent({
+            type: "object",
+            properties: {
+              maxAgeMs: { type: "integer", minimum: 1 },
+              maxBytes: { type: "integer", minimum: 1 },
+              maxParts: { type: "integer", minimum: 1 },
+              deleteConsumed: { type: "boolean" },
+            },
+          }),
         },
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "200": { description: "what was deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, parts: { type: "array", items: { type: "integer" } }, messages: { type: "integer" }, bytes: { type: "integer" }, refused: { type: "string" }, partitions: { type: "array", items: { type: "object" } } } }) },
+          "200": {
+            description: "what was deleted",
+            content: jsonContent({
+              type: "object",
+              properties: {
+                queue: { type: "string" },
+                parts: { type: "array", items: { type: "integer" } },
+                messages: { type: "integer" },
+                bytes: { type: "integer" },
+                refused: { type: "string" },
+                partitions: { type: "array", items: { type: "object" } },
+              },
+            }),
+          },
         },
       },
       handler: async (event, principal) => {
@@ -46,8 +67,17 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
 
 /** The API's answer for what `pruneQueue` did (the CLI prints the same from the files). */
 export function pruneResponse(result: PruneResult): PruneResponse {
-  const answer = (r: PruneResult) => ({ parts: r.deleted.map((p) => p.part), messages: r.messages, bytes: r.bytes, ...(r.refused ? { refused: r.refused } : {}) });
-  return { queue: result.queue, ...answer(result), ...(result.partitions ? { partitions: result.partitions.map((p) => ({ partition: p.partition, ...answer(p) })) } : {}) };
+  const answer = (r: PruneResult) => ({
+    parts: r.deleted.map((p) => p.part),
+    messages: r.messages,
+    bytes: r.bytes,
+    ...(r.refused ? { refused: r.refused } : {}),
+  });
+  return {
+    queue: result.queue,
+    ...answer(result),
+    ...(result.partitions ? { partitions: result.partitions.map((p) => ({ partition: p.partition, ...answer(p) })) } : {}),
+  };
 }
 
 /** The optional body: limits only (how often and how much per round are the server's business). */
@@ -60,7 +90,8 @@ async function pruneBody(request: Request): Promise<PruneRequest> {
   } catch {
     throw new ApiError(400, "E_BODY", 'The prune body is not valid JSON: send nothing, or e.g. {"maxParts": 10}.');
   }
-  const unknown = body && typeof body === "object" && !Array.isArray(body) ? Object.keys(body).filter((key) => !(LIMITS as readonly string[]).includes(key)) : [];
+  const unknown =
+    body && typeof body === "object" && !Array.isArray(body) ? Object.keys(body).filter((key) => !(LIMITS as readonly string[]).includes(key)) : [];
   const problems = [...unknown.map((key) => `Unknown key ${JSON.stringify(key)}: use ${LIMITS.join(", ")}.`), ...retentionProblems(body, "body")];
   if (problems.length > 0) throw new ApiError(400, "E_BODY", problems.join(" "));
   return body as PruneRequest;

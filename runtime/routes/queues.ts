@@ -8,7 +8,17 @@ import { consumerParams, json, nameParam, readBodyLimited } from "../request";
 import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { utf8 } from "../../protocol/utf8";
 import type { ApiRoute, RouteContext } from "../route";
-import type { ConsumerInfo, ConsumerListResponse, DeclareQueueRequest, DeclareQueueResponse, DeleteConsumerResponse, DeleteQueueResponse, PurgeResponse, QueueInfoResponse, QueueListResponse } from "../../protocol/api";
+import type {
+  ConsumerInfo,
+  ConsumerListResponse,
+  DeclareQueueRequest,
+  DeclareQueueResponse,
+  DeleteConsumerResponse,
+  DeleteQueueResponse,
+  PurgeResponse,
+  QueueInfoResponse,
+  QueueListResponse,
+} from "../../protocol/api";
 
 /** Listing and inspecting queues and consumers; purging and deleting them (the admin right). */
 export function queueRoutes(ctx: RouteContext): ApiRoute[] {
@@ -19,7 +29,10 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       openapi: {
         operationId: "listQueues",
         summary: "Queues in the data directory (any writer's)",
-        responses: { ...errorResponses, "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) } },
+        responses: {
+          ...errorResponses,
+          "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) },
+        },
       },
       handler: async (_event, principal) => {
         const names = await listQueues(await ctx.registry.driver());
@@ -36,7 +49,19 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           "200": {
             description: "stats",
-            content: jsonContent({ type: "object", properties: { name: { type: "string" }, id: { type: "integer" }, count_pushed: { type: "integer" }, is_ready: { type: "boolean" }, parts: { type: "integer" }, messages: { type: "integer" }, bytes: { type: "integer" }, consumers: { type: "integer" } } }),
+            content: jsonContent({
+              type: "object",
+              properties: {
+                name: { type: "string" },
+                id: { type: "integer" },
+                count_pushed: { type: "integer" },
+                is_ready: { type: "boolean" },
+                parts: { type: "integer" },
+                messages: { type: "integer" },
+                bytes: { type: "integer" },
+                consumers: { type: "integer" },
+              },
+            }),
           },
         },
       },
@@ -55,7 +80,14 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           consumers: stats.consumers.length,
           ...(stats.partitions !== undefined && {
             partitions: stats.partitions,
-            partitionQueues: (stats.partitionQueues ?? []).map((p) => ({ name: p.name, partition: Number(p.name.slice(p.name.lastIndexOf(".p") + 2)), id: p.currentPart, parts: p.parts.length, messages: p.messages, bytes: p.bytes })),
+            partitionQueues: (stats.partitionQueues ?? []).map((p) => ({
+              name: p.name,
+              partition: Number(p.name.slice(p.name.lastIndexOf(".p") + 2)),
+              id: p.currentPart,
+              parts: p.parts.length,
+              messages: p.messages,
+              bytes: p.bytes,
+            })),
           }),
         });
       },
@@ -63,16 +95,35 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/queues/:queue/consumers",
-      openapi: { operationId: "listConsumers", summary: "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds", responses: { ...errorResponses, "200": { description: "consumers", content: consumersContent } } },
+      openapi: {
+        operationId: "listConsumers",
+        summary:
+          "Consumers with their saved position (a shared consumer's ack floor) and lag, their kind, and live stats of the shared consumers this server holds",
+        responses: { ...errorResponses, "200": { description: "consumers", content: consumersContent } },
+      },
       handler: async (event, principal) => {
         const { queue, stats } = await readableStats(ctx, event, principal);
         const live = ctx.registry.sharedStats(queue);
         const consumers = stats.consumers.map((c): ConsumerInfo => {
-          const info: ConsumerInfo = { name: c.name, part: c.part, position: c.position, count_popped: c.count, lag: c.lag, cursor: formatCursor(c), kind: c.kind };
+          const info: ConsumerInfo = {
+            name: c.name,
+            part: c.part,
+            position: c.position,
+            count_popped: c.count,
+            lag: c.lag,
+            cursor: formatCursor(c),
+            kind: c.kind,
+          };
           const held = live.get(c.name);
           if (!held) return info;
           const oldest = held.oldestUnacked;
-          return { ...info, inFlight: held.inFlight, redelivered: held.redelivered, deadLettered: held.deadLettered, oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq } };
+          return {
+            ...info,
+            inFlight: held.inFlight,
+            redelivered: held.redelivered,
+            deadLettered: held.deadLettered,
+            oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq },
+          };
         });
         return json<ConsumerListResponse>({ queue, consumers });
       },
@@ -82,8 +133,16 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues/:queue",
       openapi: {
         operationId: "declareQueue",
-        summary: "Declare a partitioned queue (README, \"Partitioned queues\"); needs the admin right. 409 when it is declared with another count or exists as an ordinary queue",
-        requestBody: { required: true, content: jsonContent({ type: "object", required: ["partitions"], properties: { partitions: { type: "integer", minimum: 1, maximum: MAX_PARTITIONS } } }) },
+        summary:
+          'Declare a partitioned queue (README, "Partitioned queues"); needs the admin right. 409 when it is declared with another count or exists as an ordinary queue',
+        requestBody: {
+          required: true,
+          content: jsonContent({
+            type: "object",
+            required: ["partitions"],
+            properties: { partitions: { type: "integer", minimum: 1, maximum: MAX_PARTITIONS } },
+          }),
+        },
         responses: {
           ...errorResponses,
           ...bodyErrors,
@@ -105,7 +164,22 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       openapi: {
         operationId: "deleteQueue",
         summary: "Delete a queue: its messages, consumers and files; needs the admin right. 409 while a writer or consumer of it is open in another process",
-        responses: { ...errorResponses, "409": errorRef, "200": { description: "deleted", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, deleted: { const: true }, parts: { type: "integer" }, consumers: { type: "array", items: { type: "string" } } } }) } },
+        responses: {
+          ...errorResponses,
+          "409": errorRef,
+          "200": {
+            description: "deleted",
+            content: jsonContent({
+              type: "object",
+              properties: {
+                queue: { type: "string" },
+                deleted: { const: true },
+                parts: { type: "integer" },
+                consumers: { type: "array", items: { type: "string" } },
+              },
+            }),
+          },
+        },
       },
       handler: async (event, principal) => {
         const queue = adminQueue(event, principal);
@@ -124,7 +198,20 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           "409": errorRef,
-          "200": { description: "purged", content: jsonContent({ type: "object", properties: { queue: { type: "string" }, messages: { type: "integer" }, bytes: { type: "integer" }, parts: { type: "integer" }, part: { type: "integer" }, partitions: { type: "integer" } } }) },
+          "200": {
+            description: "purged",
+            content: jsonContent({
+              type: "object",
+              properties: {
+                queue: { type: "string" },
+                messages: { type: "integer" },
+                bytes: { type: "integer" },
+                parts: { type: "integer" },
+                part: { type: "integer" },
+                partitions: { type: "integer" },
+              },
+            }),
+          },
         },
       },
       handler: async (event, principal) => {
@@ -136,10 +223,20 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "DELETE",
       route: "/api/v1/queues/:queue/consumers/:consumer",
-      openapi: { operationId: "deleteConsumer", summary: "Delete a consumer (its saved position); needs the admin right", responses: {
+      openapi: {
+        operationId: "deleteConsumer",
+        summary: "Delete a consumer (its saved position); needs the admin right",
+        responses: {
           ...errorResponses,
           "409": errorRef,
-          "200": { description: "deleted", content: jsonContent({ type: "object", required: ["queue", "consumer", "deleted"], properties: { queue: { type: "string" }, consumer: { type: "string" }, deleted: { const: true } } }) },
+          "200": {
+            description: "deleted",
+            content: jsonContent({
+              type: "object",
+              required: ["queue", "consumer", "deleted"],
+              properties: { queue: { type: "string" }, consumer: { type: "string" }, deleted: { const: true } },
+            }),
+          },
         },
       },
       handler: async (event, principal) => {
@@ -179,7 +276,10 @@ const consumersContent = jsonContent({
   },
 });
 
-const declaredContent = jsonContent({ type: "object", properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } } });
+const declaredContent = jsonContent({
+  type: "object",
+  properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } },
+});
 
 /** The body of a declaration: `{"partitions": P}`, checked. */
 async function declareBody(request: Request): Promise<DeclareQueueRequest> {

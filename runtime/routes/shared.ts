@@ -19,10 +19,16 @@ import type { Settled } from "../shared-slot";
 const DEFAULT_LEASE_MAX = 100;
 
 const leasesSchema = { type: "array", items: { type: "string", description: 'A lease token "<part>.<offset>.<lease>"' }, minItems: 1 };
-const errorsSchema = { type: "array", items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } } };
+const errorsSchema = {
+  type: "array",
+  items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } },
+};
 /** Every shared route reads a JSON body: too large (413), or not JSON (415). */
 const sharedErrors = { ...errorResponses, ...bodyErrors, "409": errorRef, "415": errorRef };
-const answer = (description: string, properties: Record<string, unknown>) => ({ ...sharedErrors, "200": { description, content: jsonContent({ type: "object", properties }) } });
+const answer = (description: string, properties: Record<string, unknown>) => ({
+  ...sharedErrors,
+  "200": { description, content: jsonContent({ type: "object", properties }) },
+});
 
 /**
  * Shared consumers (README, "Shared consumers"): lease, ack, nack, extend, and redrive of a
@@ -41,7 +47,8 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       route: consumerRoute("lease"),
       openapi: {
         operationId: "lease",
-        summary: "Lease messages of a shared consumer (creates it): each goes to one worker at a time until acked, nacked, or its lease runs out; long poll with timeoutMs",
+        summary:
+          "Lease messages of a shared consumer (creates it): each goes to one worker at a time until acked, nacked, or its lease runs out; long poll with timeoutMs",
         requestBody: {
           required: false,
           content: jsonContent({
@@ -62,7 +69,15 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
                 type: "object",
                 properties: {
                   now: { type: "integer", description: "The server's clock (ms)" },
-                  messages: { type: "array", items: { allOf: [{ $ref: "#/components/schemas/Message" }, { type: "object", properties: { lease: { type: "string" }, deliveries: { type: "integer" }, leaseUntil: { type: "integer" } } }] } },
+                  messages: {
+                    type: "array",
+                    items: {
+                      allOf: [
+                        { $ref: "#/components/schemas/Message" },
+                        { type: "object", properties: { lease: { type: "string" }, deliveries: { type: "integer" }, leaseUntil: { type: "integer" } } },
+                      ],
+                    },
+                  },
                 },
               }),
               [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
@@ -81,20 +96,35 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const binary = acceptsLeaseBatch(event.req.headers.get("accept"));
         const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
         const messages = await ctx.tracing
-          .traced("receive", queue, consumer, event.req.headers, (leased) => leased.length, async () => {
-            const slot = await form.leasing(consumer);
-            return slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
-          })
+          .traced(
+            "receive",
+            queue,
+            consumer,
+            event.req.headers,
+            (leased) => leased.length,
+            async () => {
+              const slot = await form.leasing(consumer);
+              return slot.lease({ max, maxBytes: limits.maxResponseBytes, leaseMs, timeoutMs, signal: event.req.signal });
+            },
+          )
           .finally(() => polled?.());
         const now = Date.now();
         // VQL1, or on a partitioned queue VQM1 (each record with its partition).
-        if (binary) return new FastResponse(form.encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
+        if (binary)
+          return new FastResponse(form.encodeLeases(messages, now), { headers: { "content-type": BATCH_CONTENT_TYPE, "x-vq-count": String(messages.length) } });
         const out: LeaseResponse = {
           now,
           messages: messages.map((m) => {
             const position = { part: m.part, offset: m.offset, seq: m.seq };
-            const common = { ...(m.partition === undefined ? position : { partition: m.partition, ...position }), lease: leaseToken(m), deliveries: m.deliveries, leaseUntil: m.leaseUntil };
-            return typeof m.data === "string" ? { ...common, type: m.type, data: m.data } : { ...common, type: m.type, data: toBase64(m.data), encoding: "base64" as const };
+            const common = {
+              ...(m.partition === undefined ? position : { partition: m.partition, ...position }),
+              lease: leaseToken(m),
+              deliveries: m.deliveries,
+              leaseUntil: m.leaseUntil,
+            };
+            return typeof m.data === "string"
+              ? { ...common, type: m.type, data: m.data }
+              : { ...common, type: m.type, data: toBase64(m.data), encoding: "base64" as const };
           }),
         };
         return new FastResponse(JSON.stringify(out), { headers: { "content-type": JSON_TYPE } });
@@ -105,7 +135,8 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       route: consumerRoute("ack"),
       openapi: {
         operationId: "ack",
-        summary: "Acknowledge leased messages of a shared consumer; answered once durable. A lease that ran out is still taken unless the message went to another worker",
+        summary:
+          "Acknowledge leased messages of a shared consumer; answered once durable. A lease that ran out is still taken unless the message went to another worker",
         requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema } }) },
         responses: answer("acked", { acked: { type: "integer" }, errors: errorsSchema }),
       },
@@ -128,7 +159,17 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Give leased messages back: they come again after delayMs, or go to the dead-letter queue (deadLetter, or after maxDeliveries)",
         requestBody: {
           required: true,
-          content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS }, error: { type: "string" }, deadLetter: { type: "boolean" }, release: { type: "boolean", description: "nobody worked on them: this delivery is not counted, never dead-lettered" } } }),
+          content: jsonContent({
+            type: "object",
+            required: ["leases"],
+            properties: {
+              leases: leasesSchema,
+              delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS },
+              error: { type: "string" },
+              deadLetter: { type: "boolean" },
+              release: { type: "boolean", description: "nobody worked on them: this delivery is not counted, never dead-lettered" },
+            },
+          }),
         },
         responses: answer("nacked", { nacked: { type: "integer" }, errors: errorsSchema }),
       },
@@ -138,15 +179,23 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const form = await queueForm(ctx.registry, queue);
         const refs = tokens(input.leases, form);
         const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
-        if (input.error !== undefined && typeof input.error !== "string") throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
-        if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean") throw new ApiError(400, "E_BODY", `Invalid deadLetter ${JSON.stringify(input.deadLetter)}: use true or false.`);
-        if (input.release !== undefined && typeof input.release !== "boolean") throw new ApiError(400, "E_BODY", `Invalid release ${JSON.stringify(input.release)}: use true or false.`);
+        if (input.error !== undefined && typeof input.error !== "string")
+          throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
+        if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean")
+          throw new ApiError(400, "E_BODY", `Invalid deadLetter ${JSON.stringify(input.deadLetter)}: use true or false.`);
+        if (input.release !== undefined && typeof input.release !== "boolean")
+          throw new ApiError(400, "E_BODY", `Invalid release ${JSON.stringify(input.release)}: use true or false.`);
         if (input.release === true && input.deadLetter === true) throw new ApiError(400, "E_BODY", "Invalid nack: release and deadLetter exclude each other.");
         unknownFields(input, ["leases", "delayMs", "error", "deadLetter", "release"]);
         const slot = await form.leasing(consumer);
         const settled = await slot.nack(
           refs.map((r) => r.ref),
-          { delayMs, error: input.error as string | undefined, deadLetter: input.deadLetter as boolean | undefined, release: input.release as boolean | undefined },
+          {
+            delayMs,
+            error: input.error as string | undefined,
+            deadLetter: input.deadLetter as boolean | undefined,
+            release: input.release as boolean | undefined,
+          },
         );
         const { done, errors } = leaseOutcomes(refs, settled);
         return json<NackResponse>({ nacked: done.length, errors });
@@ -158,8 +207,18 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       openapi: {
         operationId: "extend",
         summary: "Keep leases for leaseMs more from now (a long job)",
-        requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema, leaseMs: { type: "integer", minimum: 1, maximum: MAX_LEASE_MS } } }) },
-        responses: answer("extended", { extended: { type: "array", items: { type: "object", properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } } }, errors: errorsSchema }),
+        requestBody: {
+          required: true,
+          content: jsonContent({
+            type: "object",
+            required: ["leases"],
+            properties: { leases: leasesSchema, leaseMs: { type: "integer", minimum: 1, maximum: MAX_LEASE_MS } },
+          }),
+        },
+        responses: answer("extended", {
+          extended: { type: "array", items: { type: "object", properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } } },
+          errors: errorsSchema,
+        }),
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
@@ -169,7 +228,13 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const leaseMs = intField(input, "leaseMs", 1, MAX_LEASE_MS);
         unknownFields(input, ["leases", "leaseMs"]);
         const slot = await form.leasing(consumer);
-        const { done, errors } = leaseOutcomes(refs, await slot.extend(refs.map((r) => r.ref), leaseMs));
+        const { done, errors } = leaseOutcomes(
+          refs,
+          await slot.extend(
+            refs.map((r) => r.ref),
+            leaseMs,
+          ),
+        );
         return json<ExtendResponse>({ extended: done.map(({ token, value }) => ({ lease: token, leaseUntil: value })), errors });
       },
     },
@@ -179,7 +244,10 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
       openapi: {
         operationId: "redrive",
         summary: "Move dead letters back: from this dead-letter queue to `to`, or each to its origin queue; needs read on this queue and write on the targets",
-        requestBody: { required: false, content: jsonContent({ type: "object", properties: { to: { type: "string" }, max: { type: "integer", minimum: 1, default: 1000 } } }) },
+        requestBody: {
+          required: false,
+          content: jsonContent({ type: "object", properties: { to: { type: "string" }, max: { type: "integer", minimum: 1, default: 1000 } } }),
+        },
         responses: answer("moved", { moved: { type: "integer" } }),
       },
       handler: async (event, principal) => {
@@ -225,7 +293,8 @@ function parseBody(bytes: Uint8Array, request: Request): Record<string, unknown>
 function intField(input: Record<string, unknown>, name: string, min: number, max: number): number | undefined {
   const value = input[name];
   if (value === undefined) return undefined;
-  if (!Number.isInteger(value) || (value as number) < min || (value as number) > max) throw new ApiError(400, "E_BODY", `Invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}.`);
+  if (!Number.isInteger(value) || (value as number) < min || (value as number) > max)
+    throw new ApiError(400, "E_BODY", `Invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}.`);
   return value as number;
 }
 
@@ -241,10 +310,12 @@ interface Lease {
 
 /** `leases`: 1..max tokens as the queue's form writes them ("p<k>:..." with its partition on a partitioned queue). */
 function leaseTokens(value: unknown, max: number, form: QueueForm): Lease[] {
-  if (!Array.isArray(value) || value.length === 0) throw new ApiError(400, "E_BODY", `Expected "leases": a non-empty list of lease tokens ${form.leaseTokenForm}, as given with each leased message.`);
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ApiError(400, "E_BODY", `Expected "leases": a non-empty list of lease tokens ${form.leaseTokenForm}, as given with each leased message.`);
   if (value.length > max) throw new ApiError(413, "E_TOO_LARGE", `Too many leases in one request: ${value.length}, the limit is ${max}.`);
   return value.map((token: unknown) => {
-    const bad = (why = "") => new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form.leaseTokenForm}, as given with a leased message${why}.`);
+    const bad = (why = "") =>
+      new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form.leaseTokenForm}, as given with a leased message${why}.`);
     if (typeof token !== "string") throw bad();
     return { token, ref: form.leaseRef(token, bad) };
   });

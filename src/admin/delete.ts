@@ -5,7 +5,25 @@ import { forgetPartDetails } from "../inspect/part-details";
 import { invalidateTotals } from "../log/totals";
 import { assertName } from "../core/names";
 import { resolveAdminOptions, type AdminOptions } from "../options/queue";
-import { consumerMembersPath, consumerOfPopFile, consumerOfSharedFile, consumerWantPath, partDir, sharedInboxDir, partitionsPath, writerLockPath, partOfDir, popInfoPath, prunedPath, queueInfoPath, delayedPath, idempotencyPath, sideJournalPath, sharedJournalPath, sharedStatePath } from "../storage/paths";
+import {
+  consumerMembersPath,
+  consumerOfPopFile,
+  consumerOfSharedFile,
+  consumerWantPath,
+  partDir,
+  sharedInboxDir,
+  partitionsPath,
+  writerLockPath,
+  partOfDir,
+  popInfoPath,
+  prunedPath,
+  queueInfoPath,
+  delayedPath,
+  idempotencyPath,
+  sideJournalPath,
+  sharedJournalPath,
+  sharedStatePath,
+} from "../storage/paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
 import { listParts } from "../log/recovery";
 import { neverWritten, partitionName, readPartitions } from "../partitions/declaration";
@@ -59,7 +77,14 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     await driver.remove(queueInfoPath(queue), fence);
     await driver.syncDir?.("");
     // Everything this queue had is gone: a queue of that name created later starts clean.
-    forgetShared(driver, (path) => [queueInfoPath(queue), prunedPath(queue), sideJournalPath(prunedPath(queue)), ...sideFiles].includes(path) || partOfDir(queue, path.split("/")[0]!) !== undefined || consumerOfPopFile(queue, path) !== undefined || consumerOfSharedFile(queue, path) !== undefined);
+    forgetShared(
+      driver,
+      (path) =>
+        [queueInfoPath(queue), prunedPath(queue), sideJournalPath(prunedPath(queue)), ...sideFiles].includes(path) ||
+        partOfDir(queue, path.split("/")[0]!) !== undefined ||
+        consumerOfPopFile(queue, path) !== undefined ||
+        consumerOfSharedFile(queue, path) !== undefined,
+    );
     return { queue, parts: parts.length, consumers: positions.map((entry) => consumerOfPopFile(queue, entry)!).sort() };
   } finally {
     // Parts went (all or some, if cut short): this process's running totals start over.

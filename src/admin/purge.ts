@@ -67,7 +67,13 @@ export async function purgeQueue(driver: QueueDriver, queue: string, options: Ad
       const path = popInfoPath(queue, consumer);
       // A consumer with only a lock file has no position to move.
       if ((await driver.readRecord(path)) === undefined) continue;
-      await rewriteRecord(driver, path, ascii.encode(formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 })), sync, held.locks.get(consumerLockPath(queue, consumer)));
+      await rewriteRecord(
+        driver,
+        path,
+        ascii.encode(formatPopInfo({ queue, consumer, part: next, position: 0, count: 0 })),
+        sync,
+        held.locks.get(consumerLockPath(queue, consumer)),
+      );
     }
     for (const id of parts) await driver.remove(partDir(queue, id), writerLock);
     forgetShared(driver, (path) => parts.includes(partOfDir(queue, path.split("/")[0]!) ?? -1));
@@ -115,4 +121,3 @@ async function startEmptyPart(driver: QueueDriver, queue: string, part: number, 
     await driver.syncDir?.("");
   }
 }
-

@@ -65,7 +65,10 @@ export async function lockWholeQueue(driver: QueueDriver, queue: string, doing: 
     }
     if (busy.length > 0) {
       const who = busy.length === 1 ? `${busy[0]} is` : `${busy.slice(0, -1).join(", ")} and ${busy.at(-1)} are`;
-      throw new VQueueError("E_LOCKED", `Cannot ${doing} queue "${queue}": ${who} open (in this or another process). Close ${busy.length === 1 ? "it" : "them"} first.`);
+      throw new VQueueError(
+        "E_LOCKED",
+        `Cannot ${doing} queue "${queue}": ${who} open (in this or another process). Close ${busy.length === 1 ? "it" : "them"} first.`,
+      );
     }
     return { consumers: [...locked].sort(), locks: held, release };
   } catch (error) {
@@ -77,6 +80,7 @@ export async function lockWholeQueue(driver: QueueDriver, queue: string, doing: 
 /** Takes one consumer's lock, or throws `E_LOCKED` (`doing`: "delete"). */
 export async function lockConsumer(driver: QueueDriver, queue: string, consumer: string, doing: string): Promise<DriverLock> {
   const lock = await driver.lock(consumerLockPath(queue, consumer));
-  if (!lock) throw new VQueueError("E_LOCKED", `Cannot ${doing} consumer "${consumer}" of queue "${queue}": it is open (in this or another process). Close it first.`);
+  if (!lock)
+    throw new VQueueError("E_LOCKED", `Cannot ${doing} consumer "${consumer}" of queue "${queue}": it is open (in this or another process). Close it first.`);
   return lock;
 }

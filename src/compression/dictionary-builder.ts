@@ -76,7 +76,12 @@ export function buildDictionary(samples: Uint8Array[], maxBytes: number): Uint8A
 
 /** A raw-content dictionary: the newest sample bytes, the most useful last; undefined under 8 bytes. */
 export function rawDictionary(samples: Uint8Array[], maxBytes: number): Uint8Array | undefined {
-  const out = new Uint8Array(Math.min(maxBytes, samples.reduce((sum, s) => sum + s.length, 0)));
+  const out = new Uint8Array(
+    Math.min(
+      maxBytes,
+      samples.reduce((sum, s) => sum + s.length, 0),
+    ),
+  );
   let end = out.length;
   for (let i = samples.length - 1; i >= 0 && end > 0; i--) {
     const sample = samples[i]!;

@@ -36,7 +36,9 @@ export class PartDecoder {
     if (stored.length < LENGTH_PREFIX + 1) return { problem: "BAD_COMPRESSED", why: "it is too short for a length and a zstd frame" };
     const size = new DataView(stored.buffer, stored.byteOffset, LENGTH_PREFIX).getUint32(0, true);
     const body = this.#decompressor.decompress(stored.subarray(LENGTH_PREFIX), size);
-    return body ? { body } : { problem: "BAD_COMPRESSED", why: `its zstd frame does not decompress to the ${size} bytes it announces with the part's dictionary` };
+    return body
+      ? { body }
+      : { problem: "BAD_COMPRESSED", why: `its zstd frame does not decompress to the ${size} bytes it announces with the part's dictionary` };
   }
 
   free(): void {
@@ -128,4 +130,3 @@ export class PartEncoder {
     this.#compressor = undefined;
   }
 }
-

@@ -14,13 +14,27 @@ export type ConsumerKind = "ordered" | "shared";
  * An existing ordered consumer (a pop line, no snapshot) is never turned into a shared one: its
  * readers may still count on its single cursor.
  */
-export async function checkConsumerKind(driver: QueueDriver, queue: string, name: string, kind: ConsumerKind, isNew: boolean, sync: boolean, fence?: DriverLock): Promise<void> {
+export async function checkConsumerKind(
+  driver: QueueDriver,
+  queue: string,
+  name: string,
+  kind: ConsumerKind,
+  isNew: boolean,
+  sync: boolean,
+  fence?: DriverLock,
+): Promise<void> {
   const shared = await SharedState.exists(driver, queue, name);
   if (kind === "ordered" && shared) {
-    throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is a shared consumer: open it with openSharedConsumer, or use another name for an ordered one.`);
+    throw new VQueueError(
+      "E_KIND",
+      `Consumer "${name}" of queue "${queue}" is a shared consumer: open it with openSharedConsumer, or use another name for an ordered one.`,
+    );
   }
   if (kind === "shared" && !shared && !isNew) {
-    throw new VQueueError("E_KIND", `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): open it with openConsumer, or use another name for a shared one.`);
+    throw new VQueueError(
+      "E_KIND",
+      `Consumer "${name}" of queue "${queue}" is an ordered consumer (one cursor): open it with openConsumer, or use another name for a shared one.`,
+    );
   }
   // New: a state without a pop line is what a delete or a creation cut short left; its acks and
   // birth are no new consumer's (they would skip its messages, take a deleted one's leases).

@@ -34,16 +34,7 @@ export interface RecordHeader {
  * Writes a header at `at` in `buf` for a body already placed right after it, and
  * computes the record's crc (header with the crc field zeroed, then the body).
  */
-export function writeRecord(
-  buf: Uint8Array,
-  view: DataView,
-  at: number,
-  offset: number,
-  length: number,
-  seq: number,
-  typeByte: number,
-  magic = MAGIC,
-): number {
+export function writeRecord(buf: Uint8Array, view: DataView, at: number, offset: number, length: number, seq: number, typeByte: number, magic = MAGIC): number {
   // u64 offset as two u32 halves: offsets stay below 2^53.
   view.setUint32(at, offset >>> 0, true);
   view.setUint32(at + 4, Math.floor(offset / 0x1_0000_0000), true);

@@ -43,7 +43,10 @@ export async function browsePartitioned(driver: QueueDriver, queue: string, coun
     throw new VQueueError("E_OPTION", `Queue "${queue}" has ${count} partitions: a part and seq name a message of one partition, so give the partition too.`);
   }
   if (typeof from === "string" && CURSOR_RE.test(from)) {
-    throw new VQueueError("E_OPTION", `Queue "${queue}" has ${count} partitions: give a cursor as "p<partition>:${from}" (as its messages and pages give), or browse one partition.`);
+    throw new VQueueError(
+      "E_OPTION",
+      `Queue "${queue}" has ${count} partitions: give a cursor as "p<partition>:${from}" (as its messages and pages give), or browse one partition.`,
+    );
   }
   const named = typeof from === "string" && from !== "earliest" && from !== "latest" ? parseNamed(from, count) : undefined;
   const turns: PartitionTurn[] = Array.from({ length: count }, (_, index) => {
@@ -94,22 +97,43 @@ export async function browsePartitioned(driver: QueueDriver, queue: string, coun
 }
 
 /** One partition alone, its cursors composite (`p3:0.64.2`) as a partitioned queue's are. */
-async function browseOne(driver: QueueDriver, queue: string, count: number, partition: number, options: PageOptions, browser: QueueBrowser): Promise<BrowseResult> {
+async function browseOne(
+  driver: QueueDriver,
+  queue: string,
+  count: number,
+  partition: number,
+  options: PageOptions,
+  browser: QueueBrowser,
+): Promise<BrowseResult> {
   let from = options.from;
   if (typeof from === "string" && from.startsWith("p")) {
     const named = parseNamed(from, count);
     const cursor = named.get(partition);
-    if (cursor === undefined || named.size > 1) throw new VQueueError("E_OPTION", `Cursor ${JSON.stringify(from.slice(0, 200))} does not name partition ${partition} alone: give its own cursor.`);
+    if (cursor === undefined || named.size > 1)
+      throw new VQueueError("E_OPTION", `Cursor ${JSON.stringify(from.slice(0, 200))} does not name partition ${partition} alone: give its own cursor.`);
     from = cursor;
   }
   const page = await browser.page(driver, partitionName(queue, partition), { ...options, from, partition: undefined }).catch(neverWritten);
   // Never written: it will start at part 0.
   if (!page) return { messages: [], next: null, end: formatPartitionedCursor([[partition, "0.0.0"]]), missed: 0 };
   const name = (cursor: string) => formatPartitionedCursor([[partition, cursor]]);
-  return { messages: page.messages.map((m) => Object.assign(m, { partition })), next: page.next === null ? null : name(page.next), end: name(page.end), missed: page.missed };
+  return {
+    messages: page.messages.map((m) => Object.assign(m, { partition })),
+    next: page.next === null ? null : name(page.next),
+    end: name(page.end),
+    missed: page.missed,
+  };
 }
 
-function readTurn(driver: QueueDriver, name: string, from: BrowseFrom, options: PageOptions, limit: number, maxBytes: number, browser: QueueBrowser): Promise<BrowseResult | undefined> {
+function readTurn(
+  driver: QueueDriver,
+  name: string,
+  from: BrowseFrom,
+  options: PageOptions,
+  limit: number,
+  maxBytes: number,
+  browser: QueueBrowser,
+): Promise<BrowseResult | undefined> {
   return browser.page(driver, name, { ...options, from, limit, maxBytes, partition: undefined }).catch(neverWritten);
 }
 

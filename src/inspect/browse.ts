@@ -39,9 +39,17 @@ export async function browseMessages(driver: QueueDriver, queue: string, options
   assertName(queue, "queue");
   const page = resolvePage(options);
   const partitions = await readPartitions(driver, queue);
-  if (partitions !== undefined) return browsePartitioned(driver, queue, partitions, page, { page: browseQueue, newestStart: (d, q, limit) => newestPage(d, q, limit, options.onProblem ?? defaultProblemReporter) });
+  if (partitions !== undefined)
+    return browsePartitioned(driver, queue, partitions, page, {
+      page: browseQueue,
+      newestStart: (d, q, limit) => newestPage(d, q, limit, options.onProblem ?? defaultProblemReporter),
+    });
   if (options.partition !== undefined) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: browse it without a partition.`);
-  if (typeof options.from === "string" && /^p\d/.test(options.from)) throw new VQueueError("E_OPTION", `Queue "${queue}" has no partitions: give a cursor "<part>.<position>.<count>", not ${JSON.stringify(options.from.slice(0, 60))}.`);
+  if (typeof options.from === "string" && /^p\d/.test(options.from))
+    throw new VQueueError(
+      "E_OPTION",
+      `Queue "${queue}" has no partitions: give a cursor "<part>.<position>.<count>", not ${JSON.stringify(options.from.slice(0, 60))}.`,
+    );
   return browseQueue(driver, queue, page);
 }
 
@@ -77,7 +85,15 @@ async function browseQueue(driver: QueueDriver, queue: string, options: PageOpti
 }
 
 /** Where the page starts, as a position the reader opens. */
-async function startOf(driver: QueueDriver, queue: string, from: BrowseFrom, limit: number, parts: number[], newest: number, onProblem: (problem: QueueProblem) => void): Promise<ConsumerPosition> {
+async function startOf(
+  driver: QueueDriver,
+  queue: string,
+  from: BrowseFrom,
+  limit: number,
+  parts: number[],
+  newest: number,
+  onProblem: (problem: QueueProblem) => void,
+): Promise<ConsumerPosition> {
   if (from === "latest") return newestPage(driver, queue, limit, onProblem);
   if (typeof from === "string" && from !== "earliest") {
     const cursor = parseCursor(from);

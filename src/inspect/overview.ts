@@ -78,7 +78,8 @@ function groupEntries(entries: string[], include: ((queue: string) => boolean) |
       const owner = entry.slice(0, info);
       const queue = queues.get(owner);
       const rest = entry.slice(info);
-      const consumer = (prefix: string) => (rest.startsWith(prefix) && isValidConsumerName(rest.slice(prefix.length), owner) ? rest.slice(prefix.length) : undefined);
+      const consumer = (prefix: string) =>
+        rest.startsWith(prefix) && isValidConsumerName(rest.slice(prefix.length), owner) ? rest.slice(prefix.length) : undefined;
       const pop = consumer(POP);
       const shared = consumer(SHARED);
       if (queue && pop !== undefined) queue.consumers.push(pop);
@@ -96,7 +97,12 @@ function groupEntries(entries: string[], include: ((queue: string) => boolean) |
 }
 
 /** One queue of a listing (`listStorage`): its totals and consumers now, or undefined when it is gone. */
-export async function queueOverview(driver: QueueDriver, name: string, listed: ListedQueue, livePosition: OverviewOptions["livePosition"]): Promise<QueueOverview | undefined> {
+export async function queueOverview(
+  driver: QueueDriver,
+  name: string,
+  listed: ListedQueue,
+  livePosition: OverviewOptions["livePosition"],
+): Promise<QueueOverview | undefined> {
   const totals = await queueTotals(driver, name, listed.parts).catch(() => undefined);
   if (!totals) return undefined; // deleted since the listing, or unreadable: not shown
   const consumers: ConsumerOverview[] = [];

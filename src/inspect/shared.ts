@@ -24,7 +24,13 @@ export interface SharedFileStats {
 }
 
 /** Reads a shared consumer's state files; `lagAfterFloor` is what the floor alone leaves (the ordered lag). */
-export async function sharedFileStats(driver: QueueDriver, queue: string, name: string, floor: ConsumerPosition, parts: PartTotals[]): Promise<SharedFileStats> {
+export async function sharedFileStats(
+  driver: QueueDriver,
+  queue: string,
+  name: string,
+  floor: ConsumerPosition,
+  parts: PartTotals[],
+): Promise<SharedFileStats> {
   // Damaged lines are skipped: an inspection reports what it can read (the consumer reports them when it opens).
   const state = await new SharedState(driver, queue, name, false).load(() => {});
   const ranges = state.ranges.all.filter((range) => !startsBelow(range.part, range.to, floor));
@@ -64,7 +70,9 @@ export async function sharedFileStats(driver: QueueDriver, queue: string, name: 
     redelivered,
     maxDeliveries,
     deadLettered: state.deadLettered,
-    oldestUnacked: oldest ? { ...oldest, deliveries: state.deliveries.get(messageKey(oldest.part, oldest.offset)) ?? (startsBelow(oldest.part, oldest.offset, mark) ? 1 : 0) } : null,
+    oldestUnacked: oldest
+      ? { ...oldest, deliveries: state.deliveries.get(messageKey(oldest.part, oldest.offset)) ?? (startsBelow(oldest.part, oldest.offset, mark) ? 1 : 0) }
+      : null,
   };
 }
 

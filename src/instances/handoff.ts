@@ -119,7 +119,15 @@ export async function unlessLocked<T>(open: () => Promise<T>): Promise<T | undef
  * a marker at `wantPath` and `tryTake` again every `RETRY_MS` until it succeeds or
  * `timeoutMs` passes (`E_LOCKED`, naming `what`). The marker goes once taken or given up.
  */
-export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by: string, tryTake: () => Promise<T | undefined>, timeoutMs: number, what: string, context: WantContext = {}): Promise<T> {
+export async function takeByRequest<T>(
+  driver: QueueDriver,
+  wantPath: string,
+  by: string,
+  tryTake: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+  context: WantContext = {},
+): Promise<T> {
   const first = await tryTake();
   if (first !== undefined) return first;
   const deadline = Date.now() + timeoutMs;
@@ -135,11 +143,13 @@ export async function takeByRequest<T>(driver: QueueDriver, wantPath: string, by
       const taken = await tryTake();
       if (taken !== undefined) return taken;
       if (Date.now() >= deadline) {
-        throw new VQueueError("E_LOCKED", `${what} is held by another instance, which did not hand it over within ${timeoutMs} ms (handoffTimeoutMs): it is busy or paused. Try again.`);
+        throw new VQueueError(
+          "E_LOCKED",
+          `${what} is held by another instance, which did not hand it over within ${timeoutMs} ms (handoffTimeoutMs): it is busy or paused. Try again.`,
+        );
       }
     }
   } finally {
     await withdrawWant(driver, wantPath, by);
   }
 }
-

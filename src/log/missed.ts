@@ -10,7 +10,14 @@ import { missedBetween, readPruned } from "./pruned";
  * Resolves whether `from`'s part was deleted by retention (then the move is no damage).
  * A consumer at the very end of a deleted part, with nothing deleted after it, missed nothing.
  */
-export async function reportMissed(driver: QueueDriver, queue: string, consumer: string, from: ConsumerPosition, next: number, onProblem: (problem: QueueProblem) => void): Promise<boolean> {
+export async function reportMissed(
+  driver: QueueDriver,
+  queue: string,
+  consumer: string,
+  from: ConsumerPosition,
+  next: number,
+  onProblem: (problem: QueueProblem) => void,
+): Promise<boolean> {
   const pruned = await readPruned(driver, queue);
   if (pruned.size === 0) return false;
   const { missed, exact } = missedBetween(pruned, from, next);

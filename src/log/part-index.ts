@@ -112,7 +112,12 @@ export function sealedTime(entries: readonly IndexEntry[] | undefined, size: num
  * search reading one entry per step, so a seek costs the same in a part of any size; an entry
  * that fails its crc on the way makes it read the whole index instead (its valid prefix).
  */
-export async function findEntry(driver: QueueDriver, queue: string, part: number, isBefore: (entry: IndexEntry) => boolean): Promise<IndexEntry | undefined | "none"> {
+export async function findEntry(
+  driver: QueueDriver,
+  queue: string,
+  part: number,
+  isBefore: (entry: IndexEntry) => boolean,
+): Promise<IndexEntry | undefined | "none"> {
   const searched = await withSharedLog(driver, partIndexPath(queue, part), async (log) => {
     let lo = 0;
     let hi = Math.floor((await log.size()) / INDEX_ENTRY_SIZE) - 1;
@@ -142,7 +147,12 @@ export function reportNoIndex(driver: QueueDriver, queue: string, part: number, 
   const key = `${driver.storageKey}\u0000${queue}\u0000${part}`;
   if (reported.has(key)) return;
   reported.add(key);
-  onProblem({ code: "NO_INDEX", queue, part, message: `Part ${part} has no usable index (${partIndexPath(queue, part)}: written by the crate, or damaged): reading the part instead.` });
+  onProblem({
+    code: "NO_INDEX",
+    queue,
+    part,
+    message: `Part ${part} has no usable index (${partIndexPath(queue, part)}: written by the crate, or damaged): reading the part instead.`,
+  });
 }
 
 /**
@@ -180,7 +190,16 @@ export class PartIndexWriter {
    * indexed anew. Their time is unknown: they get the time of recovery, which can only keep
    * them longer under retention, never delete them early.
    */
-  static async recover(driver: QueueDriver, queue: string, part: number, partFile: LogFile, end: { edge: number; count: number }, interval: number, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): Promise<PartIndexWriter> {
+  static async recover(
+    driver: QueueDriver,
+    queue: string,
+    part: number,
+    partFile: LogFile,
+    end: { edge: number; count: number },
+    interval: number,
+    onProblem: (problem: QueueProblem) => void,
+    fence?: DriverLock,
+  ): Promise<PartIndexWriter> {
     const log = await openIndex(driver, queue, part, fence);
     const parsed = parseIndex(await log.read(0, await log.size()));
     const kept = parsed.entries.filter((e) => e.offset <= end.edge && e.seq <= end.count + 1);
@@ -190,7 +209,13 @@ export class PartIndexWriter {
     const last = kept.at(-1) ?? { seq: 1, offset: 0, time: 0 };
     if (last.offset < end.edge) {
       // A damaged index is said; a missing one (a part of the crate's, of an older v-queue) is simply made.
-      if (parsed.damaged) onProblem({ code: "NO_INDEX", queue, part, message: `Rebuilt the damaged index of part ${part} from the part (records after its last good entry are dated at this recovery).` });
+      if (parsed.damaged)
+        onProblem({
+          code: "NO_INDEX",
+          queue,
+          part,
+          message: `Rebuilt the damaged index of part ${part} from the part (records after its last good entry are dated at this recovery).`,
+        });
       await scanPart(partFile, { from: last.offset, limit: end.edge, chunkSize: 4 * 1024 * 1024, onSkip: () => {} }, (_buf, _view, _at, header) => {
         writer.note(header.seq, header.offset);
         return true;
@@ -252,7 +277,12 @@ async function openIndex(driver: QueueDriver, queue: string, part: number, fence
 }
 
 /** Where record `seq` of a part starts, from `from` (an index entry or the part's start), scanning at most to the record. */
-export async function scanToSeq(log: LogFile, part: number, from: IndexEntry | undefined, seq: number): Promise<{ part: number; position: number; count: number } | undefined> {
+export async function scanToSeq(
+  log: LogFile,
+  part: number,
+  from: IndexEntry | undefined,
+  seq: number,
+): Promise<{ part: number; position: number; count: number } | undefined> {
   const start = from ?? { seq: 1, offset: 0, time: 0 };
   if (start.seq === seq) return { part, position: start.offset, count: seq - 1 };
   let found: { part: number; position: number; count: number } | undefined;

@@ -165,7 +165,13 @@ export class PartReader {
             }
             const decoded = partDecoder.decode(body);
             if ("problem" in decoded) {
-              this.#report(decoded.problem, part, header.offset, HEADER_SIZE + header.length, `skipped record ${header.seq} at offset ${header.offset} of part ${part}: ${decoded.why}.`);
+              this.#report(
+                decoded.problem,
+                part,
+                header.offset,
+                HEADER_SIZE + header.length,
+                `skipped record ${header.seq} at offset ${header.offset} of part ${part}: ${decoded.why}.`,
+              );
               count = header.seq;
               return true;
             }
@@ -194,7 +200,8 @@ export class PartReader {
         this.#finished = true;
         continue;
       }
-      for (const [offset, skipped] of skips) this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
+      for (const [offset, skipped] of skips)
+        this.#report("BAD_RECORD", part, offset, skipped, `skipped ${skipped} damaged bytes at offset ${offset} of part ${part}.`);
       if (needDecoder !== undefined) {
         this.#read = { part, position: needDecoder, count };
         taken.passed = out.length;
@@ -248,12 +255,23 @@ export class PartReader {
     const writerGone = async () => (gone ??= await isWriterGone(this.#driver, this.#queue));
     if (!this.#finished) {
       const file = this.#partFile!;
-      const line = this.#pushInfoFile && (await readInfoLine(() => this.#pushInfoFile!.read(), (text) => parsePushInfo(text, this.#queue)));
+      const line =
+        this.#pushInfoFile &&
+        (await readInfoLine(
+          () => this.#pushInfoFile!.read(),
+          (text) => parsePushInfo(text, this.#queue),
+        ));
       const push = line?.value;
       if (line?.damaged && !this.#infoDamaged) {
         // A hint that is missing, not a failure (a v3 line of the crate 0.3.x may look so): the part file says where it ends.
         this.#infoDamaged = true;
-        this.#report("BAD_INFO", part, 0, 0, `cannot parse the push info line of part ${part} (a crate 0.3.x v3 line?); reading that part up to the end of its file.`);
+        this.#report(
+          "BAD_INFO",
+          part,
+          0,
+          0,
+          `cannot parse the push info line of part ${part} (a crate 0.3.x v3 line?); reading that part up to the end of its file.`,
+        );
       }
       // While the file is read to its end (no writer), a lagging line says nothing new; a new writer's does.
       if (push && push.edge > this.#limit && (!this.#limitFromFile || !(await writerGone()))) {
@@ -294,7 +312,10 @@ export class PartReader {
     try {
       const from = samePart ? this.#read : { part: target.part, position: 0, count: 0 };
       if (!file || !(await isRecordBoundary(file, from, target))) {
-        throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.#queue}" at or before what exists (consumer "${this.#consumer}" is at ${formatCursor(this.#read)}).`);
+        throw new VQueueError(
+          "E_CURSOR",
+          `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.#queue}" at or before what exists (consumer "${this.#consumer}" is at ${formatCursor(this.#read)}).`,
+        );
       }
     } finally {
       if (!samePart) await file?.close();
@@ -333,7 +354,14 @@ export class PartReader {
 
   async #newerPartExists(part: number, writerGone: () => Promise<boolean>): Promise<boolean> {
     const file = (this.#queueInfoFile ??= await openSharedRecord(this.#driver, queueInfoPath(this.#queue), { create: false }));
-    const info = file && (await readInfoLine(() => file.read(), (text) => parseQueueInfo(text, this.#queue))).value;
+    const info =
+      file &&
+      (
+        await readInfoLine(
+          () => file.read(),
+          (text) => parseQueueInfo(text, this.#queue),
+        )
+      ).value;
     if (info && info.part > part) return true;
     // The line is missing or damaged, or (once the writer is gone) may lag: ask the directory.
     if (info) {

@@ -74,7 +74,9 @@ export async function checkSavedPosition(
   }
   const start = await fallback();
   const newest = Math.max(last, infoPart ?? -1);
-  report(`names part ${saved.part}, ${saved.part > newest ? `newer than every part of the queue (its newest is ${newest})` : "which does not exist, and no later part does"}; starting over at part ${start.part}, byte ${start.position}.`);
+  report(
+    `names part ${saved.part}, ${saved.part > newest ? `newer than every part of the queue (its newest is ${newest})` : "which does not exist, and no later part does"}; starting over at part ${start.part}, byte ${start.position}.`,
+  );
   return start;
 }
 
@@ -83,7 +85,11 @@ export async function checkSavedPosition(
  * still names the place it named then: see `holdsPosition`.
  */
 export async function positionHolds(driver: QueueDriver, queue: string, position: ConsumerPosition): Promise<boolean> {
-  const held = await withSharedLog(driver, partPath(queue, position.part), async (file) => position.position <= (await file.size()) && (await holdsPosition(driver, queue, file, position)));
+  const held = await withSharedLog(
+    driver,
+    partPath(queue, position.part),
+    async (file) => position.position <= (await file.size()) && (await holdsPosition(driver, queue, file, position)),
+  );
   return held ?? false;
 }
 
@@ -110,7 +116,12 @@ async function holdsPosition(driver: QueueDriver, queue: string, file: LogFile, 
  * The last valid record of the part that starts before `saved`: scanned from the nearest index
  * entry before it that holds, or from the part's start.
  */
-async function lastRecordBefore(driver: QueueDriver, queue: string, file: LogFile, saved: ConsumerPosition): Promise<{ offset: number; end: number; seq: number } | undefined> {
+async function lastRecordBefore(
+  driver: QueueDriver,
+  queue: string,
+  file: LogFile,
+  saved: ConsumerPosition,
+): Promise<{ offset: number; end: number; seq: number } | undefined> {
   const entry = await findEntry(driver, queue, saved.part, (e) => e.offset < saved.position);
   const from = typeof entry === "object" && (await entryHolds(file, entry)) ? entry.offset : 0;
   let before: { offset: number; end: number; seq: number } | undefined;
@@ -159,7 +170,13 @@ export async function readPartEnd(driver: QueueDriver, queue: string, part: numb
 }
 
 /** Where a consumer with no (usable) saved position starts: the oldest part, or the current end. */
-export async function startPosition(driver: QueueDriver, queue: string, start: StartPosition, parts: number[], infoPart: number | undefined): Promise<ConsumerPosition> {
+export async function startPosition(
+  driver: QueueDriver,
+  queue: string,
+  start: StartPosition,
+  parts: number[],
+  infoPart: number | undefined,
+): Promise<ConsumerPosition> {
   if (start === "earliest") return { part: parts[0] ?? infoPart ?? 0, position: 0, count: 0 };
   const part = Math.max(infoPart ?? 0, parts.at(-1) ?? 0);
   const end = await readPartEnd(driver, queue, part, await isWriterGone(driver, queue));

@@ -53,7 +53,8 @@ function decode(bytes: Uint8Array): PrunedPart[] {
   return out;
 }
 
-const readEntries = async (driver: QueueDriver, path: string): Promise<PrunedPart[]> => (await withSharedLog(driver, path, async (log) => decode(await log.read(0, await log.size())))) ?? [];
+const readEntries = async (driver: QueueDriver, path: string): Promise<PrunedPart[]> =>
+  (await withSharedLog(driver, path, async (log) => decode(await log.read(0, await log.size())))) ?? [];
 
 /**
  * Parts retention deleted, by id (an id recorded twice, by two pruners at once, counts once).

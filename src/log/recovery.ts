@@ -45,19 +45,23 @@ export async function readInfoLine<T>(
 }
 
 /** The queue info line, or undefined when the file is missing or its crc fails (reported). */
-export async function readQueueInfo(
-  driver: QueueDriver,
-  queue: string,
-  onProblem: (problem: QueueProblem) => void,
-): Promise<QueueInfo | undefined> {
-  const { value, damaged } = await readInfoLine(() => driver.readRecord(queueInfoPath(queue)), (text) => parseQueueInfo(text, queue));
+export async function readQueueInfo(driver: QueueDriver, queue: string, onProblem: (problem: QueueProblem) => void): Promise<QueueInfo | undefined> {
+  const { value, damaged } = await readInfoLine(
+    () => driver.readRecord(queueInfoPath(queue)),
+    (text) => parseQueueInfo(text, queue),
+  );
   if (damaged) onProblem({ code: "BAD_INFO", queue, message: `${queueInfoPath(queue)} is unreadable or its crc fails; using the part directories.` });
   return value;
 }
 
 /** A part's push info line, or undefined when missing or damaged. */
 export async function readPushInfo(driver: QueueDriver, queue: string, part: number): Promise<PushInfo | undefined> {
-  return (await readInfoLine(() => driver.readRecord(pushInfoPath(queue, part)), (text) => parsePushInfo(text, queue))).value;
+  return (
+    await readInfoLine(
+      () => driver.readRecord(pushInfoPath(queue, part)),
+      (text) => parsePushInfo(text, queue),
+    )
+  ).value;
 }
 
 /**
@@ -142,7 +146,12 @@ export async function recoverPart(
   const hint = await readPushInfo(driver, queue, part);
   const trusted = hint && hint.edge <= size ? hint : undefined;
   if (hint && !trusted) {
-    onProblem({ code: "BAD_INFO", queue, part, message: `Push info says ${hint.edge} bytes but part ${part} has ${size}; rescanning it, and new records go to a new part.` });
+    onProblem({
+      code: "BAD_INFO",
+      queue,
+      part,
+      message: `Push info says ${hint.edge} bytes but part ${part} has ${size}; rescanning it, and new records go to a new part.`,
+    });
   }
   const end = await scanPartEnd(file, trusted?.edge ?? 0, trusted?.count ?? 0, size);
   for (const { offset, bytes } of end.damage) {
@@ -152,13 +161,27 @@ export async function recoverPart(
   if (end.v3 || (await isV3Record(file, 0)) || (end.tail && (await isV3Record(file, end.tail.offset)))) {
     if (end.tail) {
       const { offset, bytes } = end.tail;
-      onProblem({ code: "TORN_TAIL", queue, part, offset, bytes, message: `Part ${part} (v3) ends in ${bytes} bytes that are no whole record (offset ${offset}); left in place, a new part is started.` });
+      onProblem({
+        code: "TORN_TAIL",
+        queue,
+        part,
+        offset,
+        bytes,
+        message: `Part ${part} (v3) ends in ${bytes} bytes that are no whole record (offset ${offset}); left in place, a new part is started.`,
+      });
     }
     return { edge: end.edge, count: end.count, infoStale: false, v3: true };
   }
   if (end.tail) {
     const { offset, bytes } = end.tail;
-    onProblem({ code: "TORN_TAIL", queue, part, offset, bytes, message: `Cut off ${bytes} bytes of an incomplete or damaged record at the end of part ${part} (offset ${offset}).` });
+    onProblem({
+      code: "TORN_TAIL",
+      queue,
+      part,
+      offset,
+      bytes,
+      message: `Cut off ${bytes} bytes of an incomplete or damaged record at the end of part ${part} (offset ${offset}).`,
+    });
     await file.truncate(end.edge);
   }
   const recovered: RecoveredPart = { edge: end.edge, count: end.count, infoStale: !hint || hint.edge !== end.edge || hint.count !== end.count };

@@ -20,7 +20,12 @@ export type SeekTarget = "earliest" | "latest" | (string & {}) | { part: number;
 const ignore = () => {};
 
 /** The position a seek target names, checked against the part files (`E_CURSOR` when it names none). */
-export async function resolveSeek(driver: QueueDriver, queue: string, target: SeekTarget, onProblem: (problem: QueueProblem) => void = ignore): Promise<ConsumerPosition> {
+export async function resolveSeek(
+  driver: QueueDriver,
+  queue: string,
+  target: SeekTarget,
+  onProblem: (problem: QueueProblem) => void = ignore,
+): Promise<ConsumerPosition> {
   if (target === "earliest" || target === "latest") {
     const parts = await listParts(driver, queue);
     const info = await readQueueInfo(driver, queue, () => {});
@@ -28,7 +33,9 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
   }
   if (typeof target === "string") {
     const position = parseCursor(target);
-    if (!(await withSharedLog(driver, partPath(queue, position.part), (log) => isRecordBoundary(log, { part: position.part, position: 0, count: 0 }, position)))) {
+    if (
+      !(await withSharedLog(driver, partPath(queue, position.part), (log) => isRecordBoundary(log, { part: position.part, position: 0, count: 0 }, position)))
+    ) {
       throw new VQueueError("E_CURSOR", `Cannot seek to ${target}: it names no message end in queue "${queue}".`);
     }
     return position;
@@ -36,7 +43,10 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
   if (target && typeof target === "object" && "time" in target) return seekTime(driver, queue, target.time, onProblem);
   const { part, seq } = (target ?? {}) as { part: number; seq: number };
   if (!Number.isSafeInteger(part) || part < 0 || !Number.isSafeInteger(seq) || seq < 1) {
-    throw new VQueueError("E_CURSOR", `Cannot seek to ${JSON.stringify(target)}: use "earliest", "latest", a cursor, { part, seq } with part >= 0 and seq >= 1, or { time }.`);
+    throw new VQueueError(
+      "E_CURSOR",
+      `Cannot seek to ${JSON.stringify(target)}: use "earliest", "latest", a cursor, { part, seq } with part >= 0 and seq >= 1, or { time }.`,
+    );
   }
   // One index read, then a scan of at most indexInterval records.
   const entry = await findEntry(driver, queue, part, (e) => e.seq <= seq);
@@ -53,9 +63,15 @@ export async function resolveSeek(driver: QueueDriver, queue: string, target: Se
  * found by a binary search over the parts' indexes, then the entry before `time` in it.
  * A part without an index counts as older than any time (its times are unknown; reported).
  */
-async function seekTime(driver: QueueDriver, queue: string, when: number | Date | string, onProblem: (problem: QueueProblem) => void): Promise<ConsumerPosition> {
+async function seekTime(
+  driver: QueueDriver,
+  queue: string,
+  when: number | Date | string,
+  onProblem: (problem: QueueProblem) => void,
+): Promise<ConsumerPosition> {
   const time = when instanceof Date ? when.getTime() : typeof when === "string" ? Date.parse(when) : when;
-  if (!Number.isFinite(time)) throw new VQueueError("E_CURSOR", `Cannot seek to time ${JSON.stringify(when)}: use ms since the epoch, an ISO 8601 date or a valid Date.`);
+  if (!Number.isFinite(time))
+    throw new VQueueError("E_CURSOR", `Cannot seek to time ${JSON.stringify(when)}: use ms since the epoch, an ISO 8601 date or a valid Date.`);
   // Everything there was written before a time still to come: only what comes next.
   if (time > Date.now()) return resolveSeek(driver, queue, "latest");
   const info = await readQueueInfo(driver, queue, ignore);

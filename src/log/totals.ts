@@ -239,7 +239,8 @@ const keyOf = (driver: QueueDriver, queue: string) => `${driver.storageKey}\u000
 export function queueTotals(driver: QueueDriver, queue: string, listed?: number[]): Promise<QueueTotals | undefined> {
   const key = keyOf(driver, queue);
   let cache = caches.get(key);
-  if (cache) caches.delete(key); // re-inserted last: the map's order is least recently used first
+  if (cache)
+    caches.delete(key); // re-inserted last: the map's order is least recently used first
   else cache = new TotalsCache();
   caches.set(key, cache);
   if (caches.size > MAX_QUEUES) caches.delete(caches.keys().next().value!);

@@ -189,7 +189,22 @@ export const defaultProblemReporter = (problem: QueueProblem): void => {
 };
 
 /** Defaults of the writer's options (`QueueOptions`): the one place they are written. */
-export const QUEUE_DEFAULTS = { durability: "fsync", fsyncIntervalMs: 200, maxPartBytes: 256 * 1024 * 1024, maxMessageBytes: 64 * 1024 * 1024, rollOnOpen: true, create: true, indexInterval: 1000, compression: "none", compressionLevel: 3, compressionMinBytes: 24, compressionSampleBytes: 128 * 1024, idempotencyWindowMs: 5 * 60 * 1000, idempotencyMaxKeys: 100_000, maxDelayed: 1_000_000 } as const;
+export const QUEUE_DEFAULTS = {
+  durability: "fsync",
+  fsyncIntervalMs: 200,
+  maxPartBytes: 256 * 1024 * 1024,
+  maxMessageBytes: 64 * 1024 * 1024,
+  rollOnOpen: true,
+  create: true,
+  indexInterval: 1000,
+  compression: "none",
+  compressionLevel: 3,
+  compressionMinBytes: 24,
+  compressionSampleBytes: 128 * 1024,
+  idempotencyWindowMs: 5 * 60 * 1000,
+  idempotencyMaxKeys: 100_000,
+  maxDelayed: 1_000_000,
+} as const;
 
 /** Defaults of the consumer's options (`ConsumerOptions`). */
 export const CONSUMER_DEFAULTS = { start: "earliest", syncCommits: true, pollIntervalMs: 100, readChunkBytes: 1024 * 1024, create: true } as const;
@@ -223,7 +238,8 @@ export function resolveQueueOptions(options: QueueOptions): ResolvedQueueOptions
 /** `compressionDictionary`, when given: a valid dictionary, and of use (only `compression: "zstd"` compresses). */
 export function checkDictionaryOption(dictionary: unknown, compression: unknown): string | undefined {
   if (dictionary === undefined) return undefined;
-  if (compression !== "zstd") return `Invalid compressionDictionary: it is used only with compression: "zstd" (compression is ${JSON.stringify(compression)}); set both, or neither.`;
+  if (compression !== "zstd")
+    return `Invalid compressionDictionary: it is used only with compression: "zstd" (compression is ${JSON.stringify(compression)}); set both, or neither.`;
   return checkDictionary(dictionary, "compressionDictionary");
 }
 
@@ -235,7 +251,8 @@ export const checkDictionary: Check = (value, name) => {
   if (!(value instanceof Uint8Array)) return `Invalid ${name}: use a Uint8Array (the bytes of a dictionary file, e.g. made by \`zstd --train\`).`;
   const trained = value[0] === 0x37 && value[1] === 0xa4 && value[2] === 0x30 && value[3] === 0xec;
   if (value.length > DICTIONARY_MAX_BYTES) return `Invalid ${name} of ${value.length} bytes: use at most ${DICTIONARY_MAX_BYTES} bytes (1 MiB).`;
-  if (value.length < (trained ? 16 : 8)) return `Invalid ${name} of ${value.length} bytes: ${trained ? "a trained dictionary this short is truncated" : "use at least 8 bytes of content"}.`;
+  if (value.length < (trained ? 16 : 8))
+    return `Invalid ${name} of ${value.length} bytes: ${trained ? "a trained dictionary this short is truncated" : "use at least 8 bytes of content"}.`;
   return undefined;
 };
 
@@ -269,7 +286,9 @@ export const checkDriver: Check = (driver, name) =>
 
 /** The `zstd` option: a function that loads an implementation. */
 export const checkZstd: Check = (zstd, name) =>
-  typeof zstd === "function" ? undefined : `Invalid ${name}: use a function that loads a zstd implementation (e.g. \`nativeZstd\` from \`v-queue/zstd-native\`), or leave it out for the WebAssembly one.`;
+  typeof zstd === "function"
+    ? undefined
+    : `Invalid ${name}: use a function that loads a zstd implementation (e.g. \`nativeZstd\` from \`v-queue/zstd-native\`), or leave it out for the WebAssembly one.`;
 
 // --- Options of a consumer's calls ---
 

@@ -33,7 +33,10 @@ const RETENTION_KEYS: Record<keyof RetentionOptions, Check> = {
 /** Every problem of a retention object at `name` (the engine's, the server config's and Nitro's one check). */
 export function retentionProblems(value: unknown, name = "retention"): string[] {
   if (value === undefined) return [];
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return [`Invalid ${name} ${showValue(value)}: expected an object such as { "maxAgeMs": 86400000, "maxBytes": 1e10, "maxParts": 100, "deleteConsumed": true }.`];
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return [
+      `Invalid ${name} ${showValue(value)}: expected an object such as { "maxAgeMs": 86400000, "maxBytes": 1e10, "maxParts": 100, "deleteConsumed": true }.`,
+    ];
   const problems: string[] = [];
   for (const [key, v] of Object.entries(value)) {
     const check = RETENTION_KEYS[key as keyof RetentionOptions];
@@ -48,5 +51,8 @@ export function retentionProblems(value: unknown, name = "retention"): string[] 
 
 /** Whether a retention object asks for any deletion at all. */
 export function retains(retention: RetentionOptions | undefined): retention is RetentionOptions {
-  return !!retention && (retention.maxAgeMs !== undefined || retention.maxBytes !== undefined || retention.maxParts !== undefined || retention.deleteConsumed === true);
+  return (
+    !!retention &&
+    (retention.maxAgeMs !== undefined || retention.maxBytes !== undefined || retention.maxParts !== undefined || retention.deleteConsumed === true)
+  );
 }

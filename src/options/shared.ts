@@ -31,13 +31,15 @@ const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   maxInFlight: integer(1, 1_000_000),
   maxAckWindow: integer(1, 10_000_000),
   maxDeliveries: integer(1, 1_000_000),
-  deadLetterQueue: (value, name) => (typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`),
+  deadLetterQueue: (value, name) =>
+    typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
 };
 
 /** What is wrong with shared-consumer settings at `name` (a server's `shared` or `queues.{q}.shared`); how they relate is checked at open. */
 export function sharedSettingsProblems(value: unknown, name = "shared"): string[] {
   if (value === undefined) return [];
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return [`Invalid ${name} ${showValue(value)}: expected an object such as { "leaseMs": 30000, "maxDeliveries": 5 }.`];
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return [`Invalid ${name} ${showValue(value)}: expected an object such as { "leaseMs": 30000, "maxDeliveries": 5 }.`];
   return Object.entries(value).flatMap(([key, v]) => {
     const check = SETTING_CHECKS[key as keyof SharedSettings];
     if (!check) return [`Unknown key "${name}.${key}": use ${Object.keys(SETTING_CHECKS).join(", ")}.`];
@@ -70,7 +72,9 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
   };
   throwProblems([
     ...Object.entries(SETTING_CHECKS).map(([key, check]) => check(resolved[key as keyof SharedSettings], key)),
-    resolved.maxAckWindow < resolved.maxInFlight ? `Invalid maxAckWindow ${resolved.maxAckWindow}: use at least maxInFlight (${resolved.maxInFlight}).` : undefined,
+    resolved.maxAckWindow < resolved.maxInFlight
+      ? `Invalid maxAckWindow ${resolved.maxAckWindow}: use at least maxInFlight (${resolved.maxInFlight}).`
+      : undefined,
     resolved.deadLetterQueue === queue ? `Invalid deadLetterQueue ${JSON.stringify(resolved.deadLetterQueue)}: use another queue than "${queue}".` : undefined,
   ]);
   return resolved;

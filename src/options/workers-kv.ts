@@ -19,7 +19,8 @@ function kvKind(value: unknown): string | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const v = value as Record<string, unknown>;
   // A KV namespace binding (env.MY_KV): get, put, list, delete and getWithMetadata, and no driver methods.
-  if (["get", "put", "list", "delete", "getWithMetadata"].every((m) => typeof v[m] === "function") && typeof v.openLog !== "function") return "a KV namespace binding";
+  if (["get", "put", "list", "delete", "getWithMetadata"].every((m) => typeof v[m] === "function") && typeof v.openLog !== "function")
+    return "a KV namespace binding";
   // An unstorage driver object, or an unstorage Storage with such a driver mounted.
   if (typeof v.name === "string" && KV_DRIVERS.has(v.name)) return `unstorage's ${v.name} driver`;
   if (typeof v.getMounts === "function") {

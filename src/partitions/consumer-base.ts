@@ -83,6 +83,7 @@ export abstract class PartitionedConsumerBase<T, M, P> {
   }
 
   protected assertOpen(): void {
-    if (this.#closed) throw new VQueueError("E_CLOSED", `${this.fan.kind[0]!.toUpperCase()}${this.fan.kind.slice(1)} "${this.name}" of queue "${this.queue}" is closed.`);
+    if (this.#closed)
+      throw new VQueueError("E_CLOSED", `${this.fan.kind[0]!.toUpperCase()}${this.fan.kind.slice(1)} "${this.name}" of queue "${this.queue}" is closed.`);
   }
 }

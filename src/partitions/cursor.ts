@@ -19,7 +19,10 @@ export function formatPartitionedCursor(entries: Iterable<[partition: number, cu
 /** Each partition's cursor of a composite cursor of a queue with `partitions` partitions; `E_CURSOR` saying what is wrong. */
 export function parsePartitionedCursor(text: unknown, partitions: number): Map<number, string> {
   const fail = (why: string) =>
-    new VQueueError("E_CURSOR", `Invalid cursor ${JSON.stringify(typeof text === "string" ? text.slice(0, 200) : text)}: ${why}; expected "p<partition>:<part>.<position>.<count>" per partition, comma-separated, as a partitioned consumer gives.`);
+    new VQueueError(
+      "E_CURSOR",
+      `Invalid cursor ${JSON.stringify(typeof text === "string" ? text.slice(0, 200) : text)}: ${why}; expected "p<partition>:<part>.<position>.<count>" per partition, comma-separated, as a partitioned consumer gives.`,
+    );
   if (typeof text !== "string" || text.length === 0) throw fail("empty or not a string");
   const out = new Map<number, string>();
   for (const entry of text.split(",")) {

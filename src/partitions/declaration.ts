@@ -47,7 +47,10 @@ export async function readPartitions(driver: QueueDriver, queue: string): Promis
   const match = DECLARATION.exec(text);
   const count = match ? Number(match[1]) : NaN;
   if (!(count >= 1 && count <= MAX_PARTITIONS)) {
-    throw new VQueueError("E_CORRUPT", `The partition declaration of queue "${queue}" (${partitionsPath(queue)}) is damaged: ${JSON.stringify(text.slice(0, 60))}; expected "v-queue partitions <1-${MAX_PARTITIONS}>".`);
+    throw new VQueueError(
+      "E_CORRUPT",
+      `The partition declaration of queue "${queue}" (${partitionsPath(queue)}) is damaged: ${JSON.stringify(text.slice(0, 60))}; expected "v-queue partitions <1-${MAX_PARTITIONS}>".`,
+    );
   }
   return count;
 }
@@ -76,7 +79,10 @@ export async function declarePartitions(driver: QueueDriver, queue: string, coun
   assertName(queue, "queue");
   checkPartitionCount(count);
   if (!isValidQueueName(partitionName(queue, count - 1))) {
-    throw new VQueueError("E_NAME", `Queue name "${queue}" is too long to be partitioned: its partitions are named "${partitionName(queue, count - 1)}", and a queue name has at most 128 characters.`);
+    throw new VQueueError(
+      "E_NAME",
+      `Queue name "${queue}" is too long to be partitioned: its partitions are named "${partitionName(queue, count - 1)}", and a queue name has at most 128 characters.`,
+    );
   }
   const lock = await lockToDeclare(driver, queue, count);
   if (!lock) return;
@@ -101,7 +107,11 @@ async function lockToDeclare(driver: QueueDriver, queue: string, count: number) 
     const lock = await driver.lock(writerLockPath(queue));
     if (lock) return lock;
     if (await refuseExisting(driver, queue, count)) return undefined;
-    if (Date.now() >= until) throw new VQueueError("E_LOCKED", `Cannot declare the partitions of queue "${queue}": it is being declared elsewhere, or it is an ordinary queue with a writer open.`);
+    if (Date.now() >= until)
+      throw new VQueueError(
+        "E_LOCKED",
+        `Cannot declare the partitions of queue "${queue}": it is being declared elsewhere, or it is an ordinary queue with a writer open.`,
+      );
   }
 }
 
@@ -110,7 +120,10 @@ async function refuseExisting(driver: QueueDriver, queue: string, count: number)
   const declared = await readPartitions(driver, queue);
   if (declared === count) return true;
   if (declared !== undefined) {
-    throw new VQueueError("E_OPTION", `Queue "${queue}" is declared with ${declared} partitions; it cannot change to ${count} (a key's partition would move, and its order with it).`);
+    throw new VQueueError(
+      "E_OPTION",
+      `Queue "${queue}" is declared with ${declared} partitions; it cannot change to ${count} (a key's partition would move, and its order with it).`,
+    );
   }
   if ((await driver.readRecord(queueInfoPath(queue))) !== undefined) {
     throw new VQueueError("E_OPTION", `Queue "${queue}" exists as an ordinary queue: it cannot be made partitioned. Use another name.`);

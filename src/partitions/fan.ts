@@ -132,7 +132,10 @@ export class PartitionFan<T, M, P> {
 
   /** The refusal of a commit or an ack of partition `index`, which this instance no longer holds. */
   notHeld(index: number, code: "E_CURSOR" | "E_LEASE"): VQueueError {
-    return new VQueueError(code, `Partition ${index} of ${this.#hooks.kind} "${this.#hooks.name}" of queue "${this.#hooks.queue}" is not held by this instance (it was handed over): what it handed out and did not commit is delivered again.`);
+    return new VQueueError(
+      code,
+      `Partition ${index} of ${this.#hooks.kind} "${this.#hooks.name}" of queue "${this.#hooks.queue}" is not held by this instance (it was handed over): what it handed out and did not commit is delivered again.`,
+    );
   }
 
   /** Messages after the saved positions (ack floors), summed over every partition. */
@@ -191,20 +194,22 @@ export class PartitionFan<T, M, P> {
       if (slot.releasing) continue;
       // A take returns at least one message: the answer may pass `maxBytes` by one, as an ordinary queue's read does.
       const budget = maxBytes - bytes;
-      const messages = await this.set.use(slot, (item) => this.#hooks.take(item, max - out.length, budget, poll)).catch((error: unknown) => {
-        // Let go meanwhile (a hand-over): nothing more from it here.
-        if (slot.releasing || this.set.get(slot.index) !== slot) return [];
-        // Its lock was lost (a lease taken over): another instance has the partition now.
-        if (isLockLost(error)) {
-          this.set.drop(slot);
-          return [];
-        }
-        // Others' messages are taken already (a shared consumer's are leased and counted):
-        // answered, not dropped for nobody until their lease runs out. The failure shows at
-        // this partition's next turn.
-        if (out.length > 0) return [];
-        throw error;
-      });
+      const messages = await this.set
+        .use(slot, (item) => this.#hooks.take(item, max - out.length, budget, poll))
+        .catch((error: unknown) => {
+          // Let go meanwhile (a hand-over): nothing more from it here.
+          if (slot.releasing || this.set.get(slot.index) !== slot) return [];
+          // Its lock was lost (a lease taken over): another instance has the partition now.
+          if (isLockLost(error)) {
+            this.set.drop(slot);
+            return [];
+          }
+          // Others' messages are taken already (a shared consumer's are leased and counted):
+          // answered, not dropped for nobody until their lease runs out. The failure shows at
+          // this partition's next turn.
+          if (out.length > 0) return [];
+          throw error;
+        });
       if (messages.length === 0) continue;
       this.set.touch(slot);
       for (const message of messages) {

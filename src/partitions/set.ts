@@ -10,7 +10,18 @@ import type { QueueDriver } from "../core/driver";
 import { VQueueError } from "../core/errors";
 import { sleep } from "../core/sleep";
 import { instanceId } from "../instances/instance-id";
-import { CHECK_MS, WATCHED_CHECK_MS, isWanted, readWant, takeByRequest, unlessLocked, withdrawWant, writeWant, type Want, type WantContext } from "../instances/handoff";
+import {
+  CHECK_MS,
+  WATCHED_CHECK_MS,
+  isWanted,
+  readWant,
+  takeByRequest,
+  unlessLocked,
+  withdrawWant,
+  writeWant,
+  type Want,
+  type WantContext,
+} from "../instances/handoff";
 import { partitionName } from "./declaration";
 
 /** Marker changes come in bursts (a temporary file, then its rename): the markers are read at most this often for them. */
@@ -148,10 +159,13 @@ export class PartitionSet<T> {
     if (!request) {
       const partition = partitionName(this.#hooks.queue, index);
       const tryTake = () => {
-        if (this.#closed) throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
+        if (this.#closed)
+          throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
         return this.tryTake(index);
       };
-      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, tryTake, timeoutMs, this.#hooks.what(partition), context).finally(() => this.#requests.delete(index));
+      request = takeByRequest(this.#hooks.driver, this.#hooks.wantPath(partition), this.id, tryTake, timeoutMs, this.#hooks.what(partition), context).finally(
+        () => this.#requests.delete(index),
+      );
       this.#requests.set(index, request);
     }
     return request;
@@ -271,7 +285,8 @@ export class PartitionSet<T> {
     try {
       const wanted = await Promise.all(
         this.held().map(async (slot) => {
-          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item)) return void this.release(slot, "idle");
+          if (now - slot.usedAt >= this.#hooks.idleMs && slot.using === 0 && !this.#hooks.busy(slot.item) && !this.#hooks.keep?.(slot.item))
+            return void this.release(slot, "idle");
           const young = now - slot.since < this.#hooks.minHoldMs;
           if (young && !this.#hooks.grantYoung) return void this.#checkWhenOfAge(slot.since + this.#hooks.minHoldMs - now);
           const want = await readWant(this.#hooks.driver, this.#markerOf(slot.index), this.id);

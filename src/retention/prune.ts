@@ -77,7 +77,13 @@ export async function pruneQueue(driver: QueueDriver, queue: string, retention: 
   }
   let remainingParts = ids.includes(current) ? ids.length : ids.length + 1;
   let remainingBytes = parts.reduce((sum, p) => sum + p.bytes, 0) + (maxBytes === undefined ? 0 : ((await readPushInfo(driver, queue, current))?.edge ?? 0));
-  const consumers = deleteConsumed ? await listConsumers(driver, queue, parts.map((p) => ({ id: p.part, bytes: p.bytes, messages: p.messages }))) : [];
+  const consumers = deleteConsumed
+    ? await listConsumers(
+        driver,
+        queue,
+        parts.map((p) => ({ id: p.part, bytes: p.bytes, messages: p.messages })),
+      )
+    : [];
 
   const doomed: PrunedPart[] = [];
   for (const p of parts) {

@@ -16,7 +16,13 @@ export interface RetentionRunner {
  * rounds run beside the batches (their I/O shares the storage, nothing waits for them), and
  * a failed round is reported (`PRUNE_FAILED`) and tried again at the next.
  */
-export function startRetention(driver: QueueDriver, queue: string, retention: RetentionOptions | undefined, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): RetentionRunner | undefined {
+export function startRetention(
+  driver: QueueDriver,
+  queue: string,
+  retention: RetentionOptions | undefined,
+  onProblem: (problem: QueueProblem) => void,
+  fence?: DriverLock,
+): RetentionRunner | undefined {
   if (!retains(retention)) return undefined;
   const { intervalMs, maxPartsPerRound } = { ...RETENTION_DEFAULTS, ...retention };
   let running: Promise<void> | undefined;
@@ -29,7 +35,11 @@ export function startRetention(driver: QueueDriver, queue: string, retention: Re
       try {
         await pruneQueue(driver, queue, retention, { limit: maxPartsPerRound, fence });
       } catch (error) {
-        onProblem({ code: "PRUNE_FAILED", queue, message: `Retention of queue "${queue}" failed (${(error as Error)?.message ?? error}); trying again in ${intervalMs} ms.` });
+        onProblem({
+          code: "PRUNE_FAILED",
+          queue,
+          message: `Retention of queue "${queue}" failed (${(error as Error)?.message ?? error}); trying again in ${intervalMs} ms.`,
+        });
       } finally {
         running = undefined;
         if (again && !stopped) {

@@ -21,14 +21,21 @@ const entries = new Map<string, Entry>();
 
 /** The part log at `path`, shared (see above); each call's handle is released by its own `close()`. */
 export function openSharedLog(driver: QueueDriver, path: string, options: { create: boolean }): Promise<LogFile | undefined> {
-  return openShared(driver, "log", path, options, () => driver.openLog(path, options), (handle, close) => ({
-    size: () => handle.size(),
-    read: (position, length) => handle.read(position, length),
-    append: (at, data, fence) => handle.append(at, data, fence),
-    truncate: (length, fence) => handle.truncate(length, fence),
-    sync: () => handle.sync(),
-    close,
-  }));
+  return openShared(
+    driver,
+    "log",
+    path,
+    options,
+    () => driver.openLog(path, options),
+    (handle, close) => ({
+      size: () => handle.size(),
+      read: (position, length) => handle.read(position, length),
+      append: (at, data, fence) => handle.append(at, data, fence),
+      truncate: (length, fence) => handle.truncate(length, fence),
+      sync: () => handle.sync(),
+      close,
+    }),
+  );
 }
 
 /** Runs `use` on the part log at `path` (shared, let go after), or gives undefined when it does not exist. */
@@ -44,12 +51,19 @@ export async function withSharedLog<T>(driver: QueueDriver, path: string, use: (
 
 /** The info record at `path`, shared (see above). */
 export function openSharedRecord(driver: QueueDriver, path: string, options: { create: boolean }): Promise<RecordFile | undefined> {
-  return openShared(driver, "record", path, options, () => driver.openRecord(path, options), (handle, close) => ({
-    read: () => handle.read(),
-    replace: (data, fence) => handle.replace(data, fence),
-    sync: () => handle.sync(),
-    close,
-  }));
+  return openShared(
+    driver,
+    "record",
+    path,
+    options,
+    () => driver.openRecord(path, options),
+    (handle, close) => ({
+      read: () => handle.read(),
+      replace: (data, fence) => handle.replace(data, fence),
+      sync: () => handle.sync(),
+      close,
+    }),
+  );
 }
 
 /**

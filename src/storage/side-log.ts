@@ -91,7 +91,13 @@ export class SideLog {
    * Opens the file, if there is one (it is made at the first append), reads every good frame,
    * and cuts off a damaged tail (reported). `fence`: the lock of the holder writing it.
    */
-  static async open(driver: QueueDriver, path: string, queue: string, onProblem: (problem: QueueProblem) => void, fence?: DriverLock): Promise<{ log: SideLog; frames: Frame[] }> {
+  static async open(
+    driver: QueueDriver,
+    path: string,
+    queue: string,
+    onProblem: (problem: QueueProblem) => void,
+    fence?: DriverLock,
+  ): Promise<{ log: SideLog; frames: Frame[] }> {
     await finishCompaction(driver, path, fence);
     const opened = await driver.openLog(path, { create: false });
     const log = opened && fence ? fencedLog(opened, fence) : opened;

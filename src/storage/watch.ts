@@ -6,13 +6,7 @@ import type { QueueDriver } from "../core/driver";
  * it runs gets a check of its own after it (never dropped until the next poll). `onFound` is
  * called when a check finds something. Returns the function that stops it all.
  */
-export function watchStorage(
-  driver: QueueDriver,
-  dirs: string[],
-  intervalMs: number,
-  check: () => Promise<boolean>,
-  onFound: () => void,
-): () => void {
+export function watchStorage(driver: QueueDriver, dirs: string[], intervalMs: number, check: () => Promise<boolean>, onFound: () => void): () => void {
   let busy = false;
   let again = false;
   let stopped = false;

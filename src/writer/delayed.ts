@@ -143,7 +143,10 @@ export class DelayedStore {
   /** Stores messages due at `due` (durable before it resolves), then waits for them to be due. */
   async add(items: readonly EncodedInput[], due: number, key = ""): Promise<void> {
     if (this.#pending.length + this.#adding + items.length > this.options.max) {
-      throw new VQueueError("E_FULL", `Queue "${this.queue}" has ${this.#pending.length + this.#adding} delayed messages pending: at most ${this.options.max} (maxDelayed). Try again once some are due.`);
+      throw new VQueueError(
+        "E_FULL",
+        `Queue "${this.queue}" has ${this.#pending.length + this.#adding} delayed messages pending: at most ${this.options.max} (maxDelayed). Try again once some are due.`,
+      );
     }
     const id = this.#nextId++;
     const w = new FieldWriter().u8(ADD).f64(id).f64(due).f64(Date.now()).bytes(utf8.encode(key)).u32(0).u32(items.length);

@@ -224,7 +224,9 @@ export class IdempotencyStore {
     const now = Date.now();
     for (const [key, entry] of this.#entries) if (entry.acceptedAt + this.options.windowMs <= now) this.#entries.delete(key);
     for (const [key, intent] of this.#intents) if (!this.#inflight.has(key) && intent.at + this.options.windowMs <= now) this.#intents.delete(key);
-    const payloads = [...this.#entries, ...this.#internal].map(([key, e]) => writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(e.acceptedAt), e.result).done());
+    const payloads = [...this.#entries, ...this.#internal].map(([key, e]) =>
+      writeResult(new FieldWriter().u8(DONE).bytes(ascii.encode(key)).f64(e.acceptedAt), e.result).done(),
+    );
     for (const intent of this.#intents.values()) payloads.push(intent.payload);
     await this.log.rewrite(payloads, this.options.sync);
     this.#frames = payloads.length;

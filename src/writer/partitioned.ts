@@ -82,7 +82,8 @@ export class PartitionedWriter {
       what: (partition) => `The writer of queue "${partition}"`,
       open: async (index) => {
         // Deleted since open (deleteQueue): not made again as an ordinary queue under a partition's name.
-        if ((await readPartitions(resolved.driver, name)) !== partitions) throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
+        if ((await readPartitions(resolved.driver, name)) !== partitions)
+          throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
         // A partition's writer changes hands often: a new part at each hand-over (the crate 0.2.x's
         // habit) would leave a part per hand-over. Appending to the current part is what 0.3.x does.
         const writer = await QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true });
@@ -135,7 +136,7 @@ export class PartitionedWriter {
     let slot: Slot<QueueWriter>;
     // A slot let go while it was being taken (a hand-over request) is taken again, or another one;
     // so is one whose lock lapsed and was taken meanwhile (an idle isolate in workerd: QueueWriter.holds).
-    for (let lapsed = 0; ; ) {
+    for (let lapsed = 0; ;) {
       // Held already (the common case): no storage call on the way while its lease is fresh.
       const held = routed === undefined ? undefined : this.#set.get(routed);
       slot = held && !held.releasing ? held : routed === undefined ? await this.#anySlot() : await this.#set.take(routed, this.handoff.handoffTimeoutMs);
@@ -179,7 +180,10 @@ export class PartitionedWriter {
     if (partitionKey !== undefined) {
       const length = typeof partitionKey === "string" ? partitionKey.length : partitionKey instanceof Uint8Array ? partitionKey.length : -1;
       if (length < 1 || length > MAX_PARTITION_KEY) {
-        throw new VQueueError("E_OPTION", `Invalid partitionKey ${typeof partitionKey === "string" ? JSON.stringify(partitionKey.slice(0, 40)) : typeof partitionKey}: use a string or bytes of 1 to ${MAX_PARTITION_KEY} characters.`);
+        throw new VQueueError(
+          "E_OPTION",
+          `Invalid partitionKey ${typeof partitionKey === "string" ? JSON.stringify(partitionKey.slice(0, 40)) : typeof partitionKey}: use a string or bytes of 1 to ${MAX_PARTITION_KEY} characters.`,
+        );
       }
       return partitionOfKey(partitionKey as string | Uint8Array, this.partitions);
     }
@@ -232,7 +236,11 @@ export class PartitionedWriter {
         // elsewhere, and the batch goes to another; said, and thrown only if no other will do.
         if (VQueueError.isError(error) && error.code === "E_NOT_FOUND") throw error;
         failed ??= error;
-        this.options.onProblem({ code: "PARTITION_SKIPPED", queue: partitionName(this.name, index), message: `Partition ${index} of queue "${this.name}" could not be opened for a batch without a key (${(error as Error).message}); the batch goes to another partition, and this one is tried again later.` });
+        this.options.onProblem({
+          code: "PARTITION_SKIPPED",
+          queue: partitionName(this.name, index),
+          message: `Partition ${index} of queue "${this.name}" could not be opened for a batch without a key (${(error as Error).message}); the batch goes to another partition, and this one is tried again later.`,
+        });
         return undefined;
       });
       if (slot) {

@@ -57,7 +57,13 @@ export class ProduceExtras {
   static async open(hooks: WriterHooks): Promise<ProduceExtras> {
     const { driver, queue, options, lock } = hooks;
     const sync = options.durability !== "none";
-    const idempotency = await IdempotencyStore.open(driver, queue, { windowMs: options.idempotencyWindowMs, maxKeys: options.idempotencyMaxKeys, sync, onProblem: options.onProblem, fence: lock });
+    const idempotency = await IdempotencyStore.open(driver, queue, {
+      windowMs: options.idempotencyWindowMs,
+      maxKeys: options.idempotencyMaxKeys,
+      sync,
+      onProblem: options.onProblem,
+      fence: lock,
+    });
     let extras: ProduceExtras | undefined;
     try {
       const delayed = await DelayedStore.open(driver, queue, {
@@ -127,10 +133,14 @@ export class ProduceExtras {
 
   /** Due messages into the queue, each under its own key, in one batch of the writer. */
   async #moveDue(messages: DueMessage[]): Promise<void> {
-    await Promise.all(messages.map((m) => this.idempotency.run(m.key, async () => {
-      const [position] = await this.hooks.enqueue([m.data], m.key);
-      return { count: 1, first: position!, last: position! };
-    })));
+    await Promise.all(
+      messages.map((m) =>
+        this.idempotency.run(m.key, async () => {
+          const [position] = await this.hooks.enqueue([m.data], m.key);
+          return { count: 1, first: position!, last: position! };
+        }),
+      ),
+    );
   }
 }
 
@@ -140,7 +150,11 @@ export function checkProduceOptions(options: ProduceOptions): { key?: string; du
   if (key !== undefined) checkOption("key", key, (value, name) => checkKey(value, name));
   if (delayMs !== undefined && at !== undefined) throw new VQueueError("E_OPTION", "Give delayMs or at, not both.");
   if (delayMs !== undefined) {
-    checkOption("delayMs", delayMs, (value, name) => (Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_DELAY_MS ? undefined : `Invalid ${name} ${JSON.stringify(value)}: use an integer from 0 to ${MAX_DELAY_MS} (a year).`));
+    checkOption("delayMs", delayMs, (value, name) =>
+      Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_DELAY_MS
+        ? undefined
+        : `Invalid ${name} ${JSON.stringify(value)}: use an integer from 0 to ${MAX_DELAY_MS} (a year).`,
+    );
     return { key, due: Date.now() + delayMs };
   }
   if (at !== undefined) return { key, due: parseAt(at, "at") };
@@ -149,8 +163,18 @@ export function checkProduceOptions(options: ProduceOptions): { key?: string; du
 
 /** A due time: a Date, ms since the epoch or an ISO 8601 date, at most a year ahead (a past time is now). */
 export function parseAt(at: unknown, name: string): number {
-  const time = at instanceof Date ? at.getTime() : typeof at === "number" ? at : typeof at === "string" && !/^\d+$/.test(at) ? Date.parse(at) : typeof at === "string" ? Number(at) : Number.NaN;
-  if (!Number.isFinite(time)) throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(at)}: use an ISO 8601 date (2026-01-31T12:00:00Z) or ms since the epoch.`);
+  const time =
+    at instanceof Date
+      ? at.getTime()
+      : typeof at === "number"
+        ? at
+        : typeof at === "string" && !/^\d+$/.test(at)
+          ? Date.parse(at)
+          : typeof at === "string"
+            ? Number(at)
+            : Number.NaN;
+  if (!Number.isFinite(time))
+    throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(at)}: use an ISO 8601 date (2026-01-31T12:00:00Z) or ms since the epoch.`);
   if (time > Date.now() + MAX_DELAY_MS) throw new VQueueError("E_OPTION", `Invalid ${name} ${JSON.stringify(at)}: at most a year ahead.`);
   return time;
 }

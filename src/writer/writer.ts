@@ -89,7 +89,13 @@ export class QueueWriter {
       (lock) => new QueueWriter(name, resolved, lock),
       async (opened) => {
         await opened.#init();
-        opened.#extras = await ProduceExtras.open({ queue: name, driver: resolved.driver, options: resolved, lock: opened.#lock, enqueue: (items, key) => opened.#enqueue(items, false, key) as Promise<MessagePosition[]> });
+        opened.#extras = await ProduceExtras.open({
+          queue: name,
+          driver: resolved.driver,
+          options: resolved,
+          lock: opened.#lock,
+          enqueue: (items, key) => opened.#enqueue(items, false, key) as Promise<MessagePosition[]>,
+        });
       },
       (opened) => opened.#closeFiles(),
     );
@@ -371,7 +377,10 @@ export class QueueWriter {
       if (!create) throw new VQueueError("E_NOT_FOUND", `Queue "${this.name}" does not exist.`);
       // A partitioned queue's name holds no parts of its own: not made an ordinary queue over it.
       if ((await driver.readRecord(partitionsPath(this.name))) !== undefined) {
-        throw new VQueueError("E_OPTION", `Queue "${this.name}" is a partitioned queue: use PartitionedWriter (openPartitionedQueue) or the partitioned API, or open one of its partitions ("${this.name}.p0", ...).`);
+        throw new VQueueError(
+          "E_OPTION",
+          `Queue "${this.name}" is a partitioned queue: use PartitionedWriter (openPartitionedQueue) or the partitioned API, or open one of its partitions ("${this.name}.p0", ...).`,
+        );
       }
       this.#queueInfoFile = await this.#openRecord(queueInfoPath(this.name));
       await this.#startPart(0);
@@ -453,8 +462,30 @@ export class QueueWriter {
   /** The current part's encoder, when it is written compressed (v3). */
   #newEncoder(): void {
     this.#encoder?.free();
-    const { compression, compressionLevel: level, compressionMinBytes: minBytes, compressionSampleBytes: sampleBytes, compressionDictionary: dictionary, durability, zstd } = this.options;
-    this.#encoder = compression === "zstd" ? new PartEncoder({ driver: this.#driver, queue: this.name, part: this.#part, level, minBytes, sampleBytes, dictionary, sync: durability !== "none", zstd, fence: this.#lock }) : undefined;
+    const {
+      compression,
+      compressionLevel: level,
+      compressionMinBytes: minBytes,
+      compressionSampleBytes: sampleBytes,
+      compressionDictionary: dictionary,
+      durability,
+      zstd,
+    } = this.options;
+    this.#encoder =
+      compression === "zstd"
+        ? new PartEncoder({
+            driver: this.#driver,
+            queue: this.name,
+            part: this.#part,
+            level,
+            minBytes,
+            sampleBytes,
+            dictionary,
+            sync: durability !== "none",
+            zstd,
+            fence: this.#lock,
+          })
+        : undefined;
   }
 
   async #writeQueueInfo(): Promise<void> {

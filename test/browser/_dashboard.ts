@@ -22,7 +22,15 @@ export async function launch(): Promise<Browser> {
   const { chromium } = await importTool<PlaywrightPackage>("playwright-core");
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }
 
@@ -64,8 +72,15 @@ export interface WatchedPage {
 }
 
 /** A new context (its own credentials) and page, every console error and page error recorded. */
-export async function openPage(browser: Browser, options: { credentials?: { username: string; password: string }; colorScheme?: "light" | "dark"; viewport?: { width: number; height: number } } = {}): Promise<WatchedPage> {
-  const context = await browser.newContext({ httpCredentials: options.credentials, colorScheme: options.colorScheme ?? "light", viewport: options.viewport ?? LAPTOP });
+export async function openPage(
+  browser: Browser,
+  options: { credentials?: { username: string; password: string }; colorScheme?: "light" | "dark"; viewport?: { width: number; height: number } } = {},
+): Promise<WatchedPage> {
+  const context = await browser.newContext({
+    httpCredentials: options.credentials,
+    colorScheme: options.colorScheme ?? "light",
+    viewport: options.viewport ?? LAPTOP,
+  });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("console", (message) => {
@@ -79,7 +94,10 @@ export async function openPage(browser: Browser, options: { credentials?: { user
 export async function screenshots(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
   const before = page.viewportSize() ?? LAPTOP;
-  for (const [label, size] of [["1366", LAPTOP], ["390", PHONE]] as const) {
+  for (const [label, size] of [
+    ["1366", LAPTOP],
+    ["390", PHONE],
+  ] as const) {
     await page.setViewportSize(size);
     await page.waitForTimeout(250);
     // The whole page at that width (what scrolls below the window too).

@@ -114,10 +114,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("client SDK in headles
     const r = result as Exclude<typeof result, Error>;
     expect(r.origin).toBe(page.origin);
     expect(r.produced).toBe(3);
-    expect(r.json).toEqual(["from the page", "{\"n\":1}"]);
+    expect(r.json).toEqual(["from the page", '{"n":1}']);
     expect(r.binary).toEqual([[0, 255, 7]]);
     expect(r.live.at(-1)).toBe("pushed from node");
-    expect(r.consumers).toEqual([["live", 0], ["tab", 1]]);
+    expect(r.consumers).toEqual([
+      ["live", 0],
+      ["tab", 1],
+    ]);
     await tab.close();
   }, 60_000);
 

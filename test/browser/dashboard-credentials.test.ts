@@ -49,7 +49,11 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
 
     // The server down: no answer, said so (not a credentials or page problem); back up, the banner goes.
     await env.server.stop();
-    await expect.poll(() => banner.textContent(), { timeout: 10_000 }).toMatch(new RegExp(`^No answer from the v-queue server at 127\\.0\\.0\\.1:${env.server.port} \\(.+\\): it is down, restarting, or unreachable from here\\.$`));
+    await expect
+      .poll(() => banner.textContent(), { timeout: 10_000 })
+      .toMatch(
+        new RegExp(`^No answer from the v-queue server at 127\\.0\\.0\\.1:${env.server.port} \\(.+\\): it is down, restarting, or unreachable from here\\.$`),
+      );
     expect(await page.locator("#status").textContent()).toBe("Retrying…");
     await env.server.restart();
     await expect.poll(() => banner.isVisible(), { timeout: 10_000 }).toBe(false);
@@ -63,16 +67,21 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
     // A real 500: a queue's partition declaration damaged on disk, read by its message browser.
     writeFileSync(join(env.server.dir, "damaged_info_partitions"), "not a declaration");
     await page.goto(withCredentials("#/queues/damaged/browse"));
-    await expect.poll(() => banner.textContent(), { timeout: 10_000 }).toMatch(/^The v-queue server failed \(HTTP 500, E_CORRUPT\): The partition declaration of queue "damaged" .* is damaged/);
+    await expect
+      .poll(() => banner.textContent(), { timeout: 10_000 })
+      .toMatch(/^The v-queue server failed \(HTTP 500, E_CORRUPT\): The partition declaration of queue "damaged" .* is damaged/);
     await page.goto(withCredentials("#/"));
     await expect.poll(() => banner.isVisible(), { timeout: 10_000 }).toBe(false);
 
     // The admin's password changed meanwhile: the credentials the page has are refused; changed back, they pass again.
-    const users = (admin: typeof ADMIN) => writeFileSync(env.server.configFile, JSON.stringify({ durability: "none", syncCommits: true, auth: { users: [admin] } }));
+    const users = (admin: typeof ADMIN) =>
+      writeFileSync(env.server.configFile, JSON.stringify({ durability: "none", syncCommits: true, auth: { users: [admin] } }));
     await env.server.stop();
     users({ ...ADMIN, password: "changed" });
     await env.server.restart();
-    await expect.poll(() => banner.textContent(), { timeout: 10_000 }).toBe("The server refused the credentials (Wrong username or password.): reload the page to sign in again.");
+    await expect
+      .poll(() => banner.textContent(), { timeout: 10_000 })
+      .toBe("The server refused the credentials (Wrong username or password.): reload the page to sign in again.");
     await env.server.stop();
     users(ADMIN);
     await env.server.restart();
@@ -90,7 +99,12 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
         const url = new URL(request.url);
         const headers = new Headers(request.headers);
         headers.delete("accept-encoding");
-        const answer = await fetch(`${env.server.url}${url.pathname}${url.search}`, { method: request.method, headers, body: request.body, duplex: "half" } as RequestInit).catch(() => undefined);
+        const answer = await fetch(`${env.server.url}${url.pathname}${url.search}`, {
+          method: request.method,
+          headers,
+          body: request.body,
+          duplex: "half",
+        } as RequestInit).catch(() => undefined);
         if (!answer) return new Response("<html><body><h1>502 Bad Gateway</h1></body></html>", { status: 502, headers: { "content-type": "text/html" } });
         const answerHeaders = new Headers(answer.headers);
         answerHeaders.delete("content-encoding");
@@ -104,7 +118,9 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
       await page.goto(proxy.url!);
       await page.locator("#queue-rows tr").first().waitFor({ timeout: 10_000 });
       await env.server.stop();
-      await expect.poll(() => page.locator("#banner").textContent(), { timeout: 10_000 }).toBe("The server answered HTTP 502 with no v-queue error: something in front of v-queue (a proxy, the host app) answered in its place.");
+      await expect
+        .poll(() => page.locator("#banner").textContent(), { timeout: 10_000 })
+        .toBe("The server answered HTTP 502 with no v-queue error: something in front of v-queue (a proxy, the host app) answered in its place.");
       await env.server.restart();
       await expect.poll(() => page.locator("#banner").isVisible(), { timeout: 10_000 }).toBe(false);
       // Chromium itself logs the 502's "Failed to load resource": that one is expected, nothing else.

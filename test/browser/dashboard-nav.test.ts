@@ -18,10 +18,14 @@ it("loads a queue page chosen while the list's poll is still in flight (a slow l
     await route.continue().catch(() => {});
   });
   const detail: string[] = [];
-  page.on("request", (r) => { if (r.url().includes("/queues/orders/overview")) detail.push(r.url()); });
+  page.on("request", (r) => {
+    if (r.url().includes("/queues/orders/overview")) detail.push(r.url());
+  });
   await page.goto(`${s.url}/`);
   await page.waitForTimeout(300); // the list's first poll is in flight
-  await page.evaluate(() => { location.hash = "#/queues/orders"; });
+  await page.evaluate(() => {
+    location.hash = "#/queues/orders";
+  });
   await page.locator("table[aria-label=Parts] tbody tr").first().waitFor({ timeout: 10_000 });
   expect(detail.length).toBeGreaterThan(0);
   expect(problems).toEqual([]);

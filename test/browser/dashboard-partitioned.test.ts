@@ -37,7 +37,12 @@ it("a partitioned queue: the browser reads every partition or one, each message 
 
   // The queue's page: its partitions (each linked to its own page), no parts of its own, and its partitions' dead-letter queues.
   const leased = await client.lease("events", "workers", { max: 1 });
-  await client.nack("events", "workers", leased.map((m) => m.lease), { deadLetter: true, error: "bad" });
+  await client.nack(
+    "events",
+    "workers",
+    leased.map((m) => m.lease),
+    { deadLetter: true, error: "bad" },
+  );
   const dead = `events.p${leased[0]!.partition}.dead`;
   await page.goto(`${s.url}/#/queues/events`);
   await expect.poll(() => page.locator("table[aria-label=Partitions] tbody tr").count(), { timeout: 10_000 }).toBe(3);

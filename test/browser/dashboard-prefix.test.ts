@@ -87,7 +87,9 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     await expect.poll(() => polls, { timeout: 10_000 }).toBeGreaterThan(whileHidden);
 
     // A 403 (rights taken away meanwhile), then the server back to normal.
-    await page.route("**/api/v1/overview?*", (route) => route.fulfill({ status: 403, json: { error: { code: "E_FORBIDDEN", message: 'User "admin" has no read right.' } } }));
+    await page.route("**/api/v1/overview?*", (route) =>
+      route.fulfill({ status: 403, json: { error: { code: "E_FORBIDDEN", message: 'User "admin" has no read right.' } } }),
+    );
     await expect.poll(() => page.locator("#banner").textContent(), { timeout: 10_000 }).toBe('Not allowed: User "admin" has no read right.');
     expect(await page.locator("#banner").isVisible()).toBe(true);
     await page.unroute("**/api/v1/overview?*");
@@ -115,7 +117,9 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
       rights: ["read", "write", "admin"],
       history: { t, produce: t.map((_, j) => (i + j) % 13), consume: t.map((_, j) => (i * j) % 11), lag: t.map(() => 0) },
     }));
-    await page.route("**/_queue/api/v1/overview?*", (route) => route.fulfill({ json: { version: "x", user: "admin", rights: ["read", "write", "admin"], startedAt: 0, sampledAt: Date.now(), sampleMs: 1000, queues } }));
+    await page.route("**/_queue/api/v1/overview?*", (route) =>
+      route.fulfill({ json: { version: "x", user: "admin", rights: ["read", "write", "admin"], startedAt: 0, sampledAt: Date.now(), sampleMs: 1000, queues } }),
+    );
     await page.goto(`${url}/_queue/`);
     // The first 200 rows, and a button for the rest.
     await expect.poll(() => page.locator("#queue-rows tr th a").count(), { timeout: 10_000 }).toBe(200);

@@ -30,7 +30,16 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await page.goto(`${env.server.url}/`);
     const row = page.locator("#queue-rows tr", { has: page.locator("a", { hasText: /^orders$/ }) });
     await expect.poll(() => row.locator("td").nth(0).textContent(), { timeout: 10_000 }).toBe("3");
-    expect(await page.locator("table.queues thead th").allTextContents()).toEqual(["Queue▲", "Messages", "Worst lag", "Size", "Parts", "Produce/s", "Consume/s", "in out"]);
+    expect(await page.locator("table.queues thead th").allTextContents()).toEqual([
+      "Queue▲",
+      "Messages",
+      "Worst lag",
+      "Size",
+      "Parts",
+      "Produce/s",
+      "Consume/s",
+      "in out",
+    ]);
     // Worst lag: billing has 2 messages to go.
     await expect.poll(() => row.locator("td.lag").textContent(), { timeout: 10_000 }).toBe("2billing");
     expect(await page.locator("#queue-rows tr").count()).toBe(2);
@@ -154,7 +163,11 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
     await page.goto(`${env.server.url}/#/queues/tasks.dead/browse`);
     await page.locator(".message").nth(2).waitFor({ timeout: 10_000 });
-    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => [n.getAttribute("data-kind"), n.hasAttribute("data-dead-letter")]))).toEqual([["json", true], ["text", true], ["bytes", true]]);
+    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => [n.getAttribute("data-kind"), n.hasAttribute("data-dead-letter")]))).toEqual([
+      ["json", true],
+      ["text", true],
+      ["bytes", true],
+    ]);
     // The bodies as the browser shows the original messages (the same as in the next test).
     const bodies = await page.locator(".message .body").allTextContents();
     expect(bodies[0]).toBe(JSON.stringify({ nested: { a: [1, 2] } }, null, 2));
@@ -162,7 +175,11 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(bodies[2]).toMatch(/^00000000 {2}00 01 02 ff 41 42 .*\|\.\.\.\.AB\|$/);
     expect(await page.locator(".message header .badge.dead").allTextContents()).toEqual(["Dead letter", "Dead letter", "Dead letter"]);
     // Their sizes: the original bodies'.
-    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => n.querySelectorAll("header .muted")[1]?.textContent))).toEqual(["22 B", "15 B", "6 B"]);
+    expect(await page.locator(".message").evaluateAll((nodes) => nodes.map((n) => n.querySelectorAll("header .muted")[1]?.textContent))).toEqual([
+      "22 B",
+      "15 B",
+      "6 B",
+    ]);
     const first = page.locator(".message").first().locator(".letter");
     expect(await first.locator("dt").allTextContents()).toEqual(["From", "Delivered", "Dead-lettered", "Last error"]);
     const details = await first.locator("dd").allTextContents();
@@ -193,7 +210,10 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(bodies[2]).toMatch(/^00000000 {2}00 01 02 ff 41 42 .*\|\.\.\.\.AB\|$/);
     await screenshots(page, "browser");
     // Pages of 10, the next one under them; then from a part and seq, then the newest.
-    await env.admin.produce("browse", Array.from({ length: 22 }, (_, i) => `m${i + 4}`));
+    await env.admin.produce(
+      "browse",
+      Array.from({ length: 22 }, (_, i) => `m${i + 4}`),
+    );
     await page.locator("select[name=limit]").selectOption("10");
     await page.getByRole("button", { name: "Show" }).click();
     await expect.poll(() => page.locator(".message").count()).toBe(10);
@@ -210,13 +230,18 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await expect.poll(() => page.locator(".message header strong").first().textContent()).toBe("#16");
     // From a date and time, in the browser's time zone: an hour ahead, nothing yet; an hour ago, every message.
     await page.locator("#browse-from").selectOption("time");
-    for (const [offset, expected] of [[3_600_000, "No messages here."], [-3_600_000, "#1"]] as const) {
+    for (const [offset, expected] of [
+      [3_600_000, "No messages here."],
+      [-3_600_000, "#1"],
+    ] as const) {
       await page.locator("input[name=time]").evaluate((input: HTMLInputElement, ms) => {
         const d = new Date(Date.now() + ms);
         input.value = new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
       }, offset);
       await page.getByRole("button", { name: "Show" }).click();
-      await expect.poll(() => page.locator(".messages > :first-child").evaluate((n) => n.querySelector("header strong")?.textContent ?? n.textContent)).toBe(expected);
+      await expect
+        .poll(() => page.locator(".messages > :first-child").evaluate((n) => n.querySelector("header strong")?.textContent ?? n.textContent))
+        .toBe(expected);
     }
     // Nothing moved: no consumer was created by reading.
     expect((await env.admin.consumers("browse")).consumers).toEqual([]);

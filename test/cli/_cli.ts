@@ -22,13 +22,17 @@ export interface CliRun {
 function cleanEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
   // vitest sets TEST and may set CI / FORCE_COLOR: the CLI must decide on colour by itself.
-  for (const key of ["NO_COLOR", "FORCE_COLOR", "TEST", "CI", "NODE_ENV", "CONSOLA_LEVEL", "VQUEUE_USER", "VQUEUE_DIR", "VQUEUE_PORT", "VQUEUE_USERS"]) delete base[key];
+  for (const key of ["NO_COLOR", "FORCE_COLOR", "TEST", "CI", "NODE_ENV", "CONSOLA_LEVEL", "VQUEUE_USER", "VQUEUE_DIR", "VQUEUE_PORT", "VQUEUE_USERS"])
+    delete base[key];
   for (const key of Object.keys(base)) if (key.startsWith("VITEST")) delete base[key];
   return { ...base, ...env };
 }
 
 /** Starts the CLI (on Node unless told); the caller reads its output and waits for its exit. */
-export function startCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; runtime?: Runtime } = {}): { child: ChildProcess; output: () => CliRun; exited: Promise<CliRun> } {
+export function startCli(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string; runtime?: Runtime } = {},
+): { child: ChildProcess; output: () => CliRun; exited: Promise<CliRun> } {
   if (!existsSync(DIST)) throw new Error("Build first: npm run build (bin/v-queue.mjs imports dist/cli.mjs).");
   const { command, args: argv } = scriptCommand(BIN, args, options.runtime ?? "node");
   const child = spawn(command, argv, { cwd: options.cwd, env: cleanEnv(options.env ?? {}), stdio: ["pipe", "pipe", "pipe"] });
@@ -57,7 +61,8 @@ export async function until(read: () => CliRun, predicate: (run: CliRun) => bool
     const run = read();
     if (predicate(run)) return run;
     // Exited without it: no use waiting.
-    if (Date.now() > deadline || run.code !== null) throw new Error(`${run.code === null ? "timed out" : `exited with ${run.code}`}; stdout: ${run.stdout}\nstderr: ${run.stderr}`);
+    if (Date.now() > deadline || run.code !== null)
+      throw new Error(`${run.code === null ? "timed out" : `exited with ${run.code}`}; stdout: ${run.stdout}\nstderr: ${run.stderr}`);
     await sleep(25);
   }
 }

@@ -57,7 +57,14 @@ describe("v-queue purge and delete", () => {
   });
 
   it("through --url, with the admin right", async () => {
-    const s = await startServer({ auth: { users: [{ username: "admin", password: "p" }, { username: "rw", password: "r", admin: false }] } });
+    const s = await startServer({
+      auth: {
+        users: [
+          { username: "admin", password: "p" },
+          { username: "rw", password: "r", admin: false },
+        ],
+      },
+    });
     const auth = ["--url", s.url, "--user", "admin:p"];
     await cli(["push", "q", "a", "b", ...auth]);
     expect((await cli(["consume", "q", "c", ...auth])).stdout).toBe("a\nb\n");

@@ -50,7 +50,12 @@ describe("v-queue browse", () => {
     expect(heads.length).toBe(8);
     for (const head of heads) expect(head).toMatch(/^p[0-2] 0:[1-8] offset \d+ text$/);
     const one = await cli(["browse", "p", "--partition", "1", "--dir", dir]);
-    expect(one.stdout.split("\n").filter((line) => / offset /.test(line)).every((line) => line.startsWith("p1 "))).toBe(true);
+    expect(
+      one.stdout
+        .split("\n")
+        .filter((line) => / offset /.test(line))
+        .every((line) => line.startsWith("p1 ")),
+    ).toBe(true);
     const bad = await cli(["browse", "p", "--partition", "3", "--dir", dir]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("Invalid partition 3");

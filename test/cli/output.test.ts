@@ -59,7 +59,11 @@ describe("stat --json", () => {
   const server = useServer(tempDir);
 
   it("has one shape on the files and through --url", async () => {
-    await fetch(`${server.url}/api/v1/queues/orders/messages`, { method: "POST", body: JSON.stringify({ messages: ["a", "b", "c"] }), headers: { "content-type": "application/json" } });
+    await fetch(`${server.url}/api/v1/queues/orders/messages`, {
+      method: "POST",
+      body: JSON.stringify({ messages: ["a", "b", "c"] }),
+      headers: { "content-type": "application/json" },
+    });
     await fetch(`${server.url}/api/v1/queues/orders/consumers/billing/messages?max_messages=2`);
     await fetch(`${server.url}/api/v1/queues/orders/consumers/billing/commit`, { method: "POST" });
     const viaUrl = JSON.parse((await cli(["stat", "--json", "--url", server.url])).stdout) as unknown;
@@ -73,7 +77,9 @@ describe("stat --json", () => {
         parts: 1,
         messages: 3,
         bytes: expect.any(Number),
-        consumers: [{ name: "billing", kind: "ordered", part: 0, position: expect.any(Number), count: 2, lag: 1, cursor: expect.stringMatching(/^0\.\d+\.2$/) }],
+        consumers: [
+          { name: "billing", kind: "ordered", part: 0, position: expect.any(Number), count: 2, lag: 1, cursor: expect.stringMatching(/^0\.\d+\.2$/) },
+        ],
       },
     ]);
     const text = await cli(["stat", "orders", "--url", server.url]);

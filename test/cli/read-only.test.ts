@@ -76,7 +76,8 @@ describe("consume --no-commit (a peek) leaves no consumer", SLOW, () => {
 
     it("under a new name: the server's consumer goes when the peek ends; an existing one stays where it was", async () => {
       for (const body of ["a", "b"]) await fetch(`${server.url}/api/v1/queues/jobs/messages`, { method: "POST", body });
-      const names = async () => ((await (await fetch(`${server.url}/api/v1/queues/jobs/consumers`)).json()) as { consumers: { name: string }[] }).consumers.map((c) => c.name);
+      const names = async () =>
+        ((await (await fetch(`${server.url}/api/v1/queues/jobs/consumers`)).json()) as { consumers: { name: string }[] }).consumers.map((c) => c.name);
       const peek = await cli(["consume", "jobs", "peeker", "--no-commit", "--url", server.url]);
       expect(peek.code, peek.stderr).toBe(0);
       expect(lines(peek.stdout)).toEqual(["a", "b"]);

@@ -13,10 +13,17 @@ const SECRET_BODY = "card-4111-1111";
 describe("request log of the HTTP app (logRequests)", () => {
   it("info: one line per request that changes state; warn: refused logins and rights; debug: the rest", async () => {
     const logged: Record<"error" | "warn" | "info" | "debug", string[]> = { error: [], warn: [], info: [], debug: [] };
-    const logger = Object.fromEntries(Object.keys(logged).map((level) => [level, (...args: unknown[]) => logged[level as keyof typeof logged].push(args.join(" "))])) as unknown as Console;
+    const logger = Object.fromEntries(
+      Object.keys(logged).map((level) => [level, (...args: unknown[]) => logged[level as keyof typeof logged].push(args.join(" "))]),
+    ) as unknown as Console;
     const handler = createQueueHandler({
       driver: memoryDriver({ name: `log-${Math.random()}` }),
-      auth: { users: [{ username: "admin", password: "pw-admin" }, { username: "reader", password: "pw-reader", write: false }] },
+      auth: {
+        users: [
+          { username: "admin", password: "pw-admin" },
+          { username: "reader", password: "pw-reader", write: false },
+        ],
+      },
       logRequests: true,
       logger,
     });
@@ -37,7 +44,8 @@ describe("request log of the HTTP app (logRequests)", () => {
     } finally {
       await handler.close();
     }
-    const shape = (method: string, path: string, status: number, user: string) => new RegExp(`^\\[v-queue\\] ${method} ${path.replace(/[.?]/g, "\\$&")} ${status} \\d+\\.\\d ms user="${user}" ip=`);
+    const shape = (method: string, path: string, status: number, user: string) =>
+      new RegExp(`^\\[v-queue\\] ${method} ${path.replace(/[.?]/g, "\\$&")} ${status} \\d+\\.\\d ms user="${user}" ip=`);
     expect(logged.info).toHaveLength(5);
     expect(logged.info[0]).toMatch(shape("POST", `${q}/messages`, 201, "admin"));
     expect(logged.info[1]).toMatch(shape("POST", `${q}/consumers/c/commit`, 200, "admin"));
@@ -56,7 +64,10 @@ describe("request log of the HTTP app (logRequests)", () => {
   it("is off by default", async () => {
     const lines: unknown[] = [];
     const push = (...args: unknown[]) => void lines.push(args);
-    const handler = createQueueHandler({ driver: memoryDriver({ name: `log-${Math.random()}` }), logger: { error: push, warn: push, info: push, debug: push } as unknown as Console });
+    const handler = createQueueHandler({
+      driver: memoryDriver({ name: `log-${Math.random()}` }),
+      logger: { error: push, warn: push, info: push, debug: push } as unknown as Console,
+    });
     await handler.fetch(new Request("http://localhost/api/v1/queues/q/messages", { method: "POST", body: "x" }));
     await handler.close();
     expect(lines).toEqual([]);
@@ -71,8 +82,12 @@ describe("v-queue serve", () => {
     try {
       const started = await until(run.output, (r) => /on http:\/\/127\.0\.0\.1:\d+/.test(r.stdout + r.stderr));
       const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(started.stdout + started.stderr)![1]!;
-      expect((await fetch(`${url}/api/v1/queues/orders/messages`, { method: "POST", body: SECRET_BODY, headers: basic("admin", "pw-admin") })).status).toBe(201);
-      expect((await fetch(`${url}/api/v1/queues/orders/messages`, { method: "POST", body: SECRET_BODY, headers: basic("admin", "nope-nope") })).status).toBe(401);
+      expect((await fetch(`${url}/api/v1/queues/orders/messages`, { method: "POST", body: SECRET_BODY, headers: basic("admin", "pw-admin") })).status).toBe(
+        201,
+      );
+      expect((await fetch(`${url}/api/v1/queues/orders/messages`, { method: "POST", body: SECRET_BODY, headers: basic("admin", "nope-nope") })).status).toBe(
+        401,
+      );
       const out = await until(run.output, (r) => /auth failed/.test(r.stdout + r.stderr));
       const text = out.stdout + out.stderr;
       expect(text).toMatch(/POST \/api\/v1\/queues\/orders\/messages 201 \d+\.\d ms user="admin" ip=(::ffff:)?127\.0\.0\.1/);

@@ -58,7 +58,10 @@ describe("the config schema", () => {
       }),
     ).toEqual([]);
     expect(configProblems({ auth: false, cors: false })).toEqual([]);
-    expect(configProblems({ maxConsumers: 0, consumerIdleMs: -1 })).toEqual(["Invalid maxConsumers 0: use an integer from 1 up.", "Invalid consumerIdleMs -1: use an integer from 0 up."]);
+    expect(configProblems({ maxConsumers: 0, consumerIdleMs: -1 })).toEqual([
+      "Invalid maxConsumers 0: use an integer from 1 up.",
+      "Invalid consumerIdleMs -1: use an integer from 0 up.",
+    ]);
   });
 
   it("checks retention, the default and each queue's, with the path of every problem", () => {
@@ -113,7 +116,10 @@ describe("v-queue serve fails at start with a clear message", () => {
   });
 
   it("on a config with a user without a password, an unknown key and a wrong type: all of them", async () => {
-    const output = await serve([], { durabilty: "none", auth: { users: [{ username: "admin" }, { username: "billing", password: "s3cret", read: "orders" }] } });
+    const output = await serve([], {
+      durabilty: "none",
+      auth: { users: [{ username: "admin" }, { username: "billing", password: "s3cret", read: "orders" }] },
+    });
     expect(output).toContain("3 problems in the configuration");
     expect(output).toContain('Unknown key "durabilty" (did you mean "durability"?)');
     expect(output).toContain("Missing auth.users[0].password.");
@@ -125,7 +131,10 @@ describe("v-queue serve fails at start with a clear message", () => {
     const output = await serve(["--host", "0.0.0.0"]);
     expect(output).toContain("Refusing to serve on 0.0.0.0 without auth: anyone who can reach it could read, change and delete queues.");
     expect(output).toContain("--no-auth");
-    for (const [args, env] of [[["--no-auth"], {}], [[], { VQUEUE_NO_AUTH: "1" }]] as const) {
+    for (const [args, env] of [
+      [["--no-auth"], {}],
+      [[], { VQUEUE_NO_AUTH: "1" }],
+    ] as const) {
       const root = await tempDir();
       const run = startCli(["serve", "--port", "0", "--host", "0.0.0.0", "--dir", join(root, "d"), ...args], { cwd: root, env });
       try {
@@ -159,7 +168,10 @@ describe("serve with a compressionDictionary file", () => {
     expect(run.stderr).toContain(`Cannot read compressionDictionary "./logs.dict" (${join(root, "logs.dict")}): no such file`);
     expect(run.stderr).not.toMatch(STACK);
     writeFileSync(join(root, "tiny.dict"), "tiny");
-    const short = await cli(["serve", "--port", "0", "--dir", join(root, "d"), "--compression-dictionary", "tiny.dict"], { cwd: root, env: { VQUEUE_COMPRESSION: "zstd" } });
+    const short = await cli(["serve", "--port", "0", "--dir", join(root, "d"), "--compression-dictionary", "tiny.dict"], {
+      cwd: root,
+      env: { VQUEUE_COMPRESSION: "zstd" },
+    });
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('Invalid compressionDictionary "tiny.dict" of 4 bytes: use at least 8 bytes of content.');
   });
@@ -168,9 +180,14 @@ describe("serve with a compressionDictionary file", () => {
     const root = await tempDir();
     const dict = readFileSync(join(import.meta.dirname, "..", "fixtures", "v3", "dict.trained"));
     writeFileSync(join(root, "logs.dict"), dict);
-    const server = startCli(["serve", "--port", "0", "--dir", join(root, "d"), "--no-auth", "--compression", "zstd"], { cwd: root, env: { VQUEUE_COMPRESSION_DICTIONARY: "./logs.dict" } });
+    const server = startCli(["serve", "--port", "0", "--dir", join(root, "d"), "--no-auth", "--compression", "zstd"], {
+      cwd: root,
+      env: { VQUEUE_COMPRESSION_DICTIONARY: "./logs.dict" },
+    });
     try {
-      const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec((await until(server.output, (r) => /on http:\/\/127/.test(r.stdout + r.stderr))).stdout + server.output().stderr)![1]!;
+      const url = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(
+        (await until(server.output, (r) => /on http:\/\/127/.test(r.stdout + r.stderr))).stdout + server.output().stderr,
+      )![1]!;
       const line = JSON.stringify({ level: "info", service: "checkout", msg: "request completed in 12 ms", http: { method: "GET", status: 200 } });
       expect((await fetch(`${url}/api/v1/queues/logs/messages`, { method: "POST", body: line, headers: { "content-type": "text/plain" } })).status).toBe(201);
       expect(readFileSync(join(root, "d", "logs-0", "logs_dict"))).toEqual(dict);

@@ -48,7 +48,11 @@ describe("v-queue shared consumers on the files (--dir)", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ part: 0, offset: 52, seq: 3, type: "string", data: "c", deliveries: 1 });
     expect((await cli(["lease", "q", "w", "--ack", "--dir", dir])).stdout).toBe("");
 
-    for (const args of [["ack", "q", "w", "0.0.1"], ["nack", "q", "w", "0.0.1", "--dead"], ["extend", "q", "w", "0.0.1"]]) {
+    for (const args of [
+      ["ack", "q", "w", "0.0.1"],
+      ["nack", "q", "w", "0.0.1", "--dead"],
+      ["extend", "q", "w", "0.0.1"],
+    ]) {
       const run = await cli([...args, "--dir", dir]);
       expect(run.code, args[0]).toBe(1);
       expect(run.stderr).toContain("go through a server (--url");
@@ -78,11 +82,29 @@ describe("v-queue shared consumers on the files (--dir)", () => {
 
     const text = await cli(["stat", "q", "--dir", dir]);
     expect(text.stdout).toContain("consumer o (ordered): part 0, position 26, read 1 in part, lag 3\n");
-    expect(text.stdout).toContain("consumer s (shared): ack floor part 0, position 0, read 0 in part, lag 3; 2 pending (1 redelivered, at most 2 deliveries), 1 acked above the floor, 0 dead-lettered, oldest unacked 0.0 (seq 1, 2 deliveries)\n");
+    expect(text.stdout).toContain(
+      "consumer s (shared): ack floor part 0, position 0, read 0 in part, lag 3; 2 pending (1 redelivered, at most 2 deliveries), 1 acked above the floor, 0 dead-lettered, oldest unacked 0.0 (seq 1, 2 deliveries)\n",
+    );
     const [q] = JSON.parse((await cli(["stat", "q", "--json", "--dir", dir])).stdout);
     expect(q.consumers).toEqual([
       { name: "o", kind: "ordered", part: 0, position: 26, count: 1, lag: 3, cursor: "0.26.1" },
-      { name: "s", kind: "shared", part: 0, position: 0, count: 0, lag: 3, cursor: "0.0.0", shared: { ackedAboveFloor: 1, pending: 2, redelivered: 1, maxDeliveries: 2, deadLettered: 0, oldestUnacked: { part: 0, offset: 0, seq: 1, deliveries: 2 } } },
+      {
+        name: "s",
+        kind: "shared",
+        part: 0,
+        position: 0,
+        count: 0,
+        lag: 3,
+        cursor: "0.0.0",
+        shared: {
+          ackedAboveFloor: 1,
+          pending: 2,
+          redelivered: 1,
+          maxDeliveries: 2,
+          deadLettered: 0,
+          oldestUnacked: { part: 0, offset: 0, seq: 1, deliveries: 2 },
+        },
+      },
     ]);
   });
 
@@ -102,8 +124,23 @@ describe("v-queue shared consumers on the files (--dir)", () => {
     expect((await cli(["dlq", "q.dead", "--dir", dir])).stdout).toBe(listed.stdout);
     const stat = JSON.parse((await cli(["stat", "q.dead", "--json", "--dir", dir])).stdout);
     expect(stat[0].consumers).toEqual([]);
-    const json = (await cli(["dlq", "q", "--json", "--max", "1", "--dir", dir])).stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
-    expect(json).toEqual([{ part: 0, offset: 0, seq: 1, origin: { queue: "q", consumer: "s", part: 0, offset: 0, seq: 1 }, deliveries: 1, error: "it broke\non two lines", at: expect.any(String), type: "string", data: "first" }]);
+    const json = (await cli(["dlq", "q", "--json", "--max", "1", "--dir", dir])).stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    expect(json).toEqual([
+      {
+        part: 0,
+        offset: 0,
+        seq: 1,
+        origin: { queue: "q", consumer: "s", part: 0, offset: 0, seq: 1 },
+        deliveries: 1,
+        error: "it broke\non two lines",
+        at: expect.any(String),
+        type: "string",
+        data: "first",
+      },
+    ]);
 
     const missing = await cli(["dlq", "nope", "--dir", dir]);
     expect(missing.code).toBe(1);
@@ -135,7 +172,9 @@ describe("v-queue shared consumers through a server (--url)", () => {
     const [ta, tb, tc] = leased.stdout.split("\n").map((line) => line.split(" ")[0]!);
 
     const stat = await cli(["stat", "jobs", ...url]);
-    expect(stat.stdout).toContain("consumer w (shared): ack floor part 0, position 0, read 0 in part, lag 4; 3 in flight, 0 redeliveries and 0 dead-lettered since the server opened it, oldest unacked 0.0 (seq 1)");
+    expect(stat.stdout).toContain(
+      "consumer w (shared): ack floor part 0, position 0, read 0 in part, lag 4; 3 in flight, 0 redeliveries and 0 dead-lettered since the server opened it, oldest unacked 0.0 (seq 1)",
+    );
 
     const acked = await cli(["ack", "jobs", "w", ta!, "9.9.9", ...url]);
     expect(acked.code).toBe(1); // one of the two was refused
@@ -149,7 +188,15 @@ describe("v-queue shared consumers through a server (--url)", () => {
 
     // c went to the dead-letter queue, b waits an hour: d comes next, as JSON.
     const json = await cli(["lease", "jobs", "w", "--json", "--wait", "1s", ...url]);
-    expect(JSON.parse(json.stdout)).toMatchObject({ part: 0, offset: 78, seq: 4, type: "string", data: "d", deliveries: 1, lease: expect.stringMatching(/^0\.78\.\d+$/) });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      part: 0,
+      offset: 78,
+      seq: 4,
+      type: "string",
+      data: "d",
+      deliveries: 1,
+      lease: expect.stringMatching(/^0\.78\.\d+$/),
+    });
     const badToken = await cli(["ack", "jobs", "w", "nope", ...url]);
     expect(badToken.code).toBe(1);
     expect(badToken.stderr).toContain('Invalid lease "nope"');

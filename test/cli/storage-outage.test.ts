@@ -33,12 +33,24 @@ describe.skipIf(!redisTestsRun("serve through a storage outage"))("serve through
     // ioredis gives up on a command after its retries (about 10 s): the server says so and tries again.
     await until(run.output, (r) => r.stderr.includes("The storage failed at start"), 60_000);
     expect(run.output().code).toBeNull();
-    expect(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.status, () => "refused")).toBe("refused");
+    expect(
+      await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.status,
+        () => "refused",
+      ),
+    ).toBe("refused");
 
     const redis = await launchRedis(redisPort, dir);
     stops.push(() => terminate(redis));
     const deadline = Date.now() + 30_000;
-    while (!(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) && Date.now() < deadline) await sleep(100);
+    while (
+      !(await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )) &&
+      Date.now() < deadline
+    )
+      await sleep(100);
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/queues/events/messages`, { method: "POST", body: "hello", headers: { "partition-key": "k" } });
     expect(res.status).toBe(201);
     const info = (await (await fetch(`http://127.0.0.1:${port}/api/v1/queues/events`)).json()) as { partitions?: number; messages?: number };

@@ -102,7 +102,8 @@ describe("v-queue tail on the files", () => {
 
 describe("through a server (--url)", () => {
   const server = useServer(tempDir);
-  const consumers = async (queue: string) => ((await (await fetch(`${server.url}/api/v1/queues/${queue}/consumers`)).json()) as { consumers: { name: string }[] }).consumers.map((c) => c.name);
+  const consumers = async (queue: string) =>
+    ((await (await fetch(`${server.url}/api/v1/queues/${queue}/consumers`)).json()) as { consumers: { name: string }[] }).consumers.map((c) => c.name);
   const produce = (queue: string, body: string) => fetch(`${server.url}/api/v1/queues/${queue}/messages`, { method: "POST", body });
 
   it("tail follows from the end, two at once, and leaves no consumer", async () => {
@@ -134,7 +135,11 @@ describe("through a server (--url)", () => {
   });
 
   it("consume prints bytes with the base64: marker, and as type object in JSON, as on the files", async () => {
-    await fetch(`${server.url}/api/v1/queues/blobs/messages`, { method: "POST", body: new Uint8Array([0, 1, 255]), headers: { "content-type": "application/octet-stream" } });
+    await fetch(`${server.url}/api/v1/queues/blobs/messages`, {
+      method: "POST",
+      body: new Uint8Array([0, 1, 255]),
+      headers: { "content-type": "application/octet-stream" },
+    });
     await produce("blobs", "plain");
     const text = await cli(["consume", "blobs", "t", "--url", server.url, "--no-commit"]);
     expect(lines(text.stdout)).toEqual(["base64:AAH/", "plain"]);

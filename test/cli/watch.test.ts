@@ -88,7 +88,10 @@ describe("v-queue stat --watch", () => {
     // `exec`: script(1) runs the command through $SHELL -c, and a shell that stays (dash does) is
     // in the terminal's foreground group too: the Ctrl-C would kill it, and script report 130.
     const command = `exec ${[process.execPath, BIN, "stat", "--watch", "--interval", "200ms", "--dir", dir].map((a) => `'${a}'`).join(" ")}`;
-    const child = spawn("script", ["-qefc", command, "/dev/null"], { env: { ...process.env, SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "100", LINES: "30" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-qefc", command, "/dev/null"], {
+      env: { ...process.env, SHELL: "/bin/sh", TERM: "xterm", COLUMNS: "100", LINES: "30" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
     const exited = new Promise<number | null>((resolve) => child.once("close", resolve));

@@ -47,7 +47,10 @@ export async function startServerProcess(config: Record<string, unknown> = {}): 
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
-      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return;
       if (Date.now() > deadline) {
         // Nobody holds it yet (the caller gets no handle to stop): it would outlive the run.

@@ -1,6 +1,5 @@
 import { sleep } from "../helpers/sleep";
 
-
 /** Resolves once `check` holds (polled), or fails after `ms`. */
 export async function until(check: () => boolean, ms = 5000): Promise<void> {
   const end = Date.now() + ms;

@@ -34,7 +34,12 @@ describe("client: browsing a dead-letter queue", () => {
     const vq = createClient({ baseURL: s.url });
     await vq.produce("jobs", ["one", "two", "three"]);
     const leased = await vq.lease("jobs", "w", { max: 3 });
-    await vq.nack("jobs", "w", leased.map((m) => m.lease), { deadLetter: true, error: "bad input" });
+    await vq.nack(
+      "jobs",
+      "w",
+      leased.map((m) => m.lease),
+      { deadLetter: true, error: "bad input" },
+    );
     const page = await vq.browse<{ error?: string }>("jobs.dead", { from: "latest", limit: 2, json: true });
     expect(page.messages).toHaveLength(2);
     expect(page.messages.map((m) => (m.json ? m.data.error : undefined))).toEqual(["bad input", "bad input"]);

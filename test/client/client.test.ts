@@ -70,12 +70,20 @@ describe("client SDK against the standalone server", () => {
     await client.produce("seen", ["a", "b"]);
     const overview = await client.overview({ history: 5 });
     expect(overview).toMatchObject({ user: "admin", rights: ["read", "write", "admin"] });
-    expect(overview.queues.find((q) => q.name === "seen")).toMatchObject({ messages: 2, parts: 1, consumers: 0, rights: ["read", "write", "admin"], history: { t: expect.any(Array) } });
+    expect(overview.queues.find((q) => q.name === "seen")).toMatchObject({
+      messages: 2,
+      parts: 1,
+      consumers: 0,
+      rights: ["read", "write", "admin"],
+      history: { t: expect.any(Array) },
+    });
     expect((await client.overview()).queues.find((q) => q.name === "seen")?.history).toBeUndefined();
     const read = await client.consume("seen", "c", { maxMessages: 1 });
     await client.commit("seen", "c", read.cursor);
     // From the monitor's last sample: the consumer shows from the next one (every second).
-    await expect.poll(async () => (await client.queueOverview("seen")).consumers.find((c) => c.name === "c"), { timeout: 5000 }).toMatchObject({ kind: "ordered", lag: 1, cursor: read.cursor });
+    await expect
+      .poll(async () => (await client.queueOverview("seen")).consumers.find((c) => c.name === "c"), { timeout: 5000 })
+      .toMatchObject({ kind: "ordered", lag: 1, cursor: read.cursor });
     const detail = await client.queueOverview("seen", { history: 3 });
     expect(detail.queue).toMatchObject({ name: "seen", history: { t: expect.any(Array) } });
     expect(detail.parts).toHaveLength(1);
@@ -242,7 +250,10 @@ describe("client SDK against the standalone server", () => {
 
   it("subscribe fetches the next batch while the body works: a break loses none of it, a quiet queue still commits", async () => {
     const client = admin();
-    await client.produce("ahead", Array.from({ length: 10 }, (_, i) => `m${i}`));
+    await client.produce(
+      "ahead",
+      Array.from({ length: 10 }, (_, i) => `m${i}`),
+    );
     const first: unknown[] = [];
     for await (const message of client.subscribe("ahead", "w", { maxMessages: 5 })) {
       if (message.data === "m3") break; // m5..m9 were already requested and handed out
@@ -269,7 +280,10 @@ describe("client SDK against the standalone server", () => {
 
   it("subscribe over many batches leaves no listener behind on the caller's signal", async () => {
     const client = admin();
-    await client.produce("many", Array.from({ length: 400 }, (_, i) => `m${i}`));
+    await client.produce(
+      "many",
+      Array.from({ length: 400 }, (_, i) => `m${i}`),
+    );
     const controller = new AbortController();
     let seen = 0;
     let most = 0;
@@ -294,7 +308,10 @@ describe("client SDK against the standalone server", () => {
     };
     const client = createClient({ baseURL: server.url, auth: { username: "admin", password: "s3cret" }, fetch: recording });
     const total = 300;
-    await client.produce("durable", Array.from({ length: total }, (_, i) => `m${i}`));
+    await client.produce(
+      "durable",
+      Array.from({ length: total }, (_, i) => `m${i}`),
+    );
     const controller = new AbortController();
     const seen: string[] = [];
     let restarted: Promise<void> | undefined;

@@ -82,20 +82,24 @@ afterAll(async () => {
 
 describe("the built declarations type-check in a project without @types/node", () => {
   for (const [name, project] of Object.entries(PROJECTS)) {
-    it(name, () => {
-      const options: ts.CompilerOptions = { ...project, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true, skipLibCheck: false, types: [] };
-      const host = ts.createCompilerHost(options);
-      // @types/node is in the project's node_modules, above the consumer: hide it, so a
-      // reference to it from our declarations fails as it would in a project without it.
-      const hidden = (path: string) => /[\\/]node_modules[\\/]@types[\\/]node([\\/]|$)/.test(path);
-      const { fileExists, directoryExists } = host;
-      host.fileExists = (path) => !hidden(path) && fileExists.call(host, path);
-      host.directoryExists = (path) => !hidden(path) && (directoryExists?.call(host, path) ?? true);
-      const program = ts.createProgram([join(dir, "index.ts")], options, host);
-      const diagnostics = ts.formatDiagnostics(ts.getPreEmitDiagnostics(program), host);
-      expect(diagnostics).toBe("");
-      const files = program.getSourceFiles().map((f) => f.fileName.slice(dir.length + 1));
-      expect(files).toEqual(expect.arrayContaining(["node_modules/v-queue/dist/index.d.mts", "node_modules/v-queue/dist/client.d.mts"]));
-    }, 60_000);
+    it(
+      name,
+      () => {
+        const options: ts.CompilerOptions = { ...project, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true, skipLibCheck: false, types: [] };
+        const host = ts.createCompilerHost(options);
+        // @types/node is in the project's node_modules, above the consumer: hide it, so a
+        // reference to it from our declarations fails as it would in a project without it.
+        const hidden = (path: string) => /[\\/]node_modules[\\/]@types[\\/]node([\\/]|$)/.test(path);
+        const { fileExists, directoryExists } = host;
+        host.fileExists = (path) => !hidden(path) && fileExists.call(host, path);
+        host.directoryExists = (path) => !hidden(path) && (directoryExists?.call(host, path) ?? true);
+        const program = ts.createProgram([join(dir, "index.ts")], options, host);
+        const diagnostics = ts.formatDiagnostics(ts.getPreEmitDiagnostics(program), host);
+        expect(diagnostics).toBe("");
+        const files = program.getSourceFiles().map((f) => f.fileName.slice(dir.length + 1));
+        expect(files).toEqual(expect.arrayContaining(["node_modules/v-queue/dist/index.d.mts", "node_modules/v-queue/dist/client.d.mts"]));
+      },
+      60_000,
+    );
   }
 });

@@ -33,7 +33,12 @@ describe("subscribe()'s message iterator", () => {
   it("hands out every message in order, each finished before the next, and ends with its batches", async () => {
     const trace = fresh();
     const seen: number[] = [];
-    for await (const n of new MessageIterator(source(trace), (n) => void trace.finished.push(n), () => false)) seen.push(n);
+    for await (const n of new MessageIterator(
+      source(trace),
+      (n) => void trace.finished.push(n),
+      () => false,
+    ))
+      seen.push(n);
     expect(seen).toEqual([1, 2, 3, 4, 5]);
     expect(trace.finished).toEqual([1, 2, 3, 4, 5]);
     expect(trace.closed).toBe(true);
@@ -41,7 +46,12 @@ describe("subscribe()'s message iterator", () => {
 
   it("a break finishes nothing past the message in hand, and closes the batches (their finally runs)", async () => {
     const trace = fresh();
-    for await (const n of new MessageIterator(source(trace), (n) => void trace.finished.push(n), () => false)) if (n === 2) break;
+    for await (const n of new MessageIterator(
+      source(trace),
+      (n) => void trace.finished.push(n),
+      () => false,
+    ))
+      if (n === 2) break;
     expect(trace.finished).toEqual([1]);
     expect(trace.closed).toBe(true);
     expect(trace.asked).toBe(1); // the next batch was never asked for
@@ -50,7 +60,12 @@ describe("subscribe()'s message iterator", () => {
   it("a throw in the body ends it the same way, and the error reaches the caller", async () => {
     const trace = fresh();
     const run = async () => {
-      for await (const n of new MessageIterator(source(trace), (n) => void trace.finished.push(n), () => false)) if (n === 4) throw new Error("boom");
+      for await (const n of new MessageIterator(
+        source(trace),
+        (n) => void trace.finished.push(n),
+        () => false,
+      ))
+        if (n === 4) throw new Error("boom");
     };
     await expect(run()).rejects.toThrow("boom");
     expect(trace.finished).toEqual([1, 2, 3]);
@@ -61,7 +76,12 @@ describe("subscribe()'s message iterator", () => {
     const trace = fresh();
     const seen: number[] = [];
     const run = async () => {
-      for await (const n of new MessageIterator(source(trace, new Error("down")), () => undefined, () => false)) seen.push(n);
+      for await (const n of new MessageIterator(
+        source(trace, new Error("down")),
+        () => undefined,
+        () => false,
+      ))
+        seen.push(n);
     };
     await expect(run()).rejects.toThrow("down");
     expect(seen).toEqual([1, 2, 3]);
@@ -85,7 +105,11 @@ describe("subscribe()'s message iterator", () => {
 
   it("next() called again without waiting: the calls are answered in order, none twice", async () => {
     const trace = fresh();
-    const it = new MessageIterator(source(trace), (n) => void trace.finished.push(n), () => false);
+    const it = new MessageIterator(
+      source(trace),
+      (n) => void trace.finished.push(n),
+      () => false,
+    );
     const results = await Promise.all(Array.from({ length: 7 }, () => it.next()));
     expect(results.map((r) => (r.done ? "end" : r.value))).toEqual([1, 2, 3, 4, 5, "end", "end"]);
     expect(await it.return()).toEqual({ value: undefined, done: true });

@@ -67,7 +67,10 @@ describe("client retries of safe calls", () => {
       sent.push(Date.now());
       if (busy-- > 0) {
         const status = busy === 1 ? 503 : 429;
-        return new Response(JSON.stringify({ error: { code: status === 503 ? "E_BUSY" : "E_PARAM", message: "busy" } }), { status, headers: { "content-type": "application/json", "retry-after": "1" } });
+        return new Response(JSON.stringify({ error: { code: status === 503 ? "E_BUSY" : "E_PARAM", message: "busy" } }), {
+          status,
+          headers: { "content-type": "application/json", "retry-after": "1" },
+        });
       }
       return fetch(input, init);
     };
@@ -105,7 +108,9 @@ describe("client retries of safe calls", () => {
     expect(outcome).not.toBe("still retrying");
     expect(isAbortError(outcome)).toBe(true);
     // Options that would retry without end or spin are refused at once.
-    expect(() => createClient({ baseURL: url, retryTimeoutMs: Number.NaN })).toThrow(new TypeError("Invalid client option retryTimeoutMs: NaN; it takes a number of ms from 0 up (Infinity: no end)."));
+    expect(() => createClient({ baseURL: url, retryTimeoutMs: Number.NaN })).toThrow(
+      new TypeError("Invalid client option retryTimeoutMs: NaN; it takes a number of ms from 0 up (Infinity: no end)."),
+    );
     expect(() => createClient({ baseURL: url, retryDelay: -1 })).toThrow(/option retryDelay: -1; it takes a number of ms above 0/);
     expect(() => createClient({ baseURL: url, produceRetry: 1.5 })).toThrow(/option produceRetry/);
   });

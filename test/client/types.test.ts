@@ -1,5 +1,14 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { createClient, type ClientMessage, type ConsumeOptions, type ConsumeResult, type JsonValue, type MessageJSON, type ProduceMessage, type SubscribeOptions } from "../../client/index";
+import {
+  createClient,
+  type ClientMessage,
+  type ConsumeOptions,
+  type ConsumeResult,
+  type JsonValue,
+  type MessageJSON,
+  type ProduceMessage,
+  type SubscribeOptions,
+} from "../../client/index";
 
 /**
  * The client's public types. Checked by `npm run typecheck` (tsc covers test/): an

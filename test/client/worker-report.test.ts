@@ -102,7 +102,12 @@ describe("worker(): options and what it prints", () => {
     );
     await until(() => seen.includes("a2") && seen.includes("b2"), 10_000);
     await worker.stop();
-    expect(told).toEqual(expect.arrayContaining(["backoff(1) gave a throw: bad backoff, not a number of ms from 0 up: 100 ms instead", "backoff(1) gave NaN, not a number of ms from 0 up: 100 ms instead"]));
+    expect(told).toEqual(
+      expect.arrayContaining([
+        "backoff(1) gave a throw: bad backoff, not a number of ms from 0 up: 100 ms instead",
+        "backoff(1) gave NaN, not a number of ms from 0 up: 100 ms instead",
+      ]),
+    );
     await s.close();
   });
 });

@@ -106,7 +106,12 @@ describe("client: shared consumers", () => {
     expect(errors.map((e) => (e as Error).message)).toEqual(expect.arrayContaining(["flaky", "always broken"]));
     const dead = await clientOf(s).consume("q.dead", "look", { maxMessages: 10 });
     expect(dead.messages).toHaveLength(1);
-    expect(parseDeadLetter(dead.messages[0] as unknown as Message)).toMatchObject({ origin: { queue: "q", consumer: "w" }, deliveries: 3, error: "always broken", data: "m2" });
+    expect(parseDeadLetter(dead.messages[0] as unknown as Message)).toMatchObject({
+      origin: { queue: "q", consumer: "w" },
+      deliveries: 3,
+      error: "always broken",
+      data: "m2",
+    });
   });
 
   it("worker(): a handler longer than the lease keeps it (extended); nobody else gets the message meanwhile", async () => {
@@ -257,8 +262,15 @@ describe("client: shared consumers", () => {
       expect(await client.ack("q", "w", [got[0]!.lease, got[2]!.lease, got[4]!.lease])).toEqual({ acked: 3, errors: [] });
       await server.restart("SIGKILL");
       const again = await client.lease("q", "w", { max: 10 });
-      expect(again.map((m) => [m.data, m.deliveries])).toEqual([["b", 2], ["d", 2]]);
-      await client.ack("q", "w", again.map((m) => m.lease));
+      expect(again.map((m) => [m.data, m.deliveries])).toEqual([
+        ["b", 2],
+        ["d", 2],
+      ]);
+      await client.ack(
+        "q",
+        "w",
+        again.map((m) => m.lease),
+      );
       await server.restart("SIGKILL");
       expect(await client.lease("q", "w", { max: 10 })).toEqual([]);
     } finally {

@@ -13,7 +13,12 @@ import { sleep } from "../helpers/sleep";
 
 type Ref = { part: number; offset: number; lease: number };
 /** Acks as another instance posts them. */
-const postAcks = (driver: QueueDriver, refs: Ref[], sync = false) => new InboxPoster(driver, "other1", sync).post("q", "work", refs.map((ref) => ({ kind: "ack", ref })));
+const postAcks = (driver: QueueDriver, refs: Ref[], sync = false) =>
+  new InboxPoster(driver, "other1", sync).post(
+    "q",
+    "work",
+    refs.map((ref) => ({ kind: "ack", ref })),
+  );
 
 /** Waits until `check` holds, looking every 20 ms, for a few inbox rounds at most. */
 async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {

@@ -167,7 +167,12 @@ export function adminTests(setup: () => Promise<EngineTestContext> | EngineTestC
     const { driver, reopen } = await setup();
     await fill(driver, "q", [3, 3]);
     await drain(driver, "q", "c");
-    const results = await Promise.allSettled([purgeQueue(driver, "q", quiet), purgeQueue(reopen(), "q", quiet), deleteQueue(reopen(), "q"), QueueWriter.open("q", { driver: reopen(), ...quiet })]);
+    const results = await Promise.allSettled([
+      purgeQueue(driver, "q", quiet),
+      purgeQueue(reopen(), "q", quiet),
+      deleteQueue(reopen(), "q"),
+      QueueWriter.open("q", { driver: reopen(), ...quiet }),
+    ]);
     for (const r of results) if (r.status === "rejected") expect(["E_LOCKED", "E_NOT_FOUND"]).toContain((r.reason as VQueueError).code);
     const writer = results[3].status === "fulfilled" ? results[3].value : undefined;
     await writer?.close();

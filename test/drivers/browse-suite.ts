@@ -48,7 +48,10 @@ export function browseTests(setup: () => Promise<EngineTestContext> | EngineTest
     expect(seen).toEqual([...texts(7), new Uint8Array([0, 255])]);
     expect(pages).toBe(3);
     const first = await browse(driver, { limit: 2 });
-    expect(first.messages.map((m) => [m.part, m.seq, m.type])).toEqual([[0, 1, "string"], [0, 2, "string"]]);
+    expect(first.messages.map((m) => [m.part, m.seq, m.type])).toEqual([
+      [0, 1, "string"],
+      [0, 2, "string"],
+    ]);
     // The cursor is the position after the last message: the next page starts with the one after it.
     expect((await browse(driver, { from: first.next!, limit: 1 })).messages.map((m) => m.data)).toEqual(["m2"]);
     expect(await listConsumers(driver, "q")).toEqual([]);
@@ -77,7 +80,10 @@ export function browseTests(setup: () => Promise<EngineTestContext> | EngineTest
     const time = Date.now();
     await sleep(30);
     await fill(driver, [2], true);
-    expect((await browse(driver, { from: { time } })).messages.map((m) => [m.part, m.seq])).toEqual([[1, 1], [1, 2]]);
+    expect((await browse(driver, { from: { time } })).messages.map((m) => [m.part, m.seq])).toEqual([
+      [1, 1],
+      [1, 2],
+    ]);
     expect((await browse(driver, { from: { time: new Date(time).toISOString() } })).messages).toHaveLength(2);
     expect((await browse(driver, { from: { time: time + 60_000 } })).messages).toEqual([]);
   });
@@ -137,7 +143,10 @@ export function browseTests(setup: () => Promise<EngineTestContext> | EngineTest
 
   it("part details: one call scans at most 32 parts not seen yet, newest first; the next calls fill in the rest", async () => {
     const { driver } = await setup();
-    await fill(driver, Array.from({ length: 40 }, () => 1));
+    await fill(
+      driver,
+      Array.from({ length: 40 }, () => 1),
+    );
     forgetPartDetails();
     const parts = (await queueTotals(driver, "q"))!.parts();
     const first = await partDetails(driver, "q", parts);

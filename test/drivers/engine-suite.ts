@@ -47,7 +47,12 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       const { driver } = await setup();
       const q = await writer(driver);
       const positions = await q.pushBatch(["hello", new Uint8Array([0, 1, 254, 255]), { a: [1, "é"] }, "ünïcødé ✓ 🚀"]);
-      expect(positions.map((p) => [p.part, p.seq])).toEqual([[0, 1], [0, 2], [0, 3], [0, 4]]);
+      expect(positions.map((p) => [p.part, p.seq])).toEqual([
+        [0, 1],
+        [0, 2],
+        [0, 3],
+        [0, 4],
+      ]);
       expect(positions[0]!.offset).toBe(0);
       expect(positions[1]!.offset).toBe(25 + 5);
       const c = await consumer(driver);
@@ -146,7 +151,10 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       expect((await slow.read({ max: 1 })).map((m) => m.data)).toEqual(["1"]);
       await slow.commit();
       const stats = await inspectQueue(driver, "q");
-      expect(stats?.consumers.map((c) => [c.name, c.count, c.lag])).toEqual([["fast", 4, 0], ["slow", 1, 3]]);
+      expect(stats?.consumers.map((c) => [c.name, c.count, c.lag])).toEqual([
+        ["fast", 4, 0],
+        ["slow", 1, 3],
+      ]);
     });
 
     it("rolls to a new part when the writer reopens, and consumers cross parts", async () => {
@@ -341,7 +349,13 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       const end = positionAfter(read[1]!);
       const all = positionAfter(read[3]!);
       // The reader's own position with another count too.
-      for (const bad of [`0.5.1`, `0.${end.position - 1}.${end.count}`, `0.${end.position}.${end.count + 1}`, `0.${end.position}.0`, `0.${all.position}.${all.count + 1}`]) {
+      for (const bad of [
+        `0.5.1`,
+        `0.${end.position - 1}.${end.count}`,
+        `0.${end.position}.${end.count + 1}`,
+        `0.${end.position}.0`,
+        `0.${all.position}.${all.count + 1}`,
+      ]) {
         await expect(c.commit(bad)).rejects.toMatchObject({ code: "E_CURSOR" });
       }
       expect(c.committed).toMatchObject({ part: 0, position: 0, count: 0 });
@@ -444,28 +458,39 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
     });
 
     // Both zstd implementations (README, "Compression"), and across: parts written by one are read by the other.
-    it.for(ZSTD_PAIRS)('compression: "zstd" writes a v3 part with its dictionary, read back by another instance, bodies compressed (zstd $name)', async ({ writer: w, reader: r, skip }, test) => {
-      if (skip) test.skip("the native zstd (zstd-napi) did not build here");
-      const ctx = await setup();
-      const lines = Array.from({ length: 400 }, (_, i) => JSON.stringify({ ts: 1_700_000_000_000 + i, level: i % 7 ? "info" : "warn", service: ["checkout", "search"][i % 2], msg: `request ${i} completed in ${i % 97} ms`, user: { id: `u_${(i * 7919) % 10_000}` } }));
-      const q = await writer(ctx.driver, "q", { compression: "zstd", compressionSampleBytes: 8192, zstd: w.zstd });
-      for (let i = 0; i < lines.length; i += 50) await q.pushBatch([...lines.slice(i, i + 50), "tiny", new Uint8Array(300).fill(7)]);
-      await q.close();
-      const want = Array.from({ length: 8 }, (_, b) => [...lines.slice(b * 50, b * 50 + 50), "tiny", "07".repeat(300)]).flat();
-      const problems: QueueProblem[] = [];
-      const c = await consumer(ctx.reopen(), "q", "c", { onProblem: (p) => problems.push(p), zstd: r.zstd });
-      const got: Message[] = [];
-      for (let batch = await c.read({ max: 1000 }); batch.length > 0; batch = await c.read({ max: 1000 })) got.push(...batch);
-      expect(got.map((m) => (typeof m.data === "string" ? m.data : Buffer.from(m.data).toString("hex")))).toEqual(want);
-      expect(problems).toEqual([]);
-      expect(got.filter((m) => m.stored !== undefined).length).toBeGreaterThan(300);
-      expect((await ctx.driver.readRecord("q-0/q_dict"))!.length).toBeGreaterThan(0);
-      const stats = (await inspectQueue(ctx.driver, "q"))!;
-      expect(stats.messages).toBe(want.length);
-      // The first 8 KiB are stored raw while the dictionary is learnt: the part as a whole shrinks by a third or more.
-      const uncompressed = want.reduce((sum, m) => sum + 25 + (m.length === 600 && m.startsWith("0707") ? 300 : m.length), 0);
-      expect(stats.bytes).toBeLessThan(uncompressed * 0.67);
-    });
+    it.for(ZSTD_PAIRS)(
+      'compression: "zstd" writes a v3 part with its dictionary, read back by another instance, bodies compressed (zstd $name)',
+      async ({ writer: w, reader: r, skip }, test) => {
+        if (skip) test.skip("the native zstd (zstd-napi) did not build here");
+        const ctx = await setup();
+        const lines = Array.from({ length: 400 }, (_, i) =>
+          JSON.stringify({
+            ts: 1_700_000_000_000 + i,
+            level: i % 7 ? "info" : "warn",
+            service: ["checkout", "search"][i % 2],
+            msg: `request ${i} completed in ${i % 97} ms`,
+            user: { id: `u_${(i * 7919) % 10_000}` },
+          }),
+        );
+        const q = await writer(ctx.driver, "q", { compression: "zstd", compressionSampleBytes: 8192, zstd: w.zstd });
+        for (let i = 0; i < lines.length; i += 50) await q.pushBatch([...lines.slice(i, i + 50), "tiny", new Uint8Array(300).fill(7)]);
+        await q.close();
+        const want = Array.from({ length: 8 }, (_, b) => [...lines.slice(b * 50, b * 50 + 50), "tiny", "07".repeat(300)]).flat();
+        const problems: QueueProblem[] = [];
+        const c = await consumer(ctx.reopen(), "q", "c", { onProblem: (p) => problems.push(p), zstd: r.zstd });
+        const got: Message[] = [];
+        for (let batch = await c.read({ max: 1000 }); batch.length > 0; batch = await c.read({ max: 1000 })) got.push(...batch);
+        expect(got.map((m) => (typeof m.data === "string" ? m.data : Buffer.from(m.data).toString("hex")))).toEqual(want);
+        expect(problems).toEqual([]);
+        expect(got.filter((m) => m.stored !== undefined).length).toBeGreaterThan(300);
+        expect((await ctx.driver.readRecord("q-0/q_dict"))!.length).toBeGreaterThan(0);
+        const stats = (await inspectQueue(ctx.driver, "q"))!;
+        expect(stats.messages).toBe(want.length);
+        // The first 8 KiB are stored raw while the dictionary is learnt: the part as a whole shrinks by a third or more.
+        const uncompressed = want.reduce((sum, m) => sum + 25 + (m.length === 600 && m.startsWith("0707") ? 300 : m.length), 0);
+        expect(stats.bytes).toBeLessThan(uncompressed * 0.67);
+      },
+    );
 
     adminTests(setup);
     sharedTests(setup);

@@ -55,15 +55,33 @@ describe("fs driver, leased locks", () => {
     expect(file.storageKey).toBe(driver.storageKey);
   });
 
-  it.skipIf(SIGNALS_END_CHILD)("a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record", async () => {
-    const dir = await freshDir();
-    await expectStaleWriterFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS, insideMutex(dir));
-  }, 30_000);
+  it.skipIf(SIGNALS_END_CHILD)(
+    "a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record",
+    async () => {
+      const dir = await freshDir();
+      await expectStaleWriterFenced(
+        [`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)],
+        fsDriver({ dir, lockLeaseMs: LEASE_MS }),
+        LEASE_MS,
+        insideMutex(dir),
+      );
+    },
+    30_000,
+  );
 
-  it.skipIf(SIGNALS_END_CHILD)("a stale consumer cannot overwrite the new holder's saved position", async () => {
-    const dir = await freshDir();
-    await expectStaleConsumerFenced([`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)], fsDriver({ dir, lockLeaseMs: LEASE_MS }), LEASE_MS, insideMutex(dir));
-  }, 30_000);
+  it.skipIf(SIGNALS_END_CHILD)(
+    "a stale consumer cannot overwrite the new holder's saved position",
+    async () => {
+      const dir = await freshDir();
+      await expectStaleConsumerFenced(
+        [`fs:${dir}?lease=${LEASE_MS}`, "-", String(LEASE_MS)],
+        fsDriver({ dir, lockLeaseMs: LEASE_MS }),
+        LEASE_MS,
+        insideMutex(dir),
+      );
+    },
+    30_000,
+  );
 
   it("a running holder keeps its lock past many leases; a killed one's is free at once", async () => {
     const dir = await freshDir();
@@ -102,20 +120,26 @@ describe("fs driver, leased locks", () => {
     }
   }, 60_000);
 
-  it.skipIf(SIGNALS_END_CHILD)("never takes the lock of a live process that runs without leases, paused or not", async () => {
-    const dir = await freshDir();
-    const child = startScript(FENCE_CHILD, "writer", `fs:${dir}`, "-", "0");
-    try {
-      await child.waitFor((l) => l === "ack 5");
-      child.process.kill("SIGSTOP");
-      await sleep(LEASE_MS * 2);
-      // Its lock file has no lease to run out: taking it would make two unfenced writers.
-      await expect(QueueWriter.open("fq", { driver: fsDriver({ dir, lockLeaseMs: LEASE_MS }) })).rejects.toThrow(expect.objectContaining({ code: "E_LOCKED" }));
-    } finally {
-      child.process.kill("SIGKILL");
-      await child.exited;
-    }
-  }, 30_000);
+  it.skipIf(SIGNALS_END_CHILD)(
+    "never takes the lock of a live process that runs without leases, paused or not",
+    async () => {
+      const dir = await freshDir();
+      const child = startScript(FENCE_CHILD, "writer", `fs:${dir}`, "-", "0");
+      try {
+        await child.waitFor((l) => l === "ack 5");
+        child.process.kill("SIGSTOP");
+        await sleep(LEASE_MS * 2);
+        // Its lock file has no lease to run out: taking it would make two unfenced writers.
+        await expect(QueueWriter.open("fq", { driver: fsDriver({ dir, lockLeaseMs: LEASE_MS }) })).rejects.toThrow(
+          expect.objectContaining({ code: "E_LOCKED" }),
+        );
+      } finally {
+        child.process.kill("SIGKILL");
+        await child.exited;
+      }
+    },
+    30_000,
+  );
 
   it("says how a held lock was lost: taken over (with the new holder's epoch), or gone with nobody holding it", async () => {
     const dir = await freshDir();

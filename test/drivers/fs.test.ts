@@ -68,33 +68,36 @@ describe("fs driver", () => {
 
   // Node's fs/promises runs on libuv's pool of UV_THREADPOOL_SIZE threads, which this test fills;
   // Bun's and Deno's are their own, of other sizes.
-  it.skipIf(currentRuntime !== "node")("reads a small record without the thread pool (a sample of 10,000 position files costs no pool trips), a larger one through it", async () => {
-    const dir = await freshDir();
-    const driver = fsDriver({ dir, inlineIOBytes: 1024 });
-    await writeFile(join(dir, "small"), "q;c;0;12;3;1\n");
-    await writeFile(join(dir, "large"), "x".repeat(2048));
-    // Every pool thread stuck in open() of a FIFO no one writes to (a pool has at most 1,024 threads; 4 unless UV_THREADPOOL_SIZE says more).
-    const threads = Math.min(1024, Number(process.env.UV_THREADPOOL_SIZE) || 4);
-    const fifos = Array.from({ length: threads }, (_, i) => join(dir, `fifo${i}`));
-    execFileSync("mkfifo", fifos);
-    const stuck = fifos.map((fifo) => readFile(fifo));
-    const large = driver.readRecord("large");
-    const inTime = <T>(read: Promise<T>) => Promise.race([read.then((value) => ({ value })), sleep(2000).then(() => "pool busy" as const)]);
-    let small, missing, largeWhileBusy;
-    try {
-      small = await inTime(driver.readRecord("small").then((bytes) => bytes && new TextDecoder().decode(bytes)));
-      missing = await inTime(driver.readRecord("missing"));
-      largeWhileBusy = await inTime(large);
-    } finally {
-      // Each FIFO given a writer that closes at once: the pool is free again.
-      for (const fifo of fifos) await openWriterOnce(fifo);
-      await Promise.all(stuck);
-    }
-    expect(small).toEqual({ value: "q;c;0;12;3;1\n" });
-    expect(missing).toEqual({ value: undefined });
-    expect(largeWhileBusy).toBe("pool busy");
-    expect((await large)?.length).toBe(2048);
-  });
+  it.skipIf(currentRuntime !== "node")(
+    "reads a small record without the thread pool (a sample of 10,000 position files costs no pool trips), a larger one through it",
+    async () => {
+      const dir = await freshDir();
+      const driver = fsDriver({ dir, inlineIOBytes: 1024 });
+      await writeFile(join(dir, "small"), "q;c;0;12;3;1\n");
+      await writeFile(join(dir, "large"), "x".repeat(2048));
+      // Every pool thread stuck in open() of a FIFO no one writes to (a pool has at most 1,024 threads; 4 unless UV_THREADPOOL_SIZE says more).
+      const threads = Math.min(1024, Number(process.env.UV_THREADPOOL_SIZE) || 4);
+      const fifos = Array.from({ length: threads }, (_, i) => join(dir, `fifo${i}`));
+      execFileSync("mkfifo", fifos);
+      const stuck = fifos.map((fifo) => readFile(fifo));
+      const large = driver.readRecord("large");
+      const inTime = <T>(read: Promise<T>) => Promise.race([read.then((value) => ({ value })), sleep(2000).then(() => "pool busy" as const)]);
+      let small, missing, largeWhileBusy;
+      try {
+        small = await inTime(driver.readRecord("small").then((bytes) => bytes && new TextDecoder().decode(bytes)));
+        missing = await inTime(driver.readRecord("missing"));
+        largeWhileBusy = await inTime(large);
+      } finally {
+        // Each FIFO given a writer that closes at once: the pool is free again.
+        for (const fifo of fifos) await openWriterOnce(fifo);
+        await Promise.all(stuck);
+      }
+      expect(small).toEqual({ value: "q;c;0;12;3;1\n" });
+      expect(missing).toEqual({ value: undefined });
+      expect(largeWhileBusy).toBe("pool busy");
+      expect((await large)?.length).toBe(2048);
+    },
+  );
 
   it("never touches a path outside its directory", async () => {
     const dir = await freshDir();

@@ -30,7 +30,9 @@ describe("a lease lock's release", () => {
     await lock.release();
     expect(told).toHaveBeenCalledTimes(1);
     expect(lock.lost!.reason).toMatchObject({ code: "E_LOCKED" });
-    expect((lock.lost!.reason as Error).message).toMatch(/taken over by another holder \(epoch 7\), not renewed for 5\d{3} ms \(this process was paused or cut off past its lease of 1000 ms\)/);
+    expect((lock.lost!.reason as Error).message).toMatch(
+      /taken over by another holder \(epoch 7\), not renewed for 5\d{3} ms \(this process was paused or cut off past its lease of 1000 ms\)/,
+    );
     expect(calls.renew).toBe(1);
   });
 
@@ -38,7 +40,9 @@ describe("a lease lock's release", () => {
     const { lock } = lease(5000, "expired");
     await lock.release();
     expect(lock.lost!.reason).toMatchObject({ code: "E_LOCKED" });
-    expect((lock.lost!.reason as Error).message).toMatch(/it expired, not renewed for 5\d{3} ms .*nobody took it since: opened again, it is taken anew \(a new epoch\)/);
+    expect((lock.lost!.reason as Error).message).toMatch(
+      /it expired, not renewed for 5\d{3} ms .*nobody took it since: opened again, it is taken anew \(a new epoch\)/,
+    );
     expect((lock.lost!.reason as Error).message).not.toMatch(/another holder/);
   });
 

@@ -25,7 +25,8 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       vi.restoreAllMocks();
       for (const x of open.splice(0).reverse()) await x.close().catch(() => {});
     });
-    const writer = async (driver: QueueDriver, options: Parameters<typeof QueueWriter.open>[1] = {}) => track(await QueueWriter.open("q", { driver, durability: "none", indexInterval: 10, ...options }));
+    const writer = async (driver: QueueDriver, options: Parameters<typeof QueueWriter.open>[1] = {}) =>
+      track(await QueueWriter.open("q", { driver, durability: "none", indexInterval: 10, ...options }));
     const consumer = async (driver: QueueDriver, consumerName = "c", options: Parameters<typeof QueueConsumer.open>[2] = {}) =>
       track(await QueueConsumer.open("q", consumerName, { driver, syncCommits: false, ...options }));
     /** m000, m001, ...: one size, so that parts of ten are 290 bytes. */
@@ -151,12 +152,18 @@ export function describeLifeOnDriver(name: string, setup: () => Promise<EngineTe
       const ctx = await setup();
       await partsOfTen(ctx, 4, 2); // parts 0..3 sealed, part 4 current
       const result = await pruneQueue(ctx.driver, "q", { maxParts: 2 });
-      expect(result.deleted.map((p) => [p.part, p.messages])).toEqual([[0, 10], [1, 10], [2, 10]]);
+      expect(result.deleted.map((p) => [p.part, p.messages])).toEqual([
+        [0, 10],
+        [1, 10],
+        [2, 10],
+      ]);
       expect(result.messages).toBe(30);
       expect(result.bytes).toBe(3 * 290);
       expect(await listParts(ctx.driver, "q")).toEqual([3, 4]);
       // The current part is never deleted, whatever the limits say.
-      expect((await pruneQueue(ctx.driver, "q", { maxParts: 1, maxBytes: 1, maxAgeMs: 1 }, { now: Date.now() + 10_000_000 })).deleted.map((p) => p.part)).toEqual([3]);
+      expect(
+        (await pruneQueue(ctx.driver, "q", { maxParts: 1, maxBytes: 1, maxAgeMs: 1 }, { now: Date.now() + 10_000_000 })).deleted.map((p) => p.part),
+      ).toEqual([3]);
       expect(await listParts(ctx.driver, "q")).toEqual([4]);
       expect((await pruneQueue(ctx.driver, "q", { maxParts: 1, maxBytes: 1 })).deleted).toEqual([]);
       const c = await consumer(ctx.reopen());

@@ -15,7 +15,10 @@ describe("pid lock", () => {
   it("is released with no file descriptor left", async () => {
     const path = join(await tempDir(), "c.lock");
     // $0 and "$@": no quoting of paths into the script.
-    const out = execFileSync("bash", ["-c", 'ulimit -n 64 && exec "$0" --import jiti/register "$@"', process.execPath, SCRIPT, path], { encoding: "utf8", timeout: 20_000 });
+    const out = execFileSync("bash", ["-c", 'ulimit -n 64 && exec "$0" --import jiti/register "$@"', process.execPath, SCRIPT, path], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
     expect(JSON.parse(out)).toEqual({ exhausted: "EMFILE", released: true });
     expect(existsSync(path)).toBe(false);
   });

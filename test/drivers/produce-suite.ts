@@ -31,13 +31,21 @@ function withMethod<T extends object>(object: T, name: string, replace: (origina
 /** A driver whose delayed side file of queue "q" is `wrap`ped (slow appends, counted syncs). */
 function wrapDelayed(inner: QueueDriver, wrap: (log: LogFile) => LogFile): QueueDriver {
   return withMethod(inner, "openLog", (openLog) => async (path: string, o: { create: boolean }) => {
-    const log = (await (openLog as QueueDriver["openLog"])(path, o));
+    const log = await (openLog as QueueDriver["openLog"])(path, o);
     return log && path === delayedPath("q") ? wrap(log) : log;
   });
 }
 
 /** Appends to the delayed side file take `ms` (a slow disk or fsync). */
-const slowDelayed = (inner: QueueDriver, ms: number) => wrapDelayed(inner, (log) => withMethod(log, "append", (append) => async (...args: never[]) => (await sleep(ms), append(...args))));
+const slowDelayed = (inner: QueueDriver, ms: number) =>
+  wrapDelayed(inner, (log) =>
+    withMethod(
+      log,
+      "append",
+      (append) =>
+        async (...args: never[]) => (await sleep(ms), append(...args)),
+    ),
+  );
 
 export function produceTests(setup: () => Promise<EngineTestContext> | EngineTestContext): void {
   describe("delayed messages and idempotent produce", () => {
@@ -132,11 +140,25 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
     it("checks the options: delayMs, at, the key, both delays at once, and no messages", async () => {
       const { driver } = await setup();
       const w = await writer(driver);
-      for (const options of [{ delayMs: -1 }, { delayMs: 1.5 }, { delayMs: 400 * 24 * 3600 * 1000 }, { at: "tomorrow" }, { at: Date.now() + 400 * 24 * 3600 * 1000 }, { delayMs: 1, at: 1 }, { key: "" }, { key: "x".repeat(256) }, { key: "tab\there" }, { key: "é" }]) {
+      for (const options of [
+        { delayMs: -1 },
+        { delayMs: 1.5 },
+        { delayMs: 400 * 24 * 3600 * 1000 },
+        { at: "tomorrow" },
+        { at: Date.now() + 400 * 24 * 3600 * 1000 },
+        { delayMs: 1, at: 1 },
+        { key: "" },
+        { key: "x".repeat(256) },
+        { key: "tab\there" },
+        { key: "é" },
+      ]) {
         await expect(w.produce(["x"], options as never), JSON.stringify(options)).rejects.toMatchObject({ code: "E_OPTION" });
       }
       await expect(w.produce([])).rejects.toMatchObject({ code: "E_MESSAGE" });
-      await expect(QueueWriter.open("q2", { driver, idempotencyWindowMs: 10 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("idempotencyWindowMs") });
+      await expect(QueueWriter.open("q2", { driver, idempotencyWindowMs: 10 })).rejects.toMatchObject({
+        code: "E_OPTION",
+        message: expect.stringContaining("idempotencyWindowMs"),
+      });
     });
 
     it("a key accepted once is written once: a replay answers the first result, concurrent ones wait for it, another body too", async () => {
@@ -189,7 +211,7 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       // Moving delayed messages into the queue takes keys for a moment only: the callers' stay.
       await w.produce(["d1", "d2", "d3"], { delayMs: 10 });
       const c = await reader(driver);
-      for (let got = 0, deadline = Date.now() + 5000; got < 3 + 3 && Date.now() < deadline; ) {
+      for (let got = 0, deadline = Date.now() + 5000; got < 3 + 3 && Date.now() < deadline;) {
         await c.wait({ timeoutMs: 500 });
         got += (await c.read({ max: 100 })).length;
       }
@@ -262,11 +284,14 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       }
       const problems: string[] = [];
       const again = await writer(ctx.reopen(), { onProblem: (p) => problems.push(`${p.code} ${p.message}`) });
-      expect(problems).toEqual([expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_idem/), expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_delayed/)]);
+      expect(problems).toEqual([
+        expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_idem/),
+        expect.stringMatching(/^TORN_TAIL 7 bytes at the end of q_info_delayed/),
+      ]);
       expect((await again.produce(["k"], { key: "key" })).replayed).toBe(true);
       const c = await reader(ctx.reopen());
       const got: string[] = [];
-      for (const deadline = Date.now() + 5000; got.length < 2 && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 5000; got.length < 2 && Date.now() < deadline;) {
         await c.wait({ timeoutMs: 500 });
         got.push(...(await readAll(c)));
         await c.commit();
@@ -291,7 +316,7 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const again = await writer(ctx.reopen()); // a restart within the idempotency window
       await again.produce(["second"], { delayMs: 30 });
       const got: string[] = [];
-      for (const deadline = Date.now() + 2000; got.length < 2 && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 2000; got.length < 2 && Date.now() < deadline;) {
         await c.wait({ timeoutMs: 300 });
         got.push(...(await readAll(c)));
         await c.commit();
@@ -378,7 +403,10 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
 
     it("maxDelayed bounds the delayed messages pending: past it a delayed produce is refused (E_FULL), nothing written", async () => {
       const { driver } = await setup();
-      await expect(QueueWriter.open("q2", { driver, maxDelayed: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("maxDelayed") });
+      await expect(QueueWriter.open("q2", { driver, maxDelayed: 0 })).rejects.toMatchObject({
+        code: "E_OPTION",
+        message: expect.stringContaining("maxDelayed"),
+      });
       const w = await writer(driver, { maxDelayed: 3 });
       await w.produce(["a", "b"], { delayMs: 60_000 });
       await expect(w.produce(["c", "d"], { delayMs: 60_000 })).rejects.toMatchObject({ code: "E_FULL", message: expect.stringContaining("maxDelayed") });

@@ -80,9 +80,13 @@ describe.skipIf(!available)("redis driver on a real 6-node Redis Cluster", () =>
         error = caught;
       }
       expect(error).toMatchObject({ code: "E_OPTION" });
-      expect((error as Error).message).toMatch(/cannot use unstorage's redis driver in cluster mode: it lists keys with a SCAN of one node.*Use v-queue\/drivers\/redis/);
+      expect((error as Error).message).toMatch(
+        /cannot use unstorage's redis driver in cluster mode: it lists keys with a SCAN of one node.*Use v-queue\/drivers\/redis/,
+      );
       // Standalone stays allowed.
-      expect(unstorageDriver({ storage: createStorage({ driver: redisStorageDriver({ url: "redis://127.0.0.1:1", lazyConnect: true }) }) }).name).toBe("unstorage");
+      expect(unstorageDriver({ storage: createStorage({ driver: redisStorageDriver({ url: "redis://127.0.0.1:1", lazyConnect: true }) }) }).name).toBe(
+        "unstorage",
+      );
     });
 
     it("is what resolveStorageDriver gives for redis+vq://host:port?cluster=1", async () => {
@@ -96,7 +100,9 @@ describe.skipIf(!available)("redis driver on a real 6-node Redis Cluster", () =>
       expect((await c.read()).map((m) => m.data)).toEqual(["via-spec"]);
       await c.close();
       await driver.dispose?.();
-      await expect(resolveStorageDriver(`redis+vq://127.0.0.1:${port}?clutser=1`)).rejects.toThrow(/unknown parameter "clutser"; use prefix, cluster, lease, replicas, waitMs/);
+      await expect(resolveStorageDriver(`redis+vq://127.0.0.1:${port}?clutser=1`)).rejects.toThrow(
+        /unknown parameter "clutser"; use prefix, cluster, lease, replicas, waitMs/,
+      );
     });
   });
 
@@ -176,7 +182,9 @@ describe.skipIf(!available)("redis driver on a real 6-node Redis Cluster", () =>
       expect(r.reopened).toBeGreaterThan(0);
       // A master acknowledges before its replica has the write: the last writes before the kill
       // can be lost with it. Loopback replication is fast, so this is usually 0; it is reported.
-      console.info(`[redis failover without WAIT] acknowledged ${r.acked.length}, lost ${r.lost.length}${r.lost.length ? ` (${r.lost.join(", ")})` : ""}; problems while reading: ${r.problems.join(", ") || "none"}`);
+      console.info(
+        `[redis failover without WAIT] acknowledged ${r.acked.length}, lost ${r.lost.length}${r.lost.length ? ` (${r.lost.join(", ")})` : ""}; problems while reading: ${r.problems.join(", ") || "none"}`,
+      );
       expect(r.lost.length).toBeLessThan(100); // only writes just before the kill can go
       const seen = r.read.filter((m) => r.acked.includes(m));
       expect(seen).toEqual(r.acked.filter((m) => !r.lost.includes(m)));

@@ -48,7 +48,9 @@ describe("the redis+vq+sentinel storage URL", () => {
     await expect(resolveStorageDriver("redis+vq+sentinel://127.0.0.1:26379,:1/0?name=m")).rejects.toThrow(/sentinel ":1" is not host or host:port/);
     await expect(resolveStorageDriver("redis+vq+sentinel://h:99999?name=m")).rejects.toThrow(/sentinel "h:99999" is not host or host:port/);
     await expect(resolveStorageDriver("redis+vq+sentinel://h/x?name=m")).rejects.toThrow(/the database "x" is not a number/);
-    await expect(resolveStorageDriver("redis+vq+sentinel://h?name=m&cluster=1")).rejects.toThrow(/unknown parameter "cluster"; use prefix, name, lease, replicas, waitMs/);
+    await expect(resolveStorageDriver("redis+vq+sentinel://h?name=m&cluster=1")).rejects.toThrow(
+      /unknown parameter "cluster"; use prefix, name, lease, replicas, waitMs/,
+    );
     await expect(resolveStorageDriver("redis+vq+sentinel://h?name=m&lease=5")).rejects.toThrow(/Invalid lockLeaseMs 5/);
   });
 
@@ -86,7 +88,12 @@ describe.skipIf(!available)("redis driver on a real Redis Sentinel set, the mast
     const hosts = set.sentinels.map((s) => `${s.host}:${s.port}`).join(",");
     const spec = (prefix: string) => `redis+vq+sentinel://${hosts}/0?name=${set.name}&prefix=${prefix}&lease=${LEASE_MS}&replicas=1&waitMs=1000`;
     const producerDriver = await resolveStorageDriver(spec("fo"));
-    const consumerDriver = redisDriver({ redis: { sentinels: set.sentinels, name: set.name }, prefix: "fo", lockLeaseMs: LEASE_MS, waitReplicas: { replicas: 1, timeoutMs: 1000 } });
+    const consumerDriver = redisDriver({
+      redis: { sentinels: set.sentinels, name: set.name },
+      prefix: "fo",
+      lockLeaseMs: LEASE_MS,
+      waitReplicas: { replicas: 1, timeoutMs: 1000 },
+    });
     const fenceDriver = await resolveStorageDriver(spec("fence"));
     drivers.push(producerDriver, consumerDriver, fenceDriver);
 

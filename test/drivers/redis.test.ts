@@ -102,7 +102,10 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       redis.disconnect();
       const fresh = (await driver.lock("f_queue.lock"))!;
       expect(fresh.epoch).toBeGreaterThan(old.epoch!);
-      await expect(log.append(2, new Uint8Array([3]), old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringContaining(`its lock was taken over by another holder (epoch ${fresh.epoch})`) });
+      await expect(log.append(2, new Uint8Array([3]), old)).rejects.toMatchObject({
+        code: "E_FENCED",
+        message: expect.stringContaining(`its lock was taken over by another holder (epoch ${fresh.epoch})`),
+      });
       await expect(log.truncate(0, old)).rejects.toMatchObject({ code: "E_FENCED" });
       // A remove too (retention deleting a part, a journal after compaction): the file stays.
       await expect(driver.remove("f-0", old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringMatching(/refused to remove "f-0"/) });
@@ -125,10 +128,15 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
       // A real pause of this process (its event loop blocked, as SIGSTOP or a long GC would): the key expires meanwhile.
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
       // A write that was past its check before the pause: refused, and told why.
-      await expect(log.append(0, new Uint8Array([1]), old)).rejects.toMatchObject({ code: "E_FENCED", message: expect.stringMatching(/of a stale holder \(epoch \d+\): its lock expired \(nobody holds it now\)/) });
+      await expect(log.append(0, new Uint8Array([1]), old)).rejects.toMatchObject({
+        code: "E_FENCED",
+        message: expect.stringMatching(/of a stale holder \(epoch \d+\): its lock expired \(nobody holds it now\)/),
+      });
       await expect(old.assertHeld!()).rejects.toMatchObject({ code: "E_LOCKED" });
       const { message } = old.lost!.reason as Error;
-      expect(message).toMatch(/Lost the lock "\{paused:p\}:l:p_queue\.lock": it expired, not renewed for \d+ ms \(this process was paused or cut off past its lease of 300 ms\), and nobody took it since/);
+      expect(message).toMatch(
+        /Lost the lock "\{paused:p\}:l:p_queue\.lock": it expired, not renewed for \d+ ms \(this process was paused or cut off past its lease of 300 ms\), and nobody took it since/,
+      );
       expect(Number(/not renewed for (\d+) ms/.exec(message)![1])).toBeGreaterThanOrEqual(1000);
       expect(message).not.toMatch(/another holder/);
       const again = (await driver.lock("p_queue.lock"))!;
@@ -229,12 +237,20 @@ describe.skipIf(!available)("redis driver over a real redis-server", () => {
   });
 
   describe("fencing across processes (a holder paused past its lease: SIGSTOP, SIGCONT)", () => {
-    it.skipIf(SIGNALS_END_CHILD)("a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record", async () => {
-      await expectStaleWriterFenced([server.url, "fence-w", String(LEASE_MS)], driverOn("fence-w", { lockLeaseMs: LEASE_MS }), LEASE_MS);
-    }, 30_000);
+    it.skipIf(SIGNALS_END_CHILD)(
+      "a stale writer's pushes fail with E_FENCED and write nothing after the new writer's first record",
+      async () => {
+        await expectStaleWriterFenced([server.url, "fence-w", String(LEASE_MS)], driverOn("fence-w", { lockLeaseMs: LEASE_MS }), LEASE_MS);
+      },
+      30_000,
+    );
 
-    it.skipIf(SIGNALS_END_CHILD)("a stale consumer cannot overwrite the new holder's saved position", async () => {
-      await expectStaleConsumerFenced([server.url, "fence-c", String(LEASE_MS)], driverOn("fence-c", { lockLeaseMs: LEASE_MS }), LEASE_MS);
-    }, 30_000);
+    it.skipIf(SIGNALS_END_CHILD)(
+      "a stale consumer cannot overwrite the new holder's saved position",
+      async () => {
+        await expectStaleConsumerFenced([server.url, "fence-c", String(LEASE_MS)], driverOn("fence-c", { lockLeaseMs: LEASE_MS }), LEASE_MS);
+      },
+      30_000,
+    );
   });
 });

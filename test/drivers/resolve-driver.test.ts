@@ -55,13 +55,19 @@ describe("option errors", () => {
       throw new Error("did not throw");
     };
     const driver = memoryDriver({});
-    expect(thrown(() => createQueueHandler({ driver, durability: "always" as never }))).toMatchObject({ code: "E_OPTION", message: 'Invalid durability "always": use "fsync", "interval" or "none".' });
+    expect(thrown(() => createQueueHandler({ driver, durability: "always" as never }))).toMatchObject({
+      code: "E_OPTION",
+      message: 'Invalid durability "always": use "fsync", "interval" or "none".',
+    });
     expect(thrown(() => createQueueHandler({ driver, start: "middle" as never })).message).toBe('Invalid start "middle": use "earliest" or "latest".');
     expect(thrown(() => createQueueHandler({ driver, maxConsumers: 0, limits: { maxMessages: -1 } })).message).toBe(
       "3 problems in the options:\n  - Invalid maxConsumers 0: use an integer from 1 up.\n  - Invalid limits.maxMessages -1: use an integer from 0 up.\n  - Invalid limits.defaultMessages 1: use 1..maxMessages (-1).",
     );
     expect(thrown(() => createQueueHandler({ driver, auth: { enabled: true } })).message).toBe("Invalid auth: enabled without users, nobody could log in.");
-    expect(thrown(() => vQueue({ durability: "always" as never }))).toMatchObject({ code: "E_OPTION", message: expect.stringContaining('Invalid durability "always"') });
+    expect(thrown(() => vQueue({ durability: "always" as never }))).toMatchObject({
+      code: "E_OPTION",
+      message: expect.stringContaining('Invalid durability "always"'),
+    });
     expect(thrown(() => vQueue({ name: "a b" })).code).toBe("E_OPTION");
     expect(thrown(() => useVQueue("absent")).code).toBe("E_OPTION");
     expect(new VQueueError("E_IO", "disk full").message).toBe("disk full");
@@ -85,7 +91,10 @@ describe("the Nitro module", () => {
 
 describe("durable-object: storage (Cloudflare)", () => {
   it("is refused outside workerd and when it names no binding, saying what to use (E_OPTION)", async () => {
-    await expect(resolveStorageDriver("durable-object:VQUEUE", { env: {} })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("Durable Objects are reachable only from a Cloudflare Worker (workerd)") });
+    await expect(resolveStorageDriver("durable-object:VQUEUE", { env: {} })).rejects.toMatchObject({
+      code: "E_OPTION",
+      message: expect.stringContaining("Durable Objects are reachable only from a Cloudflare Worker (workerd)"),
+    });
     await expect(resolveDriver({ storage: "durable-object:" })).rejects.toThrow(/it names no binding; use durable-object:BINDING/);
     await expect(resolveDriver({ storage: "durable-object:my-binding" })).rejects.toThrow(/"my-binding" is not binding/);
     expect(storageNeedsEnv(" durable-object:VQUEUE")).toBe(true);
@@ -93,13 +102,19 @@ describe("durable-object: storage (Cloudflare)", () => {
   });
 
   it("makes the module export VQueueObject from the entry of a Worker preset's build, and only there", () => {
-    const nitroOn = (preset: string, dev = false): NitroLike => ({ options: { preset, dev, entry: "/app/presets/cloudflare/runtime/cloudflare-module.mjs", handlers: [], plugins: [], runtimeConfig: {} } });
+    const nitroOn = (preset: string, dev = false): NitroLike => ({
+      options: { preset, dev, entry: "/app/presets/cloudflare/runtime/cloudflare-module.mjs", handlers: [], plugins: [], runtimeConfig: {} },
+    });
     const worker = nitroOn("cloudflare-module");
     vQueue().setup(worker);
     vQueue({ name: "second" }).setup(worker);
     expect(worker.options.entry).toBe("#v-queue/cloudflare-entry");
     expect(worker.options.virtual!["#v-queue/cloudflare-entry"]).toBe(
-      ['export * from "/app/presets/cloudflare/runtime/cloudflare-module.mjs";', 'export { default } from "/app/presets/cloudflare/runtime/cloudflare-module.mjs";', 'export { VQueueObject } from "v-queue/cloudflare";'].join("\n"),
+      [
+        'export * from "/app/presets/cloudflare/runtime/cloudflare-module.mjs";',
+        'export { default } from "/app/presets/cloudflare/runtime/cloudflare-module.mjs";',
+        'export { VQueueObject } from "v-queue/cloudflare";',
+      ].join("\n"),
     );
     for (const other of [nitroOn("node-server"), nitroOn("cloudflare-pages"), nitroOn("cloudflare-module", true)]) {
       vQueue().setup(other);
@@ -133,7 +148,11 @@ describe("storage failures", () => {
     const root = await tempDir();
     writeFileSync(join(root, "file"), "x");
     const fs = fsDriver({ dir: join(root, "file", "sub") });
-    expect(await fs.openRecord("q_info_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", message: expect.stringMatching(/^The fs driver failed: ENOTDIR/), cause: { code: "ENOTDIR" } });
+    expect(await fs.openRecord("q_info_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({
+      code: "E_IO",
+      message: expect.stringMatching(/^The fs driver failed: ENOTDIR/),
+      cause: { code: "ENOTDIR" },
+    });
 
     const memory = memoryDriver({});
     expect(await memory.openLog("q-0/q_queue", { create: true }).catch((e: unknown) => e)).toMatchObject({ code: "E_IO", cause: { code: "ENOENT" } });

@@ -92,7 +92,8 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
             const roll = random();
             holder.delete(body);
             if (roll < 0.2) await c.nack(m, { delayMs: 5 });
-            else if (roll < 0.3) holder.set(body, m.leaseUntil); // abandoned: its lease runs out
+            else if (roll < 0.3)
+              holder.set(body, m.leaseUntil); // abandoned: its lease runs out
             else {
               await c.ack(m);
               done.add(body);
@@ -158,7 +159,13 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const [dead] = await dlq.read();
       await dlq.close();
       const letter = parseDeadLetter(dead!)!;
-      expect(letter).toMatchObject({ origin: { queue: "q", consumer: "s", part: 0, offset: 0, seq: 1 }, deliveries: 2, error: "boom 1", type: "string", data: "m0" });
+      expect(letter).toMatchObject({
+        origin: { queue: "q", consumer: "s", part: 0, offset: 0, seq: 1 },
+        deliveries: 2,
+        error: "boom 1",
+        type: "string",
+        data: "m0",
+      });
       await c.close();
       expect(await redrive(driver, "q.dead", "q")).toBe(1);
       expect(await redrive(driver, "q.dead", "q")).toBe(0);
@@ -427,7 +434,8 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       expect(b).toBe(a);
       await b.close();
       expect(a.closed).toBe(false);
-      if (ctx.reopen().storageKey !== ctx.driver.storageKey) await expect(SharedConsumer.open("q", "s", { driver: ctx.reopen() })).rejects.toMatchObject({ code: "E_LOCKED" });
+      if (ctx.reopen().storageKey !== ctx.driver.storageKey)
+        await expect(SharedConsumer.open("q", "s", { driver: ctx.reopen() })).rejects.toMatchObject({ code: "E_LOCKED" });
     });
 
     it("bounded: at most maxInFlight leased, and no further than maxAckWindow past a stuck message", async () => {

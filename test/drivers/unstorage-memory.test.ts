@@ -19,6 +19,8 @@ describe("unstorage driver options", () => {
     expect(() => unstorageDriver({} as never)).toThrow(/Missing required option `storage`/);
     expect(() => unstorageDriver({ storage: createStorage(), maxChunkBytes: 0 })).toThrow(/maxChunkBytes/);
     expect(() => unstorageDriver({ storage: createStorage(), lockLeaseMs: 1 })).toThrow(/lockLeaseMs/);
-    expect(() => unstorageDriver({ storage: createStorage(), instances: "two" as never })).toThrow(/Invalid instances "two" of the unstorage driver: use "one" .* or "many"/);
+    expect(() => unstorageDriver({ storage: createStorage(), instances: "two" as never })).toThrow(
+      /Invalid instances "two" of the unstorage driver: use "one" .* or "many"/,
+    );
   });
 });

@@ -88,7 +88,14 @@ describe.skipIf(!available)("over a real redis-server", () => {
       await other.dispose?.();
       const redis = new Redis(server.url);
       try {
-        expect((await redis.keys("resolved:*")).sort()).toEqual(["resolved:q-0:q_index", "resolved:q-0:q_index~000000000000024", "resolved:q-0:q_info_push", "resolved:q-0:q_queue", "resolved:q_info_pop_c", "resolved:q_info_queue"]);
+        expect((await redis.keys("resolved:*")).sort()).toEqual([
+          "resolved:q-0:q_index",
+          "resolved:q-0:q_index~000000000000024",
+          "resolved:q-0:q_info_push",
+          "resolved:q-0:q_queue",
+          "resolved:q_info_pop_c",
+          "resolved:q_info_queue",
+        ]);
       } finally {
         redis.disconnect();
       }
@@ -118,16 +125,21 @@ describe.skipIf(!available)("over a real redis-server", () => {
       for (const [name, count] of Object.entries(commits)) {
         const c = await QueueConsumer.open("jobs", name, { driver, create: false });
         const got = await c.read({ max: 1000 });
-        expect(got.map((m) => m.data), name).toEqual(Array.from({ length: 301 - count }, (_, i) => `job-${i + count}`));
+        expect(
+          got.map((m) => m.data),
+          name,
+        ).toEqual(Array.from({ length: 301 - count }, (_, i) => `job-${i + count}`));
         await c.close();
       }
       await writer.close();
     }, 30_000);
 
     // The child is Node's `-e` with a TypeScript loader, which Bun accepts and Deno does not.
-    it.skipIf(currentRuntime === "deno")("holds a writer lock across processes, and frees it once a killed holder's lease runs out", async () => {
-      const module = resolve(import.meta.dirname, "../../adapters/drivers/unstorage.ts");
-      const code = `
+    it.skipIf(currentRuntime === "deno")(
+      "holds a writer lock across processes, and frees it once a killed holder's lease runs out",
+      async () => {
+        const module = resolve(import.meta.dirname, "../../adapters/drivers/unstorage.ts");
+        const code = `
         // jiti wraps a TypeScript module's exports in "default" when imported from native ESM.
         const unwrap = (m) => (m && typeof m === "object" && "default" in m && Object.keys(m).length === 1 ? unwrap(m.default) : m);
         const unstorageDriver = unwrap(await import(${JSON.stringify(module)}));
@@ -140,30 +152,32 @@ describe.skipIf(!available)("over a real redis-server", () => {
         console.log("ready");
         setInterval(() => {}, 1000);
       `;
-      const child = spawn(process.execPath, ["--import", "jiti/register", "--input-type=module", "-e", code], { stdio: ["ignore", "pipe", "pipe"] });
-      let err = "";
-      child.stderr!.on("data", (chunk: Buffer) => (err += chunk));
-      await new Promise<void>((ok, fail) => {
-        child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("ready") && ok());
-        child.once("exit", () => fail(new Error(`child exited: ${err}`)));
-      });
-      // A lease long enough that the child's refresh and the checks after the kill are not outrun on a loaded machine.
-      // Two instances at once (instances: "many"): the lock itself is what is tested here; one instance per storage, in test/instances/unfenced-instances.test.ts.
-      const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 2000, instances: "many" });
-      await sleep(2200); // past one lease: the child refreshes it
-      await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGKILL");
-      await exited;
-      await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
-      await sleep(2100);
-      const q = await QueueWriter.open("held", { driver, durability: "none" });
-      await q.push("from-parent");
-      await q.close();
-      const c = await QueueConsumer.open("held", "c", { driver });
-      expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["from-child-1", "from-child-2", "from-parent"]);
-      await c.close();
-    }, 30_000);
+        const child = spawn(process.execPath, ["--import", "jiti/register", "--input-type=module", "-e", code], { stdio: ["ignore", "pipe", "pipe"] });
+        let err = "";
+        child.stderr!.on("data", (chunk: Buffer) => (err += chunk));
+        await new Promise<void>((ok, fail) => {
+          child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("ready") && ok());
+          child.once("exit", () => fail(new Error(`child exited: ${err}`)));
+        });
+        // A lease long enough that the child's refresh and the checks after the kill are not outrun on a loaded machine.
+        // Two instances at once (instances: "many"): the lock itself is what is tested here; one instance per storage, in test/instances/unfenced-instances.test.ts.
+        const driver = unstorageDriver({ storage: storageOn(), base: "locks", lockLeaseMs: 2000, instances: "many" });
+        await sleep(2200); // past one lease: the child refreshes it
+        await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGKILL");
+        await exited;
+        await expect(QueueWriter.open("held", { driver })).rejects.toMatchObject({ code: "E_LOCKED" });
+        await sleep(2100);
+        const q = await QueueWriter.open("held", { driver, durability: "none" });
+        await q.push("from-parent");
+        await q.close();
+        const c = await QueueConsumer.open("held", "c", { driver });
+        expect((await c.read({ max: 10 })).map((m) => m.data)).toEqual(["from-child-1", "from-child-2", "from-parent"]);
+        await c.close();
+      },
+      30_000,
+    );
   });
 });
 

@@ -78,7 +78,11 @@ export function describeUnstorageDriver(name: string, setup: () => Promise<Unsto
         await q.close();
         // A process that dies right after (part of) the chunk of its next batch is stored.
         const dying = spyOn(storage, { dieAfterChunk: true, torn });
-        const doomed = await QueueWriter.open("q", { driver: unstorageDriver({ storage: dying.storage, lockLeaseMs: 150 }), durability: "none", rollOnOpen: false });
+        const doomed = await QueueWriter.open("q", {
+          driver: unstorageDriver({ storage: dying.storage, lockLeaseMs: 150 }),
+          durability: "none",
+          rollOnOpen: false,
+        });
         void doomed.pushBatch(["three", "four"]).catch(() => {});
         await dying.dead;
         const chunkKeys = () => storage.getKeys("q-0").then((keys) => keys.filter((k) => k.includes("q_queue~")).sort());

@@ -15,8 +15,15 @@ function randomText(next: () => number): string {
 describe("text bodies are kept exactly", () => {
   it("a leading U+FEFF (and any other) comes back from read() as it was pushed", async () => {
     let seed = 7;
-    const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const texts = ["\uFEFF", "\uFEFFhello", "\uFEFF\uFEFFtwo", "mid\uFEFFdle", ...Array.from({ length: 300 }, () => `\uFEFF${randomText(next)}`), ...Array.from({ length: 300 }, () => randomText(next))];
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const texts = [
+      "\uFEFF",
+      "\uFEFFhello",
+      "\uFEFF\uFEFFtwo",
+      "mid\uFEFFdle",
+      ...Array.from({ length: 300 }, () => `\uFEFF${randomText(next)}`),
+      ...Array.from({ length: 300 }, () => randomText(next)),
+    ];
     const driver = memoryDriver();
     const q = await QueueWriter.open("q", { driver });
     await q.pushBatch(texts);

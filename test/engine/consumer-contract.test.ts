@@ -37,7 +37,10 @@ describe.each([
   orderedConsumerContract(async (): Promise<OrderedSubject> => {
     const { driver, produce } = await storage(partitioned);
     const options = { driver, start: "earliest", syncCommits: false, pollIntervalMs: 20 } as const;
-    return { produce, open: async (name) => kept(partitioned ? await PartitionedConsumer.open("q", name, options) : await QueueConsumer.open("q", name, options)) };
+    return {
+      produce,
+      open: async (name) => kept(partitioned ? await PartitionedConsumer.open("q", name, options) : await QueueConsumer.open("q", name, options)),
+    };
   });
 });
 
@@ -48,7 +51,10 @@ describe.each([
   leasingConsumerContract(async (): Promise<LeasingSubject> => {
     const { driver, produce } = await storage(partitioned);
     const options = { driver, start: "earliest", syncCommits: false, pollIntervalMs: 20 } as const;
-    return { produce, open: async (name) => kept(partitioned ? await PartitionedSharedConsumer.open("q", name, options) : await SharedConsumer.open("q", name, options)) };
+    return {
+      produce,
+      open: async (name) => kept(partitioned ? await PartitionedSharedConsumer.open("q", name, options) : await SharedConsumer.open("q", name, options)),
+    };
   });
 });
 

@@ -53,7 +53,9 @@ describe("damaged files", () => {
       await file.close();
       const problems: QueueProblem[] = [];
       const delivered = (await readAll(dir, problems)).map((m) => m.data);
-      const expected = Array.from({ length: COUNT }, (_, i) => i).filter((i) => !damaged.has(i)).map(body);
+      const expected = Array.from({ length: COUNT }, (_, i) => i)
+        .filter((i) => !damaged.has(i))
+        .map(body);
       expect(delivered, `trial ${trial}, damaged records ${[...damaged]}`).toEqual(expected);
       expect(problems.length).toBeGreaterThan(0);
       expect(problems.every((p) => p.code === "BAD_RECORD" && p.part === 0)).toBe(true);

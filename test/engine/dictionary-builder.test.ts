@@ -7,7 +7,22 @@ import { loadZstd } from "../../src/compression/zstd";
 const enc = new TextEncoder();
 /** JSON lines with common structure and varying values, like the logs the option is for. */
 const line = (i: number) =>
-  enc.encode(JSON.stringify({ ts: new Date(1_764_748_800_000 + i * 997).toISOString(), level: ["info", "warn", "error"][i % 3], service: ["checkout", "search", "auth", "billing"][i % 4], request_id: ((i * 2654435761) % 4294967296).toString(16), msg: `handled request ${i} in ${(i * 37) % 900} ms`, http: { method: i % 5 ? "GET" : "POST", path: `/api/v2/orders/${i * 13}`, status: i % 11 ? 200 : 503, agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)" }, pad: "x".repeat(i % 200) }));
+  enc.encode(
+    JSON.stringify({
+      ts: new Date(1_764_748_800_000 + i * 997).toISOString(),
+      level: ["info", "warn", "error"][i % 3],
+      service: ["checkout", "search", "auth", "billing"][i % 4],
+      request_id: ((i * 2654435761) % 4294967296).toString(16),
+      msg: `handled request ${i} in ${(i * 37) % 900} ms`,
+      http: {
+        method: i % 5 ? "GET" : "POST",
+        path: `/api/v2/orders/${i * 13}`,
+        status: i % 11 ? 200 : 503,
+        agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)",
+      },
+      pad: "x".repeat(i % 200),
+    }),
+  );
 
 describe("buildDictionary", () => {
   const samples = Array.from({ length: 400 }, (_, i) => line(i));

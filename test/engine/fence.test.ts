@@ -23,7 +23,8 @@ function recordingDriver() {
   const inner: QueueDriver = memoryDriver();
   const writes: Write[] = [];
   const lockPaths = new Map<DriverLock, string>();
-  const note = (op: string, path: string, fence: DriverLock | undefined) => writes.push({ op, path, fence: fence ? (lockPaths.get(fence) ?? "(unknown lock)") : "" });
+  const note = (op: string, path: string, fence: DriverLock | undefined) =>
+    writes.push({ op, path, fence: fence ? (lockPaths.get(fence) ?? "(unknown lock)") : "" });
   let refuse: ((path: string) => boolean) | undefined;
   const log = (l: LogFile, path: string): LogFile => ({
     ...l,
@@ -102,7 +103,20 @@ describe("fencing plumbing: every holder's write carries its lock", () => {
 
     const ops = new Set(writes.map((w) => `${w.op} ${w.path.replace(/q-\d+\//, "q-N/")}`));
     // Every kind of file was written (so the check below covers them all).
-    for (const expected of ["append q-N/q_queue", "replace q-N/q_info_push", "replace q_info_queue", "append q-N/q_index", "writeAtomic q-N/q_dict", "append q_info_delayed", "append q_info_idem", "append q_info_pruned", "replace q_info_pop_c", "writeAtomic q_info_shared_s", "append q_info_shlog_s", "replace q_info_pop_s"]) {
+    for (const expected of [
+      "append q-N/q_queue",
+      "replace q-N/q_info_push",
+      "replace q_info_queue",
+      "append q-N/q_index",
+      "writeAtomic q-N/q_dict",
+      "append q_info_delayed",
+      "append q_info_idem",
+      "append q_info_pruned",
+      "replace q_info_pop_c",
+      "writeAtomic q_info_shared_s",
+      "append q_info_shlog_s",
+      "replace q_info_pop_s",
+    ]) {
       expect(ops, expected).toContain(expected);
     }
     const wrong = writes.filter((w) => w.fence !== holderOf(w.path));

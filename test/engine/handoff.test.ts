@@ -38,7 +38,8 @@ describe("hand-over requests", () => {
     const driver = { ...inner, readRecord: (path: string) => ((markerReads += path.includes("_info_want") ? 1 : 0), inner.readRecord(path)) };
     const writer = await PartitionedWriter.open("busy", { driver, partitions: 2, durability: "none", onProblem: () => {} });
     try {
-      for (const index of [0, 1]) await writer.produce(["x"], { partitionKey: Array.from({ length: 50 }, (_, i) => `k${i}`).find((key) => partitionOfKey(key, 2) === index)! });
+      for (const index of [0, 1])
+        await writer.produce(["x"], { partitionKey: Array.from({ length: 50 }, (_, i) => `k${i}`).find((key) => partitionOfKey(key, 2) === index)! });
       expect(writer.held()).toHaveLength(2);
       // The base directory changes all the time on a busy storage (commits, info lines, other
       // queues' markers): each change used to read every held marker again.
@@ -55,7 +56,7 @@ describe("hand-over requests", () => {
       expect(markerReads).toBeLessThanOrEqual(2 * polls);
       // Another instance asks for partition 0's writer: the holder lets go of it.
       await writeWant(inner, writerWantPath(partitionName("busy", 0)), "other1");
-      for (const deadline = Date.now() + 15_000; writer.held().includes(0) && Date.now() < deadline; ) await sleep(10);
+      for (const deadline = Date.now() + 15_000; writer.held().includes(0) && Date.now() < deadline;) await sleep(10);
       expect(writer.held()).toEqual([1]);
     } finally {
       await writer.close();

@@ -24,7 +24,12 @@ export function leasingConsumerContract(subject: () => Promise<LeasingSubject>):
     expect(c.stats.inFlight).toBe(written.length);
     expect(c.stats.oldestUnacked).toMatchObject({ deliveries: 1 });
     await c.ack(first[0]!);
-    expect(await c.ackAll(first.slice(1).concat(second))).toEqual(first.slice(1).concat(second).map(() => undefined));
+    expect(await c.ackAll(first.slice(1).concat(second))).toEqual(
+      first
+        .slice(1)
+        .concat(second)
+        .map(() => undefined),
+    );
     expect(c.stats).toMatchObject({ inFlight: 0, oldestUnacked: null });
     expect(await c.poll({ timeoutMs: 50 })).toEqual([]);
     await c.close();

@@ -38,7 +38,11 @@ describe("a lost lock stops its holder at once", () => {
     await sleep(120);
     await expect(q.push("after")).rejects.toMatchObject({ code: "E_LOCKED" });
     await sleep(60); // the other holder's stamp ran out: a writer without retention takes the queue
-    const next = await QueueWriter.open("q", { driver: unstorageDriver({ storage, lockLeaseMs: 90, key: "another-process" }), durability: "none", maxPartBytes: 1024 });
+    const next = await QueueWriter.open("q", {
+      driver: unstorageDriver({ storage, lockLeaseMs: 90, key: "another-process" }),
+      durability: "none",
+      maxPartBytes: 1024,
+    });
     for (let i = 0; i < 6; i++) await next.pushBatch(Array.from({ length: 4 }, () => "x".repeat(300)));
     await sleep(100);
     expect((await listParts(driver, "q")).length).toBeGreaterThan(2);
@@ -68,7 +72,9 @@ describe("a lost lock stops its holder at once", () => {
       await a.waitFor((line) => line === "ack 5", 20_000);
       a.process.kill("SIGSTOP");
       await sleep(800);
-      const b = await QueueWriter.open("lease", { driver: unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir }) }), lockLeaseMs: 300 }) });
+      const b = await QueueWriter.open("lease", {
+        driver: unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir }) }), lockLeaseMs: 300 }),
+      });
       const bAcked: string[] = [];
       for (let i = 0; i < 20; i++) {
         await b.push(`b-${i}`);
@@ -92,7 +98,9 @@ describe("a lost lock stops its holder at once", () => {
       await a.exited;
       await b.close();
       const aAcked = a.lines.filter((line) => line.startsWith("ack ")).map((line) => `a-${line.slice(4)}`);
-      const reader = await QueueConsumer.open("lease", "check", { driver: unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir }) }) }) });
+      const reader = await QueueConsumer.open("lease", "check", {
+        driver: unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir }) }) }),
+      });
       const seen = new Set<unknown>();
       for (let batch = await reader.read({ max: 1000 }); batch.length > 0; batch = await reader.read({ max: 1000 })) for (const m of batch) seen.add(m.data);
       await reader.close();

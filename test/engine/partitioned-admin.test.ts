@@ -31,12 +31,19 @@ async function filled(count: number, keys: number, each: number): Promise<{ driv
 }
 
 /** Every page from `from` to the end, `limit` at a time. */
-async function allPages(driver: QueueDriver, options: { limit: number; partition?: number; from?: string }): Promise<{ messages: BrowsedMessage[]; pages: number }> {
+async function allPages(
+  driver: QueueDriver,
+  options: { limit: number; partition?: number; from?: string },
+): Promise<{ messages: BrowsedMessage[]; pages: number }> {
   const messages: BrowsedMessage[] = [];
   let from: string | undefined = options.from;
   let pages = 0;
   for (;;) {
-    const page = await browseMessages(driver, "q", { limit: options.limit, ...(from === undefined ? {} : { from }), ...(options.partition === undefined ? {} : { partition: options.partition }) });
+    const page = await browseMessages(driver, "q", {
+      limit: options.limit,
+      ...(from === undefined ? {} : { from }),
+      ...(options.partition === undefined ? {} : { partition: options.partition }),
+    });
     pages++;
     expect(page.messages.length).toBeLessThanOrEqual(options.limit);
     messages.push(...page.messages);

@@ -17,7 +17,8 @@ function withFailingReads(driver: QueueDriver, failing: Set<string>): QueueDrive
       const log = await driver.openLog(path, options);
       if (!log) return log;
       const queue = path.split("/")[0]!.replace(/-\d+$/, "");
-      const read: LogFile["read"] = (position, length) => (failing.has(queue) ? Promise.reject(new VQueueError("E_IO", `read of ${path} failed (injected)`)) : log.read(position, length));
+      const read: LogFile["read"] = (position, length) =>
+        failing.has(queue) ? Promise.reject(new VQueueError("E_IO", `read of ${path} failed (injected)`)) : log.read(position, length);
       return { ...log, read };
     },
   };

@@ -42,9 +42,12 @@ async function readAll(driver: QueueDriver): Promise<{ byPartition: string[][]; 
   const problems: QueueProblem[] = [];
   const byPartition: string[][] = [];
   for (let p = 0; p < P; p++) {
-    const consumer = await QueueConsumer.open(`orders.p${p}`, "check", { driver, syncCommits: false, onProblem: (problem) => problems.push(problem) }).catch(() => undefined);
+    const consumer = await QueueConsumer.open(`orders.p${p}`, "check", { driver, syncCommits: false, onProblem: (problem) => problems.push(problem) }).catch(
+      () => undefined,
+    );
     const got: string[] = [];
-    for (let batch = (await consumer?.read({ max: 10_000 })) ?? []; batch.length > 0; batch = await consumer!.read({ max: 10_000 })) got.push(...batch.map((m) => m.data as string));
+    for (let batch = (await consumer?.read({ max: 10_000 })) ?? []; batch.length > 0; batch = await consumer!.read({ max: 10_000 }))
+      got.push(...batch.map((m) => m.data as string));
     await consumer?.close();
     byPartition.push(got);
   }
@@ -73,7 +76,10 @@ describe("partitioned queues across processes", () => {
     await Promise.all(writers.map((w) => w.waitFor((line) => line === "ready")));
     const from = writers.map((w) => w.lines.length);
     await Promise.all(writers.map((w, i) => until(`writer ${ids[i]} to write 100`, () => linesOf(w, "ack ", from[i]!).length >= 100)));
-    await stop(dir, writers.map((w, i) => [w, ids[i]!]));
+    await stop(
+      dir,
+      writers.map((w, i) => [w, ids[i]!]),
+    );
     const acked = writers.flatMap((w) => linesOf(w, "ack ").map((line) => line.split(" ") as [string, string]));
     const { byPartition, problems } = await readAll(fsDriver({ dir }));
     expect(problems).toEqual([]);
@@ -135,14 +141,20 @@ describe("partitioned queues across processes", () => {
     await rm(join(dir, "hold~a"));
     const gotBy = (c: Child) => linesOf(c, "got ").map((line) => line.split(" ")[1]!);
     await until("every message read", () => new Set(consumers.flatMap(gotBy)).size === produced.length);
-    await stop(dir, [[first, "a"], [consumers[1]!, "b"]]);
+    await stop(dir, [
+      [first, "a"],
+      [consumers[1]!, "b"],
+    ]);
     const got = consumers.map(gotBy);
     expect(new Set(got.flat())).toEqual(new Set(produced));
     // Committed before a hand-over: nothing comes twice.
     expect(got.flat()).toHaveLength(produced.length);
     for (const messages of got) expectKeyOrder(messages);
     expect(consumers.map(handed).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
-    expect(got.map((messages) => messages.length > 0), JSON.stringify(consumers.map((c) => [c.lines.filter((l) => !l.startsWith("got ") && l !== "committed"), linesOf(c, "got ").length]))).toEqual([true, true]);
+    expect(
+      got.map((messages) => messages.length > 0),
+      JSON.stringify(consumers.map((c) => [c.lines.filter((l) => !l.startsWith("got ") && l !== "committed"), linesOf(c, "got ").length])),
+    ).toEqual([true, true]);
   }, 90_000);
 
   it("an ordered consumer killed -9: another takes its partitions and goes on from its commits", async () => {
@@ -186,7 +198,10 @@ describe("partitioned queues across processes", () => {
     await workers[1]!.waitFor((line) => line === "ready");
     await rm(join(dir, "hold~a"));
     await until("every message acknowledged", () => new Set(workers.flatMap((w) => linesOf(w, "ack "))).size === produced.length);
-    await stop(dir, [[first, "a"], [workers[1]!, "b"]]);
+    await stop(dir, [
+      [first, "a"],
+      [workers[1]!, "b"],
+    ]);
     const acked = workers.flatMap((w) => linesOf(w, "ack "));
     expect(new Set(acked)).toEqual(new Set(produced));
     expect(workers.every((w) => linesOf(w, "ack ").length > 0)).toBe(true);
@@ -199,7 +214,15 @@ describe("partitioned queues across processes", () => {
     const writer = await PartitionedWriter.open("even", { driver, partitions: 6, durability: "none" });
     // A backlog in every partition that outlasts the test (each worker acks about 300 a second).
     const keys = Array.from({ length: 6 }, (_, p) => Array.from({ length: 200 }, (_, i) => `k${i}`).find((key) => partitionOfKey(key, 6) === p)!);
-    for (let n = 0; n < 12_000; n += 100) await Promise.all(keys.map((key) => writer.produce(Array.from({ length: 100 }, (_, i) => `${key}:${n + i}`), { partitionKey: key })));
+    for (let n = 0; n < 12_000; n += 100)
+      await Promise.all(
+        keys.map((key) =>
+          writer.produce(
+            Array.from({ length: 100 }, (_, i) => `${key}:${n + i}`),
+            { partitionKey: key },
+          ),
+        ),
+      );
     await writer.close();
     // The first takes every partition; the others join.
     const ids = ["a", "b", "c"];
@@ -212,6 +235,9 @@ describe("partitioned queues across processes", () => {
     // And it stays so while all have work.
     await sleep(1000);
     expect(workers.map(heldNow), JSON.stringify(workers.map((w) => linesOf(w, "held ")))).toEqual([2, 2, 2]);
-    await stop(dir, workers.map((w, i) => [w, ids[i]!]));
+    await stop(
+      dir,
+      workers.map((w, i) => [w, ids[i]!]),
+    );
   }, 90_000);
 });

@@ -33,7 +33,14 @@ const drivers: [string, () => Promise<() => QueueDriver>][] = [
 async function backlog(driver: QueueDriver, queue: string): Promise<void> {
   const writer = await PartitionedWriter.open(queue, { driver, partitions: P, ...quiet });
   for (let n = 0; n < 3000; n += 100) {
-    await Promise.all(Array.from({ length: P }, (_, k) => writer.produce(Array.from({ length: 100 }, (_, i) => `m${n + i}`), { partitionKey: `key-${k}-${n}` })));
+    await Promise.all(
+      Array.from({ length: P }, (_, k) =>
+        writer.produce(
+          Array.from({ length: 100 }, (_, i) => `m${n + i}`),
+          { partitionKey: `key-${k}-${n}` },
+        ),
+      ),
+    );
   }
   await writer.close();
 }
@@ -45,7 +52,6 @@ interface Reader {
   /** One slow poll: a batch, handled for a while, settled. */
   step(): Promise<number>;
 }
-
 
 // Ordered consumers only: a process opens one shared consumer per (storage, queue, name), so
 // shared consumers share partitions across processes (test/engine/partitioned-multi.test.ts).
@@ -67,39 +73,43 @@ const kinds: [string, (queue: string, driver: QueueDriver) => Promise<Reader>][]
 ];
 
 describe.each(drivers)("partitions shared between instances on %s", (_name, make) => {
-  it.each(kinds)("three %s consumers polling end up with an even share each", async (kind, open) => {
-    const driver = await make();
-    const queue = `even-${kind}`;
-    await backlog(driver(), queue);
-    // The first instance alone takes every partition with something to read.
-    const first = await open(queue, driver());
-    await first.step();
-    expect(first.held()).toHaveLength(P);
-    const readers = [first, await open(queue, driver()), await open(queue, driver())];
-    let running = true;
-    let read = 0;
-    const loops = readers.map(async (reader) => {
-      while (running) read += await reader.step();
-    });
-    const shares = () => readers.map((reader) => reader.held().length);
-    const until = Date.now() + 20_000;
-    while (Date.now() < until && shares().join() !== "2,2,2") await sleep(50);
-    const balanced = shares();
-    // And it stays so: no partition passed back and forth once even.
-    const handed = readers.map((reader) => reader.handedOver);
-    await sleep(1000);
-    const after = shares();
-    const handedAfter = readers.map((reader) => reader.handedOver);
-    running = false;
-    await Promise.all(loops);
-    await Promise.all(readers.map((reader) => reader.close()));
-    expect(balanced).toEqual([2, 2, 2]);
-    expect(after).toEqual([2, 2, 2]);
-    // No passing back and forth: at most one swap in that second (seen once under Bun, slowed by
-    // the whole suite: a members line lost to two writes at once made one instance count 2 and ask).
-    expect(handedAfter.reduce((a, b) => a + b, 0) - handed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2);
-    expect(read).toBeGreaterThan(0);
-  }, 60_000);
+  it.each(kinds)(
+    "three %s consumers polling end up with an even share each",
+    async (kind, open) => {
+      const driver = await make();
+      const queue = `even-${kind}`;
+      await backlog(driver(), queue);
+      // The first instance alone takes every partition with something to read.
+      const first = await open(queue, driver());
+      await first.step();
+      expect(first.held()).toHaveLength(P);
+      const readers = [first, await open(queue, driver()), await open(queue, driver())];
+      let running = true;
+      let read = 0;
+      const loops = readers.map(async (reader) => {
+        while (running) read += await reader.step();
+      });
+      const shares = () => readers.map((reader) => reader.held().length);
+      const until = Date.now() + 20_000;
+      while (Date.now() < until && shares().join() !== "2,2,2") await sleep(50);
+      const balanced = shares();
+      // And it stays so: no partition passed back and forth once even.
+      const handed = readers.map((reader) => reader.handedOver);
+      await sleep(1000);
+      const after = shares();
+      const handedAfter = readers.map((reader) => reader.handedOver);
+      running = false;
+      await Promise.all(loops);
+      await Promise.all(readers.map((reader) => reader.close()));
+      expect(balanced).toEqual([2, 2, 2]);
+      expect(after).toEqual([2, 2, 2]);
+      // No passing back and forth: at most one swap in that second (seen once under Bun, slowed by
+      // the whole suite: a members line lost to two writes at once made one instance count 2 and ask).
+      expect(handedAfter.reduce((a, b) => a + b, 0) - handed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2);
+      expect(read).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 
   it("an instance that stops polling leaves its share to the others at close", async () => {
     const driver = await make();

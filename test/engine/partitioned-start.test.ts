@@ -10,7 +10,8 @@ import { declarePartitions, partitionOfKey } from "../../src/partitions/declarat
 let stores = 0;
 
 /** A key for each of `count` partitions. */
-const keysFor = (count: number) => Array.from({ length: count }, (_, k) => Array.from({ length: 1000 }, (_, i) => `key-${i}`).find((key) => partitionOfKey(key, count) === k)!);
+const keysFor = (count: number) =>
+  Array.from({ length: count }, (_, k) => Array.from({ length: 1000 }, (_, i) => `key-${i}`).find((key) => partitionOfKey(key, count) === k)!);
 
 describe('start: "latest" on a partitioned queue', () => {
   for (const kind of ["ordered", "shared"] as const) {
@@ -21,7 +22,10 @@ describe('start: "latest" on a partitioned queue', () => {
       const writer = await PartitionedWriter.open("q", { driver });
       await writer.produce(["old-0"], { partitionKey: keys[0]! });
       await writer.produce(["old-1"], { partitionKey: keys[1]! });
-      const consumer = kind === "ordered" ? await PartitionedConsumer.open("q", "c", { driver, start: "latest" }) : await PartitionedSharedConsumer.open("q", "c", { driver, start: "latest" });
+      const consumer =
+        kind === "ordered"
+          ? await PartitionedConsumer.open("q", "c", { driver, start: "latest" })
+          : await PartitionedSharedConsumer.open("q", "c", { driver, start: "latest" });
       // Partitions 2 and 3 were never written when it opened; 0 gets one more.
       await writer.produce(["new-2"], { partitionKey: keys[2]! });
       await writer.produce(["new-0"], { partitionKey: keys[0]! });

@@ -49,10 +49,13 @@ const quiet = { durability: "none", onProblem: () => {} } as const;
 
 /** Every message of partition `index`, in order, read as an ordinary queue. */
 async function readPartition(driver: QueueDriver, queue: string, index: number): Promise<string[]> {
-  const consumer = await QueueConsumer.open(`${queue}.p${index}`, `check-${Math.random().toString(36).slice(2)}`, { driver, syncCommits: false }).catch(() => undefined);
+  const consumer = await QueueConsumer.open(`${queue}.p${index}`, `check-${Math.random().toString(36).slice(2)}`, { driver, syncCommits: false }).catch(
+    () => undefined,
+  );
   if (!consumer) return [];
   const out: string[] = [];
-  for (let batch = await consumer.read({ max: 1000 }); batch.length > 0; batch = await consumer.read({ max: 1000 })) out.push(...batch.map((m) => m.data as string));
+  for (let batch = await consumer.read({ max: 1000 }); batch.length > 0; batch = await consumer.read({ max: 1000 }))
+    out.push(...batch.map((m) => m.data as string));
   await consumer.close();
   return out;
 }
@@ -80,7 +83,10 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await declarePartitions(driver, "orders", 4);
       await declarePartitions(driver, "orders", 4);
       expect(await readPartitions(driver, "orders")).toBe(4);
-      await expect(declarePartitions(driver, "orders", 3)).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("declared with 4 partitions") });
+      await expect(declarePartitions(driver, "orders", 3)).rejects.toMatchObject({
+        code: "E_OPTION",
+        message: expect.stringContaining("declared with 4 partitions"),
+      });
       await expect(PartitionedWriter.open("orders", { driver, partitions: 5 })).rejects.toMatchObject({ code: "E_OPTION" });
       await (await QueueWriter.open("plain", { driver })).close();
       await expect(declarePartitions(driver, "plain", 2)).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("ordinary queue") });
@@ -123,8 +129,14 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await (await PartitionedConsumer.open("fresh", "c", { driver, partitions: 2 })).close();
       expect(await readPartitions(driver, "fresh")).toBe(2);
       await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, partitions: 3 })).rejects.toMatchObject({ code: "E_OPTION" });
-      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, leaseMs: 0 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("leaseMs") });
-      await expect(PartitionedConsumer.open("fresh", "c", { driver, handoffGraceMs: -5 })).rejects.toMatchObject({ code: "E_OPTION", message: expect.stringContaining("handoffGraceMs") });
+      await expect(PartitionedSharedConsumer.open("fresh", "w", { driver, leaseMs: 0 })).rejects.toMatchObject({
+        code: "E_OPTION",
+        message: expect.stringContaining("leaseMs"),
+      });
+      await expect(PartitionedConsumer.open("fresh", "c", { driver, handoffGraceMs: -5 })).rejects.toMatchObject({
+        code: "E_OPTION",
+        message: expect.stringContaining("handoffGraceMs"),
+      });
       for (const bad of [{ minHoldMs: -1 }, { idleMs: "x" }, { handoffTimeoutMs: 1.5 }]) {
         await expect(PartitionedWriter.open("made", { driver, ...(bad as object) })).rejects.toMatchObject({ code: "E_OPTION" });
       }
@@ -158,7 +170,10 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
         for (const key of keys) {
           const mine = got.filter((m) => m.startsWith(`${key}-`));
           if (partitionOfKey(key, 4) !== p) expect(mine).toEqual([]);
-          else expect(mine).toEqual(Array.from({ length: 4 }, (_, j) => [`${key}-${j * 5 + keys.indexOf(key)}-a`, `${key}-${j * 5 + keys.indexOf(key)}-b`]).flat());
+          else
+            expect(mine).toEqual(
+              Array.from({ length: 4 }, (_, j) => [`${key}-${j * 5 + keys.indexOf(key)}-a`, `${key}-${j * 5 + keys.indexOf(key)}-b`]).flat(),
+            );
         }
       }
       await expect(writer.produce(["x"])).rejects.toMatchObject({ code: "E_CLOSED" });
@@ -173,47 +188,52 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       expect(writer.held()).toEqual([0, 1, 2]);
       for (const index of [0, 1, 2]) expect(partitions.filter((p) => p === index)).toHaveLength(3);
       for (let i = 3; i < 9; i++) expect(partitions[i]).toBe(partitions[i - 3]);
-      for (const bad of ["", 5, {}, "x".repeat(1025)]) await expect(writer.produce(["x"], { partitionKey: bad as string })).rejects.toMatchObject({ code: "E_OPTION" });
+      for (const bad of ["", 5, {}, "x".repeat(1025)])
+        await expect(writer.produce(["x"], { partitionKey: bad as string })).rejects.toMatchObject({ code: "E_OPTION" });
       await writer.close();
       const all = (await Promise.all([0, 1, 2].map((index) => readPartition(driver, "spread", index)))).flat();
       expect(all.sort()).toEqual(Array.from({ length: 9 }, (_, i) => `m${i}`).sort());
     });
 
-    it("shares the partitions between instances producing batches without a key: one that came when all were held asks for its share", { timeout: 40_000 }, async () => {
-      const { driver, again } = make();
-      const a = await PartitionedWriter.open("balance", { driver, partitions: 4, minHoldMs: 0, ...quiet });
-      for (let i = 0; i < 4; i++) await a.produce([`a${i}`]);
-      expect(a.held()).toEqual([0, 1, 2, 3]);
-      // a also writes batches with a key to one partition: that one is not given up for b's share.
-      const keyed = partitionOfKey("customer-1", 4);
-      const b = await PartitionedWriter.open("balance", { driver: again(), minHoldMs: 0, ...quiet });
-      // Both produce, a batch at a time each, until b holds its share (2 of 4) or 20 s pass (a slow runtime).
-      const byB = new Set<number>();
-      const deadline = Date.now() + 20_000;
-      let produced = 0;
-      while (b.held().length < 2 && Date.now() < deadline) {
-        await a.produce([`a-${produced}`]);
-        await a.produce([`k-${produced}`], { partitionKey: "customer-1" });
-        byB.add((await b.produce([`b-${produced}`])).partition);
-        produced++;
-        await sleep(5);
-      }
-      expect(b.held()).toHaveLength(2);
-      expect(b.held()).not.toContain(keyed);
-      // And no more, nothing passed back and forth: a keeps its share, its keyed partition among it.
-      // (b, holding none at first, asked for one at random, which may be a's keyed one: handed back once.)
-      const handedOver = [a.handedOver, b.handedOver];
-      for (let i = 0; i < 100; i++) {
-        await a.produce([`a-after-${i}`]);
-        await a.produce([`k-after-${i}`], { partitionKey: "customer-1" });
-        byB.add((await b.produce([`b-after-${i}`])).partition);
-      }
-      expect(a.held()).toHaveLength(2);
-      expect(a.held()).toContain(keyed);
-      expect(b.held()).toHaveLength(2);
-      expect([a.handedOver, b.handedOver]).toEqual(handedOver);
-      await Promise.all([a.close(), b.close()]);
-    });
+    it(
+      "shares the partitions between instances producing batches without a key: one that came when all were held asks for its share",
+      { timeout: 40_000 },
+      async () => {
+        const { driver, again } = make();
+        const a = await PartitionedWriter.open("balance", { driver, partitions: 4, minHoldMs: 0, ...quiet });
+        for (let i = 0; i < 4; i++) await a.produce([`a${i}`]);
+        expect(a.held()).toEqual([0, 1, 2, 3]);
+        // a also writes batches with a key to one partition: that one is not given up for b's share.
+        const keyed = partitionOfKey("customer-1", 4);
+        const b = await PartitionedWriter.open("balance", { driver: again(), minHoldMs: 0, ...quiet });
+        // Both produce, a batch at a time each, until b holds its share (2 of 4) or 20 s pass (a slow runtime).
+        const byB = new Set<number>();
+        const deadline = Date.now() + 20_000;
+        let produced = 0;
+        while (b.held().length < 2 && Date.now() < deadline) {
+          await a.produce([`a-${produced}`]);
+          await a.produce([`k-${produced}`], { partitionKey: "customer-1" });
+          byB.add((await b.produce([`b-${produced}`])).partition);
+          produced++;
+          await sleep(5);
+        }
+        expect(b.held()).toHaveLength(2);
+        expect(b.held()).not.toContain(keyed);
+        // And no more, nothing passed back and forth: a keeps its share, its keyed partition among it.
+        // (b, holding none at first, asked for one at random, which may be a's keyed one: handed back once.)
+        const handedOver = [a.handedOver, b.handedOver];
+        for (let i = 0; i < 100; i++) {
+          await a.produce([`a-after-${i}`]);
+          await a.produce([`k-after-${i}`], { partitionKey: "customer-1" });
+          byB.add((await b.produce([`b-after-${i}`])).partition);
+        }
+        expect(a.held()).toHaveLength(2);
+        expect(a.held()).toContain(keyed);
+        expect(b.held()).toHaveLength(2);
+        expect([a.handedOver, b.handedOver]).toEqual(handedOver);
+        await Promise.all([a.close(), b.close()]);
+      },
+    );
 
     it("takes no new partition for batches without a key while one it holds goes unused (a slow producer keeps its writers)", async () => {
       const { driver } = make();
@@ -244,7 +264,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
         },
       };
       const problems: string[] = [];
-      const writer = await PartitionedWriter.open("broken", { driver, partitions: 3, durability: "none", onProblem: (problem) => problems.push(`${problem.code} ${problem.queue}`) });
+      const writer = await PartitionedWriter.open("broken", {
+        driver,
+        partitions: 3,
+        durability: "none",
+        onProblem: (problem) => problems.push(`${problem.code} ${problem.queue}`),
+      });
       const partitions: number[] = [];
       for (let i = 0; i < 6; i++) partitions.push((await writer.produce([`m${i}`])).partition);
       expect(partitions).not.toContain(1);
@@ -428,7 +453,10 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       const all = [...first, ...rest].map((m) => m.data as string);
       expect(all.sort()).toEqual(Array.from({ length: 60 }, (_, i) => `${keys[i % 6]}:${i}`).sort());
       for (const key of keys) {
-        const seen = [...first, ...rest].map((m) => m.data as string).filter((m) => m.startsWith(`${key}:`)).map((m) => Number(m.split(":")[1]));
+        const seen = [...first, ...rest]
+          .map((m) => m.data as string)
+          .filter((m) => m.startsWith(`${key}:`))
+          .map((m) => Number(m.split(":")[1]));
         expect(seen).toEqual([...seen].sort((x, y) => x - y));
       }
       expect(await again2.lag()).toBe(51);
@@ -614,7 +642,13 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       await writer.produce(["m1", "m2", "m3", "m4"]);
       const a = await PartitionedConsumer.open("elsewhere", "c", { driver, syncCommits: false, minHoldMs: 0 });
       const problems: string[] = [];
-      const b = await PartitionedConsumer.open("elsewhere", "c", { driver: again(), syncCommits: false, minHoldMs: 0, handoffGraceMs: 60_000, onProblem: (p) => problems.push(p.message) });
+      const b = await PartitionedConsumer.open("elsewhere", "c", {
+        driver: again(),
+        syncCommits: false,
+        minHoldMs: 0,
+        handoffGraceMs: 60_000,
+        onProblem: (p) => problems.push(p.message),
+      });
       expect([a.held(), b.held()]).toEqual([[0], []]);
       const got = await a.poll({ max: 2 });
       // The cursor of a's batch, committed through b (as node-cluster may route the request).
@@ -663,7 +697,12 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
       }
     }
     expect(seen.size).toBe(30);
-    expect([...seen].filter(([, n]) => n === 2).map(([d]) => d).sort()).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
+    expect(
+      [...seen]
+        .filter(([, n]) => n === 2)
+        .map(([d]) => d)
+        .sort(),
+    ).toEqual(["j0", "j10", "j15", "j20", "j25", "j5"]);
     await expect(shared.ack({ part: 0, offset: 0, lease: 1, partition: 7 })).rejects.toMatchObject({ code: "E_LEASE" });
     // Many at once: one write per partition; a bad lease has its own error.
     for (let i = 30; i < 40; i++) await writer.produce([`j${i}`], { partitionKey: `k${i}` });
@@ -692,7 +731,9 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(await listQueues(driver)).toEqual(["orders", "other.p0", "plain"]);
     const stats = (await inspectQueue(driver, "orders"))!;
     expect(stats).toMatchObject({ name: "orders", partitions: 3, messages: 20 });
-    expect(stats.partitionQueues!.map((q) => q.name)).toEqual(["orders.p0", "orders.p1", "orders.p2"].filter((_, p) => Array.from({ length: 10 }, (_, i) => partitionOfKey(`k${i}`, 3)).includes(p)));
+    expect(stats.partitionQueues!.map((q) => q.name)).toEqual(
+      ["orders.p0", "orders.p1", "orders.p2"].filter((_, p) => Array.from({ length: 10 }, (_, i) => partitionOfKey(`k${i}`, 3)).includes(p)),
+    );
     expect(stats.partitionQueues!.reduce((sum, q) => sum + q.messages, 0)).toBe(20);
     const billing = stats.consumers.find((c) => c.name === "billing")!;
     expect(billing.lag).toBe(stats.partitionQueues!.reduce((sum, q) => sum + (q.consumers.find((c) => c.name === "billing")?.lag ?? q.messages), 0));
@@ -705,7 +746,9 @@ describe.each(drivers)("partitioned queues on %s", (_name, make) => {
     expect(orders.totals.messages).toBe(20);
     expect(orders.partitionQueues!.map((q) => q.name)).toEqual(stats.partitionQueues!.map((q) => q.name));
     expect(orders.consumers.find((c) => c.name === "billing")!.lag).toBe(billing.lag);
-    expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([["orders", stats.partitionQueues!.length]]);
+    expect((await storageOverview(driver, { include: (q) => q === "orders" })).map((q) => [q.name, q.partitionQueues?.length])).toEqual([
+      ["orders", stats.partitionQueues!.length],
+    ]);
   });
 
   it("deletes a partitioned queue: every partition, then the declaration (refused while a partition is open)", async () => {

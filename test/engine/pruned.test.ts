@@ -54,7 +54,13 @@ describe("the pruned record past its bound", () => {
     const name = `pruned-remove-${Math.random()}`;
     await full(name);
     await recordPruned(memoryDriver({ name }), "q", parts(MAX, 2));
-    await expect(recordPruned(faulty(name, (step, path) => path === COPY && step === "remove"), "q", parts(MAX + 2, 1))).rejects.toThrow(/injected/);
+    await expect(
+      recordPruned(
+        faulty(name, (step, path) => path === COPY && step === "remove"),
+        "q",
+        parts(MAX + 2, 1),
+      ),
+    ).rejects.toThrow(/injected/);
     const driver = memoryDriver({ name });
     expect(absent(ids(await readPruned(driver, "q")), range(MAX / 2, MAX + 2))).toEqual([]);
     await recordPruned(driver, "q", parts(MAX + 3, 1));

@@ -231,22 +231,28 @@ describe("a saved position that names other records than the consumer read is no
   it.each([
     { writer: "rollOnOpen: false (a partition's writer)", options: { rollOnOpen: false }, cutTo: 2 * 27 + 5 },
     { writer: "the default, cut inside the first record (an empty part is reused)", options: {}, cutTo: 5 },
-  ])("a part cut short below the saved position, then a reopened writer pushes 5 ($writer): reported, and the consumer gets all 5", async ({ options, cutTo }) => {
-    const { dir, saved } = await readTo(10, 8);
-    expect(saved.position).toBe(216);
-    await truncate(join(dir, "orders-0/orders_queue"), cutTo);
-    const later = Array.from({ length: 5 }, (_, i) => `later-${i}-abcd`);
-    await writeAgain(dir, later, options);
-    const { problems, read } = await openAndReadAll(dir);
-    expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
-    expect(read).toEqual(later);
-  });
+  ])(
+    "a part cut short below the saved position, then a reopened writer pushes 5 ($writer): reported, and the consumer gets all 5",
+    async ({ options, cutTo }) => {
+      const { dir, saved } = await readTo(10, 8);
+      expect(saved.position).toBe(216);
+      await truncate(join(dir, "orders-0/orders_queue"), cutTo);
+      const later = Array.from({ length: 5 }, (_, i) => `later-${i}-abcd`);
+      await writeAgain(dir, later, options);
+      const { problems, read } = await openAndReadAll(dir);
+      expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
+      expect(read).toEqual(later);
+    },
+  );
 
   it("a part written again (its info line with it) so that the saved position falls inside a record: reported, resumed at that record", async () => {
     const { dir, saved } = await readTo(10, 8);
     await wipeParts(dir);
     // 37-byte records: the saved position (byte 216) falls inside the sixth (bytes 185..222).
-    await writeAgain(dir, Array.from({ length: 8 }, (_, i) => `again-${i}-abcd`));
+    await writeAgain(
+      dir,
+      Array.from({ length: 8 }, (_, i) => `again-${i}-abcd`),
+    );
     expect(saved.position).toBe(216);
     const { problems, read } = await openAndReadAll(dir);
     expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
@@ -258,7 +264,10 @@ describe("a saved position that names other records than the consumer read is no
     const { dir, saved } = await readTo(10, 8);
     await wipeParts(dir);
     // Records of 54 bytes: the fifth starts at byte 216 (the saved position) with sequence number 5, not 9.
-    await writeAgain(dir, Array.from({ length: 6 }, (_, i) => `again-${i}-${"x".repeat(21)}`));
+    await writeAgain(
+      dir,
+      Array.from({ length: 6 }, (_, i) => `again-${i}-${"x".repeat(21)}`),
+    );
     expect(saved).toEqual({ part: 0, position: 216, count: 8 });
     const { problems, read } = await openAndReadAll(dir);
     expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
@@ -268,7 +277,10 @@ describe("a saved position that names other records than the consumer read is no
   it("a part written again that ends at the saved position with another count: reported, resumed at its last record", async () => {
     const { dir, saved } = await readTo(10, 8);
     await wipeParts(dir);
-    await writeAgain(dir, Array.from({ length: 4 }, (_, i) => `again-${i}-${"x".repeat(21)}`));
+    await writeAgain(
+      dir,
+      Array.from({ length: 4 }, (_, i) => `again-${i}-${"x".repeat(21)}`),
+    );
     expect((await readFile(join(dir, "orders-0/orders_queue"))).length).toBe(saved.position);
     const { problems, read } = await openAndReadAll(dir);
     expect(problems.map((p) => p.code)).toEqual(["BAD_POSITION"]);
@@ -407,14 +419,24 @@ describe("cursors name positions in the queue, across processes", () => {
     const dir = await freshDir();
     const start = () => serveQueues({ dir, port: 0, logger: { error: () => {}, warn: () => {} } });
     let server = await start();
-    await fetch(`${server.url}/api/v1/queues/orders/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: range(0, 5) }) });
+    await fetch(`${server.url}/api/v1/queues/orders/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: range(0, 5) }),
+    });
     const got = (await (await fetch(`${server.url}/api/v1/queues/orders/consumers/c/messages?max_messages=3&timeout_ms=0`)).json()) as { cursor: string };
     await server.close();
     server = await start();
     try {
-      const res = await fetch(`${server.url}/api/v1/queues/orders/consumers/c/commit`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cursor: got.cursor }) });
+      const res = await fetch(`${server.url}/api/v1/queues/orders/consumers/c/commit`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ cursor: got.cursor }),
+      });
       expect(res.status).toBe(200);
-      const next = (await (await fetch(`${server.url}/api/v1/queues/orders/consumers/c/messages?max_messages=10&timeout_ms=0`)).json()) as { messages: { data: string }[] };
+      const next = (await (await fetch(`${server.url}/api/v1/queues/orders/consumers/c/messages?max_messages=10&timeout_ms=0`)).json()) as {
+        messages: { data: string }[];
+      };
       expect(next.messages.map((m) => m.data)).toEqual(["m3", "m4"]);
     } finally {
       await server.close();

@@ -49,12 +49,23 @@ describe("recovery", () => {
   it("readInfoLine reads a line that does not parse again before calling it damaged", async () => {
     let reads = 0;
     const lines = ["garbage", "garbage", "q;1;"];
-    const got = await readInfoLine(async () => text.encode(lines[reads++]!), (t) => (t.endsWith(";") ? t : undefined));
+    const got = await readInfoLine(
+      async () => text.encode(lines[reads++]!),
+      (t) => (t.endsWith(";") ? t : undefined),
+    );
     expect(got).toEqual({ value: "q;1;", damaged: false });
     reads = 0;
-    const bad = await readInfoLine(async () => (reads++, text.encode("garbage")), () => undefined);
+    const bad = await readInfoLine(
+      async () => (reads++, text.encode("garbage")),
+      () => undefined,
+    );
     expect(bad).toEqual({ value: undefined, damaged: true });
     expect(reads).toBe(3);
-    expect(await readInfoLine(async () => undefined, () => "x")).toEqual({ value: undefined, damaged: false });
+    expect(
+      await readInfoLine(
+        async () => undefined,
+        () => "x",
+      ),
+    ).toEqual({ value: undefined, damaged: false });
   });
 });

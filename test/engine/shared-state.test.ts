@@ -34,7 +34,12 @@ describe("a shared consumer's state files (fs)", () => {
     expect(journal?.size ?? 0).toBeLessThan(64 * 1024 + 8 * 1024);
     await c.close();
     // Closed at the floor: the snapshot is its header and birth lines only, and the journal is gone.
-    expect((await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean).map((l) => l[0])).toEqual(["H", "B"]);
+    expect(
+      (await readFile(join(dir, sharedStatePath("q", "s")), "utf8"))
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l[0]),
+    ).toEqual(["H", "B"]);
     expect(await stat(join(dir, sharedJournalPath("q", "s"))).catch(() => undefined)).toBeUndefined();
   });
 
@@ -49,7 +54,11 @@ describe("a shared consumer's state files (fs)", () => {
     const lines = (await readFile(join(dir, sharedStatePath("q", "s")), "utf8")).split("\n").filter(Boolean);
     const after = positionAfter(m2!);
     const born = lines.at(-1)!.split(";");
-    expect(lines.slice(0, -1).map((l) => l.split(";").slice(0, -1).join(";"))).toEqual(["H;v-queue-shared;1", `W;0;${after.position};${after.count}`, `A;0;${m1!.offset}`]);
+    expect(lines.slice(0, -1).map((l) => l.split(";").slice(0, -1).join(";"))).toEqual([
+      "H;v-queue-shared;1",
+      `W;0;${after.position};${after.count}`,
+      `A;0;${m1!.offset}`,
+    ]);
     expect(born[0]).toBe("B");
     expect(Number(born[1])).toBeLessThan(m0!.lease);
     // What a crash in the middle of an append leaves: no crc, no newline.
@@ -78,10 +87,12 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
     expect(await c.ackAll([got[1]!, got[2]!, got[3]!])).toEqual([undefined, undefined, undefined]);
     const journal = await readFile(join(dir, sharedJournalPath("q", "s")), "utf8");
     // One W line for the 6 hand-outs, one R line for the 3 acks: no line per message.
-    expect(journal.split("\n").filter(Boolean).map((l) => l.split(";").slice(0, -1).join(";"))).toEqual([
-      `W;0;${positionAfter(got[5]!).position};6`,
-      `R;0;${got[1]!.offset};${got[3]!.offset};3`,
-    ]);
+    expect(
+      journal
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.split(";").slice(0, -1).join(";")),
+    ).toEqual([`W;0;${positionAfter(got[5]!).position};6`, `R;0;${got[1]!.offset};${got[3]!.offset};3`]);
     await c.close();
     expect(await kinds(dir)).toEqual(["H", "W", "R", "B"]);
     // The snapshot's lines again in the journal (a crash between snapshot and emptied journal): the same state.
@@ -89,7 +100,11 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
     await appendFile(join(dir, sharedJournalPath("q", "s")), snapshot.split("\n").slice(1).join("\n"));
     const again = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2 });
     const back = await again.poll({ max: 10 });
-    expect(back.map((m) => [m.data, m.deliveries])).toEqual([["m0", 2], ["m4", 2], ["m5", 2]]);
+    expect(back.map((m) => [m.data, m.deliveries])).toEqual([
+      ["m0", 2],
+      ["m4", 2],
+      ["m5", 2],
+    ]);
     await again.close();
     // Their second hand-out has lines of its own: at the third open they are due a third, past maxDeliveries 2.
     const third = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2 });
@@ -126,7 +141,11 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
     const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: (p) => problems.push(p) });
     expect(problems.map((p) => p.message)).toEqual([expect.stringContaining("skipped 2 damaged line(s)")]);
     const got = await c.poll({ max: 10 });
-    expect(got.map((m) => [m.data, m.deliveries])).toEqual([["m1", 1], ["m2", 1], ["m3", 1]]);
+    expect(got.map((m) => [m.data, m.deliveries])).toEqual([
+      ["m1", 1],
+      ["m2", 1],
+      ["m3", 1],
+    ]);
     await c.close();
   });
 
@@ -143,7 +162,11 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
     await writeFile(join(dir, sharedJournalPath("q", "s")), body([`R;0;${offsets[3]};${offsets[4]};2;`, `D;0;${offsets[5]};1;`]));
     const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 10 });
     const got = await c.poll({ max: 10 });
-    expect(got.map((m) => [m.data, m.deliveries])).toEqual([["m0", 2], ["m2", 4], ["m5", 2]]);
+    expect(got.map((m) => [m.data, m.deliveries])).toEqual([
+      ["m0", 2],
+      ["m2", 4],
+      ["m5", 2],
+    ]);
     await c.close();
   });
 });

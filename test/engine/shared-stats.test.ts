@@ -21,7 +21,18 @@ describe("a shared consumer's stats", () => {
   it("live: in flight, ready, waiting, redelivered, dead-lettered (kept across a restart), the oldest unacknowledged and the floor", async () => {
     const driver = await filled(5);
     const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2, onProblem: () => {} });
-    expect(c.stats).toEqual({ inFlight: 0, ready: 0, waiting: 0, window: 0, redelivered: 0, redeliveredPending: 0, deadLettered: 0, deadLetteredTotal: 0, oldestUnacked: null, ackFloor: { part: 0, position: 0, count: 0 } });
+    expect(c.stats).toEqual({
+      inFlight: 0,
+      ready: 0,
+      waiting: 0,
+      window: 0,
+      redelivered: 0,
+      redeliveredPending: 0,
+      deadLettered: 0,
+      deadLetteredTotal: 0,
+      oldestUnacked: null,
+      ackFloor: { part: 0, position: 0, count: 0 },
+    });
     const [m0, m1, m2] = await c.poll({ max: 3 });
     expect(c.stats).toMatchObject({ inFlight: 3, ready: 0, waiting: 0, window: 3 });
     await c.ack(m1!);
@@ -63,7 +74,10 @@ describe("inspectQueue on shared consumers", () => {
     await c.poll({ max: 1 }); // m0 again: 2 deliveries
 
     const open = (await inspectQueue(driver, "q"))!;
-    expect(open.consumers.map((x) => [x.name, x.kind, x.lag])).toEqual([["o", "ordered", 3], ["s", "shared", 4]]);
+    expect(open.consumers.map((x) => [x.name, x.kind, x.lag])).toEqual([
+      ["o", "ordered", 3],
+      ["s", "shared", 4],
+    ]);
     expect(open.consumers[0]!.shared).toBeUndefined();
     expect(open.consumers[1]!.shared).toEqual({
       ackedAboveFloor: 1,

@@ -50,7 +50,10 @@ describe("a side file's compaction cut short", () => {
   });
 
   it("a rewrite to nothing cut short after its journal (before the cut, or before the journal went): the next open finishes it", async () => {
-    for (const failAt of [(step: Step, path: string) => path === PATH && step === "truncate", (step: Step, path: string) => path === JOURNAL && step === "remove"]) {
+    for (const failAt of [
+      (step: Step, path: string) => path === PATH && step === "truncate",
+      (step: Step, path: string) => path === JOURNAL && step === "remove",
+    ]) {
       const name = `side-empty-${Math.random()}`;
       await seed(name);
       const { log } = await SideLog.open(faulty(name, failAt), PATH, "q", quiet);
@@ -88,7 +91,12 @@ describe("a side file's compaction cut short", () => {
   it("while the journal was written (half of it): the file was not touched, the journal goes", async () => {
     const name = `side-torn-${Math.random()}`;
     await seed(name);
-    const { log } = await SideLog.open(faulty(name, (step, path) => path === JOURNAL && step === "append", true), PATH, "q", quiet);
+    const { log } = await SideLog.open(
+      faulty(name, (step, path) => path === JOURNAL && step === "append", true),
+      PATH,
+      "q",
+      quiet,
+    );
     await expect(log.rewrite([frame("c")], false)).rejects.toThrow(/injected/);
     expect(await memoryDriver({ name }).readRecord(JOURNAL)).toBeDefined();
     expect(await reopen(name)).toMatchObject({ frames: ["a", "b", "c"], journal: false });
@@ -97,7 +105,12 @@ describe("a side file's compaction cut short", () => {
   it("when only the journal's removal failed: the file is kept as it is, with what was appended after", async () => {
     const name = `side-remove-${Math.random()}`;
     await seed(name);
-    const { log } = await SideLog.open(faulty(name, (step, path) => path === JOURNAL && step === "remove"), PATH, "q", quiet);
+    const { log } = await SideLog.open(
+      faulty(name, (step, path) => path === JOURNAL && step === "remove"),
+      PATH,
+      "q",
+      quiet,
+    );
     await expect(log.rewrite([frame("b")], false)).rejects.toThrow(/injected/);
     // What another holder could have appended since (the journal still there).
     const file = (await memoryDriver({ name }).openLog(PATH, { create: false }))!;

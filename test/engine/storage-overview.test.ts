@@ -21,7 +21,11 @@ describe.each(drivers)("storageOverview on %s", (_name, make) => {
   it("tells every queue, its parts and consumers from one listing, as inspectQueue tells each", async () => {
     const driver = make();
     // Names that share prefixes: "a" and "a-1" (whose parts are "a-1-<id>"), and a queue "b_x".
-    for (const [queue, count] of [["a", 5], ["a-1", 3], ["b_x", 1]] as const) {
+    for (const [queue, count] of [
+      ["a", 5],
+      ["a-1", 3],
+      ["b_x", 1],
+    ] as const) {
       const writer = await QueueWriter.open(queue, { driver, durability: "none", maxPartBytes: 1024 });
       await writer.pushBatch(Array.from({ length: count }, (_, i) => `${queue} message ${i} ${"x".repeat(400)}`));
       await writer.close();
@@ -41,7 +45,9 @@ describe.each(drivers)("storageOverview on %s", (_name, make) => {
       expect(queue.totals.messages).toBe(stats.messages);
       expect(queue.totals.bytes).toBe(stats.bytes);
       expect(queue.totals.partCount).toBe(stats.parts.length);
-      expect(queue.consumers.map((c) => [c.name, c.kind, c.part, c.position, c.count])).toEqual(stats.consumers.map((c) => [c.name, c.kind, c.part, c.position, c.count]));
+      expect(queue.consumers.map((c) => [c.name, c.kind, c.part, c.position, c.count])).toEqual(
+        stats.consumers.map((c) => [c.name, c.kind, c.part, c.position, c.count]),
+      );
     }
     const a = overview[0]!;
     expect(a.totals.partCount).toBeGreaterThan(1); // 1 KiB parts of 400-byte messages: several

@@ -63,9 +63,18 @@ async function expectTotalsEqualWalk(driver: QueueDriver, queue: string, label: 
   expect(got, label).toBeDefined();
   const messages = want.parts.reduce((sum, p) => sum + p.messages, 0);
   const bytes = want.parts.reduce((sum, p) => sum + p.bytes, 0);
-  expect({ currentPart: got!.currentPart, parts: got!.parts(), messages: got!.messages, bytes: got!.bytes }, label).toEqual({ currentPart: want.currentPart, parts: want.parts, messages, bytes });
-  const positions: ConsumerPosition[] = [{ part: 0, position: 0, count: 0 }, { part: want.currentPart + 1, position: 0, count: 0 }];
-  for (const p of want.parts) for (const count of [0, 1, p.messages - 1, p.messages, p.messages + 1]) positions.push({ part: p.id, position: 0, count: Math.max(0, count) });
+  expect({ currentPart: got!.currentPart, parts: got!.parts(), messages: got!.messages, bytes: got!.bytes }, label).toEqual({
+    currentPart: want.currentPart,
+    parts: want.parts,
+    messages,
+    bytes,
+  });
+  const positions: ConsumerPosition[] = [
+    { part: 0, position: 0, count: 0 },
+    { part: want.currentPart + 1, position: 0, count: 0 },
+  ];
+  for (const p of want.parts)
+    for (const count of [0, 1, p.messages - 1, p.messages, p.messages + 1]) positions.push({ part: p.id, position: 0, count: Math.max(0, count) });
   for (const position of positions) expect(got!.lagAfter(position), `${label} lag after ${JSON.stringify(position)}`).toBe(lagIn(want.parts, position));
 }
 
@@ -83,7 +92,8 @@ describe("running totals (issue 12)", () => {
       const random = seededRandom(seed);
       const pick = (n: number) => Math.floor(random() * n);
       let writer: QueueWriter | undefined;
-      const open = async () => (writer = await QueueWriter.open("q", { driver, durability: "none", maxPartBytes: 1024, rollOnOpen: random() < 0.5, onProblem: quiet }));
+      const open = async () =>
+        (writer = await QueueWriter.open("q", { driver, durability: "none", maxPartBytes: 1024, rollOnOpen: random() < 0.5, onProblem: quiet }));
       const batch = () => Array.from({ length: 1 + pick(6) }, (_, i) => `${i}:${"m".repeat(pick(600))}`);
       await open();
       for (let step = 0; step < 40; step++) {
@@ -92,8 +102,7 @@ describe("running totals (issue 12)", () => {
         else if (action === 5) {
           await writer?.close();
           await open();
-        }
-        else if (action === 6 && writer) {
+        } else if (action === 6 && writer) {
           // A crash: records past a lagging push info line, maybe a torn record after them.
           const info = join(dir, `q-${writer.position.part}/q_info_push`);
           const lagging = await readFile(info);

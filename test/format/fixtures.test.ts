@@ -32,7 +32,10 @@ interface Expected {
 
 async function expectedReads(name: string): Promise<Expected[]> {
   const text = await readFile(join(FIXTURES, `${name}.c1.jsonl`), "utf8");
-  return text.trim().split("\n").map((line) => JSON.parse(line) as Expected);
+  return text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Expected);
 }
 
 async function drain(consumer: QueueConsumer): Promise<Message[]> {

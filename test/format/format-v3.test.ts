@@ -192,61 +192,63 @@ describe("uncompressed v3 parts (crate 0.3.x)", () => {
 });
 
 // Frames of the zstd CLI (fixtures) and of each implementation, read by that implementation.
-for (const impl of ZSTD_IMPLS) describe.skipIf(impl.skip)(`compressed v3 parts, zstd ${impl.name}`, () => {
-  beforeAll(async () => {
-    zstd = await impl.zstd();
-    readerZstd = impl.zstd;
-  });
-  const mixed = () => part(raw("tiny"), { type: "S", body: stored(message.length, cliFrame), compressed: true }, compressed(LINE_A), raw(LINE_B), compressed(LINE_B));
+for (const impl of ZSTD_IMPLS)
+  describe.skipIf(impl.skip)(`compressed v3 parts, zstd ${impl.name}`, () => {
+    beforeAll(async () => {
+      zstd = await impl.zstd();
+      readerZstd = impl.zstd;
+    });
+    const mixed = () =>
+      part(raw("tiny"), { type: "S", body: stored(message.length, cliFrame), compressed: true }, compressed(LINE_A), raw(LINE_B), compressed(LINE_B));
 
-  it.each(["q-1/q_dict", "q_dict-1", "q_dict_1"])("are read with a trained dictionary at %s (a frame of the zstd CLI among them)", async (path) => {
-    const setup = await queueWithPart1(mixed(), undefined, { path, bytes: trained });
-    const { data, position } = await readAll(setup);
-    expect(data).toEqual(["v2-a", "v2-b", "tiny", message.toString(), LINE_A, LINE_B, LINE_B]);
-    expect(setup.problems).toEqual([]);
-    expect(position).toEqual({ part: 1, position: mixed().length, count: 5 });
-  });
+    it.each(["q-1/q_dict", "q_dict-1", "q_dict_1"])("are read with a trained dictionary at %s (a frame of the zstd CLI among them)", async (path) => {
+      const setup = await queueWithPart1(mixed(), undefined, { path, bytes: trained });
+      const { data, position } = await readAll(setup);
+      expect(data).toEqual(["v2-a", "v2-b", "tiny", message.toString(), LINE_A, LINE_B, LINE_B]);
+      expect(setup.problems).toEqual([]);
+      expect(position).toEqual({ part: 1, position: mixed().length, count: 5 });
+    });
 
-  it("hand out the body's size, and a cursor past the stored bytes", async () => {
-    const setup = await queueWithPart1(part(compressed(LINE_A), raw("next")), undefined, { path: "q-1/q_dict", bytes: trained });
-    const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), start: "latest", zstd: readerZstd });
-    await consumer.seek({ part: 1, seq: 1 });
-    const [first] = await consumer.read({ max: 1 });
-    expect(first).toMatchObject({ data: LINE_A, size: LINE_A.length, seq: 1 });
-    await consumer.commit(first);
-    await consumer.close();
-    const again = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), zstd: readerZstd });
-    expect((await drain(again)).map((m) => m.data)).toEqual(["next"]);
-    await again.close();
-  });
+    it("hand out the body's size, and a cursor past the stored bytes", async () => {
+      const setup = await queueWithPart1(part(compressed(LINE_A), raw("next")), undefined, { path: "q-1/q_dict", bytes: trained });
+      const consumer = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), start: "latest", zstd: readerZstd });
+      await consumer.seek({ part: 1, seq: 1 });
+      const [first] = await consumer.read({ max: 1 });
+      expect(first).toMatchObject({ data: LINE_A, size: LINE_A.length, seq: 1 });
+      await consumer.commit(first);
+      await consumer.close();
+      const again = await QueueConsumer.open("q", "c", { driver: fsDriver({ dir: setup.dir }), zstd: readerZstd });
+      expect((await drain(again)).map((m) => m.data)).toEqual(["next"]);
+      await again.close();
+    });
 
-  it("are read with a raw-content dictionary", async () => {
-    const dict = Buffer.from(`${LINE_A}\n${LINE_B}\n`.repeat(4));
-    const setup = await queueWithPart1(part(compressed(LINE_A, dict), compressed(LINE_B, dict)), undefined, { path: "q-1/q_dict", bytes: dict });
-    expect((await readAll(setup)).data).toEqual(["v2-a", "v2-b", LINE_A, LINE_B]);
-    expect(setup.problems).toEqual([]);
-  });
+    it("are read with a raw-content dictionary", async () => {
+      const dict = Buffer.from(`${LINE_A}\n${LINE_B}\n`.repeat(4));
+      const setup = await queueWithPart1(part(compressed(LINE_A, dict), compressed(LINE_B, dict)), undefined, { path: "q-1/q_dict", bytes: dict });
+      expect((await readAll(setup)).data).toEqual(["v2-a", "v2-b", LINE_A, LINE_B]);
+      expect(setup.problems).toEqual([]);
+    });
 
-  it("with no dictionary anywhere: compressed records are reported and skipped, never guessed; raw ones are read", async () => {
-    const setup = await queueWithPart1(mixed());
-    const { data, position } = await readAll(setup);
-    expect(data).toEqual(["v2-a", "v2-b", "tiny", LINE_B]);
-    expect(codes(setup.problems)).toEqual(["NO_DICTIONARY", "NO_DICTIONARY", "NO_DICTIONARY"]);
-    expect(position).toEqual({ part: 1, position: mixed().length, count: 5 });
-  });
+    it("with no dictionary anywhere: compressed records are reported and skipped, never guessed; raw ones are read", async () => {
+      const setup = await queueWithPart1(mixed());
+      const { data, position } = await readAll(setup);
+      expect(data).toEqual(["v2-a", "v2-b", "tiny", LINE_B]);
+      expect(codes(setup.problems)).toEqual(["NO_DICTIONARY", "NO_DICTIONARY", "NO_DICTIONARY"]);
+      expect(position).toEqual({ part: 1, position: mixed().length, count: 5 });
+    });
 
-  it("a corrupt frame (its crc right) and a wrong announced length are reported and skipped", async () => {
-    const good = compressed(LINE_A);
-    const corrupt = Buffer.from(good.body);
-    corrupt.fill(0x55, 12, 30); // inside the frame, after its header
-    const wrongLength = Buffer.from(good.body);
-    wrongLength.writeUInt32LE(LINE_A.length + 1);
-    const bytes = part({ ...good, body: corrupt }, { ...good, body: wrongLength }, good);
-    const setup = await queueWithPart1(bytes, undefined, { path: "q-1/q_dict", bytes: trained });
-    expect((await readAll(setup)).data).toEqual(["v2-a", "v2-b", LINE_A]);
-    expect(setup.problems).toEqual([
-      expect.objectContaining({ code: "BAD_COMPRESSED", part: 1, offset: 0 }),
-      expect.objectContaining({ code: "BAD_COMPRESSED", part: 1, offset: 25 + corrupt.length }),
-    ]);
+    it("a corrupt frame (its crc right) and a wrong announced length are reported and skipped", async () => {
+      const good = compressed(LINE_A);
+      const corrupt = Buffer.from(good.body);
+      corrupt.fill(0x55, 12, 30); // inside the frame, after its header
+      const wrongLength = Buffer.from(good.body);
+      wrongLength.writeUInt32LE(LINE_A.length + 1);
+      const bytes = part({ ...good, body: corrupt }, { ...good, body: wrongLength }, good);
+      const setup = await queueWithPart1(bytes, undefined, { path: "q-1/q_dict", bytes: trained });
+      expect((await readAll(setup)).data).toEqual(["v2-a", "v2-b", LINE_A]);
+      expect(setup.problems).toEqual([
+        expect.objectContaining({ code: "BAD_COMPRESSED", part: 1, offset: 0 }),
+        expect.objectContaining({ code: "BAD_COMPRESSED", part: 1, offset: 25 + corrupt.length }),
+      ]);
+    });
   });
-});

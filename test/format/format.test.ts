@@ -47,7 +47,10 @@ describe("names and cursors", () => {
   });
 
   it("gives the cursor after a message: the next record's offset and the message's seq", () => {
-    for (const m of [{ part: 0, offset: 0, seq: 1, size: 0 }, { part: 7, offset: 123_456_789, seq: 4_000_000_000, size: 70_000 }]) {
+    for (const m of [
+      { part: 0, offset: 0, seq: 1, size: 0 },
+      { part: 7, offset: 123_456_789, seq: 4_000_000_000, size: 70_000 },
+    ]) {
       expect(cursorAfter(m)).toBe(formatCursor(positionAfter(m)));
     }
     expect(cursorAfter({ part: 2, offset: 100, seq: 9, size: 5 })).toBe("2.130.9");

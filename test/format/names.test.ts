@@ -6,7 +6,26 @@ import memoryDriver from "../../adapters/drivers/memory";
 import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import { inspectQueue, listConsumers, listQueues } from "../../src/inspect/queues";
 import { isValidConsumerName, isValidQueueName } from "../../src/core/names";
-import { consumerLockPath, consumerOfPopFile, consumerOfSharedFile, partDir, partIndexPath, partOfDir, partPath, popInfoPath, prunedPath, delayedPath, idempotencyPath, pushInfoPath, queueInfoPath, sideJournalPath, queueOfInfoFile, sharedJournalPath, sharedStatePath, writerLockPath } from "../../src/storage/paths";
+import {
+  consumerLockPath,
+  consumerOfPopFile,
+  consumerOfSharedFile,
+  partDir,
+  partIndexPath,
+  partOfDir,
+  partPath,
+  popInfoPath,
+  prunedPath,
+  delayedPath,
+  idempotencyPath,
+  pushInfoPath,
+  queueInfoPath,
+  sideJournalPath,
+  queueOfInfoFile,
+  sharedJournalPath,
+  sharedStatePath,
+  writerLockPath,
+} from "../../src/storage/paths";
 import { QueueWriter } from "../../src/writer/writer";
 import { errorCode, startServer } from "../http/_server";
 import { useTempDirs } from "../helpers/tmp";
@@ -15,7 +34,45 @@ import { seededRandom } from "../helpers/random";
 const freshDir = useTempDirs("vq-names-");
 
 /** Pieces that spell the layout's own suffixes, so generated names try hard to collide. */
-const TOKENS = ["a", "b", "x", "_", "-", "1", "0", "12", ".", "_info_", "_info", "info", "pop_", "_pop", "queue", "_queue", ".lock", "lock", "-1", "_info_pop_", "_info_queue", "push", "_info_push", "_index", "index", "_info_pruned", "pruned", "shared", "_info_shared_", "shlog", "_info_shlog_", "_shared", "delayed", "_info_delayed", "idem", "_info_idem", "_idem"];
+const TOKENS = [
+  "a",
+  "b",
+  "x",
+  "_",
+  "-",
+  "1",
+  "0",
+  "12",
+  ".",
+  "_info_",
+  "_info",
+  "info",
+  "pop_",
+  "_pop",
+  "queue",
+  "_queue",
+  ".lock",
+  "lock",
+  "-1",
+  "_info_pop_",
+  "_info_queue",
+  "push",
+  "_info_push",
+  "_index",
+  "index",
+  "_info_pruned",
+  "pruned",
+  "shared",
+  "_info_shared_",
+  "shlog",
+  "_info_shlog_",
+  "_shared",
+  "delayed",
+  "_info_delayed",
+  "idem",
+  "_info_idem",
+  "_idem",
+];
 
 function names(seed: number, count: number): string[] {
   const next = seededRandom(seed);
@@ -104,7 +161,10 @@ describe("names map one-to-one onto the crate's flat layout", () => {
     }
     const q = await QueueWriter.open("orders", { driver });
     await q.push("x");
-    await expect(QueueConsumer.open("orders", "billing.lock", { driver })).rejects.toMatchObject({ code: "E_NAME", message: expect.stringContaining('".lock"') });
+    await expect(QueueConsumer.open("orders", "billing.lock", { driver })).rejects.toMatchObject({
+      code: "E_NAME",
+      message: expect.stringContaining('".lock"'),
+    });
     for (const consumer of ["b_info_pop_c", "x_info_queue"]) {
       await expect(QueueConsumer.open("orders", consumer, { driver })).rejects.toMatchObject({ code: "E_NAME", message: expect.stringContaining('"_info_"') });
     }
@@ -126,11 +186,17 @@ describe("names map one-to-one onto the crate's flat layout", () => {
         await q.close();
         const mine = consumerNames.filter((c, i) => (i + queue.length) % 2 === 0 && isValidConsumerName(c, queue));
         for (const name of mine) await (await QueueConsumer.open(queue, name, { driver })).close();
-        expected.set(queue, mine.sort((a, b) => a.localeCompare(b)));
+        expected.set(
+          queue,
+          mine.sort((a, b) => a.localeCompare(b)),
+        );
       }
       expect(await listQueues(driver)).toEqual([...queues].sort());
       for (const [queue, mine] of expected) {
-        expect((await listConsumers(driver, queue)).map((c) => c.name), queue).toEqual(mine);
+        expect(
+          (await listConsumers(driver, queue)).map((c) => c.name),
+          queue,
+        ).toEqual(mine);
         expect((await inspectQueue(driver, queue))?.messages, queue).toBe(1);
       }
     }
@@ -165,7 +231,7 @@ describe("names map one-to-one onto the crate's flat layout", () => {
     await mkdir(join(s.dir, "orders_info_pop_b-0"), { recursive: true });
     expect((await s.get("/api/v1/queues/orders")).status).toBe(200);
     expect((await s.get("/api/v1/queues/orders/consumers")).status).toBe(200);
-    expect(((await (await s.get("/api/v1/queues")).json()) as { queues: { name: string }[] } | string[])).toBeDefined();
+    expect((await (await s.get("/api/v1/queues")).json()) as { queues: { name: string }[] } | string[]).toBeDefined();
   });
 });
 
@@ -175,7 +241,8 @@ describe("a queue the crate made under a name v-queue refuses keeps its files", 
     const safe = generated.filter((n) => /^[A-Za-z0-9._-]{1,128}$/.test(n) && !n.includes(".."));
     const crateQueues = safe.filter((n) => !isValidQueueName(n));
     const ours = new Set<string>();
-    for (const q of safe.filter((n) => isValidQueueName(n))) for (const c of safe) if (isValidConsumerName(c, q)) ours.add(popInfoPath(q, c)).add(consumerLockPath(q, c));
+    for (const q of safe.filter((n) => isValidQueueName(n)))
+      for (const c of safe) if (isValidConsumerName(c, q)) ours.add(popInfoPath(q, c)).add(consumerLockPath(q, c));
     for (const q of crateQueues) for (const c of safe) expect(ours.has(popInfoPath(q, c)), `${q} ${c}`).toBe(false);
   });
 });

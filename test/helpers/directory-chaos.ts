@@ -7,7 +7,19 @@
  */
 import { expect } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
-import { busyThenWanted, lagsByPartition, chaosLoop, expectEveryInstanceKilledAndPaused, expectKeysInOrder, readAllRecords, settle, startTraffic, totalFencedWrites, totalLag, type Instance } from "./multi-instance";
+import {
+  busyThenWanted,
+  lagsByPartition,
+  chaosLoop,
+  expectEveryInstanceKilledAndPaused,
+  expectKeysInOrder,
+  readAllRecords,
+  settle,
+  startTraffic,
+  totalFencedWrites,
+  totalLag,
+  type Instance,
+} from "./multi-instance";
 
 export interface DirectoryChaos {
   /** Printed before the run's figures. */
@@ -25,7 +37,17 @@ export interface DirectoryChaos {
   pinOrdered?: boolean;
 }
 
-export async function expectDirectoryChaosLosesNothing({ label, dir, instances, queue, partitions, runMs, leaseMs, burst, pinOrdered }: DirectoryChaos): Promise<void> {
+export async function expectDirectoryChaosLosesNothing({
+  label,
+  dir,
+  instances,
+  queue,
+  partitions,
+  runMs,
+  leaseMs,
+  burst,
+  pinOrdered,
+}: DirectoryChaos): Promise<void> {
   const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4, pinOrdered });
   // Leased: an instance paused while it writes has writes in flight that land after its lease
   // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
@@ -54,7 +76,10 @@ export async function expectDirectoryChaosLosesNothing({ label, dir, instances, 
   expect(traffic.missingOrdered()).toEqual([]);
   expect(traffic.missingShared()).toEqual([]);
   const lag = await totalLag(driver, queue, partitions);
-  if (lag > 0) console.log(`[${label}] lags left: ${JSON.stringify(await lagsByPartition(driver, queue, partitions))}; commits answered: ${JSON.stringify(traffic.counts.commitStatuses)}`);
+  if (lag > 0)
+    console.log(
+      `[${label}] lags left: ${JSON.stringify(await lagsByPartition(driver, queue, partitions))}; commits answered: ${JSON.stringify(traffic.counts.commitStatuses)}`,
+    );
   expect(lag).toBe(0);
   expectKeysInOrder(traffic.ordered);
 

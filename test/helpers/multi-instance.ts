@@ -21,7 +21,6 @@ import { parseScrape, valueOf } from "./prometheus";
 import { scriptCommand, type Runtime } from "./runtime";
 import { sleep } from "./sleep";
 
-
 /** The settings every chaos run shares: the same run on each setup. */
 export const CHAOS = {
   /**
@@ -75,7 +74,11 @@ export async function startInstance(storageArgs: string[], runtime: Runtime = "n
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const start = async () => {
-    const { command, args } = scriptCommand(BIN, ["serve", ...storageArgs, "--port", String(port), "--log-level", process.env.VQ_INSTANCE_LOG ? "warn" : "error"], runtime);
+    const { command, args } = scriptCommand(
+      BIN,
+      ["serve", ...storageArgs, "--port", String(port), "--log-level", process.env.VQ_INSTANCE_LOG ? "warn" : "error"],
+      runtime,
+    );
     const started = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
     instance.child = started;
     let output = "";
@@ -85,7 +88,13 @@ export async function startInstance(storageArgs: string[], runtime: Runtime = "n
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (started.exitCode !== null) throw new Error(`instance exited: ${output}`);
-      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return;
+      if (
+        await fetch(`${url}/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        return;
       if (Date.now() > deadline) throw new Error(`instance did not start: ${output}`);
       await sleep(50);
     }
@@ -164,7 +173,15 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     const at = token.split(".").slice(0, 2).join(".");
     leases.set(at, [...(leases.get(at) ?? []), note]);
   };
-  const counts = { retries: 0, orderedErrors: 0, commitRetries: 0, commitStatuses: {} as Record<string, number>, fencedAnswers: 0, ambiguousAcks: 0, statuses: {} as Record<string, number> };
+  const counts = {
+    retries: 0,
+    orderedErrors: 0,
+    commitRetries: 0,
+    commitStatuses: {} as Record<string, number>,
+    fencedAnswers: 0,
+    ambiguousAcks: 0,
+    statuses: {} as Record<string, number>,
+  };
   const json = { "content-type": "application/json" };
 
   /** Produces `key:number` (idempotency key the same), first on `instance` then on the next ones, until answered 2xx. */
@@ -172,7 +189,11 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     const body = JSON.stringify({ message: `${key}:${number}` });
     for (let attempt = 0; ; attempt++) {
       const target = instances[(instance + attempt) % instances.length]!;
-      const res = await call(`${target.url}/api/v1/queues/${queue}/messages`, { method: "POST", body, headers: { ...json, "partition-key": key, "idempotency-key": `${key}:${number}` } }, options.produceTimeoutMs);
+      const res = await call(
+        `${target.url}/api/v1/queues/${queue}/messages`,
+        { method: "POST", body, headers: { ...json, "partition-key": key, "idempotency-key": `${key}:${number}` } },
+        options.produceTimeoutMs,
+      );
       if (res?.ok) {
         await res.arrayBuffer();
         break;
@@ -233,7 +254,12 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       // instance holding its partition may be another one than the one that took it (which went
       // away meanwhile), still reading on past it, so nothing would come again to commit it later.
       while (body.cursor && consuming) {
-        const committed = await call(`${url}/api/v1/queues/${queue}/consumers/${name}/commit`, { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json }, 3000, via);
+        const committed = await call(
+          `${url}/api/v1/queues/${queue}/consumers/${name}/commit`,
+          { method: "POST", body: JSON.stringify({ cursor: body.cursor }), headers: json },
+          3000,
+          via,
+        );
         const text = committed ? await committed.text() : "";
         if (committed && !committed.ok) {
           const code = `${committed.status} ${(JSON.parse(text || "{}") as { error?: { code?: string } }).error?.code ?? ""}`;
@@ -250,7 +276,11 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   const sharedConsumer = async (instance: number) => {
     while (consuming) {
       const url = instances[instance]!.url;
-      const res = await call(`${url}/api/v1/queues/${queue}/consumers/work/lease`, { method: "POST", body: JSON.stringify({ max: 100, timeoutMs: 500 }), headers: json }, 3000);
+      const res = await call(
+        `${url}/api/v1/queues/${queue}/consumers/work/lease`,
+        { method: "POST", body: JSON.stringify({ max: 100, timeoutMs: 500 }), headers: json },
+        3000,
+      );
       if (!res?.ok) {
         await res?.arrayBuffer();
         await sleep(50);
@@ -262,7 +292,11 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       // Acked where it was leased, or (one time in three) on another instance, as a load
       // balancer would send it: an ack is taken anywhere (through the partition's ack inbox).
       const acker = Math.random() < 1 / 3 ? (instance + 1 + Math.floor(Math.random() * (instances.length - 1))) % instances.length : instance;
-      const ack = await call(`${instances[acker]!.url}/api/v1/queues/${queue}/consumers/work/ack`, { method: "POST", body: JSON.stringify({ leases: body.messages.map((m) => m.lease) }), headers: json }, 3000);
+      const ack = await call(
+        `${instances[acker]!.url}/api/v1/queues/${queue}/consumers/work/ack`,
+        { method: "POST", body: JSON.stringify({ leases: body.messages.map((m) => m.lease) }), headers: json },
+        3000,
+      );
       const answered = ack ? `${ack.status}` : "no answer";
       for (const m of body.messages) noteLease(m.lease, `ack of ${m.lease.split(".")[2]} at i${acker}: ${answered}`);
       // Unanswered (the instance was killed or paused): the ack may have landed before, so the
@@ -305,7 +339,10 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     counts,
     expected,
     /** Messages acknowledged that an ordered consumer never got, as `<consumer>/<message>`. */
-    missingOrdered: () => orderedNames.flatMap((name) => expected().flatMap((m) => (ordered.get(`${name}/${m.split(":")[0]}`)?.includes(Number(m.split(":")[1])) ? [] : [`${name}/${m}`]))),
+    missingOrdered: () =>
+      orderedNames.flatMap((name) =>
+        expected().flatMap((m) => (ordered.get(`${name}/${m.split(":")[0]}`)?.includes(Number(m.split(":")[1])) ? [] : [`${name}/${m}`])),
+      ),
     missingShared: () => expected().filter((m) => !shared.has(m) && !ambiguous.has(m)),
     /** What the shared consumers got at a position ("p<k>:<part>.<offset>"), to tell why a message is missing. */
     leasesAt: (at: string) => leases.get(at) ?? [],
@@ -447,7 +484,11 @@ export function expectKeysInOrder(ordered: Map<string, number[]>): void {
 }
 
 /** Reads every record of every partition back (CRC checked): the problems found, the records read and their texts. */
-export async function readAllRecords(driver: QueueDriver, queue: string, partitions: number): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string>; misnumbered: string[]; duplicates: string[] }> {
+export async function readAllRecords(
+  driver: QueueDriver,
+  queue: string,
+  partitions: number,
+): Promise<{ problems: QueueProblem[]; records: number; stored: Map<string, string>; misnumbered: string[]; duplicates: string[] }> {
   const problems: QueueProblem[] = [];
   /** Each text stored, and where: `p<partition> <part>:<offset> #<seq>`. */
   const stored = new Map<string, string>();
@@ -482,7 +523,11 @@ export async function readDeadLetters(driver: QueueDriver, queue: string, partit
   for (let p = 0; p < partitions; p++) {
     let from: string | undefined = "earliest";
     while (from) {
-      const page: Awaited<ReturnType<typeof browseMessages>> | undefined = await browseMessages(driver, `${partitionName(queue, p)}.dead`, { from, limit: 1000, onProblem: () => {} }).catch(() => undefined);
+      const page: Awaited<ReturnType<typeof browseMessages>> | undefined = await browseMessages(driver, `${partitionName(queue, p)}.dead`, {
+        from,
+        limit: 1000,
+        onProblem: () => {},
+      }).catch(() => undefined);
       if (!page) break; // no dead-letter queue: nothing dead-lettered
       for (const m of page.messages) letters.push(String(m.data));
       from = page.next ?? undefined;

@@ -24,7 +24,11 @@ let contentHash: string | undefined;
 export function packedContentHash(): string {
   if (contentHash) return contentHash;
   const hash = createHash("sha1");
-  const files = ["package.json", "README.md", ...["dist", "bin"].flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" }).map((name) => `${dir}/${name}`))];
+  const files = [
+    "package.json",
+    "README.md",
+    ...["dist", "bin"].flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" }).map((name) => `${dir}/${name}`)),
+  ];
   for (const file of files.sort()) {
     const path = join(ROOT, file);
     if (!statSync(path).isFile()) continue;
@@ -49,7 +53,11 @@ async function pack(tarball: string): Promise<string> {
   await mkdir(TMP, { recursive: true });
   const work = await mkdtemp(join(TMP, "pack-"));
   try {
-    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: ROOT, timeout: 120_000, maxBuffer: 64 << 20 });
+    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], {
+      cwd: ROOT,
+      timeout: 120_000,
+      maxBuffer: 64 << 20,
+    });
     const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
     // Renamed into place: test files packing at once never read half a tarball.
     await rename(join(work, filename), tarball);

@@ -30,7 +30,11 @@ export function parseScrape(text: string): Map<string, PromFamily> {
   for (const family of histograms) {
     const groups = new Map<string, PromSample>();
     const group = (labels: Record<string, string> = {}) => {
-      const key = JSON.stringify(Object.entries(labels).filter(([k]) => k !== "le").sort());
+      const key = JSON.stringify(
+        Object.entries(labels)
+          .filter(([k]) => k !== "le")
+          .sort(),
+      );
       let sample = groups.get(key);
       if (!sample) {
         const own = Object.fromEntries(Object.entries(labels).filter(([k]) => k !== "le"));
@@ -60,7 +64,9 @@ export function valueOf(families: Map<string, PromFamily>, name: string, labels:
 export function checkHistogram(sample: PromSample): number {
   const buckets = Object.entries(sample.buckets ?? {}).map(([le, count]) => [le === "+Inf" ? Infinity : Number(le), Number(count)] as const);
   buckets.sort((a, b) => a[0] - b[0]);
-  for (let i = 1; i < buckets.length; i++) if (buckets[i]![1] < buckets[i - 1]![1]) throw new Error(`bucket le=${buckets[i]![0]} (${buckets[i]![1]}) below le=${buckets[i - 1]![0]} (${buckets[i - 1]![1]})`);
+  for (let i = 1; i < buckets.length; i++)
+    if (buckets[i]![1] < buckets[i - 1]![1])
+      throw new Error(`bucket le=${buckets[i]![0]} (${buckets[i]![1]}) below le=${buckets[i - 1]![0]} (${buckets[i - 1]![1]})`);
   const inf = buckets.at(-1);
   if (!inf || inf[0] !== Infinity) throw new Error("no +Inf bucket");
   if (inf[1] !== Number(sample.count)) throw new Error(`+Inf bucket ${inf[1]} != count ${sample.count}`);

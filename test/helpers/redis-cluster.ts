@@ -50,7 +50,20 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const root = await mkdtemp(join(tmpdir(), "vq-redis-cluster-"));
   const nodes: RedisClusterNode[] = [];
   const launchNode = (node: RedisClusterNode) =>
-    launchRedis(node.port, node.dir, ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", String(nodeTimeout), "--appendfsync", "everysec", "--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0"]);
+    launchRedis(node.port, node.dir, [
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      "nodes.conf",
+      "--cluster-node-timeout",
+      String(nodeTimeout),
+      "--appendfsync",
+      "everysec",
+      "--cluster-replica-validity-factor",
+      "0",
+      "--repl-diskless-sync-delay",
+      "0",
+    ]);
   try {
     for (let i = 0; i < masters * 2; i++) {
       const node: RedisClusterNode = { port: 0, dir: join(root, `node-${i}`), child: undefined };

@@ -57,7 +57,8 @@ export async function startRedisSentinel(options: RedisSentinelOptions = {}): Pr
   const sentinelChildren: ChildProcess[] = [];
   const sentinels: { host: string; port: number }[] = [];
   // No 5 s pause before a full sync (a rejoining node resyncs at once).
-  const launchNode = (node: RedisSentinelNode, extra: string[] = []) => launchRedis(node.port, node.dir, ["--appendfsync", "everysec", "--repl-diskless-sync-delay", "0", ...extra]);
+  const launchNode = (node: RedisSentinelNode, extra: string[] = []) =>
+    launchRedis(node.port, node.dir, ["--appendfsync", "everysec", "--repl-diskless-sync-delay", "0", ...extra]);
   const stopAll = async () => {
     await Promise.all([...nodes.map((n) => n.child), ...sentinelChildren].map((child) => child && terminate(child, "SIGKILL")));
     for (const n of nodes) n.child = undefined;
@@ -123,14 +124,19 @@ export async function startRedisSentinel(options: RedisSentinelOptions = {}): Pr
         for (const node of nodes) {
           if (!node.child || node.port === now) continue;
           const info = String((await ask(node.port, "INFO", "replication")) ?? "");
-          if (!info.includes(`master_port:${now}`) || !info.includes("master_link_status:up")) return `node ${node.port}: ${info.replace(/\s+/g, " ").slice(0, 200)}`;
+          if (!info.includes(`master_port:${now}`) || !info.includes("master_link_status:up"))
+            return `node ${node.port}: ${info.replace(/\s+/g, " ").slice(0, 200)}`;
         }
         for (const s of sentinels) {
           const fields = toMap((await ask(s.port, "SENTINEL", "master", NAME)) as string[] | undefined);
           if (fields.get("num-other-sentinels") !== "2") return `sentinel ${s.port} knows ${fields.get("num-other-sentinels")} other sentinels`;
           const replicas = ((await ask(s.port, "SENTINEL", "replicas", NAME)) as string[][] | undefined) ?? [];
-          const good = replicas.map(toMap).filter((r) => !/s_down|disconnected/.test(r.get("flags") ?? "")).map((r) => Number(r.get("port")));
-          for (const node of nodes) if (node.child && node.port !== now && !good.includes(node.port)) return `sentinel ${s.port} does not see replica ${node.port}`;
+          const good = replicas
+            .map(toMap)
+            .filter((r) => !/s_down|disconnected/.test(r.get("flags") ?? ""))
+            .map((r) => Number(r.get("port")));
+          for (const node of nodes)
+            if (node.child && node.port !== now && !good.includes(node.port)) return `sentinel ${s.port} does not see replica ${node.port}`;
         }
         return undefined;
       });

@@ -66,7 +66,21 @@ export async function startRedisServer(): Promise<RedisServer> {
 
 /** Starts `redis-server` on `port` in `dir` (AOF on, RDB off, loopback only) and waits for its PONG; `extra` arguments go last. */
 export async function launchRedis(port: number, dir: string, extra: string[] = []): Promise<ChildProcess> {
-  return spawnRedis(port, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--dir", dir, "--protected-mode", "yes", ...extra]);
+  return spawnRedis(port, [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--dir",
+    dir,
+    "--protected-mode",
+    "yes",
+    ...extra,
+  ]);
 }
 
 /** Runs `redis-server args` (a server, or a sentinel: `<conf> --sentinel`) and waits until it answers PING on `port`. */
@@ -117,4 +131,3 @@ export function ping(port: number): Promise<boolean> {
     });
   });
 }
-

@@ -16,7 +16,9 @@ export const LOAD_SLACK_MS = 5_000;
 /** The wait begun at `startedAt` (a `performance.now()`) ended early, not by its `timeoutMs`: in less than half of it. */
 export function expectEndedEarly(startedAt: number, timeoutMs: number = WAKE_TIMEOUT_MS): void {
   const elapsed = performance.now() - startedAt;
-  expect(elapsed, `ended after ${Math.round(elapsed)} ms of its ${timeoutMs} ms timeout: by the timeout, not by what should end it`).toBeLessThan(timeoutMs / 2);
+  expect(elapsed, `ended after ${Math.round(elapsed)} ms of its ${timeoutMs} ms timeout: by the timeout, not by what should end it`).toBeLessThan(
+    timeoutMs / 2,
+  );
 }
 
 /** The wait begun at `startedAt` (a `performance.now()`) ended by its own `timeoutMs`: not before it, and not stuck past it. */

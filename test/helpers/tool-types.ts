@@ -110,7 +110,11 @@ export interface BrowserContext {
 }
 
 export interface Browser {
-  newContext(options?: { httpCredentials?: { username: string; password: string }; colorScheme?: "light" | "dark"; viewport?: { width: number; height: number } }): Promise<BrowserContext>;
+  newContext(options?: {
+    httpCredentials?: { username: string; password: string };
+    colorScheme?: "light" | "dark";
+    viewport?: { width: number; height: number };
+  }): Promise<BrowserContext>;
   newPage(): Promise<Page>;
   close(): Promise<void>;
 }

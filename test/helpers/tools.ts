@@ -52,14 +52,26 @@ export function toolModules(tool: Tool): string {
   mkdirSync(cacheDir(), { recursive: true });
   const staging = mkdtempSync(join(cacheDir(), `.staging-${tool}-`));
   try {
-    const args = ["install", "--prefix", staging, "--no-save", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", `${tool}@${TOOL_VERSIONS[tool]}`];
+    const args = [
+      "install",
+      "--prefix",
+      staging,
+      "--no-save",
+      "--no-audit",
+      "--no-fund",
+      "--prefer-offline",
+      "--loglevel=error",
+      `${tool}@${TOOL_VERSIONS[tool]}`,
+    ];
     // Says why this first run waits (bun and deno are about 100 MB each).
     process.stderr.write(`[tools] installing ${tool}@${TOOL_VERSIONS[tool]} into ${home}\n`);
     try {
       execFileSync("npm", args, { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
     } catch (error) {
       const stderr = (error as { stderr?: string }).stderr ?? "";
-      throw new Error(`could not install ${tool}@${TOOL_VERSIONS[tool]} into ${home} (npm ${args.join(" ")}): ${stderr.trim() || (error as Error).message}`, { cause: error });
+      throw new Error(`could not install ${tool}@${TOOL_VERSIONS[tool]} into ${home} (npm ${args.join(" ")}): ${stderr.trim() || (error as Error).message}`, {
+        cause: error,
+      });
     }
     try {
       renameSync(staging, home);

@@ -143,7 +143,14 @@ export async function startApp(app: HostApp, dataDir = mkdtempSync(join(tmpdir()
   const exited = new Promise<number | NodeJS.Signals | null>((done) => child.once("exit", (code, signal) => done(code ?? signal)));
   const url = `http://127.0.0.1:${port}`;
 
-  await waitHealthy(url, name, () => output, () => child.exitCode !== null, () => child.kill("SIGKILL"), app.ready);
+  await waitHealthy(
+    url,
+    name,
+    () => output,
+    () => child.exitCode !== null,
+    () => child.kill("SIGKILL"),
+    app.ready,
+  );
 
   return {
     url,
@@ -171,11 +178,21 @@ export async function startApp(app: HostApp, dataDir = mkdtempSync(join(tmpdir()
 }
 
 /** Resolves once `<url><ready>` answers (30 s at most); throws with the server's output if it exits first. */
-export async function waitHealthy(url: string, name: string, output: () => string, exited: () => boolean, kill: () => void, ready = "/_queue/health"): Promise<void> {
+export async function waitHealthy(
+  url: string,
+  name: string,
+  output: () => string,
+  exited: () => boolean,
+  kill: () => void,
+  ready = "/_queue/health",
+): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (exited()) throw new Error(`The ${name} server exited: ${output()}`);
-    const ok = await fetch(`${url}${ready}`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}${ready}`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > deadline) {
       kill();
@@ -189,4 +206,3 @@ export async function waitHealthy(url: string, name: string, output: () => strin
 export function lockFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith(".lock"));
 }
-

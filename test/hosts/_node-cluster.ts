@@ -33,7 +33,11 @@ export default defineHandler(async () => {
  * Builds the app in a temporary directory: the v-queue module with `moduleOptions` (JSON, the
  * prefix added, auth off unless they say otherwise), `routes` (file under routes/ -> source), `plugins` (under plugins/) and `GET /worker`. Returns its directory.
  */
-export async function buildClusterApp(moduleOptions: Record<string, unknown>, routes: Record<string, string> = {}, plugins: Record<string, string> = {}): Promise<string> {
+export async function buildClusterApp(
+  moduleOptions: Record<string, unknown>,
+  routes: Record<string, string> = {},
+  plugins: Record<string, string> = {},
+): Promise<string> {
   const app = mkdtempSync(join(tmpdir(), "vq-cluster-app-"));
   // The playground's dependencies (installed by buildApp when missing), linked into a copy with this preset.
   await buildApp({ dir: "nitro", build: ["nitro", "--version"], envPrefix: "NITRO_" });
@@ -101,7 +105,12 @@ export async function startCluster(app: string, workers: number, env: Record<str
     },
   };
   const deadline = Date.now() + 30_000;
-  while (!(await call(`${url}${PREFIX}/health`).then((r) => r.status === 200, () => false))) {
+  while (
+    !(await call(`${url}${PREFIX}/health`).then(
+      (r) => r.status === 200,
+      () => false,
+    ))
+  ) {
     if (primary.exitCode !== null || Date.now() > deadline) {
       cluster.kill(); // its workers too: none is left behind
       throw new Error(`the cluster did not start: ${output}`);
@@ -132,7 +141,13 @@ function childrenOf(pid: number): number[] {
  * One request, on its own connection (no keep-alive: the cluster hands each connection to a
  * worker in turn), or on `agent`'s one kept-alive connection (one worker). Fails after `timeoutMs`.
  */
-export function call(url: string, method = "GET", body?: unknown, agent: Agent | false = false, timeoutMs = 30_000): Promise<{ status: number; body: unknown }> {
+export function call(
+  url: string,
+  method = "GET",
+  body?: unknown,
+  agent: Agent | false = false,
+  timeoutMs = 30_000,
+): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, agent, timeout: timeoutMs, headers: body === undefined ? {} : { "content-type": "application/json" } }, (res) => {
       let text = "";

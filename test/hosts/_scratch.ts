@@ -78,14 +78,22 @@ async function install(playground: Playground, dir: string): Promise<string> {
   }
   // The installs of earlier builds (a Nuxt app is hundreds of MB).
   for (const name of await readdir(join(TMP, "apps"))) {
-    if (name.startsWith(`${playground}-`) && join(TMP, "apps", name) !== dir && !name.includes(".")) await rm(join(TMP, "apps", name), { recursive: true, force: true });
+    if (name.startsWith(`${playground}-`) && join(TMP, "apps", name) !== dir && !name.includes("."))
+      await rm(join(TMP, "apps", name), { recursive: true, force: true });
   }
   return dir;
 }
 
 type LockPackages = Record<
   string,
-  { version: string; resolved?: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> }
+  {
+    version: string;
+    resolved?: string;
+    dependencies?: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+    peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  }
 >;
 
 /** Where Node finds package `name` from the package at `path` (paths as in a lockfile: `node_modules/a/node_modules/b`). */
@@ -121,7 +129,8 @@ function needs(packages: LockPackages, from: string): string[] {
  * 2.0.1-rc.2, Nuxt 4 runs on h3 v1).
  */
 export function expectLeanInstall(playground: Playground): void {
-  const packages = (JSON.parse(readFileSync(join(installedAppDir(playground), "node_modules", ".package-lock.json"), "utf8")) as { packages: LockPackages }).packages;
+  const packages = (JSON.parse(readFileSync(join(installedAppDir(playground), "node_modules", ".package-lock.json"), "utf8")) as { packages: LockPackages })
+    .packages;
   expect(packages["node_modules/v-queue"]?.resolved).toMatch(/^file:.*\/v-queue-\w+\.tgz$/);
   const h3 = (paths: string[]) => paths.filter((path) => /(^|\/)node_modules\/h3$/.test(path));
   const ours = needs(packages, "node_modules/v-queue");

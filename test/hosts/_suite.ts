@@ -41,7 +41,16 @@ export interface SuiteOptions {
 }
 
 export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
-  const { start = startApp, runsIn = startLabel(app), processSeries = true, openFds = processSeries, chromium = true, clientAbort = true, signals = true, sigtermExit = 0 } = options;
+  const {
+    start = startApp,
+    runsIn = startLabel(app),
+    processSeries = true,
+    openFds = processSeries,
+    chromium = true,
+    clientAbort = true,
+    signals = true,
+    sigtermExit = 0,
+  } = options;
   const name = appName(app);
   describe(`v-queue mounted in the ${name} playground (built, ${runsIn})`, () => {
     let host: RunningHost;
@@ -143,7 +152,13 @@ export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
       // A host that takes the request's end for a client gone would have given them back (nacked).
       await sleep(200);
       expect(await client.lease("jobs", "workers", { max: 10 })).toEqual([]);
-      expect(await client.ack("jobs", "workers", leased.map((m) => m.lease))).toEqual({ acked: 3, errors: [] });
+      expect(
+        await client.ack(
+          "jobs",
+          "workers",
+          leased.map((m) => m.lease),
+        ),
+      ).toEqual({ acked: 3, errors: [] });
       expect(await client.lease("jobs", "workers", { max: 10, timeoutMs: 300 })).toEqual([]);
     });
 
@@ -163,7 +178,11 @@ export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
     });
 
     it("takes pushes from the app's server code (useVQueue) into the same queues", async () => {
-      const response = await fetch(`${host.url}/api/orders`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ item: "book" }) });
+      const response = await fetch(`${host.url}/api/orders`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ item: "book" }),
+      });
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ queued: true, position: { part: 0, seq: 1 } });
       await client.produce("orders", { item: "pen", via: "http" });
@@ -223,7 +242,7 @@ export function describeHost(app: HostApp, options: SuiteOptions = {}): void {
         const read = await before.consume("crash", "c", { maxMessages: 5 });
         await before.commit("crash", "c", read.cursor);
         first.kill();
-        for (const until = Date.now() + 10_000; first.running() && Date.now() < until; ) await sleep(20);
+        for (const until = Date.now() + 10_000; first.running() && Date.now() < until;) await sleep(20);
         expect(first.running()).toBe(false);
         expect(lockFiles(first.dataDir).length).toBeGreaterThan(0); // left by the dead process
 

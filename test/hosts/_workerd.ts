@@ -68,7 +68,14 @@ export function startWorkerd(options: WorkerdOptions = {}): (app: HostApp, dataD
       await mf.dispose();
     };
     const url = (await mf.ready).origin;
-    if (options.healthy !== false) await waitHealthy(url, appName(app), () => output, () => disposed, () => void dispose());
+    if (options.healthy !== false)
+      await waitHealthy(
+        url,
+        appName(app),
+        () => output,
+        () => disposed,
+        () => void dispose(),
+      );
     return {
       url,
       dataDir,

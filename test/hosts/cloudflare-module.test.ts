@@ -37,7 +37,13 @@ const ADMIN = { username: "admin", password: "admin-secret" };
 // One build (the storage is chosen at run time), three ways to run it.
 const app = presetApp("cloudflare-module", { noMinify: true, files: { "wrangler.json": JSON.stringify(DURABLE, null, 2) } });
 describeHost(app, { start: startWorkerd(), runsIn: "workerd via Miniflare, on Durable Objects", processSeries: false, clientAbort: false, signals: false });
-describeHost(app, { start: startWorkerd({ config: MEMORY }), runsIn: "workerd via Miniflare, in memory", processSeries: false, clientAbort: false, signals: false });
+describeHost(app, {
+  start: startWorkerd({ config: MEMORY }),
+  runsIn: "workerd via Miniflare, in memory",
+  processSeries: false,
+  clientAbort: false,
+  signals: false,
+});
 
 describe("cloudflare-module on Durable Objects, workerd stopped and started again on the same storage", () => {
   const persist = mkdtempSync(join(tmpdir(), "vq-host-do-restart-"));
@@ -64,7 +70,11 @@ describe("cloudflare-module on Durable Objects, workerd stopped and started agai
     // Not waiting for /_queue/health: the queues open at the first request, here one to the app's route.
     const second = await startWorkerd({ healthy: false })(app, persist);
     hosts.push(second);
-    const order = await fetch(`${second.url}/api/orders`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ item: "book" }) });
+    const order = await fetch(`${second.url}/api/orders`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ item: "book" }),
+    });
     expect(order.status).toBe(200);
     expect(await order.json()).toMatchObject({ queued: true, position: { part: 0, seq: 1 } });
 
@@ -91,7 +101,11 @@ describe("cloudflare-module without a storage setting", () => {
   afterAll(() => host?.kill());
 
   it("refuses the fs driver at start with a clear error, and every /_queue request fails (no writes to a stub file system)", async () => {
-    const res = await fetch(`${host.url}/_queue/api/v1/queues/q/messages`, { method: "POST", body: "x", headers: { authorization: `Basic ${btoa("admin:admin-secret")}` } });
+    const res = await fetch(`${host.url}/_queue/api/v1/queues/q/messages`, {
+      method: "POST",
+      body: "x",
+      headers: { authorization: `Basic ${btoa("admin:admin-secret")}` },
+    });
     expect(res.status).toBe(500);
     expect((await fetch(`${host.url}/_queue/health`)).status).toBe(500);
     // The app's own routes still answer.
@@ -117,7 +131,7 @@ describe("cloudflare-module with `durable-object:` storage and a wrong binding",
 
 /** Retries `run` while it answers 409 (a lock a stopped isolate left), for 10 s at most. */
 async function untilUnlocked<T>(run: () => Promise<T>): Promise<T> {
-  for (const until = Date.now() + 10_000; ; ) {
+  for (const until = Date.now() + 10_000; ;) {
     try {
       return await run();
     } catch (error) {
@@ -126,4 +140,3 @@ async function untilUnlocked<T>(run: () => Promise<T>): Promise<T> {
     }
   }
 }
-

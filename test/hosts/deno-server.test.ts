@@ -11,4 +11,7 @@ import { presetApp } from "./_preset";
 const FLAGS = ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-run", "--unstable-byonm", "--unstable-node-globals"];
 
 // Deno reads /proc/self only with --allow-all (no process_open_fds); no SIGTERM handler in the preset (as bun).
-describeHost(presetApp("deno-server", { start: { command: runtimeBinary("deno"), args: ["run", ...FLAGS, "./server/index.mjs"], in: ".output" } }), { openFds: false, sigtermExit: "SIGTERM" });
+describeHost(presetApp("deno-server", { start: { command: runtimeBinary("deno"), args: ["run", ...FLAGS, "./server/index.mjs"], in: ".output" } }), {
+  openFds: false,
+  sigtermExit: "SIGTERM",
+});

@@ -19,7 +19,10 @@ async function playground(): Promise<string> {
   mkdirSync(join(dir, "dep"));
   writeFileSync(join(dir, "dep/package.json"), JSON.stringify({ name: "dep", version: "1.0.0" }));
   const preinstall = `node -e "require('fs').appendFileSync('installs.log', 'npm ci\\n'); setTimeout(() => {}, 3000)"`;
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "pg", version: "1.0.0", private: true, dependencies: { dep: "file:dep" }, scripts: { preinstall } }));
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "pg", version: "1.0.0", private: true, dependencies: { dep: "file:dep" }, scripts: { preinstall } }),
+  );
   execFileSync("npm", ["install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"], { cwd: dir, stdio: "ignore" });
   return dir;
 }

@@ -60,7 +60,15 @@ export default defineHandler(() => useVQueue().push("not a name", "x"));
 };
 
 describe("a Nitro app written from scratch, with the module added as the README says", () => {
-  const app: HostApp = { dir: "nitro", name: "nitro app from scratch", build: ["nitro", "build"], envPrefix: "NITRO_", cwd: scratchApp("nitro", files), ready: "/done", install: () => installApp("nitro") };
+  const app: HostApp = {
+    dir: "nitro",
+    name: "nitro app from scratch",
+    build: ["nitro", "build"],
+    envPrefix: "NITRO_",
+    cwd: scratchApp("nitro", files),
+    ready: "/done",
+    install: () => installApp("nitro"),
+  };
   const running = useRunningApp(app);
 
   it("has v-queue from the packed tarball, which brings one h3 and none of the CLI's packages", () => {
@@ -98,7 +106,10 @@ describe("a Nitro app written from scratch, with the module added as the README 
     expect(plugin).toBeDefined();
     const cwd = scratchApp("nitro", {
       "package.json": PACKAGE,
-      "tsconfig.json": JSON.stringify({ compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", noEmit: true, skipLibCheck: true, types: [] }, include: ["*.ts"] }),
+      "tsconfig.json": JSON.stringify({
+        compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", noEmit: true, skipLibCheck: true, types: [] },
+        include: ["*.ts"],
+      }),
       "billing.ts": plugin!,
       "wrong.ts": `import { useVQueue } from "v-queue/nitro";
 // @ts-expect-error: an instance, not a number (an unused directive fails tsc if useVQueue were any)

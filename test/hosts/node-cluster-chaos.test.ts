@@ -41,14 +41,28 @@ describe(`Nitro node-cluster under chaos: ${WORKERS} workers on one directory`, 
     { locks: `leased locks (${LEASE_MS} ms)`, leased: true },
   ])(`every acknowledged message is consumed through worker kills and pauses, $locks (${RUN_NAME})`, { timeout: RUN_MS + 180_000 }, async ({ leased }) => {
     const dir = join(root, leased ? "leased" : "data");
-    const cluster = await startCluster(app, WORKERS, leased ? { NITRO_V_QUEUE_DEFAULT_STORAGE: `fs:${dir}?lease=${LEASE_MS}` } : { NITRO_V_QUEUE_DEFAULT_DIR: dir });
+    const cluster = await startCluster(
+      app,
+      WORKERS,
+      leased ? { NITRO_V_QUEUE_DEFAULT_STORAGE: `fs:${dir}?lease=${LEASE_MS}` } : { NITRO_V_QUEUE_DEFAULT_DIR: dir },
+    );
     clusters.push(cluster);
     // Every worker is up (the first answered /health; the others may still be starting).
-    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline; ) await sleep(100);
+    for (const deadline = Date.now() + 60_000; cluster.workers().length < WORKERS && Date.now() < deadline;) await sleep(100);
     const workers = workerInstances(cluster);
     expect(workers).toHaveLength(WORKERS);
 
-    await expectDirectoryChaosLosesNothing({ label: `node-cluster${leased ? ", leased" : ""}`, dir, instances: workers, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST, pinOrdered: true });
+    await expectDirectoryChaosLosesNothing({
+      label: `node-cluster${leased ? ", leased" : ""}`,
+      dir,
+      instances: workers,
+      queue: QUEUE,
+      partitions: PARTITIONS,
+      runMs: RUN_MS,
+      leaseMs: leased ? LEASE_MS : undefined,
+      burst: BURST,
+      pinOrdered: true,
+    });
     cluster.kill();
   });
 });

@@ -54,7 +54,11 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
   let url = "";
 
   beforeAll(async () => {
-    app = await buildClusterApp({ queues: { events: { partitions: PARTITIONS } } }, { "produce.post.ts": PRODUCE_ROUTE, "taken.get.ts": TAKEN_ROUTE }, { "worker.ts": WORKER_PLUGIN });
+    app = await buildClusterApp(
+      { queues: { events: { partitions: PARTITIONS } } },
+      { "produce.post.ts": PRODUCE_ROUTE, "taken.get.ts": TAKEN_ROUTE },
+      { "worker.ts": WORKER_PLUGIN },
+    );
     cluster = await startCluster(app, WORKERS, { NITRO_V_QUEUE_DEFAULT_DIR: data });
     url = cluster.url;
   }, 600_000);
@@ -68,7 +72,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
   it("produces and consumes on every worker; each key in order; stops with its process group, no lock left", { timeout: 120_000 }, async () => {
     // Every worker answers (the first one answered /health; the others start meanwhile, slowly on a loaded machine).
     const pids = new Set<number>();
-    for (const until = Date.now() + 60_000; pids.size < WORKERS && Date.now() < until; ) pids.add(((await call(`${url}/worker`)).body as { pid: number }).pid);
+    for (const until = Date.now() + 60_000; pids.size < WORKERS && Date.now() < until;) pids.add(((await call(`${url}/worker`)).body as { pid: number }).pid);
     expect(pids.size).toBe(WORKERS);
 
     // Produced over HTTP and by server code, on whichever worker gets the connection; retried on a hand-over's 409/503.
@@ -81,7 +85,9 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
       const message = `${key}:${Math.floor(n / KEYS)}`;
       const byServerCode = n >= 90;
       for (let attempt = 0; ; attempt++) {
-        const res = byServerCode ? await call(`${url}/produce`, "POST", { key, message }) : await call(`${url}${PREFIX}/api/v1/queues/events/messages?partitionKey=${key}`, "POST", { message });
+        const res = byServerCode
+          ? await call(`${url}/produce`, "POST", { key, message })
+          : await call(`${url}${PREFIX}/api/v1/queues/events/messages?partitionKey=${key}`, "POST", { message });
         if (res.status === 200 || res.status === 201) {
           if (byServerCode) producedBy.add((res.body as { pid: number }).pid);
           break;
@@ -92,7 +98,10 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
       }
       expected.push(message);
     }
-    expect(producedBy.size, `workers ${[...pids].join(",")} produced: ${[...producedBy].join(",")}; refusals (${refusals.length}, last 5): ${refusals.slice(-5).join(" | ")}`).toBe(WORKERS);
+    expect(
+      producedBy.size,
+      `workers ${[...pids].join(",")} produced: ${[...producedBy].join(",")}; refusals (${refusals.length}, last 5): ${refusals.slice(-5).join(" | ")}`,
+    ).toBe(WORKERS);
 
     // Consumed from every worker: clients with a kept-alive connection each (so, each on one worker), an
     // ordered consumer committing each batch with the next consume, and a shared one acking.
@@ -107,7 +116,12 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
       let cursor: string | null = null;
       while (!done() && Date.now() < deadline) {
         const commit = cursor ? `&commit=${encodeURIComponent(cursor)}` : "";
-        const consumed = await call(`${url}${PREFIX}/api/v1/queues/events/consumers/ord/messages?max_messages=50&timeout_ms=200${commit}`, "GET", undefined, agent);
+        const consumed = await call(
+          `${url}${PREFIX}/api/v1/queues/events/consumers/ord/messages?max_messages=50&timeout_ms=200${commit}`,
+          "GET",
+          undefined,
+          agent,
+        );
         if (consumed.status === 200) {
           const body = consumed.body as { cursor: string | null; messages: { data: string }[] };
           for (const m of body.messages) {
@@ -137,7 +151,7 @@ describe(`Nitro node-cluster: ${WORKERS} workers on one directory, a partitioned
     // Server code's worker (useVQueue().worker from a plugin, in each cluster worker) took every message once, between them.
     const takenBy = new Map<number, string[]>();
     const total = () => [...takenBy.values()].reduce((n, list) => n + list.length, 0);
-    for (const until = Date.now() + 60_000; (takenBy.size < WORKERS || total() < expected.length) && Date.now() < until; ) {
+    for (const until = Date.now() + 60_000; (takenBy.size < WORKERS || total() < expected.length) && Date.now() < until;) {
       const { pid, taken } = (await call(`${url}/taken`)).body as { pid: number; taken: string[] };
       takenBy.set(pid, taken);
     }

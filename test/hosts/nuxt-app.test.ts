@@ -30,7 +30,15 @@ const files: Record<string, string> = {
 };
 
 describe("a Nuxt app written from scratch, with the module added as the README says", () => {
-  const app: HostApp = { dir: "nuxt", name: "nuxt app from scratch", build: ["nuxt", "build"], envPrefix: "NUXT_", cwd: scratchApp("nuxt", files), ready: "/api/done", install: () => installApp("nuxt") };
+  const app: HostApp = {
+    dir: "nuxt",
+    name: "nuxt app from scratch",
+    build: ["nuxt", "build"],
+    envPrefix: "NUXT_",
+    cwd: scratchApp("nuxt", files),
+    ready: "/api/done",
+    install: () => installApp("nuxt"),
+  };
   const running = useRunningApp(app);
 
   it("has v-queue from the packed tarball, which brings one h3 and none of the CLI's packages", () => {
@@ -71,7 +79,11 @@ defineNuxtConfig({
 });
 `,
   });
-  const tsc = (project: string) => run(join(ROOT, "node_modules/.bin/tsc"), ["--noEmit", "-p", project], { cwd }).then(() => "", (error: { stdout: string }) => error.stdout);
+  const tsc = (project: string) =>
+    run(join(ROOT, "node_modules/.bin/tsc"), ["--noEmit", "-p", project], { cwd }).then(
+      () => "",
+      (error: { stdout: string }) => error.stdout,
+    );
   beforeAll(async () => {
     await installApp("nuxt");
     await run("npx", ["nuxi", "prepare"], { cwd, env: { ...process.env, NUXT_TELEMETRY_DISABLED: "1" }, maxBuffer: 64 << 20 });

@@ -6,7 +6,10 @@
 import { serveQueues } from "../../adapters/server";
 
 const [dir, port, options = "{}"] = process.argv.slice(2);
-const log = (level: string) => (...args: unknown[]) => process.stderr.write(`${level} ${args.map((a) => (a instanceof Error ? (a.stack ?? a.message) : String(a))).join(" ")}\n`);
+const log =
+  (level: string) =>
+  (...args: unknown[]) =>
+    process.stderr.write(`${level} ${args.map((a) => (a instanceof Error ? (a.stack ?? a.message) : String(a))).join(" ")}\n`);
 await serveQueues({
   dir,
   port: Number(port),

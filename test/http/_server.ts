@@ -53,4 +53,3 @@ export async function errorCode(res: Response): Promise<string> {
   if (typeof body.error?.message !== "string") throw new Error(`not an error body: ${JSON.stringify(body)}`);
   return body.error.code ?? "";
 }
-

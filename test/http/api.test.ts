@@ -88,7 +88,8 @@ describe("HTTP API, every endpoint on a real server", () => {
     const s = await startServer();
     await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["m1", "m2", "m3", "m4"] }), jsonHeaders);
     const got = (await (await s.get("/api/v1/queues/q/consumers/c/messages?max_messages=3")).json()) as Consumed;
-    const consumers = async () => ((await (await s.get("/api/v1/queues/q/consumers")).json()) as { consumers: { name: string; count_popped: number; lag: number }[] }).consumers;
+    const consumers = async () =>
+      ((await (await s.get("/api/v1/queues/q/consumers")).json()) as { consumers: { name: string; count_popped: number; lag: number }[] }).consumers;
     expect(await consumers()).toMatchObject([{ name: "c", count_popped: 0, lag: 4 }]);
 
     // Up to m1, by JSON body.
@@ -166,7 +167,11 @@ describe("HTTP API, every endpoint on a real server", () => {
     expect(res.headers.get("x-vq-count")).toBe("3");
     const records = decodeBatch(new Uint8Array(await res.arrayBuffer()));
     expect(records.map((r) => r.data)).toEqual(["héllo", "x".repeat(1000), new Uint8Array([0, 1, 2, 255])]);
-    expect(records.map((r) => [r.part, r.seq])).toEqual([[0, 1], [0, 2], [0, 3]]);
+    expect(records.map((r) => [r.part, r.seq])).toEqual([
+      [0, 1],
+      [0, 2],
+      [0, 3],
+    ]);
     expect(records[1]!.offset).toBe(25 + 6);
     // The cursor header commits the batch.
     const cursor = res.headers.get("x-vq-cursor")!;
@@ -253,7 +258,9 @@ describe("the app without a socket", () => {
   it("works through app.fetch and mounted into another h3 app under a prefix", async () => {
     const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none" });
     try {
-      let res = await handler.fetch(new Request("http://x/api/v1/queues/q/messages", { method: "POST", body: "hi", headers: { "content-type": "text/plain" } }));
+      let res = await handler.fetch(
+        new Request("http://x/api/v1/queues/q/messages", { method: "POST", body: "hi", headers: { "content-type": "text/plain" } }),
+      );
       expect(res.status).toBe(201);
       const host = new H3();
       host.get("/", () => "host");
@@ -275,7 +282,15 @@ describe("the app without a socket", () => {
   it("limits web-stream bodies too (no Node request under it): by length and while streaming", async () => {
     const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none", limits: { maxBodyBytes: 1024 } });
     try {
-      const post = (body: BodyInit) => handler.fetch(new Request("http://x/api/v1/queues/q/messages", { method: "POST", body, headers: { "content-type": "application/octet-stream" }, duplex: "half" } as RequestInit));
+      const post = (body: BodyInit) =>
+        handler.fetch(
+          new Request("http://x/api/v1/queues/q/messages", {
+            method: "POST",
+            body,
+            headers: { "content-type": "application/octet-stream" },
+            duplex: "half",
+          } as RequestInit),
+        );
       let res = await post(new Uint8Array(1025));
       expect(res.status).toBe(413);
       let sent = 0;

@@ -42,7 +42,14 @@ describe("Basic auth and per-user rights", () => {
 
   it("refuses a wrong password, an unknown user and malformed credentials with 401", async () => {
     const s = await startServer({ auth: { users, realm: "vq-test" } });
-    for (const headers of [basic("admin", "wrong"), basic("nobody", "s3cret"), basic("admin", "s3cre"), { authorization: "Basic !!!" }, { authorization: `Basic ${btoa("nocolon")}` }, { authorization: "Bearer abc" }]) {
+    for (const headers of [
+      basic("admin", "wrong"),
+      basic("nobody", "s3cret"),
+      basic("admin", "s3cre"),
+      { authorization: "Basic !!!" },
+      { authorization: `Basic ${btoa("nocolon")}` },
+      { authorization: "Bearer abc" },
+    ]) {
       const res = await s.get("/api/v1/queues", { headers });
       expect(res.status, JSON.stringify(headers)).toBe(401);
       expect(res.headers.get("www-authenticate")).toContain('realm="vq-test"');
@@ -55,7 +62,8 @@ describe("Basic auth and per-user rights", () => {
     const admin = basic("admin", "s3cret");
     const reader = basic("reader", "r-pass");
     const writer = basic("ordersWriter", "w-pass");
-    const post = (path: string, body: string, headers: Record<string, string>) => s.get(path, { method: "POST", body, headers: { ...headers, ...jsonHeaders } });
+    const post = (path: string, body: string, headers: Record<string, string>) =>
+      s.get(path, { method: "POST", body, headers: { ...headers, ...jsonHeaders } });
 
     expect((await post("/api/v1/queues/orders/messages", '{"message":"by writer"}', writer)).status).toBe(201);
     let res = await post("/api/v1/queues/other/messages", '{"message":"x"}', writer);

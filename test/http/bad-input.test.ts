@@ -27,7 +27,21 @@ describe("bad input gets a 4xx JSON error and touches nothing outside the data d
   it("rejects path names with encoded .., /, NUL, bad characters and bad percent-encoding", async () => {
     const s = await startServer();
     await s.post("/api/v1/queues/ok/messages", "x");
-    const names = ["..", "%2e%2e", "%2E%2E", "a%2Fb", "..%2F..%2Fetc", "%2e%2e%2f%2e%2e%2fescape", "a%00b", "a%20b", "a%3Bb", "%C3%A9", "x".repeat(129), "%E0%A4%A", "%"];
+    const names = [
+      "..",
+      "%2e%2e",
+      "%2E%2E",
+      "a%2Fb",
+      "..%2F..%2Fetc",
+      "%2e%2e%2f%2e%2e%2fescape",
+      "a%00b",
+      "a%20b",
+      "a%3Bb",
+      "%C3%A9",
+      "x".repeat(129),
+      "%E0%A4%A",
+      "%",
+    ];
     for (const name of names) {
       for (const path of [`/api/v1/queues/${name}`, `/api/v1/queues/${name}/consumers/c/messages`, `/api/v1/queues/ok/consumers/${name}/messages`]) {
         const res = await rawGet(s, path);
@@ -47,7 +61,19 @@ describe("bad input gets a 4xx JSON error and touches nothing outside the data d
   it("rejects negative, fractional, huge and repeated numbers", async () => {
     const s = await startServer();
     await s.post("/api/v1/queues/q/messages", "x");
-    for (const query of ["max_messages=-1", "max_messages=0", "max_messages=1.5", "max_messages=abc", "max_messages=10001", "max_messages=99999999999999999999", "max_messages=1&max_messages=2", "timeout_ms=-5", "timeout_ms=60001", "timeout_ms=1e3", "max_messages="]) {
+    for (const query of [
+      "max_messages=-1",
+      "max_messages=0",
+      "max_messages=1.5",
+      "max_messages=abc",
+      "max_messages=10001",
+      "max_messages=99999999999999999999",
+      "max_messages=1&max_messages=2",
+      "timeout_ms=-5",
+      "timeout_ms=60001",
+      "timeout_ms=1e3",
+      "max_messages=",
+    ]) {
       const res = await s.get(`/api/v1/queues/q/consumers/c/messages?${query}`);
       expect(res.status, query).toBe(400);
       expect(await errorCode(res)).toBe("E_PARAM");
@@ -71,7 +97,12 @@ describe("bad input gets a 4xx JSON error and touches nothing outside the data d
         controller.enqueue(chunk);
       },
     });
-    res = await fetch(`${s.url}/api/v1/queues/q/messages`, { method: "POST", body: stream, duplex: "half", headers: { "content-type": "application/octet-stream" } } as RequestInit);
+    res = await fetch(`${s.url}/api/v1/queues/q/messages`, {
+      method: "POST",
+      body: stream,
+      duplex: "half",
+      headers: { "content-type": "application/octet-stream" },
+    } as RequestInit);
     expect(res.status).toBe(413);
     expect(await errorCode(res)).toBe("E_TOO_LARGE");
     expect((await s.post("/api/v1/queues/q/messages", "x".repeat(1024), { "content-type": "text/plain" })).status).toBe(201);
@@ -107,7 +138,13 @@ describe("bad input gets a 4xx JSON error and touches nothing outside the data d
 
     await s.post("/api/v1/queues/q/messages", "x");
     await s.get("/api/v1/queues/q/consumers/c/messages");
-    for (const [body, headers] of [["{bad", jsonHeaders], ['{"cursor":5}', jsonHeaders], ["1.2", { "content-type": "text/plain" }], ["-1.0.0", {}], ['["0.1.1"]', jsonHeaders]] as [string, Record<string, string>][]) {
+    for (const [body, headers] of [
+      ["{bad", jsonHeaders],
+      ['{"cursor":5}', jsonHeaders],
+      ["1.2", { "content-type": "text/plain" }],
+      ["-1.0.0", {}],
+      ['["0.1.1"]', jsonHeaders],
+    ] as [string, Record<string, string>][]) {
       const res = await s.post("/api/v1/queues/q/consumers/c/commit", body, headers);
       expect(res.status, body).toBe(400);
     }

@@ -122,7 +122,14 @@ describe("a byte-order mark is data", () => {
   });
 
   it("Basic credentials keep a leading U+FEFF: it is part of the username", async () => {
-    const s = await startServer({ auth: { users: [{ username: `${BOM}bom`, password: "pw" }, { username: "plain", password: "pw" }] } });
+    const s = await startServer({
+      auth: {
+        users: [
+          { username: `${BOM}bom`, password: "pw" },
+          { username: "plain", password: "pw" },
+        ],
+      },
+    });
     const basic = (userPass: string) => ({ headers: { authorization: `Basic ${Buffer.from(userPass).toString("base64")}` } });
     expect((await s.get("/api/v1/queues", basic(`${BOM}bom:pw`))).status).toBe(200);
     expect((await s.get("/api/v1/queues", basic("bom:pw"))).status).toBe(401);

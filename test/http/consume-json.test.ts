@@ -63,7 +63,7 @@ describe("the JSON consume body, written as bytes", () => {
 
   it("matches JSON.stringify on random bodies, and on an empty batch", () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const bodies = Array.from({ length: 2000 }, (_, i) => {
       const bytes = Uint8Array.from({ length: Math.floor(random() * 40) }, () => (random() < 0.8 ? Math.floor(random() * 128) : Math.floor(random() * 256)));
       return i % 5 === 0 ? { bytes } : bytes;

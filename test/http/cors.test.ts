@@ -20,9 +20,16 @@ function app(options: QueueAppOptions): (path: string, init?: RequestInit) => Pr
 }
 
 /** A comma-separated header as its items, lower-cased. */
-const items = (res: Response, name: string) => (res.headers.get(name) ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+const items = (res: Response, name: string) =>
+  (res.headers.get(name) ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 const corsHeaders = (res: Response) => [...res.headers.keys()].filter((name) => name.startsWith("access-control-"));
-const preflight = (origin: string, method = "POST") => ({ method: "OPTIONS", headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization, content-type" } });
+const preflight = (origin: string, method = "POST") => ({
+  method: "OPTIONS",
+  headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization, content-type" },
+});
 
 describe("CORS", () => {
   it("is off unless configured: no CORS headers, a preflight is a wrong method", async () => {

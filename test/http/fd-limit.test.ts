@@ -13,7 +13,6 @@ import { scriptCommand } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
 import { sleep } from "../helpers/sleep";
 
-
 const SERVER = resolve(import.meta.dirname, "_fd-server-process.ts");
 const FD_LIMIT = 256;
 const CONSUMERS = 300;
@@ -89,60 +88,64 @@ describe(`under ulimit -n ${FD_LIMIT}, ${CONSUMERS} consumers`, () => {
     { label: "default maxConsumers (EMFILE)", options: {} },
     // A cap that fits: no EMFILE at all, only 503s while every open consumer is in use.
     { label: "maxConsumers 32", options: { maxConsumers: 32 } },
-  ])("$label: get 200 or 503 with Retry-After (never a 500 or a reset), and every message in the end", async ({ options }) => {
-    const server = await startLimited(options);
-    const agent = new Agent({ keepAlive: true, maxSockets: SOCKETS });
-    try {
-      const produce = async (text: string) => {
-        const answer = await call(agent, server.port, "POST", "/api/v1/queues/q/messages", text);
-        expect(answer).toMatchObject({ status: 201 });
-      };
-      await produce("first");
-      await produce("second");
+  ])(
+    "$label: get 200 or 503 with Retry-After (never a 500 or a reset), and every message in the end",
+    async ({ options }) => {
+      const server = await startLimited(options);
+      const agent = new Agent({ keepAlive: true, maxSockets: SOCKETS });
+      try {
+        const produce = async (text: string) => {
+          const answer = await call(agent, server.port, "POST", "/api/v1/queues/q/messages", text);
+          expect(answer).toMatchObject({ status: 201 });
+        };
+        await produce("first");
+        await produce("second");
 
-      const tally = new Map<string, number>();
-      const problems: string[] = [];
-      const count = (key: string) => tally.set(key, (tally.get(key) ?? 0) + 1);
-      const deadline = Date.now() + 120_000;
-      const received = new Map<string, Set<number>>();
-      const consumeAll = async (name: string) => {
-        const seen = new Set<number>();
-        received.set(name, seen);
-        // No commits: a consumer closed to make room hands its messages out again; count each seq once.
-        while (seen.size < 3 && Date.now() < deadline) {
-          const answer = await call(agent, server.port, "GET", `/api/v1/queues/q/consumers/${name}/messages?max_messages=10&timeout_ms=300`);
-          if ("error" in answer) {
-            count(`network ${answer.error}`);
-            problems.push(`${name}: ${answer.error}`);
-            await sleep(100);
-          } else if (answer.status === 200 || answer.status === 204) {
-            count(String(answer.status));
-            if (answer.status === 200) for (const m of (JSON.parse(answer.body) as { messages: { seq: number }[] }).messages) seen.add(m.seq);
-          } else if (answer.status === 503 && answer.retryAfter && JSON.parse(answer.body).error?.code === "E_BUSY") {
-            count("503");
-            // Retry-After says 1 s; spread the retries over it so they do not come back as one wave.
-            await sleep(Number(answer.retryAfter) * 1000 * (0.25 + Math.random()));
-          } else {
-            count(`${answer.status}`);
-            problems.push(`${name}: ${answer.status} ${answer.retryAfter ?? "-"} ${answer.body.slice(0, 200)}`);
-            await sleep(100);
+        const tally = new Map<string, number>();
+        const problems: string[] = [];
+        const count = (key: string) => tally.set(key, (tally.get(key) ?? 0) + 1);
+        const deadline = Date.now() + 120_000;
+        const received = new Map<string, Set<number>>();
+        const consumeAll = async (name: string) => {
+          const seen = new Set<number>();
+          received.set(name, seen);
+          // No commits: a consumer closed to make room hands its messages out again; count each seq once.
+          while (seen.size < 3 && Date.now() < deadline) {
+            const answer = await call(agent, server.port, "GET", `/api/v1/queues/q/consumers/${name}/messages?max_messages=10&timeout_ms=300`);
+            if ("error" in answer) {
+              count(`network ${answer.error}`);
+              problems.push(`${name}: ${answer.error}`);
+              await sleep(100);
+            } else if (answer.status === 200 || answer.status === 204) {
+              count(String(answer.status));
+              if (answer.status === 200) for (const m of (JSON.parse(answer.body) as { messages: { seq: number }[] }).messages) seen.add(m.seq);
+            } else if (answer.status === 503 && answer.retryAfter && JSON.parse(answer.body).error?.code === "E_BUSY") {
+              count("503");
+              // Retry-After says 1 s; spread the retries over it so they do not come back as one wave.
+              await sleep(Number(answer.retryAfter) * 1000 * (0.25 + Math.random()));
+            } else {
+              count(`${answer.status}`);
+              problems.push(`${name}: ${answer.status} ${answer.retryAfter ?? "-"} ${answer.body.slice(0, 200)}`);
+              await sleep(100);
+            }
           }
-        }
-      };
-      const names = Array.from({ length: CONSUMERS }, (_, i) => `c${i}`);
-      const all = Promise.all(names.map((name) => consumeAll(name)));
-      // A third message while they poll: some consumers are in a long poll by then, some wait to reopen.
-      await sleep(1500);
-      await produce("third");
-      await all;
+        };
+        const names = Array.from({ length: CONSUMERS }, (_, i) => `c${i}`);
+        const all = Promise.all(names.map((name) => consumeAll(name)));
+        // A third message while they poll: some consumers are in a long poll by then, some wait to reopen.
+        await sleep(1500);
+        await produce("third");
+        await all;
 
-      const summary = { tally: Object.fromEntries(tally), problems: problems.slice(0, 10), serverLog: server.stderr().split("\n").slice(0, 10) };
-      console.log(`fd-limit: ${JSON.stringify(summary, null, 1)}`);
-      expect(problems, JSON.stringify(summary)).toEqual([]);
-      expect(names.filter((name) => received.get(name)!.size < 3)).toEqual([]);
-      if ("maxConsumers" in options) expect(server.stderr()).not.toMatch(/Too many open files|EMFILE/);
-    } finally {
-      agent.destroy();
-    }
-  }, 150_000);
+        const summary = { tally: Object.fromEntries(tally), problems: problems.slice(0, 10), serverLog: server.stderr().split("\n").slice(0, 10) };
+        console.log(`fd-limit: ${JSON.stringify(summary, null, 1)}`);
+        expect(problems, JSON.stringify(summary)).toEqual([]);
+        expect(names.filter((name) => received.get(name)!.size < 3)).toEqual([]);
+        if ("maxConsumers" in options) expect(server.stderr()).not.toMatch(/Too many open files|EMFILE/);
+      } finally {
+        agent.destroy();
+      }
+    },
+    150_000,
+  );
 });

@@ -14,7 +14,6 @@ import { resolveQueueAppOptions } from "../../runtime/options";
 import { createQueueHandler, type QueueAppOptions, type QueueHandler } from "../../runtime/index";
 import { sleep } from "../helpers/sleep";
 
-
 /** Node's error for a process out of descriptors. */
 function emfile(path: string): Error {
   return Object.assign(new Error(`EMFILE: too many open files, open '${path}'`), { code: "EMFILE", errno: -24, syscall: "open", path });
@@ -61,7 +60,8 @@ function setup(options: QueueAppOptions = {}) {
   const url = (path: string) => `http://vq.test/api/v1/queues/${path}`;
   const consume = (consumer: string, timeoutMs = 0, signal?: AbortSignal) =>
     handler.fetch(new Request(url(`q/consumers/${consumer}/messages?max_messages=10&timeout_ms=${timeoutMs}`), { signal }));
-  const produce = (message: string) => handler.fetch(new Request(url("q/messages"), { method: "POST", body: message, headers: { "content-type": "text/plain" } }));
+  const produce = (message: string) =>
+    handler.fetch(new Request(url("q/messages"), { method: "POST", body: message, headers: { "content-type": "text/plain" } }));
   /** True when the consumer is closed: its lock is free (opened and closed again here, past the file limit). */
   const isClosed = async (consumer: string) => {
     const limit = driver.limit;

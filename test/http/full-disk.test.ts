@@ -68,7 +68,9 @@ describe("a real full disk (tmpfs)", () => {
       const acked: string[] = [body(0).slice(0, 8)];
       let refused: { status: number; error: { code: string; message: string } } | undefined;
       for (let n = 1; !refused && n < 10_000; n += 8) {
-        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => push(body(n + i)).then(async (res) => ({ n: n + i, status: res.status, json: await res.json() }))));
+        const results = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => push(body(n + i)).then(async (res) => ({ n: n + i, status: res.status, json: await res.json() }))),
+        );
         for (const r of results) {
           if (r.status === 201) acked.push(body(r.n).slice(0, 8));
           else refused ??= { status: r.status, error: r.json.error };
@@ -85,7 +87,10 @@ describe("a real full disk (tmpfs)", () => {
       const read = [...acked.slice(0, 1), ...(await drain())];
       expect(new Set(read).size).toBe(read.length);
       for (const id of acked) expect(read, `acknowledged message ${id} is missing`).toContain(id);
-      expect(read.filter((id) => !acked.includes(id)), "refused messages were handed out").toEqual([]);
+      expect(
+        read.filter((id) => !acked.includes(id)),
+        "refused messages were handed out",
+      ).toEqual([]);
 
       // Space comes back: pushes work again, with no restart.
       unlinkSync(filler);

@@ -142,7 +142,13 @@ describe("many long polls at once", () => {
   it("a thousand polls on their own consumers all wait (no 503 with the default options), and one push answers them all", async () => {
     const { createQueueHandler } = await import("../../runtime/index");
     const { default: memoryDriver } = await import("../../adapters/drivers/memory");
-    const handler = createQueueHandler({ driver: memoryDriver(), durability: "none", syncCommits: false, start: "latest", logger: { error: () => {}, warn: () => {} } });
+    const handler = createQueueHandler({
+      driver: memoryDriver(),
+      durability: "none",
+      syncCommits: false,
+      start: "latest",
+      logger: { error: () => {}, warn: () => {} },
+    });
     const url = (path: string) => `http://vq.test/api/v1/queues/${path}`;
     try {
       await handler.fetch(new Request(url("q/messages"), { method: "POST", body: "before", headers: { "content-type": "text/plain" } }));

@@ -50,7 +50,10 @@ const snapshot: MonitorSnapshot = {
   at: 1_700_000_000_000,
   sampleMs: 1000,
   startedAt: 0,
-  queues: [queue("a", [consumer("c1", "ordered", 2), consumer("w", "shared", 1, { inFlight: 3, redelivered: 4, deadLettered: 1 })]), queue("b.x-y_z", [consumer("c1", "ordered", 0)])],
+  queues: [
+    queue("a", [consumer("c1", "ordered", 2), consumer("w", "shared", 1, { inFlight: 3, redelivered: 4, deadLettered: 1 })]),
+    queue("b.x-y_z", [consumer("c1", "ordered", 0)]),
+  ],
 };
 
 describe("the metrics exposition", () => {
@@ -104,7 +107,10 @@ describe("the metrics exposition", () => {
   it("escapes label values and help text as the format says (a real parser reads them back)", () => {
     const nasty = 'a"b\\c\nd';
     expect(escapeLabel(nasty)).toBe('a\\"b\\\\c\\nd');
-    const text = new Exposition().family("x_total", "counter", "back\\slash\nnewline").sample("x_total", labels({ v: nasty }), 1).text();
+    const text = new Exposition()
+      .family("x_total", "counter", "back\\slash\nnewline")
+      .sample("x_total", labels({ v: nasty }), 1)
+      .text();
     const family = parseScrape(text).get("x_total")!;
     expect(family.help).toBe("back\\slash\nnewline");
     expect(family.metrics[0]!.labels!.v).toBe(nasty);
@@ -129,7 +135,18 @@ describe("the measured driver", () => {
     ["fs", () => fsDriver({ dir: "/nonexistent-unused" })],
     ["memory", () => memoryDriver()],
     ["unstorage", () => unstorageDriver({ storage: createStorage() })],
-    ["bare", () => ({ ...memoryDriver(), isLocked: undefined, writeAtomic: undefined, syncDir: undefined, watch: undefined, dispose: undefined, storageKey: "bare:1" })],
+    [
+      "bare",
+      () => ({
+        ...memoryDriver(),
+        isLocked: undefined,
+        writeAtomic: undefined,
+        syncDir: undefined,
+        watch: undefined,
+        dispose: undefined,
+        storageKey: "bare:1",
+      }),
+    ],
   ];
   for (const [name, make] of drivers) {
     it(`keeps ${name}'s name, storageKey and optional methods, present or absent`, () => {
@@ -152,7 +169,11 @@ describe("the measured driver", () => {
       writeAtomic: async (path, data, options) => (note("writeAtomic", options.fence), inner.writeAtomic!(path, data)),
       openLog: async (path, options) => {
         const log = (await inner.openLog(path, options))!;
-        return { ...log, append: async (at, data, fence) => (note("append", fence), log.append(at, data)), truncate: async (length, fence) => (note("truncate", fence), log.truncate(length)) };
+        return {
+          ...log,
+          append: async (at, data, fence) => (note("append", fence), log.append(at, data)),
+          truncate: async (length, fence) => (note("truncate", fence), log.truncate(length)),
+        };
       },
       openRecord: async (path, options) => {
         const record = (await inner.openRecord(path, options))!;

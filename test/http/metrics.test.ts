@@ -16,7 +16,11 @@ async function scrape(s: TestServer, headers: Record<string, string> = {}): Prom
 }
 
 /** Scrapes until `check` passes (the queue series follow the Monitor's samples), or fails with its last error. */
-async function eventually(s: TestServer, check: (families: Map<string, PromFamily>) => void, headers: Record<string, string> = {}): Promise<Map<string, PromFamily>> {
+async function eventually(
+  s: TestServer,
+  check: (families: Map<string, PromFamily>) => void,
+  headers: Record<string, string> = {},
+): Promise<Map<string, PromFamily>> {
   const deadline = Date.now() + 8000;
   for (;;) {
     const families = await scrape(s, headers);
@@ -71,7 +75,8 @@ describe("GET /metrics", () => {
   it("shows a shared consumer's in-flight, redelivered and dead-lettered messages", async () => {
     const s = await startServer({ monitor: { sampleMs: 100 }, shared: { maxDeliveries: 2 } });
     await produce(s, "jobs", ["j1", "j2", "j3"]);
-    const lease = async (max: number) => (await (await s.post("/api/v1/queues/jobs/consumers/w/lease", JSON.stringify({ max }), jsonHeaders)).json()).messages as { lease: string }[];
+    const lease = async (max: number) =>
+      (await (await s.post("/api/v1/queues/jobs/consumers/w/lease", JSON.stringify({ max }), jsonHeaders)).json()).messages as { lease: string }[];
     const nack = (leases: string[]) => s.post("/api/v1/queues/jobs/consumers/w/nack", JSON.stringify({ leases }), jsonHeaders);
     let leased = await lease(1);
     const c = { queue: "jobs", consumer: "w", kind: "shared" };
@@ -94,8 +99,11 @@ describe("GET /metrics", () => {
     const first = await startServer(options);
     await produce(first, "jobs", ["j1", "j2"]);
     const c = { queue: "jobs", consumer: "w", kind: "shared" };
-    const lease = async () => ((await (await first.post("/api/v1/queues/jobs/consumers/w/lease", JSON.stringify({ max: 1 }), jsonHeaders)).json()).messages as { lease: string }[])[0]!.lease;
-    const nack = async (id: string) => expect((await first.post("/api/v1/queues/jobs/consumers/w/nack", JSON.stringify({ leases: [id] }), jsonHeaders)).status).toBe(200);
+    const lease = async () =>
+      ((await (await first.post("/api/v1/queues/jobs/consumers/w/lease", JSON.stringify({ max: 1 }), jsonHeaders)).json()).messages as { lease: string }[])[0]!
+        .lease;
+    const nack = async (id: string) =>
+      expect((await first.post("/api/v1/queues/jobs/consumers/w/nack", JSON.stringify({ leases: [id] }), jsonHeaders)).status).toBe(200);
     const held = await lease();
     await eventually(first, (f) => expect(valueOf(f, "vqueue_consumer_in_flight_messages", c)).toBe(1));
     await nack(held); // j1 back: its 2nd delivery is a redelivery
@@ -224,7 +232,8 @@ describe("the /metrics exposition", () => {
     await s.post("/api/v1/queues/a-1/messages", JSON.stringify({ messages: ["x", "y"] }), jsonHeaders);
     await s.get("/api/v1/queues/a/consumers/c/messages?max_messages=1");
     await s.post("/api/v1/queues/a/consumers/sh/lease", JSON.stringify({ max: 1 }), jsonHeaders);
-    await s.get("/metrics"); await sleep(300);
+    await s.get("/metrics");
+    await sleep(300);
     await fetch(s.url + "/metrics", { method: "HEAD" });
     const text = await (await s.get("/metrics")).text();
     const typed = new Map<string, string>();
@@ -234,13 +243,20 @@ describe("the /metrics exposition", () => {
     for (const line of text.split("\n")) {
       if (!line) continue;
       const m = /^# TYPE (\S+) (\S+)$/.exec(line);
-      if (m) { if (typed.has(m[1]!)) problems.push(`TYPE twice ${m[1]}`); typed.set(m[1]!, m[2]!); current = m[1]!; seenFamilies.push(current); continue; }
+      if (m) {
+        if (typed.has(m[1]!)) problems.push(`TYPE twice ${m[1]}`);
+        typed.set(m[1]!, m[2]!);
+        current = m[1]!;
+        seenFamilies.push(current);
+        continue;
+      }
       if (line.startsWith("#")) continue;
       const name = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)![1]!;
       const type = typed.get(current);
       const ok = name === current || (type === "histogram" && [`${current}_bucket`, `${current}_sum`, `${current}_count`].includes(name));
       if (!ok) problems.push(`sample ${name} under family ${current}`);
-      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? (NaN|[+-]Inf|-?[0-9.e+-]+)$/.test(line)) problems.push(`bad line ${line}`);
+      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? (NaN|[+-]Inf|-?[0-9.e+-]+)$/.test(line))
+        problems.push(`bad line ${line}`);
       if (type !== "counter" && name.endsWith("_total")) problems.push(`_total on ${type}: ${name}`);
     }
     expect(problems).toEqual([]);

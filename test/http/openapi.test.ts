@@ -59,7 +59,16 @@ export async function wrong(base: string): Promise<void> {
 
 /** The diagnostics of type-checking `files` and what they import (strict, as a user's project would; the generated schema is a .ts among them). */
 function typeCheck(files: string[]): string[] {
-  const program = ts.createProgram(files, { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"], types: [], skipLibCheck: true });
+  const program = ts.createProgram(files, {
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"],
+    types: [],
+    skipLibCheck: true,
+  });
   return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
 }
 
@@ -101,9 +110,7 @@ describe("the OpenAPI document", () => {
 
   it("gives every operation of the route table its own operationId", async () => {
     const doc = await servedDocument();
-    const ids = Object.values(doc.paths).flatMap((item) =>
-      OPERATIONS.filter((method) => item[method]).map((method) => item[method]!.operationId),
-    );
+    const ids = Object.values(doc.paths).flatMap((item) => OPERATIONS.filter((method) => item[method]).map((method) => item[method]!.operationId));
     expect(ids.length).toBeGreaterThan(20);
     for (const id of ids) expect(id).toMatch(/^[a-z][A-Za-z]+$/);
     expect(new Set(ids).size).toBe(ids.length);
@@ -120,7 +127,10 @@ describe("the OpenAPI document", () => {
     await writeFile(join(dir, "wrong.ts"), CLIENT.replaceAll("// @ts-expect-error", "//"));
     expect(typeCheck([join(dir, "wrong.ts")])).toHaveLength(2);
     // The same client, its types erased, against the server.
-    await writeFile(join(dir, "client.mjs"), ts.transpileModule(CLIENT, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText);
+    await writeFile(
+      join(dir, "client.mjs"),
+      ts.transpileModule(CLIENT, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText,
+    );
     const client = (await import(pathToFileURL(join(dir, "client.mjs")).href)) as { run(base: string): Promise<unknown> };
     expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String), kinds: ["ordered"] });
   }, 60_000);
@@ -130,8 +140,18 @@ describe("the OpenAPI document", () => {
     const doc = (await (await s.get("/api/v1/openapi.json")).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
     const big = JSON.stringify({ cursor: "x".repeat(5000) });
     const cases: [method: string, path: string, route: string, init: RequestInit][] = [
-      ["POST", "/api/v1/queues/q/consumers/c/ack", "/api/v1/queues/{queue}/consumers/{consumer}/ack", { body: "leases", headers: { "content-type": "text/plain" } }],
-      ["POST", "/api/v1/queues/q/consumers/c/lease", "/api/v1/queues/{queue}/consumers/{consumer}/lease", { body: "{}", headers: { "content-type": "text/plain" } }],
+      [
+        "POST",
+        "/api/v1/queues/q/consumers/c/ack",
+        "/api/v1/queues/{queue}/consumers/{consumer}/ack",
+        { body: "leases", headers: { "content-type": "text/plain" } },
+      ],
+      [
+        "POST",
+        "/api/v1/queues/q/consumers/c/lease",
+        "/api/v1/queues/{queue}/consumers/{consumer}/lease",
+        { body: "{}", headers: { "content-type": "text/plain" } },
+      ],
       ["POST", "/api/v1/queues/q/consumers/c/commit", "/api/v1/queues/{queue}/consumers/{consumer}/commit", { body: big }],
       ["POST", "/api/v1/queues/q/consumers/c/seek", "/api/v1/queues/{queue}/consumers/{consumer}/seek", { body: big }],
       ["POST", "/api/v1/queues/q/prune", "/api/v1/queues/{queue}/prune", { body: big }],

@@ -47,7 +47,10 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     await consume(s, "orders", "fast", 3);
     await consume(s, "orders", "slow", 1);
 
-    let o = await until(() => overview(s), (o) => o.queues.find((q) => q.name === "orders")?.maxLag === 2);
+    let o = await until(
+      () => overview(s),
+      (o) => o.queues.find((q) => q.name === "orders")?.maxLag === 2,
+    );
     expect(o.user).toBeNull();
     expect(o.rights).toEqual(["read", "write", "admin"]);
     expect(o.queues.map((q) => q.name)).toEqual(["logs-2", "orders"]);
@@ -57,7 +60,10 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
 
     // Produced after the first sample: counted, and seen as a rate.
     await s.post("/api/v1/queues/orders/messages", JSON.stringify({ messages: ["d", "e"] }), jsonHeaders);
-    o = await until(() => overview(s, "?history=50"), (o) => o.queues.find((q) => q.name === "orders")?.producedTotal === 2);
+    o = await until(
+      () => overview(s, "?history=50"),
+      (o) => o.queues.find((q) => q.name === "orders")?.producedTotal === 2,
+    );
     const after = o.queues.find((q) => q.name === "orders")!;
     expect(after).toMatchObject({ messages: 5, producedTotal: 2, maxLag: 4 });
     expect(after.produceRate).toBeGreaterThan(0);
@@ -65,7 +71,10 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     expect(after.history!.t.length).toBe(after.history!.produce!.length);
     expect(after.history!.produce!.some((rate) => rate > 0)).toBe(true);
 
-    const d = await until(() => detail(s, "orders", "?history=20"), (d) => d.consumers.find((c) => c.name === "fast")?.lag === 2);
+    const d = await until(
+      () => detail(s, "orders", "?history=20"),
+      (d) => d.consumers.find((c) => c.name === "fast")?.lag === 2,
+    );
     expect(d.parts).toHaveLength(1);
     expect(d.parts[0]).toMatchObject({ id: 0, messages: 5, format: "v2", compressionRatio: null });
     expect(d.parts[0]!.createdAt).toBeGreaterThan(Date.now() - 60_000);
@@ -79,12 +88,18 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
 
     // A queue made after the monitor's first sample: all it holds was produced since.
     await s.post("/api/v1/queues/late/messages", JSON.stringify({ messages: ["1", "2", "3"] }), jsonHeaders);
-    const late = await until(() => overview(s), (o) => o.queues.some((q) => q.name === "late" && q.messages === 3));
+    const late = await until(
+      () => overview(s),
+      (o) => o.queues.some((q) => q.name === "late" && q.messages === 3),
+    );
     expect(late.queues.find((q) => q.name === "late")).toMatchObject({ messages: 3, producedTotal: 3 });
 
     // Consumed: the counter and the lag follow.
     await consume(s, "orders", "slow", 4);
-    const caught = await until(() => detail(s, "orders"), (d) => d.consumers.find((c) => c.name === "slow")?.consumedTotal === 4);
+    const caught = await until(
+      () => detail(s, "orders"),
+      (d) => d.consumers.find((c) => c.name === "slow")?.consumedTotal === 4,
+    );
     expect(caught.consumers.find((c) => c.name === "slow")).toMatchObject({ lag: 0, consumedTotal: 4 });
   });
 
@@ -92,10 +107,16 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     const s = await startServer({ monitor: { sampleMs: 100 } });
     const writer = await QueueWriter.open("outside", { driver: fsDriver({ dir: s.dir }), durability: "none" });
     await writer.pushBatch(["1", "2"]);
-    const seen = await until(() => overview(s), (o) => o.queues.some((q) => q.name === "outside" && q.messages === 2));
+    const seen = await until(
+      () => overview(s),
+      (o) => o.queues.some((q) => q.name === "outside" && q.messages === 2),
+    );
     expect(seen.queues.find((q) => q.name === "outside")?.messages).toBe(2);
     await writer.pushBatch(["3"]);
-    const d = await until(() => detail(s, "outside"), (d) => d.queue.messages === 3);
+    const d = await until(
+      () => detail(s, "outside"),
+      (d) => d.queue.messages === 3,
+    );
     expect(d.queue.messages).toBe(3);
     await writer.close();
     expect((await s.get("/api/v1/queues/missing/overview")).status).toBe(404);
@@ -108,7 +129,10 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     const s = await startServer({ monitor: { sampleMs: 500 } });
     // The monitor's timers never fire (the others run).
     const real = globalThis.setTimeout;
-    const spy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((run: () => void, ms?: number) => (new Error().stack?.includes("monitor") ? real(() => {}, 0) : real(run, ms))) as typeof setTimeout);
+    const spy = vi
+      .spyOn(globalThis, "setTimeout")
+      .mockImplementation(((run: () => void, ms?: number) =>
+        new Error().stack?.includes("monitor") ? real(() => {}, 0) : real(run, ms)) as typeof setTimeout);
     try {
       expect((await overview(s)).queues).toEqual([]);
       await s.post("/api/v1/queues/late/messages", JSON.stringify({ messages: ["a"] }), jsonHeaders);
@@ -126,7 +150,10 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     await s.post("/api/v1/queues/orders/messages", JSON.stringify({ message: "a" }), { ...jsonHeaders, ...admin });
     await s.post("/api/v1/queues/secret/messages", JSON.stringify({ message: "b" }), { ...jsonHeaders, ...admin });
     expect((await s.get("/api/v1/overview")).status).toBe(401);
-    const all = await until(() => overview(s, "", admin), (o) => o.queues.length === 2);
+    const all = await until(
+      () => overview(s, "", admin),
+      (o) => o.queues.length === 2,
+    );
     expect(all.queues.map((q) => q.name)).toEqual(["orders", "secret"]);
     const limited = await overview(s, "", basic("ordersOnly", "o"));
     expect(limited.user).toBe("ordersOnly");
@@ -142,19 +169,43 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     const leased = (await lease.json()) as { messages: { lease: string }[] };
     expect(leased.messages).toHaveLength(2);
     await s.post("/api/v1/queues/jobs/consumers/workers/nack", JSON.stringify({ leases: [leased.messages[1]!.lease], error: "boom" }), jsonHeaders);
-    const d = await until(() => detail(s, "jobs"), (d) => d.consumers[0]?.inFlight === 1 && d.deadLetterQueue !== null);
+    const d = await until(
+      () => detail(s, "jobs"),
+      (d) => d.consumers[0]?.inFlight === 1 && d.deadLetterQueue !== null,
+    );
     expect(d.consumers[0]).toMatchObject({ name: "workers", kind: "shared", inFlight: 1, deadLettered: 1 });
     expect(d.deadLetterQueue).toBe("jobs.dead");
   });
 
   it("lists a queue a user may only write to, with nothing of what it holds (no counts, no consumer names)", async () => {
-    const s = await startServer({ auth: { users: [...users, { username: "writer", password: "w", read: false, write: ["orders"], admin: false }] }, monitor: { sampleMs: 100 } });
+    const s = await startServer({
+      auth: { users: [...users, { username: "writer", password: "w", read: false, write: ["orders"], admin: false }] },
+      monitor: { sampleMs: 100 },
+    });
     const admin = basic("admin", "a");
     await s.post("/api/v1/queues/orders/messages", JSON.stringify({ messages: ["a", "b", "c"] }), { ...jsonHeaders, ...admin });
     await s.get("/api/v1/queues/orders/consumers/billing-secret/messages?max_messages=1", { headers: admin });
-    await until(() => overview(s, "", admin), (o) => o.queues[0]?.consumers === 1);
+    await until(
+      () => overview(s, "", admin),
+      (o) => o.queues[0]?.consumers === 1,
+    );
     const o = await overview(s, "?history=5", basic("writer", "w"));
-    expect(o.queues).toEqual([{ name: "orders", messages: 0, bytes: 0, parts: 0, consumers: 0, produceRate: 0, consumeRate: 0, maxLag: 0, maxLagConsumer: null, producedTotal: 0, consumedTotal: 0, rights: ["write"] }]);
+    expect(o.queues).toEqual([
+      {
+        name: "orders",
+        messages: 0,
+        bytes: 0,
+        parts: 0,
+        consumers: 0,
+        produceRate: 0,
+        consumeRate: 0,
+        maxLag: 0,
+        maxLagConsumer: null,
+        producedTotal: 0,
+        consumedTotal: 0,
+        rights: ["write"],
+      },
+    ]);
     expect(JSON.stringify(o)).not.toContain("billing-secret");
   });
 
@@ -184,13 +235,17 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
 
   it("tells the parts of a queue deleted and made again anew (not the old part 0's age)", async () => {
     const s = await startServer({ monitor: { sampleMs: 100 } });
-    const produce = (n: number) => s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: Array.from({ length: n }, (_, i) => `message ${i}`) }), jsonHeaders);
+    const produce = (n: number) =>
+      s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: Array.from({ length: n }, (_, i) => `message ${i}`) }), jsonHeaders);
     await produce(3);
     const before = (await detail(s, "q")).parts[0]!;
     expect((await s.del("/api/v1/queues/q")).status).toBe(200);
     await sleep(1100);
     await produce(10);
-    const after = await until(() => detail(s, "q"), (d) => d.parts[0]?.messages === 10);
+    const after = await until(
+      () => detail(s, "q"),
+      (d) => d.parts[0]?.messages === 10,
+    );
     expect(after.parts[0]!.createdAt).toBeGreaterThan(before.createdAt! + 1000);
   });
 });

@@ -48,12 +48,18 @@ describe("partitioned queues over HTTP: browse, purge, prune", () => {
     const read = await client.consume("jobs", "reader", { maxMessages: 2 });
     await client.commit("jobs", "reader", read.cursor);
 
-    const pruned = await fetch(`${s.url}/api/v1/queues/jobs/prune`, { method: "POST", body: JSON.stringify({ maxParts: 1 }), headers: { "content-type": "application/json" } });
+    const pruned = await fetch(`${s.url}/api/v1/queues/jobs/prune`, {
+      method: "POST",
+      body: JSON.stringify({ maxParts: 1 }),
+      headers: { "content-type": "application/json" },
+    });
     expect(pruned.status).toBe(200);
     const prunedBody = (await pruned.json()) as { messages: number; partitions: { partition: number; parts: number[] }[] };
     // One part per partition, the current one: nothing to delete, and each partition says so.
     expect(prunedBody.messages).toBe(0);
-    expect(prunedBody.partitions.map((p) => p.partition).sort()).toEqual([0, 1, 2].filter((k) => ["a", "b", "c", "d"].some((key) => partitionOfKey(key, 3) === k)));
+    expect(prunedBody.partitions.map((p) => p.partition).sort()).toEqual(
+      [0, 1, 2].filter((k) => ["a", "b", "c", "d"].some((key) => partitionOfKey(key, 3) === k)),
+    );
 
     const purged = await fetch(`${s.url}/api/v1/queues/jobs/purge`, { method: "POST" });
     expect(purged.status).toBe(200);

@@ -16,7 +16,8 @@ import { basic, errorCode, jsonHeaders, startServer } from "./_server";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 import { sleep } from "../helpers/sleep";
 
-const put = (s: { url: string }, queue: string, body: string, headers: Record<string, string> = jsonHeaders) => fetch(`${s.url}/api/v1/queues/${queue}`, { method: "PUT", body, headers: { ...jsonHeaders, ...headers } });
+const put = (s: { url: string }, queue: string, body: string, headers: Record<string, string> = jsonHeaders) =>
+  fetch(`${s.url}/api/v1/queues/${queue}`, { method: "PUT", body, headers: { ...jsonHeaders, ...headers } });
 
 describe("partitioned queues over HTTP: declaring", () => {
   it("PUT declares (201), again with the same count is 200, another count or an ordinary queue is 409 E_CONFLICT", async () => {
@@ -38,7 +39,14 @@ describe("partitioned queues over HTTP: declaring", () => {
   });
 
   it("refuses bad bodies with what is allowed, and needs the admin right", async () => {
-    const s = await startServer({ auth: { users: [{ username: "rw", password: "p", admin: false }, { username: "a", password: "p" }] } });
+    const s = await startServer({
+      auth: {
+        users: [
+          { username: "rw", password: "p", admin: false },
+          { username: "a", password: "p" },
+        ],
+      },
+    });
     const admin = basic("a", "p");
     for (const body of ["", "{", "[]", '{"partitions":0}', '{"partitions":1025}', '{"partitions":1.5}', '{"partitions":"3"}', '{"partitions":2,"x":1}']) {
       const res = await put(s, "q", body, admin);
@@ -61,7 +69,9 @@ describe("partitioned queues over HTTP: declaring", () => {
   });
 
   it("checks queues.<name>.partitions in the options (and so in the config schema)", () => {
-    expect(() => createQueueHandler({ driver: memoryDriver(), queues: { q: { partitions: 0 } } })).toThrow(/queues\.q\.partitions 0: use an integer from 1 to 1024/);
+    expect(() => createQueueHandler({ driver: memoryDriver(), queues: { q: { partitions: 0 } } })).toThrow(
+      /queues\.q\.partitions 0: use an integer from 1 to 1024/,
+    );
     expect(() => createQueueHandler({ driver: memoryDriver(), queues: { ["x".repeat(126)]: { partitions: 10 } } })).toThrow(/too long to be partitioned/);
     expect(configProblems({ queues: { q: { partitions: "6" } } }).join()).toMatch(/queues\.q\.partitions "6"/);
   });
@@ -139,7 +149,11 @@ describe("partitioned queues over HTTP: producing", () => {
 
 describe("partitioned queues over HTTP: consuming", () => {
   const produceKeyed = async (s: { url: string }, queue: string, key: string, messages: string[]) => {
-    const res = await fetch(`${s.url}/api/v1/queues/${queue}/messages`, { method: "POST", body: JSON.stringify({ messages }), headers: { ...jsonHeaders, "partition-key": key } });
+    const res = await fetch(`${s.url}/api/v1/queues/${queue}/messages`, {
+      method: "POST",
+      body: JSON.stringify({ messages }),
+      headers: { ...jsonHeaders, "partition-key": key },
+    });
     expect(res.status).toBe(201);
     return ((await res.json()) as ProduceResponse).partition!;
   };
@@ -162,7 +176,10 @@ describe("partitioned queues over HTTP: consuming", () => {
         expect(calls, `${accept}: ${got.length} of 16`).toBeLessThan(16);
         const res = await fetch(`${s.url}/api/v1/queues/big/consumers/${accept.length}/messages?max_messages=100${commit}`, { headers: { accept } });
         expect(res.status).toBe(200);
-        const texts = accept === "application/json" ? ((await res.json()) as Consumed).messages.map((m) => m.data) : decodeBatch(new Uint8Array(await res.arrayBuffer()), undefined, true).map((r) => String(r.data));
+        const texts =
+          accept === "application/json"
+            ? ((await res.json()) as Consumed).messages.map((m) => m.data)
+            : decodeBatch(new Uint8Array(await res.arrayBuffer()), undefined, true).map((r) => String(r.data));
         // 1000-byte bodies: two fit in 2500 bytes and a third may pass it (as an ordinary queue's read), never more.
         expect(texts.length).toBeGreaterThan(0);
         expect(texts.length).toBeLessThanOrEqual(3);
@@ -188,7 +205,11 @@ describe("partitioned queues over HTTP: consuming", () => {
     for (const key of keys) expect(first.messages.filter((m) => m.data[0] === key).map((m) => m.data)).toEqual([`${key}0`, `${key}1`, `${key}2`]);
     const used = [...new Set(first.messages.map((m) => m.partition))].sort();
     expect(first.cursor).toBe(used.map((p) => first.messages.filter((m) => m.partition === p).at(-1)!.cursor).join(","));
-    const commit = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit`, { method: "POST", body: JSON.stringify({ cursor: first.cursor }), headers: jsonHeaders });
+    const commit = await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit`, {
+      method: "POST",
+      body: JSON.stringify({ cursor: first.cursor }),
+      headers: jsonHeaders,
+    });
     expect(commit.status).toBe(200);
 
     // Binary asked: VQP1, the same messages with their partitions, the composite cursor in x-vq-cursor.
@@ -201,7 +222,8 @@ describe("partitioned queues over HTTP: consuming", () => {
     expect(() => decodeBatch(bytes)).toThrow(/does not start with "VQB1"/);
     const records = decodeBatch(bytes, undefined, true);
     expect(res.headers.get("x-vq-count")).toBe(String(records.length));
-    const seen = (list: { partition?: number; part: number; offset: number; data: unknown }[]) => list.map((m) => `${m.partition}/${m.part}/${m.offset}/${String(m.data)}`).sort();
+    const seen = (list: { partition?: number; part: number; offset: number; data: unknown }[]) =>
+      list.map((m) => `${m.partition}/${m.part}/${m.offset}/${String(m.data)}`).sort();
     expect(seen(records)).toEqual(seen(first.messages));
     expect(res.headers.get("x-vq-cursor")).toBe(first.cursor);
     // Committed in every partition it named: the consumer's lag (per partition, on disk) is 0.
@@ -236,7 +258,8 @@ describe("partitioned queues over HTTP: consuming", () => {
     const s = await startServer({ queues: { orders: { partitions: 3 } } });
     await produceKeyed(s, "orders", "x", ["x1", "x2"]);
     await produceKeyed(s, "orders", "y", ["y1"]);
-    const seek = (to: unknown) => fetch(`${s.url}/api/v1/queues/orders/consumers/c/seek`, { method: "POST", body: JSON.stringify({ to }), headers: jsonHeaders });
+    const seek = (to: unknown) =>
+      fetch(`${s.url}/api/v1/queues/orders/consumers/c/seek`, { method: "POST", body: JSON.stringify({ to }), headers: jsonHeaders });
     const all = await consume(s, "orders/consumers/c/messages?max_messages=10");
     expect(all.messages.map((m) => m.data).sort()).toEqual(["x1", "x2", "y1"]);
     await fetch(`${s.url}/api/v1/queues/orders/consumers/c/commit?cursor=${encodeURIComponent(all.cursor!)}`, { method: "POST" });
@@ -273,7 +296,11 @@ describe("partitioned queues over HTTP: consuming", () => {
   it("shared: leases carry their partition and a token naming it, in JSON and in the binary framing (VQM1); ack, nack and extend take it; a token without it is 400", async () => {
     const s = await startServer({ queues: { jobs: { partitions: 3 } } });
     for (const key of ["a", "b", "c", "d"]) await produceKeyed(s, "jobs", key, [key]);
-    const res = await fetch(`${s.url}/api/v1/queues/jobs/consumers/w/lease`, { method: "POST", body: '{"max":10}', headers: { ...jsonHeaders, accept: "application/vnd.v-queue.batch" } });
+    const res = await fetch(`${s.url}/api/v1/queues/jobs/consumers/w/lease`, {
+      method: "POST",
+      body: '{"max":10}',
+      headers: { ...jsonHeaders, accept: "application/vnd.v-queue.batch" },
+    });
     expect(res.headers.get("content-type")).toBe("application/vnd.v-queue.batch");
     const binary = decodeLeases(new Uint8Array(await res.arrayBuffer()));
     expect(binary.records.map((r) => r.data).sort()).toEqual(["a", "b", "c", "d"]);
@@ -284,7 +311,8 @@ describe("partitioned queues over HTTP: consuming", () => {
       expect(m.lease).toMatch(new RegExp(`^p${m.partition}:\\d+\\.\\d+\\.\\d+$`));
     }
     const [first, second, ...rest] = leased.messages;
-    const call = (action: string, body: unknown) => fetch(`${s.url}/api/v1/queues/jobs/consumers/w/${action}`, { method: "POST", body: JSON.stringify(body), headers: jsonHeaders });
+    const call = (action: string, body: unknown) =>
+      fetch(`${s.url}/api/v1/queues/jobs/consumers/w/${action}`, { method: "POST", body: JSON.stringify(body), headers: jsonHeaders });
     const extended = await call("extend", { leases: [first!.lease], leaseMs: 60_000 });
     expect(((await extended.json()) as { extended: unknown[] }).extended).toHaveLength(1);
     const nacked = await call("nack", { leases: [second!.lease] });
@@ -294,7 +322,9 @@ describe("partitioned queues over HTTP: consuming", () => {
     const bare = await call("ack", { leases: [second!.lease.slice(second!.lease.indexOf(":") + 1)] });
     expect(bare.status).toBe(400);
     expect(((await bare.json()) as { error: { message: string } }).error.message).toMatch(/must name its partition/);
-    const again = (await consume(s, "jobs/consumers/w/lease", { method: "POST", body: '{"max":10}', headers: jsonHeaders })) as unknown as { messages: { data: string; lease: string }[] };
+    const again = (await consume(s, "jobs/consumers/w/lease", { method: "POST", body: '{"max":10}', headers: jsonHeaders })) as unknown as {
+      messages: { data: string; lease: string }[];
+    };
     expect(again.messages.map((m) => m.data)).toEqual([second!.data]);
     // The client asks for the binary answer, and gives each lease its partition.
     const client = createClient({ baseURL: s.url });
@@ -302,7 +332,15 @@ describe("partitioned queues over HTTP: consuming", () => {
     await produceKeyed(s, "jobs", "z", ["z"]);
     const viaClient = await client.lease("jobs", "w", { max: 5 });
     expect(viaClient.map((m) => [m.data, m.partition])).toEqual([["z", partitionOfKey("z", 3)]]);
-    expect((await client.ack("jobs", "w", viaClient.map((m) => m.lease))).acked).toBe(1);
+    expect(
+      (
+        await client.ack(
+          "jobs",
+          "w",
+          viaClient.map((m) => m.lease),
+        )
+      ).acked,
+    ).toBe(1);
     const consumed = await client.consume("jobs", "ordered-too", { maxMessages: 10, format: "binary" });
     expect(consumed.messages.map((m) => m.partition).every((p) => typeof p === "number")).toBe(true);
     await client.commit("jobs", "ordered-too", consumed.cursor);
@@ -335,7 +373,9 @@ describe("partitioned queues over HTTP: inspection", () => {
     expect(overview.queues[0]).toMatchObject({ name: "events", partitions: 3, messages: 10, maxLag: 7, maxLagConsumer: "reader" });
     const detail = await client.queueOverview("events", { history: 5 });
     expect(detail.parts).toEqual([]);
-    expect(detail.partitions!.map((p) => [p.partition, p.name, p.messages])).toEqual([...landed].sort((a, b) => a[0] - b[0]).map(([k, n]) => [k, `events.p${k}`, n]));
+    expect(detail.partitions!.map((p) => [p.partition, p.name, p.messages])).toEqual(
+      [...landed].sort((a, b) => a[0] - b[0]).map(([k, n]) => [k, `events.p${k}`, n]),
+    );
     expect(detail.consumers.map((c) => [c.name, c.lag])).toEqual([["reader", 7]]);
 
     const metrics = await (await fetch(`${s.url}/metrics`)).text();

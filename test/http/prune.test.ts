@@ -18,7 +18,12 @@ async function partsOfTen(s: TestServer, n: number): Promise<void> {
 describe("POST /api/v1/queues/{queue}/prune", () => {
   it("needs the admin right, applies the server's retention or the body's, and answers what it deleted", async () => {
     const s = await startServer({
-      auth: { users: [{ username: "root", password: "r" }, { username: "reader", password: "r", read: true, write: false }] },
+      auth: {
+        users: [
+          { username: "root", password: "r" },
+          { username: "reader", password: "r", read: true, write: false },
+        ],
+      },
       queues: { q: { retention: { maxParts: 3 } } },
     });
     await partsOfTen(s, 5); // parts 0..4, 4 is current (the server's writer is not open)

@@ -43,7 +43,9 @@ describe.each([
     // The first batch's cursor: what followed it comes next (a composite one moves the partitions it names).
     await vq.seek("q", "c", "earliest");
     await vq.seek("q", "c", first.cursor!);
-    expect(sorted((await vq.consume("q", "c", { maxMessages: 10, timeoutMs: 0 })).messages)).toEqual(written.filter((b) => !sorted(first.messages).includes(b)));
+    expect(sorted((await vq.consume("q", "c", { maxMessages: 10, timeoutMs: 0 })).messages)).toEqual(
+      written.filter((b) => !sorted(first.messages).includes(b)),
+    );
     // The other kind's cursor, or a message by part and sequence on a partitioned queue: 400 saying what is allowed.
     await expect(vq.seek("q", "c", partitioned ? "0.0.0" : "p0:0.0.0")).rejects.toMatchObject({ status: 400, code: "E_PARAM" });
     if (partitioned) await expect(vq.seek("q", "c", { part: 0, seq: 1 })).rejects.toMatchObject({ status: 400, code: "E_PARAM" });

@@ -18,7 +18,10 @@ const tempRoot = useTempDirs("vq-cli-");
 describe("configuration", () => {
   it("layers defaults < config file < environment < flags", async () => {
     const cwd = tempRoot();
-    writeFileSync(join(cwd, "vqueue.config.json"), JSON.stringify({ port: 7001, dir: "./from-file", durability: "none", auth: { users: [{ username: "u", password: "p" }] } }));
+    writeFileSync(
+      join(cwd, "vqueue.config.json"),
+      JSON.stringify({ port: 7001, dir: "./from-file", durability: "none", auth: { users: [{ username: "u", password: "p" }] } }),
+    );
     let config = await loadServeConfig({ cwd, env: {} });
     expect(config).toMatchObject({ port: 7001, dir: "./from-file", durability: "none", host: "127.0.0.1", logLevel: "info" });
     expect(config.configFile).toBe(join(cwd, "vqueue.config.json"));
@@ -27,14 +30,21 @@ describe("configuration", () => {
     expect(config).toMatchObject({ port: 7002, auth: false });
     config = await loadServeConfig({ cwd, env: { VQUEUE_PORT: "7002", VQUEUE_USERS: "a:b,c:d:e" }, overrides: { port: 7003 } });
     expect(config.port).toBe(7003);
-    expect(config.auth).toEqual({ users: [{ username: "a", password: "b" }, { username: "c", password: "d:e" }] });
+    expect(config.auth).toEqual({
+      users: [
+        { username: "a", password: "b" },
+        { username: "c", password: "d:e" },
+      ],
+    });
     const none = await loadServeConfig({ cwd: tempRoot(), env: {} });
     expect(none).toMatchObject({ port: 9093, dir: "./queues", auth: false });
     expect(none.configFile).toBeUndefined();
   });
 
   it("refuses bad values and a missing --config file with a clear error", async () => {
-    await expect(loadServeConfig({ cwd: tempRoot(), env: { VQUEUE_PORT: "99999" } })).rejects.toThrow("Invalid VQUEUE_PORT 99999: use an integer from 0 to 65535.");
+    await expect(loadServeConfig({ cwd: tempRoot(), env: { VQUEUE_PORT: "99999" } })).rejects.toThrow(
+      "Invalid VQUEUE_PORT 99999: use an integer from 0 to 65535.",
+    );
     await expect(loadServeConfig({ cwd: tempRoot(), env: {}, overrides: { durability: "sometimes" as "none" } })).rejects.toThrow(/Invalid durability/);
     await expect(loadServeConfig({ cwd: tempRoot(), env: {}, configFile: "./nope.json" })).rejects.toThrow(/nope\.json/);
   });
@@ -52,11 +62,15 @@ describe("v-queue serve", () => {
     const root = tempRoot();
     const dir = join(root, "data");
     writeFileSync(join(root, "conf.json"), JSON.stringify({ auth: { users: [{ username: "admin", password: "pw" }] }, metrics: { open: true } }));
-    const child = spawn(process.execPath, ["--import", "jiti/register", cli, "serve", "--port", "0", "--data-dir", dir, "--config", join(root, "conf.json"), "--durability", "none"], {
-      cwd: repoRoot,
-      env: { ...process.env, VQUEUE_PORT: "", CONSOLA_LEVEL: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "jiti/register", cli, "serve", "--port", "0", "--data-dir", dir, "--config", join(root, "conf.json"), "--durability", "none"],
+      {
+        cwd: repoRoot,
+        env: { ...process.env, VQUEUE_PORT: "", CONSOLA_LEVEL: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let output = "";
     child.stdout.on("data", (c: Buffer) => (output += c));
     child.stderr.on("data", (c: Buffer) => (output += c));
@@ -101,10 +115,15 @@ describe("v-queue serve", () => {
   });
 
   it("fails with one clear line when the port is taken", async () => {
-    const blocker = spawn(process.execPath, ["-e", "require('node:http').createServer().listen(0,'127.0.0.1',function(){console.log(this.address().port)})"], { stdio: ["ignore", "pipe", "ignore"] });
+    const blocker = spawn(process.execPath, ["-e", "require('node:http').createServer().listen(0,'127.0.0.1',function(){console.log(this.address().port)})"], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     try {
       const port = await new Promise<string>((resolve) => blocker.stdout.once("data", (c: Buffer) => resolve(c.toString().trim())));
-      const run = spawn(process.execPath, ["--import", "jiti/register", cli, "serve", "--port", port, "--dir", join(tempRoot(), "d")], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+      const run = spawn(process.execPath, ["--import", "jiti/register", cli, "serve", "--port", port, "--dir", join(tempRoot(), "d")], {
+        cwd: repoRoot,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let output = "";
       run.stdout.on("data", (c: Buffer) => (output += c));
       run.stderr.on("data", (c: Buffer) => (output += c));

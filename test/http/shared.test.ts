@@ -36,7 +36,12 @@ describe("shared consumers over HTTP", () => {
     expect(first.messages[0]).toMatchObject({ part: 0, offset: 0, seq: 1, type: "string", deliveries: 1, lease: expect.stringMatching(/^0\.0\.\d+$/) });
     expect(first.messages[0]!.leaseUntil - first.now).toBeGreaterThan(59_000);
     expect(first.messages[0]!.leaseUntil - first.now).toBeLessThanOrEqual(60_000);
-    expect(await ack(s, first.messages.map((m) => m.lease))).toEqual({ acked: 2, errors: [] });
+    expect(
+      await ack(
+        s,
+        first.messages.map((m) => m.lease),
+      ),
+    ).toEqual({ acked: 2, errors: [] });
     const res = await s.post(`${C}/lease`, JSON.stringify({ max: 10 }), { ...jsonHeaders, accept: BATCH_CONTENT_TYPE });
     expect(res.headers.get("content-type")).toBe(BATCH_CONTENT_TYPE);
     const { records } = decodeLeases(new Uint8Array(await res.arrayBuffer()));
@@ -74,7 +79,10 @@ describe("shared consumers over HTTP", () => {
 
   it("two clients polling at once never hold the same message", async () => {
     const s = await startServer();
-    await produce(s, Array.from({ length: 200 }, (_, i) => `m${i}`));
+    await produce(
+      s,
+      Array.from({ length: 200 }, (_, i) => `m${i}`),
+    );
     const seen = new Set<string>();
     const client = async () => {
       for (;;) {
@@ -84,7 +92,10 @@ describe("shared consumers over HTTP", () => {
           expect(seen.has(m.data)).toBe(false);
           seen.add(m.data);
         }
-        await ack(s, messages.map((m) => m.lease));
+        await ack(
+          s,
+          messages.map((m) => m.lease),
+        );
       }
     };
     await Promise.all([client(), client(), client()]);
@@ -148,9 +159,13 @@ describe("shared consumers over HTTP", () => {
     const [b] = (await lease(s, { max: 1 })).messages;
     expect(b!.data).toBe("b");
     await call(s, `${C}/nack`, { leases: [b!.lease], error: "bad", deadLetter: true });
-    const consumers = await (await s.get("/api/v1/queues/q/consumers")).json() as ConsumerListResponse;
-    expect(consumers.consumers).toEqual([expect.objectContaining({ name: "w", kind: "shared", inFlight: 0, redelivered: 1, deadLettered: 2, oldestUnacked: null })]);
-    const dead = (await (await s.get("/api/v1/queues/q.dead/consumers/look/messages?max_messages=10")).json()) as { messages: { data: string; type: "string"; part: number; offset: number; seq: number }[] };
+    const consumers = (await (await s.get("/api/v1/queues/q/consumers")).json()) as ConsumerListResponse;
+    expect(consumers.consumers).toEqual([
+      expect.objectContaining({ name: "w", kind: "shared", inFlight: 0, redelivered: 1, deadLettered: 2, oldestUnacked: null }),
+    ]);
+    const dead = (await (await s.get("/api/v1/queues/q.dead/consumers/look/messages?max_messages=10")).json()) as {
+      messages: { data: string; type: "string"; part: number; offset: number; seq: number }[];
+    };
     const letters = dead.messages.map((m) => parseDeadLetter({ ...m, size: 0 } as unknown as Message)!);
     expect(letters).toEqual([
       expect.objectContaining({ origin: expect.objectContaining({ queue: "q", consumer: "w", seq: 1 }), deliveries: 2, error: "boom 1", data: "a" }),
@@ -159,7 +174,10 @@ describe("shared consumers over HTTP", () => {
     expect(await call<RedriveResponse>(s, "/api/v1/queues/q.dead/redrive", {})).toEqual({ moved: 2 });
     expect(await call<RedriveResponse>(s, "/api/v1/queues/q.dead/redrive", {})).toEqual({ moved: 0 });
     const again = (await lease(s, { max: 10 })).messages;
-    expect(again.map((m) => [m.data, m.deliveries])).toEqual([["a", 1], ["b", 1]]);
+    expect(again.map((m) => [m.data, m.deliveries])).toEqual([
+      ["a", 1],
+      ["b", 1],
+    ]);
   });
 
   it("checks its input: 400 for bad fields and tokens, 413 for too many leases", async () => {
@@ -194,9 +212,17 @@ describe("shared consumers over HTTP", () => {
   it("a long poll ends when the client goes away, and what it would have leased goes to the next one at once", async () => {
     const s = await startServer();
     await produce(s, ["a"]);
-    await ack(s, (await lease(s)).messages.map((m) => m.lease));
+    await ack(
+      s,
+      (await lease(s)).messages.map((m) => m.lease),
+    );
     const abort = new AbortController();
-    const pending = fetch(`${s.url}${C}/lease`, { method: "POST", body: JSON.stringify({ timeoutMs: 5000 }), headers: jsonHeaders, signal: abort.signal }).catch(() => "aborted");
+    const pending = fetch(`${s.url}${C}/lease`, {
+      method: "POST",
+      body: JSON.stringify({ timeoutMs: 5000 }),
+      headers: jsonHeaders,
+      signal: abort.signal,
+    }).catch(() => "aborted");
     await sleep(200);
     abort.abort();
     expect(await pending).toBe("aborted");
@@ -213,7 +239,10 @@ describe("shared consumers over HTTP", () => {
     await s.close();
     const s2 = await startServer({ dir: s.dir });
     const again = (await lease(s2, { max: 10 })).messages;
-    expect(again.map((m) => [m.data, m.deliveries])).toEqual([["a", 2], ["c", 2]]);
+    expect(again.map((m) => [m.data, m.deliveries])).toEqual([
+      ["a", 2],
+      ["c", 2],
+    ]);
     // Held with leases running: a purge closes it first (not E_LOCKED), and the queue starts over.
     expect((await s2.post("/api/v1/queues/q/purge")).status).toBe(200);
     await produce(s2, ["e"]);
@@ -243,7 +272,10 @@ describe("shared consumers over HTTP", () => {
   it("deleting a held shared consumer ends its parked lease polls with 404 and removes its state; the name can then be ordered", async () => {
     const s = await startServer();
     await produce(s, ["a"]);
-    await ack(s, (await lease(s)).messages.map((m) => m.lease));
+    await ack(
+      s,
+      (await lease(s)).messages.map((m) => m.lease),
+    );
     const parked = s.post(`${C}/lease`, JSON.stringify({ timeoutMs: 10_000 }), jsonHeaders);
     await sleep(200);
     expect((await s.del(C)).status).toBe(200);

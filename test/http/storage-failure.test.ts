@@ -32,7 +32,12 @@ function failingDriver(): QueueDriver & { fail?: string } {
 async function setup() {
   const driver = failingDriver();
   const errors: unknown[] = [];
-  const handler = createQueueHandler({ driver, durability: "none", syncCommits: false, logger: { error: (...args: unknown[]) => errors.push(args), warn: () => {} } });
+  const handler = createQueueHandler({
+    driver,
+    durability: "none",
+    syncCommits: false,
+    logger: { error: (...args: unknown[]) => errors.push(args), warn: () => {} },
+  });
   const url = (path: string) => `http://vq.test/api/v1/queues/${path}`;
   const produce = (body: string) => handler.fetch(new Request(url("q/messages"), { method: "POST", body, headers: { "content-type": "text/plain" } }));
   const consume = async () => {

@@ -41,8 +41,17 @@ describe("OpenTelemetry spans (when @opentelemetry/api is installed)", () => {
     expect(send!.status.code).toBe(SpanStatusCode.UNSET);
     expect(receive!.name).toBe("receive orders");
     expect(receive!.kind).toBe(SpanKind.CONSUMER);
-    expect(receive!.attributes).toMatchObject({ "messaging.operation.type": "receive", "messaging.destination.name": "orders", "messaging.consumer.group.name": "c", "messaging.batch.message_count": 2 });
-    expect(lease!.attributes).toMatchObject({ "messaging.operation.type": "receive", "messaging.consumer.group.name": "w", "messaging.batch.message_count": 1 });
+    expect(receive!.attributes).toMatchObject({
+      "messaging.operation.type": "receive",
+      "messaging.destination.name": "orders",
+      "messaging.consumer.group.name": "c",
+      "messaging.batch.message_count": 2,
+    });
+    expect(lease!.attributes).toMatchObject({
+      "messaging.operation.type": "receive",
+      "messaging.consumer.group.name": "w",
+      "messaging.batch.message_count": 1,
+    });
     expect(send!.instrumentationScope.name).toBe("v-queue");
   });
 

@@ -35,7 +35,8 @@ async function post<T>(instance: Instance, path: string, body: unknown): Promise
 }
 
 type Leased = { data: string; lease: string; deliveries: number };
-const lease = (instance: Instance, timeoutMs: number, consumer = "work", more: object = {}) => post<{ messages: Leased[] }>(instance, `consumers/${consumer}/lease`, { max: 50, timeoutMs, ...more });
+const lease = (instance: Instance, timeoutMs: number, consumer = "work", more: object = {}) =>
+  post<{ messages: Leased[] }>(instance, `consumers/${consumer}/lease`, { max: 50, timeoutMs, ...more });
 const ack = (instance: Instance, leases: string[]) => post<{ acked: number; errors: unknown[] }>(instance, "consumers/work/ack", { leases });
 
 describe("a partitioned queue's shared consumer on two instances", () => {
@@ -57,7 +58,10 @@ describe("a partitioned queue's shared consumer on two instances", () => {
       const { messages } = await lease(from, 200);
       if (messages.length === 0) continue;
       handedOut.push(...messages.map((m) => m.data));
-      const answer = await ack(to, messages.map((m) => m.lease));
+      const answer = await ack(
+        to,
+        messages.map((m) => m.lease),
+      );
       expect(answer.errors).toEqual([]);
       acked += answer.acked;
     }
@@ -80,7 +84,10 @@ describe("a partitioned queue's shared consumer on two instances", () => {
     const [gaveBack, kept] = first.messages as [Leased, Leased];
     const leasedAt = Date.now();
     expect(await post(b, "consumers/jobs2/nack", { leases: [gaveBack.lease] })).toMatchObject({ nacked: 1, errors: [] });
-    const extended = await post<{ extended: { lease: string; leaseUntil: number }[]; errors: unknown[] }>(b, "consumers/jobs2/extend", { leases: [kept.lease], leaseMs: 60_000 });
+    const extended = await post<{ extended: { lease: string; leaseUntil: number }[]; errors: unknown[] }>(b, "consumers/jobs2/extend", {
+      leases: [kept.lease],
+      leaseMs: 60_000,
+    });
     expect(extended.errors).toEqual([]);
     expect(extended.extended[0]!.leaseUntil).toBeGreaterThan(Date.now() + 50_000);
     // The nacked one comes again at once (once the holder read its inbox); the extended one not

@@ -2,7 +2,13 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { chaosLoop, expectEveryInstanceKilledAndPaused, type Instance } from "../helpers/multi-instance";
 
-const standIn = (): Instance => ({ url: "", fencedBefore: { storage: 0, lease: 0 }, restart: async () => {}, kill: () => {}, fencedWrites: async () => ({ storage: 0, lease: 0 }) });
+const standIn = (): Instance => ({
+  url: "",
+  fencedBefore: { storage: 0, lease: 0 },
+  restart: async () => {},
+  kill: () => {},
+  fencedWrites: async () => ({ storage: 0, lease: 0 }),
+});
 
 describe("chaosLoop", () => {
   afterEach(() => vi.useRealTimers());

@@ -35,10 +35,20 @@ describe.each([
     const config = join(root, `vqueue.config.${leased ? "leased" : "pid"}.json`);
     writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000 } }));
     const mine: Instance[] = [];
-    for (let i = 0; i < INSTANCES; i++) mine.push(await startInstance([...(leased ? ["--storage", `fs:${dir}?lease=${LEASE_MS}`] : ["--dir", dir]), "--config", config]));
+    for (let i = 0; i < INSTANCES; i++)
+      mine.push(await startInstance([...(leased ? ["--storage", `fs:${dir}?lease=${LEASE_MS}`] : ["--dir", dir]), "--config", config]));
     instances.push(...mine);
 
-    await expectDirectoryChaosLosesNothing({ label: `multi-instance${leased ? ", leased" : ""}`, dir, instances: mine, queue: QUEUE, partitions: PARTITIONS, runMs: RUN_MS, leaseMs: leased ? LEASE_MS : undefined, burst: BURST });
+    await expectDirectoryChaosLosesNothing({
+      label: `multi-instance${leased ? ", leased" : ""}`,
+      dir,
+      instances: mine,
+      queue: QUEUE,
+      partitions: PARTITIONS,
+      runMs: RUN_MS,
+      leaseMs: leased ? LEASE_MS : undefined,
+      burst: BURST,
+    });
     for (const instance of mine) instance.kill("SIGKILL");
   });
 });

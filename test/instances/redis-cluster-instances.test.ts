@@ -31,7 +31,21 @@ import { join } from "pathe";
 import { afterAll, describe, expect, it } from "vitest";
 import redisDriver from "../../adapters/drivers/redis";
 import type { QueueDriver } from "../../src/core/driver";
-import { busyThenWanted, CHAOS, chaosLoop, expectEveryInstanceKilledAndPaused, expectKeysInOrder, readAllRecords, readDeadLetters, settle, startInstance, startTraffic, totalFencedWrites, totalLag, type Instance } from "../helpers/multi-instance";
+import {
+  busyThenWanted,
+  CHAOS,
+  chaosLoop,
+  expectEveryInstanceKilledAndPaused,
+  expectKeysInOrder,
+  readAllRecords,
+  readDeadLetters,
+  settle,
+  startInstance,
+  startTraffic,
+  totalFencedWrites,
+  totalLag,
+  type Instance,
+} from "../helpers/multi-instance";
 import { redisTestsRun } from "../helpers/redis";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster";
 import { sleep } from "../helpers/sleep";
@@ -62,9 +76,16 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     const entry = cluster.nodes.find((n) => n.port !== victim)!.port;
     const storage = `redis+vq://127.0.0.1:${entry}/0?cluster=1&prefix=chaos&lease=${LEASE_MS}&replicas=1&waitMs=2000`;
     const config = join(root, "vqueue.config.json");
-    writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000, maxDeliveries: 20 } }));
+    writeFileSync(
+      config,
+      JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000, maxDeliveries: 20 } }),
+    );
     for (let i = 0; i < INSTANCES; i++) instances.push(await startInstance(["--storage", storage, "--config", config]));
-    driver = redisDriver({ redis: new Cluster(cluster.startupNodes, { clusterRetryStrategy: (times) => Math.min(100 * times, 1000) }), prefix: "chaos", disposeClient: true });
+    driver = redisDriver({
+      redis: new Cluster(cluster.startupNodes, { clusterRetryStrategy: (times) => Math.min(100 * times, 1000) }),
+      prefix: "chaos",
+      disposeClient: true,
+    });
 
     const traffic = startTraffic(instances, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
     let failover = "";
@@ -75,7 +96,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       // Its replica is promoted (three live masters again) before the cluster is healthy: a
       // health check alone could pass before the others noticed the kill, and the victim, restarted
       // that soon, would take its slots back as a master.
-      for (const deadline = Date.now() + 60_000; (await cluster!.masters()).length < otherMasters.length + 1 && Date.now() < deadline; ) await sleep(100);
+      for (const deadline = Date.now() + 60_000; (await cluster!.masters()).length < otherMasters.length + 1 && Date.now() < deadline;) await sleep(100);
       await cluster!.waitHealthy(60_000);
       const took = Date.now() - started;
       await cluster!.restart(victim!);
@@ -118,10 +139,21 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
     // reported and fails the run.
     const letters = await readDeadLetters(driver, QUEUE, PARTITIONS);
     if (letters.length > 0) console.log(`[redis-cluster-instances] dead letters: ${letters.slice(0, 20).join(" | ")}`);
-    for (const [consumer, missing] of [["ordered", missingOrdered], ["shared", missingShared]] as const) {
+    for (const [consumer, missing] of [
+      ["ordered", missingOrdered],
+      ["shared", missingShared],
+    ] as const) {
       if (missing.length > 0) console.log(`[redis-cluster-instances] lag now ${lag}; ${consumer} missing:`);
-      if (missing.length > 0) console.log(`[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing.slice(0, 40).map((m) => `${m} (${stored.get(m.split("/").pop()!) ?? "not in storage"})`).join(", ")}`);
-      if (consumer === "shared") for (const m of missing.slice(0, 5)) console.log(`[redis-cluster-instances] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
+      if (missing.length > 0)
+        console.log(
+          `[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing
+            .slice(0, 40)
+            .map((m) => `${m} (${stored.get(m.split("/").pop()!) ?? "not in storage"})`)
+            .join(", ")}`,
+        );
+      if (consumer === "shared")
+        for (const m of missing.slice(0, 5))
+          console.log(`[redis-cluster-instances] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
     }
     // A message never handed out: who handed out its neighbours (one holder's read, or a hand-over
     // between them?), and the partition's shared-consumer files as they are now.
@@ -129,7 +161,9 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       const at = /^p(\d+) (\d+):\d+ #(\d+)/.exec(stored.get(m) ?? "");
       if (!at) continue;
       const [, partition, part, seq] = at.map(Number) as [number, number, number, number];
-      const near = [...stored.values()].filter((where) => where.startsWith(`p${partition} ${part}:`) && Math.abs(Number(where.split("#")[1]) - seq) <= 6).sort((a, b) => Number(a.split("#")[1]) - Number(b.split("#")[1]));
+      const near = [...stored.values()]
+        .filter((where) => where.startsWith(`p${partition} ${part}:`) && Math.abs(Number(where.split("#")[1]) - seq) <= 6)
+        .sort((a, b) => Number(a.split("#")[1]) - Number(b.split("#")[1]));
       for (const where of near) console.log(`[redis-cluster-instances]   ${where}: ${traffic.leasesAt(positionOf(where)).join(" | ") || "none"}`);
       const name = `${QUEUE}.p${partition}`;
       for (const path of [`${name}_info_pop_work`, `${name}_info_shared_work`, `${name}_info_shlog_work`]) {

@@ -99,7 +99,8 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     // The server is killed twice, by progress (a fifth and about half of the messages done), not by
     // the clock: a fast machine may finish before a moment on the clock comes (then it goes on
     // until both kills happened: a restart after the end must keep everything too).
-    const doneShare = () => new Set(children.flatMap((child) => child.lines.filter((line) => line.startsWith("done ")).map((line) => line.split(" ")[1]))).size / (COUNT + DELAYED);
+    const doneShare = () =>
+      new Set(children.flatMap((child) => child.lines.filter((line) => line.startsWith("done ")).map((line) => line.split(" ")[1]))).size / (COUNT + DELAYED);
     while ((Date.now() < chaosUntil && !processed()) || serverKills < 2) {
       await sleep(500 + Math.random() * 1000);
       const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0]!;
@@ -126,7 +127,12 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     await srv.stop("SIGTERM");
 
     // --- What the processes said.
-    interface Start { i: number; deliveries: number; granted: number; worker: number }
+    interface Start {
+      i: number;
+      deliveries: number;
+      granted: number;
+      worker: number;
+    }
     const starts: Start[] = [];
     const ackedAt = new Map<number, number>();
     const doneSet = new Set<number>();
@@ -164,7 +170,8 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     // worker: then it came again, or the ack had landed), except the poison ones, never.
     const missing: number[] = [];
     for (let i = 0; i < COUNT + DELAYED; i++) if (!isPoison(i) && !doneSet.has(i)) missing.push(i);
-    const history = (i: number) => `${i}: ${letters.has(i) ? `dead-lettered ${JSON.stringify(letters.get(i))}` : "not dead-lettered"}, starts ${JSON.stringify(starts.filter((s) => s.i === i))}`;
+    const history = (i: number) =>
+      `${i}: ${letters.has(i) ? `dead-lettered ${JSON.stringify(letters.get(i))}` : "not dead-lettered"}, starts ${JSON.stringify(starts.filter((s) => s.i === i))}`;
     expect(missing, `${missing.length} missing (all done in time: ${settled}); first ones: ${missing.slice(0, 3).map(history).join("; ")}`).toEqual([]);
     expect([...doneSet].filter(isPoison)).toEqual([]);
 
@@ -173,7 +180,9 @@ describe("shared consumer under chaos: 8 worker processes, SIGKILLs of workers a
     expect(redelivered).toEqual([]);
 
     // Leases ran out and moved: a message started by a worker that did not fail it came again elsewhere.
-    const movedByExpiry = starts.filter((s) => s.deliveries > 1 && starts.some((t) => t.i === s.i && t.worker !== s.worker && t.deliveries < s.deliveries && !failedBy.get(s.i)?.has(t.worker)));
+    const movedByExpiry = starts.filter(
+      (s) => s.deliveries > 1 && starts.some((t) => t.i === s.i && t.worker !== s.worker && t.deliveries < s.deliveries && !failedBy.get(s.i)?.has(t.worker)),
+    );
     expect(movedByExpiry.length).toBeGreaterThan(0);
 
     // Delayed messages: none leased before its time, all processed.

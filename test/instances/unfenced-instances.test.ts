@@ -42,7 +42,11 @@ const serve = async (storage: string) => {
 };
 
 /** Why `serve` did not start, or "started". */
-const refusal = (storage: string) => serve(storage).then(() => "started", (error: Error) => error.message);
+const refusal = (storage: string) =>
+  serve(storage).then(
+    () => "started",
+    (error: Error) => error.message,
+  );
 
 const produce = async (instance: ServeInstance, message: string) => {
   const res = await call(`${instance.url}/api/v1/queues/q/messages`, { method: "POST", body: message });
@@ -92,33 +96,37 @@ describe.each(backends)("several servers on one unstorage storage ($backend)", (
     expect(await consumeAll(next)).toEqual(["one", "two", "three"]);
   });
 
-  it("a server paused past its lease, another started meanwhile: resumed, it acknowledges nothing, and nothing acknowledged is lost", { timeout: 60_000 }, async () => {
-    const storage = await storageWith(`lease=${LEASE_MS}`);
-    const paused = await serve(storage);
-    expect((await produce(paused, "before")).status).toBe(201);
-    paused.kill("SIGSTOP");
-    try {
-      await sleep(3 * LEASE_MS);
-      const other = await serve(storage);
-      expect((await produce(other, "while-paused")).status).toBe(201);
-      paused.kill("SIGCONT");
-      // Its first write after the pause asks the storage first: refused, as is every later one.
-      for (let i = 0; i < 5; i++) {
-        const answer = await produce(paused, `late-${i}`);
-        expect(answer.status, answer.body).toBe(503);
-        expect(answer.body).toContain("E_UNFENCED");
+  it(
+    "a server paused past its lease, another started meanwhile: resumed, it acknowledges nothing, and nothing acknowledged is lost",
+    { timeout: 60_000 },
+    async () => {
+      const storage = await storageWith(`lease=${LEASE_MS}`);
+      const paused = await serve(storage);
+      expect((await produce(paused, "before")).status).toBe(201);
+      paused.kill("SIGSTOP");
+      try {
+        await sleep(3 * LEASE_MS);
+        const other = await serve(storage);
+        expect((await produce(other, "while-paused")).status).toBe(201);
+        paused.kill("SIGCONT");
+        // Its first write after the pause asks the storage first: refused, as is every later one.
+        for (let i = 0; i < 5; i++) {
+          const answer = await produce(paused, `late-${i}`);
+          expect(answer.status, answer.body).toBe(503);
+          expect(answer.body).toContain("E_UNFENCED");
+        }
+        expect((await produce(other, "after")).status).toBe(201);
+        expect(await consumeAll(other)).toEqual(["before", "while-paused", "after"]);
+        // Not locked out for good: once the other is gone, the superseded one registers again.
+        await killed(other);
+        expect((await produceOnce(paused, "resumed")).status).toBe(201);
+        const res = await call(`${paused.url}/api/v1/queues/q/consumers/late/messages?max_messages=1000`);
+        expect(((await res!.json()) as { messages: { data: string }[] }).messages.map((m) => m.data)).toEqual(["before", "while-paused", "after", "resumed"]);
+      } finally {
+        paused.kill("SIGCONT");
       }
-      expect((await produce(other, "after")).status).toBe(201);
-      expect(await consumeAll(other)).toEqual(["before", "while-paused", "after"]);
-      // Not locked out for good: once the other is gone, the superseded one registers again.
-      await killed(other);
-      expect((await produceOnce(paused, "resumed")).status).toBe(201);
-      const res = await call(`${paused.url}/api/v1/queues/q/consumers/late/messages?max_messages=1000`);
-      expect(((await res!.json()) as { messages: { data: string }[] }).messages.map((m) => m.data)).toEqual(["before", "while-paused", "after", "resumed"]);
-    } finally {
-      paused.kill("SIGCONT");
-    }
-  });
+    },
+  );
 
   it("instances=many lets two servers run at once (unfenced, at the user's risk)", { timeout: 60_000 }, async () => {
     const storage = await storageWith(`lease=${LEASE_MS}&instances=many`);

@@ -51,7 +51,9 @@ describe("errors from useVQueue() carry the HTTP status the API answers", () => 
 
 describe("the module's options are checked with the server's schema", () => {
   it("at build: unknown keys (with a suggestion) and bad values", () => {
-    expect(() => vQueue({ durabilty: "none" } as never)).toThrow(expect.objectContaining({ code: "E_OPTION", message: 'Unknown key "durabilty" (did you mean "durability"?).' }));
+    expect(() => vQueue({ durabilty: "none" } as never)).toThrow(
+      expect.objectContaining({ code: "E_OPTION", message: 'Unknown key "durabilty" (did you mean "durability"?).' }),
+    );
     expect(() => vQueue({ metrcs: false, prefix: "/q" } as never)).toThrow('Unknown key "metrcs" (did you mean "metrics"?).');
     expect(() => vQueue({ auth: { users: [{ username: "a:b", password: "x" }] } })).toThrow("Invalid auth.users[0].username");
   });
@@ -60,7 +62,9 @@ describe("the module's options are checked with the server's schema", () => {
     expect(() => setupVQueue("runtime-bad", { ...memory, durability: "fsnyc" as never })).toThrow('Invalid durability "fsnyc"');
     expect(() => setupVQueue("runtime-unknown", { ...memory, metrcs: "false" } as never)).toThrow('Unknown key "metrcs" (did you mean "metrics"?).');
     // An env variable's raw string is parsed first (Nitro v3 passes strings).
-    expect(() => setupVQueue("runtime-limits", { ...memory, limits: { maxMessages: "0" } } as never)).toThrow("Invalid limits.defaultMessages 1: use 1..maxMessages (0).");
+    expect(() => setupVQueue("runtime-limits", { ...memory, limits: { maxMessages: "0" } } as never)).toThrow(
+      "Invalid limits.defaultMessages 1: use 1..maxMessages (0).",
+    );
   });
 });
 
@@ -70,7 +74,9 @@ describe("the HTTP API is not served without users unless auth is turned off on 
   it("no users: 404 for the API, the dashboard and the metrics, said once at start; server code still works", async () => {
     const info = vi.spyOn(console, "info").mockImplementation(() => {});
     const vq = track(setupVQueue("closed", memory));
-    expect(info.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringContaining('"closed": the HTTP API, dashboard and metrics at /_queue are not served: no users configured')]);
+    expect(info.mock.calls.map((c) => String(c[0]))).toEqual([
+      expect.stringContaining('"closed": the HTTP API, dashboard and metrics at /_queue are not served: no users configured'),
+    ]);
     for (const path of ["/api/v1/queues", "/", "/metrics", "/health"]) expect((await get("closed", path)).status).toBe(404);
     expect((await get("closed", "/api/v1/queues/tmpq", { method: "DELETE" })).status).toBe(404);
     await vq.push("jobs", "a");
@@ -80,7 +86,9 @@ describe("the HTTP API is not served without users unless auth is turned off on 
   it("auth: false serves it without auth, with a warning at start", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const vq = track(setupVQueue("open", { ...memory, auth: false }));
-    expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringContaining('"open": the HTTP API, dashboard and metrics at /_queue are served WITHOUT auth (auth: false)')]);
+    expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([
+      expect.stringContaining('"open": the HTTP API, dashboard and metrics at /_queue are served WITHOUT auth (auth: false)'),
+    ]);
     await vq.push("tmpq", "a");
     expect((await get("open", "/api/v1/queues")).status).toBe(200);
   });

@@ -24,12 +24,20 @@ describe("useVQueue().shared", () => {
     const c = vq.shared("jobs", "w");
     const mine = await c.poll({ max: 2, leaseMs: 60_000 });
     expect(mine.map((m) => m.data)).toEqual(["a", "b"]);
-    const res = await vq.fetch("/api/v1/queues/jobs/consumers/w/lease", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ max: 10 }) });
+    const res = await vq.fetch("/api/v1/queues/jobs/consumers/w/lease", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ max: 10 }),
+    });
     expect(res.status).toBe(200);
     const http = (await res.json()) as LeaseResponse;
     expect(http.messages.map((m) => m.data)).toEqual(["c"]);
     // The HTTP client acks in the server: the in-process handle acks its own.
-    const ack = await vq.fetch("/api/v1/queues/jobs/consumers/w/ack", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ leases: [http.messages[0]!.lease] }) });
+    const ack = await vq.fetch("/api/v1/queues/jobs/consumers/w/ack", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ leases: [http.messages[0]!.lease] }),
+    });
     expect(((await ack.json()) as { acked: number }).acked).toBe(1);
     await c.ack(mine[0]!);
     await c.nack(mine[1]!, { deadLetter: true, error: "bad" });
@@ -46,7 +54,10 @@ describe("useVQueue().shared", () => {
 describe("useVQueue().worker", () => {
   it("runs handlers concurrently, acks on success, nacks with the error and backoff, dead-letters at maxDeliveries, extends long handlers, stops cleanly", async () => {
     const vq = instance("shared-worker", { leaseMs: 300 });
-    await vq.push("jobs", Array.from({ length: 20 }, (_, i) => `m${i}`));
+    await vq.push(
+      "jobs",
+      Array.from({ length: 20 }, (_, i) => `m${i}`),
+    );
     const seen = new Map<string, number>();
     let running = 0;
     let most = 0;
@@ -91,10 +102,15 @@ describe("useVQueue().worker", () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const started: string[] = [];
-    const worker = vq.worker("jobs", "w", async (m) => {
-      started.push(m.data as string);
-      await gate;
-    }, { concurrency: 1 });
+    const worker = vq.worker(
+      "jobs",
+      "w",
+      async (m) => {
+        started.push(m.data as string);
+        await gate;
+      },
+      { concurrency: 1 },
+    );
     while (started.length === 0) await sleep(10);
     const stopped = worker.stop();
     release();
@@ -118,7 +134,10 @@ describe("useVQueue().worker before its queue exists, and on a partitioned queue
     const worker = vq.worker("later", "w", (m) => void seen.push(m.data as string), { pollTimeoutMs: 100, onError: (e) => errors.push((e as Error).message) });
     await until(() => errors.length > 0);
     expect(errors[0]).toBe('Queue "later" does not exist.');
-    await vq.push("later", Array.from({ length: 20 }, (_, i) => `m${i}`));
+    await vq.push(
+      "later",
+      Array.from({ length: 20 }, (_, i) => `m${i}`),
+    );
     await until(() => seen.length === 20);
     await worker.stop();
     await worker.done;

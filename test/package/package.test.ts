@@ -31,7 +31,12 @@ beforeAll(async () => {
   const work = await tempDir();
   const tarball = await packedTarball();
   const { stdout } = await run("tar", ["-tzf", tarball], { maxBuffer: 64 << 20 });
-  packed = { files: stdout.split("\n").filter(Boolean).map((path) => ({ path: path.replace(/^package\//, "") })) };
+  packed = {
+    files: stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((path) => ({ path: path.replace(/^package\//, "") })),
+  };
   app = join(work, "app");
   await mkdir(app);
   await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
@@ -41,7 +46,10 @@ beforeAll(async () => {
 describe("the packed package, installed from its tarball into an empty folder", () => {
   it("ships the bin and every entry of `exports`, and no sources or tests", async () => {
     const files = packed.files.map((f) => f.path);
-    const pkg = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { bin: Record<string, string>; exports: Record<string, Record<string, string> | string> };
+    const pkg = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as {
+      bin: Record<string, string>;
+      exports: Record<string, Record<string, string> | string>;
+    };
     const wanted = [...Object.values(pkg.bin), ...Object.values(pkg.exports).flatMap((entry) => (typeof entry === "string" ? [entry] : Object.values(entry)))];
     for (const file of wanted) expect(files, file).toContain(file.replace(/^\.\//, ""));
     expect(files).toContain("dist/cli.mjs");
@@ -49,7 +57,10 @@ describe("the packed package, installed from its tarball into an empty folder", 
   });
 
   it("installs nothing native: zstd-napi is an optional peer, not a dependency, and is not installed", async () => {
-    const manifest = JSON.parse(await readFile(join(app, "node_modules", "v-queue", "package.json"), "utf8")) as Record<string, Record<string, unknown> | undefined>;
+    const manifest = JSON.parse(await readFile(join(app, "node_modules", "v-queue", "package.json"), "utf8")) as Record<
+      string,
+      Record<string, unknown> | undefined
+    >;
     for (const field of ["dependencies", "optionalDependencies"]) expect(Object.keys(manifest[field] ?? {}), field).not.toContain("zstd-napi");
     expect(manifest.peerDependencies).toHaveProperty("zstd-napi");
     expect(manifest.peerDependenciesMeta).toMatchObject({ "zstd-napi": { optional: true } });
@@ -58,14 +69,18 @@ describe("the packed package, installed from its tarball into an empty folder", 
 
   it("depends on nothing only the CLI uses (no listhen, c12 or citty): each dependency is imported by an entry of `exports`; one h3", async () => {
     const installed = join(app, "node_modules", "v-queue");
-    const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8")) as { dependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, unknown> };
+    const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+      peerDependenciesMeta?: Record<string, unknown>;
+    };
     const dependencies = Object.keys(manifest.dependencies ?? {});
     // What the library's files import (all of dist/ but the CLI's own file), by package name.
     const imported = new Set<string>();
     const files = (await readdir(join(installed, "dist"), { recursive: true, encoding: "utf8" })).filter((f) => f.endsWith(".mjs") && f !== "cli.mjs");
     for (const file of files) {
       const code = await readFile(join(installed, "dist", file), "utf8");
-      for (const [, specifier] of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["']([^"'./][^"']*)["']/g)) imported.add(/^(@[^/]+\/)?[^/]+/.exec(specifier!)![0]);
+      for (const [, specifier] of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["']([^"'./][^"']*)["']/g))
+        imported.add(/^(@[^/]+\/)?[^/]+/.exec(specifier!)![0]);
     }
     expect(dependencies.filter((name) => !imported.has(name))).toEqual([]);
     for (const cliOnly of ["listhen", "c12", "citty"]) {
@@ -100,7 +115,11 @@ describe("the packed package, installed from its tarball into an empty folder", 
   it(
     "`v-queue serve --zstd native` without zstd-napi stops at start, naming the package to install",
     async () => {
-      const failed = await run(process.execPath, [join(app, "node_modules", ".bin", "v-queue"), "serve", "--dir", "native", "--port", "0", "--zstd", "native"], { cwd: app, timeout: 60_000 }).then(
+      const failed = await run(
+        process.execPath,
+        [join(app, "node_modules", ".bin", "v-queue"), "serve", "--dir", "native", "--port", "0", "--zstd", "native"],
+        { cwd: app, timeout: 60_000 },
+      ).then(
         () => undefined,
         (error: { code: number; stdout: string; stderr: string }) => error,
       );
@@ -151,7 +170,14 @@ describe("the packed package, installed from its tarball into an empty folder", 
       const { stdout, stderr } = await run(process.execPath, ["use.mjs"], { cwd: app, timeout: 60_000 });
       // The WebAssembly zstd, without a word about the native one nobody asked for.
       expect(stderr).not.toContain("zstd");
-      expect(JSON.parse(stdout)).toEqual({ landed: { part: 0, offset: 0, seq: 1 }, data: '{"id":1,"item":"book"}', type: "string", messages: 1, same: true, compressed: true });
+      expect(JSON.parse(stdout)).toEqual({
+        landed: { part: 0, offset: 0, seq: 1 },
+        data: '{"id":1,"item":"book"}',
+        type: "string",
+        messages: 1,
+        same: true,
+        compressed: true,
+      });
       expect(existsSync(join(data, "orders-0", "orders_queue"))).toBe(true);
     },
     TIMEOUT,

@@ -56,7 +56,10 @@ describe("a writer killed with SIGKILL at random moments", () => {
       for (let r = 0; r <= run; r++) {
         const ids = seen.get(r) ?? [];
         // In push order, no duplicates (ids are taken in call order by the pushers).
-        expect(ids.every((id, k) => k === 0 || id > ids[k - 1]!), `run ${r} in order`).toBe(true);
+        expect(
+          ids.every((id, k) => k === 0 || id > ids[k - 1]!),
+          `run ${r} in order`,
+        ).toBe(true);
         const present = new Set(ids);
         const missing = [...acked.get(r)!].filter((id) => !present.has(id));
         expect(missing, `run ${r}: acknowledged but missing`).toEqual([]);

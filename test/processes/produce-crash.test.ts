@@ -23,7 +23,9 @@ describe("delayed messages across a SIGKILL of the writer's process", () => {
     const dir = await freshDir();
     const child = startChild("delay-pusher", dir, "dq", "40", "1500");
     await child.waitFor((line) => line === "done");
-    const until = new Map<string, number>(child.lines.filter((l) => l.startsWith("ack ")).map((l) => [`d${l.split(" ")[1]}`, Number(l.split(" ")[2])] as const));
+    const until = new Map<string, number>(
+      child.lines.filter((l) => l.startsWith("ack ")).map((l) => [`d${l.split(" ")[1]}`, Number(l.split(" ")[2])] as const),
+    );
     expect(until.size).toBe(40);
     child.process.kill("SIGKILL");
     await child.exited;
@@ -59,7 +61,7 @@ describe("delayed messages across a SIGKILL of the writer's process", () => {
       const writer = await QueueWriter.open(`mq${run}`, { driver: fsDriver({ dir }), ...quiet });
       // The last is due about 1.8 s after the ack; a loaded machine may move them later still.
       await sleep(2500);
-      for (const deadline = Date.now() + 20_000; (await readAll(dir, `mq${run}`, "peek")).length < 300 && Date.now() < deadline; ) await sleep(100);
+      for (const deadline = Date.now() + 20_000; (await readAll(dir, `mq${run}`, "peek")).length < 300 && Date.now() < deadline;) await sleep(100);
       await writer.close();
       const got = await readAll(dir, `mq${run}`, "c");
       expect(got.length, `run ${run}`).toBe(300);

@@ -18,21 +18,33 @@ const procState = (pid: number) => {
 };
 
 /** `v-queue serve` on `port`: its argv on `runtime`. */
-const serveCommand = (runtime: Runtime, storage: string[], port: number) => scriptCommand(CLI, ["serve", ...storage, "--port", String(port), "--durability", "none", "--log-level", "error"], runtime);
+const serveCommand = (runtime: Runtime, storage: string[], port: number) =>
+  scriptCommand(CLI, ["serve", ...storage, "--port", String(port), "--durability", "none", "--log-level", "error"], runtime);
 
 /** The owner files a process left beside the leased locks' write mutexes (`.vq-owner~<pid>~<hex>`). */
-const ownerFilesOf = (dir: string, pid: number) => readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => basename(name).startsWith(`.vq-owner~${pid}~`));
+const ownerFilesOf = (dir: string, pid: number) =>
+  readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => basename(name).startsWith(`.vq-owner~${pid}~`));
 
 async function waitForHealth(url: string, exited: () => boolean): Promise<void> {
   const deadline = Date.now() + 90_000;
-  while (!(await fetch(`${url}/health`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (exited() || Date.now() > deadline) throw new Error(`the server at ${url} did not start`);
     await sleep(50);
   }
 }
 
 const produce = (url: string, body: string) => fetch(`${url}/api/v1/queues/jobs/messages`, { method: "POST", body });
-const lease = (url: string) => fetch(`${url}/api/v1/queues/jobs/consumers/workers/lease`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ max: 10 }) });
+const lease = (url: string) =>
+  fetch(`${url}/api/v1/queues/jobs/consumers/workers/lease`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ max: 10 }),
+  });
 
 // /proc tells a zombie apart (Linux; Deno reads it only with -A); elsewhere signal 0 is all there is.
 // Two server starts each: more than the 30 s default on a loaded machine.
@@ -49,7 +61,9 @@ describe.skipIf(!existsSync("/proc/self/stat"))("a server killed -9 whose parent
     // The parent: a shell that starts the server in the background, prints its pid and becomes
     // a `sleep`, which never waits for a child (as a container's PID 1 that does not reap).
     const first = serveCommand(runtime, storage, firstPort);
-    const parent = spawn("sh", ["-c", '"$@" >/dev/null & echo $!; exec sleep 600', "sh", first.command, ...first.args], { stdio: ["ignore", "pipe", "inherit"] });
+    const parent = spawn("sh", ["-c", '"$@" >/dev/null & echo $!; exec sleep 600', "sh", first.command, ...first.args], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let second: ReturnType<typeof spawn> | undefined;
     try {
       const serverPid = Number(await new Promise<string>((resolve) => parent.stdout.once("data", (c: Buffer) => resolve(c.toString().trim()))));

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { BATCH_HEADER, BATCH_MAGIC, RECORD_HEADER, decodeBatch, encodeBatch, encodeProduceBatch, decodeLeases, encodeLeases, leaseToken } from "../../protocol/binary";
+import {
+  BATCH_HEADER,
+  BATCH_MAGIC,
+  RECORD_HEADER,
+  decodeBatch,
+  encodeBatch,
+  encodeProduceBatch,
+  decodeLeases,
+  encodeLeases,
+  leaseToken,
+} from "../../protocol/binary";
 import { ProtocolError } from "../../protocol/errors";
 
 const encoder = new TextEncoder();
@@ -84,7 +94,17 @@ describe("binary batch framing", () => {
 describe("VQL1 and VQM1 lease answers", () => {
   it("round-trips text, bytes, the lease info per record and the server's clock; 64-bit offsets and leases", () => {
     const leases = [
-      { type: "string" as const, data: "héllo", size: 6, part: 3, seq: 7, offset: 2 ** 33 + 5, lease: 2 ** 40 + 1, deliveries: 2, leaseUntil: 1_765_000_000_123 },
+      {
+        type: "string" as const,
+        data: "héllo",
+        size: 6,
+        part: 3,
+        seq: 7,
+        offset: 2 ** 33 + 5,
+        lease: 2 ** 40 + 1,
+        deliveries: 2,
+        leaseUntil: 1_765_000_000_123,
+      },
       { type: "object" as const, data: Uint8Array.from([0, 255]), size: 2, part: 0, seq: 1, offset: 0, lease: 1, deliveries: 1, leaseUntil: 1_765_000_000_000 },
     ];
     const { now, records } = decodeLeases(encodeLeases(leases, 1_764_999_999_999));
@@ -97,7 +117,18 @@ describe("VQL1 and VQM1 lease answers", () => {
   it("VQM1: a partitioned queue's leases carry their partition, and their tokens name it", () => {
     const leases = [
       { type: "string" as const, data: "a", size: 1, part: 2, seq: 4, offset: 90, lease: 7, deliveries: 1, leaseUntil: 1_765_000_000_000, partition: 11 },
-      { type: "object" as const, data: Uint8Array.from([1]), size: 1, part: 0, seq: 1, offset: 0, lease: 8, deliveries: 3, leaseUntil: 1_765_000_000_001, partition: 0 },
+      {
+        type: "object" as const,
+        data: Uint8Array.from([1]),
+        size: 1,
+        part: 0,
+        seq: 1,
+        offset: 0,
+        lease: 8,
+        deliveries: 3,
+        leaseUntil: 1_765_000_000_001,
+        partition: 0,
+      },
     ];
     const buf = encodeLeases(leases, 42, true);
     expect(new TextDecoder().decode(buf.subarray(0, 4))).toBe("VQM1");

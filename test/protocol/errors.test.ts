@@ -17,10 +17,16 @@ describe("a ProtocolError, as each side tells it", () => {
   it("the server: a bad request body, 400 E_BODY (413 E_TOO_LARGE for too many)", async () => {
     const logged: unknown[] = [];
     const logger = { error: (...args: unknown[]) => logged.push(args) };
-    const bad = errorResponse(thrown(() => decodeBatch(new Uint8Array(3))), logger);
+    const bad = errorResponse(
+      thrown(() => decodeBatch(new Uint8Array(3))),
+      logger,
+    );
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: { code: "E_BODY", message: `Invalid ${BATCH_CONTENT_TYPE} body: shorter than its 8-byte header.` } });
-    const many = errorResponse(thrown(() => decodeBatch(encodeProduceBatch(["a", "b"]), 1)), logger);
+    const many = errorResponse(
+      thrown(() => decodeBatch(encodeProduceBatch(["a", "b"]), 1)),
+      logger,
+    );
     expect(many.status).toBe(413);
     expect(await many.json()).toEqual({ error: { code: "E_TOO_LARGE", message: "Too many messages in one request: 2, the limit is 1." } });
     expect(logged).toEqual([]);

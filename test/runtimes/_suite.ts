@@ -44,7 +44,10 @@ export function describeRuntimeSuite(runtime: "bun" | "deno", excluded: Exclusio
   describe(`the test suites on ${runtime}`, () => {
     it(`pass under vitest on ${runtime} (at least ${minimumTests} tests)`, async () => {
       // The files are named one by one: one left out is not named (vitest's --exclude does not reach its projects).
-      expect(excluded.map((e) => e.file).filter((file) => !RUNTIME_FILES.includes(file)), "left out, but not in RUNTIME_FILES").toEqual([]);
+      expect(
+        excluded.map((e) => e.file).filter((file) => !RUNTIME_FILES.includes(file)),
+        "left out, but not in RUNTIME_FILES",
+      ).toEqual([]);
       const files = RUNTIME_FILES.filter((file) => !excluded.some((e) => e.file === file));
       // A few minutes on 2 cores beside the rest of the suite; room for a machine at a load of 4.
       const run = await runVitestOn(runtime, files, { VQ_EXPECT_RUNTIME: runtime, VQ_TEST_WORKERS: "1" }, 1_080_000);

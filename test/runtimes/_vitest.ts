@@ -48,7 +48,9 @@ export async function runVitestOn(runtime: "bun" | "deno", files: string[], extr
     if (json.testResults.length === 0) throw new Error(`vitest on ${runtime} wrote no report (timed out or crashed?): ${output.slice(-3000)}`);
     const results = json.testResults.flatMap((file) => file.assertionResults);
     const failed = [
-      ...json.testResults.filter((file) => file.status === "failed" && file.assertionResults.length === 0).map((file) => `${file.name}: ${file.message ?? "failed"}`),
+      ...json.testResults
+        .filter((file) => file.status === "failed" && file.assertionResults.length === 0)
+        .map((file) => `${file.name}: ${file.message ?? "failed"}`),
       ...results.filter((r) => r.status === "failed").map((r) => r.fullName),
     ];
     return {
@@ -58,7 +60,10 @@ export async function runVitestOn(runtime: "bun" | "deno", files: string[], extr
       failed,
       skipped: results.filter((r) => r.status === "skipped" || r.status === "pending" || r.status === "todo").length,
       // The JSON reporter prints only where its report went: a failure's own messages say why.
-      output: [output, ...results.filter((r) => r.status === "failed").map((r) => `${r.fullName}:\n${(r.failureMessages ?? []).join("\n").slice(0, 3000)}`)].join("\n"),
+      output: [
+        output,
+        ...results.filter((r) => r.status === "failed").map((r) => `${r.fullName}:\n${(r.failureMessages ?? []).join("\n").slice(0, 3000)}`),
+      ].join("\n"),
     };
   } finally {
     await rm(out, { recursive: true, force: true });

@@ -94,7 +94,7 @@ describe.each(["bun", "deno"] as const)("v-queue serve on %s", (runtime) => {
       const loops = Array.from({ length: PRODUCERS }, (_, loop) => produceUntilDead(instance.url, round, loop, roundAcked));
       // Killed at a random moment once the restarted server answers (its first produce takes the
       // stale lock over, which a loaded machine may take a while to do).
-      for (const deadline = Date.now() + 20_000; roundAcked.length === 0 && Date.now() < deadline; ) await sleep(10);
+      for (const deadline = Date.now() + 20_000; roundAcked.length === 0 && Date.now() < deadline;) await sleep(10);
       await sleep(300 + Math.random() * 600);
       await killAndWait(instance);
       await Promise.all(loops);
@@ -104,7 +104,10 @@ describe.each(["bun", "deno"] as const)("v-queue serve on %s", (runtime) => {
     const stored = await readAll(dir, "load");
     const present = new Set(stored);
     expect(present.size, "a message stored twice").toBe(stored.length);
-    expect(acked.filter((body) => !present.has(body)), "acknowledged but lost").toEqual([]);
+    expect(
+      acked.filter((body) => !present.has(body)),
+      "acknowledged but lost",
+    ).toEqual([]);
     // Each loop's messages in the order it produced them.
     const last = new Map<string, number>();
     for (const body of stored) {

@@ -12,7 +12,8 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "pathe";
 import { rolldown } from "rolldown";
 
-const NO_ZSTD = "export const ZstdCodec = { run() { throw new Error('zstd is not available in workerd: use queues without compression there.'); } }; export default { ZstdCodec };";
+const NO_ZSTD =
+  "export const ZstdCodec = { run() { throw new Error('zstd is not available in workerd: use queues without compression there.'); } }; export default { ZstdCodec };";
 const CACHE_DIR = resolve(import.meta.dirname, "../../.tmp/workerd-bundles");
 
 interface Cached {
@@ -35,7 +36,8 @@ function fileHash(path: string): string | undefined {
 
 /** The cache file of `entry`, named by the entry and by what makes the bundle besides its modules (this file, rolldown). */
 export function cacheFile(entry: string): string {
-  const rolldownVersion = (JSON.parse(readFileSync(resolve(import.meta.dirname, "../../node_modules/rolldown/package.json"), "utf8")) as { version: string }).version;
+  const rolldownVersion = (JSON.parse(readFileSync(resolve(import.meta.dirname, "../../node_modules/rolldown/package.json"), "utf8")) as { version: string })
+    .version;
   return join(CACHE_DIR, `${hashOf([entry, fileHash(import.meta.filename), rolldownVersion].join("\n"))}.json`);
 }
 

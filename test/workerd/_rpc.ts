@@ -15,13 +15,15 @@ export const encode = (value: unknown): string =>
   JSON.stringify({ value }, (_key, v: unknown) => (v instanceof Uint8Array ? { $bytes: toBase64(v) } : v === undefined ? { $undefined: 1 } : v));
 
 export const decode = (text: string): unknown =>
-  (JSON.parse(text, (_key, v: unknown) => {
-    if (v && typeof v === "object" && !Array.isArray(v)) {
-      if ("$bytes" in v) return fromBase64((v as { $bytes: string }).$bytes)!;
-      if ("$undefined" in v) return undefined;
-    }
-    return v;
-  }) as { value: unknown }).value;
+  (
+    JSON.parse(text, (_key, v: unknown) => {
+      if (v && typeof v === "object" && !Array.isArray(v)) {
+        if ("$bytes" in v) return fromBase64((v as { $bytes: string }).$bytes)!;
+        if ("$undefined" in v) return undefined;
+      }
+      return v;
+    }) as { value: unknown }
+  ).value;
 
 type Method = (...args: unknown[]) => Promise<unknown>;
 

@@ -43,7 +43,10 @@ export default {
     if (!handler) {
       const [username = "", password = ""] = (env.AUTH ?? "").split(":");
       const auth = env.AUTH ? { users: [{ username, password }] } : false;
-      handler = createQueueHandler({ driver: durableObjectDriver({ namespace: env.VQUEUE!, ...(env.LEASE_MS ? { lockLeaseMs: Number(env.LEASE_MS) } : {}) }), auth });
+      handler = createQueueHandler({
+        driver: durableObjectDriver({ namespace: env.VQUEUE!, ...(env.LEASE_MS ? { lockLeaseMs: Number(env.LEASE_MS) } : {}) }),
+        auth,
+      });
     }
     return handler.fetch(request);
   },

@@ -25,7 +25,10 @@ beforeAll(async () => {
     idFromName: (name) => ({ toString: () => name }),
     get: (id) => {
       const name = id.toString();
-      return new Proxy({}, { get: (_, method) => (typeof method === "string" && method !== "then" ? (...args: unknown[]) => callObject(base, name, method, args) : undefined) });
+      return new Proxy(
+        {},
+        { get: (_, method) => (typeof method === "string" && method !== "then" ? (...args: unknown[]) => callObject(base, name, method, args) : undefined) },
+      );
     },
   };
 }, 60_000);
@@ -69,7 +72,11 @@ describe("durable-object driver", () => {
       idFromName: (name) => namespace.idFromName(name),
       get: (id) => {
         const stub = namespace.get(id) as Record<string, (...args: unknown[]) => unknown>;
-        return new Proxy(stub, { get: (target, key) => (...args: unknown[]) => (calls.push(String(key)), target[key as string]!(...args)) });
+        return new Proxy(stub, {
+          get:
+            (target, key) =>
+            (...args: unknown[]) => (calls.push(String(key)), target[key as string]!(...args)),
+        });
       },
     };
     const driver = durableObjectDriver({ namespace: counting, prefix: `cost-${++n}` });
@@ -91,7 +98,9 @@ describe("durable-object driver", () => {
     }
     const perConsume = calls.splice(0);
     const tally = (list: string[]) => Object.entries(list.reduce<Record<string, number>>((t, k) => ((t[k] = (t[k] ?? 0) + 1), t), {}));
-    console.info(`[durable-object cost] open writer + consumer: ${opened} calls; push one at a time: ${(perPush.length / N).toFixed(1)} calls/message ${JSON.stringify(tally(perPush))}; batch of ${N}: ${perBatch.length} calls; consume + commit one at a time: ${(perConsume.length / (2 * N)).toFixed(1)} calls/message ${JSON.stringify(tally(perConsume))}`);
+    console.info(
+      `[durable-object cost] open writer + consumer: ${opened} calls; push one at a time: ${(perPush.length / N).toFixed(1)} calls/message ${JSON.stringify(tally(perPush))}; batch of ${N}: ${perBatch.length} calls; consume + commit one at a time: ${(perConsume.length / (2 * N)).toFixed(1)} calls/message ${JSON.stringify(tally(perConsume))}`,
+    );
     expect(read).toBe(2 * N);
     expect(perPush.length / N).toBeLessThanOrEqual(4);
     expect(perBatch.length).toBeLessThanOrEqual(6);
@@ -118,7 +127,11 @@ describe("durable-object driver", () => {
     await object.open("q-0/q_queue", true);
     expect(await object.append("q-0/q_queue", 0, new Uint8Array([1]), { path: "q_queue.lock", epoch: first })).toMatchObject({ ok: false, reason: "fenced" });
     expect(await object.append("q-0/q_queue", 0, new Uint8Array([1]), { path: "q_queue.lock", epoch: second })).toMatchObject({ ok: true });
-    expect(await object.append("q-0/q_queue", 0, new Uint8Array([2]), { path: "q_queue.lock", epoch: second })).toMatchObject({ ok: false, reason: "not-at-end", size: 1 });
+    expect(await object.append("q-0/q_queue", 0, new Uint8Array([2]), { path: "q_queue.lock", epoch: second })).toMatchObject({
+      ok: false,
+      reason: "not-at-end",
+      size: 1,
+    });
   });
 
   it("keeps a 5 MiB append in 64 KiB values and reads any range of it back", async () => {

@@ -23,7 +23,8 @@ describe("the HTTP app in workerd on Durable Objects", () => {
   let mf: Miniflare;
   let base: URL;
   let persist: string;
-  const call = (path: string, init: RequestInit = {}) => fetch(new URL(path, base), { ...init, headers: { authorization: basic, ...(init.headers as Record<string, string>) } });
+  const call = (path: string, init: RequestInit = {}) =>
+    fetch(new URL(path, base), { ...init, headers: { authorization: basic, ...(init.headers as Record<string, string>) } });
 
   beforeAll(async () => {
     persist = await tempDir();
@@ -38,7 +39,11 @@ describe("the HTTP app in workerd on Durable Objects", () => {
     const none = await fetch(new URL("/api/v1/queues/a/messages", base), { method: "POST", body: "x" });
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toContain("Basic");
-    const wrong = await fetch(new URL("/api/v1/queues/a/messages", base), { method: "POST", body: "x", headers: { authorization: `Basic ${btoa("alice:nope")}` } });
+    const wrong = await fetch(new URL("/api/v1/queues/a/messages", base), {
+      method: "POST",
+      body: "x",
+      headers: { authorization: `Basic ${btoa("alice:nope")}` },
+    });
     expect(wrong.status).toBe(401);
   });
 
@@ -57,7 +62,11 @@ describe("the HTTP app in workerd on Durable Objects", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(350);
     expectEndedEarly(started);
 
-    const commit = await call("/api/v1/queues/orders/consumers/c/commit", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cursor: woken.cursor }) });
+    const commit = await call("/api/v1/queues/orders/consumers/c/commit", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ cursor: woken.cursor }),
+    });
     expect(commit.status).toBe(200);
     const empty = await (await call("/api/v1/queues/orders/consumers/c/messages?timeout_ms=300")).json();
     expect(empty.count).toBe(0);
@@ -84,7 +93,11 @@ describe("the HTTP app in workerd on Durable Objects", () => {
     expect((await call("/api/v1/queues/kept/messages", { method: "POST", body: "one" })).status).toBe(201);
     expect((await call("/api/v1/queues/kept/messages", { method: "POST", body: "two" })).status).toBe(201);
     const first = await (await call("/api/v1/queues/kept/consumers/c/messages?timeout_ms=0")).json();
-    await call("/api/v1/queues/kept/consumers/c/commit", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cursor: first.cursor }) });
+    await call("/api/v1/queues/kept/consumers/c/commit", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ cursor: first.cursor }),
+    });
     await mf.dispose();
 
     mf = await startWorker({ persist, bindings: { AUTH }, http: true });
@@ -134,7 +147,13 @@ describe("Workers KV is refused", () => {
   });
 
   it("through unstorage's cloudflare-kv-binding driver, as a storage or as the app's driver", () => {
-    const binding = { get: async () => null, put: async () => {}, list: async () => ({ keys: [] }), delete: async () => {}, getWithMetadata: async () => ({ value: null }) };
+    const binding = {
+      get: async () => null,
+      put: async () => {},
+      list: async () => ({ keys: [] }),
+      delete: async () => {},
+      getWithMetadata: async () => ({ value: null }),
+    };
     const storage = createStorage({ driver: cloudflareKVBindingDriver({ binding: binding as never }) });
     expect(() => unstorageDriver({ storage })).toThrow(/unstorage storage on its cloudflare-kv-binding driver.*durable-object/);
     expect(() => createQueueHandler({ driver: binding as never })).toThrow(/KV namespace binding/);

@@ -54,7 +54,11 @@ describe("two isolates on one Durable Object namespace", () => {
   }, 30_000);
 
   it("a partitioned queue: produce on both, consume everything on one (it asks the other for its partitions)", async () => {
-    const declared = await a("/api/v1/queues/events", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ partitions: 2 }) });
+    const declared = await a("/api/v1/queues/events", {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ partitions: 2 }),
+    });
     expect(declared.status).toBeLessThan(300);
     const sent: string[] = [];
     for (let i = 0; i < 6; i++) {
@@ -70,7 +74,16 @@ describe("two isolates on one Durable Object namespace", () => {
       expect(res.status, await res.clone().text()).toBe(200);
       const batch = (await res.json()) as { cursor: string | null; messages: { data: string }[] };
       got.push(...batch.messages.map((m) => m.data));
-      if (batch.cursor) expect((await a(`/api/v1/queues/events/consumers/c/commit`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cursor: batch.cursor }) })).status).toBe(200);
+      if (batch.cursor)
+        expect(
+          (
+            await a(`/api/v1/queues/events/consumers/c/commit`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ cursor: batch.cursor }),
+            })
+          ).status,
+        ).toBe(200);
     }
     expect(got.sort()).toEqual(sent.sort());
   }, 60_000);

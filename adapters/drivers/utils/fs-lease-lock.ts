@@ -150,13 +150,20 @@ export async function isFsLeaseLockHeld(path: string, leaseMs: number): Promise<
  */
 export async function fencedFsWrite<T>(fence: DriverLock, write: () => Promise<T>): Promise<T> {
   const info = fences.get(fence);
-  if (!info) throw new VQueueError("E_IO", "The fs driver was given a fence that is not one of its leased locks (a lock of another driver, or of an fs driver without lockLeaseMs?).");
+  if (!info)
+    throw new VQueueError(
+      "E_IO",
+      "The fs driver was given a fence that is not one of its leased locks (a lock of another driver, or of an fs driver without lockLeaseMs?).",
+    );
   return withMutex(info.path, info.leaseMs, () => {
     const content = readTextSync(info.path);
     if (content !== info.token) {
       const found = lostTo(content);
       info.lose(found);
-      throw new VQueueError("E_FENCED", `[fs] Refused a write of a stale holder: the lock ${JSON.stringify(info.key)} ${lockNowHeld(found)} (this process was paused or stalled past its lease of ${info.leaseMs} ms).`);
+      throw new VQueueError(
+        "E_FENCED",
+        `[fs] Refused a write of a stale holder: the lock ${JSON.stringify(info.key)} ${lockNowHeld(found)} (this process was paused or stalled past its lease of ${info.leaseMs} ms).`,
+      );
     }
     return write();
   });

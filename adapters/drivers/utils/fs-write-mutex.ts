@@ -76,7 +76,10 @@ async function enterMutex(mutex: string, waitMs: number): Promise<void> {
     }
     if (await breakIfStale(mutex, owner)) continue;
     if (Date.now() >= deadline) {
-      throw new VQueueError("E_LOCKED", `[fs] The write mutex ${mutex} is held by ${(await readOwner(mutex))?.trim() || "a process"} that does not let go (paused?) after ${waitMs} ms.`);
+      throw new VQueueError(
+        "E_LOCKED",
+        `[fs] The write mutex ${mutex} is held by ${(await readOwner(mutex))?.trim() || "a process"} that does not let go (paused?) after ${waitMs} ms.`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, delay));
   }

@@ -60,11 +60,14 @@ export function leaseLock(options: LeaseOptions): { lock: DriverLock; lose(found
   };
   /** A renewal asked now, or the one already under way. */
   const refreshNow = () => (refreshing ??= refresh().finally(() => (refreshing = undefined)));
-  const timer = setInterval(() => {
-    refreshing ??= refresh()
-      .catch(() => {}) // a failed refresh is retried; the lease covers two misses
-      .finally(() => (refreshing = undefined));
-  }, Math.floor(leaseMs / 3));
+  const timer = setInterval(
+    () => {
+      refreshing ??= refresh()
+        .catch(() => {}) // a failed refresh is retried; the lease covers two misses
+        .finally(() => (refreshing = undefined));
+    },
+    Math.floor(leaseMs / 3),
+  );
   (timer as { unref?: () => void }).unref?.();
   const lock: DriverLock = {
     ...(options.epoch === undefined ? {} : { epoch: options.epoch }),
@@ -104,7 +107,11 @@ type LossFound = Loss | "fenced";
 function lostError(options: LeaseOptions, found: LossFound, awayMs: number): VQueueError {
   const lock = `[${options.driver}] Lost the lock ${JSON.stringify(options.key)}`;
   const away = `not renewed for ${awayMs} ms (this process was paused or cut off past its lease of ${options.leaseMs} ms)`;
-  if (found === "expired") return new VQueueError("E_LOCKED", `${lock}: it expired, ${away}, and nobody took it since: opened again, it is taken anew (a new epoch) and goes on from the saved state.`);
+  if (found === "expired")
+    return new VQueueError(
+      "E_LOCKED",
+      `${lock}: it expired, ${away}, and nobody took it since: opened again, it is taken anew (a new epoch) and goes on from the saved state.`,
+    );
   if (found === "fenced") return new VQueueError("E_LOCKED", `${lock}: the storage refused its write, ${away}: the lease expired, or another holder took it.`);
   return new VQueueError("E_LOCKED", `${lock}: it ${lockNowHeld(found)}, ${away}.`);
 }

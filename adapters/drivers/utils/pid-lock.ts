@@ -117,7 +117,11 @@ export async function isOwnerAlive(owner: string, path: string): Promise<boolean
     // This runtime may not probe processes (Deno without --allow-run): taking the lock as held
     // would leave a crashed writer's lock in place for good, with a misleading "already has a writer".
     const why = error instanceof Error ? error.message : String(error);
-    throw new VQueueError("E_LOCKED", `Cannot tell whether process ${pid}, named in the lock file ${path}, is still alive: ${why}. The check sends it signal 0 (on Deno: allow it with --allow-run).`, { cause: error, unaskable: true });
+    throw new VQueueError(
+      "E_LOCKED",
+      `Cannot tell whether process ${pid}, named in the lock file ${path}, is still alive: ${why}. The check sends it signal 0 (on Deno: allow it with --allow-run).`,
+      { cause: error, unaskable: true },
+    );
   }
   // Alive, unless the pid now belongs to a younger process.
   const now = processStart(pid);

@@ -134,7 +134,8 @@ export class VQueueObject extends DurableObject {
     }
     // Held locks are listed too, as lock files are on disk: an admin finds a consumer by its lock before its first file.
     const now = Date.now();
-    for (const [key, held] of await this.#storage.list<LockRecord>({ prefix: `l:${under}` })) if (held.until > now) names.add(key.slice(2 + under.length).split("/")[0]!);
+    for (const [key, held] of await this.#storage.list<LockRecord>({ prefix: `l:${under}` }))
+      if (held.until > now) names.add(key.slice(2 + under.length).split("/")[0]!);
     names.delete("");
     return [...names];
   }

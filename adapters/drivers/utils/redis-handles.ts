@@ -27,7 +27,10 @@ export function createLogHandle(file: FileRef): LogFile {
     },
     async append(at, data, fence) {
       if (at + data.length > MAX_STRING_BYTES) {
-        throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot grow ${JSON.stringify(file.path)} to ${at + data.length} bytes: a Redis string holds at most 512 MiB. Keep maxPartBytes (plus the largest message) under that.`);
+        throw new VQueueError(
+          "E_IO",
+          `The ${DRIVER_NAME} driver cannot grow ${JSON.stringify(file.path)} to ${at + data.length} bytes: a Redis string holds at most 512 MiB. Keep maxPartBytes (plus the largest message) under that.`,
+        );
       }
       await fencedWrite(file, fence, "vqAppend", at, toBuffer(data), file.keys.channel);
     },
@@ -62,7 +65,12 @@ export function createRecordHandle(file: FileRef): RecordFile {
  * and turns its status into the driver's errors. A refused fence also marks the lock lost:
  * its holder stops as on a lease seen lost. Returns the script's value.
  */
-export async function fencedWrite(file: FileRef, fence: DriverLock | undefined, script: "vqAppend" | "vqTruncate" | "vqReplace" | "vqRemove", ...args: (string | number | Buffer)[]): Promise<number> {
+export async function fencedWrite(
+  file: FileRef,
+  fence: DriverLock | undefined,
+  script: "vqAppend" | "vqTruncate" | "vqReplace" | "vqRemove",
+  ...args: (string | number | Buffer)[]
+): Promise<number> {
   const { key, token, info } = fenceArgs(fence, file.keys, file.key);
   const keys = script === "vqReplace" ? [key, file.key, file.keys.files] : script === "vqRemove" ? [key, file.keys.files] : [key, file.key];
   const [status, value] = (await file.calls.write(script, ...keys, token, ...args)) as [number, number];
@@ -70,7 +78,10 @@ export async function fencedWrite(file: FileRef, fence: DriverLock | undefined, 
   if (status === FENCED) {
     const found: Loss = value === 0 ? "expired" : { takenBy: value > 0 ? value : undefined };
     info?.lose(found);
-    throw new VQueueError("E_FENCED", `The ${DRIVER_NAME} driver refused ${script === "vqRemove" ? "to remove" : "a write to"} ${JSON.stringify(file.path)} of a stale holder (epoch ${fence?.epoch}): its lock ${lockNowHeld(found)}. Nothing was ${script === "vqRemove" ? "removed" : "written"}.`);
+    throw new VQueueError(
+      "E_FENCED",
+      `The ${DRIVER_NAME} driver refused ${script === "vqRemove" ? "to remove" : "a write to"} ${JSON.stringify(file.path)} of a stale holder (epoch ${fence?.epoch}): its lock ${lockNowHeld(found)}. Nothing was ${script === "vqRemove" ? "removed" : "written"}.`,
+    );
   }
   if (status === NOT_AT_END) {
     throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot append at byte ${args[0]} of ${JSON.stringify(file.path)}: the log ends at ${value}.`);

@@ -20,7 +20,11 @@ export function fenceArgs(fence: DriverLock | undefined, keys: QueueKeys, fileKe
   const info = fences.get(fence);
   if (!info) throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver was given a fence that is not one of its locks (a lock of another driver?).`);
   // One slot per script: a lock of another queue cannot fence this file (never done by the engine).
-  if (!info.key.startsWith(keys.lock(""))) throw new VQueueError("E_IO", `The ${DRIVER_NAME} driver cannot fence a write to ${JSON.stringify(fileKey)} with the lock ${JSON.stringify(info.key)} of another queue.`);
+  if (!info.key.startsWith(keys.lock("")))
+    throw new VQueueError(
+      "E_IO",
+      `The ${DRIVER_NAME} driver cannot fence a write to ${JSON.stringify(fileKey)} with the lock ${JSON.stringify(info.key)} of another queue.`,
+    );
   return { key: info.key, token: info.token, info };
 }
 

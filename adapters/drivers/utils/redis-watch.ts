@@ -29,7 +29,9 @@ export function createWatcher(client: RedisClient): Watcher {
       let set = listeners.get(channel);
       if (!set) {
         listeners.set(channel, (set = new Set()));
-        void connect().subscribe(channel).catch(() => {});
+        void connect()
+          .subscribe(channel)
+          .catch(() => {});
       }
       set.add(onChange);
       return () => {

@@ -12,7 +12,13 @@ export const localLocks = new Set<string>();
  * in unstorage's API two hosts that check within the same few milliseconds can both win:
  * the verify after a pause narrows that window, it does not close it (README).
  */
-export async function acquireLock(storage: UnstorageLike, key: string, local: string, leaseMs: number, instance?: InstanceClaim): Promise<DriverLock | undefined> {
+export async function acquireLock(
+  storage: UnstorageLike,
+  key: string,
+  local: string,
+  leaseMs: number,
+  instance?: InstanceClaim,
+): Promise<DriverLock | undefined> {
   if (localLocks.has(local)) return undefined;
   localLocks.add(local);
   const owner = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;

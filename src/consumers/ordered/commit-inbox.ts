@@ -26,7 +26,12 @@ export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> 
       break;
     } catch (error) {
       if (!VQueueError.isError(error) || error.code !== "E_CURSOR") throw error;
-      onProblem({ code: "BAD_INFO", queue: consumer.queue, consumer: consumer.name, message: `A commit another instance took for consumer "${consumer.name}" was dropped: ${error.message}` });
+      onProblem({
+        code: "BAD_INFO",
+        queue: consumer.queue,
+        consumer: consumer.name,
+        message: `A commit another instance took for consumer "${consumer.name}" was dropped: ${error.message}`,
+      });
     }
   }
   // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.

@@ -12,7 +12,16 @@ import { iterateMessages } from "./iterate";
 import type { Message } from "../../format/message";
 import { openLocked } from "../../storage/open-locked";
 import { assertName } from "../../core/names";
-import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type IterateOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions, type WaitOptions } from "../../options/queue";
+import {
+  checkInteger,
+  resolveConsumerOptions,
+  type ConsumerOptions,
+  type IterateOptions,
+  type PollOptions,
+  type ReadOptions,
+  type ResolvedConsumerOptions,
+  type WaitOptions,
+} from "../../options/queue";
 import { withSharedLog } from "../../storage/handles";
 import { consumerLockPath, partPath } from "../../storage/paths";
 import { PartReader } from "../../log/part-reader";
@@ -264,7 +273,10 @@ export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
         // would fall inside a record (the crate could not read on from it).
         if (cursor === undefined || (order === 0 ? target.count === this.#reader.position.count : this.#readEnds.has(cursor))) return;
         if (!(await this.#isMessageEnd(target))) {
-          throw new VQueueError("E_CURSOR", `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.queue}" that consumer "${this.name}" handed out.`);
+          throw new VQueueError(
+            "E_CURSOR",
+            `Cannot commit ${formatCursor(target)}: it names no message end of queue "${this.queue}" that consumer "${this.name}" handed out.`,
+          );
         }
       });
       await this.#positionFile.save(target);
@@ -387,11 +399,24 @@ export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
     await checkConsumerKind(driver, this.queue, this.name, this.#kind, loaded === "missing", this.options.syncCommits, this.#lock);
     if (loaded === "unreadable") {
       this.#savedPositionReset = true;
-      onProblem({ code: "BAD_POSITION", queue: this.queue, message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.` });
+      onProblem({
+        code: "BAD_POSITION",
+        queue: this.queue,
+        message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.`,
+      });
     }
     let saved: ConsumerPosition;
     if (typeof loaded === "object") {
-      saved = await checkSavedPosition(driver, this.queue, this.name, loaded, { parts, infoPart: info?.part }, onProblem, startAt, () => (this.#savedPositionReset = true));
+      saved = await checkSavedPosition(
+        driver,
+        this.queue,
+        this.name,
+        loaded,
+        { parts, infoPart: info?.part },
+        onProblem,
+        startAt,
+        () => (this.#savedPositionReset = true),
+      );
       // Told once: the position past the deleted parts is saved, so a reopen does not tell it again.
       if (this.#missed > 0) await this.#positionFile.save(saved);
     } else {

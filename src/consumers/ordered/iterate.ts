@@ -8,7 +8,10 @@ import type { IterateOptions } from "../../options/queue";
  * in hand is committed and that message is handed out again (at-least-once). A partitioned
  * consumer's batch spans partitions: each partition's last message done is committed.
  */
-export async function* iterateMessages<M extends ConsumedMessage>(consumer: OrderedConsumer<M, never>, options: IterateOptions = {}): AsyncGenerator<M, void, undefined> {
+export async function* iterateMessages<M extends ConsumedMessage>(
+  consumer: OrderedConsumer<M, never>,
+  options: IterateOptions = {},
+): AsyncGenerator<M, void, undefined> {
   const { signal, autoCommit = true, ...readOptions } = options;
   let inHand: M | undefined;
   /** The last message done per partition (plain queue: the one key `undefined`), not committed yet. */

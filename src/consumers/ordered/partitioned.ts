@@ -13,7 +13,15 @@ import { VQueueError } from "../../core/errors";
 import { isLockLost } from "../../storage/fence";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "../../instances/handoff";
 import type { Message } from "../../format/message";
-import { checkInteger, resolveConsumerOptions, type ConsumerOptions, type IterateOptions, type PollOptions, type ReadOptions, type ResolvedConsumerOptions } from "../../options/queue";
+import {
+  checkInteger,
+  resolveConsumerOptions,
+  type ConsumerOptions,
+  type IterateOptions,
+  type PollOptions,
+  type ReadOptions,
+  type ResolvedConsumerOptions,
+} from "../../options/queue";
 import type { OrderedConsumer } from "../types";
 import { iterateMessages } from "./iterate";
 import { PartitionedConsumerBase } from "../../partitions/consumer-base";
@@ -37,7 +45,10 @@ export type PartitionedSeekTarget = "earliest" | "latest" | (string & {}) | { ti
 /** A message of a partitioned queue: its position is in partition `partition`. */
 export type PartitionedMessage = Message & { partition: number };
 
-export class PartitionedConsumer extends PartitionedConsumerBase<QueueConsumer, Message, { raw: boolean }> implements OrderedConsumer<PartitionedMessage, PartitionedSeekTarget> {
+export class PartitionedConsumer
+  extends PartitionedConsumerBase<QueueConsumer, Message, { raw: boolean }>
+  implements OrderedConsumer<PartitionedMessage, PartitionedSeekTarget>
+{
   readonly handoff: ResolvedHandoffOptions;
   /** Partitions this instance handed messages out of (the cursor names only these). */
   readonly #served: Set<number>;
@@ -149,7 +160,8 @@ export class PartitionedConsumer extends PartitionedConsumerBase<QueueConsumer, 
       return;
     }
     if (typeof upTo !== "string") {
-      if (!Number.isInteger(upTo?.partition)) throw new VQueueError("E_CURSOR", "A message to commit must carry its partition, as this consumer handed it out.");
+      if (!Number.isInteger(upTo?.partition))
+        throw new VQueueError("E_CURSOR", "A message to commit must carry its partition, as this consumer handed it out.");
       await this.#commitOne(upTo.partition, upTo);
       return;
     }
@@ -177,9 +189,14 @@ export class PartitionedConsumer extends PartitionedConsumerBase<QueueConsumer, 
     this.assertOpen();
     const everywhere = to === "earliest" || to === "latest" || (typeof to === "object" && to !== null && "time" in to);
     if (!everywhere && typeof to !== "string") {
-      throw new VQueueError("E_CURSOR", `Cannot seek partitioned queue "${this.queue}" to ${JSON.stringify(to)}: use "earliest", "latest", { time }, or a cursor "p<partition>:<part>.<position>.<count>,...".`);
+      throw new VQueueError(
+        "E_CURSOR",
+        `Cannot seek partitioned queue "${this.queue}" to ${JSON.stringify(to)}: use "earliest", "latest", { time }, or a cursor "p<partition>:<part>.<position>.<count>,...".`,
+      );
     }
-    const targets: [number, SeekTarget][] = everywhere ? Array.from({ length: this.partitions }, (_, index) => [index, to]) : [...parsePartitionedCursor(to, this.partitions)];
+    const targets: [number, SeekTarget][] = everywhere
+      ? Array.from({ length: this.partitions }, (_, index) => [index, to])
+      : [...parsePartitionedCursor(to, this.partitions)];
     const { driver, onProblem } = this.#resolved;
     const positions = new Map<number, ConsumerPosition>();
     await Promise.all(
@@ -195,7 +212,9 @@ export class PartitionedConsumer extends PartitionedConsumerBase<QueueConsumer, 
     const taken = await Promise.allSettled([...positions.keys()].map((index) => this.fan.set.take(index, this.handoff.handoffTimeoutMs, { force: true })));
     const refused = taken.find((result) => result.status === "rejected");
     if (refused) throw refused.reason;
-    const moved = await Promise.allSettled([...positions].map(async ([index, position]): Promise<[number, string]> => [index, formatCursor(await this.#seekHeld(index, position, deadline))]));
+    const moved = await Promise.allSettled(
+      [...positions].map(async ([index, position]): Promise<[number, string]> => [index, formatCursor(await this.#seekHeld(index, position, deadline))]),
+    );
     const failed = moved.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     return formatPartitionedCursor(moved.map((result) => (result as PromiseFulfilledResult<[number, string]>).value));

@@ -10,7 +10,22 @@ import type { Message } from "../../format/message";
 import { assertName } from "../../core/names";
 import { positionHolds } from "../../log/position-check";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
-import { AckRanges, ackLine, ackLines, bornLine, deadLetteredLine, deliveryLine, isBelow, markLine, nextLeaseId, messageKey, rangeLine, SharedState, startsBelow, type SharedSnapshot } from "../state/shared-state";
+import {
+  AckRanges,
+  ackLine,
+  ackLines,
+  bornLine,
+  deadLetteredLine,
+  deliveryLine,
+  isBelow,
+  markLine,
+  nextLeaseId,
+  messageKey,
+  rangeLine,
+  SharedState,
+  startsBelow,
+  type SharedSnapshot,
+} from "../state/shared-state";
 import { SharedWindow, type WindowEntry } from "./window";
 import { GroupCommit } from "./group-commit";
 import { clearInbox, INBOX_CHECK_MS, readInbox } from "../state/ack-inbox";
@@ -177,7 +192,10 @@ export class SharedConsumer implements LeasingConsumer {
     })();
     open.set(key, opening);
     // Its own entry, so that a close after a lost lock never forgets the consumer opened in its place.
-    void opening.then((consumer) => (consumer.#entry = opening), () => {});
+    void opening.then(
+      (consumer) => (consumer.#entry = opening),
+      () => {},
+    );
     return opening.catch((error: unknown) => {
       open.delete(key);
       throw error;
@@ -203,7 +221,15 @@ export class SharedConsumer implements LeasingConsumer {
       redeliveredPending: redelivered,
       deadLettered: this.#deadLettered,
       deadLetteredTotal: this.#loaded.deadLettered + this.#deadLettered,
-      oldestUnacked: message ? { part: message.part, offset: message.offset, seq: message.seq, deliveries: oldest.deliveries, waitedMs: oldest.firstAt === undefined ? undefined : now - oldest.firstAt } : null,
+      oldestUnacked: message
+        ? {
+            part: message.part,
+            offset: message.offset,
+            seq: message.seq,
+            deliveries: oldest.deliveries,
+            waitedMs: oldest.firstAt === undefined ? undefined : now - oldest.firstAt,
+          }
+        : null,
       ackFloor: this.floor,
     };
   }
@@ -307,7 +333,11 @@ export class SharedConsumer implements LeasingConsumer {
     if (ahead.size > 0) waits.push(this.#ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
-      waits.push(this.#ackEntries([...entries]).catch((error: Error) => refs.forEach((ref, i) => entries.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error))));
+      waits.push(
+        this.#ackEntries([...entries]).catch((error: Error) =>
+          refs.forEach((ref, i) => entries.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error)),
+        ),
+      );
     }
     await Promise.all(waits);
     return errors;
@@ -391,7 +421,12 @@ export class SharedConsumer implements LeasingConsumer {
     this.#inboxCheck = this.#applyInbox()
       .catch((error: unknown) => {
         const why = error instanceof Error ? error.message : String(error);
-        this.options.onProblem({ code: "INBOX_FAILED", queue: this.queue, consumer: this.name, message: `Shared consumer "${this.name}" could not apply what its inbox holds (${why}); trying again.` });
+        this.options.onProblem({
+          code: "INBOX_FAILED",
+          queue: this.queue,
+          consumer: this.name,
+          message: `Shared consumer "${this.name}" could not apply what its inbox holds (${why}); trying again.`,
+        });
       })
       .finally(() => {
         this.#inboxCheck = undefined;
@@ -500,7 +535,8 @@ export class SharedConsumer implements LeasingConsumer {
         // Back from a lease that ran out: that is its last failure.
         if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
         // Counted before a restart, the error given then is not kept: say so rather than nothing.
-        else if (entry.error === undefined && entry.deliveries > 0) entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
+        else if (entry.error === undefined && entry.deliveries > 0)
+          entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
         if (entry.deliveries >= this.options.maxDeliveries) {
           await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
           moved = true;
@@ -561,7 +597,18 @@ export class SharedConsumer implements LeasingConsumer {
     // Spelled out, not spread: this runs for every message handed out.
     const leased = out.map((entry) => {
       const m = entry.message!;
-      const message: LeasedMessage = { part: m.part, offset: m.offset, seq: m.seq, type: m.type, data: m.data, size: m.size, crc: m.crc, deliveries: entry.deliveries, lease: entry.lease, leaseUntil: entry.until };
+      const message: LeasedMessage = {
+        part: m.part,
+        offset: m.offset,
+        seq: m.seq,
+        type: m.type,
+        data: m.data,
+        size: m.size,
+        crc: m.crc,
+        deliveries: entry.deliveries,
+        lease: entry.lease,
+        leaseUntil: entry.until,
+      };
       if (m.stored !== undefined) message.stored = m.stored;
       return message;
     });
@@ -584,7 +631,8 @@ export class SharedConsumer implements LeasingConsumer {
     const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
     if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
     // New messages matter only while there is room to hand them out.
-    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow) waits.push(this.#inner.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
+    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow)
+      waits.push(this.#inner.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
     try {
       await Promise.race(waits);
     } finally {
@@ -626,8 +674,15 @@ export class SharedConsumer implements LeasingConsumer {
     if (entry.state === "acked") return undefined;
     if (entry.deliveries === 0 || !Number.isSafeInteger(ref.lease) || ref.lease < 1 || ref.lease > this.#leaseSeq) return this.#notHandedOut(entry.key);
     if (entry.state !== "leased" || (entry.lease === ref.lease && entry.until !== Infinity)) return undefined;
-    const why = entry.until === Infinity ? "it is moving to the dead-letter queue" : entry.until > Date.now() ? `it is with another worker now (lease ${entry.lease})` : undefined;
-    return why === undefined ? undefined : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
+    const why =
+      entry.until === Infinity
+        ? "it is moving to the dead-letter queue"
+        : entry.until > Date.now()
+          ? `it is with another worker now (lease ${entry.lease})`
+          : undefined;
+    return why === undefined
+      ? undefined
+      : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
   }
 
   /**
@@ -644,7 +699,10 @@ export class SharedConsumer implements LeasingConsumer {
   }
 
   #earlierConsumer(key: string, ref: LeaseRef, what: string): VQueueError {
-    return new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}": the lease is from an earlier consumer "${this.name}", deleted since (alone or with its queue); this one was created anew and has not handed it out.`);
+    return new VQueueError(
+      "E_LEASE",
+      `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}": the lease is from an earlier consumer "${this.name}", deleted since (alone or with its queue); this one was created anew and has not handed it out.`,
+    );
   }
 
   #notHandedOut(key: string): VQueueError {
@@ -697,7 +755,13 @@ export class SharedConsumer implements LeasingConsumer {
   #deadLetterFailed(entry: WindowEntry, error: unknown, failed: Set<WindowEntry>): void {
     failed.add(entry);
     const why = error instanceof Error ? error.message : String(error);
-    this.options.onProblem({ code: "DEAD_LETTER_FAILED", queue: this.queue, consumer: this.name, part: entry.end.part, message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.` });
+    this.options.onProblem({
+      code: "DEAD_LETTER_FAILED",
+      queue: this.queue,
+      consumer: this.name,
+      part: entry.end.part,
+      message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.`,
+    });
   }
 
   /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
@@ -742,7 +806,8 @@ export class SharedConsumer implements LeasingConsumer {
     for (const entry of this.#window.entries()) {
       if (entry.state === "acked") {
         if (entry.persisted) acked.push(entry);
-      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark))) lines += deliveryLine(entry.key, entry.deliveries);
+      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark)))
+        lines += deliveryLine(entry.key, entry.deliveries);
     }
     lines += ackLines(acked);
     for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);

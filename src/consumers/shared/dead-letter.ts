@@ -26,7 +26,15 @@ export interface DeadLetter {
 
 export function deadLetterOf(queue: string, consumer: string, message: Message, deliveries: number, error: string | undefined): DeadLetter {
   const data = typeof message.data === "string" ? message.data : toBase64(message.data);
-  return { deadLetter: 1, origin: { queue, consumer, part: message.part, offset: message.offset, seq: message.seq }, deliveries, error, type: message.type, data, at: Date.now() };
+  return {
+    deadLetter: 1,
+    origin: { queue, consumer, part: message.part, offset: message.offset, seq: message.seq },
+    deliveries,
+    error,
+    type: message.type,
+    data,
+    at: Date.now(),
+  };
 }
 
 /** The dead letter in a DLQ message, or undefined when it is none (pushed there by hand). */
@@ -44,7 +52,8 @@ export function parseDeadLetter(message: Message): DeadLetter | undefined {
 export function originalBody(letter: DeadLetter): MessageInput {
   if (letter.type !== "object") return letter.data;
   const bytes = fromBase64(letter.data);
-  if (!bytes) throw new VQueueError("E_MESSAGE", `A dead letter of ${letter.origin.queue} (${letter.origin.part}.${letter.origin.offset}) holds no valid base64 body.`);
+  if (!bytes)
+    throw new VQueueError("E_MESSAGE", `A dead letter of ${letter.origin.queue} (${letter.origin.part}.${letter.origin.offset}) holds no valid base64 body.`);
   return bytes;
 }
 
@@ -93,7 +102,11 @@ export async function redrive(driver: QueueDriver, dlq: string, queue: string | 
       for (const message of batch) {
         const letter = parseDeadLetter(message);
         const target = queue ?? letter?.origin.queue;
-        if (target === undefined) throw new VQueueError("E_OPTION", `Message ${message.part}.${message.seq} of "${dlq}" is no dead letter, so it has no origin queue: give the queue to redrive to.`);
+        if (target === undefined)
+          throw new VQueueError(
+            "E_OPTION",
+            `Message ${message.part}.${message.seq} of "${dlq}" is no dead letter, so it has no origin queue: give the queue to redrive to.`,
+          );
         assertName(target, "queue");
         let group = groups.get(target);
         if (!group) groups.set(target, (group = []));

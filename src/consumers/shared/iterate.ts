@@ -8,7 +8,10 @@ export type { SharedIterateOptions } from "../types";
  * when the body throws or breaks, the message in hand is nacked (a generator cannot tell a
  * throw from a break, nor see the error), and so are those of its batch not reached yet.
  */
-export async function* iterateShared<L extends LeasedMessage>(consumer: LeasingConsumer<L, L>, options: SharedIterateOptions = {}): AsyncGenerator<L, void, undefined> {
+export async function* iterateShared<L extends LeasedMessage>(
+  consumer: LeasingConsumer<L, L>,
+  options: SharedIterateOptions = {},
+): AsyncGenerator<L, void, undefined> {
   const { signal, max = 1, ...pollOptions } = options;
   let batch: L[] = [];
   let next = 0;
@@ -16,7 +19,7 @@ export async function* iterateShared<L extends LeasedMessage>(consumer: LeasingC
   try {
     while (!signal?.aborted) {
       batch = await consumer.poll({ ...pollOptions, max, signal });
-      for (next = 0; next < batch.length; ) {
+      for (next = 0; next < batch.length;) {
         inHand = batch[next++]!;
         yield inHand;
         const done = inHand;

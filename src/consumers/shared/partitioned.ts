@@ -29,7 +29,10 @@ export interface PartitionedSharedOptions extends SharedConsumerOptions, Consume
 export type PartitionedLeasedMessage = LeasedMessage & { partition: number };
 export type PartitionedLeaseRef = LeaseRef & { partition: number };
 
-export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedConsumer, LeasedMessage, { leaseMs?: number }> implements LeasingConsumer<PartitionedLeasedMessage, PartitionedLeaseRef> {
+export class PartitionedSharedConsumer
+  extends PartitionedConsumerBase<SharedConsumer, LeasedMessage, { leaseMs?: number }>
+  implements LeasingConsumer<PartitionedLeasedMessage, PartitionedLeaseRef>
+{
   readonly handoff: ResolvedHandoffOptions;
   readonly #shared: ResolvedSharedOptions;
   /** Acks, nacks and extends of partitions held elsewhere, to their inboxes. */
@@ -65,7 +68,9 @@ export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedCon
   static async open(queue: string, name: string, options: PartitionedSharedOptions = {}): Promise<PartitionedSharedConsumer> {
     const { driver } = resolveConsumerOptions(options);
     const partitions = await PartitionedConsumerBase.declared(driver, queue, name, options.partitions);
-    return PartitionedConsumerBase.started(new PartitionedSharedConsumer(queue, name, partitions, options, await PartitionedConsumerBase.unborn(driver, queue, partitions, options.start)));
+    return PartitionedConsumerBase.started(
+      new PartitionedSharedConsumer(queue, name, partitions, options, await PartitionedConsumerBase.unborn(driver, queue, partitions, options.start)),
+    );
   }
 
   /** Leases up to `max` messages from the partitions held, round-robin, waiting up to `timeoutMs` for the first. */
@@ -106,7 +111,11 @@ export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedCon
       else elsewhere.set(ref.partition, [...(elsewhere.get(ref.partition) ?? []), i]);
     });
     const post = async (partition: number, indexes: number[]) => {
-      const posted = this.#inbox.post(partitionName(this.queue, partition), this.name, indexes.map((i) => ({ kind: "ack", ref: refs[i]! })));
+      const posted = this.#inbox.post(
+        partitionName(this.queue, partition),
+        this.name,
+        indexes.map((i) => ({ kind: "ack", ref: refs[i]! })),
+      );
       await posted.then(
         () => indexes.forEach((i) => (errors[i] = undefined)),
         (error: Error) => indexes.forEach((i) => (errors[i] = error)),
@@ -139,7 +148,9 @@ export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedCon
     const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
-    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "nack", ref, delayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) }]);
+    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [
+      { kind: "nack", ref, delayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) },
+    ]);
   }
 
   /**
@@ -175,11 +186,22 @@ export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedCon
 
   /** What the partitions held here hold now, summed; `oldestUnacked` is the one handed out longest ago, with its partition. */
   get stats(): LeasingStats {
-    const sum: LeasingStats = { inFlight: 0, ready: 0, waiting: 0, window: 0, redelivered: 0, redeliveredPending: 0, deadLettered: 0, deadLetteredTotal: 0, oldestUnacked: null };
+    const sum: LeasingStats = {
+      inFlight: 0,
+      ready: 0,
+      waiting: 0,
+      window: 0,
+      redelivered: 0,
+      redeliveredPending: 0,
+      deadLettered: 0,
+      deadLetteredTotal: 0,
+      oldestUnacked: null,
+    };
     for (const slot of this.fan.set.held()) {
       const { ackFloor: _floor, oldestUnacked, ...counts } = slot.item.stats;
       for (const key of Object.keys(counts) as (keyof typeof counts)[]) sum[key] += counts[key];
-      if (oldestUnacked && (sum.oldestUnacked === null || (oldestUnacked.waitedMs ?? -1) > (sum.oldestUnacked.waitedMs ?? -1))) sum.oldestUnacked = { partition: slot.index, ...oldestUnacked };
+      if (oldestUnacked && (sum.oldestUnacked === null || (oldestUnacked.waitedMs ?? -1) > (sum.oldestUnacked.waitedMs ?? -1)))
+        sum.oldestUnacked = { partition: slot.index, ...oldestUnacked };
     }
     return sum;
   }
@@ -195,10 +217,16 @@ export class PartitionedSharedConsumer extends PartitionedConsumerBase<SharedCon
   /** Why `ref` is no lease of this queue, if it is not. */
   #invalid(ref: PartitionedLeaseRef): VQueueError | undefined {
     if (!Number.isInteger(ref?.partition) || ref.partition < 0 || ref.partition >= this.partitions) {
-      return new VQueueError("E_LEASE", `Invalid lease: its partition ${JSON.stringify(ref?.partition)} is not one of queue "${this.queue}" (0 to ${this.partitions - 1}); give the lease as poll returned it.`);
+      return new VQueueError(
+        "E_LEASE",
+        `Invalid lease: its partition ${JSON.stringify(ref?.partition)} is not one of queue "${this.queue}" (0 to ${this.partitions - 1}); give the lease as poll returned it.`,
+      );
     }
     if (![ref.part, ref.offset, ref.lease].every((n) => Number.isSafeInteger(n) && n >= 0)) {
-      return new VQueueError("E_LEASE", `Invalid lease: part, offset and lease must be integers from 0 (got ${JSON.stringify([ref.part, ref.offset, ref.lease])}); give the lease as poll returned it.`);
+      return new VQueueError(
+        "E_LEASE",
+        `Invalid lease: part, offset and lease must be integers from 0 (got ${JSON.stringify([ref.part, ref.offset, ref.lease])}); give the lease as poll returned it.`,
+      );
     }
     return undefined;
   }

@@ -74,7 +74,20 @@ export class SharedWindow {
     const key = messageKey(message.part, message.offset);
     // Bytes are views into a 1 MiB read chunk: a copy, so a kept body does not keep the chunk.
     const kept = typeof message.data === "string" ? message : { ...message, data: message.data.slice() };
-    const entry: WindowEntry = { key, n: this.#base + this.#entries.length, part: message.part, offset: message.offset, seq: message.seq, end: positionAfter(message), message: acked ? undefined : kept, deliveries, state: acked ? "acked" : "ready", until: 0, lease: 0, persisted: acked };
+    const entry: WindowEntry = {
+      key,
+      n: this.#base + this.#entries.length,
+      part: message.part,
+      offset: message.offset,
+      seq: message.seq,
+      end: positionAfter(message),
+      message: acked ? undefined : kept,
+      deliveries,
+      state: acked ? "acked" : "ready",
+      until: 0,
+      lease: 0,
+      persisted: acked,
+    };
     this.#entries.push(entry);
     this.#byKey.set(key, entry);
     return entry;

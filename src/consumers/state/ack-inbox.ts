@@ -52,7 +52,11 @@ export type InboxItem =
 
 type RefOf = Omit<InboxRef, "key">;
 /** What a poster is given: an item about a lease as poll returned it, or a commit. */
-export type InboxPost = { kind: "ack"; ref: RefOf } | { kind: "nack"; ref: RefOf; delayMs: number; release: boolean; deadLetter: boolean; error?: string } | { kind: "extend"; ref: RefOf; until: number } | InboxCommit;
+export type InboxPost =
+  | { kind: "ack"; ref: RefOf }
+  | { kind: "nack"; ref: RefOf; delayMs: number; release: boolean; deadLetter: boolean; error?: string }
+  | { kind: "extend"; ref: RefOf; until: number }
+  | InboxCommit;
 
 function lineOf(item: InboxPost): string {
   if (item.kind === "commit") return line(`C;${item.position.part};${item.position.position};${item.position.count};`);
@@ -130,7 +134,12 @@ export class InboxPoster {
 }
 
 /** The inbox's files and their items (a damaged line is skipped and told). */
-export async function readInbox(driver: QueueDriver, queue: string, consumer: string, onProblem: (problem: QueueProblem) => void): Promise<{ files: string[]; items: InboxItem[] }> {
+export async function readInbox(
+  driver: QueueDriver,
+  queue: string,
+  consumer: string,
+  onProblem: (problem: QueueProblem) => void,
+): Promise<{ files: string[]; items: InboxItem[] }> {
   const dir = sharedInboxDir(queue, consumer);
   const names = (await driver.list(dir)).filter((name) => FILE_NAME.test(name)).sort();
   const files: string[] = [];

@@ -86,7 +86,8 @@ export class AckRanges {
   has(part: number, offset: number): boolean {
     this.#sort();
     const ranges = this.#ranges;
-    while (this.#next < ranges.length && (ranges[this.#next]!.part < part || (ranges[this.#next]!.part === part && ranges[this.#next]!.to < offset))) this.#next++;
+    while (this.#next < ranges.length && (ranges[this.#next]!.part < part || (ranges[this.#next]!.part === part && ranges[this.#next]!.to < offset)))
+      this.#next++;
     // Ranges may overlap (a run written twice): any of those starting before the message may hold it.
     for (let i = this.#next; i < ranges.length && ranges[i]!.part === part && ranges[i]!.from <= offset; i++) if (ranges[i]!.to >= offset) return true;
     return false;
@@ -122,11 +123,12 @@ export interface AckedMessage {
 /** Ack lines for `messages` (sorted in queue order): one `R` line per run of neighbours, an `A` line for one alone. */
 export function ackLines(messages: readonly AckedMessage[]): string {
   let lines = "";
-  for (let i = 0; i < messages.length; ) {
+  for (let i = 0; i < messages.length;) {
     const first = messages[i]!;
     let j = i + 1;
     while (j < messages.length && messages[j]!.part === first.part && messages[j]!.seq === messages[j - 1]!.seq + 1) j++;
-    lines += j - i === 1 ? line(`A;${first.part};${first.offset};`) : rangeLine({ part: first.part, from: first.offset, to: messages[j - 1]!.offset, count: j - i });
+    lines +=
+      j - i === 1 ? line(`A;${first.part};${first.offset};`) : rangeLine({ part: first.part, from: first.offset, to: messages[j - 1]!.offset, count: j - i });
     i = j;
   }
   return lines;
@@ -229,15 +231,18 @@ export class SharedState {
       else if (kind === "W") {
         const mark = { part: Number(a), position: Number(b), count: Number(c) };
         if (!state.mark || comparePositions(mark, state.mark) > 0) state.mark = mark;
-      }
-      else if (kind === "D") {
+      } else if (kind === "D") {
         const key = `${Number(a)}.${Number(b)}`;
         state.deliveries.set(key, Math.max(state.deliveries.get(key) ?? 0, Number(c)));
       } else if (kind === "L") state.deadLettered = Math.max(state.deadLettered, Number(a));
       else if (kind === "B") state.born = Math.max(state.born, Number(a) || 0);
     }
     if (bad > 0) {
-      onProblem({ code: "BAD_INFO", queue: this.#queue, message: `Shared consumer "${this.#consumer}": skipped ${bad} damaged line(s) of its state (a torn last write is normal after a crash).` });
+      onProblem({
+        code: "BAD_INFO",
+        queue: this.#queue,
+        message: `Shared consumer "${this.#consumer}": skipped ${bad} damaged line(s) of its state (a torn last write is normal after a crash).`,
+      });
     }
     return state;
   }
@@ -271,4 +276,3 @@ export class SharedState {
     await journal?.close();
   }
 }
-

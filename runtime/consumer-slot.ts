@@ -4,6 +4,7 @@ import type { SeekTarget } from "../src/log/seek";
 import type { Message } from "../src/format/message";
 import { ApiError, isTooManyFiles } from "./errors";
 import { StopSignal, type StopSignalLike } from "../src/core/stop-signal";
+import type { HeldConsumer } from "./types";
 
 export interface PollOptions {
   max: number;
@@ -62,6 +63,11 @@ export class ConsumerSlot implements OrderedSlot {
 
   get idle(): boolean {
     return this.#active === 0 && this.#mutex.idle;
+  }
+
+  /** As the monitor sees it: its committed position, from memory. */
+  held(): HeldConsumer {
+    return { lastUsed: this.lastUsed, position: this.consumer.committed, shared: undefined };
   }
 
   get stopped(): boolean {

@@ -120,16 +120,14 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
     produce: async (queue, messages, produceOptions) => {
       assertName(queue, "queue");
       const list = Array.isArray(messages) ? messages : [messages];
-      const partitioned = (await registry.partitions.count(queue)) !== undefined;
-      if (!partitioned && produceOptions.partitionKey !== undefined)
-        throw new VQueueError("E_OPTION", `Queue "${queue}" is not partitioned: a partitionKey is for a partitioned queue.`);
+      const form = await queueForm(registry, queue);
       return tracing.traced(
         "send",
         queue,
         undefined,
         undefined,
         () => list.length,
-        () => (partitioned ? registry.partitionedWriters.produce(queue, list, produceOptions) : registry.produce(queue, list, produceOptions)),
+        () => form.produce(list, produceOptions, (why) => new VQueueError("E_OPTION", why)),
       );
     },
     ready: async () => {

@@ -4,10 +4,10 @@ import type { QueueOverview } from "../src/inspect/types";
 import { forEachLimited, listStorage, queueOverview } from "../src/inspect/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
-import { foldPartitions, sumHistories } from "./partitioned-samples";
-import { partitionName } from "../src/partitions/declaration";
+import { foldPartitions, sampledTracks, sumHistories } from "./partitioned-samples";
 import type { ResolvedQueueAppOptions } from "./options";
-import type { HeldConsumer, QueueRegistry } from "./registry";
+import type { QueueRegistry } from "./registry";
+import type { HeldConsumer } from "./types";
 import type { ConsumerSample, MonitorSnapshot, QueueSample, SharedSample } from "./types";
 
 /**
@@ -119,11 +119,10 @@ export class Monitor {
 
   /** A queue's last `points` samples of produce and consume rate and worst lag. */
   history(queue: string, points: number): HistoryJSON | undefined {
-    const partitions = this.#last?.queues.find((q) => q.name === queue)?.partitions;
-    // A partitioned queue has no track of its own: its partitions' summed.
-    if (partitions !== undefined)
-      return sumHistories(Array.from({ length: partitions }, (_, i) => this.#tracks.get(partitionName(queue, i))?.history.read(points)));
-    return this.#tracks.get(queue)?.history.read(points);
+    const sample = this.#last?.queues.find((q) => q.name === queue);
+    const [own, ...more] = sample ? sampledTracks(sample) : [queue];
+    const read = (name: string) => this.#tracks.get(name)?.history.read(points);
+    return more.length === 0 ? read(own!) : sumHistories([own!, ...more].map(read));
   }
 
   /** A consumer's last `points` samples of rate and lag (`consume` is its rate). */

@@ -5,7 +5,7 @@
  * `partitionOf`): the metrics label them by partition, the queue's detail lists them.
  */
 import type { HistoryJSON } from "../protocol/api";
-import { parsePartitionName } from "../src/partitions/declaration";
+import { parsePartitionName, partitionName } from "../src/partitions/declaration";
 import type { ConsumerSample, QueueSample } from "./types";
 
 /** The queues of a sample with a row added per partitioned queue (`count` says which names are declared partitioned). */
@@ -24,6 +24,11 @@ export async function foldPartitions(queues: QueueSample[], count: (queue: strin
   if (groups.size === 0) return queues;
   const parents = [...groups].map(([name, rows]) => sumSamples(name, rows[0]!.partitionOf!.partitions, rows));
   return [...queues, ...parents].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The names a queue's row was sampled under: its own, or a partitioned queue's partitions (`orders.p0`...). */
+export function sampledTracks(sample: QueueSample): string[] {
+  return sample.partitions === undefined ? [sample.name] : Array.from({ length: sample.partitions }, (_, i) => partitionName(sample.name, i));
 }
 
 /** One row for a partitioned queue: sums over its partitions; no part of its own (`currentPart` 0). */

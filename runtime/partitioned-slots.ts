@@ -34,6 +34,11 @@ abstract class PartitionedSlotBase<C extends { queue: string; name: string; clos
     return this.active === 0;
   }
 
+  /** Nothing for the monitor: a partitioned queue's positions are per partition, and it reads those. */
+  held(): undefined {
+    return undefined;
+  }
+
   get stopped(): boolean {
     return this.#stopReason !== undefined;
   }

@@ -8,13 +8,21 @@ import type { SeekRequest } from "../protocol/api";
 import { encodeBatch, encodeLeases, parseLeaseToken, PARTITIONED_LEASE_TOKEN } from "../protocol/binary";
 import { cursorAfter, isCursor } from "../protocol/cursor";
 import type { ConsumedMessage, LeasedMessage, LeaseRef } from "../src/consumers/types";
+import type { MessageInput } from "../src/format/message";
+import type { PartitionedProduceOptions, PartitionedProduceResult } from "../src/writer/partitioned";
+import type { ProduceResult } from "../src/writer/produce";
 import { formatPartitionedCursor, parsePartitionedCursor } from "../src/partitions/cursor";
 import type { OrderedSlot } from "./consumer-slot";
 import { ApiError } from "./errors";
 import type { QueueRegistry } from "./registry";
 import type { LeasingSlot } from "./shared-slot";
 
+/** What a produce wrote: on a partitioned queue, with the partition it went to. */
+export type FormProduced = ProduceResult & { partition?: number };
+
 export interface QueueForm {
+  /** Writes a produce's messages; a `partitionKey` on a plain queue is refused with `bad(why)`. */
+  produce(messages: MessageInput[], options: PartitionedProduceOptions, bad: (why: string) => Error): Promise<FormProduced>;
   /** A cursor from outside, checked (400 `E_PARAM` saying what is expected); `name` says where it came from. */
   cursor(value: unknown, name: string): string;
   /** The `to` of a seek body, checked (400 `E_PARAM` saying what is allowed). */
@@ -43,6 +51,13 @@ export async function queueForm(registry: QueueRegistry, queue: string): Promise
 
 function plainForm(registry: QueueRegistry, queue: string): QueueForm {
   return {
+    async produce(messages, { partitionKey, ...options }, bad) {
+      if (partitionKey !== undefined) throw bad(`Queue "${queue}" is not partitioned: a partition key is for a partitioned queue.`);
+      if (options.key !== undefined || options.delayMs !== undefined || options.at !== undefined) return registry.produce(queue, messages, options);
+      // Neither delayed nor keyed: the writer's plain push (no idempotency look-up).
+      const positions = await registry.push(queue, messages);
+      return { count: positions.length, first: positions[0], last: positions.at(-1), replayed: false };
+    },
     cursor(value, name) {
       if (!isCursor(value))
         throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(value)}: expected a cursor "<part>.<position>.<count>" as given with a message.`);
@@ -97,6 +112,7 @@ function partitionedForm(registry: QueueRegistry, queue: string, partitions: num
     return value as string;
   };
   return {
+    produce: (messages, options): Promise<PartitionedProduceResult> => registry.partitionedWriters.produce(queue, messages, options),
     cursor,
     // Every partition to "earliest", "latest" or a time, or the partitions a composite cursor names.
     seekTarget(to) {

@@ -4,7 +4,6 @@
 // consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
 import { QueueConsumer } from "../src/consumers/ordered/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/admin/delete";
-import type { ConsumerPosition } from "../src/format/position";
 import type { QueueDriver } from "../src/core/driver";
 import type { MessageInput, MessagePosition } from "../src/format/message";
 import { VQueueError } from "../src/core/errors";
@@ -20,20 +19,13 @@ import { SharedSlot } from "./shared-slot";
 import { PartitionedConsumer } from "../src/consumers/ordered/partitioned";
 import { PartitionedSharedConsumer } from "../src/consumers/shared/partitioned";
 import { PartitionedConsumerSlot, PartitionedSharedSlot } from "./partitioned-slots";
+import type { HeldConsumer } from "./types";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 import { PartitionDeclarations } from "./partition-declarations";
 import { PartitionedWriters, writerOptions } from "./partitioned-writers";
 
 type Slot = ConsumerSlot | SharedSlot | PartitionedConsumerSlot | PartitionedSharedSlot;
-
-/** A consumer held open by this server, as the monitor sees it. */
-export interface HeldConsumer {
-  lastUsed: number;
-  /** Its saved position (a shared one's ack floor), from memory. */
-  position: ConsumerPosition;
-  shared: SharedStats | undefined;
-}
 
 /** A consumer in the registry, ordered or shared: opening, then open (`slot` set). */
 interface SlotEntry {
@@ -238,7 +230,8 @@ export class QueueRegistry {
   sharedStats(queue: string): Map<string, SharedStats> {
     const out = new Map<string, SharedStats>();
     for (const [key, entry] of this.#consumers) {
-      if (entry.slot instanceof SharedSlot && key.startsWith(`${queue}\u0000`) && !entry.slot.stopped) out.set(entry.slot.consumer.name, entry.slot.stats);
+      const shared = key.startsWith(`${queue}\u0000`) && !entry.slot?.stopped ? entry.slot?.held()?.shared : undefined;
+      if (shared) out.set(entry.slot!.consumer.name, shared);
     }
     return out;
   }
@@ -252,14 +245,12 @@ export class QueueRegistry {
   heldConsumers(): Map<string, Map<string, HeldConsumer>> {
     const out = new Map<string, Map<string, HeldConsumer>>();
     for (const [key, entry] of this.#consumers) {
-      const slot = entry.slot;
-      // A partitioned queue's consumers: their positions are per partition (the monitor reads those).
-      if (!slot || slot.stopped || slot instanceof PartitionedConsumerSlot || slot instanceof PartitionedSharedSlot) continue;
+      const held = entry.slot && !entry.slot.stopped ? entry.slot.held() : undefined;
+      if (!held) continue;
       const queue = key.slice(0, key.indexOf("\u0000"));
       let names = out.get(queue);
       if (!names) out.set(queue, (names = new Map()));
-      const shared = slot instanceof SharedSlot ? slot.stats : undefined;
-      names.set(slot.consumer.name, { lastUsed: slot.lastUsed, position: shared?.ackFloor ?? (slot as ConsumerSlot).consumer.committed, shared });
+      names.set(entry.slot!.consumer.name, held);
     }
     return out;
   }

@@ -3,6 +3,7 @@ import type { SharedConsumer } from "../src/consumers/shared/consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, stopWhenLockLost } from "./consumer-slot";
 import { StopSignal } from "../src/core/stop-signal";
+import type { HeldConsumer } from "./types";
 
 /**
  * The slot of a shared consumer of either kind of queue (`SharedSlot`, `PartitionedSharedSlot`):
@@ -63,6 +64,12 @@ export class SharedSlot implements LeasingSlot {
 
   get stats(): SharedStats {
     return this.consumer.stats;
+  }
+
+  /** As the monitor sees it: its ack floor and live stats, from memory. */
+  held(): HeldConsumer {
+    const shared = this.consumer.stats;
+    return { lastUsed: this.lastUsed, position: shared.ackFloor, shared };
   }
 
   /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */

@@ -4,6 +4,7 @@
  * `/metrics` and `stat --watch`.
  */
 import type { ConsumerPosition } from "../src/format/position";
+import type { SharedStats } from "../src/consumers/types";
 
 /** One user of the HTTP API (Basic auth, RFC 7617). */
 export interface AuthUser {
@@ -103,4 +104,12 @@ export interface MonitorSnapshot {
   startedAt: number;
   /** By name. */
   queues: QueueSample[];
+}
+
+/** A consumer held open by this server, as the monitor sees it. */
+export interface HeldConsumer {
+  lastUsed: number;
+  /** Its saved position (a shared one's ack floor), from memory. */
+  position: ConsumerPosition;
+  shared: SharedStats | undefined;
 }

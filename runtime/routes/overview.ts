@@ -156,7 +156,7 @@ function queueJSON(ctx: RouteContext, q: QueueSample, principal: Principal | und
     producedTotal: q.producedTotal,
     consumedTotal: q.consumedTotal,
     rights,
-    ...(q.partitions !== undefined && { partitions: q.partitions }),
+    partitions: q.partitions, // absent from the JSON on a plain queue
     ...(points > 0 && { history: ctx.monitor.history(q.name, points) }),
   };
 }

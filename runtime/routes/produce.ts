@@ -2,7 +2,8 @@ import type { MessageInput } from "../../src/format/message";
 import { authorize } from "../auth";
 import type { DelayedProduceResponse, ProduceResponse } from "../../protocol/api";
 import { checkKey } from "../../src/writer/idempotency";
-import { MAX_DELAY_MS, parseAt, type ProduceOptions } from "../../src/writer/produce";
+import { MAX_DELAY_MS, parseAt } from "../../src/writer/produce";
+import type { PartitionedProduceOptions } from "../../src/writer/partitioned";
 import { fromBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
@@ -10,6 +11,7 @@ import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
 import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
+import { queueForm, type FormProduced } from "../queue-form";
 
 /**
  * The producer API. The body's content type says what it holds:
@@ -143,20 +145,14 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           event.req.headers,
           () => count,
           async () => {
-            const options: RouteProduceOptions = produceParams(event.url, event.req.headers);
+            const options = produceParams(event.url, event.req.headers);
             const body = await readBodyLimited(event.req, limits.maxBodyBytes);
             const messages = parseMessages(mediaType(event.req.headers.get("content-type")), body, limits.maxBatchMessages, options);
             if (messages.length === 0) throw new ApiError(400, "E_BODY", "No messages to push.");
             ctx.metrics?.produceBatch.observe((count = messages.length));
-            const partitions = await ctx.registry.partitions.count(queue);
-            if (partitions !== undefined) return writePartitioned(ctx, queue, messages, options);
-            if (options.partitionKey !== undefined)
-              throw new ApiError(
-                400,
-                "E_PARAM",
-                `Queue "${queue}" is not partitioned: a partition key is for a partitioned queue (declare one with PUT /api/v1/queues/{queue}).`,
-              );
-            return writeMessages(ctx, queue, messages, options);
+            const form = await queueForm(ctx.registry, queue);
+            const result = await form.produce(messages, options, (why) => new ApiError(400, "E_PARAM", `${why} Declare one with PUT /api/v1/queues/{queue}.`));
+            return produced(queue, result);
           },
         );
       },
@@ -164,40 +160,15 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   ];
 }
 
-/** Writes a produce request's messages: pushed (201), or with a delay or a key (202 when delayed). */
-async function writeMessages(ctx: RouteContext, queue: string, messages: MessageInput[], options: RouteProduceOptions): Promise<Response> {
-  if (options.key === undefined && options.delayMs === undefined && options.at === undefined) {
-    const positions = await ctx.registry.push(queue, messages);
-    return json<ProduceResponse>({ queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! }, 201);
-  }
-  const result = await ctx.registry.produce(queue, messages, options);
+/** A produce's answer: 201 with where the messages went, or 202 with when delayed ones enter the queue. */
+function produced(queue: string, result: FormProduced): Response {
   const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
+  const partition = result.partition === undefined ? {} : { partition: result.partition };
   if (result.until !== undefined) {
-    return json<DelayedProduceResponse>(
-      { queue, count: result.count, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } },
-      202,
-      headers,
-    );
+    const delayed = { until: new Date(result.until).toISOString(), untilMs: result.until };
+    return json<DelayedProduceResponse>({ queue, count: result.count, ...partition, delayed }, 202, headers);
   }
-  return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last! }, 201, headers);
-}
-
-/** A produce's options as a request gives them: the engine's, and the partition key. */
-type RouteProduceOptions = ProduceOptions & { partitionKey?: string };
-
-/** Writes a produce request's messages into one partition of a partitioned queue: 201 (202 when delayed), with the partition. */
-async function writePartitioned(ctx: RouteContext, queue: string, messages: MessageInput[], options: RouteProduceOptions): Promise<Response> {
-  const result = await ctx.registry.partitionedWriters.produce(queue, messages, options);
-  const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
-  const { partition } = result;
-  if (result.until !== undefined) {
-    return json<DelayedProduceResponse>(
-      { queue, count: result.count, partition, delayed: { until: new Date(result.until).toISOString(), untilMs: result.until } },
-      202,
-      headers,
-    );
-  }
-  return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last!, partition }, 201, headers);
+  return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last!, ...partition }, 201, headers);
 }
 
 /** Most UTF-8 bytes of a partition key (the engine's bound). */
@@ -212,8 +183,8 @@ function checkPartitionKey(key: unknown, where: string): string {
 }
 
 /** `Idempotency-Key`, `Partition-Key` (or `?partitionKey=`), `?delayMs=` and `?at=`, checked (400 E_PARAM saying what is allowed). */
-function produceParams(url: URL, headers: Headers): RouteProduceOptions {
-  const options: RouteProduceOptions = {};
+function produceParams(url: URL, headers: Headers): PartitionedProduceOptions {
+  const options: PartitionedProduceOptions = {};
   const header = headers.get("partition-key");
   const query = url.searchParams.getAll("partitionKey");
   if (query.length > 1 || (header !== null && query.length > 0))
@@ -244,7 +215,7 @@ function checkAt(value: unknown): number {
   }
 }
 
-function parseMessages(type: string, body: Uint8Array, maxMessages: number, options: RouteProduceOptions): MessageInput[] {
+function parseMessages(type: string, body: Uint8Array, maxMessages: number, options: PartitionedProduceOptions): MessageInput[] {
   if (type === "application/json") return parseJSONBody(body, maxMessages, options);
   // A framing error is a ProtocolError: errorResponse makes it a 400 (413 for too many).
   if (type === BATCH_CONTENT_TYPE) return decodeBatch(body, maxMessages).map((r) => r.data);
@@ -258,7 +229,7 @@ function parseMessages(type: string, body: Uint8Array, maxMessages: number, opti
   return [body];
 }
 
-function parseJSONBody(body: Uint8Array, maxMessages: number, options: RouteProduceOptions): MessageInput[] {
+function parseJSONBody(body: Uint8Array, maxMessages: number, options: PartitionedProduceOptions): MessageInput[] {
   let parsed: unknown;
   try {
     // A BOM before the envelope is no message's: RFC 8259 lets a parser skip it.

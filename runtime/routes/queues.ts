@@ -78,9 +78,9 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           messages: stats.messages,
           bytes: stats.bytes,
           consumers: stats.consumers.length,
-          ...(stats.partitions !== undefined && {
+          ...(stats.partitionQueues && {
             partitions: stats.partitions,
-            partitionQueues: (stats.partitionQueues ?? []).map((p) => ({
+            partitionQueues: stats.partitionQueues.map((p) => ({
               name: p.name,
               partition: Number(p.name.slice(p.name.lastIndexOf(".p") + 2)),
               id: p.currentPart,

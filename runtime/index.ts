@@ -108,7 +108,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
         undefined,
         undefined,
         (positions) => positions.length,
-        () => registry.push(queue, Array.isArray(messages) ? messages : [messages]),
+        () => registry.writers.push(queue, Array.isArray(messages) ? messages : [messages]),
       );
     },
     sharedConsumer: async (queue, name) => {

@@ -174,7 +174,7 @@ export class Monitor {
     const driver = await this.#registry.driver();
     const listed = await listStorage(driver, this.#include);
     const held = this.#registry.heldConsumers();
-    const writing = this.#registry.writingQueues();
+    const writing = this.#registry.writers.queues();
     for (const name of this.#tracks.keys()) if (!listed.has(name)) this.#tracks.delete(name);
     // Stalest first; a queue used here counts as USED_AHEAD samples staler (it changes; its reads are cheap), so others still get their turn.
     const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? 0) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);

@@ -53,9 +53,9 @@ function plainForm(registry: QueueRegistry, queue: string): QueueForm {
   return {
     async produce(messages, { partitionKey, ...options }, bad) {
       if (partitionKey !== undefined) throw bad(`Queue "${queue}" is not partitioned: a partition key is for a partitioned queue.`);
-      if (options.key !== undefined || options.delayMs !== undefined || options.at !== undefined) return registry.produce(queue, messages, options);
+      if (options.key !== undefined || options.delayMs !== undefined || options.at !== undefined) return registry.writers.produce(queue, messages, options);
       // Neither delayed nor keyed: the writer's plain push (no idempotency look-up).
-      const positions = await registry.push(queue, messages);
+      const positions = await registry.writers.push(queue, messages);
       return { count: positions.length, first: positions[0], last: positions.at(-1), replayed: false };
     },
     cursor(value, name) {

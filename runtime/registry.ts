@@ -1,17 +1,13 @@
-// Over 300 lines: the one owner of the server's open writers and consumer slots (ordered and
-// shared, of ordinary and partitioned queues: one map, so the cap, idling, EMFILE relief, the
-// kind check and the admin calls that close them treat all alike); the slots themselves are
-// consumer-slot.ts, shared-slot.ts and partitioned-slots.ts, the partitioned writers partitioned-writers.ts.
+// The one owner of the server's open writers (writer-pool.ts, partitioned-writers.ts) and consumer
+// slots (ordered and shared, of ordinary and partitioned queues: one map, so the cap and idling of
+// consumer-capacity.ts, EMFILE relief, the kind check and the admin calls that close them treat all
+// alike); the slots themselves are consumer-slot.ts, shared-slot.ts and partitioned-slots.ts.
 import { QueueConsumer } from "../src/consumers/ordered/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/admin/delete";
 import type { QueueDriver } from "../src/core/driver";
-import type { MessageInput, MessagePosition } from "../src/format/message";
 import { VQueueError } from "../src/core/errors";
 import { purgeQueue, type PurgeResult } from "../src/admin/purge";
 import { SharedConsumer, type SharedStats } from "../src/consumers/shared/consumer";
-import { QueueWriter } from "../src/writer/writer";
-import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
-import { delayedPath, sideJournalPath } from "../src/storage/paths";
 import { ConsumerSlot } from "./consumer-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
@@ -23,7 +19,9 @@ import type { HeldConsumer } from "./types";
 import { ApiError, busyError, isTooManyFiles } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 import { PartitionDeclarations } from "./partition-declarations";
-import { PartitionedWriters, writerOptions } from "./partitioned-writers";
+import { PartitionedWriters } from "./partitioned-writers";
+import { ConsumerCapacity, leastUsedIdle } from "./consumer-capacity";
+import { WriterPool } from "./writer-pool";
 
 type Slot = ConsumerSlot | SharedSlot | PartitionedConsumerSlot | PartitionedSharedSlot;
 
@@ -33,11 +31,6 @@ interface SlotEntry {
   promise: Promise<Slot>;
   slot?: Slot;
 }
-
-/** A slot handed out this recently is never closed to make room: its request is about to use it. */
-const HANDOUT_GRACE_MS = 1000;
-/** How long the lower cap set by an EMFILE holds (renewed by each one). */
-const PRESSURE_MS = 60_000;
 
 /**
  * The queues an app has open: one writer per queue (opened on first produce) and one reader
@@ -53,19 +46,16 @@ export class QueueRegistry {
   readonly partitions: PartitionDeclarations;
   /** The writers of partitioned queues (produce routes there when `partitions.count(queue)` says so). */
   readonly partitionedWriters: PartitionedWriters;
+  /** The writers of ordinary queues. */
+  readonly writers: WriterPool;
   #driver: Promise<QueueDriver> | undefined;
-  #writers = new Map<string, Promise<QueueWriter>>();
   #consumers = new Map<string, SlotEntry>();
   #closingSlots = new Map<string, Promise<void>>();
   /** A purge or delete of the queue in progress: its writer and consumers open only after it. */
   #admin = new Map<string, Promise<unknown>>();
-  /** After an EMFILE: fewer consumers open than `maxConsumers`, until `#pressureUntil`. */
-  #pressureCap = Infinity;
-  #pressureUntil = 0;
+  readonly #capacity: ConsumerCapacity;
   #sweep: ReturnType<typeof setInterval> | undefined;
   #inflight = 0;
-  /** Queues whose delayed messages `wakeDelayed` looked for (while their writer lives: forgotten when it closes). */
-  #delayedChecked = new Set<string>();
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -76,6 +66,16 @@ export class QueueRegistry {
     this.#metrics = metrics;
     this.partitions = new PartitionDeclarations(() => this.driver(), options.declaredPartitions, options.durability !== "none");
     this.partitionedWriters = new PartitionedWriters(options, () => this.driver(), metrics);
+    this.#capacity = new ConsumerCapacity(options.maxConsumers, options.consumerIdleMs);
+    this.writers = new WriterPool({
+      options,
+      metrics,
+      driver: () => this.driver(),
+      adminDone: (queue) => this.#adminDone(queue),
+      relieved: (open) => this.#relieved(open),
+      relieve: () => void this.#relieve(),
+      isClosing: () => this.#closing !== undefined,
+    });
   }
 
   /**
@@ -106,85 +106,6 @@ export class QueueRegistry {
       done = true;
       if (--this.#inflight === 0) this.#drained?.();
     };
-  }
-
-  /** The queue's writer, opened (and the queue created) on first use. */
-  writer(queue: string): Promise<QueueWriter> {
-    let writer = this.#writers.get(queue);
-    if (!writer) {
-      const admin = this.#adminDone(queue);
-      writer = admin
-        .then(() => this.driver())
-        .then((driver) => this.#relieved(() => QueueWriter.open(queue, writerOptions(this.options, queue, driver))))
-        .then((opened) => {
-          // Counted however the loss is found (a renewal after a pause, the check below, a fenced write).
-          opened.whenLockLost(() => this.#metrics && this.#metrics.writerLocksLost++);
-          return opened;
-        });
-      this.#writers.set(queue, writer);
-      writer.catch(() => {
-        this.#delayedChecked.delete(queue);
-        if (this.#writers.get(queue) === writer) this.#writers.delete(queue);
-      });
-    }
-    return writer;
-  }
-
-  /**
-   * Pushes through the queue's one writer (opened on first use). A writer that failed on
-   * storage is dropped, so the next push reopens the queue (and recovery runs).
-   */
-  push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
-    return this.#write(queue, (writer) => writer.pushBatch(messages));
-  }
-
-  /** A produce with a delay or an idempotency key (src/writer/produce.ts), as `push`. */
-  produce(queue: string, messages: MessageInput[], options: ProduceOptions): Promise<ProduceResult> {
-    return this.#write(queue, (writer) => writer.produce(messages, options));
-  }
-
-  /**
-   * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
-   * restart): only a writer moves them into the queue when due. Looked at once per queue while
-   * its writer lives: a writer closed here (dropped, purge, delete) makes the next request look again.
-   */
-  async wakeDelayed(queue: string): Promise<void> {
-    if (this.#writers.has(queue) || this.#closing || this.#delayedChecked.has(queue)) return;
-    this.#delayedChecked.add(queue);
-    const driver = await this.driver();
-    // Its file, or the copy a compaction cut short left (side-log.ts): the next writer finishes it.
-    for (const path of [delayedPath(queue), sideJournalPath(delayedPath(queue))]) {
-      const log = await driver.openLog(path, { create: false }).catch(() => undefined);
-      if (await log?.size().finally(() => log.close())) return void (await this.writer(queue).catch(() => {}));
-    }
-  }
-
-  async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
-    let writer = await this.writer(queue);
-    // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
-    if (!(await writer.holds())) {
-      await this.dropWriter(queue, writer);
-      writer = await this.writer(queue);
-    }
-    try {
-      return await write(writer);
-    } catch (error) {
-      // Closed under it (a purge or delete): nothing was written; once more with the next writer.
-      if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#closing) return this.#write(queue, write, false);
-      if (VQueueError.isError(error) && error.code === "E_FENCED" && this.#metrics) this.#metrics.fencedWrites++;
-      if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.dropWriter(queue, writer);
-      if (isTooManyFiles(error)) void this.#relieve();
-      throw error;
-    }
-  }
-
-  /** Forgets a writer that failed (it refuses pushes after a storage error), so the next push reopens. */
-  async dropWriter(queue: string, writer: QueueWriter): Promise<void> {
-    const current = this.#writers.get(queue);
-    if (!current || (await current.catch(() => undefined)) !== writer) return;
-    this.#writers.delete(queue);
-    this.#delayedChecked.delete(queue);
-    await writer.close().catch((error: unknown) => this.options.logger.error("[v-queue] [http] closing a failed writer:", error));
   }
 
   /** The consumer's slot, opened (and the consumer created) on first use. */
@@ -236,11 +157,6 @@ export class QueueRegistry {
     return out;
   }
 
-  /** The queues this server holds a writer of (opening or open). */
-  writingQueues(): Set<string> {
-    return new Set(this.#writers.keys());
-  }
-
   /** Every consumer this server holds open, by queue then name: when it was last handed out, and a shared one's live stats. */
   heldConsumers(): Map<string, Map<string, HeldConsumer>> {
     const out = new Map<string, Map<string, HeldConsumer>>();
@@ -256,7 +172,7 @@ export class QueueRegistry {
   }
 
   async #slot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
-    void this.wakeDelayed(queue);
+    void this.writers.wakeDelayed(queue);
     for (let turn = 0; ; turn++) {
       // A slot that is stopped again at once each time (its lock lost over and over): told, not retried without end.
       if (turn === MAX_REOPENS)
@@ -267,7 +183,7 @@ export class QueueRegistry {
       if (!slot.stopped && !this.#closing && "holds" in slot) await slot.holds();
       // Closed as idle just now: open it again (unless the whole app is closing).
       if (!slot.stopped || this.#closing) {
-        slot.lastUsed = Date.now(); // in use from now: not closed to make room (HANDOUT_GRACE_MS)
+        slot.lastUsed = Date.now(); // in use from now: not closed to make room (consumer-capacity.ts: HANDOUT_GRACE_MS)
         return slot;
       }
       // Stopped by itself (a partitioned consumer letting its partitions go, a lost lock) and still in the map: the
@@ -347,20 +263,8 @@ export class QueueRegistry {
   #administer<T>(queue: string, reason: "closed" | "deleted", run: (driver: QueueDriver) => Promise<T>): Promise<T> {
     const previous = this.#adminDone(queue);
     // Taken now, before anything waits: a writer or consumer asked for from here on waits for this.
-    const writer = this.#writers.get(queue);
-    this.#writers.delete(queue);
     // A partitioned queue's writer too (its partitions' locks): the engine deletes or purges each partition.
-    const closing: Promise<unknown>[] = [
-      this.partitionedWriters.closeQueue(queue),
-      ...(writer
-        ? [
-            writer.then(
-              (w) => w.close(),
-              () => {},
-            ),
-          ]
-        : []),
-    ];
+    const closing: Promise<unknown>[] = [this.writers.closeForAdmin(queue), this.partitionedWriters.closeQueue(queue)];
     for (const [key, entry] of this.#consumers) {
       if (!key.startsWith(`${queue}\u0000`)) continue;
       this.#consumers.delete(key);
@@ -375,12 +279,8 @@ export class QueueRegistry {
     this.#admin.set(queue, op);
     const clear = () => void (this.#admin.get(queue) === op && this.#admin.delete(queue));
     op.then(clear, clear);
-    // The writer was closed: delayed messages (a purge keeps them) need one to be moved when due.
-    const wake = () => {
-      this.#delayedChecked.delete(queue);
-      void this.wakeDelayed(queue);
-    };
-    op.then(wake, wake);
+    const after = () => this.writers.afterAdmin(queue);
+    op.then(after, after);
     return op;
   }
 
@@ -410,36 +310,14 @@ export class QueueRegistry {
       );
       if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
       await Promise.all([...stopping, ...this.#closingSlots.values()]);
-      const writers = [...this.#writers.values()];
-      this.#writers.clear();
-      await Promise.all([
-        ...writers.map((w) =>
-          w.then(
-            (writer) => writer.close(),
-            () => {},
-          ),
-        ),
-        this.partitionedWriters.close(),
-      ]);
+      await Promise.all([this.writers.close(), this.partitionedWriters.close()]);
       await (await this.#driver?.catch(() => undefined))?.dispose?.();
     })();
     return this.#closing;
   }
 
-  /** The most consumers open at once: `maxConsumers`, or less for a while after an EMFILE. */
-  #cap(): number {
-    return Date.now() < this.#pressureUntil ? Math.min(this.#pressureCap, this.options.maxConsumers) : this.options.maxConsumers;
-  }
-
-  /** `consumerIdleMs`, shorter the fuller the cap is past half: at the cap, a second. */
-  #idleLimit(): number {
-    const idleMs = this.options.consumerIdleMs;
-    const fill = this.#consumers.size / this.#cap();
-    return fill <= 0.5 ? idleMs : Math.min(idleMs, Math.max(HANDOUT_GRACE_MS, Math.round(idleMs * 2 * (1 - fill))));
-  }
-
   #closeIdle(): void {
-    const limit = this.#idleLimit();
+    const limit = this.#capacity.idleLimit(this.#consumers.size);
     const now = Date.now();
     for (const [key, entry] of this.#consumers) {
       if (entry.slot?.idle && now - entry.slot.lastUsed >= limit) void this.#closeSlot(key, entry);
@@ -448,7 +326,7 @@ export class QueueRegistry {
 
   /** Before opening one more consumer (counted in already): at the cap, closes the least recently used idle ones, or refuses (503). */
   async #makeRoom(): Promise<void> {
-    const cap = this.#cap();
+    const cap = this.#capacity.cap();
     const excess = this.#consumers.size - cap;
     if (excess <= 0) return;
     const closing = this.#closeLeastUsed(excess);
@@ -461,16 +339,14 @@ export class QueueRegistry {
    * while, and closes idle ones (least recently used first) down to it.
    */
   async #relieve(): Promise<void> {
-    const now = Date.now();
     const open = this.#consumers.size;
-    this.#pressureCap = Math.max(1, Math.min(this.#cap(), Math.floor((open * 3) / 4)));
-    if (now >= this.#pressureUntil) {
+    const { cap, started } = this.#capacity.pressure(open);
+    if (started) {
       this.options.logger.warn(
-        `[v-queue] [http] Too many open files with ${open} consumers open: closing idle ones, keeping at most ${this.#pressureCap} open for a minute. Raise the fd limit (ulimit -n) or lower \`maxConsumers\`.`,
+        `[v-queue] [http] Too many open files with ${open} consumers open: closing idle ones, keeping at most ${cap} open for a minute. Raise the fd limit (ulimit -n) or lower \`maxConsumers\`.`,
       );
     }
-    this.#pressureUntil = now + PRESSURE_MS;
-    await Promise.all(this.#closeLeastUsed(open - this.#pressureCap));
+    await Promise.all(this.#closeLeastUsed(open - cap));
   }
 
   /** Runs `open`; on EMFILE, makes room (`#relieve`) and tries once more. */
@@ -486,11 +362,7 @@ export class QueueRegistry {
 
   /** Closes up to `count` idle slots, least recently used first (none handed out just now). */
   #closeLeastUsed(count: number): Promise<void>[] {
-    if (count <= 0) return [];
-    const now = Date.now();
-    const idle = [...this.#consumers].filter(([, e]) => e.slot?.idle && now - e.slot.lastUsed >= HANDOUT_GRACE_MS);
-    idle.sort(([, a], [, b]) => a.slot!.lastUsed - b.slot!.lastUsed);
-    return idle.slice(0, count).map(([key, entry]) => this.#closeSlot(key, entry));
+    return leastUsedIdle(this.#consumers, count).map(([key, entry]) => this.#closeSlot(key, entry as SlotEntry));
   }
 
   /** Closes an idle slot; never rejects (a failed close is logged). */

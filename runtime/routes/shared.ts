@@ -264,7 +264,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           // The server's own writers (another would be refused: one writer per queue), rights checked first.
           writerFor: (queue) => {
             authorize(principal, "write", queue);
-            return ctx.registry.writer(queue);
+            return ctx.registry.writers.writer(queue);
           },
         });
         return json<RedriveResponse>({ moved });

@@ -45,7 +45,8 @@ async function startLimited(options: Record<string, unknown> = {}): Promise<Limi
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const deadline = Date.now() + 20_000;
+  // As the other tests' servers: a loaded machine may take long to start one.
+  const deadline = Date.now() + 60_000;
   while (!stdout.includes("listening")) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start: ${stdout}${stderr}`);
     await sleep(20);

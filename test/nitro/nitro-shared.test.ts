@@ -53,7 +53,8 @@ describe("useVQueue().shared", () => {
 
 describe("useVQueue().worker", () => {
   it("runs handlers concurrently, acks on success, nacks with the error and backoff, dead-letters at maxDeliveries, extends long handlers, stops cleanly", async () => {
-    const vq = instance("shared-worker", { leaseMs: 300 });
+    // A lease long enough that its extension (half-way) is not late on a loaded machine.
+    const vq = instance("shared-worker", { leaseMs: 1000 });
     await vq.push(
       "jobs",
       Array.from({ length: 20 }, (_, i) => `m${i}`),
@@ -70,8 +71,8 @@ describe("useVQueue().worker", () => {
         seen.set(m.data as string, (seen.get(m.data as string) ?? 0) + 1);
         running++;
         most = Math.max(most, running);
-        // m0 runs past its lease (300 ms): extended, so nobody else gets it meanwhile.
-        await sleep(m.data === "m0" ? 800 : 20);
+        // m0 runs past its lease (1 s): extended, so nobody else gets it meanwhile.
+        await sleep(m.data === "m0" ? 2500 : 20);
         running--;
         if (m.data === "m5") throw new Error("m5 always fails");
       },

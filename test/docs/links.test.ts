@@ -167,7 +167,7 @@ describe("the project's references to its own files", () => {
   it("tells a broken reference from a good one", () => {
     const readme = join(ROOT, "README.md");
     expect(brokenTarget("docs/format.md#records", ROOT, readme)).toBeUndefined();
-    expect(brokenTarget("#format-support", ROOT, readme)).toBeUndefined();
+    expect(brokenTarget("#what-is-supported", ROOT, readme)).toBeUndefined();
     expect(brokenTarget("#no-such-heading", ROOT, readme)).toBe('no heading "#no-such-heading" in README.md');
     expect(brokenTarget("./docs/nothing.md", ROOT, readme)).toBe("no such file: docs/nothing.md");
     expect(brokenTarget("../../etc/passwd", ROOT, readme)).toBe("points outside the project");

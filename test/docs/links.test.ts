@@ -149,7 +149,7 @@ function checkCode(path: string): Broken[] {
   return broken;
 }
 
-const markdownFiles = ["README.md", "BENCHMARKS.md", ...walk("docs", /\.md$/), ...walk("test/fixtures", /\.md$/)];
+const markdownFiles = ["README.md", "BENCHMARKS.md", "CHANGELOG.md", ...walk("docs", /\.md$/), ...walk("bench", /\.md$/), ...walk("test/fixtures", /\.md$/)];
 
 describe("the project's references to its own files", () => {
   it("knows GitHub's heading anchors", () => {

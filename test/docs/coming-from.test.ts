@@ -20,6 +20,11 @@ describe("docs/coming-from.md's programs", () => {
   const server = useServer(tempDir);
   const script = useScripts();
   const toServer = (source: string) => pointed(source, "http://127.0.0.1:9093", server.url);
+  /** Runs a program that runs until stopped, and expects it to print `line` and nothing else. */
+  const expectPrints = async (name: string, source: string, line: string) => {
+    const { lines } = await runUntil(script(name, source), [line]);
+    expect(lines).toEqual([line]);
+  };
 
   it("has the five JavaScript programs, in order", () => {
     expect(codeBlocks(PAGE, "js")).toHaveLength(5);
@@ -29,13 +34,11 @@ describe("docs/coming-from.md's programs", () => {
   });
 
   it("the worker prints what BullMQ's worker prints", { timeout: 60_000 }, async () => {
-    const { lines } = await runUntil(script("worker.mjs", toServer(vqWorker!)), ["sending to ada@example.com"]);
-    expect(lines).toEqual(["sending to ada@example.com"]);
+    await expectPrints("worker.mjs", toServer(vqWorker!), "sending to ada@example.com");
   });
 
   it("the consume loop prints what the XREADGROUP loop prints", { timeout: 60_000 }, async () => {
-    const { lines } = await runUntil(script("consume.mjs", toServer(vqConsume!)), ['{"id":42}']);
-    expect(lines).toEqual(['{"id":42}']);
+    await expectPrints("consume.mjs", toServer(vqConsume!), '{"id":42}');
   });
 
   it("the library program prints what the crate's prints", { timeout: 60_000 }, async () => {
@@ -51,13 +54,11 @@ describe("docs/coming-from.md's programs", () => {
       const toRedis = (source: string) => pointed(source, "port: 6379", `port: ${redis.port}`);
 
       it("BullMQ's worker prints what v-queue's does", { timeout: 60_000 }, async () => {
-        const { lines } = await runUntil(script("bullmq.mjs", toRedis(bullmq!)), ["sending to ada@example.com"]);
-        expect(lines).toEqual(["sending to ada@example.com"]);
+        await expectPrints("bullmq.mjs", toRedis(bullmq!), "sending to ada@example.com");
       });
 
       it("the XREADGROUP loop prints what v-queue's consume loop does", { timeout: 60_000 }, async () => {
-        const { lines } = await runUntil(script("streams.mjs", toRedis(streams!)), ['{"id":42}']);
-        expect(lines).toEqual(['{"id":42}']);
+        await expectPrints("streams.mjs", toRedis(streams!), '{"id":42}');
       });
     });
   }

@@ -40,7 +40,7 @@ export interface VQueueConfig {
   compression?: Compression;
   /**
    * A zstd dictionary file (e.g. made by `zstd --train`), read at start: with `compression:
-   * "zstd"`, every part is compressed with it (README, "Compression"). Relative to the current
+   * "zstd"`, every part is compressed with it (docs/logs.md#compression). Relative to the current
    * directory. @default none (each part builds its own)
    */
   compressionDictionary?: string;
@@ -72,9 +72,9 @@ export interface VQueueConfig {
   logLevel?: LogLevel;
   /** The dashboard page at `/`, behind the same auth as the API. @default true */
   dashboard?: boolean;
-  /** Retention of every queue, e.g. `{ "maxAgeMs": 604800000, "maxBytes": 10e9 }` (see the README, "Retention"). @default none */
+  /** Retention of every queue, e.g. `{ "maxAgeMs": 604800000, "maxBytes": 10e9 }` (docs/operating.md#retention-the-part-index-and-seek-by-time). @default none */
   retention?: RetentionOptions;
-  /** Shared consumers' lease time, bounds and dead letters, e.g. `{ "leaseMs": 60000, "maxDeliveries": 3 }` (see the README, "Shared consumers"). @default the engine's */
+  /** Shared consumers' lease time, bounds and dead letters, e.g. `{ "leaseMs": 60000, "maxDeliveries": 3 }` (docs/work-queues.md). @default the engine's */
   shared?: SharedSettings;
   /**
    * Per-queue settings: `retention` replaces the default for the queues named (none when not given), `shared` is laid
@@ -82,9 +82,9 @@ export interface VQueueConfig {
    * `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 }, "partitions": 6 } }`.
    */
   queues?: Record<string, QueueSettings>;
-  /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000 }` (see the README, "Monitoring"). */
+  /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000 }` (docs/operating.md#monitoring). */
   monitor?: MonitorOptions;
-  /** `GET /metrics` (Prometheus): `true` behind auth, `{ "open": true }` without, `false` no route (README, "Metrics"). @default true */
+  /** `GET /metrics` (Prometheus): `true` behind auth, `{ "open": true }` without, `false` no route (docs/operating.md#metrics). @default true */
   metrics?: boolean | { open?: boolean };
 }
 

@@ -33,7 +33,7 @@ export async function openConsumer(queue: string, name: string, { dir, ...option
   return QueueConsumer.open(queue, name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
 }
 
-/** Opens shared consumer `name` of `queue` (README, "Shared consumers"), on `options.driver` or else the fs driver on `options.dir`. */
+/** Opens shared consumer `name` of `queue` (docs/work-queues.md), on `options.driver` or else the fs driver on `options.dir`. */
 export async function openSharedConsumer(queue: string, name: string, { dir, ...options }: SharedConsumerOptions = {}): Promise<SharedConsumer> {
   return SharedConsumer.open(queue, name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
 }

@@ -18,7 +18,7 @@ import { sleep } from "../src/core/sleep";
 
 export interface ServeOptions extends Omit<QueueAppOptions, "zstd"> {
   /**
-   * The zstd library (README, "Compression"): `"native"` (zstd-napi), `"wasm"` (zstd-codec),
+   * The zstd library (docs/logs.md#compression): `"native"` (zstd-napi), `"wasm"` (zstd-codec),
    * `"auto"` (native when zstd-napi is installed and loads, else wasm), or a loader. @default "auto"
    */
   zstd?: ZstdChoice | ZstdLoader;

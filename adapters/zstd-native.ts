@@ -5,7 +5,7 @@
  * engine's WebAssembly zstd (`zstd-codec`, an older zstd), not byte for byte the same: parts
  * written by either are read by the other. Several times faster: one
  * Node-API call per message, the input read in place, where the WebAssembly one copies it into
- * and out of the module's memory (README, "Compression").
+ * and out of the module's memory (docs/logs.md#compression).
  *
  * - `nativeZstd`: the native one, or an error saying why it cannot load;
  * - `autoZstd`: the native one when it is installed and loads, else the WebAssembly one (saying

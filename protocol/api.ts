@@ -82,7 +82,7 @@ export interface QueueInfoResponse {
   partitionQueues?: { name: string; partition: number; id: number; parts: number; messages: number; bytes: number }[];
 }
 
-/** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (README, "Partitioned queues"). */
+/** `PUT /api/v1/queues/{queue}`: declares a partitioned queue (docs/partitioned.md). */
 export interface DeclareQueueRequest {
   /** 1 to 1024; never changes once declared. */
   partitions: number;

@@ -125,7 +125,7 @@ export interface QueueAppOptions {
    */
   monitor?: MonitorOptions;
   /**
-   * `GET /metrics`, Prometheus text (README, "Metrics"): `true` behind the API's auth (a user
+   * `GET /metrics`, Prometheus text (docs/operating.md#metrics): `true` behind the API's auth (a user
    * sees the queues it may read), `{ open: true }` without auth (every queue), `false` no route.
    * @default true
    */
@@ -154,7 +154,7 @@ export interface QueueSettings {
   shared?: SharedSettings;
   /**
    * Declares the queue partitioned with this many partitions (1 to 1024) when the app starts
-   * (README, "Partitioned queues"): refused at start when it exists with another count or as an
+   * (docs/partitioned.md): refused at start when it exists with another count or as an
    * ordinary queue. The count never changes.
    */
   partitions?: number;
@@ -330,7 +330,7 @@ function ownSettings(queues: Record<string, QueueSettings> | undefined, queue: s
  * In workerd (Cloudflare Workers) a long poll waits at most 20 s unless `limits.maxTimeoutMs`
  * says otherwise: a waiting consumer looks for other isolates' writes once per driver poll
  * interval (1 s on the durable-object driver), and each look is a call that counts against the
- * request's subrequest budget (50 on the Free plan). README, "Cloudflare Workers".
+ * request's subrequest budget (50 on the Free plan). docs/runtimes.md#cloudflare-workers.
  */
 export const WORKERD_LIMITS: Partial<QueueAppLimits> = { maxTimeoutMs: 20_000 };
 

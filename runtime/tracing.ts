@@ -1,5 +1,5 @@
 /**
- * Optional OpenTelemetry spans for produce and consume (README, "Tracing"). `@opentelemetry/api`
+ * Optional OpenTelemetry spans for produce and consume (docs/operating.md#tracing). `@opentelemetry/api`
  * is an optional peer: it is imported at app creation through a variable specifier, so that
  * bundlers (Nitro, Vite) leave it alone and installs without it work. Until it has loaded, and
  * forever when it is absent, `start` returns undefined at once: no allocation, no cost.

@@ -1,6 +1,6 @@
 /** What scripts/check-imports.ts checks: the rooms it reads, which way their imports go, and the cycles it lets pass for now. */
 
-/** The folders whose `.ts` files are checked (the rooms of the README's architecture). */
+/** The folders whose `.ts` files are checked (the rooms of docs/architecture.md). */
 export const ROOMS = ["src", "protocol", "runtime", "client", "adapters"];
 
 /**

@@ -3,7 +3,7 @@ import { checkPartitionCount, declarePartitions, readPartitions } from "../../sr
 import { apiClient, CliError, log, targetArgs, withStorage } from "./_shared";
 
 export const create = defineCommand({
-  meta: { name: "create", description: 'Declare a partitioned queue (README, "Partitioned queues"): --partitions P, never changed afterwards' },
+  meta: { name: "create", description: "Declare a partitioned queue (docs/partitioned.md): --partitions P, never changed afterwards" },
   args: {
     queue: { type: "positional", required: true, description: "The queue" },
     partitions: { type: "string", required: true, description: "How many partitions (1 to 1024)", valueHint: "P" },

@@ -34,7 +34,7 @@ type QueueObjectStub = Pick<
 >;
 
 export interface DurableObjectDriverOptions {
-  /** The namespace binding of the `VQueueObject` class (`env.VQUEUE` with the wrangler config of the README). */
+  /** The namespace binding of the `VQueueObject` class (`env.VQUEUE` with the wrangler config of docs/runtimes.md#cloudflare-workers). */
   namespace: DurableObjectNamespace;
   /**
    * Namespace of the objects' names (`<prefix>:<queue>`, the registry `<prefix>/`), so that
@@ -54,7 +54,7 @@ export interface DurableObjectDriverOptions {
   /**
    * How often a consumer looks for messages another isolate wrote (one call to the queue's
    * object per look): pushes in the same isolate wake it at once. The long-poll budget of a
-   * request in workerd (README, "Cloudflare Workers") counts these calls.
+   * request in workerd (docs/runtimes.md#cloudflare-workers) counts these calls.
    * @default 1000
    */
   pollIntervalMs?: number;
@@ -75,7 +75,7 @@ const PREFIX_RE = /^[A-Za-z0-9._:-]{1,64}$/;
  * (each partition of a partitioned one) is one `VQueueObject`, the single owner of its files, so
  * every append, truncate and info-line replace is one atomic call that also checks the writer's
  * fence (its lock's epoch), as the redis driver's Lua scripts do. Locks are leases held in the
- * object's storage. A registry object lists the queues. See the README, "Cloudflare Workers".
+ * object's storage. A registry object lists the queues. See docs/runtimes.md#cloudflare-workers.
  *
  * @example
  * import durableObjectDriver from "v-queue/drivers/durable-object";

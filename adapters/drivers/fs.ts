@@ -50,7 +50,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   // Bundled for workerd, node:fs is a stub (or a per-request memory file system): refuse at once, not at every call.
   if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers") {
     throw optionError(
-      `The fs driver cannot run in Cloudflare Workers: there is no file system that outlives a request. Set the storage: "memory:" (this isolate only, lost when it is evicted), or see the README, "Nitro presets".`,
+      `The fs driver cannot run in Cloudflare Workers: there is no file system that outlives a request. Set the storage: "memory:" (this isolate only, lost when it is evicted), or see docs/nitro-nuxt.md#nitro-presets-bun-deno-cloudflare-workers.`,
     );
   }
   const base = resolve(options.dir ?? DEFAULT_DIR);

@@ -53,7 +53,7 @@ const PREFIX_RE = /^[A-Za-z0-9._:-]{1,64}$/;
  * Queues on Redis (standalone, Sentinel or Cluster) through ioredis. A part is one Redis string
  * (appends with APPEND, reads with GETRANGE, raw bytes); every key of a queue shares one hash
  * tag, so each write is one Lua script in one slot that also checks the writer's fence. Locks
- * are leases with an epoch from an INCR counter. See the README, "Queues on Redis".
+ * are leases with an epoch from an INCR counter. See docs/storage.md#queues-on-redis.
  *
  * @example
  * import redisDriver from "v-queue/drivers/redis";

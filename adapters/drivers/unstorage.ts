@@ -60,7 +60,7 @@ export interface UnstorageDriverOptions {
  * append and no ranged read, so a part file (`Q-<id>/Q_queue`) is stored as chunks: the
  * first bytes under the file's own key, each later write under `<key>~<start offset>`. An
  * append adds one key and never rewrites one. Every other file (info lines, positions) is
- * one small key. See the README, "Queues on unstorage", for what this can and cannot promise.
+ * one small key. docs/storage.md#queues-on-unstorage says what this can and cannot promise.
  *
  * @example
  * import { createStorage } from "unstorage";

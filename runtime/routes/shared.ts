@@ -31,7 +31,7 @@ const answer = (description: string, properties: Record<string, unknown>) => ({
 });
 
 /**
- * Shared consumers (README, "Shared consumers"): lease, ack, nack, extend, and redrive of a
+ * Shared consumers (docs/work-queues.md): lease, ack, nack, extend, and redrive of a
  * dead-letter queue. The server holds each shared consumer (registry.shared); a name used as
  * the other kind is 409 `E_KIND`. A batch's refused leases (`E_LEASE`: ran out and handed out
  * again, unknown) are error items of a 200, not a failure of the batch.

@@ -10,7 +10,7 @@
  */
 
 const D = 8;
-/** Segment size: 1024 measured best on JSON log lines (64-2048 tried; BENCHMARKS.md). */
+/** Segment size: 1024 measured best on JSON log lines (64-2048 tried; bench/HISTORY.md). */
 const K = 1024;
 const TABLE_BITS = 20;
 /** The first bytes of a dictionary in zstd's own format: raw content must not start with them. */

@@ -15,7 +15,7 @@ import type { StopSignalLike } from "./stop-signal";
  * write; the fs driver with `lockLeaseMs` checks it under the lock's write mutex. The fs driver
  * without leases and the memory driver ignore it: their locks die only with their process, so a
  * live holder's lock is never taken over. The unstorage driver ignores it too (no
- * compare-and-set in unstorage's API: best effort, README).
+ * compare-and-set in unstorage's API: best effort, docs/storage.md#queues-on-unstorage).
  */
 export interface QueueDriver {
   /** Short name for messages, e.g. "fs". */

@@ -56,7 +56,7 @@ export interface CommonOptions {
   /**
    * The zstd implementation, for writing compressed parts and reading them: a function that
    * loads it, called at the first compressed part only. `nativeZstd` (`v-queue/zstd-native`,
-   * Node only) is several times faster (README, "Compression"); each reads the parts the other wrote.
+   * Node only) is several times faster (docs/logs.md#compression); each reads the parts the other wrote.
    * @default the WebAssembly zstd (`zstd-codec`); the `v-queue` entry on Node: the native one
    * when it loads, else the WebAssembly one (`autoZstd`)
    */
@@ -84,7 +84,7 @@ export interface QueueOptions extends CommonOptions {
   /** Create the queue if it does not exist. @default true */
   create?: boolean;
   /**
-   * `"zstd"` writes new parts as v3 with compressed bodies (README, "Compression"): readers
+   * `"zstd"` writes new parts as v3 with compressed bodies (docs/logs.md#compression): readers
    * of the crate 0.2.x cannot read those parts. Reading v3 parts needs no option.
    * @default "none"
    */

@@ -11,7 +11,7 @@ const KV_DRIVERS = new Set(["cloudflare-kv-binding", "cloudflare-kv-http"]);
 export function workersKvProblem(value: unknown, name: string): string | undefined {
   const what = kvKind(value);
   return what
-    ? `Invalid ${name}: ${what} is Workers KV, which is eventually consistent and has no compare-and-set: it cannot hold a writer lock or an append-only log safely. On Cloudflare use the Durable Object driver: durableObjectDriver({ namespace: env.VQUEUE }) from "v-queue/drivers/durable-object", with the VQueueObject class from "v-queue/cloudflare" bound as VQUEUE (README, "Cloudflare Workers").`
+    ? `Invalid ${name}: ${what} is Workers KV, which is eventually consistent and has no compare-and-set: it cannot hold a writer lock or an append-only log safely. On Cloudflare use the Durable Object driver: durableObjectDriver({ namespace: env.VQUEUE }) from "v-queue/drivers/durable-object", with the VQueueObject class from "v-queue/cloudflare" bound as VQUEUE (docs/runtimes.md#cloudflare-workers).`
     : undefined;
 }
 

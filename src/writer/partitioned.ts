@@ -1,7 +1,7 @@
 /**
  * The writer side of a partitioned queue (partitions/declaration.ts), shared by many instances: each
  * partition has one writer at a time, and this instance opens the partitions' writers as it
- * needs them (README, "Partitioned queues"). A message with a key goes to its key's partition
+ * needs them (docs/partitioned.md). A message with a key goes to its key's partition
  * (its order kept); one without goes to the partitions in turn, of those held here or free.
  */
 import { VQueueError } from "../core/errors";

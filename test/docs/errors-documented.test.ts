@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { projectFile, readmeSection } from "../helpers/readme";
+import { docSection, projectFile } from "../helpers/readme";
 
 /** The codes of the `VQueueErrorCode` union in src/core/errors.ts. */
 function engineCodes(): string[] {
@@ -9,13 +9,13 @@ function engineCodes(): string[] {
   return [...union![1]!.matchAll(/"(E_[A-Z_]+)"/g)].map((m) => m[1]!).sort();
 }
 
-/** The codes the README's "Errors" table lists, in its first column. */
-function readmeCodes(): string[] {
-  return [...readmeSection("Errors").matchAll(/^\| `(E_[A-Z_]+)` \|/gm)].map((m) => m[1]!).sort();
+/** The codes the "Errors" table of docs/logs.md lists, in its first column. */
+function documentedCodes(): string[] {
+  return [...docSection("docs/logs.md", "Errors").matchAll(/^\| `(E_[A-Z_]+)` \|/gm)].map((m) => m[1]!).sort();
 }
 
-describe("the README's Errors table", () => {
+describe("the Errors table of docs/logs.md", () => {
   it("lists every code a VQueueError may carry, and no other", () => {
-    expect(readmeCodes()).toEqual(engineCodes());
+    expect(documentedCodes()).toEqual(engineCodes());
   });
 });

@@ -457,7 +457,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
       expect((await inspectQueue(ctx.driver, "q"))!.parts[0]).toMatchObject({ messages: 3 });
     });
 
-    // Both zstd implementations (README, "Compression"), and across: parts written by one are read by the other.
+    // Both zstd implementations (docs/logs.md#compression), and across: parts written by one are read by the other.
     it.for(ZSTD_PAIRS)(
       'compression: "zstd" writes a v3 part with its dictionary, read back by another instance, bodies compressed (zstd $name)',
       async ({ writer: w, reader: r, skip }, test) => {

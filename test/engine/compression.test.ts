@@ -102,7 +102,7 @@ for (const { name, zstd, skip } of ZSTD_IMPLS)
       expect(dict.length).toBeGreaterThan(1024);
       const sampled = lines.slice(0, 60).join("");
       expect(sampled.includes(dict.subarray(-64).toString())).toBe(true);
-      // The push info line keeps the v2 form, with a correct crc (README: "Compression").
+      // The push info line keeps the v2 form, with a correct crc (docs/logs.md#compression).
       const info = (await readFile(join(dir, "q-0", "q_info_push"), "utf8")).split("\n")[0]!;
       const prefix = `q;${records.reduce((n, r) => n + 25 + r.length, 0)};${records.length};`;
       expect(info).toBe(`${prefix}${crc32(prefix)}`);

@@ -18,7 +18,7 @@ export const currentRuntime: Runtime = "Deno" in globalThis ? "deno" : "Bun" in 
  */
 export const SIGNALS_END_CHILD = currentRuntime === "deno";
 
-/** The permissions `v-queue serve` and the library need on Deno (README, "Runtimes"). */
+/** The permissions `v-queue serve` and the library need on Deno (docs/runtimes.md#runtimes). */
 export const DENO_FLAGS = ["--allow-read", "--allow-write", "--allow-net", "--allow-env", "--allow-sys", "--allow-run"];
 
 /** A runtime's binary: this process's own, `node`, or Bun's or Deno's from ./tools (installed on first use). */

@@ -51,7 +51,7 @@ import vQueue from "v-queue/nitro";
 export default defineNitroConfig({
   compatibilityDate: "2025-10-01",
   preset: "node-cluster",
-  // Nitro 3.0.0 cannot resolve the preset's runtime chunk without it (README, "Running several instances").
+  // Nitro 3.0.0 cannot resolve the preset's runtime chunk without it (docs/storage.md#running-several-instances).
   rollupConfig: { output: { manualChunks: {} } },
   // Without users the API is not served unless auth is off on purpose: these tests call it on loopback.
   modules: [vQueue(${JSON.stringify({ auth: false, ...moduleOptions, prefix: PREFIX })})],

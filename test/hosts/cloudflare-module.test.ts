@@ -1,5 +1,5 @@
 /**
- * Nitro's `cloudflare-module` preset: playground/nitro, with the wrangler config of the README,
+ * Nitro's `cloudflare-module` preset: playground/nitro, with the wrangler config of docs/nitro-nuxt.md,
  * built with it once and run in workerd through Miniflare (the npm `miniflare` package): the
  * host suite on Durable Objects (storage `durable-object:VQUEUE`, the module's exported
  * VQueueObject bound as VQUEUE, kept in a temporary dir), a restart on the same objects, and
@@ -25,7 +25,7 @@ const MEMORY: WranglerConfig = {
   compatibility_flags: ["nodejs_compat"],
   vars: { NITRO_V_QUEUE_DEFAULT_STORAGE: "memory:" },
 };
-// The README's: the class the module exports from the entry, bound as VQUEUE, SQLite-backed.
+// docs/nitro-nuxt.md's: the class the module exports from the entry, bound as VQUEUE, SQLite-backed.
 const DURABLE: WranglerConfig = {
   ...MEMORY,
   vars: { NITRO_V_QUEUE_DEFAULT_STORAGE: "durable-object:VQUEUE" },

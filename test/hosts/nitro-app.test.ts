@@ -100,10 +100,13 @@ describe("a Nitro app written from scratch, with the module added as the README 
   });
 
   // A type check and a build are CPU work: 2 minutes for a machine that runs other files beside it.
-  it("useVQueue is typed in the app (tsc): a wrong use fails, the README's worker plugin passes", { timeout: 120_000 }, async () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const plugin = /^\/\/ plugins\/billing\.ts \(Nitro v3\)\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+  it("useVQueue is typed in the app (tsc): a wrong use fails, the docs' worker plugin and the README's route pass", { timeout: 120_000 }, async () => {
+    const page = readFileSync(join(ROOT, "docs/nitro-nuxt.md"), "utf8");
+    const plugin = /^\/\/ plugins\/billing\.ts \(Nitro v3\)\n([\s\S]*?)^```$/m.exec(page)?.[1];
     expect(plugin).toBeDefined();
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const route = /^\/\/ routes\/api\/orders\.post\.ts:.*\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    expect(route).toBeDefined();
     const cwd = scratchApp("nitro", {
       "package.json": PACKAGE,
       "tsconfig.json": JSON.stringify({
@@ -111,6 +114,7 @@ describe("a Nitro app written from scratch, with the module added as the README 
         include: ["*.ts"],
       }),
       "billing.ts": plugin!,
+      "orders.ts": route!,
       "wrong.ts": `import { useVQueue } from "v-queue/nitro";
 // @ts-expect-error: an instance, not a number (an unused directive fails tsc if useVQueue were any)
 export const n: number = useVQueue();

@@ -12,8 +12,8 @@
  *   Deno.serve);
  * - the client's calls, `worker()` and its produce retries over the runtime's `fetch`;
  * - the crash tests, whose children are killed on the runtime.
- * What cannot run on a runtime is left out by name, with the reason; the README's "Runtimes"
- * section says the same.
+ * What cannot run on a runtime is left out by name, with the reason; the "Runtimes" section of
+ * docs/runtimes.md says the same.
  */
 import { describe, expect, it } from "vitest";
 import { runVitestOn } from "./_vitest";

@@ -1,7 +1,7 @@
 /**
  * The built `v-queue serve` (bin/v-queue.mjs, fs driver) on Bun and on Deno, driven from Node:
  * the HTTP basics and a graceful SIGTERM, then SIGKILL under load and restart, again and again,
- * with every acknowledged produce read back. Deno runs with the README's flags, and without
+ * with every acknowledged produce read back. Deno runs with the flags of docs/runtimes.md, and without
  * --allow-run the restarted server must say why it cannot take over the lock.
  */
 import { spawn } from "node:child_process";

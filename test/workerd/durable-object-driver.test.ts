@@ -66,7 +66,7 @@ describe("durable-object driver", () => {
     await second.release();
   });
 
-  it("costs a few calls to the queue's object per message: counted for the README", async () => {
+  it("costs a few calls to the queue's object per message: counted for docs/runtimes.md", async () => {
     const calls: string[] = [];
     const counting: DurableObjectNamespace = {
       idFromName: (name) => namespace.idFromName(name),

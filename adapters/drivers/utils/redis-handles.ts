@@ -38,7 +38,7 @@ export function createLogHandle(file: FileRef): LogFile {
       await fencedWrite(file, fence, "vqTruncate", length);
     },
     async sync() {
-      // A finished write is as durable as the server's appendfsync makes it (README); WAIT runs with each write.
+      // A finished write is as durable as the server's appendfsync makes it (docs/storage.md#queues-on-redis); WAIT runs with each write.
     },
     async close() {},
   };

@@ -126,7 +126,7 @@ export function createLogHandle(ctx: Context, key: string, known: Chunk[] | unde
       cache = { start: last.start, data: cut };
     },
     async sync() {
-      // A finished setItemRaw is as durable as the backend makes it (README).
+      // A finished setItemRaw is as durable as the backend makes it (docs/storage.md#queues-on-unstorage).
     },
     async close() {
       cache = undefined;
@@ -146,7 +146,7 @@ export function createRecordHandle(ctx: Context, key: string): RecordFile {
       await storage.setItemRaw(key, data.slice());
     },
     async sync() {
-      // A finished setItemRaw is as durable as the backend makes it (README).
+      // A finished setItemRaw is as durable as the backend makes it (docs/storage.md#queues-on-unstorage).
     },
     async close() {},
   };

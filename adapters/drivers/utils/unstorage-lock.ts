@@ -10,7 +10,7 @@ export const localLocks = new Set<string>();
  * Locks: in-process first (exact), then a lock key holding `owner expiry`, taken with
  * check, set, wait, verify, and refreshed every third of the lease. Without a compare-and-set
  * in unstorage's API two hosts that check within the same few milliseconds can both win:
- * the verify after a pause narrows that window, it does not close it (README).
+ * the verify after a pause narrows that window, it does not close it (docs/storage.md#queues-on-unstorage).
  */
 export async function acquireLock(
   storage: UnstorageLike,

@@ -1,6 +1,6 @@
 /**
- * An ordered consumer of a partitioned queue, shared by many instances (README, "Partitioned
- * queues"): consumer `name` of each partition, held by one instance at a time; this instance
+ * An ordered consumer of a partitioned queue, shared by many instances (docs/partitioned.md):
+ * consumer `name` of each partition, held by one instance at a time; this instance
  * reads the partitions it holds, round-robin, in order within each. A partition is handed over
  * once what this instance handed out of it is committed (or after `handoffGraceMs`: then the
  * new holder delivers it again — at least once).

@@ -81,7 +81,7 @@ async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProbl
 
 /**
  * A consumer name that many workers share: each `poll` leases messages to its caller, one
- * worker at a time per message, and each is acknowledged on its own (README, "Shared consumers").
+ * worker at a time per message, and each is acknowledged on its own (docs/work-queues.md).
  * One object per (storage, queue, name) in a process: opening it again gives the same object
  * (each `open` takes one `close`). It holds the consumer's lock, so another process gets
  * `E_LOCKED` and reaches it through a server.

@@ -1,6 +1,6 @@
 /**
- * A shared consumer of a partitioned queue, shared by many instances (README, "Partitioned
- * queues"): shared consumer `name` of each partition (consumers/shared/consumer.ts), held by one instance
+ * A shared consumer of a partitioned queue, shared by many instances (docs/partitioned.md):
+ * shared consumer `name` of each partition (consumers/shared/consumer.ts), held by one instance
  * at a time; this instance leases from the partitions it holds, round-robin. A lease carries its
  * partition, and `ack`/`nack`/`extend` go to that partition's consumer (an ack of a partition
  * held elsewhere goes through its inbox, consumers/state/ack-inbox.ts). A partition is handed

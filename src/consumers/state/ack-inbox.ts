@@ -9,7 +9,7 @@ import { writeWhole } from "../../storage/write-whole";
 /**
  * Acks, nacks and extends taken by an instance that does not hold the shared consumer they are
  * for, and commits of an ordered consumer's partition held elsewhere (consumers/ordered/partitioned.ts)
- * (README, "Partitioned queues"): its partition was handed over since the leases went out,
+ * (docs/partitioned.md): its partition was handed over since the leases went out,
  * or the request reached another instance (Nitro's `node-cluster` hands each connection to any
  * worker). That instance writes them, durably, into the consumer's inbox, a directory of small
  * files (`Q_info_wanta_C/<instance>-<seq>`), each written whole once and never changed. The

@@ -133,11 +133,10 @@ export class PartFiles {
     else this.#newCodec();
   }
 
-  /** Counts the record just encoded at `offset` of the current part and notes it for the index: returns its seq. */
-  addRecord(offset: number): number {
-    const seq = ++this.#count;
+  /** Counts record `seq` (the count + 1), just encoded at `offset` of the current part, and notes it for the index. */
+  addRecord(seq: number, offset: number): void {
+    this.#count = seq;
     this.#index!.note(seq, offset);
-    return seq;
   }
 
   /** Appends encoded records at the current part's edge. */

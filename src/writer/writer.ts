@@ -290,8 +290,10 @@ export class QueueWriter {
             records.makeRoom(item);
           }
           const offset = parts.edge + records.used;
-          records.add(item, offset, parts.count + 1, parts.codec);
-          const position = { part: parts.part, offset, seq: parts.addRecord(offset) };
+          const seq = parts.count + 1;
+          records.add(item, offset, seq, parts.codec);
+          parts.addRecord(seq, offset);
+          const position = { part: parts.part, offset, seq };
           if (single) results[b] = position;
           else positions[k] = position;
         }

@@ -1,27 +1,26 @@
 // Over 300 lines: one class that follows a consumer through the parts; reading a part, moving
 // to the next (deleted parts included), holding at a torn tail and v3 decoding share its
-// position, limit and open files.
+// position, limit and open files. Whether the writer has moved on is newer-part.ts's.
 import { comparePositions, formatCursor, type ConsumerPosition } from "../format/position";
 import type { LogFile, QueueDriver, RecordFile } from "../core/driver";
 import { VQueueError, type QueueProblem } from "../core/errors";
 import { openSharedLog, openSharedRecord } from "../storage/handles";
 import type { ChangeHint } from "../storage/hub";
 import { queueHub } from "../storage/hub";
-import { parsePushInfo, parseQueueInfo } from "../format/info";
+import { parsePushInfo } from "../format/info";
 import type { Message } from "../format/message";
-import { partDir, partPath, pushInfoPath, queueInfoPath } from "../storage/paths";
+import { partDir, partPath, pushInfoPath } from "../storage/paths";
 import { isRecordBoundary } from "./position-check";
 import { HEADER_SIZE } from "../format/record";
 import { PartDecoder } from "../compression/part-codec";
 import { isWriterGone, listParts, readInfoLine } from "./recovery";
 import { scanPart, type ChunkCache } from "./scan";
 import { reportMissed } from "./missed";
+import { NewerPartCheck } from "./newer-part";
 import type { ZstdLoader } from "../compression/zstd";
 
 // Bodies are bytes: a leading U+FEFF is part of the message, not a byte-order mark to drop.
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
-/** At most one directory listing a second looks for parts that a dead writer's queue line does not name. */
-const DIR_CHECK_MS = 1000;
 
 /** What a read took: `out`, of which the first `passed` are behind the reader's position. */
 interface Taken {
@@ -56,11 +55,11 @@ export class PartReader {
   #finished = false;
   /** An incomplete record at the end of a part whose writer is gone: reported once, never passed. */
   #tail: { at: number; size: number } | undefined;
-  #dirCheckedAt = 0;
   // Shared with the writer and the other consumers in this process (storage/handles.ts).
   #partFile: LogFile | undefined;
   #pushInfoFile: RecordFile | undefined;
-  #queueInfoFile: RecordFile | undefined;
+  /** Whether the writer has moved past the reading part. */
+  readonly #newerPart: NewerPartCheck;
   /** The last chunk read from the reading part: most reads are served from it. */
   #cache: ChunkCache = { buf: undefined, pos: 0 };
   /** The reading part's dictionary, opened at its first compressed record (v3). */
@@ -73,6 +72,7 @@ export class PartReader {
     this.#consumer = consumer;
     this.#driver = driver;
     this.#options = options;
+    this.#newerPart = new NewerPartCheck(driver, queue);
   }
 
   get position(): ConsumerPosition {
@@ -106,7 +106,7 @@ export class PartReader {
     this.#limit = 0;
     this.#limitFromFile = false;
     this.#tail = undefined;
-    this.#dirCheckedAt = 0;
+    this.#newerPart.reset();
     this.#finished = !this.#partFile; // a missing part reads as empty
   }
 
@@ -279,7 +279,7 @@ export class PartReader {
         this.#limitFromFile = false;
         if (this.#limit > this.#read.position) return true;
       }
-      if (await this.#newerPartExists(part, writerGone)) {
+      if (await this.#newerPart.exists(part, writerGone)) {
         // The writer has moved on: this part ends at its file size (its last records included).
         this.#finished = true;
         this.#limitFromFile = false;
@@ -326,10 +326,10 @@ export class PartReader {
   }
 
   async close(): Promise<void> {
-    const files = [this.#partFile, this.#pushInfoFile, this.#queueInfoFile];
-    this.#partFile = this.#pushInfoFile = this.#queueInfoFile = undefined;
+    const files = [this.#partFile, this.#pushInfoFile];
+    this.#partFile = this.#pushInfoFile = undefined;
     this.#dropDecoder();
-    await Promise.all(files.map((file) => file?.close()));
+    await Promise.all([...files.map((file) => file?.close()), this.#newerPart.close()]);
   }
 
   // --- Internals ---
@@ -350,25 +350,6 @@ export class PartReader {
       size - at,
       `stops before ${size - at} bytes at the end of part ${part} (offset ${at}) that are no whole record; its writer is gone (a torn write). The next writer cuts them off.`,
     );
-  }
-
-  async #newerPartExists(part: number, writerGone: () => Promise<boolean>): Promise<boolean> {
-    const file = (this.#queueInfoFile ??= await openSharedRecord(this.#driver, queueInfoPath(this.#queue), { create: false }));
-    const info =
-      file &&
-      (
-        await readInfoLine(
-          () => file.read(),
-          (text) => parseQueueInfo(text, this.#queue),
-        )
-      ).value;
-    if (info && info.part > part) return true;
-    // The line is missing or damaged, or (once the writer is gone) may lag: ask the directory.
-    if (info) {
-      if (Date.now() - this.#dirCheckedAt < DIR_CHECK_MS || !(await writerGone())) return false;
-      this.#dirCheckedAt = Date.now();
-    }
-    return (await listParts(this.#driver, this.#queue)).some((id) => id > part);
   }
 
   #dropDecoder(): void {

@@ -54,7 +54,7 @@ export async function pruneQueue(driver: QueueDriver, queue: string, retention: 
   if (damaged) return { ...result, refused: `the queue line of "${queue}" is damaged: which part is current is not known, so nothing is deleted` };
   // The lesser of the two: a lagging line (a crash between a new part and its line) keeps the
   // parts after it, and a part directory a writer that lost its lock made past the live writer's
-  // part (made unfenced, see writer/writer.ts) keeps the part actually being written.
+  // part (made unfenced, see writer/parts.ts) keeps the part actually being written.
   const current = Math.min(info?.part ?? Number.POSITIVE_INFINITY, ids.at(-1) ?? Number.POSITIVE_INFINITY);
   const sealed = ids.filter((id) => id < current);
   if (!retains(retention) || sealed.length === 0) return result;

@@ -1,6 +1,6 @@
 // Over 300 lines: the facade of a consumer (read, wait, poll, commit, seek, lag, close) over its
 // reader, position file and lock; each call is a few lines, and they share its serial chain.
-import { checkConsumerKind, type ConsumerKind } from "../kind";
+import type { ConsumerKind } from "../kind";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "../../format/position";
 import type { DriverLock, QueueDriver } from "../../core/driver";
 import { VQueueError, type QueueProblem } from "../../core/errors";
@@ -25,10 +25,11 @@ import {
 import { withSharedLog } from "../../storage/handles";
 import { consumerLockPath, partPath } from "../../storage/paths";
 import { PartReader } from "../../log/part-reader";
-import { checkSavedPosition, isRecordBoundary, startPosition } from "../../log/position-check";
+import { isRecordBoundary } from "../../log/position-check";
 import { PositionFile } from "../state/position-file";
+import { openingPosition } from "./opening-position";
 import { resolveSeek, type SeekTarget } from "../../log/seek";
-import { listParts, queueExists, readQueueInfo } from "../../log/recovery";
+import { queueExists } from "../../log/recovery";
 import { watchStorage } from "../../storage/watch";
 
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "../../options/queue";
@@ -39,8 +40,8 @@ const READ_ENDS_KEPT = 64;
 /**
  * A named reader of a queue with a saved position (`Q_info_pop_C`). Any number of consumers
  * read one queue, each at its own pace; one open reader per consumer name at a time.
- * Following the parts is `PartReader`'s, the saved position `PositionFile`'s, waking
- * `QueueHub`'s (in process) and `watchStorage`'s (across processes).
+ * Following the parts is `PartReader`'s, the saved position `PositionFile`'s, where it opens
+ * `openingPosition`'s, waking `QueueHub`'s (in process) and `watchStorage`'s (across processes).
  */
 export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
   readonly queue: string;
@@ -387,44 +388,18 @@ export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
   }
 
   async #init(): Promise<void> {
-    const driver = this.#driver;
-    const { create, start } = this.options;
-    const onProblem = this.#onProblem;
-    const parts = await listParts(driver, this.queue);
-    const info = await readQueueInfo(driver, this.queue, onProblem);
-    if (!info && parts.length === 0) throw new VQueueError("E_NOT_FOUND", `Queue "${this.queue}" does not exist.`);
-    const startAt = () => startPosition(driver, this.queue, start, parts, info?.part);
-    const loaded = await this.#positionFile.load();
-    if (loaded === "missing" && !create) throw new VQueueError("E_NOT_FOUND", `Consumer "${this.name}" of queue "${this.queue}" does not exist.`);
-    await checkConsumerKind(driver, this.queue, this.name, this.#kind, loaded === "missing", this.options.syncCommits, this.#lock);
-    if (loaded === "unreadable") {
-      this.#savedPositionReset = true;
-      onProblem({
-        code: "BAD_POSITION",
-        queue: this.queue,
-        message: `Saved position of consumer "${this.name}" is unreadable; starting at the ${start} position.`,
-      });
-    }
-    let saved: ConsumerPosition;
-    if (typeof loaded === "object") {
-      saved = await checkSavedPosition(
-        driver,
-        this.queue,
-        this.name,
-        loaded,
-        { parts, infoPart: info?.part },
-        onProblem,
-        startAt,
-        () => (this.#savedPositionReset = true),
-      );
-      // Told once: the position past the deleted parts is saved, so a reopen does not tell it again.
-      if (this.#missed > 0) await this.#positionFile.save(saved);
-    } else {
-      saved = await startAt();
-      await this.#positionFile.save(saved);
-    }
-    this.#committed = saved;
-    await this.#reader.openAt(saved);
+    const { position, reset } = await openingPosition({
+      queue: this.queue,
+      name: this.name,
+      options: this.options,
+      kind: this.#kind,
+      lock: this.#lock,
+      positionFile: this.#positionFile,
+      onProblem: this.#onProblem,
+    });
+    this.#savedPositionReset = reset;
+    this.#committed = position;
+    await this.#reader.openAt(position);
   }
 }
 

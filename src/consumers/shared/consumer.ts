@@ -3,31 +3,15 @@
 // format and the iterator live in their own files; these calls share one window.
 import { checkInteger } from "../../options/queue";
 import { QueueConsumer } from "../ordered/consumer";
-import { comparePositions, type ConsumerPosition } from "../../format/position";
+import type { ConsumerPosition } from "../../format/position";
 import { deadLetterOf } from "./dead-letter";
-import { VQueueError, type QueueProblem } from "../../core/errors";
+import { VQueueError } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { assertName } from "../../core/names";
-import { positionHolds } from "../../log/position-check";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
-import {
-  AckRanges,
-  ackLine,
-  ackLines,
-  bornLine,
-  deadLetteredLine,
-  deliveryLine,
-  isBelow,
-  markLine,
-  nextLeaseId,
-  messageKey,
-  rangeLine,
-  SharedState,
-  startsBelow,
-  type SharedSnapshot,
-} from "../state/shared-state";
+import { deliveryLine, isBelow, nextLeaseId, messageKey } from "../state/shared-state";
 import { SharedWindow, type WindowEntry } from "./window";
-import { GroupCommit } from "./group-commit";
+import { SharedJournal } from "./journal";
 import { clearInbox, INBOX_CHECK_MS, readInbox } from "../state/ack-inbox";
 import { iterateShared } from "./iterate";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
@@ -35,49 +19,10 @@ import { QueueWriter } from "../../writer/writer";
 
 export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "../types";
 
-/** The journal is folded into a new snapshot once it is this large and the floor has moved. */
-const COMPACT_BYTES = 64 * 1024;
-/**
- * While messages are tracked above it, the floor (pop line) is saved at most this often, and
- * before each compaction: each save is a write and an fsync in the commit chain, and until it
- * the journal's ack lines say the same (a restart loads them). Saved at once when nothing is
- * left above it, and at close; a consumer that stops mid-way saves its last floor after this long.
- */
-const FLOOR_SAVE_MS = 200;
 /** A nack's `error` is kept up to this many characters. */
 export const MAX_ERROR_CHARS = 4096;
 
 const open = new Map<string, Promise<SharedConsumer>>();
-
-/**
- * What a shared consumer keeps above its floor (acks, delivery counts, the high-water mark)
- * names messages by part and offset: it describes the queue's records only while the floor
- * and the mark still name the positions they named. Not when the floor was moved at open (its
- * saved position was not trusted), nor when the mark no longer holds (the parts were cut short
- * or written again under it): then it is dropped and said, and those messages are handed out
- * again rather than taken for acknowledged ones.
- */
-async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProblem: (problem: QueueProblem) => void): Promise<void> {
-  const { mark } = loaded;
-  const kept = loaded.acked.size + loaded.deliveries.size + loaded.ranges.all.length;
-  if (kept === 0 && !mark) return;
-  const markAbove = mark !== undefined && comparePositions(mark, inner.committed) > 0;
-  const why = inner.savedPositionReset
-    ? "its saved floor was not trusted"
-    : markAbove && !(await positionHolds(inner.options.driver, inner.queue, mark))
-      ? `its high-water mark (part ${mark.part}, byte ${mark.position}, after ${mark.count} records) names no record that follows it`
-      : undefined;
-  if (!why) return;
-  loaded.acked.clear();
-  loaded.deliveries.clear();
-  loaded.ranges = new AckRanges();
-  loaded.mark = undefined;
-  onProblem({
-    code: "BAD_POSITION",
-    queue: inner.queue,
-    message: `Shared consumer "${inner.name}": ${why} (the queue's parts were cut short or written again); its ${kept} ack and delivery line(s) above the floor are dropped, and those messages are handed out again.`,
-  });
-}
 
 /**
  * A consumer name that many workers share: each `poll` leases messages to its caller, one
@@ -96,11 +41,8 @@ export class SharedConsumer implements LeasingConsumer {
   readonly options: ResolvedSharedOptions;
   readonly #key: string;
   readonly #inner: QueueConsumer;
-  readonly #state: SharedState;
-  readonly #window = new SharedWindow();
-  /** Acks and counts from the files, for messages the head has not read again yet. */
-  readonly #loaded: SharedSnapshot;
-  #floor: ConsumerPosition;
+  readonly #window: SharedWindow;
+  readonly #journal: SharedJournal;
   #refs = 1;
   /** The promise `open` keeps for this consumer (see open()). */
   #entry: Promise<SharedConsumer> | undefined;
@@ -113,45 +55,23 @@ export class SharedConsumer implements LeasingConsumer {
   #leaseSeq = nextLeaseId();
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
-  readonly #commits: GroupCommit<WindowEntry>;
-  /** The high-water mark: every message before it was handed out (`W` lines). */
-  #mark: ConsumerPosition | undefined;
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
-  #floorSavedAt = 0;
-  #floorTimer: ReturnType<typeof setTimeout> | undefined;
   #redelivered = 0;
-  #deadLettered = 0;
   #inboxTimer: ReturnType<typeof setTimeout> | undefined;
   #inboxCheck: Promise<void> | undefined;
   /** When the last inbox read began: a lease that ran out after it may have an ack or extend there not read yet. */
   #inboxReadAt = 0;
 
-  private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
+  private constructor(key: string, inner: QueueConsumer, window: SharedWindow, journal: SharedJournal, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
     this.name = inner.name;
     this.options = options;
     this.#key = key;
     this.#inner = inner;
-    this.#state = state;
-    this.#loaded = loaded;
-    this.#floor = inner.committed;
-    this.#mark = loaded.mark;
-    this.#leaseSeq = Math.max(this.#leaseSeq, loaded.born);
-    this.#commits = new GroupCommit<WindowEntry>({
-      write: (lines, acked) => state.append(lines + ackLines(acked.sort(byPosition))),
-      written: (acked) => {
-        for (const entry of acked) {
-          entry.persisted = true;
-          entry.message = undefined;
-        }
-      },
-      // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
-      failed: (acked) => {
-        for (const entry of acked) Object.assign(entry, { state: "ready", until: 0, acking: undefined });
-      },
-      after: () => this.#afterWrite(),
-    });
+    this.#window = window;
+    this.#journal = journal;
+    this.#leaseSeq = Math.max(this.#leaseSeq, journal.born);
   }
 
   /** Opens (by default creates) shared consumer `name` of `queue`: `E_KIND` when the name is an ordered consumer's. */
@@ -173,15 +93,8 @@ export class SharedConsumer implements LeasingConsumer {
     const opening = (async () => {
       const inner = await QueueConsumer.open(queue, name, resolved, "shared");
       try {
-        const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits, inner.lock);
-        const loaded = await state.load(resolved.onProblem);
-        await dropIfStale(inner, loaded, resolved.onProblem);
-        // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
-        for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
-        for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
-        const consumer = new SharedConsumer(key, inner, state, loaded, resolved);
-        // A fresh snapshot of what is above the floor, and an empty journal (a torn line goes).
-        await state.compact(consumer.#snapshotLines());
+        const window = new SharedWindow();
+        const consumer = new SharedConsumer(key, inner, window, await SharedJournal.open(inner, resolved, window), resolved);
         // Acks other instances took meanwhile, before anything goes out again.
         await consumer.#checkInbox();
         return consumer;
@@ -204,7 +117,7 @@ export class SharedConsumer implements LeasingConsumer {
 
   /** The ack floor: every message before it is acknowledged (the crate's pop line). */
   get floor(): ConsumerPosition {
-    return { ...this.#floor };
+    return { ...this.#journal.floor };
   }
 
   /** What the consumer holds now: leases, messages coming again, dead letters, the oldest unacknowledged (O(window size)). */
@@ -219,8 +132,8 @@ export class SharedConsumer implements LeasingConsumer {
       window: this.#window.size,
       redelivered: this.#redelivered,
       redeliveredPending: redelivered,
-      deadLettered: this.#deadLettered,
-      deadLetteredTotal: this.#loaded.deadLettered + this.#deadLettered,
+      deadLettered: this.#journal.deadLettered,
+      deadLetteredTotal: this.#journal.deadLetteredTotal,
       oldestUnacked: message
         ? {
             part: message.part,
@@ -299,8 +212,8 @@ export class SharedConsumer implements LeasingConsumer {
         if (refused) throw refused;
         return this.#ack(entry);
       }
-      if (isBelow(key, this.#floor) || this.#ackedBefore(ref, key)) return Promise.resolve();
-      if (this.#handedOutBefore(ref.part, ref.offset, key)) return this.#ackAhead([key]);
+      if (isBelow(key, this.#journal.floor) || this.#journal.ackedBefore(ref.part, ref.offset, key)) return Promise.resolve();
+      if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) return this.#journal.ackAhead([key]);
       throw this.#notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
@@ -325,12 +238,13 @@ export class SharedConsumer implements LeasingConsumer {
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor) && !this.#ackedBefore(ref, key)) {
-        if (this.#handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
+      else if (!isBelow(key, this.#journal.floor) && !this.#journal.ackedBefore(ref.part, ref.offset, key)) {
+        if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
         else errors[i] = this.#notHandedOut(key);
       }
     });
-    if (ahead.size > 0) waits.push(this.#ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
+    if (ahead.size > 0)
+      waits.push(this.#journal.ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
       waits.push(
@@ -390,16 +304,14 @@ export class SharedConsumer implements LeasingConsumer {
     this.#closed = true;
     if (open.get(this.#key) === this.#entry) open.delete(this.#key);
     this.#notify();
-    try {
+    const drained = (async () => {
       clearTimeout(this.#inboxTimer);
       await this.#inboxCheck;
       await this.#serial.catch(() => {});
-      await this.#commits.idle();
-      clearTimeout(this.#floorTimer);
-      await this.#afterWrite(true).catch(() => {});
-      await this.#compact().catch(() => {});
+    })();
+    try {
+      await this.#journal.close(drained);
     } finally {
-      await this.#state.close().catch(() => {});
       const dlq = await this.#dlq?.catch(() => undefined);
       await dlq?.close().catch(() => {});
       await this.#inner.close();
@@ -461,7 +373,7 @@ export class SharedConsumer implements LeasingConsumer {
       if (item.kind === "commit") continue; // an ordered consumer's: none is written here
       const { ref } = item;
       // Below the floor: done. Older than this consumer: a deleted namesake's lease, no message here.
-      if (isBelow(ref.key, this.#floor) || this.#bornAfter(ref)) continue;
+      if (isBelow(ref.key, this.#journal.floor) || this.#bornAfter(ref)) continue;
       const entry = this.#window.get(ref.key);
       // A lease that ran out while the item waited here, and did not go out again since, is still
       // the worker's: its nack or extend counts (posted in time, read late).
@@ -474,32 +386,14 @@ export class SharedConsumer implements LeasingConsumer {
         if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
         // Moving to the dead-letter queue (until Infinity): acked by that move.
         else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
-      } else if (!this.#ackedBefore(ref, ref.key) && this.#handedOutBefore(ref.part, ref.offset, ref.key)) ahead.add(ref.key);
+      } else if (!this.#journal.ackedBefore(ref.part, ref.offset, ref.key) && this.#journal.handedOutBefore(ref.part, ref.offset, ref.key)) ahead.add(ref.key);
     }
     if (entries.size > 0) waits.push(this.#ackEntries([...entries]));
     // Not written: the inbox keeps them, and the next check tries again.
-    if (ahead.size > 0) waits.push(this.#ackAhead([...ahead]));
+    if (ahead.size > 0) waits.push(this.#journal.ackAhead([...ahead]));
     await Promise.all(waits);
     // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
     await clearInbox(this.options.driver, files, this.#inner.lock);
-  }
-
-  /** Whether the message at `part`/`offset`, not in the window, was handed out (by this or an earlier holder). */
-  #handedOutBefore(part: number, offset: number, key: string): boolean {
-    return this.#loaded.deliveries.has(key) || startsBelow(part, offset, this.#mark);
-  }
-
-  /**
-   * Acknowledges messages the head has not read yet, handed out before (an earlier holder's
-   * leases): as a restart's loaded acks are (#take passes them), with their lines written.
-   */
-  #ackAhead(keys: string[]): Promise<void> {
-    const fresh = keys.filter((key) => !this.#loaded.acked.has(key));
-    for (const key of fresh) this.#loaded.acked.add(key);
-    return this.#commits.add(keys.map(ackLine).join("")).catch((error: unknown) => {
-      for (const key of fresh) this.#loaded.acked.delete(key);
-      throw error;
-    });
   }
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
@@ -574,26 +468,11 @@ export class SharedConsumer implements LeasingConsumer {
         throw error;
       }
       if (batch.length === 0) break;
-      let anyAcked = false;
-      const loaded = this.#loaded;
-      for (const message of batch) {
-        const key = messageKey(message.part, message.offset);
-        // Below the loaded mark without a count of its own: handed out once.
-        const deliveries = loaded.deliveries.get(key) ?? (startsBelow(message.part, message.offset, loaded.mark) ? 1 : 0);
-        loaded.deliveries.delete(key);
-        // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
-        const acked = loaded.acked.delete(key) || loaded.ranges.has(message.part, message.offset);
-        anyAcked ||= acked;
-        this.#window.add(message, deliveries, acked);
-      }
-      if (anyAcked) void this.#commits.add("").catch(() => {});
+      this.#journal.track(batch);
     }
     if (out.length === 0) return { leased: [], counted: Promise.resolve() };
-    if (mark && (!this.#mark || comparePositions(mark, this.#mark) > 0)) {
-      this.#mark = mark;
-      lines += markLine(mark);
-    }
-    const counted = this.#commits.add(lines);
+    lines += this.#journal.markLine(mark);
+    const counted = this.#journal.write(lines);
     // Spelled out, not spread: this runs for every message handed out.
     const leased = out.map((entry) => {
       const m = entry.message!;
@@ -685,17 +564,9 @@ export class SharedConsumer implements LeasingConsumer {
       : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
   }
 
-  /**
-   * Acknowledged before a restart, and not read again yet: an ack sent again (its answer was
-   * lost with the server that wrote it) is done, not refused.
-   */
-  #ackedBefore(ref: LeaseRef, key: string): boolean {
-    return this.#loaded.acked.has(key) || this.#loaded.ranges.contains(ref.part, ref.offset);
-  }
-
   /** Whether `ref` is a lease of an earlier consumer of this name, deleted since (`B` line). */
   #bornAfter(ref: LeaseRef): boolean {
-    return ref.lease <= this.#loaded.born;
+    return ref.lease <= this.#journal.born;
   }
 
   #earlierConsumer(key: string, ref: LeaseRef, what: string): VQueueError {
@@ -724,7 +595,7 @@ export class SharedConsumer implements LeasingConsumer {
       entry.state = "acked";
       entry.until = 0;
     }
-    const acking = this.#commits.add(extra, entries);
+    const acking = this.#journal.write(extra, entries);
     for (const entry of entries) entry.acking = acking;
     this.#notify();
     return acking;
@@ -747,8 +618,7 @@ export class SharedConsumer implements LeasingConsumer {
       entry.until = 0;
       throw error;
     }
-    this.#deadLettered++;
-    await this.#ack(entry, deadLetteredLine(this.#loaded.deadLettered + this.#deadLettered));
+    await this.#ack(entry, this.#journal.countDeadLetter());
   }
 
   /** Not handed out either: it stays due, and the next poll tries the dead-letter queue again. */
@@ -763,64 +633,7 @@ export class SharedConsumer implements LeasingConsumer {
       message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.`,
     });
   }
-
-  /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
-  async #afterWrite(force = false): Promise<void> {
-    const last = this.#window.dropAcked();
-    if (last) this.#floor = last.end;
-    // Also a floor whose save failed before: tried again here.
-    if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
-    const compact = this.#state.journalBytes > COMPACT_BYTES;
-    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
-    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
-    await this.#inner.commitPosition(this.#floor);
-    this.#floorSavedAt = Date.now();
-    if (compact) await this.#compact();
-  }
-
-  /** A commit round after FLOOR_SAVE_MS saves the floor, if no other round did by then. */
-  #saveFloorLater(): void {
-    if (this.#floorTimer || this.#closed) return;
-    this.#floorTimer = setTimeout(() => {
-      this.#floorTimer = undefined;
-      if (!this.#closed) void this.#commits.add("").catch(() => {}); // a failure: tried again at the next round
-    }, FLOOR_SAVE_MS);
-    (this.#floorTimer as { unref?: () => void }).unref?.();
-  }
-
-  /**
-   * A new snapshot of what is above the floor. Only once the floor is saved: the entries it
-   * passed have left the window, and their ack lines would be lost with the journal.
-   */
-  async #compact(): Promise<void> {
-    if (comparePositions(this.#floor, this.#inner.committed) !== 0) return;
-    await this.#state.compact(this.#snapshotLines());
-  }
-
-  /** The state above the floor, as snapshot lines. */
-  #snapshotLines(): string {
-    const floor = this.#inner.committed;
-    const mark = this.#mark && comparePositions(this.#mark, floor) > 0 ? this.#mark : undefined;
-    const acked: WindowEntry[] = [];
-    let lines = mark ? markLine(mark) : "";
-    for (const entry of this.#window.entries()) {
-      if (entry.state === "acked") {
-        if (entry.persisted) acked.push(entry);
-      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark)))
-        lines += deliveryLine(entry.key, entry.deliveries);
-    }
-    lines += ackLines(acked);
-    for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
-    for (const range of this.#loaded.ranges.ahead()) if (!startsBelow(range.part, range.to, floor)) lines += rangeLine(range);
-    for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
-    const deadLettered = this.#loaded.deadLettered + this.#deadLettered;
-    if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
-    if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
-    return lines;
-  }
 }
-
-const byPosition = (a: WindowEntry, b: WindowEntry): number => a.part - b.part || a.offset - b.offset;
 
 /** Opens shared consumer `name` of `queue`. See `SharedConsumer`. */
 export function openSharedConsumer(queue: string, name: string, options?: SharedConsumerOptions): Promise<SharedConsumer> {

@@ -12,7 +12,7 @@ import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type Sh
 import { deliveryLine, isBelow, nextLeaseId, messageKey } from "../state/shared-state";
 import { SharedWindow, type WindowEntry } from "./window";
 import { SharedJournal } from "./journal";
-import { clearInbox, INBOX_CHECK_MS, readInbox } from "../state/ack-inbox";
+import { SharedInbox } from "./inbox";
 import { iterateShared } from "./iterate";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
 import { QueueWriter } from "../../writer/writer";
@@ -58,10 +58,7 @@ export class SharedConsumer implements LeasingConsumer {
   readonly #listeners = new Set<() => void>();
   #dlq: Promise<QueueWriter> | undefined;
   #redelivered = 0;
-  #inboxTimer: ReturnType<typeof setTimeout> | undefined;
-  #inboxCheck: Promise<void> | undefined;
-  /** When the last inbox read began: a lease that ran out after it may have an ack or extend there not read yet. */
-  #inboxReadAt = 0;
+  readonly #inbox: SharedInbox;
 
   private constructor(key: string, inner: QueueConsumer, window: SharedWindow, journal: SharedJournal, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -72,6 +69,16 @@ export class SharedConsumer implements LeasingConsumer {
     this.#window = window;
     this.#journal = journal;
     this.#leaseSeq = Math.max(this.#leaseSeq, journal.born);
+    this.#inbox = new SharedInbox({
+      queue: this.queue,
+      name: this.name,
+      options,
+      lock: inner.lock,
+      window,
+      journal,
+      nack: (entry, nack) => this.#nack(entry, nack),
+      ack: (entries) => this.#ackEntries(entries),
+    });
   }
 
   /** Opens (by default creates) shared consumer `name` of `queue`: `E_KIND` when the name is an ordered consumer's. */
@@ -96,7 +103,7 @@ export class SharedConsumer implements LeasingConsumer {
         const window = new SharedWindow();
         const consumer = new SharedConsumer(key, inner, window, await SharedJournal.open(inner, resolved, window), resolved);
         // Acks other instances took meanwhile, before anything goes out again.
-        await consumer.#checkInbox();
+        await consumer.#inbox.check();
         return consumer;
       } catch (error) {
         await inner.close();
@@ -185,7 +192,7 @@ export class SharedConsumer implements LeasingConsumer {
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       if (inbox) {
         inboxFirst = false;
-        await this.#inboxNow();
+        await this.#inbox.now();
         continue;
       }
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
@@ -205,7 +212,7 @@ export class SharedConsumer implements LeasingConsumer {
     try {
       this.#assertOpen();
       const key = messageKey(ref.part, ref.offset);
-      if (this.#bornAfter(ref)) throw this.#earlierConsumer(key, ref, "ack");
+      if (this.#journal.bornAfter(ref.lease)) throw this.#earlierConsumer(key, ref, "ack");
       const entry = this.#window.get(key);
       if (entry) {
         const refused = this.#ackRefusal(entry, ref);
@@ -234,7 +241,7 @@ export class SharedConsumer implements LeasingConsumer {
     refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      const refused = this.#bornAfter(ref) ? this.#earlierConsumer(key, ref, "ack") : entry && this.#ackRefusal(entry, ref);
+      const refused = this.#journal.bornAfter(ref.lease) ? this.#earlierConsumer(key, ref, "ack") : entry && this.#ackRefusal(entry, ref);
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
@@ -305,8 +312,7 @@ export class SharedConsumer implements LeasingConsumer {
     if (open.get(this.#key) === this.#entry) open.delete(this.#key);
     this.#notify();
     const drained = (async () => {
-      clearTimeout(this.#inboxTimer);
-      await this.#inboxCheck;
+      await this.#inbox.close();
       await this.#serial.catch(() => {});
     })();
     try {
@@ -326,74 +332,6 @@ export class SharedConsumer implements LeasingConsumer {
 
   #assertOpen(): void {
     if (this.#closed) throw new VQueueError("E_CLOSED", `Shared consumer "${this.name}" of queue "${this.queue}" is closed.`);
-  }
-
-  /** Applies the inbox (a failure is told and tried again), then looks again after `INBOX_CHECK_MS`. */
-  #checkInbox(): Promise<void> {
-    this.#inboxCheck = this.#applyInbox()
-      .catch((error: unknown) => {
-        const why = error instanceof Error ? error.message : String(error);
-        this.options.onProblem({
-          code: "INBOX_FAILED",
-          queue: this.queue,
-          consumer: this.name,
-          message: `Shared consumer "${this.name}" could not apply what its inbox holds (${why}); trying again.`,
-        });
-      })
-      .finally(() => {
-        this.#inboxCheck = undefined;
-        if (this.#closed) return;
-        this.#inboxTimer = setTimeout(() => void this.#checkInbox(), INBOX_CHECK_MS);
-        (this.#inboxTimer as { unref?: () => void }).unref?.();
-      });
-    return this.#inboxCheck;
-  }
-
-  /** Reads the inbox now (or waits for the read under way). */
-  #inboxNow(): Promise<void> {
-    if (this.#inboxCheck) return this.#inboxCheck;
-    clearTimeout(this.#inboxTimer);
-    return this.#checkInbox();
-  }
-
-  /**
-   * What other instances took for this consumer (consumers/state/ack-inbox.ts). An ack of a message this or an
-   * earlier holder handed out is taken whoever holds it now (the work is done); one of a message
-   * never handed out is no lease's, and is dropped. A nack or an extend applies to a lease that
-   * is still running here. Written, then the files go.
-   */
-  async #applyInbox(): Promise<void> {
-    this.#inboxReadAt = Date.now();
-    const { files, items } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
-    if (files.length === 0 || this.#closed) return;
-    const entries = new Set<WindowEntry>();
-    const waits: Promise<unknown>[] = [];
-    const ahead = new Set<string>();
-    for (const item of items) {
-      if (item.kind === "commit") continue; // an ordered consumer's: none is written here
-      const { ref } = item;
-      // Below the floor: done. Older than this consumer: a deleted namesake's lease, no message here.
-      if (isBelow(ref.key, this.#journal.floor) || this.#bornAfter(ref)) continue;
-      const entry = this.#window.get(ref.key);
-      // A lease that ran out while the item waited here, and did not go out again since, is still
-      // the worker's: its nack or extend counts (posted in time, read late).
-      const running = entry?.state === "leased" && entry.lease === ref.lease && entry.until !== Infinity;
-      if (item.kind === "nack") {
-        if (running) waits.push(this.#nack(entry, { ...item, delayMs: Math.min(item.delayMs, MAX_LEASE_MS) }).catch(() => {})); // moved meanwhile: nothing to give back
-      } else if (item.kind === "extend") {
-        if (running) entry.until = Math.min(Math.max(entry.until, item.until), Date.now() + MAX_LEASE_MS);
-      } else if (entry) {
-        if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
-        // Moving to the dead-letter queue (until Infinity): acked by that move.
-        else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
-      } else if (!this.#journal.ackedBefore(ref.part, ref.offset, ref.key) && this.#journal.handedOutBefore(ref.part, ref.offset, ref.key)) ahead.add(ref.key);
-    }
-    if (entries.size > 0) waits.push(this.#ackEntries([...entries]));
-    // Not written: the inbox keeps them, and the next check tries again.
-    if (ahead.size > 0) waits.push(this.#journal.ackAhead([...ahead]));
-    await Promise.all(waits);
-    // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
-    await clearInbox(this.options.driver, files, this.#inner.lock);
   }
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
@@ -422,7 +360,7 @@ export class SharedConsumer implements LeasingConsumer {
         if (failed.has(entry) || entry.state === "acked" || entry.message === undefined || entry.until > now) continue;
         // Ran out since the inbox was last read: an ack or extend taken in time by another
         // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
-        if (inboxFirst && entry.state === "leased" && entry.until > this.#inboxReadAt) {
+        if (inboxFirst && entry.state === "leased" && entry.until > this.#inbox.readAt) {
           if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true };
           continue;
         }
@@ -534,7 +472,7 @@ export class SharedConsumer implements LeasingConsumer {
 
   #leased(ref: LeaseRef, what: string): WindowEntry {
     const key = messageKey(ref.part, ref.offset);
-    if (this.#bornAfter(ref)) throw this.#earlierConsumer(key, ref, what);
+    if (this.#journal.bornAfter(ref.lease)) throw this.#earlierConsumer(key, ref, what);
     const entry = this.#window.get(key);
     if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until <= Date.now()) {
       const why = !entry || entry.state === "acked" ? "it is acknowledged" : entry.lease !== ref.lease ? "it was handed out again since" : "the lease ran out";
@@ -562,11 +500,6 @@ export class SharedConsumer implements LeasingConsumer {
     return why === undefined
       ? undefined
       : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
-  }
-
-  /** Whether `ref` is a lease of an earlier consumer of this name, deleted since (`B` line). */
-  #bornAfter(ref: LeaseRef): boolean {
-    return ref.lease <= this.#journal.born;
   }
 
   #earlierConsumer(key: string, ref: LeaseRef, what: string): VQueueError {

@@ -134,6 +134,11 @@ export class SharedJournal {
     return this.#loaded.born;
   }
 
+  /** Whether `lease` is a lease of an earlier consumer of this name, deleted since (`B` line). */
+  bornAfter(lease: number): boolean {
+    return lease <= this.#loaded.born;
+  }
+
   /** Messages moved to the dead-letter queue by this process. */
   get deadLettered(): number {
     return this.#deadLettered;

@@ -4,7 +4,7 @@
 import { checkInteger } from "../../options/queue";
 import { QueueConsumer } from "../ordered/consumer";
 import type { ConsumerPosition } from "../../format/position";
-import { deadLetterOf } from "./dead-letter";
+import { DeadLettering } from "./dead-lettering";
 import { VQueueError } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { assertName } from "../../core/names";
@@ -15,7 +15,6 @@ import { SharedJournal } from "./journal";
 import { SharedInbox } from "./inbox";
 import { iterateShared } from "./iterate";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
-import { QueueWriter } from "../../writer/writer";
 
 export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "../types";
 
@@ -56,7 +55,7 @@ export class SharedConsumer implements LeasingConsumer {
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   readonly #listeners = new Set<() => void>();
-  #dlq: Promise<QueueWriter> | undefined;
+  readonly #deadLetters: DeadLettering;
   #redelivered = 0;
   readonly #inbox: SharedInbox;
 
@@ -78,6 +77,14 @@ export class SharedConsumer implements LeasingConsumer {
       journal,
       nack: (entry, nack) => this.#nack(entry, nack),
       ack: (entries) => this.#ackEntries(entries),
+    });
+    this.#deadLetters = new DeadLettering({
+      queue: this.queue,
+      name: this.name,
+      options,
+      journal,
+      lease: () => this.#newLease(),
+      ack: (entry, line) => this.#ack(entry, line),
     });
   }
 
@@ -276,7 +283,7 @@ export class SharedConsumer implements LeasingConsumer {
   async #nack(entry: WindowEntry, { delayMs = 0, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
     if (release) entry.deliveries = Math.max(0, entry.deliveries - 1);
-    else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetters.move(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
     this.#notify();
@@ -318,8 +325,7 @@ export class SharedConsumer implements LeasingConsumer {
     try {
       await this.#journal.close(drained);
     } finally {
-      const dlq = await this.#dlq?.catch(() => undefined);
-      await dlq?.close().catch(() => {});
+      await this.#deadLetters.close();
       await this.#inner.close();
     }
   }
@@ -370,7 +376,7 @@ export class SharedConsumer implements LeasingConsumer {
         else if (entry.error === undefined && entry.deliveries > 0)
           entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
         if (entry.deliveries >= this.options.maxDeliveries) {
-          await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
+          if (!(await this.#deadLetters.tryMove(entry))) failed.add(entry);
           moved = true;
           continue;
         }
@@ -387,7 +393,7 @@ export class SharedConsumer implements LeasingConsumer {
         else lines += deliveryLine(entry.key, entry.deliveries + 1);
         if (++entry.deliveries > 1) this.#redelivered++;
         entry.firstAt ??= now;
-        entry.lease = this.#leaseSeq = nextLeaseId(this.#leaseSeq);
+        entry.lease = this.#newLease();
         entry.until = now + leaseMs;
         out.push(entry);
         room--;
@@ -534,37 +540,8 @@ export class SharedConsumer implements LeasingConsumer {
     return acking;
   }
 
-  /** Pushes a message to the dead-letter queue, then acknowledges it here (a crash in between: it may go twice). */
-  async #deadLetter(entry: WindowEntry): Promise<void> {
-    const message = entry.message!;
-    entry.state = "leased";
-    entry.until = Infinity; // held: no poll hands it out while it moves
-    entry.lease = this.#leaseSeq = nextLeaseId(this.#leaseSeq);
-    try {
-      const { driver, onProblem, zstd, syncCommits, deadLetterQueue } = this.options;
-      const writer = await (this.#dlq ??= QueueWriter.open(deadLetterQueue, { driver, onProblem, zstd, durability: syncCommits ? "fsync" : "none" }));
-      await writer.push(JSON.stringify(deadLetterOf(this.queue, this.name, message, entry.deliveries, entry.error)));
-    } catch (error) {
-      this.#dlq = undefined;
-      // No ack can come meanwhile (#ackRefusal: it is moving): it is due again.
-      entry.state = "ready";
-      entry.until = 0;
-      throw error;
-    }
-    await this.#ack(entry, this.#journal.countDeadLetter());
-  }
-
-  /** Not handed out either: it stays due, and the next poll tries the dead-letter queue again. */
-  #deadLetterFailed(entry: WindowEntry, error: unknown, failed: Set<WindowEntry>): void {
-    failed.add(entry);
-    const why = error instanceof Error ? error.message : String(error);
-    this.options.onProblem({
-      code: "DEAD_LETTER_FAILED",
-      queue: this.queue,
-      consumer: this.name,
-      part: entry.end.part,
-      message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.`,
-    });
+  #newLease(): number {
+    return (this.#leaseSeq = nextLeaseId(this.#leaseSeq));
   }
 }
 

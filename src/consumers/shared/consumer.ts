@@ -9,10 +9,11 @@ import { VQueueError } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { assertName } from "../../core/names";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
-import { deliveryLine, isBelow, nextLeaseId, messageKey } from "../state/shared-state";
+import { deliveryLine, isBelow, messageKey } from "../state/shared-state";
 import { SharedWindow, type WindowEntry } from "./window";
 import { SharedJournal } from "./journal";
 import { SharedInbox } from "./inbox";
+import { SharedLeases } from "./leases";
 import { iterateShared } from "./iterate";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
 
@@ -46,12 +47,7 @@ export class SharedConsumer implements LeasingConsumer {
   /** The promise `open` keeps for this consumer (see open()). */
   #entry: Promise<SharedConsumer> | undefined;
   #closed = false;
-  /**
-   * Lease ids grow across restarts too (from the clock, in thousandths of a ms): a lease of an
-   * earlier process is always below this one's, a made-up one from the future is refused. Never
-   * below the consumer's birth (`B` line), whose clock may be ahead of this host's.
-   */
-  #leaseSeq = nextLeaseId();
+  readonly #leases: SharedLeases;
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   readonly #listeners = new Set<() => void>();
@@ -67,7 +63,7 @@ export class SharedConsumer implements LeasingConsumer {
     this.#inner = inner;
     this.#window = window;
     this.#journal = journal;
-    this.#leaseSeq = Math.max(this.#leaseSeq, journal.born);
+    this.#leases = new SharedLeases(this.queue, this.name, window, journal);
     this.#inbox = new SharedInbox({
       queue: this.queue,
       name: this.name,
@@ -83,7 +79,7 @@ export class SharedConsumer implements LeasingConsumer {
       name: this.name,
       options,
       journal,
-      lease: () => this.#newLease(),
+      lease: () => this.#leases.next(),
       ack: (entry, line) => this.#ack(entry, line),
     });
   }
@@ -219,16 +215,16 @@ export class SharedConsumer implements LeasingConsumer {
     try {
       this.#assertOpen();
       const key = messageKey(ref.part, ref.offset);
-      if (this.#journal.bornAfter(ref.lease)) throw this.#earlierConsumer(key, ref, "ack");
+      if (this.#journal.bornAfter(ref.lease)) throw this.#leases.earlierConsumer(key, ref, "ack");
       const entry = this.#window.get(key);
       if (entry) {
-        const refused = this.#ackRefusal(entry, ref);
+        const refused = this.#leases.ackRefusal(entry, ref);
         if (refused) throw refused;
         return this.#ack(entry);
       }
       if (isBelow(key, this.#journal.floor) || this.#journal.ackedBefore(ref.part, ref.offset, key)) return Promise.resolve();
       if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) return this.#journal.ackAhead([key]);
-      throw this.#notHandedOut(key);
+      throw this.#leases.notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -248,13 +244,13 @@ export class SharedConsumer implements LeasingConsumer {
     refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      const refused = this.#journal.bornAfter(ref.lease) ? this.#earlierConsumer(key, ref, "ack") : entry && this.#ackRefusal(entry, ref);
+      const refused = this.#journal.bornAfter(ref.lease) ? this.#leases.earlierConsumer(key, ref, "ack") : entry && this.#leases.ackRefusal(entry, ref);
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
       else if (!isBelow(key, this.#journal.floor) && !this.#journal.ackedBefore(ref.part, ref.offset, key)) {
         if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
-        else errors[i] = this.#notHandedOut(key);
+        else errors[i] = this.#leases.notHandedOut(key);
       }
     });
     if (ahead.size > 0)
@@ -277,7 +273,7 @@ export class SharedConsumer implements LeasingConsumer {
     const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
-    return this.#nack(this.#leased(ref, "nack"), { delayMs, error, deadLetter, release });
+    return this.#nack(this.#leases.leased(ref, "nack"), { delayMs, error, deadLetter, release });
   }
 
   async #nack(entry: WindowEntry, { delayMs = 0, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
@@ -294,7 +290,7 @@ export class SharedConsumer implements LeasingConsumer {
     this.#assertOpen();
     const { leaseMs = this.options.leaseMs } = options;
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
-    const entry = this.#leased(ref, "extend");
+    const entry = this.#leases.leased(ref, "extend");
     entry.until = Date.now() + leaseMs;
     return entry.until;
   }
@@ -393,7 +389,7 @@ export class SharedConsumer implements LeasingConsumer {
         else lines += deliveryLine(entry.key, entry.deliveries + 1);
         if (++entry.deliveries > 1) this.#redelivered++;
         entry.firstAt ??= now;
-        entry.lease = this.#newLease();
+        entry.lease = this.#leases.next();
         entry.until = now + leaseMs;
         out.push(entry);
         room--;
@@ -476,49 +472,6 @@ export class SharedConsumer implements LeasingConsumer {
     for (const listener of [...this.#listeners]) listener();
   }
 
-  #leased(ref: LeaseRef, what: string): WindowEntry {
-    const key = messageKey(ref.part, ref.offset);
-    if (this.#journal.bornAfter(ref.lease)) throw this.#earlierConsumer(key, ref, what);
-    const entry = this.#window.get(key);
-    if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until <= Date.now()) {
-      const why = !entry || entry.state === "acked" ? "it is acknowledged" : entry.lease !== ref.lease ? "it was handed out again since" : "the lease ran out";
-      throw new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
-    }
-    return entry;
-  }
-
-  /**
-   * Why an ack of `entry` with `ref` is refused, if it is: never handed out (a lease this process
-   * never gave), with another worker now (a newer lease still running), or moving to the
-   * dead-letter queue. A lease that ran out is still taken while nobody else holds the message:
-   * its work is done.
-   */
-  #ackRefusal(entry: WindowEntry, ref: LeaseRef): VQueueError | undefined {
-    if (entry.state === "acked") return undefined;
-    if (entry.deliveries === 0 || !Number.isSafeInteger(ref.lease) || ref.lease < 1 || ref.lease > this.#leaseSeq) return this.#notHandedOut(entry.key);
-    if (entry.state !== "leased" || (entry.lease === ref.lease && entry.until !== Infinity)) return undefined;
-    const why =
-      entry.until === Infinity
-        ? "it is moving to the dead-letter queue"
-        : entry.until > Date.now()
-          ? `it is with another worker now (lease ${entry.lease})`
-          : undefined;
-    return why === undefined
-      ? undefined
-      : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
-  }
-
-  #earlierConsumer(key: string, ref: LeaseRef, what: string): VQueueError {
-    return new VQueueError(
-      "E_LEASE",
-      `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}": the lease is from an earlier consumer "${this.name}", deleted since (alone or with its queue); this one was created anew and has not handed it out.`,
-    );
-  }
-
-  #notHandedOut(key: string): VQueueError {
-    return new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
-  }
-
   /** `extra`: lines written with the ack, in the same journal write. */
   #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
@@ -538,10 +491,6 @@ export class SharedConsumer implements LeasingConsumer {
     for (const entry of entries) entry.acking = acking;
     this.#notify();
     return acking;
-  }
-
-  #newLease(): number {
-    return (this.#leaseSeq = nextLeaseId(this.#leaseSeq));
   }
 }
 

@@ -43,7 +43,7 @@ export class DeadLettering {
       await writer.push(JSON.stringify(deadLetterOf(queue, name, message, entry.deliveries, entry.error)));
     } catch (error) {
       this.#writer = undefined;
-      // No ack can come meanwhile (the consumer refuses it: it is moving): it is due again.
+      // No ack can come meanwhile (SharedLeases.ackRefusal: it is moving): it is due again.
       entry.state = "ready";
       entry.until = 0;
       throw error;

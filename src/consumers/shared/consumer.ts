@@ -1,19 +1,20 @@
-// Over 300 lines: the facade of a shared consumer (open, poll, wait, ack, nack, extend, dead
-// letters, close); the window, the state files, the group commit, the options, the dead-letter
-// format and the iterator live in their own files; these calls share one window.
+// Over 300 lines: the calls of a shared consumer (open, poll, ack, ackAll, nack, extend, close)
+// and how they use its parts, each in its own file: the window (window.ts), the lease ids and
+// checks (leases.ts), the hand-out (hand-out.ts), the journal (journal.ts), the inbox
+// (inbox.ts), dead-lettering (dead-lettering.ts) and the iterator (iterate.ts).
 import { checkInteger } from "../../options/queue";
 import { QueueConsumer } from "../ordered/consumer";
 import type { ConsumerPosition } from "../../format/position";
 import { DeadLettering } from "./dead-lettering";
 import { VQueueError } from "../../core/errors";
-import type { Message } from "../../format/message";
 import { assertName } from "../../core/names";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
-import { deliveryLine, isBelow, messageKey } from "../state/shared-state";
+import { isBelow, messageKey } from "../state/shared-state";
 import { SharedWindow, type WindowEntry } from "./window";
 import { SharedJournal } from "./journal";
 import { SharedInbox } from "./inbox";
 import { SharedLeases } from "./leases";
+import { HandOut } from "./hand-out";
 import { iterateShared } from "./iterate";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
 
@@ -32,8 +33,9 @@ const open = new Map<string, Promise<SharedConsumer>>();
  * `E_LOCKED` and reaches it through a server.
  *
  * State: the ack floor is the crate's pop line, kept by an ordered `QueueConsumer` whose reader
- * is the read head; acks above the floor and delivery counts are in consumers/state/shared-state.ts; leases are
- * in memory only (after a restart every unacknowledged message comes again).
+ * is the read head; acks above the floor and delivery counts are in the journal (journal.ts,
+ * over consumers/state/shared-state.ts); leases are in memory only (after a restart every
+ * unacknowledged message comes again).
  */
 export class SharedConsumer implements LeasingConsumer {
   readonly queue: string;
@@ -48,11 +50,8 @@ export class SharedConsumer implements LeasingConsumer {
   #entry: Promise<SharedConsumer> | undefined;
   #closed = false;
   readonly #leases: SharedLeases;
-  /** Takes (scan, read ahead, dead letters) one at a time. */
-  #serial: Promise<unknown> = Promise.resolve();
-  readonly #listeners = new Set<() => void>();
   readonly #deadLetters: DeadLettering;
-  #redelivered = 0;
+  readonly #handOut: HandOut;
   readonly #inbox: SharedInbox;
 
   private constructor(key: string, inner: QueueConsumer, window: SharedWindow, journal: SharedJournal, options: ResolvedSharedOptions) {
@@ -81,6 +80,16 @@ export class SharedConsumer implements LeasingConsumer {
       journal,
       lease: () => this.#leases.next(),
       ack: (entry, line) => this.#ack(entry, line),
+    });
+    this.#handOut = new HandOut({
+      options,
+      head: inner,
+      window,
+      journal,
+      inbox: this.#inbox,
+      leases: this.#leases,
+      deadLetters: this.#deadLetters,
+      isClosed: () => this.#closed,
     });
   }
 
@@ -140,7 +149,7 @@ export class SharedConsumer implements LeasingConsumer {
       ready,
       waiting,
       window: this.#window.size,
-      redelivered: this.#redelivered,
+      redelivered: this.#handOut.redelivered,
       redeliveredPending: redelivered,
       deadLettered: this.#journal.deadLettered,
       deadLetteredTotal: this.#journal.deadLetteredTotal,
@@ -188,7 +197,7 @@ export class SharedConsumer implements LeasingConsumer {
     // Once per poll: a lease that ran out since the inbox was last read waits for one read of it.
     let inboxFirst = true;
     for (;;) {
-      const { leased: got, counted, inbox } = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes, inboxFirst));
+      const { leased: got, counted, inbox } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
       // Counted before it goes out: a crash never forgets a delivery. Awaited out of the
       // exclusive section, so that concurrent polls share one journal write (and fsync).
       await counted;
@@ -200,7 +209,7 @@ export class SharedConsumer implements LeasingConsumer {
       }
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
-      await this.#wait(remaining, signal);
+      await this.#handOut.wait(remaining, signal);
     }
   }
 
@@ -282,7 +291,7 @@ export class SharedConsumer implements LeasingConsumer {
     else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetters.move(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
-    this.#notify();
+    this.#handOut.notify();
   }
 
   /** Keeps a lease for `leaseMs` more from now (a long job); resolves with its new end. */
@@ -313,10 +322,11 @@ export class SharedConsumer implements LeasingConsumer {
     if (this.#closed || --this.#refs > 0) return;
     this.#closed = true;
     if (open.get(this.#key) === this.#entry) open.delete(this.#key);
-    this.#notify();
+    this.#handOut.notify();
+    // The journal puts off no floor save from now on, and closes once no inbox read nor take runs.
     const drained = (async () => {
       await this.#inbox.close();
-      await this.#serial.catch(() => {});
+      await this.#handOut.idle();
     })();
     try {
       await this.#journal.close(drained);
@@ -336,142 +346,6 @@ export class SharedConsumer implements LeasingConsumer {
     if (this.#closed) throw new VQueueError("E_CLOSED", `Shared consumer "${this.name}" of queue "${this.queue}" is closed.`);
   }
 
-  #exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#serial.then(task);
-    this.#serial = run.catch(() => {});
-    return run;
-  }
-
-  /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
-  async #take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<{ leased: LeasedMessage[]; counted: Promise<void>; inbox?: true }> {
-    const out: WindowEntry[] = [];
-    const failed = new Set<WindowEntry>();
-    let bytes = 0;
-    let full = false;
-    let lines = "";
-    let mark: ConsumerPosition | undefined;
-    for (;;) {
-      const now = Date.now();
-      // Those that failed to move to the dead-letter queue take no place of the others.
-      const scan = this.#window.scan(now, max - out.length + failed.size);
-      let room = Math.min(max - out.length, this.options.maxInFlight - scan.live);
-      let moved = false;
-      for (const entry of scan.available) {
-        if (room <= 0) break;
-        // Acked meanwhile, or given a later time (an inbox nack or extend, while a dead letter was being moved): not now.
-        if (failed.has(entry) || entry.state === "acked" || entry.message === undefined || entry.until > now) continue;
-        // Ran out since the inbox was last read: an ack or extend taken in time by another
-        // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
-        if (inboxFirst && entry.state === "leased" && entry.until > this.#inbox.readAt) {
-          if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true };
-          continue;
-        }
-        // Back from a lease that ran out: that is its last failure.
-        if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
-        // Counted before a restart, the error given then is not kept: say so rather than nothing.
-        else if (entry.error === undefined && entry.deliveries > 0)
-          entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
-        if (entry.deliveries >= this.options.maxDeliveries) {
-          if (!(await this.#deadLetters.tryMove(entry))) failed.add(entry);
-          moved = true;
-          continue;
-        }
-        // Past the byte budget: left for the next poll, not handed out (and not counted).
-        if (out.length > 0 && bytes + entry.message!.size > maxBytes) {
-          full = true;
-          break;
-        }
-        bytes += entry.message!.size;
-        entry.state = "leased";
-        // First hand-outs go in queue order: one mark after the newest counts them all (a
-        // message handed out before: a line of its own).
-        if (entry.deliveries === 0 && this.#window.firstHandOut(entry)) mark = entry.end;
-        else lines += deliveryLine(entry.key, entry.deliveries + 1);
-        if (++entry.deliveries > 1) this.#redelivered++;
-        entry.firstAt ??= now;
-        entry.lease = this.#leases.next();
-        entry.until = now + leaseMs;
-        out.push(entry);
-        room--;
-      }
-      if (full) break;
-      // Dead letters took places of the scan: look again before reading more.
-      if (moved && room > 0) continue;
-      const space = Math.min(room, this.options.maxAckWindow - this.#window.size);
-      if (space <= 0 || this.#closed) break;
-      let batch: Message[];
-      try {
-        batch = await this.#inner.read({ max: space });
-      } catch (error) {
-        // Those leased above go out (they are counted below); the failure shows at the next poll.
-        if (out.length > 0) break;
-        throw error;
-      }
-      if (batch.length === 0) break;
-      this.#journal.track(batch);
-    }
-    if (out.length === 0) return { leased: [], counted: Promise.resolve() };
-    lines += this.#journal.markLine(mark);
-    const counted = this.#journal.write(lines);
-    // Spelled out, not spread: this runs for every message handed out.
-    const leased = out.map((entry) => {
-      const m = entry.message!;
-      const message: LeasedMessage = {
-        part: m.part,
-        offset: m.offset,
-        seq: m.seq,
-        type: m.type,
-        data: m.data,
-        size: m.size,
-        crc: m.crc,
-        deliveries: entry.deliveries,
-        lease: entry.lease,
-        leaseUntil: entry.until,
-      };
-      if (m.stored !== undefined) message.stored = m.stored;
-      return message;
-    });
-    return { leased, counted };
-  }
-
-  async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
-    const now = Date.now();
-    const { live, nextAt } = this.#window.scan(now, 0);
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    if (signal?.aborted) stop.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let off = () => {};
-    const waits: Promise<unknown>[] = [
-      new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true })),
-      new Promise<void>((resolve) => (off = this.#onChange(resolve))),
-    ];
-    const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
-    if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
-    // New messages matter only while there is room to hand them out.
-    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow)
-      waits.push(this.#inner.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
-    try {
-      await Promise.race(waits);
-    } finally {
-      stop.abort();
-      clearTimeout(timer);
-      off();
-      signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  #onChange(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  /** Waiting polls look again: a lease ended, a message came back, a slot freed. */
-  #notify(): void {
-    for (const listener of [...this.#listeners]) listener();
-  }
-
   /** `extra`: lines written with the ack, in the same journal write. */
   #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
@@ -489,7 +363,7 @@ export class SharedConsumer implements LeasingConsumer {
     }
     const acking = this.#journal.write(extra, entries);
     for (const entry of entries) entry.acking = acking;
-    this.#notify();
+    this.#handOut.notify();
     return acking;
   }
 }

@@ -198,8 +198,8 @@ export class SharedConsumer implements LeasingConsumer {
     let inboxFirst = true;
     for (;;) {
       const { leased: got, counted, inbox } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
-      // Counted before it goes out: a crash never forgets a delivery. Awaited out of the
-      // exclusive section, so that concurrent polls share one journal write (and fsync).
+      // Counted before it goes out: a crash never forgets a delivery. Awaited after the take
+      // (takes run one at a time), so that concurrent polls share one journal write (and fsync).
       await counted;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       if (inbox) {
@@ -354,7 +354,7 @@ export class SharedConsumer implements LeasingConsumer {
 
   /**
    * Marks entries (not acked yet) acknowledged, in the next journal write (with `extra` lines):
-   * the write renders the round's acks as ranges. Not written: they go back (GroupCommit `failed`).
+   * the write renders the round's acks as ranges. Not written: they go back (the journal's `failed` hook).
    */
   #ackEntries(entries: WindowEntry[], extra = ""): Promise<void> {
     for (const entry of entries) {

@@ -1,83 +1,29 @@
-// Over 300 lines: the facade of a shared consumer (open, poll, wait, ack, nack, extend, dead
-// letters, close); the window, the state files, the group commit, the options, the dead-letter
-// format and the iterator live in their own files; these calls share one window.
+// Over 300 lines: the calls of a shared consumer (open, poll, ack, ackAll, nack, extend, close)
+// and how they use its parts, each in its own file: the window (window.ts), the lease ids and
+// checks (leases.ts), the hand-out (hand-out.ts), the journal (journal.ts), the inbox
+// (inbox.ts), dead-lettering (dead-lettering.ts) and the iterator (iterate.ts).
 import { checkInteger } from "../../options/queue";
 import { QueueConsumer } from "../ordered/consumer";
-import { comparePositions, type ConsumerPosition } from "../../format/position";
-import { deadLetterOf } from "./dead-letter";
-import { VQueueError, type QueueProblem } from "../../core/errors";
-import type { Message } from "../../format/message";
+import type { ConsumerPosition } from "../../format/position";
+import { DeadLettering } from "./dead-lettering";
+import { VQueueError } from "../../core/errors";
 import { assertName } from "../../core/names";
-import { positionHolds } from "../../log/position-check";
 import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
-import {
-  AckRanges,
-  ackLine,
-  ackLines,
-  bornLine,
-  deadLetteredLine,
-  deliveryLine,
-  isBelow,
-  markLine,
-  nextLeaseId,
-  messageKey,
-  rangeLine,
-  SharedState,
-  startsBelow,
-  type SharedSnapshot,
-} from "../state/shared-state";
+import { isBelow, messageKey } from "../state/shared-state";
 import { SharedWindow, type WindowEntry } from "./window";
-import { GroupCommit } from "./group-commit";
-import { clearInbox, INBOX_CHECK_MS, readInbox } from "../state/ack-inbox";
+import { SharedJournal } from "./journal";
+import { SharedInbox } from "./inbox";
+import { SharedLeases } from "./leases";
+import { HandOut } from "./hand-out";
 import { iterateShared } from "./iterate";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
-import { QueueWriter } from "../../writer/writer";
 
 export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "../types";
 
-/** The journal is folded into a new snapshot once it is this large and the floor has moved. */
-const COMPACT_BYTES = 64 * 1024;
-/**
- * While messages are tracked above it, the floor (pop line) is saved at most this often, and
- * before each compaction: each save is a write and an fsync in the commit chain, and until it
- * the journal's ack lines say the same (a restart loads them). Saved at once when nothing is
- * left above it, and at close; a consumer that stops mid-way saves its last floor after this long.
- */
-const FLOOR_SAVE_MS = 200;
 /** A nack's `error` is kept up to this many characters. */
 export const MAX_ERROR_CHARS = 4096;
 
 const open = new Map<string, Promise<SharedConsumer>>();
-
-/**
- * What a shared consumer keeps above its floor (acks, delivery counts, the high-water mark)
- * names messages by part and offset: it describes the queue's records only while the floor
- * and the mark still name the positions they named. Not when the floor was moved at open (its
- * saved position was not trusted), nor when the mark no longer holds (the parts were cut short
- * or written again under it): then it is dropped and said, and those messages are handed out
- * again rather than taken for acknowledged ones.
- */
-async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProblem: (problem: QueueProblem) => void): Promise<void> {
-  const { mark } = loaded;
-  const kept = loaded.acked.size + loaded.deliveries.size + loaded.ranges.all.length;
-  if (kept === 0 && !mark) return;
-  const markAbove = mark !== undefined && comparePositions(mark, inner.committed) > 0;
-  const why = inner.savedPositionReset
-    ? "its saved floor was not trusted"
-    : markAbove && !(await positionHolds(inner.options.driver, inner.queue, mark))
-      ? `its high-water mark (part ${mark.part}, byte ${mark.position}, after ${mark.count} records) names no record that follows it`
-      : undefined;
-  if (!why) return;
-  loaded.acked.clear();
-  loaded.deliveries.clear();
-  loaded.ranges = new AckRanges();
-  loaded.mark = undefined;
-  onProblem({
-    code: "BAD_POSITION",
-    queue: inner.queue,
-    message: `Shared consumer "${inner.name}": ${why} (the queue's parts were cut short or written again); its ${kept} ack and delivery line(s) above the floor are dropped, and those messages are handed out again.`,
-  });
-}
 
 /**
  * A consumer name that many workers share: each `poll` leases messages to its caller, one
@@ -87,8 +33,9 @@ async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProbl
  * `E_LOCKED` and reaches it through a server.
  *
  * State: the ack floor is the crate's pop line, kept by an ordered `QueueConsumer` whose reader
- * is the read head; acks above the floor and delivery counts are in consumers/state/shared-state.ts; leases are
- * in memory only (after a restart every unacknowledged message comes again).
+ * is the read head; acks above the floor and delivery counts are in the journal (journal.ts,
+ * over consumers/state/shared-state.ts); leases are in memory only (after a restart every
+ * unacknowledged message comes again).
  */
 export class SharedConsumer implements LeasingConsumer {
   readonly queue: string;
@@ -96,61 +43,53 @@ export class SharedConsumer implements LeasingConsumer {
   readonly options: ResolvedSharedOptions;
   readonly #key: string;
   readonly #inner: QueueConsumer;
-  readonly #state: SharedState;
-  readonly #window = new SharedWindow();
-  /** Acks and counts from the files, for messages the head has not read again yet. */
-  readonly #loaded: SharedSnapshot;
-  #floor: ConsumerPosition;
+  readonly #window: SharedWindow;
+  readonly #journal: SharedJournal;
   #refs = 1;
   /** The promise `open` keeps for this consumer (see open()). */
   #entry: Promise<SharedConsumer> | undefined;
   #closed = false;
-  /**
-   * Lease ids grow across restarts too (from the clock, in thousandths of a ms): a lease of an
-   * earlier process is always below this one's, a made-up one from the future is refused. Never
-   * below the consumer's birth (`B` line), whose clock may be ahead of this host's.
-   */
-  #leaseSeq = nextLeaseId();
-  /** Takes (scan, read ahead, dead letters) one at a time. */
-  #serial: Promise<unknown> = Promise.resolve();
-  readonly #commits: GroupCommit<WindowEntry>;
-  /** The high-water mark: every message before it was handed out (`W` lines). */
-  #mark: ConsumerPosition | undefined;
-  readonly #listeners = new Set<() => void>();
-  #dlq: Promise<QueueWriter> | undefined;
-  #floorSavedAt = 0;
-  #floorTimer: ReturnType<typeof setTimeout> | undefined;
-  #redelivered = 0;
-  #deadLettered = 0;
-  #inboxTimer: ReturnType<typeof setTimeout> | undefined;
-  #inboxCheck: Promise<void> | undefined;
-  /** When the last inbox read began: a lease that ran out after it may have an ack or extend there not read yet. */
-  #inboxReadAt = 0;
+  readonly #leases: SharedLeases;
+  readonly #deadLetters: DeadLettering;
+  readonly #handOut: HandOut;
+  readonly #inbox: SharedInbox;
 
-  private constructor(key: string, inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, options: ResolvedSharedOptions) {
+  private constructor(key: string, inner: QueueConsumer, window: SharedWindow, journal: SharedJournal, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
     this.name = inner.name;
     this.options = options;
     this.#key = key;
     this.#inner = inner;
-    this.#state = state;
-    this.#loaded = loaded;
-    this.#floor = inner.committed;
-    this.#mark = loaded.mark;
-    this.#leaseSeq = Math.max(this.#leaseSeq, loaded.born);
-    this.#commits = new GroupCommit<WindowEntry>({
-      write: (lines, acked) => state.append(lines + ackLines(acked.sort(byPosition))),
-      written: (acked) => {
-        for (const entry of acked) {
-          entry.persisted = true;
-          entry.message = undefined;
-        }
-      },
-      // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
-      failed: (acked) => {
-        for (const entry of acked) Object.assign(entry, { state: "ready", until: 0, acking: undefined });
-      },
-      after: () => this.#afterWrite(),
+    this.#window = window;
+    this.#journal = journal;
+    this.#leases = new SharedLeases(this.queue, this.name, window, journal);
+    this.#inbox = new SharedInbox({
+      queue: this.queue,
+      name: this.name,
+      options,
+      lock: inner.lock,
+      window,
+      journal,
+      nack: (entry, nack) => this.#nack(entry, nack),
+      ack: (entries) => this.#ackEntries(entries),
+    });
+    this.#deadLetters = new DeadLettering({
+      queue: this.queue,
+      name: this.name,
+      options,
+      journal,
+      lease: () => this.#leases.next(),
+      ack: (entry, line) => this.#ack(entry, line),
+    });
+    this.#handOut = new HandOut({
+      options,
+      head: inner,
+      window,
+      journal,
+      inbox: this.#inbox,
+      leases: this.#leases,
+      deadLetters: this.#deadLetters,
+      isClosed: () => this.#closed,
     });
   }
 
@@ -173,17 +112,10 @@ export class SharedConsumer implements LeasingConsumer {
     const opening = (async () => {
       const inner = await QueueConsumer.open(queue, name, resolved, "shared");
       try {
-        const state = new SharedState(resolved.driver, queue, name, resolved.syncCommits, inner.lock);
-        const loaded = await state.load(resolved.onProblem);
-        await dropIfStale(inner, loaded, resolved.onProblem);
-        // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
-        for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
-        for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
-        const consumer = new SharedConsumer(key, inner, state, loaded, resolved);
-        // A fresh snapshot of what is above the floor, and an empty journal (a torn line goes).
-        await state.compact(consumer.#snapshotLines());
+        const window = new SharedWindow();
+        const consumer = new SharedConsumer(key, inner, window, await SharedJournal.open(inner, resolved, window), resolved);
         // Acks other instances took meanwhile, before anything goes out again.
-        await consumer.#checkInbox();
+        await consumer.#inbox.check();
         return consumer;
       } catch (error) {
         await inner.close();
@@ -204,7 +136,7 @@ export class SharedConsumer implements LeasingConsumer {
 
   /** The ack floor: every message before it is acknowledged (the crate's pop line). */
   get floor(): ConsumerPosition {
-    return { ...this.#floor };
+    return { ...this.#journal.floor };
   }
 
   /** What the consumer holds now: leases, messages coming again, dead letters, the oldest unacknowledged (O(window size)). */
@@ -217,10 +149,10 @@ export class SharedConsumer implements LeasingConsumer {
       ready,
       waiting,
       window: this.#window.size,
-      redelivered: this.#redelivered,
+      redelivered: this.#handOut.redelivered,
       redeliveredPending: redelivered,
-      deadLettered: this.#deadLettered,
-      deadLetteredTotal: this.#loaded.deadLettered + this.#deadLettered,
+      deadLettered: this.#journal.deadLettered,
+      deadLetteredTotal: this.#journal.deadLetteredTotal,
       oldestUnacked: message
         ? {
             part: message.part,
@@ -265,19 +197,19 @@ export class SharedConsumer implements LeasingConsumer {
     // Once per poll: a lease that ran out since the inbox was last read waits for one read of it.
     let inboxFirst = true;
     for (;;) {
-      const { leased: got, counted, inbox } = await this.#exclusive(() => this.#take(max, leaseMs, maxBytes, inboxFirst));
-      // Counted before it goes out: a crash never forgets a delivery. Awaited out of the
-      // exclusive section, so that concurrent polls share one journal write (and fsync).
+      const { leased: got, counted, inbox } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
+      // Counted before it goes out: a crash never forgets a delivery. Awaited after the take
+      // (takes run one at a time), so that concurrent polls share one journal write (and fsync).
       await counted;
       if (got.length > 0 || signal?.aborted || this.#closed) return got;
       if (inbox) {
         inboxFirst = false;
-        await this.#inboxNow();
+        await this.#inbox.now();
         continue;
       }
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
-      await this.#wait(remaining, signal);
+      await this.#handOut.wait(remaining, signal);
     }
   }
 
@@ -292,16 +224,16 @@ export class SharedConsumer implements LeasingConsumer {
     try {
       this.#assertOpen();
       const key = messageKey(ref.part, ref.offset);
-      if (this.#bornAfter(ref)) throw this.#earlierConsumer(key, ref, "ack");
+      if (this.#journal.bornAfter(ref.lease)) throw this.#leases.earlierConsumer(key, ref, "ack");
       const entry = this.#window.get(key);
       if (entry) {
-        const refused = this.#ackRefusal(entry, ref);
+        const refused = this.#leases.ackRefusal(entry, ref);
         if (refused) throw refused;
         return this.#ack(entry);
       }
-      if (isBelow(key, this.#floor) || this.#ackedBefore(ref, key)) return Promise.resolve();
-      if (this.#handedOutBefore(ref.part, ref.offset, key)) return this.#ackAhead([key]);
-      throw this.#notHandedOut(key);
+      if (isBelow(key, this.#journal.floor) || this.#journal.ackedBefore(ref.part, ref.offset, key)) return Promise.resolve();
+      if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) return this.#journal.ackAhead([key]);
+      throw this.#leases.notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -321,16 +253,17 @@ export class SharedConsumer implements LeasingConsumer {
     refs.forEach((ref, i) => {
       const key = messageKey(ref.part, ref.offset);
       const entry = this.#window.get(key);
-      const refused = this.#bornAfter(ref) ? this.#earlierConsumer(key, ref, "ack") : entry && this.#ackRefusal(entry, ref);
+      const refused = this.#journal.bornAfter(ref.lease) ? this.#leases.earlierConsumer(key, ref, "ack") : entry && this.#leases.ackRefusal(entry, ref);
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
       else if (entry) entries.add(entry);
-      else if (!isBelow(key, this.#floor) && !this.#ackedBefore(ref, key)) {
-        if (this.#handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
-        else errors[i] = this.#notHandedOut(key);
+      else if (!isBelow(key, this.#journal.floor) && !this.#journal.ackedBefore(ref.part, ref.offset, key)) {
+        if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
+        else errors[i] = this.#leases.notHandedOut(key);
       }
     });
-    if (ahead.size > 0) waits.push(this.#ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
+    if (ahead.size > 0)
+      waits.push(this.#journal.ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
       waits.push(
@@ -349,16 +282,16 @@ export class SharedConsumer implements LeasingConsumer {
     const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
-    return this.#nack(this.#leased(ref, "nack"), { delayMs, error, deadLetter, release });
+    return this.#nack(this.#leases.leased(ref, "nack"), { delayMs, error, deadLetter, release });
   }
 
   async #nack(entry: WindowEntry, { delayMs = 0, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
     if (release) entry.deliveries = Math.max(0, entry.deliveries - 1);
-    else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetter(entry);
+    else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetters.move(entry);
     entry.state = "ready";
     entry.until = Date.now() + delayMs;
-    this.#notify();
+    this.#handOut.notify();
   }
 
   /** Keeps a lease for `leaseMs` more from now (a long job); resolves with its new end. */
@@ -366,7 +299,7 @@ export class SharedConsumer implements LeasingConsumer {
     this.#assertOpen();
     const { leaseMs = this.options.leaseMs } = options;
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
-    const entry = this.#leased(ref, "extend");
+    const entry = this.#leases.leased(ref, "extend");
     entry.until = Date.now() + leaseMs;
     return entry.until;
   }
@@ -389,19 +322,16 @@ export class SharedConsumer implements LeasingConsumer {
     if (this.#closed || --this.#refs > 0) return;
     this.#closed = true;
     if (open.get(this.#key) === this.#entry) open.delete(this.#key);
-    this.#notify();
+    this.#handOut.notify();
+    // The journal puts off no floor save from now on, and closes once no inbox read nor take runs.
+    const drained = (async () => {
+      await this.#inbox.close();
+      await this.#handOut.idle();
+    })();
     try {
-      clearTimeout(this.#inboxTimer);
-      await this.#inboxCheck;
-      await this.#serial.catch(() => {});
-      await this.#commits.idle();
-      clearTimeout(this.#floorTimer);
-      await this.#afterWrite(true).catch(() => {});
-      await this.#compact().catch(() => {});
+      await this.#journal.close(drained);
     } finally {
-      await this.#state.close().catch(() => {});
-      const dlq = await this.#dlq?.catch(() => undefined);
-      await dlq?.close().catch(() => {});
+      await this.#deadLetters.close();
       await this.#inner.close();
     }
   }
@@ -416,299 +346,6 @@ export class SharedConsumer implements LeasingConsumer {
     if (this.#closed) throw new VQueueError("E_CLOSED", `Shared consumer "${this.name}" of queue "${this.queue}" is closed.`);
   }
 
-  /** Applies the inbox (a failure is told and tried again), then looks again after `INBOX_CHECK_MS`. */
-  #checkInbox(): Promise<void> {
-    this.#inboxCheck = this.#applyInbox()
-      .catch((error: unknown) => {
-        const why = error instanceof Error ? error.message : String(error);
-        this.options.onProblem({
-          code: "INBOX_FAILED",
-          queue: this.queue,
-          consumer: this.name,
-          message: `Shared consumer "${this.name}" could not apply what its inbox holds (${why}); trying again.`,
-        });
-      })
-      .finally(() => {
-        this.#inboxCheck = undefined;
-        if (this.#closed) return;
-        this.#inboxTimer = setTimeout(() => void this.#checkInbox(), INBOX_CHECK_MS);
-        (this.#inboxTimer as { unref?: () => void }).unref?.();
-      });
-    return this.#inboxCheck;
-  }
-
-  /** Reads the inbox now (or waits for the read under way). */
-  #inboxNow(): Promise<void> {
-    if (this.#inboxCheck) return this.#inboxCheck;
-    clearTimeout(this.#inboxTimer);
-    return this.#checkInbox();
-  }
-
-  /**
-   * What other instances took for this consumer (consumers/state/ack-inbox.ts). An ack of a message this or an
-   * earlier holder handed out is taken whoever holds it now (the work is done); one of a message
-   * never handed out is no lease's, and is dropped. A nack or an extend applies to a lease that
-   * is still running here. Written, then the files go.
-   */
-  async #applyInbox(): Promise<void> {
-    this.#inboxReadAt = Date.now();
-    const { files, items } = await readInbox(this.options.driver, this.queue, this.name, this.options.onProblem);
-    if (files.length === 0 || this.#closed) return;
-    const entries = new Set<WindowEntry>();
-    const waits: Promise<unknown>[] = [];
-    const ahead = new Set<string>();
-    for (const item of items) {
-      if (item.kind === "commit") continue; // an ordered consumer's: none is written here
-      const { ref } = item;
-      // Below the floor: done. Older than this consumer: a deleted namesake's lease, no message here.
-      if (isBelow(ref.key, this.#floor) || this.#bornAfter(ref)) continue;
-      const entry = this.#window.get(ref.key);
-      // A lease that ran out while the item waited here, and did not go out again since, is still
-      // the worker's: its nack or extend counts (posted in time, read late).
-      const running = entry?.state === "leased" && entry.lease === ref.lease && entry.until !== Infinity;
-      if (item.kind === "nack") {
-        if (running) waits.push(this.#nack(entry, { ...item, delayMs: Math.min(item.delayMs, MAX_LEASE_MS) }).catch(() => {})); // moved meanwhile: nothing to give back
-      } else if (item.kind === "extend") {
-        if (running) entry.until = Math.min(Math.max(entry.until, item.until), Date.now() + MAX_LEASE_MS);
-      } else if (entry) {
-        if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
-        // Moving to the dead-letter queue (until Infinity): acked by that move.
-        else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
-      } else if (!this.#ackedBefore(ref, ref.key) && this.#handedOutBefore(ref.part, ref.offset, ref.key)) ahead.add(ref.key);
-    }
-    if (entries.size > 0) waits.push(this.#ackEntries([...entries]));
-    // Not written: the inbox keeps them, and the next check tries again.
-    if (ahead.size > 0) waits.push(this.#ackAhead([...ahead]));
-    await Promise.all(waits);
-    // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
-    await clearInbox(this.options.driver, files, this.#inner.lock);
-  }
-
-  /** Whether the message at `part`/`offset`, not in the window, was handed out (by this or an earlier holder). */
-  #handedOutBefore(part: number, offset: number, key: string): boolean {
-    return this.#loaded.deliveries.has(key) || startsBelow(part, offset, this.#mark);
-  }
-
-  /**
-   * Acknowledges messages the head has not read yet, handed out before (an earlier holder's
-   * leases): as a restart's loaded acks are (#take passes them), with their lines written.
-   */
-  #ackAhead(keys: string[]): Promise<void> {
-    const fresh = keys.filter((key) => !this.#loaded.acked.has(key));
-    for (const key of fresh) this.#loaded.acked.add(key);
-    return this.#commits.add(keys.map(ackLine).join("")).catch((error: unknown) => {
-      for (const key of fresh) this.#loaded.acked.delete(key);
-      throw error;
-    });
-  }
-
-  #exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#serial.then(task);
-    this.#serial = run.catch(() => {});
-    return run;
-  }
-
-  /** Under `#serial`: picks what may go out now, reading ahead while there is room. */
-  async #take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<{ leased: LeasedMessage[]; counted: Promise<void>; inbox?: true }> {
-    const out: WindowEntry[] = [];
-    const failed = new Set<WindowEntry>();
-    let bytes = 0;
-    let full = false;
-    let lines = "";
-    let mark: ConsumerPosition | undefined;
-    for (;;) {
-      const now = Date.now();
-      // Those that failed to move to the dead-letter queue take no place of the others.
-      const scan = this.#window.scan(now, max - out.length + failed.size);
-      let room = Math.min(max - out.length, this.options.maxInFlight - scan.live);
-      let moved = false;
-      for (const entry of scan.available) {
-        if (room <= 0) break;
-        // Acked meanwhile, or given a later time (an inbox nack or extend, while a dead letter was being moved): not now.
-        if (failed.has(entry) || entry.state === "acked" || entry.message === undefined || entry.until > now) continue;
-        // Ran out since the inbox was last read: an ack or extend taken in time by another
-        // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
-        if (inboxFirst && entry.state === "leased" && entry.until > this.#inboxReadAt) {
-          if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true };
-          continue;
-        }
-        // Back from a lease that ran out: that is its last failure.
-        if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
-        // Counted before a restart, the error given then is not kept: say so rather than nothing.
-        else if (entry.error === undefined && entry.deliveries > 0)
-          entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
-        if (entry.deliveries >= this.options.maxDeliveries) {
-          await this.#deadLetter(entry).catch((error: unknown) => this.#deadLetterFailed(entry, error, failed));
-          moved = true;
-          continue;
-        }
-        // Past the byte budget: left for the next poll, not handed out (and not counted).
-        if (out.length > 0 && bytes + entry.message!.size > maxBytes) {
-          full = true;
-          break;
-        }
-        bytes += entry.message!.size;
-        entry.state = "leased";
-        // First hand-outs go in queue order: one mark after the newest counts them all (a
-        // message handed out before: a line of its own).
-        if (entry.deliveries === 0 && this.#window.firstHandOut(entry)) mark = entry.end;
-        else lines += deliveryLine(entry.key, entry.deliveries + 1);
-        if (++entry.deliveries > 1) this.#redelivered++;
-        entry.firstAt ??= now;
-        entry.lease = this.#leaseSeq = nextLeaseId(this.#leaseSeq);
-        entry.until = now + leaseMs;
-        out.push(entry);
-        room--;
-      }
-      if (full) break;
-      // Dead letters took places of the scan: look again before reading more.
-      if (moved && room > 0) continue;
-      const space = Math.min(room, this.options.maxAckWindow - this.#window.size);
-      if (space <= 0 || this.#closed) break;
-      let batch: Message[];
-      try {
-        batch = await this.#inner.read({ max: space });
-      } catch (error) {
-        // Those leased above go out (they are counted below); the failure shows at the next poll.
-        if (out.length > 0) break;
-        throw error;
-      }
-      if (batch.length === 0) break;
-      let anyAcked = false;
-      const loaded = this.#loaded;
-      for (const message of batch) {
-        const key = messageKey(message.part, message.offset);
-        // Below the loaded mark without a count of its own: handed out once.
-        const deliveries = loaded.deliveries.get(key) ?? (startsBelow(message.part, message.offset, loaded.mark) ? 1 : 0);
-        loaded.deliveries.delete(key);
-        // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
-        const acked = loaded.acked.delete(key) || loaded.ranges.has(message.part, message.offset);
-        anyAcked ||= acked;
-        this.#window.add(message, deliveries, acked);
-      }
-      if (anyAcked) void this.#commits.add("").catch(() => {});
-    }
-    if (out.length === 0) return { leased: [], counted: Promise.resolve() };
-    if (mark && (!this.#mark || comparePositions(mark, this.#mark) > 0)) {
-      this.#mark = mark;
-      lines += markLine(mark);
-    }
-    const counted = this.#commits.add(lines);
-    // Spelled out, not spread: this runs for every message handed out.
-    const leased = out.map((entry) => {
-      const m = entry.message!;
-      const message: LeasedMessage = {
-        part: m.part,
-        offset: m.offset,
-        seq: m.seq,
-        type: m.type,
-        data: m.data,
-        size: m.size,
-        crc: m.crc,
-        deliveries: entry.deliveries,
-        lease: entry.lease,
-        leaseUntil: entry.until,
-      };
-      if (m.stored !== undefined) message.stored = m.stored;
-      return message;
-    });
-    return { leased, counted };
-  }
-
-  async #wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
-    const now = Date.now();
-    const { live, nextAt } = this.#window.scan(now, 0);
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    if (signal?.aborted) stop.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let off = () => {};
-    const waits: Promise<unknown>[] = [
-      new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true })),
-      new Promise<void>((resolve) => (off = this.#onChange(resolve))),
-    ];
-    const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
-    if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
-    // New messages matter only while there is room to hand them out.
-    if (live < this.options.maxInFlight && this.#window.size < this.options.maxAckWindow)
-      waits.push(this.#inner.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
-    try {
-      await Promise.race(waits);
-    } finally {
-      stop.abort();
-      clearTimeout(timer);
-      off();
-      signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  #onChange(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  /** Waiting polls look again: a lease ended, a message came back, a slot freed. */
-  #notify(): void {
-    for (const listener of [...this.#listeners]) listener();
-  }
-
-  #leased(ref: LeaseRef, what: string): WindowEntry {
-    const key = messageKey(ref.part, ref.offset);
-    if (this.#bornAfter(ref)) throw this.#earlierConsumer(key, ref, what);
-    const entry = this.#window.get(key);
-    if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until <= Date.now()) {
-      const why = !entry || entry.state === "acked" ? "it is acknowledged" : entry.lease !== ref.lease ? "it was handed out again since" : "the lease ran out";
-      throw new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
-    }
-    return entry;
-  }
-
-  /**
-   * Why an ack of `entry` with `ref` is refused, if it is: never handed out (a lease this process
-   * never gave), with another worker now (a newer lease still running), or moving to the
-   * dead-letter queue. A lease that ran out is still taken while nobody else holds the message:
-   * its work is done.
-   */
-  #ackRefusal(entry: WindowEntry, ref: LeaseRef): VQueueError | undefined {
-    if (entry.state === "acked") return undefined;
-    if (entry.deliveries === 0 || !Number.isSafeInteger(ref.lease) || ref.lease < 1 || ref.lease > this.#leaseSeq) return this.#notHandedOut(entry.key);
-    if (entry.state !== "leased" || (entry.lease === ref.lease && entry.until !== Infinity)) return undefined;
-    const why =
-      entry.until === Infinity
-        ? "it is moving to the dead-letter queue"
-        : entry.until > Date.now()
-          ? `it is with another worker now (lease ${entry.lease})`
-          : undefined;
-    return why === undefined
-      ? undefined
-      : new VQueueError("E_LEASE", `Cannot ack ${entry.key} (lease ${ref.lease}) of queue "${this.queue}", consumer "${this.name}": ${why}.`);
-  }
-
-  /**
-   * Acknowledged before a restart, and not read again yet: an ack sent again (its answer was
-   * lost with the server that wrote it) is done, not refused.
-   */
-  #ackedBefore(ref: LeaseRef, key: string): boolean {
-    return this.#loaded.acked.has(key) || this.#loaded.ranges.contains(ref.part, ref.offset);
-  }
-
-  /** Whether `ref` is a lease of an earlier consumer of this name, deleted since (`B` line). */
-  #bornAfter(ref: LeaseRef): boolean {
-    return ref.lease <= this.#loaded.born;
-  }
-
-  #earlierConsumer(key: string, ref: LeaseRef, what: string): VQueueError {
-    return new VQueueError(
-      "E_LEASE",
-      `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.queue}": the lease is from an earlier consumer "${this.name}", deleted since (alone or with its queue); this one was created anew and has not handed it out.`,
-    );
-  }
-
-  #notHandedOut(key: string): VQueueError {
-    return new VQueueError("E_LEASE", `Cannot ack ${key} of queue "${this.queue}": consumer "${this.name}" has not handed it out.`);
-  }
-
   /** `extra`: lines written with the ack, in the same journal write. */
   #ack(entry: WindowEntry, extra = ""): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
@@ -717,110 +354,19 @@ export class SharedConsumer implements LeasingConsumer {
 
   /**
    * Marks entries (not acked yet) acknowledged, in the next journal write (with `extra` lines):
-   * the write renders the round's acks as ranges. Not written: they go back (GroupCommit `failed`).
+   * the write renders the round's acks as ranges. Not written: they go back (the journal's `failed` hook).
    */
   #ackEntries(entries: WindowEntry[], extra = ""): Promise<void> {
     for (const entry of entries) {
       entry.state = "acked";
       entry.until = 0;
     }
-    const acking = this.#commits.add(extra, entries);
+    const acking = this.#journal.write(extra, entries);
     for (const entry of entries) entry.acking = acking;
-    this.#notify();
+    this.#handOut.notify();
     return acking;
   }
-
-  /** Pushes a message to the dead-letter queue, then acknowledges it here (a crash in between: it may go twice). */
-  async #deadLetter(entry: WindowEntry): Promise<void> {
-    const message = entry.message!;
-    entry.state = "leased";
-    entry.until = Infinity; // held: no poll hands it out while it moves
-    entry.lease = this.#leaseSeq = nextLeaseId(this.#leaseSeq);
-    try {
-      const { driver, onProblem, zstd, syncCommits, deadLetterQueue } = this.options;
-      const writer = await (this.#dlq ??= QueueWriter.open(deadLetterQueue, { driver, onProblem, zstd, durability: syncCommits ? "fsync" : "none" }));
-      await writer.push(JSON.stringify(deadLetterOf(this.queue, this.name, message, entry.deliveries, entry.error)));
-    } catch (error) {
-      this.#dlq = undefined;
-      // No ack can come meanwhile (#ackRefusal: it is moving): it is due again.
-      entry.state = "ready";
-      entry.until = 0;
-      throw error;
-    }
-    this.#deadLettered++;
-    await this.#ack(entry, deadLetteredLine(this.#loaded.deadLettered + this.#deadLettered));
-  }
-
-  /** Not handed out either: it stays due, and the next poll tries the dead-letter queue again. */
-  #deadLetterFailed(entry: WindowEntry, error: unknown, failed: Set<WindowEntry>): void {
-    failed.add(entry);
-    const why = error instanceof Error ? error.message : String(error);
-    this.options.onProblem({
-      code: "DEAD_LETTER_FAILED",
-      queue: this.queue,
-      consumer: this.name,
-      part: entry.end.part,
-      message: `Shared consumer "${this.name}" could not move ${entry.key} to "${this.options.deadLetterQueue}" (${why}); trying again at the next poll.`,
-    });
-  }
-
-  /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
-  async #afterWrite(force = false): Promise<void> {
-    const last = this.#window.dropAcked();
-    if (last) this.#floor = last.end;
-    // Also a floor whose save failed before: tried again here.
-    if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
-    const compact = this.#state.journalBytes > COMPACT_BYTES;
-    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
-    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
-    await this.#inner.commitPosition(this.#floor);
-    this.#floorSavedAt = Date.now();
-    if (compact) await this.#compact();
-  }
-
-  /** A commit round after FLOOR_SAVE_MS saves the floor, if no other round did by then. */
-  #saveFloorLater(): void {
-    if (this.#floorTimer || this.#closed) return;
-    this.#floorTimer = setTimeout(() => {
-      this.#floorTimer = undefined;
-      if (!this.#closed) void this.#commits.add("").catch(() => {}); // a failure: tried again at the next round
-    }, FLOOR_SAVE_MS);
-    (this.#floorTimer as { unref?: () => void }).unref?.();
-  }
-
-  /**
-   * A new snapshot of what is above the floor. Only once the floor is saved: the entries it
-   * passed have left the window, and their ack lines would be lost with the journal.
-   */
-  async #compact(): Promise<void> {
-    if (comparePositions(this.#floor, this.#inner.committed) !== 0) return;
-    await this.#state.compact(this.#snapshotLines());
-  }
-
-  /** The state above the floor, as snapshot lines. */
-  #snapshotLines(): string {
-    const floor = this.#inner.committed;
-    const mark = this.#mark && comparePositions(this.#mark, floor) > 0 ? this.#mark : undefined;
-    const acked: WindowEntry[] = [];
-    let lines = mark ? markLine(mark) : "";
-    for (const entry of this.#window.entries()) {
-      if (entry.state === "acked") {
-        if (entry.persisted) acked.push(entry);
-      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark)))
-        lines += deliveryLine(entry.key, entry.deliveries);
-    }
-    lines += ackLines(acked);
-    for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
-    for (const range of this.#loaded.ranges.ahead()) if (!startsBelow(range.part, range.to, floor)) lines += rangeLine(range);
-    for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
-    const deadLettered = this.#loaded.deadLettered + this.#deadLettered;
-    if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
-    if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
-    return lines;
-  }
 }
-
-const byPosition = (a: WindowEntry, b: WindowEntry): number => a.part - b.part || a.offset - b.offset;
 
 /** Opens shared consumer `name` of `queue`. See `SharedConsumer`. */
 export function openSharedConsumer(queue: string, name: string, options?: SharedConsumerOptions): Promise<SharedConsumer> {

@@ -1,0 +1,205 @@
+import type { ConsumerPosition } from "../../format/position";
+import type { Message } from "../../format/message";
+import type { ResolvedSharedOptions } from "../../options/shared";
+import type { QueueConsumer } from "../ordered/consumer";
+import { deliveryLine } from "../state/shared-state";
+import type { LeasedMessage } from "../types";
+import type { DeadLettering } from "./dead-lettering";
+import type { SharedInbox } from "./inbox";
+import type { SharedJournal } from "./journal";
+import type { SharedLeases } from "./leases";
+import type { SharedWindow, WindowEntry } from "./window";
+
+/** The consumer whose messages are handed out: its parts, and whether it is closed. */
+export interface HandOutConsumer {
+  readonly options: ResolvedSharedOptions;
+  /** The ordered consumer whose reader is the read head. */
+  readonly head: QueueConsumer;
+  readonly window: SharedWindow;
+  readonly journal: SharedJournal;
+  readonly inbox: SharedInbox;
+  readonly leases: SharedLeases;
+  readonly deadLetters: DeadLettering;
+  /** Once closed, nothing more is read ahead. */
+  readonly isClosed: () => boolean;
+}
+
+/** What a take leased, and the journal write that counts it (awaited before the messages go out). */
+export interface Taken {
+  leased: LeasedMessage[];
+  counted: Promise<void>;
+  /** Nothing leased: a lease ran out since the inbox was last read, so read it first. */
+  inbox?: true;
+}
+
+/**
+ * How a shared consumer's polls hand messages out: `take` picks from the window (messages that
+ * came back first, then new ones read at the head), leases them and counts each delivery in
+ * the journal; `wait` waits until a take may find more; `notify` wakes the waiting ones.
+ */
+export class HandOut {
+  readonly #consumer: HandOutConsumer;
+  readonly #listeners = new Set<() => void>();
+  /** Takes (scan, read ahead, dead letters) one at a time. */
+  #serial: Promise<unknown> = Promise.resolve();
+  #redelivered = 0;
+
+  constructor(consumer: HandOutConsumer) {
+    this.#consumer = consumer;
+  }
+
+  /** Hand-outs of a message handed out before, by this process. */
+  get redelivered(): number {
+    return this.#redelivered;
+  }
+
+  /**
+   * Picks what may go out now, reading ahead while there is room (one take at a time: scans,
+   * reads ahead and dead letters never interleave). `inboxFirst`: a lease that ran out since the
+   * inbox was last read makes it return `inbox` (when it has nothing yet) instead of handing it out.
+   */
+  take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<Taken> {
+    const run = this.#serial.then(() => this.#take(max, leaseMs, maxBytes, inboxFirst));
+    this.#serial = run.catch(() => {});
+    return run;
+  }
+
+  /** Resolves once no take runs. */
+  idle(): Promise<unknown> {
+    return this.#serial;
+  }
+
+  async #take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<Taken> {
+    const { options, head, window, journal, inbox, leases, deadLetters } = this.#consumer;
+    const out: WindowEntry[] = [];
+    const failed = new Set<WindowEntry>();
+    let bytes = 0;
+    let full = false;
+    let lines = "";
+    let mark: ConsumerPosition | undefined;
+    for (;;) {
+      const now = Date.now();
+      // Those that failed to move to the dead-letter queue take no place of the others.
+      const scan = window.scan(now, max - out.length + failed.size);
+      let room = Math.min(max - out.length, options.maxInFlight - scan.live);
+      let moved = false;
+      for (const entry of scan.available) {
+        if (room <= 0) break;
+        // Acked meanwhile, or given a later time (an inbox nack or extend, while a dead letter was being moved): not now.
+        if (failed.has(entry) || entry.state === "acked" || entry.message === undefined || entry.until > now) continue;
+        // Ran out since the inbox was last read: an ack or extend taken in time by another
+        // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
+        if (inboxFirst && entry.state === "leased" && entry.until > inbox.readAt) {
+          if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true };
+          continue;
+        }
+        // Back from a lease that ran out: that is its last failure.
+        if (entry.state === "leased") entry.error = `its lease ran out (delivery ${entry.deliveries})`;
+        // Counted before a restart, the error given then is not kept: say so rather than nothing.
+        else if (entry.error === undefined && entry.deliveries > 0)
+          entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
+        if (entry.deliveries >= options.maxDeliveries) {
+          if (!(await deadLetters.tryMove(entry))) failed.add(entry);
+          moved = true;
+          continue;
+        }
+        // Past the byte budget: left for the next poll, not handed out (and not counted).
+        if (out.length > 0 && bytes + entry.message!.size > maxBytes) {
+          full = true;
+          break;
+        }
+        bytes += entry.message!.size;
+        entry.state = "leased";
+        // First hand-outs go in queue order: one mark after the newest counts them all (a
+        // message handed out before: a line of its own).
+        if (entry.deliveries === 0 && window.firstHandOut(entry)) mark = entry.end;
+        else lines += deliveryLine(entry.key, entry.deliveries + 1);
+        if (++entry.deliveries > 1) this.#redelivered++;
+        entry.firstAt ??= now;
+        entry.lease = leases.next();
+        entry.until = now + leaseMs;
+        out.push(entry);
+        room--;
+      }
+      if (full) break;
+      // Dead letters took places of the scan: look again before reading more.
+      if (moved && room > 0) continue;
+      const space = Math.min(room, options.maxAckWindow - window.size);
+      if (space <= 0 || this.#consumer.isClosed()) break;
+      let batch: Message[];
+      try {
+        batch = await head.read({ max: space });
+      } catch (error) {
+        // Those leased above go out (they are counted below); the failure shows at the next poll.
+        if (out.length > 0) break;
+        throw error;
+      }
+      if (batch.length === 0) break;
+      journal.track(batch);
+    }
+    if (out.length === 0) return { leased: [], counted: Promise.resolve() };
+    lines += journal.markLine(mark);
+    const counted = journal.write(lines);
+    // Spelled out, not spread: this runs for every message handed out.
+    const leased = out.map((entry) => {
+      const m = entry.message!;
+      const message: LeasedMessage = {
+        part: m.part,
+        offset: m.offset,
+        seq: m.seq,
+        type: m.type,
+        data: m.data,
+        size: m.size,
+        crc: m.crc,
+        deliveries: entry.deliveries,
+        lease: entry.lease,
+        leaseUntil: entry.until,
+      };
+      if (m.stored !== undefined) message.stored = m.stored;
+      return message;
+    });
+    return { leased, counted };
+  }
+
+  /**
+   * Waits for what may let a poll take more: a change (`notify`), the next lease's end, a new
+   * message while there is room for it, `signal`, or `timeoutMs`.
+   */
+  async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
+    const { options, head, window } = this.#consumer;
+    const now = Date.now();
+    const { live, nextAt } = window.scan(now, 0);
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) stop.abort();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let off = () => {};
+    const waits: Promise<unknown>[] = [
+      new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true })),
+      new Promise<void>((resolve) => (off = this.#onChange(resolve))),
+    ];
+    const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
+    if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
+    // New messages matter only while there is room to hand them out.
+    if (live < options.maxInFlight && window.size < options.maxAckWindow) waits.push(head.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
+    try {
+      await Promise.race(waits);
+    } finally {
+      stop.abort();
+      clearTimeout(timer);
+      off();
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Waiting polls look again: a lease ended, a message came back, a slot freed. */
+  notify(): void {
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  #onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}

@@ -1,0 +1,290 @@
+import type { QueueConsumer } from "../ordered/consumer";
+import { comparePositions, type ConsumerPosition } from "../../format/position";
+import type { QueueProblem } from "../../core/errors";
+import type { Message } from "../../format/message";
+import { positionHolds } from "../../log/position-check";
+import type { ResolvedSharedOptions } from "../../options/shared";
+import {
+  AckRanges,
+  ackLine,
+  ackLines,
+  bornLine,
+  deadLetteredLine,
+  deliveryLine,
+  isBelow,
+  markLine,
+  messageKey,
+  rangeLine,
+  SharedState,
+  startsBelow,
+  type SharedSnapshot,
+} from "../state/shared-state";
+import type { SharedWindow, WindowEntry } from "./window";
+import { GroupCommit } from "./group-commit";
+
+/** The journal is folded into a new snapshot once it is this large and the floor has moved. */
+const COMPACT_BYTES = 64 * 1024;
+/**
+ * While messages are tracked above it, the floor (pop line) is saved at most this often, and
+ * before each compaction: each save is a write and an fsync in the commit chain, and until it
+ * the journal's ack lines say the same (a restart loads them). Saved at once when nothing is
+ * left above it, and at close; a consumer that stops mid-way saves its last floor after this long.
+ */
+const FLOOR_SAVE_MS = 200;
+
+/**
+ * What a shared consumer keeps above its floor (acks, delivery counts, the high-water mark)
+ * names messages by part and offset: it describes the queue's records only while the floor
+ * and the mark still name the positions they named. Not when the floor was moved at open (its
+ * saved position was not trusted), nor when the mark no longer holds (the parts were cut short
+ * or written again under it): then it is dropped and said, and those messages are handed out
+ * again rather than taken for acknowledged ones.
+ */
+async function dropIfStale(inner: QueueConsumer, loaded: SharedSnapshot, onProblem: (problem: QueueProblem) => void): Promise<void> {
+  const { mark } = loaded;
+  const kept = loaded.acked.size + loaded.deliveries.size + loaded.ranges.all.length;
+  if (kept === 0 && !mark) return;
+  const markAbove = mark !== undefined && comparePositions(mark, inner.committed) > 0;
+  const why = inner.savedPositionReset
+    ? "its saved floor was not trusted"
+    : markAbove && !(await positionHolds(inner.options.driver, inner.queue, mark))
+      ? `its high-water mark (part ${mark.part}, byte ${mark.position}, after ${mark.count} records) names no record that follows it`
+      : undefined;
+  if (!why) return;
+  loaded.acked.clear();
+  loaded.deliveries.clear();
+  loaded.ranges = new AckRanges();
+  loaded.mark = undefined;
+  onProblem({
+    code: "BAD_POSITION",
+    queue: inner.queue,
+    message: `Shared consumer "${inner.name}": ${why} (the queue's parts were cut short or written again); its ${kept} ack and delivery line(s) above the floor are dropped, and those messages are handed out again.`,
+  });
+}
+
+/**
+ * A shared consumer's store (consumers/state/shared-state.ts holds its file format): the lines
+ * it writes, in group commits (one append, fsync'd with `syncCommits`, per round); after each
+ * round the floor moves over the acknowledged front of the window and is saved (the ordered
+ * consumer's pop line), and a large journal is folded into a snapshot. It also answers for what
+ * the files said of the messages the head has not read again (acks, counts, the mark, the birth).
+ */
+export class SharedJournal {
+  readonly #inner: QueueConsumer;
+  readonly #state: SharedState;
+  readonly #window: SharedWindow;
+  /** Acks and counts from the files, for messages the head has not read again yet. */
+  readonly #loaded: SharedSnapshot;
+  readonly #commits: GroupCommit<WindowEntry>;
+  #floor: ConsumerPosition;
+  /** The high-water mark: every message before it was handed out (`W` lines). */
+  #mark: ConsumerPosition | undefined;
+  #floorSavedAt = 0;
+  #floorTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+  /** Moved to the dead-letter queue by this process (the files count those before). */
+  #deadLettered = 0;
+
+  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow) {
+    this.#inner = inner;
+    this.#state = state;
+    this.#loaded = loaded;
+    this.#window = window;
+    this.#floor = inner.committed;
+    this.#mark = loaded.mark;
+    this.#commits = new GroupCommit<WindowEntry>({
+      write: (lines, acked) => state.append(lines + ackLines(acked.sort(byPosition))),
+      written: (acked) => {
+        for (const entry of acked) {
+          entry.persisted = true;
+          entry.message = undefined;
+        }
+      },
+      // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.
+      failed: (acked) => {
+        for (const entry of acked) Object.assign(entry, { state: "ready", until: 0, acking: undefined });
+      },
+      after: () => this.#afterWrite(),
+    });
+  }
+
+  /**
+   * Loads the files of `inner`'s shared state (the window is still empty), drops what no longer
+   * describes the queue, and writes a fresh snapshot with an empty journal (a torn line goes).
+   */
+  static async open(inner: QueueConsumer, options: ResolvedSharedOptions, window: SharedWindow): Promise<SharedJournal> {
+    const state = new SharedState(options.driver, inner.queue, inner.name, options.syncCommits, inner.lock);
+    const loaded = await state.load(options.onProblem);
+    await dropIfStale(inner, loaded, options.onProblem);
+    // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
+    for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
+    for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
+    const journal = new SharedJournal(inner, state, loaded, window);
+    await state.compact(journal.#snapshotLines());
+    return journal;
+  }
+
+  /** The ack floor: every message before it is acknowledged (not a copy). */
+  get floor(): ConsumerPosition {
+    return this.#floor;
+  }
+
+  /** Lease ids at or below it are an earlier consumer's of this name (`B` line). */
+  get born(): number {
+    return this.#loaded.born;
+  }
+
+  /** Whether `lease` is a lease of an earlier consumer of this name, deleted since (`B` line). */
+  bornAfter(lease: number): boolean {
+    return lease <= this.#loaded.born;
+  }
+
+  /** Messages moved to the dead-letter queue by this process. */
+  get deadLettered(): number {
+    return this.#deadLettered;
+  }
+
+  /** Messages moved to the dead-letter queue since the consumer was created. */
+  get deadLetteredTotal(): number {
+    return this.#loaded.deadLettered + this.#deadLettered;
+  }
+
+  /**
+   * Writes `lines`, and the acks of `acked` (rendered as ranges), in the next round; resolves
+   * once they are durable. Not written: `acked` go back to ready. `""` and none: a round only
+   * moves and saves the floor.
+   */
+  write(lines: string, acked?: readonly WindowEntry[]): Promise<void> {
+    return this.#commits.add(lines, acked);
+  }
+
+  /** The line that raises the high-water mark to `mark`, or "" when it is not above it. */
+  markLine(mark: ConsumerPosition | undefined): string {
+    if (!mark || (this.#mark && comparePositions(mark, this.#mark) <= 0)) return "";
+    this.#mark = mark;
+    return markLine(mark);
+  }
+
+  /** Adds messages the head read to the window, each with the count and the ack the files hold for it. */
+  track(batch: readonly Message[]): void {
+    let anyAcked = false;
+    const loaded = this.#loaded;
+    for (const message of batch) {
+      const key = messageKey(message.part, message.offset);
+      // Below the loaded mark without a count of its own: handed out once.
+      const deliveries = loaded.deliveries.get(key) ?? (startsBelow(message.part, message.offset, loaded.mark) ? 1 : 0);
+      loaded.deliveries.delete(key);
+      // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
+      const acked = loaded.acked.delete(key) || loaded.ranges.has(message.part, message.offset);
+      anyAcked ||= acked;
+      this.#window.add(message, deliveries, acked);
+    }
+    if (anyAcked) void this.#commits.add("").catch(() => {});
+  }
+
+  /**
+   * Acknowledged before a restart, and not read again yet: an ack sent again (its answer was
+   * lost with the server that wrote it) is done, not refused.
+   */
+  ackedBefore(part: number, offset: number, key: string): boolean {
+    return this.#loaded.acked.has(key) || this.#loaded.ranges.contains(part, offset);
+  }
+
+  /** Whether the message at `part`/`offset`, not in the window, was handed out (by this or an earlier holder). */
+  handedOutBefore(part: number, offset: number, key: string): boolean {
+    return this.#loaded.deliveries.has(key) || startsBelow(part, offset, this.#mark);
+  }
+
+  /**
+   * Acknowledges messages the head has not read yet, handed out before (an earlier holder's
+   * leases): as a restart's loaded acks are (`track` passes them), with their lines written.
+   */
+  ackAhead(keys: string[]): Promise<void> {
+    const fresh = keys.filter((key) => !this.#loaded.acked.has(key));
+    for (const key of fresh) this.#loaded.acked.add(key);
+    return this.#commits.add(keys.map(ackLine).join("")).catch((error: unknown) => {
+      for (const key of fresh) this.#loaded.acked.delete(key);
+      throw error;
+    });
+  }
+
+  /** Counts a message moved to the dead-letter queue: the line to write with its ack. */
+  countDeadLetter(): string {
+    this.#deadLettered++;
+    return deadLetteredLine(this.deadLetteredTotal);
+  }
+
+  /**
+   * Once `drained` resolves (nothing else writes then): waits for the writes in flight, saves
+   * the floor and a snapshot, and closes the journal. No floor save is put off from now on.
+   */
+  async close(drained: Promise<unknown>): Promise<void> {
+    this.#closed = true;
+    try {
+      await drained;
+      await this.#commits.idle();
+      clearTimeout(this.#floorTimer);
+      await this.#afterWrite(true).catch(() => {});
+      await this.#compact().catch(() => {});
+    } finally {
+      await this.#state.close().catch(() => {});
+    }
+  }
+
+  /** After each journal write: the floor moves over the acknowledged front; the journal is folded when large. */
+  async #afterWrite(force = false): Promise<void> {
+    const last = this.#window.dropAcked();
+    if (last) this.#floor = last.end;
+    // Also a floor whose save failed before: tried again here.
+    if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
+    const compact = this.#state.journalBytes > COMPACT_BYTES;
+    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
+    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
+    await this.#inner.commitPosition(this.#floor);
+    this.#floorSavedAt = Date.now();
+    if (compact) await this.#compact();
+  }
+
+  /** A commit round after FLOOR_SAVE_MS saves the floor, if no other round did by then. */
+  #saveFloorLater(): void {
+    if (this.#floorTimer || this.#closed) return;
+    this.#floorTimer = setTimeout(() => {
+      this.#floorTimer = undefined;
+      if (!this.#closed) void this.#commits.add("").catch(() => {}); // a failure: tried again at the next round
+    }, FLOOR_SAVE_MS);
+    (this.#floorTimer as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * A new snapshot of what is above the floor. Only once the floor is saved: the entries it
+   * passed have left the window, and their ack lines would be lost with the journal.
+   */
+  async #compact(): Promise<void> {
+    if (comparePositions(this.#floor, this.#inner.committed) !== 0) return;
+    await this.#state.compact(this.#snapshotLines());
+  }
+
+  /** The state above the floor, as snapshot lines. */
+  #snapshotLines(): string {
+    const floor = this.#inner.committed;
+    const mark = this.#mark && comparePositions(this.#mark, floor) > 0 ? this.#mark : undefined;
+    const acked: WindowEntry[] = [];
+    let lines = mark ? markLine(mark) : "";
+    for (const entry of this.#window.entries()) {
+      if (entry.state === "acked") {
+        if (entry.persisted) acked.push(entry);
+      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark)))
+        lines += deliveryLine(entry.key, entry.deliveries);
+    }
+    lines += ackLines(acked);
+    for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
+    for (const range of this.#loaded.ranges.ahead()) if (!startsBelow(range.part, range.to, floor)) lines += rangeLine(range);
+    for (const [key, count] of this.#loaded.deliveries) if (!isBelow(key, floor)) lines += deliveryLine(key, count);
+    const deadLettered = this.deadLetteredTotal;
+    if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
+    if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
+    return lines;
+  }
+}
+
+const byPosition = (a: WindowEntry, b: WindowEntry): number => a.part - b.part || a.offset - b.offset;

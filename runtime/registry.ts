@@ -1,4 +1,4 @@
-// The one owner of the server's open writers (writer-pool.ts, partitioned-writers.ts) and consumer
+// Over 300 lines: the one owner of the server's open writers (writer-pool.ts, partitioned-writers.ts) and consumer
 // slots (ordered and shared, of ordinary and partitioned queues: one map, so the cap and idling of
 // consumer-capacity.ts, EMFILE relief, the kind check and the admin calls that close them treat all
 // alike); the slots themselves are consumer-slot.ts, shared-slot.ts and partitioned-slots.ts.

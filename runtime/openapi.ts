@@ -95,17 +95,22 @@ function openAPIPaths(routes: readonly ApiRoute[], auth: boolean): Record<string
     if (params.includes(undefined)) throw new Error(`[v-queue] no OpenAPI parameter for a segment of ${route.route}`);
     const path = route.route.replace(/:(\w+)/g, "{$1}");
     paths[path] ??= params.length > 0 ? { parameters: params } : {};
-    paths[path][route.method.toLowerCase()] = operation(route.openapi, auth);
+    paths[path][route.method.toLowerCase()] = operation(route, auth);
   }
   return paths;
 }
 
-/** A route's operation as this app answers it: 401 and 403 only where credentials are asked for. */
-function operation(openapi: OpenAPIOperation, auth: boolean): OpenAPIOperation {
+/** A route's operation as this app answers it: its query parameters, and 401 and 403 only where credentials are asked for. */
+function operation({ openapi, query = [], route }: ApiRoute, auth: boolean): OpenAPIOperation {
+  const others = (openapi.parameters ?? []) as { in?: string }[];
+  // The handler reads its query through `query`: one listed here only could drift from it.
+  if (others.some((parameter) => parameter.in === "query"))
+    throw new Error(`[v-queue] ${route}: declare query parameters in the route's query, not in openapi.parameters`);
+  const parameters = [...query.map((param) => param.openapi), ...others];
   const responses: Record<string, unknown> = { ...openapi.responses, "4XX": transportError };
   if (!auth || openapi.security) {
     delete responses["401"];
     delete responses["403"];
   }
-  return { ...openapi, responses };
+  return { ...openapi, ...(parameters.length > 0 && { parameters }), responses };
 }

@@ -7,7 +7,8 @@ import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
 import type { MonitorSnapshot, QueueSample } from "../types";
 import { errorResponses, jsonContent } from "../openapi";
-import { intParam, json, nameParam } from "../request";
+import { json, nameParam } from "../request";
+import { intQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
 
 const RIGHTS: RightName[] = ["read", "write", "admin"];
@@ -17,26 +18,25 @@ const MAX_HISTORY_PARAM = 100_000;
 /** What the dashboard reads: every queue at a glance, and one queue in detail, from the monitor's last sample. */
 export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
   const maxHistory = ctx.options.monitor.historyPoints;
+  const historyQuery = intQuery("history", {
+    min: 0,
+    max: MAX_HISTORY_PARAM,
+    fallback: 0,
+    description: `Samples of history to add; at most the monitor's ${maxHistory} are answered`,
+  });
   return [
     {
       method: "GET",
       route: "/api/v1/overview",
+      query: [historyQuery],
       openapi: {
         operationId: "getOverview",
         summary:
           "Every queue the user may see, with rates and the worst consumer lag, from the monitor's last sample (reads no part file); `history=N` adds the last N samples",
-        parameters: [
-          {
-            name: "history",
-            in: "query",
-            description: `samples to add; at most the monitor's ${maxHistory} are answered`,
-            schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM },
-          },
-        ],
         responses: { ...errorResponses, "200": { description: "overview", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
-        const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
+        const points = Math.min(maxHistory, historyQuery.read(event.url));
         const snapshot = await ctx.monitor.snapshot();
         // A partitioned queue once (its row sums its partitions); its partitions in its detail.
         const queues = snapshot.queues
@@ -56,24 +56,17 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "GET",
       route: "/api/v1/queues/:queue/overview",
+      query: [historyQuery],
       openapi: {
         operationId: "getQueueOverview",
         summary:
           "A queue in detail for the dashboard: its parts (size, format, compression, age), its consumers of both kinds (position, lag, rate, leases, dead letters, last seen), and `history=N` samples of rates and lag",
-        parameters: [
-          {
-            name: "history",
-            in: "query",
-            description: `samples to add; at most the monitor's ${maxHistory} are answered`,
-            schema: { type: "integer", minimum: 0, maximum: MAX_HISTORY_PARAM },
-          },
-        ],
         responses: { ...errorResponses, "200": { description: "the queue", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
         const queue = nameParam(event, "queue");
         authorize(principal, "read", queue);
-        const points = Math.min(maxHistory, intParam(event.url, "history", 0, MAX_HISTORY_PARAM, 0));
+        const points = Math.min(maxHistory, historyQuery.read(event.url));
         let snapshot = await ctx.monitor.snapshot();
         let sample = find(snapshot, queue);
         // Made since the last sample: one more, before saying it does not exist (a listing, not the

@@ -8,7 +8,8 @@ import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { ApiError } from "../errors";
 import { errorRef, errorResponses, jsonContent } from "../openapi";
-import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
+import { json, mediaType, nameParam, readBodyLimited } from "../request";
+import { intQuery, textQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
 
 /**
@@ -22,29 +23,35 @@ import type { ApiRoute, RouteContext } from "../route";
  * Whatever the type: `?delayMs=` or `?at=` (also `delayMs`/`at` fields of the JSON envelope)
  * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/writer/produce.ts).
  */
+/** Most UTF-8 bytes of a partition key (the engine's bound). */
+const MAX_PARTITION_KEY = 1024;
+
+const delayQuery = intQuery("delayMs", {
+  min: 0,
+  max: MAX_DELAY_MS,
+  description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope; not with at.",
+});
+const atQuery = textQuery(
+  "at",
+  "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope; not with delayMs.",
+);
+const partitionKeyQuery = textQuery("partitionKey", "As the Partition-Key header (any text); one of them.", {
+  type: "string",
+  minLength: 1,
+  maxLength: MAX_PARTITION_KEY,
+});
+
 export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
   return [
     {
       method: "POST",
       route: "/api/v1/queues/:queue/messages",
+      query: [delayQuery, atQuery, partitionKeyQuery],
       openapi: {
         operationId: "produce",
         summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
         parameters: [
-          {
-            name: "delayMs",
-            in: "query",
-            schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
-            description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope.",
-          },
-          {
-            name: "at",
-            in: "query",
-            schema: { type: "string" },
-            description:
-              "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope.",
-          },
           {
             name: "Idempotency-Key",
             in: "header",
@@ -55,15 +62,9 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           {
             name: "Partition-Key",
             in: "header",
-            schema: { type: "string", minLength: 1, maxLength: 1024 },
+            schema: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
             description:
               "A partitioned queue only: the batch goes to partition crc32(key) mod P (one key, one partition, its order kept). Also `?partitionKey=` or a `partitionKey` field of the JSON envelope; one of them.",
-          },
-          {
-            name: "partitionKey",
-            in: "query",
-            schema: { type: "string", minLength: 1, maxLength: 1024 },
-            description: "As the Partition-Key header (any text).",
           },
         ],
         requestBody: {
@@ -72,17 +73,11 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           content: {
             "application/json": {
               schema: {
-                type: "object",
                 description: "One of message and messages. A string is stored as text, any other JSON value as its JSON text.",
-                properties: {
-                  message: {},
-                  messages: { type: "array", minItems: 1, maxItems: limits.maxBatchMessages },
-                  encoding: { const: "base64", description: "Every message is a base64 string, stored as bytes" },
-                  delayMs: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
-                  at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
-                  partitionKey: { type: "string", minLength: 1, maxLength: 1024 },
-                },
-                additionalProperties: false,
+                oneOf: [
+                  envelope({ message: { description: "One message" } }, "message"),
+                  envelope({ messages: { type: "array", minItems: 1, maxItems: limits.maxBatchMessages, description: "A batch, in order" } }, "messages"),
+                ],
               },
             },
             "text/plain": { schema: { type: "string" } },
@@ -164,6 +159,22 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   ];
 }
 
+/** The JSON envelope holding `field` (`message` or `messages`, one of them: a client generated from the document cannot send neither). */
+function envelope(body: Record<string, object>, field: "message" | "messages") {
+  return {
+    type: "object",
+    required: [field],
+    properties: {
+      ...body,
+      encoding: { const: "base64", description: "Every message is a base64 string, stored as bytes" },
+      delayMs: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
+      at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
+      partitionKey: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
+    },
+    additionalProperties: false,
+  };
+}
+
 /** Writes a produce request's messages: pushed (201), or with a delay or a key (202 when delayed). */
 async function writeMessages(ctx: RouteContext, queue: string, messages: MessageInput[], options: RouteProduceOptions): Promise<Response> {
   if (options.key === undefined && options.delayMs === undefined && options.at === undefined) {
@@ -200,9 +211,6 @@ async function writePartitioned(ctx: RouteContext, queue: string, messages: Mess
   return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last!, partition }, 201, headers);
 }
 
-/** Most UTF-8 bytes of a partition key (the engine's bound). */
-const MAX_PARTITION_KEY = 1024;
-
 /** A partition key from outside: 1 to 1024 bytes of text. */
 function checkPartitionKey(key: unknown, where: string): string {
   if (typeof key !== "string" || key.length === 0 || new TextEncoder().encode(key).length > MAX_PARTITION_KEY) {
@@ -215,20 +223,20 @@ function checkPartitionKey(key: unknown, where: string): string {
 function produceParams(url: URL, headers: Headers): RouteProduceOptions {
   const options: RouteProduceOptions = {};
   const header = headers.get("partition-key");
-  const query = url.searchParams.getAll("partitionKey");
-  if (query.length > 1 || (header !== null && query.length > 0))
-    throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=, once.");
+  const query = partitionKeyQuery.read(url);
+  if (header !== null && query !== undefined) throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=.");
   if (header !== null) options.partitionKey = checkPartitionKey(header, "Partition-Key");
-  else if (query.length === 1) options.partitionKey = checkPartitionKey(query[0], "partitionKey");
+  else if (query !== undefined) options.partitionKey = checkPartitionKey(query, "partitionKey");
   const key = headers.get("idempotency-key");
   if (key !== null) {
     const problem = checkKey(key, "Idempotency-Key");
     if (problem) throw new ApiError(400, "E_PARAM", problem);
     options.key = key;
   }
-  if (url.searchParams.has("delayMs")) options.delayMs = intParam(url, "delayMs", 0, MAX_DELAY_MS, 0);
-  const at = url.searchParams.getAll("at");
-  if (at.length > 0) options.at = checkAt(at.length === 1 ? at[0] : at);
+  const delayMs = delayQuery.read(url);
+  if (delayMs !== undefined) options.delayMs = delayMs;
+  const at = atQuery.read(url);
+  if (at !== undefined) options.at = checkAt(at);
   if (options.delayMs !== undefined && options.at !== undefined) throw new ApiError(400, "E_PARAM", "Give delayMs or at, not both.");
   return options;
 }

@@ -1,59 +1,50 @@
-import { writeFile } from "node:fs/promises";
-import { pathToFileURL } from "node:url";
+import { symlink, writeFile } from "node:fs/promises";
+import { createJiti } from "jiti";
 import { join } from "pathe";
-import { createConfig, lintFromString } from "@redocly/openapi-core";
-import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
 import { startServer } from "./_server";
 import { useTempDirs } from "../helpers/tmp";
+import { importTool, toolModules } from "../helpers/tools";
+import type { OpenAPITypescriptPackage, RedoclyPackage } from "../helpers/tool-types";
 
 const tempDir = useTempDirs("vq-openapi-");
 
 /**
- * A client written against the types openapi-typescript generates from the document: a
- * produce and a consume, and two wrong calls the types must refuse (never called).
+ * A program written against the types openapi-typescript generates from the document, calling
+ * the server through openapi-fetch: a produce and a consume, and two wrong calls the types must
+ * refuse (never called).
  */
 const CLIENT = `
-import type { operations } from "./schema";
+import createClient from "openapi-fetch";
+import type { paths } from "./schema";
 
-type Params<K extends keyof operations> = operations[K]["parameters"];
-type JsonBody<K extends keyof operations> = operations[K]["requestBody"] extends { content: { "application/json": infer B } } | undefined ? B : never;
-type Answer<K extends keyof operations, S extends keyof operations[K]["responses"]> = operations[K]["responses"][S] extends { content: { "application/json": infer A } } ? A : never;
-
-async function call<T>(url: string, init?: RequestInit): Promise<T> {
-  const res = await fetch(url, init);
-  if (!res.ok) throw new Error(\`\${res.status}: \${await res.text()}\`);
-  return (await res.json()) as T;
+export async function run(baseUrl: string) {
+  const client = createClient<paths, "application/json">({ baseUrl });
+  const produced = await client.POST("/api/v1/queues/{queue}/messages", { params: { path: { queue: "jobs" } }, body: { messages: ["a", "b"] } });
+  if (!produced.data || !("first" in produced.data)) throw new Error(\`produce: \${produced.response.status} \${JSON.stringify(produced.error)}\`);
+  const consumed = await client.GET("/api/v1/queues/{queue}/consumers/{consumer}/messages", {
+    params: { path: { queue: "jobs", consumer: "worker" }, query: { max_messages: 10, timeout_ms: 0 } },
+  });
+  if (!consumed.data) throw new Error(\`consume: \${consumed.response.status} \${JSON.stringify(consumed.error)}\`);
+  const listed = await client.GET("/api/v1/queues/{queue}/consumers", { params: { path: { queue: "jobs" } } });
+  if (!listed.data) throw new Error(\`list: \${listed.response.status}\`);
+  const kinds: ("ordered" | "shared")[] = listed.data.consumers.map((c) => c.kind);
+  const data: string[] = consumed.data.messages.map((m) => m.data);
+  const cursor: string | null = consumed.data.cursor;
+  return { count: produced.data.count, part: produced.data.first.part, data, cursor, kinds };
 }
 
-export function produce(base: string, path: Params<"produce">["path"], body: JsonBody<"produce">): Promise<Answer<"produce", 201>> {
-  return call(\`\${base}/api/v1/queues/\${path.queue}/messages\`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-}
-
-export function consume(base: string, path: Params<"consume">["path"], query: NonNullable<Params<"consume">["query"]>): Promise<Answer<"consume", 200>> {
-  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
-  return call(\`\${base}/api/v1/queues/\${path.queue}/consumers/\${path.consumer}/messages?\${search}\`);
-}
-
-export function listConsumers(base: string, path: Params<"listConsumers">["path"]): Promise<Answer<"listConsumers", 200>> {
-  return call(\`\${base}/api/v1/queues/\${path.queue}/consumers\`);
-}
-
-export async function run(base: string): Promise<{ count: number; part: number; data: string[]; cursor: string | null; kinds: ("ordered" | "shared")[] }> {
-  const written = await produce(base, { queue: "jobs" }, { messages: ["a", "b"] });
-  const got = await consume(base, { queue: "jobs", consumer: "worker" }, { max_messages: 10, timeout_ms: 0 });
-  const { consumers } = await listConsumers(base, { queue: "jobs" });
-  return { count: written.count, part: written.first.part, data: got.messages.map((m) => m.data), cursor: got.cursor, kinds: consumers.map((c) => c.kind) };
-}
-
-export async function wrong(base: string): Promise<void> {
-  // @ts-expect-error max_messages is a number
-  await consume(base, { queue: "jobs", consumer: "worker" }, { max_messages: "ten" });
+export async function wrong(baseUrl: string): Promise<void> {
+  const client = createClient<paths, "application/json">({ baseUrl });
+  await client.GET("/api/v1/queues/{queue}/consumers/{consumer}/messages", {
+    // @ts-expect-error max_messages is a number
+    params: { path: { queue: "jobs", consumer: "worker" }, query: { max_messages: "ten" } },
+  });
   // @ts-expect-error the envelope has no field "msg"
-  await produce(base, { queue: "jobs" }, { msg: "x" });
+  await client.POST("/api/v1/queues/{queue}/messages", { params: { path: { queue: "jobs" } }, body: { msg: "x" } });
 }
 `;
 
@@ -69,7 +60,10 @@ function typeCheck(files: string[]): string[] {
     types: [],
     skipLibCheck: true,
   });
-  return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const line = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start).line + 1 : 0;
+    return `${d.file?.fileName ?? ""}:${line}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
+  });
 }
 
 type OpenAPIDocument = { paths: Record<string, Record<string, { operationId?: string }>> };
@@ -87,6 +81,7 @@ const OPERATIONS = ["get", "put", "post", "delete"];
 describe("the OpenAPI document", () => {
   it.each([false, true])("passes redocly lint with its recommended rules (auth %s)", async (auth) => {
     const doc = await servedDocument(auth);
+    const { createConfig, lintFromString } = await importTool<RedoclyPackage>("@redocly/openapi-core");
     const config = await createConfig({ extends: ["recommended"] });
     const problems = await lintFromString({ source: JSON.stringify(doc), absoluteRef: "openapi.json", config });
     expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
@@ -116,22 +111,58 @@ describe("the OpenAPI document", () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it("generates a client (openapi-typescript) whose produce and consume type-check and work", async () => {
+  it("describes every parameter, with its type", async () => {
+    type Parameter = { name: string; in: string; description?: string; schema?: { type?: unknown; oneOf?: unknown } };
+    type PathItem = { parameters?: Parameter[] } & Record<string, { parameters?: Parameter[] } | undefined>;
+    const doc = (await servedDocument()) as unknown as { paths: Record<string, PathItem> };
+    const parameters = Object.values(doc.paths).flatMap((item) => [
+      ...(item.parameters ?? []),
+      ...OPERATIONS.flatMap((method) => item[method]?.parameters ?? []),
+    ]);
+    expect(parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(expect.arrayContaining(["max_messages", "timeout_ms", "commit", "cursor"]));
+    for (const parameter of parameters) {
+      expect(parameter.description, `${parameter.in} ${parameter.name}`).toMatch(/\w/);
+      expect(parameter.schema?.type ?? parameter.schema?.oneOf, `${parameter.in} ${parameter.name}`).toBeDefined();
+    }
+  });
+
+  it("lists the query parameters the routes read: each one given twice is refused by its route, by name", async () => {
+    const s = await startServer();
+    const doc = (await (await s.get("/api/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>>;
+    };
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const method of OPERATIONS) {
+        for (const { name } of (item[method]?.parameters ?? []).filter((p) => p.in === "query")) {
+          const url = `${path.replace("{queue}", "q").replace("{consumer}", "c")}?${name}=1&${name}=1`;
+          const res = await s.get(url, { method: method.toUpperCase(), ...(method === "get" ? {} : { body: "x", headers: { "content-type": "text/plain" } }) });
+          const body = (await res.json()) as { error?: { code: string; message: string } };
+          expect([res.status, body.error?.code], `${method} ${url}`).toEqual([400, "E_PARAM"]);
+          expect(body.error?.message, `${method} ${url}`).toContain(name);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(16);
+  });
+
+  it("generates a client (openapi-typescript, openapi-fetch) whose produce and consume type-check and work", async () => {
+    const { default: openapiTS, astToString } = await importTool<OpenAPITypescriptPackage>("openapi-typescript");
     const s = await startServer();
     const dir = await tempDir();
-    const doc = await (await s.get("/api/v1/openapi.json")).json();
+    // The program's imports resolve as in a user's project: openapi-fetch from its node_modules.
+    await symlink(toolModules("openapi-fetch"), join(dir, "node_modules"), "dir");
+    const doc = (await (await s.get("/api/v1/openapi.json")).json()) as object;
     await writeFile(join(dir, "schema.ts"), astToString(await openapiTS(doc)));
     await writeFile(join(dir, "client.ts"), CLIENT);
     expect(typeCheck([join(dir, "client.ts")])).toEqual([]);
-    // Without the expect-error marks, the wrong calls are type errors.
+    // Without the expect-error marks, the wrong calls are type errors: on the lines marked, and nowhere else.
     await writeFile(join(dir, "wrong.ts"), CLIENT.replaceAll("// @ts-expect-error", "//"));
-    expect(typeCheck([join(dir, "wrong.ts")])).toHaveLength(2);
-    // The same client, its types erased, against the server.
-    await writeFile(
-      join(dir, "client.mjs"),
-      ts.transpileModule(CLIENT, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText,
-    );
-    const client = (await import(pathToFileURL(join(dir, "client.mjs")).href)) as { run(base: string): Promise<unknown> };
+    const marked = CLIENT.split("\n").flatMap((line, i) => (line.includes("@ts-expect-error") ? [i + 2] : []));
+    expect(typeCheck([join(dir, "wrong.ts")]).map((problem) => Number(/\.ts:(\d+): /.exec(problem)?.[1]))).toEqual(marked);
+    // The same program, run (jiti strips its types) against the server.
+    const client = await createJiti(import.meta.url).import<{ run(base: string): Promise<unknown> }>(join(dir, "client.ts"));
     expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String), kinds: ["ordered"] });
   }, 60_000);
 

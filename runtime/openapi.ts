@@ -3,19 +3,40 @@ import type { ApiRoute, OpenAPIOperation } from "./route";
 
 // Pieces the routes' operations (in the route table) share.
 export const errorRef = { $ref: "#/components/responses/Error" };
+/** 409: with Retry-After when another process holds the queue for now (E_LOCKED). */
+export const conflictRef = { $ref: "#/components/responses/Conflict" };
+/** 401, with the Basic challenge (only where credentials are asked for: `operation` drops it elsewhere). */
+export const unauthorizedRef = { $ref: "#/components/responses/Unauthorized" };
+/** 503: retry, after Retry-After when given. */
+export const unavailableRef = { $ref: "#/components/responses/Unavailable" };
 export const errorResponses = {
   "400": errorRef,
-  "401": errorRef,
+  "401": unauthorizedRef,
   "403": errorRef,
   "404": errorRef,
   "500": errorRef,
-  "503": { ...errorRef, description: "E_SHUTDOWN (the server is closing), E_BUSY or E_IO (storage unavailable for now): retry, after Retry-After when given" },
+  "503": unavailableRef,
 };
 /** A route that reads a body: 413 past its size limit. */
 export const bodyErrors = { "413": errorRef };
 /** What any route may get before it runs: the HTTP layer refuses a malformed request itself. */
 const transportError = { description: "A request the HTTP layer refuses before any route runs (malformed: 400; headers too large: 431), without a JSON body" };
 export const jsonContent = (schema: object) => ({ "application/json": { schema } });
+const errorContent = jsonContent({
+  type: "object",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "string", example: "E_NAME", description: "What went wrong, for programs (E_PARAM, E_NOT_FOUND, E_LOCKED, ...)" },
+        message: { type: "string", description: "What was wrong and what is allowed, for people" },
+      },
+    },
+  },
+});
+const retryAfter = { "Retry-After": { $ref: "#/components/headers/RetryAfter" } };
 
 const name = { in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._-]{1,128}$" } } as const;
 /** The path parameters a route pattern may hold (`:queue`, `:consumer`). */
@@ -41,20 +62,27 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
     servers: [{ url: "/", description: "This server" }],
     components: {
       ...(options.auth && { securitySchemes: { basic: { type: "http", scheme: "basic" } } }),
+      headers: { RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 0 } } },
       responses: {
-        Error: {
-          description: "An error",
-          content: jsonContent({
-            type: "object",
-            properties: {
-              error: {
-                type: "object",
-                required: ["code", "message"],
-                properties: { code: { type: "string", example: "E_NAME" }, message: { type: "string" } },
-              },
-            },
-          }),
+        Error: { description: "An error", content: errorContent },
+        Conflict: {
+          description:
+            "A conflict: the request's names or cursors do not fit what the queue holds (E_CURSOR, E_KIND, E_LEASE, E_CONFLICT), or another process holds the queue for now (E_LOCKED, with Retry-After)",
+          headers: retryAfter,
+          content: errorContent,
         },
+        Unavailable: {
+          description: "E_SHUTDOWN (the server is closing), E_BUSY, E_FENCED or E_IO (storage unavailable for now): retry, after Retry-After when given",
+          headers: retryAfter,
+          content: errorContent,
+        },
+        ...(options.auth && {
+          Unauthorized: {
+            description: "No credentials, or wrong ones (E_AUTH)",
+            headers: { "WWW-Authenticate": { description: "The Basic challenge", schema: { type: "string" } } },
+            content: errorContent,
+          },
+        }),
       },
       schemas: {
         Position: {

@@ -5,7 +5,7 @@ import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { authorize } from "../auth";
 import { encodeMessagesJSON } from "../consume-json";
 import { ApiError, JSON_TYPE } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { errorResponses, jsonContent, conflictRef } from "../openapi";
 import { nameParam } from "../request";
 import { intQuery, textQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
@@ -50,7 +50,7 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
           "Read a page of messages without any consumer (no position moves, nothing is created): from the oldest, the newest page, a cursor, a message by part and sequence, or a time; `next` is where the following page starts (null at the end). A partitioned queue: a page takes from every partition in turn (each message says its partition, `next` names each partition's place), or from `partition` alone",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "a page",
             content: jsonContent({

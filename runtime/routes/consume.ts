@@ -5,7 +5,7 @@ import { utf8 } from "../../protocol/utf8";
 import { encodeConsumeJSON } from "../consume-json";
 import { queueForm, type QueueForm } from "../queue-form";
 import { ApiError, JSON_TYPE } from "../errors";
-import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorResponses, jsonContent, conflictRef } from "../openapi";
 import { consumerParams, json, mediaType, readBodyLimited } from "../request";
 import { intQuery, textQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
@@ -41,9 +41,17 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Long-poll consume: answers at once when messages are there, else waits up to timeout_ms for the first; creates the consumer",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor, missed in x-vq-missed`,
+            headers: {
+              "X-VQ-Count": { description: "A binary answer: how many messages it holds", schema: { type: "integer" } },
+              "X-VQ-Cursor": { description: "A binary answer with messages: the cursor of its last one (commits the batch)", schema: { type: "string" } },
+              "X-VQ-Missed": {
+                description: "A binary answer: how many messages retention deleted before this consumer read them, since its previous consume",
+                schema: { type: "integer" },
+              },
+            },
             content: {
               ...jsonContent({
                 type: "object",
@@ -114,7 +122,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "409": errorRef,
+          "409": conflictRef,
           "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) },
         },
       },
@@ -134,7 +142,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
         },
       },
@@ -181,7 +189,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "409": errorRef,
+          "409": conflictRef,
           "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
         },
       },

@@ -1,4 +1,4 @@
-import { errorRef, jsonContent, openAPIDocument } from "../openapi";
+import { errorRef, jsonContent, openAPIDocument, unauthorizedRef } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
@@ -38,7 +38,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
       openapi: {
         operationId: "getOpenAPIDocument",
         summary: "This document",
-        responses: { "401": errorRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } },
+        responses: { "401": unauthorizedRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } },
       },
       handler: () => json(openAPIDocument(ctx.options, routes)),
     },

@@ -7,7 +7,7 @@ import { fromBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { ApiError } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
+import { errorRef, errorResponses, jsonContent, conflictRef } from "../openapi";
 import { json, mediaType, nameParam, readBodyLimited } from "../request";
 import { intQuery, textQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
@@ -23,6 +23,14 @@ import type { ApiRoute, RouteContext } from "../route";
  * Whatever the type: `?delayMs=` or `?at=` (also `delayMs`/`at` fields of the JSON envelope)
  * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/writer/produce.ts).
  */
+/** The answer of a produce whose Idempotency-Key was accepted before: the first answer again. */
+const replayed = {
+  "Idempotency-Replayed": {
+    description: "true when this is the answer of an earlier produce with the same Idempotency-Key (nothing written)",
+    schema: { const: "true" },
+  },
+};
+
 /** Most UTF-8 bytes of a partition key (the engine's bound). */
 const MAX_PARTITION_KEY = 1024;
 
@@ -87,11 +95,12 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
         },
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "413": errorRef,
           "507": { ...errorRef, description: "The disk is full (E_IO, E_FULL): nothing acknowledged" },
           "201": {
             description: "written",
+            headers: replayed,
             content: jsonContent({
               type: "object",
               required: ["queue", "count", "first", "last"],
@@ -104,12 +113,9 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
               },
             }),
           },
-          "503": {
-            ...errorRef,
-            description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After",
-          },
           "202": {
             description: "delayed: kept aside until `delayed.until`",
+            headers: replayed,
             content: jsonContent({
               type: "object",
               required: ["queue", "count", "delayed"],

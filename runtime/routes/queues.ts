@@ -3,7 +3,7 @@ import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect/queues";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
-import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorResponses, jsonContent, conflictRef } from "../openapi";
 import { consumerParams, json, nameParam, readBodyLimited } from "../request";
 import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { utf8 } from "../../protocol/utf8";
@@ -146,7 +146,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "409": errorRef,
+          "409": conflictRef,
           "200": { description: "already declared so", content: declaredContent },
           "201": { description: "declared", content: declaredContent },
         },
@@ -166,7 +166,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Delete a queue: its messages, consumers and files; needs the admin right. 409 while a writer or consumer of it is open in another process",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "deleted",
             content: jsonContent({
@@ -197,7 +197,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process. A partitioned queue: each partition in turn (a 409 leaves the ones before it purged: call it again)",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "purged",
             content: jsonContent({
@@ -228,7 +228,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Delete a consumer (its saved position); needs the admin right",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "deleted",
             content: jsonContent({

@@ -9,7 +9,7 @@ import type { LeaseRef } from "../../src/consumers/types";
 import { MAX_LEASE_MS } from "../../src/options/shared";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
-import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent, conflictRef } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import { queueForm, type QueueForm } from "../queue-form";
@@ -24,7 +24,7 @@ const errorsSchema = {
   items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } },
 };
 /** Every shared route reads a JSON body: too large (413), or not JSON (415). */
-const sharedErrors = { ...errorResponses, ...bodyErrors, "409": errorRef, "415": errorRef };
+const sharedErrors = { ...errorResponses, ...bodyErrors, "409": conflictRef, "415": errorRef };
 const answer = (description: string, properties: Record<string, unknown>) => ({
   ...sharedErrors,
   "200": { description, content: jsonContent({ type: "object", properties }) },
@@ -64,6 +64,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           ...sharedErrors,
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} the VQL1 binary lease framing (README)`,
+            headers: { "X-VQ-Count": { description: "A binary answer: how many messages it holds", schema: { type: "integer" } } },
             content: {
               ...jsonContent({
                 type: "object",

@@ -3,14 +3,18 @@ import { createJiti } from "jiti";
 import { join } from "pathe";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
-import { startServer } from "./_server";
+import { QueueWriter } from "../../src/writer/writer";
+import { basic, startServer } from "./_server";
 import { useTempDirs } from "../helpers/tmp";
 import { importTool, toolModules } from "../helpers/tools";
 import type { OpenAPITypescriptPackage, RedoclyPackage } from "../helpers/tool-types";
 
 const tempDir = useTempDirs("vq-openapi-");
+/** The tests that take a tool install it on their first run (npm: the linter and openapi-typescript are about 20 MB each). */
+const INSTALL_TIMEOUT = 300_000;
 
 /**
  * A program written against the types openapi-typescript generates from the document, calling
@@ -79,13 +83,17 @@ async function servedDocument(auth = false): Promise<OpenAPIDocument> {
 const OPERATIONS = ["get", "put", "post", "delete"];
 
 describe("the OpenAPI document", () => {
-  it.each([false, true])("passes redocly lint with its recommended rules (auth %s)", async (auth) => {
-    const doc = await servedDocument(auth);
-    const { createConfig, lintFromString } = await importTool<RedoclyPackage>("@redocly/openapi-core");
-    const config = await createConfig({ extends: ["recommended"] });
-    const problems = await lintFromString({ source: JSON.stringify(doc), absoluteRef: "openapi.json", config });
-    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
-  });
+  it.each([false, true])(
+    "passes redocly lint with its recommended rules (auth %s)",
+    async (auth) => {
+      const doc = await servedDocument(auth);
+      const { createConfig, lintFromString } = await importTool<RedoclyPackage>("@redocly/openapi-core");
+      const config = await createConfig({ extends: ["recommended"] });
+      const problems = await lintFromString({ source: JSON.stringify(doc), absoluteRef: "openapi.json", config });
+      expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
+    },
+    INSTALL_TIMEOUT,
+  );
 
   it("asks for Basic credentials where the server does, and nowhere else", async () => {
     type Op = { security?: unknown[]; responses: Record<string, unknown> };
@@ -147,24 +155,28 @@ describe("the OpenAPI document", () => {
     expect(checked).toBeGreaterThanOrEqual(16);
   });
 
-  it("generates a client (openapi-typescript, openapi-fetch) whose produce and consume type-check and work", async () => {
-    const { default: openapiTS, astToString } = await importTool<OpenAPITypescriptPackage>("openapi-typescript");
-    const s = await startServer();
-    const dir = await tempDir();
-    // The program's imports resolve as in a user's project: openapi-fetch from its node_modules.
-    await symlink(toolModules("openapi-fetch"), join(dir, "node_modules"), "dir");
-    const doc = (await (await s.get("/api/v1/openapi.json")).json()) as object;
-    await writeFile(join(dir, "schema.ts"), astToString(await openapiTS(doc)));
-    await writeFile(join(dir, "client.ts"), CLIENT);
-    expect(typeCheck([join(dir, "client.ts")])).toEqual([]);
-    // Without the expect-error marks, the wrong calls are type errors: on the lines marked, and nowhere else.
-    await writeFile(join(dir, "wrong.ts"), CLIENT.replaceAll("// @ts-expect-error", "//"));
-    const marked = CLIENT.split("\n").flatMap((line, i) => (line.includes("@ts-expect-error") ? [i + 2] : []));
-    expect(typeCheck([join(dir, "wrong.ts")]).map((problem) => Number(/\.ts:(\d+): /.exec(problem)?.[1]))).toEqual(marked);
-    // The same program, run (jiti strips its types) against the server.
-    const client = await createJiti(import.meta.url).import<{ run(base: string): Promise<unknown> }>(join(dir, "client.ts"));
-    expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String), kinds: ["ordered"] });
-  }, 60_000);
+  it(
+    "generates a client (openapi-typescript, openapi-fetch) whose produce and consume type-check and work",
+    async () => {
+      const { default: openapiTS, astToString } = await importTool<OpenAPITypescriptPackage>("openapi-typescript");
+      const s = await startServer();
+      const dir = await tempDir();
+      // The program's imports resolve as in a user's project: openapi-fetch from its node_modules.
+      await symlink(toolModules("openapi-fetch"), join(dir, "node_modules"), "dir");
+      const doc = (await (await s.get("/api/v1/openapi.json")).json()) as object;
+      await writeFile(join(dir, "schema.ts"), astToString(await openapiTS(doc)));
+      await writeFile(join(dir, "client.ts"), CLIENT);
+      expect(typeCheck([join(dir, "client.ts")])).toEqual([]);
+      // Without the expect-error marks, the wrong calls are type errors: on the lines marked, and nowhere else.
+      await writeFile(join(dir, "wrong.ts"), CLIENT.replaceAll("// @ts-expect-error", "//"));
+      const marked = CLIENT.split("\n").flatMap((line, i) => (line.includes("@ts-expect-error") ? [i + 2] : []));
+      expect(typeCheck([join(dir, "wrong.ts")]).map((problem) => Number(/\.ts:(\d+): /.exec(problem)?.[1]))).toEqual(marked);
+      // The same program, run (jiti strips its types) against the server.
+      const client = await createJiti(import.meta.url).import<{ run(base: string): Promise<unknown> }>(join(dir, "client.ts"));
+      expect(await client.run(s.url)).toEqual({ count: 2, part: 0, data: ["a", "b"], cursor: expect.any(String), kinds: ["ordered"] });
+    },
+    INSTALL_TIMEOUT,
+  );
 
   it("lists the error answers the routes really give", async () => {
     const s = await startServer();
@@ -200,5 +212,31 @@ describe("the OpenAPI document", () => {
     await closing;
     expect(res.status).toBe(503);
     expect(Object.keys(doc.paths["/api/v1/queues"]!.get!.responses)).toContain("503");
+  });
+
+  it("names the headers its error answers carry: WWW-Authenticate on a 401, Retry-After on a 409 E_LOCKED", async () => {
+    type Answer = { $ref?: string; headers?: Record<string, unknown> };
+    type Doc = { components: { responses: Record<string, Answer> }; paths: Record<string, Record<string, { responses: Record<string, Answer> }>> };
+    const s = await startServer({ auth: { users: [{ username: "u", password: "p" }] } });
+    const doc = (await (await s.get("/api/v1/openapi.json", { headers: basic("u", "p") })).json()) as Doc;
+    const headersOf = (answer: Answer) => {
+      const resolved = answer.$ref ? doc.components.responses[answer.$ref.split("/").pop()!]! : answer;
+      return Object.keys(resolved.headers ?? {}).map((name) => name.toLowerCase());
+    };
+    const refused = await s.get("/api/v1/queues");
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toMatch(/^Basic /);
+    expect(headersOf(doc.paths["/api/v1/queues"]!.get!.responses["401"]!)).toContain("www-authenticate");
+    // Same process, other driver instance: the pid lock is held, as by another process.
+    const writer = await QueueWriter.open("held", { driver: fsDriver({ dir: s.dir }), durability: "none" });
+    try {
+      const locked = await s.post("/api/v1/queues/held/messages", "x", basic("u", "p"));
+      expect(locked.status).toBe(409);
+      expect(locked.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(headersOf(doc.paths["/api/v1/queues/{queue}/messages"]!.post!.responses["409"]!)).toContain("retry-after");
+      expect(headersOf(doc.paths["/api/v1/queues/{queue}/messages"]!.post!.responses["503"]!)).toContain("retry-after");
+    } finally {
+      await writer.close();
+    }
   });
 });

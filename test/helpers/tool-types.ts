@@ -123,6 +123,12 @@ export interface PlaywrightPackage {
   chromium: { launch(options?: { executablePath?: string; args?: string[]; headless?: boolean }): Promise<Browser> };
 }
 
+// --- @apidevtools/swagger-parser (CommonJS: its class is the default export)
+
+export interface SwaggerParserPackage {
+  default: { validate(document: object): Promise<unknown> };
+}
+
 // --- @redocly/openapi-core
 
 export interface LintProblem {

@@ -21,7 +21,8 @@ export const TOOL_VERSIONS = {
   deno: "2.9.6",
   miniflare: "4.20260426.0",
   "playwright-core": "1.65.1",
-  // test/http/openapi.test.ts: the linter, and a client generated from the document.
+  // test/http/openapi.test.ts: the validator (13 needs Node 22), the linter, and a client generated from the document.
+  "@apidevtools/swagger-parser": "12.1.0",
   "@redocly/openapi-core": "1.34.24",
   "openapi-typescript": "7.13.0",
   "openapi-fetch": "0.17.0",

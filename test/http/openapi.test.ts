@@ -10,7 +10,7 @@ import { QueueWriter } from "../../src/writer/writer";
 import { basic, startServer } from "./_server";
 import { useTempDirs } from "../helpers/tmp";
 import { importTool, toolModules } from "../helpers/tools";
-import type { OpenAPITypescriptPackage, RedoclyPackage } from "../helpers/tool-types";
+import type { OpenAPITypescriptPackage, RedoclyPackage, SwaggerParserPackage } from "../helpers/tool-types";
 
 const tempDir = useTempDirs("vq-openapi-");
 /** The tests that take a tool install it on their first run (npm: the linter and openapi-typescript are about 20 MB each). */
@@ -83,6 +83,15 @@ async function servedDocument(auth = false): Promise<OpenAPIDocument> {
 const OPERATIONS = ["get", "put", "post", "delete"];
 
 describe("the OpenAPI document", () => {
+  it.each([false, true])(
+    "is valid for swagger-parser (auth %s)",
+    async (auth) => {
+      const { default: SwaggerParser } = await importTool<SwaggerParserPackage>("@apidevtools/swagger-parser");
+      await expect(SwaggerParser.validate(await servedDocument(auth))).resolves.toBeDefined();
+    },
+    INSTALL_TIMEOUT,
+  );
+
   it.each([false, true])(
     "passes redocly lint with its recommended rules (auth %s)",
     async (auth) => {

@@ -46,8 +46,11 @@ const PATH_PARAMETERS: Record<string, object> = {
   asset: { in: "path", required: true, name: "asset", schema: { type: "string" }, description: "A dashboard file's name, as the page links it" },
 };
 
-/** The OpenAPI 3.1 document of the API: the paths are the route table's, with the app's limits filled in. */
-export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readonly ApiRoute[]): Record<string, unknown> {
+/**
+ * The OpenAPI 3.1 document of the API: the paths are the route table's, with the app's limits
+ * filled in. `base`: the path the app is served under ("/", or a host app's mount prefix).
+ */
+export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readonly ApiRoute[], base = "/"): Record<string, unknown> {
   return {
     openapi: "3.1.0",
     info: {
@@ -58,8 +61,8 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
         "A durable file-based queue (byte-compatible with the Rust crate v_queue). Paths of the Rust v-queue-server, plus a producer API. " +
         'Errors are `{ "error": { "code", "message" } }`. With auth on, every route but /health (and /metrics when it is open) needs HTTP Basic credentials: those say `security: []`.',
     },
-    // Relative: resolved against this document's own URL, so it holds wherever the app is served.
-    servers: [{ url: "/", description: "This server" }],
+    // Relative to this document's origin, so it holds whatever the host's name; with the prefix the app is mounted under.
+    servers: [{ url: base, description: "This server" }],
     components: {
       ...(options.auth && { securitySchemes: { basic: { type: "http", scheme: "basic" } } }),
       headers: { RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 0 } } },

@@ -12,6 +12,8 @@ import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
 import { sharedRoutes } from "./shared";
 
+const OPENAPI_PATH = "/api/v1/openapi.json";
+
 /**
  * The route table: every route of the API, once. `registerRoutes` registers it (and answers
  * 405 from it), the OpenAPI document lists it, in this order.
@@ -34,13 +36,17 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     },
     {
       method: "GET",
-      route: "/api/v1/openapi.json",
+      route: OPENAPI_PATH,
       openapi: {
         operationId: "getOpenAPIDocument",
         summary: "This document",
         responses: { "401": unauthorizedRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } },
       },
-      handler: () => json(openAPIDocument(ctx.options, routes)),
+      // Mounted in another h3 app, the path carries its prefix: the API is there, not at the host's root.
+      handler: (event) => {
+        const path = event.url.pathname;
+        return json(openAPIDocument(ctx.options, routes, (path.endsWith(OPENAPI_PATH) && path.slice(0, -OPENAPI_PATH.length)) || "/"));
+      },
     },
     ...queueRoutes(ctx),
     ...produceRoutes(ctx),

@@ -2,6 +2,7 @@ import { symlink, writeFile } from "node:fs/promises";
 import { createJiti } from "jiti";
 import { join } from "pathe";
 import ts from "typescript";
+import { H3 } from "h3";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
@@ -246,6 +247,26 @@ describe("the OpenAPI document", () => {
       expect(headersOf(doc.paths["/api/v1/queues/{queue}/messages"]!.post!.responses["503"]!)).toContain("retry-after");
     } finally {
       await writer.close();
+    }
+  });
+
+  it("names the server where the app is served: at the root, or under a host app's mount prefix", async () => {
+    const handler = createQueueHandler({ driver: memoryDriver({}), durability: "none", logger: { error: () => {}, warn: () => {} } });
+    try {
+      type Doc = { servers: { url: string }[] };
+      const root = (await (await handler.fetch(new Request("http://vq.local/api/v1/openapi.json"))).json()) as Doc;
+      expect(root.servers.map((server) => server.url)).toEqual(["/"]);
+      const host = new H3();
+      host.mount("/vq", handler.app);
+      const docURL = "http://vq.local/vq/api/v1/openapi.json";
+      const mounted = (await (await host.fetch(new Request(docURL))).json()) as Doc;
+      expect(mounted.servers.map((server) => server.url)).toEqual(["/vq"]);
+      // As a client does: the server's URL resolved against the document's, then the path.
+      const base = new URL(mounted.servers[0]!.url, docURL).href.replace(/\/$/, "");
+      const res = await host.fetch(new Request(`${base}/api/v1/queues`));
+      expect([res.status, await res.json()]).toEqual([200, { queues: [] }]);
+    } finally {
+      await handler.close();
     }
   });
 });

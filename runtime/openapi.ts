@@ -9,14 +9,10 @@ export const conflictRef = { $ref: "#/components/responses/Conflict" };
 export const unauthorizedRef = { $ref: "#/components/responses/Unauthorized" };
 /** 503: retry, after Retry-After when given. */
 export const unavailableRef = { $ref: "#/components/responses/Unavailable" };
-export const errorResponses = {
-  "400": errorRef,
-  "401": unauthorizedRef,
-  "403": errorRef,
-  "404": errorRef,
-  "500": errorRef,
-  "503": unavailableRef,
-};
+/** What any route counted in may answer: 401 (where credentials are asked for), 500, and 503 (closing, busy, storage unavailable). */
+export const serverErrors = { "401": unauthorizedRef, "500": errorRef, "503": unavailableRef };
+/** A route on a queue: 400 for a bad name or parameter, 403 without the right on it, 404 for what is not there. */
+export const errorResponses = { "400": errorRef, "403": errorRef, "404": errorRef, ...serverErrors };
 /** A route that reads a body: 413 past its size limit. */
 export const bodyErrors = { "413": errorRef };
 /** What any route may get before it runs: the HTTP layer refuses a malformed request itself. */

@@ -6,7 +6,7 @@ import { queueTotals } from "../../src/log/totals";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
 import type { MonitorSnapshot, QueueSample } from "../types";
-import { errorResponses, jsonContent } from "../openapi";
+import { errorRef, errorResponses, jsonContent, serverErrors } from "../openapi";
 import { json, nameParam } from "../request";
 import { intQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
@@ -33,7 +33,7 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "getOverview",
         summary:
           "Every queue the user may see, with rates and the worst consumer lag, from the monitor's last sample (reads no part file); `history=N` adds the last N samples",
-        responses: { ...errorResponses, "200": { description: "overview", content: jsonContent({ type: "object" }) } },
+        responses: { "400": errorRef, ...serverErrors, "200": { description: "overview", content: jsonContent({ type: "object" }) } },
       },
       handler: async (event, principal) => {
         const points = Math.min(maxHistory, historyQuery.read(event.url));

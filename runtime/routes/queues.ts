@@ -3,7 +3,7 @@ import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect/queues";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
-import { bodyErrors, errorResponses, jsonContent, conflictRef } from "../openapi";
+import { bodyErrors, errorResponses, jsonContent, conflictRef, serverErrors } from "../openapi";
 import { consumerParams, json, nameParam, readBodyLimited } from "../request";
 import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { utf8 } from "../../protocol/utf8";
@@ -28,9 +28,9 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues",
       openapi: {
         operationId: "listQueues",
-        summary: "Queues in the data directory (any writer's)",
+        summary: "Queues in the data directory (any writer's) that the user may read or write",
         responses: {
-          ...errorResponses,
+          ...serverErrors,
           "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) },
         },
       },

@@ -269,4 +269,26 @@ describe("the OpenAPI document", () => {
       await handler.close();
     }
   });
+
+  it("lists 403 and 404 only on the routes that name a queue: the others answer a user without rights, and never 404", async () => {
+    type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const s = await startServer({
+      auth: {
+        users: [
+          { username: "u", password: "p" },
+          { username: "none", password: "n", read: false, write: false },
+        ],
+      },
+    });
+    const doc = (await (await s.get("/api/v1/openapi.json", { headers: basic("u", "p") })).json()) as Doc;
+    for (const path of ["/api/v1/queues", "/api/v1/overview", "/metrics", "/"]) {
+      const res = await s.get(path, { headers: basic("none", "n") });
+      expect(res.status, path).toBe(200);
+      await res.arrayBuffer();
+      expect(Object.keys(doc.paths[path]!.get!.responses), path).not.toContain("403");
+      expect(Object.keys(doc.paths[path]!.get!.responses), path).not.toContain("404");
+    }
+    expect(Object.keys(doc.paths["/api/v1/queues/{queue}"]!.get!.responses)).toEqual(expect.arrayContaining(["400", "403", "404"]));
+    expect((await s.get("/api/v1/queues/q", { headers: basic("none", "n") })).status).toBe(403);
+  });
 });

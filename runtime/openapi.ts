@@ -32,6 +32,16 @@ const errorContent = jsonContent({
     },
   },
 });
+/** What a consumed and a leased message both say. */
+const messageFields = {
+  partition: { type: "integer", description: "A partitioned queue's message: its partition (part, offset and seq are positions in it)" },
+  part: { type: "integer" },
+  offset: { type: "integer", description: "Byte offset of the record in its part" },
+  seq: { type: "integer", description: "Sequence number in the part, from 1" },
+  type: { enum: ["string", "object"] },
+  data: { type: "string", description: "Text, or base64 when `encoding` is present" },
+  encoding: { const: "base64" },
+};
 const retryAfter = { "Retry-After": { $ref: "#/components/headers/RetryAfter" } };
 
 const name = { in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._-]{1,128}$" } } as const;
@@ -93,17 +103,21 @@ export function openAPIDocument(options: ResolvedQueueAppOptions, routes: readon
           type: "object",
           required: ["part", "offset", "seq", "type", "data", "cursor"],
           properties: {
-            partition: { type: "integer", description: "A partitioned queue's message: its partition (part, offset and seq are positions in it)" },
-            part: { type: "integer" },
-            offset: { type: "integer", description: "Byte offset of the record in its part" },
-            seq: { type: "integer", description: "Sequence number in the part, from 1" },
-            type: { enum: ["string", "object"] },
-            data: { type: "string", description: "Text, or base64 when `encoding` is present" },
-            encoding: { const: "base64" },
+            ...messageFields,
             cursor: {
               type: "string",
               description: 'Commits up to and including this message ("p<partition>:<part>.<position>.<count>" on a partitioned queue)',
             },
+          },
+        },
+        LeasedMessage: {
+          type: "object",
+          required: ["part", "offset", "seq", "type", "data", "lease", "deliveries", "leaseUntil"],
+          properties: {
+            ...messageFields,
+            lease: { type: "string", description: 'The lease token "<part>.<offset>.<lease>" ("p<partition>:..." on a partitioned queue)' },
+            deliveries: { type: "integer", description: "Times it was handed out, this one included" },
+            leaseUntil: { type: "integer", description: "When the lease runs out (ms since the epoch, the server's clock)" },
           },
         },
       },

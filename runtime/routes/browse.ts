@@ -55,9 +55,10 @@ export function browseRoutes(ctx: RouteContext): ApiRoute[] {
             description: "a page",
             content: jsonContent({
               type: "object",
+              required: ["queue", "next", "messages"],
               properties: {
                 queue: { type: "string" },
-                next: { type: ["string", "null"] },
+                next: { type: ["string", "null"], description: "Where the following page starts (from=next); null at the end" },
                 messages: { type: "array", items: { $ref: "#/components/schemas/Message" } },
               },
             }),

@@ -123,7 +123,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           ...bodyErrors,
           "409": conflictRef,
-          "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) },
+          "200": { description: "committed", content: positionAnswer("committed", "The cursor committed up to") },
         },
       },
       handler: async (event, principal) => {
@@ -143,7 +143,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           "409": conflictRef,
-          "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
+          "200": { description: "rewound", content: positionAnswer("cursor", "Where the consumer reads from now") },
         },
       },
       handler: async (event, principal) => {
@@ -190,7 +190,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
           ...errorResponses,
           ...bodyErrors,
           "409": conflictRef,
-          "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
+          "200": { description: "moved", content: positionAnswer("cursor", "Where the consumer reads from now") },
         },
       },
       handler: async (event, principal) => {
@@ -202,6 +202,15 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
     },
   ];
+}
+
+/** A commit's, rewind's or seek's answer: the queue, the consumer, and `field`, a cursor. */
+function positionAnswer(field: string, description: string) {
+  return jsonContent({
+    type: "object",
+    required: ["queue", "consumer", field],
+    properties: { queue: { type: "string" }, consumer: { type: "string" }, [field]: { type: "string", description } },
+  });
 }
 
 /** The `to` of a seek body, unchecked (the queue's form checks it). */

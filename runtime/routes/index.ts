@@ -29,7 +29,10 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Liveness (never behind auth)",
         security: [],
         responses: {
-          "200": { description: "ok", content: jsonContent({ type: "object", properties: { status: { const: "ok" }, version: { type: "string" } } }) },
+          "200": {
+            description: "ok",
+            content: jsonContent({ type: "object", required: ["status", "version"], properties: { status: { const: "ok" }, version: { type: "string" } } }),
+          },
         },
       },
       handler: () => json<HealthResponse>({ status: "ok", version: ctx.options.version }),

@@ -31,7 +31,10 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Queues in the data directory (any writer's) that the user may read or write",
         responses: {
           ...serverErrors,
-          "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) },
+          "200": {
+            description: "names",
+            content: jsonContent({ type: "object", required: ["queues"], properties: { queues: { type: "array", items: { type: "string" } } } }),
+          },
         },
       },
       handler: async (_event, principal) => {
@@ -51,15 +54,33 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
             description: "stats",
             content: jsonContent({
               type: "object",
+              required: ["name", "id", "count_pushed", "is_ready", "parts", "messages", "bytes", "consumers"],
               properties: {
                 name: { type: "string" },
-                id: { type: "integer" },
-                count_pushed: { type: "integer" },
+                id: { type: "integer", description: "The current part" },
+                count_pushed: { type: "integer", description: "Records in the current part" },
                 is_ready: { type: "boolean" },
                 parts: { type: "integer" },
                 messages: { type: "integer" },
                 bytes: { type: "integer" },
                 consumers: { type: "integer" },
+                partitions: { type: "integer", description: "A partitioned queue: how many partitions" },
+                partitionQueues: {
+                  type: "array",
+                  description: "A partitioned queue: each partition's queue",
+                  items: {
+                    type: "object",
+                    required: ["name", "partition", "id", "parts", "messages", "bytes"],
+                    properties: {
+                      name: { type: "string" },
+                      partition: { type: "integer" },
+                      id: { type: "integer" },
+                      parts: { type: "integer" },
+                      messages: { type: "integer" },
+                      bytes: { type: "integer" },
+                    },
+                  },
+                },
               },
             }),
           },
@@ -171,6 +192,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
             description: "deleted",
             content: jsonContent({
               type: "object",
+              required: ["queue", "deleted", "parts", "consumers"],
               properties: {
                 queue: { type: "string" },
                 deleted: { const: true },
@@ -202,6 +224,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
             description: "purged",
             content: jsonContent({
               type: "object",
+              required: ["queue", "messages", "bytes", "parts", "part"],
               properties: {
                 queue: { type: "string" },
                 messages: { type: "integer" },
@@ -278,6 +301,7 @@ const consumersContent = jsonContent({
 
 const declaredContent = jsonContent({
   type: "object",
+  required: ["queue", "partitions", "created"],
   properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } },
 });
 

@@ -291,4 +291,80 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(doc.paths["/api/v1/queues/{queue}"]!.get!.responses)).toEqual(expect.arrayContaining(["400", "403", "404"]));
     expect((await s.get("/api/v1/queues/q", { headers: basic("none", "n") })).status).toBe(403);
   });
+
+  it("describes the JSON answers as the routes give them: every field in the schema, every required one there", async () => {
+    const s = await startServer();
+    const doc = (await (await s.get("/api/v1/openapi.json")).json()) as DocWithSchemas;
+    const problems: string[] = [];
+    /** Calls a route and checks its JSON answer against the operation's schema for that status. */
+    const call = async (method: string, path: string, route: string, body?: unknown): Promise<Record<string, unknown>> => {
+      const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
+      const res = await s.get(path, init);
+      const answer = (await res.json()) as Record<string, unknown>;
+      expect(res.status, `${method} ${path}: ${JSON.stringify(answer)}`).toBeLessThan(300);
+      const schema = doc.paths[route]![method.toLowerCase()]!.responses[String(res.status)]!.content!["application/json"]!.schema;
+      problems.push(...schemaProblems(answer, schema, doc, `${method} ${route} ${res.status}`));
+      return answer;
+    };
+    const consumer = "/api/v1/queues/{queue}/consumers/{consumer}";
+    await call("PUT", "/api/v1/queues/pq", "/api/v1/queues/{queue}", { partitions: 2 });
+    await call("POST", "/api/v1/queues/pq/messages", "/api/v1/queues/{queue}/messages", { message: "p", partitionKey: "k" });
+    await call("GET", "/api/v1/queues/pq", "/api/v1/queues/{queue}");
+    await call("POST", "/api/v1/queues/q/messages", "/api/v1/queues/{queue}/messages", { messages: ["a", "b", "c"] });
+    await call("POST", "/api/v1/queues/q/messages", "/api/v1/queues/{queue}/messages", { message: "later", delayMs: 60_000 });
+    await call("GET", "/api/v1/queues/q/consumers/c/messages?max_messages=1&timeout_ms=0", `${consumer}/messages`);
+    await call("POST", "/api/v1/queues/q/consumers/c/commit", `${consumer}/commit`);
+    await call("POST", "/api/v1/queues/q/consumers/c/rewind", `${consumer}/rewind`);
+    await call("POST", "/api/v1/queues/q/consumers/c/seek", `${consumer}/seek`, { to: "earliest" });
+    const leased = await call("POST", "/api/v1/queues/q/consumers/s/lease", `${consumer}/lease`, { max: 3 });
+    const [l0, l1, l2] = (leased.messages as { lease: string }[]).map((m) => m.lease);
+    await call("POST", "/api/v1/queues/q/consumers/s/extend", `${consumer}/extend`, { leases: [l0], leaseMs: 60_000 });
+    await call("POST", "/api/v1/queues/q/consumers/s/ack", `${consumer}/ack`, { leases: [l0, "0.0.99"] });
+    await call("POST", "/api/v1/queues/q/consumers/s/nack", `${consumer}/nack`, { leases: [l1], deadLetter: true });
+    await call("POST", "/api/v1/queues/q/consumers/s/nack", `${consumer}/nack`, { leases: [l2] });
+    await call("POST", "/api/v1/queues/q.dead/redrive", "/api/v1/queues/{queue}/redrive", {});
+    await call("GET", "/api/v1/queues", "/api/v1/queues");
+    await call("GET", "/api/v1/queues/q", "/api/v1/queues/{queue}");
+    await call("GET", "/api/v1/queues/q/consumers", "/api/v1/queues/{queue}/consumers");
+    await call("GET", "/api/v1/queues/q/browse", "/api/v1/queues/{queue}/browse");
+    await call("POST", "/api/v1/queues/q/prune", "/api/v1/queues/{queue}/prune");
+    await call("POST", "/api/v1/queues/pq/prune", "/api/v1/queues/{queue}/prune");
+    await call("POST", "/api/v1/queues/q/purge", "/api/v1/queues/{queue}/purge");
+    await call("DELETE", "/api/v1/queues/q/consumers/c", consumer);
+    await call("DELETE", "/api/v1/queues/q.dead", "/api/v1/queues/{queue}");
+    await call("GET", "/health", "/health");
+    expect(problems).toEqual([]);
+  });
 });
+
+type Schema = {
+  $ref?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  allOf?: Schema[];
+  oneOf?: Schema[];
+  anyOf?: Schema[];
+};
+type DocWithSchemas = {
+  components: { schemas: Record<string, Schema> };
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>>;
+};
+
+/** Where `value` and `schema` disagree: a field the schema does not declare, or a required one missing (through $ref, allOf, oneOf, items). */
+function schemaProblems(value: unknown, schema: Schema, doc: DocWithSchemas, at: string): string[] {
+  const resolve = (s: Schema): Schema => (s.$ref ? resolve(doc.components.schemas[s.$ref.split("/").pop()!]!) : s);
+  const own = resolve(schema);
+  if (Array.isArray(value))
+    return own.items ? value.flatMap((item, i) => schemaProblems(item, own.items!, doc, `${at}[${i}]`)) : [`${at}: an array the schema does not describe`];
+  if (value === null || typeof value !== "object") return [];
+  const parts = [own, ...[...(own.allOf ?? []), ...(own.oneOf ?? []), ...(own.anyOf ?? [])].map(resolve)];
+  const properties: Record<string, Schema> = Object.assign({}, ...parts.map((part) => part.properties ?? {}));
+  const required = [...(own.required ?? []), ...(own.allOf ?? []).flatMap((part) => resolve(part).required ?? [])];
+  return [
+    ...Object.entries(value).flatMap(([key, field]) =>
+      properties[key] ? schemaProblems(field, properties[key], doc, `${at}.${key}`) : [`${at}.${key}: not in the schema`],
+    ),
+    ...required.filter((key) => !(key in value)).map((key) => `${at}.${key}: required, missing`),
+  ];
+}

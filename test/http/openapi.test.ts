@@ -330,6 +330,9 @@ describe("the OpenAPI document", () => {
     await call("POST", "/api/v1/queues/q/prune", "/api/v1/queues/{queue}/prune");
     await call("POST", "/api/v1/queues/pq/prune", "/api/v1/queues/{queue}/prune");
     await call("POST", "/api/v1/queues/q/purge", "/api/v1/queues/{queue}/purge");
+    await call("GET", "/api/v1/overview?history=2", "/api/v1/overview");
+    await call("GET", "/api/v1/queues/q/overview?history=2", "/api/v1/queues/{queue}/overview");
+    await call("GET", "/api/v1/queues/pq/overview", "/api/v1/queues/{queue}/overview");
     await call("DELETE", "/api/v1/queues/q/consumers/c", consumer);
     await call("DELETE", "/api/v1/queues/q.dead", "/api/v1/queues/{queue}");
     await call("GET", "/health", "/health");

@@ -338,6 +338,19 @@ describe("the OpenAPI document", () => {
     await call("GET", "/health", "/health");
     expect(problems).toEqual([]);
   });
+
+  it("lists the media types a consume answers in, whichever the client accepts", async () => {
+    const s = await startServer();
+    const doc = (await (await s.get("/api/v1/openapi.json")).json()) as DocWithSchemas;
+    const listed = Object.keys(doc.paths["/api/v1/queues/{queue}/consumers/{consumer}/messages"]!.get!.responses["200"]!.content!);
+    await s.post("/api/v1/queues/q/messages", "x");
+    for (const accept of ["application/json", "application/vnd.v-queue.batch", "application/octet-stream", "*/*"]) {
+      const res = await s.get("/api/v1/queues/q/consumers/c/messages?timeout_ms=0", { headers: { accept } });
+      expect(res.status, accept).toBe(200);
+      await res.arrayBuffer();
+      expect(listed, accept).toContain(res.headers.get("content-type")!.split(";")[0]);
+    }
+  });
 });
 
 type Schema = {

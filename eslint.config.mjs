@@ -1,6 +1,8 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+const QUERY_RULE = "Read the query with a QueryParam (runtime/query.ts) listed in the route's `query`, so that the OpenAPI document lists it.";
+
 /** A folder's import bans, as `no-restricted-imports` patterns (which folder imports which: scripts/import-rules.ts). */
 const room = (files, ...patterns) => ({ files, rules: { "no-restricted-imports": ["error", { patterns }] } });
 
@@ -63,4 +65,18 @@ export default tseslint.config(
   room(["protocol/**/*.ts"], { group: ["node:*"], message: "protocol/ runs wherever the client does: no Node built-ins." }),
   room(["runtime/**/*.ts"], { group: ["node:*"], message: "runtime/ is web-standard: Node code belongs in adapters/." }),
   room(["client/**/*.ts"], { group: ["node:*"], message: "v-queue/client runs in browsers and workers: no Node built-ins." }),
+  // A route reads its query only through the QueryParams it lists (runtime/query.ts), which the OpenAPI document lists too.
+  {
+    files: ["runtime/routes/**/*.ts"],
+    rules: {
+      "no-restricted-properties": ["error", { property: "searchParams", message: QUERY_RULE }],
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [{ group: ["node:*"], message: "runtime/ is web-standard: Node code belongs in adapters/." }],
+          paths: [{ name: "h3", importNames: ["getQuery", "getValidatedQuery"], message: QUERY_RULE }],
+        },
+      ],
+    },
+  },
 );

@@ -32,19 +32,6 @@ export function consumerParams(event: H3Event, principal: Principal | undefined,
   return { queue, consumer };
 }
 
-/** An integer query parameter in [min, max], or `fallback` when absent. */
-export function intParam(url: URL, name: string, min: number, max: number, fallback: number): number {
-  const values = url.searchParams.getAll(name);
-  if (values.length === 0) return fallback;
-  const text = values[0]!;
-  if (values.length > 1 || !/^-?\d{1,16}$/.test(text)) {
-    throw new ApiError(400, "E_PARAM", `Invalid ${name} ${JSON.stringify(values.length > 1 ? values : text)}: expected one integer from ${min} to ${max}.`);
-  }
-  const value = Number(text);
-  if (value < min || value > max) throw new ApiError(400, "E_PARAM", `Invalid ${name} ${value}: use an integer from ${min} to ${max}.`);
-  return value;
-}
-
 /** The whole body, refusing (413) more than `limit` bytes: by content-length at once, or while streaming. */
 export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
   const tooLarge = () => new ApiError(413, "E_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes.`);

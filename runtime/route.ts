@@ -4,6 +4,7 @@ import { errorResponse, jsonError } from "./errors";
 import type { ResolvedQueueAppOptions } from "./options";
 import type { ServerMetrics, RouteSeries } from "./metrics/server-metrics";
 import type { Monitor } from "./monitor";
+import type { QueryParam } from "./query";
 import type { QueueRegistry } from "./registry";
 import type { Tracing } from "./tracing";
 
@@ -38,8 +39,10 @@ export interface ApiRoute {
   method: "GET" | "PUT" | "POST" | "DELETE";
   /** An h3 pattern: `:queue` and `:consumer` are also the OpenAPI path parameters. */
   route: string;
-  /** The OpenAPI operation object (parameters, requestBody, ...): a client generator names its function after `operationId`. */
+  /** The OpenAPI operation object (header parameters, requestBody, ...): a client generator names its function after `operationId`. */
   openapi: OpenAPIOperation;
+  /** The query parameters the handler reads (each with its `read`): the document's query parameters, only from here. */
+  query?: readonly QueryParam<unknown>[];
   handler: RouteHandler;
   /** `/health` only: no auth, not counted in (answers while the app closes), no error wrapping. */
   open?: true;

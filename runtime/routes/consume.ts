@@ -5,8 +5,9 @@ import { utf8 } from "../../protocol/utf8";
 import { encodeConsumeJSON } from "../consume-json";
 import { queueForm, type QueueForm } from "../queue-form";
 import { ApiError, JSON_TYPE } from "../errors";
-import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
-import { consumerParams, intParam, json, mediaType, readBodyLimited } from "../request";
+import { bodyErrors, errorResponses, jsonContent, conflictRef } from "../openapi";
+import { consumerParams, json, mediaType, readBodyLimited } from "../request";
+import { intQuery, textQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
 
 const COMMIT_BODY_LIMIT = 4096;
@@ -14,30 +15,43 @@ const COMMIT_BODY_LIMIT = 4096;
 /** Long-poll consume, commit and rewind. */
 export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
+  const maxMessages = intQuery("max_messages", {
+    min: 1,
+    max: limits.maxMessages,
+    fallback: limits.defaultMessages,
+    description: "Most messages in the answer (fewer when they pass the server's response size limit)",
+  });
+  const timeoutMs = intQuery("timeout_ms", {
+    min: 0,
+    max: limits.maxTimeoutMs,
+    fallback: limits.defaultTimeoutMs,
+    description: "How long to wait for a first message when none is there (0: answer at once, maybe empty)",
+  });
+  const commitQuery = textQuery("commit", "A cursor to commit before reading (the previous batch's): one round trip per batch");
+  const cursorQuery = textQuery("cursor", "Commit up to and including this cursor's message (or give it in the body; none commits everything handed out)");
   return [
     {
       method: "GET",
       route: "/api/v1/queues/:queue/consumers/:consumer/messages",
       // A HEAD would hand messages out and drop them: only GET consumes.
       noHead: true,
+      query: [maxMessages, timeoutMs, commitQuery],
       openapi: {
         operationId: "consume",
         summary: "Long-poll consume: answers at once when messages are there, else waits up to timeout_ms for the first; creates the consumer",
-        parameters: [
-          { name: "max_messages", in: "query", schema: { type: "integer", minimum: 1, maximum: limits.maxMessages, default: limits.defaultMessages } },
-          { name: "timeout_ms", in: "query", schema: { type: "integer", minimum: 0, maximum: limits.maxTimeoutMs, default: limits.defaultTimeoutMs } },
-          {
-            name: "commit",
-            in: "query",
-            description: "A cursor to commit before reading (the previous batch's): one round trip per batch",
-            schema: { type: "string" },
-          },
-        ],
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} (or application/octet-stream) the VQB1 binary batch, cursor in x-vq-cursor, missed in x-vq-missed`,
+            headers: {
+              "X-VQ-Count": { description: "A binary answer: how many messages it holds", schema: { type: "integer" } },
+              "X-VQ-Cursor": { description: "A binary answer with messages: the cursor of its last one (commits the batch)", schema: { type: "string" } },
+              "X-VQ-Missed": {
+                description: "A binary answer: how many messages retention deleted before this consumer read them, since its previous consume",
+                schema: { type: "integer" },
+              },
+            },
             content: {
               ...jsonContent({
                 type: "object",
@@ -54,7 +68,8 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
                   messages: { type: "array", items: { $ref: "#/components/schemas/Message" } },
                 },
               }),
-              [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
+              [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary", description: "VQB1 (VQP1 on a partitioned queue)" } },
+              "application/octet-stream": { schema: { type: "string", format: "binary", description: "The same batch, for Accept: application/octet-stream" } },
             },
           },
         },
@@ -63,14 +78,14 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         // h3 routes no HEAD here; a host that did would lose the messages handed out.
         if (event.req.method !== "GET") throw new ApiError(405, "E_METHOD", "Consume with GET.", { allow: "GET" });
         const { queue, consumer } = consumerParams(event, principal);
-        const max = intParam(event.url, "max_messages", 1, limits.maxMessages, limits.defaultMessages);
-        const timeoutMs = intParam(event.url, "timeout_ms", 0, limits.maxTimeoutMs, limits.defaultTimeoutMs);
+        const max = maxMessages.read(event.url);
+        const timeout = timeoutMs.read(event.url);
         const binaryType = acceptsBinary(event.req.headers.get("accept"));
         // Optional: commit the previous batch in the same round trip.
         const form = await queueForm(ctx.registry, queue);
-        const param = event.url.searchParams.get("commit");
-        const commit = param === null ? undefined : form.cursor(param, "commit");
-        const polled = timeoutMs > 0 ? ctx.metrics?.longPoll() : undefined;
+        const param = commitQuery.read(event.url);
+        const commit = param === undefined ? undefined : form.cursor(param, "commit");
+        const polled = timeout > 0 ? ctx.metrics?.longPoll() : undefined;
         const { slot, messages } = await ctx.tracing
           .traced(
             "receive",
@@ -82,7 +97,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
               const slot = await form.ordered(consumer);
               if (commit !== undefined) await slot.commit(commit);
               // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
-              return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs, signal: event.req.signal, raw: true }) };
+              return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs: timeout, signal: event.req.signal, raw: true }) };
             },
           )
           .finally(() => polled?.());
@@ -97,10 +112,10 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
     {
       method: "POST",
       route: "/api/v1/queues/:queue/consumers/:consumer/commit",
+      query: [cursorQuery],
       openapi: {
         operationId: "commit",
         summary: "Commit: no body commits everything handed out; a cursor commits up to its message. Idempotent.",
-        parameters: [{ name: "cursor", in: "query", schema: { type: "string" } }],
         requestBody: {
           required: false,
           content: { ...jsonContent({ type: "object", properties: { cursor: { type: "string" } } }), "text/plain": { schema: { type: "string" } } },
@@ -108,14 +123,14 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "409": errorRef,
-          "200": { description: "committed", content: jsonContent({ type: "object", properties: { committed: { type: "string" } } }) },
+          "409": conflictRef,
+          "200": { description: "committed", content: positionAnswer("committed", "The cursor committed up to") },
         },
       },
       handler: async (event, principal) => {
         const { queue, consumer } = consumerParams(event, principal);
         const form = await queueForm(ctx.registry, queue);
-        const cursor = await commitCursor(event.req, event.url, form);
+        const cursor = await commitCursor(event.req, cursorQuery.read(event.url), form);
         const committed = await (await form.ordered(consumer, false)).commit(cursor);
         return json<CommitResponse>({ queue, consumer, committed });
       },
@@ -128,8 +143,8 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Hand out again everything after the saved position (messages handed out and not committed come again)",
         responses: {
           ...errorResponses,
-          "409": errorRef,
-          "200": { description: "rewound", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
+          "409": conflictRef,
+          "200": { description: "rewound", content: positionAnswer("cursor", "Where the consumer reads from now") },
         },
       },
       handler: async (event, principal) => {
@@ -175,8 +190,8 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "409": errorRef,
-          "200": { description: "moved", content: jsonContent({ type: "object", properties: { cursor: { type: "string" } } }) },
+          "409": conflictRef,
+          "200": { description: "moved", content: positionAnswer("cursor", "Where the consumer reads from now") },
         },
       },
       handler: async (event, principal) => {
@@ -188,6 +203,15 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
       },
     },
   ];
+}
+
+/** A commit's, rewind's or seek's answer: the queue, the consumer, and `field`, a cursor. */
+function positionAnswer(field: string, description: string) {
+  return jsonContent({
+    type: "object",
+    required: ["queue", "consumer", field],
+    properties: { queue: { type: "string" }, consumer: { type: "string" }, [field]: { type: "string", description } },
+  });
 }
 
 /** The `to` of a seek body, unchecked (the queue's form checks it). */
@@ -210,9 +234,9 @@ function acceptsBinary(accept: string | null): string | undefined {
   return undefined;
 }
 
-/** The cursor to commit up to: `?cursor=`, a JSON `{ "cursor" }` body or a text body; none commits all handed out. */
-async function commitCursor(request: Request, url: URL, form: QueueForm): Promise<string | undefined> {
-  let cursor: unknown = url.searchParams.get("cursor") ?? undefined;
+/** The cursor to commit up to: `?cursor=` (`query`), a JSON `{ "cursor" }` body or a text body; none commits all handed out. */
+async function commitCursor(request: Request, query: string | undefined, form: QueueForm): Promise<string | undefined> {
+  let cursor: unknown = query;
   const body = await readBodyLimited(request, COMMIT_BODY_LIMIT);
   const text = utf8.decode(body).trim();
   if (text.length > 0) {

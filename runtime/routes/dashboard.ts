@@ -1,7 +1,7 @@
 import { getRouterParam } from "h3";
 import { DASHBOARD_ASSETS, DASHBOARD_INDEX, type DashboardAsset } from "../dashboard/assets.generated";
 import { ApiError } from "../errors";
-import { errorResponses } from "../openapi";
+import { errorRef, serverErrors } from "../openapi";
 import type { ApiRoute, RouteContext } from "../route";
 
 /**
@@ -12,6 +12,7 @@ import type { ApiRoute, RouteContext } from "../route";
  * (`npm run dashboard`); their names carry their hash, so they are cached for a year.
  */
 /** A cached copy's ETag: the same file again is a 304 without a body. */
+const etag = { ETag: { description: "This copy's tag, for If-None-Match", schema: { type: "string" } } };
 const ifNoneMatch = { name: "If-None-Match", in: "header", schema: { type: "string" }, description: "ETag(s) of a copy the client holds" };
 
 export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
@@ -24,7 +25,7 @@ export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "getDashboard",
         summary: "The dashboard page (HTML)",
         parameters: [ifNoneMatch],
-        responses: { ...errorResponses, "200": { description: "the page", content: { "text/html": {} } }, "304": { description: "not modified" } },
+        responses: { ...serverErrors, "200": { description: "the page", headers: etag, content: { "text/html": {} } }, "304": { description: "not modified" } },
       },
       handler: (event) => serve(event.req, DASHBOARD_INDEX, "no-cache"),
     },
@@ -35,7 +36,7 @@ export function dashboardRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "getDashboardAsset",
         summary: "A file of the dashboard (names carry their content hash)",
         parameters: [ifNoneMatch],
-        responses: { ...errorResponses, "200": { description: "the file" }, "304": { description: "not modified" } },
+        responses: { ...serverErrors, "404": errorRef, "200": { description: "the file", headers: etag }, "304": { description: "not modified" } },
       },
       handler: (event) => {
         const name = getRouterParam(event, "asset") ?? "";

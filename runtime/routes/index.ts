@@ -1,4 +1,4 @@
-import { errorRef, jsonContent, openAPIDocument } from "../openapi";
+import { errorRef, jsonContent, openAPIDocument, unauthorizedRef } from "../openapi";
 import { json } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import type { HealthResponse } from "../../protocol/api";
@@ -11,6 +11,8 @@ import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
 import { sharedRoutes } from "./shared";
+
+const OPENAPI_PATH = "/api/v1/openapi.json";
 
 /**
  * The route table: every route of the API, once. `registerRoutes` registers it (and answers
@@ -27,20 +29,27 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Liveness (never behind auth)",
         security: [],
         responses: {
-          "200": { description: "ok", content: jsonContent({ type: "object", properties: { status: { const: "ok" }, version: { type: "string" } } }) },
+          "200": {
+            description: "ok",
+            content: jsonContent({ type: "object", required: ["status", "version"], properties: { status: { const: "ok" }, version: { type: "string" } } }),
+          },
         },
       },
       handler: () => json<HealthResponse>({ status: "ok", version: ctx.options.version }),
     },
     {
       method: "GET",
-      route: "/api/v1/openapi.json",
+      route: OPENAPI_PATH,
       openapi: {
         operationId: "getOpenAPIDocument",
         summary: "This document",
-        responses: { "401": errorRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } },
+        responses: { "401": unauthorizedRef, "500": errorRef, "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) } },
       },
-      handler: () => json(openAPIDocument(ctx.options, routes)),
+      // Mounted in another h3 app, the path carries its prefix: the API is there, not at the host's root.
+      handler: (event) => {
+        const path = event.url.pathname;
+        return json(openAPIDocument(ctx.options, routes, (path.endsWith(OPENAPI_PATH) && path.slice(0, -OPENAPI_PATH.length)) || "/"));
+      },
     },
     ...queueRoutes(ctx),
     ...produceRoutes(ctx),

@@ -2,7 +2,7 @@ import { FastResponse } from "srvx";
 import { EXPOSITION_TYPE } from "../metrics/exposition";
 import { renderMetrics } from "../metrics/scrape";
 import type { ProcessStats } from "../types";
-import { errorResponses } from "../openapi";
+import { serverErrors } from "../openapi";
 import type { ApiRoute, RouteContext } from "../route";
 
 /**
@@ -22,7 +22,7 @@ export function metricsRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "getMetrics",
         summary: `Prometheus metrics (text format 0.0.4)${options.open ? ", without auth" : ": the queues the user may read"}`,
         ...(options.open ? { security: [] } : {}),
-        responses: { ...errorResponses, "200": { description: "Prometheus text exposition", content: { "text/plain": { schema: { type: "string" } } } } },
+        responses: { ...serverErrors, "200": { description: "Prometheus text exposition", content: { "text/plain": { schema: { type: "string" } } } } },
       },
       handler: async (_event, principal) => {
         const snapshot = await ctx.monitor.snapshot();

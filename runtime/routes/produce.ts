@@ -8,8 +8,9 @@ import { fromBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
 import { ApiError } from "../errors";
-import { errorRef, errorResponses, jsonContent } from "../openapi";
-import { intParam, json, mediaType, nameParam, readBodyLimited } from "../request";
+import { errorRef, errorResponses, jsonContent, conflictRef } from "../openapi";
+import { json, mediaType, nameParam, readBodyLimited } from "../request";
+import { intQuery, textQuery } from "../query";
 import type { ApiRoute, RouteContext } from "../route";
 import { queueForm, type FormProduced } from "../queue-form";
 
@@ -24,29 +25,43 @@ import { queueForm, type FormProduced } from "../queue-form";
  * Whatever the type: `?delayMs=` or `?at=` (also `delayMs`/`at` fields of the JSON envelope)
  * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/writer/produce.ts).
  */
+/** The answer of a produce whose Idempotency-Key was accepted before: the first answer again. */
+const replayed = {
+  "Idempotency-Replayed": {
+    description: "true when this is the answer of an earlier produce with the same Idempotency-Key (nothing written)",
+    schema: { const: "true" },
+  },
+};
+
+/** Most UTF-8 bytes of a partition key (the engine's bound). */
+const MAX_PARTITION_KEY = 1024;
+
+const delayQuery = intQuery("delayMs", {
+  min: 0,
+  max: MAX_DELAY_MS,
+  description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope; not with at.",
+});
+const atQuery = textQuery(
+  "at",
+  "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope; not with delayMs.",
+);
+const partitionKeyQuery = textQuery("partitionKey", "As the Partition-Key header (any text); one of them.", {
+  type: "string",
+  minLength: 1,
+  maxLength: MAX_PARTITION_KEY,
+});
+
 export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   const { limits } = ctx.options;
   return [
     {
       method: "POST",
       route: "/api/v1/queues/:queue/messages",
+      query: [delayQuery, atQuery, partitionKeyQuery],
       openapi: {
         operationId: "produce",
         summary: "Produce one message or a batch (creates the queue); answered once as durable as the server's durability setting",
         parameters: [
-          {
-            name: "delayMs",
-            in: "query",
-            schema: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
-            description: "Deliver to no consumer before this many ms from now (202). Also a `delayMs` field of the JSON envelope.",
-          },
-          {
-            name: "at",
-            in: "query",
-            schema: { type: "string" },
-            description:
-              "Deliver to no consumer before this time: ISO 8601 or ms since the epoch, at most a year ahead (202). Also an `at` field of the JSON envelope.",
-          },
           {
             name: "Idempotency-Key",
             in: "header",
@@ -57,15 +72,9 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           {
             name: "Partition-Key",
             in: "header",
-            schema: { type: "string", minLength: 1, maxLength: 1024 },
+            schema: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
             description:
               "A partitioned queue only: the batch goes to partition crc32(key) mod P (one key, one partition, its order kept). Also `?partitionKey=` or a `partitionKey` field of the JSON envelope; one of them.",
-          },
-          {
-            name: "partitionKey",
-            in: "query",
-            schema: { type: "string", minLength: 1, maxLength: 1024 },
-            description: "As the Partition-Key header (any text).",
           },
         ],
         requestBody: {
@@ -74,17 +83,11 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
           content: {
             "application/json": {
               schema: {
-                type: "object",
                 description: "One of message and messages. A string is stored as text, any other JSON value as its JSON text.",
-                properties: {
-                  message: {},
-                  messages: { type: "array", minItems: 1, maxItems: limits.maxBatchMessages },
-                  encoding: { const: "base64", description: "Every message is a base64 string, stored as bytes" },
-                  delayMs: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
-                  at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
-                  partitionKey: { type: "string", minLength: 1, maxLength: 1024 },
-                },
-                additionalProperties: false,
+                oneOf: [
+                  envelope({ message: { description: "One message" } }, "message"),
+                  envelope({ messages: { type: "array", minItems: 1, maxItems: limits.maxBatchMessages, description: "A batch, in order" } }, "messages"),
+                ],
               },
             },
             "text/plain": { schema: { type: "string" } },
@@ -94,11 +97,12 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
         },
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "413": errorRef,
           "507": { ...errorRef, description: "The disk is full (E_IO, E_FULL): nothing acknowledged" },
           "201": {
             description: "written",
+            headers: replayed,
             content: jsonContent({
               type: "object",
               required: ["queue", "count", "first", "last"],
@@ -111,12 +115,9 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
               },
             }),
           },
-          "503": {
-            ...errorRef,
-            description: "E_FENCED: another instance took this partition's writer over meanwhile (nothing acknowledged); retry after Retry-After",
-          },
           "202": {
             description: "delayed: kept aside until `delayed.until`",
+            headers: replayed,
             content: jsonContent({
               type: "object",
               required: ["queue", "count", "delayed"],
@@ -160,6 +161,22 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
   ];
 }
 
+/** The JSON envelope holding `field` (`message` or `messages`, one of them: a client generated from the document cannot send neither). */
+function envelope(body: Record<string, object>, field: "message" | "messages") {
+  return {
+    type: "object",
+    required: [field],
+    properties: {
+      ...body,
+      encoding: { const: "base64", description: "Every message is a base64 string, stored as bytes" },
+      delayMs: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
+      at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
+      partitionKey: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
+    },
+    additionalProperties: false,
+  };
+}
+
 /** A produce's answer: 201 with where the messages went, or 202 with when delayed ones enter the queue. */
 function produced(queue: string, result: FormProduced): Response {
   const headers = result.replayed ? { "idempotency-replayed": "true" } : undefined;
@@ -170,9 +187,6 @@ function produced(queue: string, result: FormProduced): Response {
   }
   return json<ProduceResponse>({ queue, count: result.count, first: result.first!, last: result.last!, ...partition }, 201, headers);
 }
-
-/** Most UTF-8 bytes of a partition key (the engine's bound). */
-const MAX_PARTITION_KEY = 1024;
 
 /** A partition key from outside: 1 to 1024 bytes of text. */
 function checkPartitionKey(key: unknown, where: string): string {
@@ -186,20 +200,20 @@ function checkPartitionKey(key: unknown, where: string): string {
 function produceParams(url: URL, headers: Headers): PartitionedProduceOptions {
   const options: PartitionedProduceOptions = {};
   const header = headers.get("partition-key");
-  const query = url.searchParams.getAll("partitionKey");
-  if (query.length > 1 || (header !== null && query.length > 0))
-    throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=, once.");
+  const query = partitionKeyQuery.read(url);
+  if (header !== null && query !== undefined) throw new ApiError(400, "E_PARAM", "Give one partition key: the Partition-Key header or ?partitionKey=.");
   if (header !== null) options.partitionKey = checkPartitionKey(header, "Partition-Key");
-  else if (query.length === 1) options.partitionKey = checkPartitionKey(query[0], "partitionKey");
+  else if (query !== undefined) options.partitionKey = checkPartitionKey(query, "partitionKey");
   const key = headers.get("idempotency-key");
   if (key !== null) {
     const problem = checkKey(key, "Idempotency-Key");
     if (problem) throw new ApiError(400, "E_PARAM", problem);
     options.key = key;
   }
-  if (url.searchParams.has("delayMs")) options.delayMs = intParam(url, "delayMs", 0, MAX_DELAY_MS, 0);
-  const at = url.searchParams.getAll("at");
-  if (at.length > 0) options.at = checkAt(at.length === 1 ? at[0] : at);
+  const delayMs = delayQuery.read(url);
+  if (delayMs !== undefined) options.delayMs = delayMs;
+  const at = atQuery.read(url);
+  if (at !== undefined) options.at = checkAt(at);
   if (options.delayMs !== undefined && options.at !== undefined) throw new ApiError(400, "E_PARAM", "Give delayMs or at, not both.");
   return options;
 }

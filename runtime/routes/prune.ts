@@ -11,6 +11,15 @@ import type { ApiRoute, RouteContext } from "../route";
 const PRUNE_BODY_LIMIT = 4096;
 const LIMITS = ["maxAgeMs", "maxBytes", "maxParts", "deleteConsumed"] as const;
 
+/** What a prune deleted, of a queue or one partition. */
+const pruned = {
+  parts: { type: "array", items: { type: "integer" }, description: "The parts deleted" },
+  messages: { type: "integer" },
+  bytes: { type: "integer" },
+  refused: { type: "string", description: "Why nothing could be deleted, when so" },
+};
+const PRUNED_REQUIRED = ["parts", "messages", "bytes"];
+
 /** Retention on demand: `POST /api/v1/queues/{queue}/prune`. */
 export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
   return [
@@ -40,13 +49,15 @@ export function pruneRoutes(ctx: RouteContext): ApiRoute[] {
             description: "what was deleted",
             content: jsonContent({
               type: "object",
+              required: ["queue", ...PRUNED_REQUIRED],
               properties: {
                 queue: { type: "string" },
-                parts: { type: "array", items: { type: "integer" } },
-                messages: { type: "integer" },
-                bytes: { type: "integer" },
-                refused: { type: "string" },
-                partitions: { type: "array", items: { type: "object" } },
+                ...pruned,
+                partitions: {
+                  type: "array",
+                  description: "A partitioned queue: what was deleted in each partition",
+                  items: { type: "object", required: ["partition", ...PRUNED_REQUIRED], properties: { partition: { type: "integer" }, ...pruned } },
+                },
               },
             }),
           },

@@ -3,7 +3,7 @@ import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect/queues";
 import { authorize, can, type Principal } from "../auth";
 import { ApiError } from "../errors";
-import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorResponses, jsonContent, conflictRef, serverErrors } from "../openapi";
 import { consumerParams, json, nameParam, readBodyLimited } from "../request";
 import { MAX_PARTITIONS } from "../../src/partitions/declaration";
 import { utf8 } from "../../protocol/utf8";
@@ -28,10 +28,13 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
       route: "/api/v1/queues",
       openapi: {
         operationId: "listQueues",
-        summary: "Queues in the data directory (any writer's)",
+        summary: "Queues in the data directory (any writer's) that the user may read or write",
         responses: {
-          ...errorResponses,
-          "200": { description: "names", content: jsonContent({ type: "object", properties: { queues: { type: "array", items: { type: "string" } } } }) },
+          ...serverErrors,
+          "200": {
+            description: "names",
+            content: jsonContent({ type: "object", required: ["queues"], properties: { queues: { type: "array", items: { type: "string" } } } }),
+          },
         },
       },
       handler: async (_event, principal) => {
@@ -51,15 +54,33 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
             description: "stats",
             content: jsonContent({
               type: "object",
+              required: ["name", "id", "count_pushed", "is_ready", "parts", "messages", "bytes", "consumers"],
               properties: {
                 name: { type: "string" },
-                id: { type: "integer" },
-                count_pushed: { type: "integer" },
+                id: { type: "integer", description: "The current part" },
+                count_pushed: { type: "integer", description: "Records in the current part" },
                 is_ready: { type: "boolean" },
                 parts: { type: "integer" },
                 messages: { type: "integer" },
                 bytes: { type: "integer" },
                 consumers: { type: "integer" },
+                partitions: { type: "integer", description: "A partitioned queue: how many partitions" },
+                partitionQueues: {
+                  type: "array",
+                  description: "A partitioned queue: each partition's queue",
+                  items: {
+                    type: "object",
+                    required: ["name", "partition", "id", "parts", "messages", "bytes"],
+                    properties: {
+                      name: { type: "string" },
+                      partition: { type: "integer" },
+                      id: { type: "integer" },
+                      parts: { type: "integer" },
+                      messages: { type: "integer" },
+                      bytes: { type: "integer" },
+                    },
+                  },
+                },
               },
             }),
           },
@@ -146,7 +167,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         responses: {
           ...errorResponses,
           ...bodyErrors,
-          "409": errorRef,
+          "409": conflictRef,
           "200": { description: "already declared so", content: declaredContent },
           "201": { description: "declared", content: declaredContent },
         },
@@ -166,11 +187,12 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Delete a queue: its messages, consumers and files; needs the admin right. 409 while a writer or consumer of it is open in another process",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "deleted",
             content: jsonContent({
               type: "object",
+              required: ["queue", "deleted", "parts", "consumers"],
               properties: {
                 queue: { type: "string" },
                 deleted: { const: true },
@@ -197,11 +219,12 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
           "Remove every message; the queue and its consumers stay, at the new start; needs the admin right. 409 while a writer or consumer of it is open in another process. A partitioned queue: each partition in turn (a 409 leaves the ones before it purged: call it again)",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "purged",
             content: jsonContent({
               type: "object",
+              required: ["queue", "messages", "bytes", "parts", "part"],
               properties: {
                 queue: { type: "string" },
                 messages: { type: "integer" },
@@ -228,7 +251,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
         summary: "Delete a consumer (its saved position); needs the admin right",
         responses: {
           ...errorResponses,
-          "409": errorRef,
+          "409": conflictRef,
           "200": {
             description: "deleted",
             content: jsonContent({
@@ -278,6 +301,7 @@ const consumersContent = jsonContent({
 
 const declaredContent = jsonContent({
   type: "object",
+  required: ["queue", "partitions", "created"],
   properties: { queue: { type: "string" }, partitions: { type: "integer" }, created: { type: "boolean" } },
 });
 

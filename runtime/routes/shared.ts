@@ -9,7 +9,7 @@ import type { LeaseRef } from "../../src/consumers/types";
 import { MAX_LEASE_MS } from "../../src/options/shared";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
-import { bodyErrors, errorRef, errorResponses, jsonContent } from "../openapi";
+import { bodyErrors, errorRef, errorResponses, jsonContent, conflictRef } from "../openapi";
 import { consumerParams, json, mediaType, nameParam, readBodyLimited } from "../request";
 import type { ApiRoute, RouteContext } from "../route";
 import { queueForm, type QueueForm } from "../queue-form";
@@ -21,13 +21,19 @@ const DEFAULT_LEASE_MAX = 100;
 const leasesSchema = { type: "array", items: { type: "string", description: 'A lease token "<part>.<offset>.<lease>"' }, minItems: 1 };
 const errorsSchema = {
   type: "array",
-  items: { type: "object", properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } } },
+  description: "The leases refused (E_LEASE: ran out and handed out again, or unknown)",
+  items: {
+    type: "object",
+    required: ["lease", "code", "message"],
+    properties: { lease: { type: "string" }, code: { type: "string" }, message: { type: "string" } },
+  },
 };
 /** Every shared route reads a JSON body: too large (413), or not JSON (415). */
-const sharedErrors = { ...errorResponses, ...bodyErrors, "409": errorRef, "415": errorRef };
+const sharedErrors = { ...errorResponses, ...bodyErrors, "409": conflictRef, "415": errorRef };
+/** The shared routes' 200: every field always there. */
 const answer = (description: string, properties: Record<string, unknown>) => ({
   ...sharedErrors,
-  "200": { description, content: jsonContent({ type: "object", properties }) },
+  "200": { description, content: jsonContent({ type: "object", required: Object.keys(properties), properties }) },
 });
 
 /**
@@ -64,20 +70,14 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           ...sharedErrors,
           "200": {
             description: `JSON, or with Accept: ${BATCH_CONTENT_TYPE} the VQL1 binary lease framing (README)`,
+            headers: { "X-VQ-Count": { description: "A binary answer: how many messages it holds", schema: { type: "integer" } } },
             content: {
               ...jsonContent({
                 type: "object",
+                required: ["now", "messages"],
                 properties: {
                   now: { type: "integer", description: "The server's clock (ms)" },
-                  messages: {
-                    type: "array",
-                    items: {
-                      allOf: [
-                        { $ref: "#/components/schemas/Message" },
-                        { type: "object", properties: { lease: { type: "string" }, deliveries: { type: "integer" }, leaseUntil: { type: "integer" } } },
-                      ],
-                    },
-                  },
+                  messages: { type: "array", items: { $ref: "#/components/schemas/LeasedMessage" } },
                 },
               }),
               [BATCH_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
@@ -216,7 +216,10 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           }),
         },
         responses: answer("extended", {
-          extended: { type: "array", items: { type: "object", properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } } },
+          extended: {
+            type: "array",
+            items: { type: "object", required: ["lease", "leaseUntil"], properties: { lease: { type: "string" }, leaseUntil: { type: "integer" } } },
+          },
           errors: errorsSchema,
         }),
       },

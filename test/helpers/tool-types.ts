@@ -1,5 +1,5 @@
 /**
- * The parts of Miniflare's and Playwright's APIs the tests use, typed here: the packages come from
+ * The parts of Miniflare's, Playwright's, Redocly's and openapi-typescript's APIs the tests use, typed here: the packages come from
  * ./tools on first use (not from node_modules), so the project type-checks without them.
  */
 import type { Readable } from "node:stream";
@@ -121,4 +121,32 @@ export interface Browser {
 
 export interface PlaywrightPackage {
   chromium: { launch(options?: { executablePath?: string; args?: string[]; headless?: boolean }): Promise<Browser> };
+}
+
+// --- @apidevtools/swagger-parser (CommonJS: its class is the default export)
+
+export interface SwaggerParserPackage {
+  default: { validate(document: object): Promise<unknown> };
+}
+
+// --- @redocly/openapi-core
+
+export interface LintProblem {
+  ruleId: string;
+  severity: "error" | "warn";
+  message: string;
+  location: { pointer?: string }[];
+}
+
+export interface RedoclyPackage {
+  createConfig(config: { extends: string[] }): Promise<unknown>;
+  lintFromString(options: { source: string; absoluteRef?: string; config: unknown }): Promise<LintProblem[]>;
+}
+
+// --- openapi-typescript
+
+export interface OpenAPITypescriptPackage {
+  /** The TypeScript nodes of the document's types. */
+  default(schema: object): Promise<unknown[]>;
+  astToString(ast: unknown[]): string;
 }

@@ -1,5 +1,6 @@
 /**
- * Tools that only one suite needs (Bun, Deno, Miniflare, Playwright), kept out of the
+ * Tools that only one suite needs (Bun, Deno, Miniflare, Playwright, the OpenAPI linter and
+ * client generator), kept out of the
  * devDependencies so that a first `npm install` stays light: each suite asks for its tool here, on
  * first use. A tool comes from node_modules when a developer installed it at the pinned version,
  * else from a cache folder in the repo (`.tmp/tools/<name>@<version>`, git-ignored), where it is
@@ -20,6 +21,11 @@ export const TOOL_VERSIONS = {
   deno: "2.9.6",
   miniflare: "4.20260426.0",
   "playwright-core": "1.65.1",
+  // test/http/openapi.test.ts: the validator (13 needs Node 22), the linter, and a client generated from the document.
+  "@apidevtools/swagger-parser": "12.1.0",
+  "@redocly/openapi-core": "1.34.24",
+  "openapi-typescript": "7.13.0",
+  "openapi-fetch": "0.17.0",
 } as const;
 
 export type Tool = keyof typeof TOOL_VERSIONS;
@@ -46,11 +52,12 @@ function installedAt(modules: string, tool: Tool): boolean {
 export function toolModules(tool: Tool): string {
   const repoModules = join(ROOT, "node_modules");
   if (process.env.VQ_TOOLS_SKIP_NODE_MODULES !== "1" && installedAt(repoModules, tool)) return repoModules;
-  const home = join(cacheDir(), `${tool}@${TOOL_VERSIONS[tool]}`);
+  // A scoped name's "/" would make a folder of its scope.
+  const home = join(cacheDir(), `${tool.replace("/", "+")}@${TOOL_VERSIONS[tool]}`);
   const modules = join(home, "node_modules");
   if (installedAt(modules, tool)) return modules;
   mkdirSync(cacheDir(), { recursive: true });
-  const staging = mkdtempSync(join(cacheDir(), `.staging-${tool}-`));
+  const staging = mkdtempSync(join(cacheDir(), `.staging-${tool.replace("/", "+")}-`));
   try {
     const args = [
       "install",
@@ -90,8 +97,14 @@ export function toolBinary(tool: "bun" | "deno"): string {
   return join(toolModules(tool), ".bin", tool);
 }
 
-/** The tool's module, imported from wherever `toolModules` found it. */
+/** The tool's module, imported from wherever `toolModules` found it: its ESM entry when it has one, as an `import` statement would. */
 export async function importTool<T>(tool: Tool): Promise<T> {
-  const entry = createRequire(join(toolModules(tool), "..", "noop.js")).resolve(tool);
+  const modules = toolModules(tool);
+  const dir = join(modules, tool);
+  const { exports } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { exports?: unknown };
+  const root = (typeof exports === "object" && exports !== null && "." in exports ? (exports as Record<string, unknown>)["."] : exports) as {
+    import?: unknown;
+  };
+  const entry = typeof root?.import === "string" ? join(dir, root.import) : createRequire(join(modules, "..", "noop.js")).resolve(tool);
   return (await import(pathToFileURL(entry).href)) as T;
 }

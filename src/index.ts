@@ -58,6 +58,6 @@ export type { HandoffOptions, ConsumerHandoffOptions } from "./instances/handoff
 export { partitionName, partitionOfKey, parsePartitionName, readPartitions, declarePartitions, MAX_PARTITIONS } from "./partitions/declaration";
 export { PartitionedConsumer, openPartitionedConsumer } from "./consumers/ordered/partitioned";
 export type { PartitionedConsumerOptions, PartitionedMessage } from "./consumers/ordered/partitioned";
-export { PartitionedSharedConsumer, openPartitionedShared } from "./consumers/shared/partitioned";
+export { PartitionedSharedConsumer, openPartitionedSharedConsumer, openPartitionedShared } from "./consumers/shared/partitioned";
 export type { PartitionedSharedOptions, PartitionedLeasedMessage, PartitionedLeaseRef } from "./consumers/shared/partitioned";
 export { formatPartitionedCursor, parsePartitionedCursor } from "./partitions/cursor";

@@ -158,8 +158,8 @@ describe("the project's references to its own files", () => {
     expect(slug("Files of v-queue's own")).toBe("files-of-v-queues-own");
     expect(slug("Where the crate 0.2.7 goes wrong")).toBe("where-the-crate-027-goes-wrong");
     expect(slug("Retention, the part index and seek by time")).toBe("retention-the-part-index-and-seek-by-time");
-    expect(slug("Partitioned queues: `openPartitionedQueue`, `openPartitionedConsumer`, `openPartitionedShared`")).toBe(
-      "partitioned-queues-openpartitionedqueue-openpartitionedconsumer-openpartitionedshared",
+    expect(slug("Partitioned queues: `openPartitionedQueue`, `openPartitionedConsumer`, `openPartitionedSharedConsumer`")).toBe(
+      "partitioned-queues-openpartitionedqueue-openpartitionedconsumer-openpartitionedsharedconsumer",
     );
     expect([...anchorsOf("# A\n## Setup\n```sh\n# not a heading\n```\n### Setup\n")]).toEqual(["a", "setup", "setup-1"]);
   });

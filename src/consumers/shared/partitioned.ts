@@ -233,6 +233,9 @@ export class PartitionedSharedConsumer
 }
 
 /** Opens shared consumer `name` of partitioned queue `queue`. See `PartitionedSharedConsumer`. */
-export function openPartitionedShared(queue: string, name: string, options?: PartitionedSharedOptions): Promise<PartitionedSharedConsumer> {
+export function openPartitionedSharedConsumer(queue: string, name: string, options?: PartitionedSharedOptions): Promise<PartitionedSharedConsumer> {
   return PartitionedSharedConsumer.open(queue, name, options);
 }
+
+/** @deprecated The same as `openPartitionedSharedConsumer`, named as `openSharedConsumer` is. */
+export const openPartitionedShared = openPartitionedSharedConsumer;

@@ -125,21 +125,23 @@ describe("client: shared consumers", () => {
       "w",
       async (m) => {
         began();
-        await sleep(1500);
+        // Three leases long: extended twice (each past half its time). A lease of 1 s leaves the
+        // extend half a second to land on a loaded machine.
+        await sleep(3000);
         handled.push(m);
       },
-      { leaseMs: 400, ...quiet },
+      { leaseMs: 1000, ...quiet },
     );
     // The worker leased it first (the other client's lease could otherwise reach the server first).
     await handling;
     const other = clientOf(s);
     const stolen: unknown[] = [];
-    for (let i = 0; i < 8; i++) {
-      stolen.push(...(await other.lease("q", "w", { max: 10, timeoutMs: 200 })));
-    }
-    await until(() => handled.length === 1);
+    // Another client asks all along the handler's run.
+    while (handled.length === 0) stolen.push(...(await other.lease("q", "w", { max: 10, timeoutMs: 200 })));
     await worker.stop();
     expect(stolen).toEqual([]);
+    // Handled once: never handed to this worker again either.
+    expect(handled).toHaveLength(1);
     expect(handled[0]!.deliveries).toBe(1);
     await sleep(500);
     expect(await other.lease("q", "w")).toEqual([]);

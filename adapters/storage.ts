@@ -1,3 +1,6 @@
+// Over 300 lines: every storage spec a user can write (a dir, fs://, memory://, redis[+vq]://,
+// unstorage://, a driver object) turned into one driver, with the error that says what is allowed,
+// in one place.
 import { fileURLToPath } from "node:url";
 import type { QueueDriver } from "../src/core/driver";
 import { optionError, showValue } from "../src/core/check";

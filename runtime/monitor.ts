@@ -1,3 +1,6 @@
+// Over 300 lines: one sampling loop (when to sample, in what order, within what budget) and the
+// per-queue track it keeps (rates, totals, history); the folding of partitions is partitioned-
+// samples.ts.
 import { comparePositions, type ConsumerPosition } from "../src/format/position";
 import { sharedFileStats, type SharedFileStats } from "../src/inspect/shared";
 import type { QueueOverview } from "../src/inspect/types";

@@ -1,3 +1,5 @@
+// Over 300 lines: the one QueueDriver on node:fs (logs, records, listing, locks, watch), each call
+// a few lines, kept together so that the driver reads as its interface does.
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, renameSync, watch as fsWatch, writeSync } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";

@@ -1,3 +1,5 @@
+// Over 300 lines: the queue routes (list, stats, declare, purge, delete, prune), each mostly its
+// OpenAPI description beside its handler.
 import type { H3Event } from "h3";
 import { formatCursor } from "../../protocol/cursor";
 import { inspectQueue, listQueues } from "../../src/inspect/queues";

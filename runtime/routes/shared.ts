@@ -1,3 +1,5 @@
+// Over 300 lines: the lease, ack, nack, extend, release and redrive routes, each mostly its OpenAPI
+// description beside its handler.
 import { FastResponse } from "srvx";
 import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
 import { toBase64 } from "../../protocol/base64";

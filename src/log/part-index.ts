@@ -1,3 +1,5 @@
+// Over 300 lines: the index file's format, its writer and its reader together, so that what is
+// written and what is read cannot drift apart.
 /**
  * A part's sparse index, `B/Q-<id>/Q_index`: a v-queue file beside the crate's (the crate
  * ignores files it does not know in a part directory). It tells where record `seq` starts and

@@ -1,3 +1,5 @@
+// Over 300 lines: every queue and consumer option, its default and its check, in one place (options
+// defaulted once).
 import { defu } from "defu";
 import { workersKvProblem } from "./workers-kv";
 import { checkOption, integer, oneOf, throwProblems, type Check } from "../core/check";

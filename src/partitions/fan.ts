@@ -1,3 +1,5 @@
+// Over 300 lines: one hand-out across partitions (share, take, hand over, read round-robin) whose
+// steps share the same held set; split, each part would need all of it.
 /**
  * The reading side of a partitioned queue, for both kinds of consumer: one consumer name over
  * every partition, each partition's consumer of that name held by one instance at a time

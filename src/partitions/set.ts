@@ -1,3 +1,5 @@
+// Over 300 lines: taking, holding and letting go of a partition's lock are one state machine per
+// partition; its states are in one place.
 /**
  * What one instance holds of a partitioned queue: one object per partition it took (a writer,
  * a consumer), each under that partition's lock. Shared by the partitioned writer and both

@@ -1,0 +1,265 @@
+/**
+ * Every fenced block of README.md and docs/*.md, by its language: TypeScript and JavaScript
+ * type-checked (all pages in one tsc run, each block a module, `v-queue/...` resolving to the
+ * built package's dist/ types as in a user's project) and run where self-contained; shell blocks'
+ * `v-queue`/`npx v-queue`/`curl` commands run in order in an empty folder per page, against a real
+ * server; JSON saved as a named file is used by the commands. A block the test cannot run says so on
+ * the line before its fence, with a reason: `<!-- not run: reason -->` (nothing done),
+ * `<!-- type-checked, not run: reason -->`, or `<!-- continues the block above -->` (one module
+ * with the block before it) or `<!-- saved as name -->` (a file of the page's folder). dist/ first.
+ */
+import { execFile, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { join, resolve } from "pathe";
+import { describe, expect, it } from "vitest";
+import { createClient } from "../../client";
+import { BIN, useServer } from "../cli/_cli";
+import { useScripts } from "../helpers/doc-scripts";
+import { freePort } from "../helpers/net";
+import { projectFile } from "../helpers/readme";
+import { sleep } from "../helpers/sleep";
+import { useTempDirs } from "../helpers/tmp";
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, "../..");
+/** The address the docs' examples name; the test points it at its own server. */
+const DOC_URL = "http://127.0.0.1:9093";
+/** Runs a TypeScript block as Node runs the project's own scripts (the page's folder has no node_modules). */
+const JITI = pathToFileURL(join(ROOT, "node_modules/jiti/lib/jiti-register.mjs")).href;
+/** In JavaScript nothing can be annotated: a value typed unknown, or a parameter typed any, is no error of the doc. */
+const UNTYPED_IN_JS = /error TS(18046|7006|7031):/;
+const PAGES = ["README.md", ...readdirSync(join(ROOT, "docs"), "utf8").map((name) => `docs/${name}`)].filter((page) => page.endsWith(".md"));
+
+type Marker = { kind: "not run" | "type-checked, not run" | "continues" | "saved as"; text: string };
+interface Block {
+  page: string;
+  /** The fence's line (1-based). */
+  line: number;
+  lang: string;
+  code: string;
+  marker?: Marker;
+}
+
+const MARKER = /^<!-- (not run|type-checked, not run|continues the block above|saved as)(?::? (.*?))? -->$/;
+
+function blocksOf(page: string): Block[] {
+  const lines = projectFile(page).split("\n");
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S*)$/.exec(lines[i]!);
+    if (!open) continue;
+    const end = lines.indexOf("```", i + 1);
+    expect(end, `${page}:${i + 1}: an unclosed fence`).toBeGreaterThan(i);
+    const found = MARKER.exec(lines[i - 1] ?? "");
+    const kind = found?.[1] === "continues the block above" ? "continues" : (found?.[1] as Marker["kind"] | undefined);
+    blocks.push({ page, line: i + 1, lang: open[1]!, code: lines.slice(i + 1, end).join("\n") + "\n", marker: kind && { kind, text: found![2] ?? "" } });
+    i = end;
+  }
+  return blocks;
+}
+
+const where = (block: Block) => `${block.page}:${block.line}`;
+const blocks = PAGES.flatMap(blocksOf);
+const isCode = (block: Block) => block.lang === "ts" || block.lang === "js";
+
+/** The modules of the code blocks: a block that continues the one above joins its module. */
+function modules(): { head: Block; source: string; lines: { block: Block; from: number }[] }[] {
+  const out: ReturnType<typeof modules> = [];
+  for (const block of blocks.filter(isCode)) {
+    if (block.marker?.kind === "not run") continue;
+    const last = out.at(-1);
+    if (block.marker?.kind === "continues") {
+      expect(last?.head.page, `${where(block)}: continues no code block of its page`).toBe(block.page);
+      last!.lines.push({ block, from: last!.source.split("\n").length });
+      last!.source += block.code;
+    } else out.push({ head: block, source: block.code, lines: [{ block, from: 1 }] });
+  }
+  return out;
+}
+
+const moduleName = (head: Block) => `${head.page.replace(/[/.]/g, "-")}-L${head.line}.${head.lang === "js" ? "mjs" : "mts"}`;
+
+/** Splits a shell block into its commands: comments and blank lines out, continued lines joined. */
+function commandsOf(code: string): string[] {
+  return code
+    .replaceAll("\\\n", " ")
+    .split("\n")
+    .map((line) => line.replace(/(^|\s+)#(\s.*)?$/, "").trim())
+    .filter(Boolean);
+}
+
+/** A command the test runs: each stage of its pipeline one of these programs. */
+const RUNNABLE = /^(npx v-queue|v-queue|curl|printf|seq|echo)\b/;
+/** Runs until stopped (a server, a follower): started, seen running, then stopped. */
+const FOLLOWS = /(^|\s)(serve|tail|-f|--follow|--watch|-w)(\s|$)/;
+
+describe("every block of the docs", () => {
+  const tempDir = useTempDirs("vq-doc-blocks-");
+  const server = useServer(tempDir);
+  const script = useScripts();
+
+  it("each block runs, or says why not with a marker before its fence", () => {
+    const unrunnable: string[] = [];
+    for (const block of blocks) {
+      if (block.marker && block.marker.kind !== "continues" && !block.marker.text.trim()) unrunnable.push(`${where(block)}: the marker gives no reason`);
+      if (block.marker) continue;
+      if (isCode(block)) continue;
+      if (block.lang === "sh" || block.lang === "bash") {
+        for (const command of commandsOf(block.code))
+          if (!command.split(/\s*\|\s*/).every((stage) => RUNNABLE.test(stage))) unrunnable.push(`${where(block)}: cannot run \`${command}\``);
+        continue;
+      }
+      unrunnable.push(`${where(block)}: a ${block.lang || "plain"} block is not run: mark it <!-- not run: why -->`);
+    }
+    expect(unrunnable).toEqual([]);
+  });
+
+  it("the TypeScript and JavaScript blocks type-check against dist/'s types", { timeout: 120_000 }, async () => {
+    const all = modules();
+    const dir = resolve(script("tsconfig.json", ""), "..");
+    mkdirSync(join(dir, "check"), { recursive: true });
+    for (const module of all) {
+      // A block with neither import nor export would be a script: top-level await needs a module.
+      writeFileSync(join(dir, "check", moduleName(module.head)), `${module.source}export {};\n`);
+    }
+    writeFileSync(join(dir, "check", "your-code.d.ts"), PLACEHOLDERS);
+    writeFileSync(
+      join(dir, "check", "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "es2022",
+          lib: ["es2022"],
+          noEmit: true,
+          skipLibCheck: true,
+          allowJs: true,
+          checkJs: true,
+          types: ["node"],
+        },
+        include: ["*.mts", "*.mjs", "*.d.ts"],
+      }),
+    );
+    const result = await run(join(ROOT, "node_modules/.bin/tsc"), ["-p", join(dir, "check"), "--pretty", "false"], { cwd: dir }).then(
+      () => "",
+      (error: { stdout: string }) => error.stdout,
+    );
+    // Each error named by its page and line.
+    const errors = result
+      .split("\n")
+      .filter((line) => /^\S+\(\d+,\d+\): error/.test(line))
+      .map((line) => {
+        const [, file, row, rest] = /^(?:.*\/)?([^/(]+)\((\d+),\d+\): (.*)$/.exec(line)!;
+        const module = all.find((m) => moduleName(m.head) === file);
+        if (!module) return line;
+        if (module.head.lang === "js" && UNTYPED_IN_JS.test(line)) return "";
+        const part = module.lines.findLast((l) => l.from <= Number(row))!;
+        return `${part.block.page}:${part.block.line + Number(row) - part.from + 1}: ${rest}`;
+      })
+      .filter(Boolean);
+    expect(errors).toEqual([]);
+  });
+
+  for (const page of PAGES) {
+    const ofPage = blocks.filter((block) => block.page === page && !block.marker);
+    const code = modules().filter((m) => m.head.page === page && !m.head.marker);
+    const shells = ofPage.filter((block) => block.lang === "sh" || block.lang === "bash");
+    if (code.length + shells.length === 0) continue;
+    it(`${page}: its blocks run in order in an empty folder, against a real server`, { timeout: 60_000 }, async () => {
+      const cwd = tempDir();
+      const env = { ...process.env, URL: server.url, PATH: `${shims()}:${process.env.PATH}` };
+      for (const saved of blocks.filter((block) => block.page === page && block.marker?.kind === "saved as"))
+        writeFileSync(join(cwd, saved.marker!.text), saved.code);
+      for (const block of blocks.filter((b) => b.page === page && !b.marker)) {
+        if (isCode(block)) {
+          const module = code.find((m) => m.head === block)!;
+          const path = script(moduleName(block).replace(".mts", ".ts"), module.source.replaceAll(DOC_URL, server.url));
+          const args = block.lang === "ts" ? ["--import", JITI, path] : [path];
+          await run(process.execPath, args, { cwd, env, timeout: 30_000 }).catch((error: { stderr?: string; message: string }) => {
+            throw new Error(`${where(block)}: ${error.stderr || error.message}`);
+          });
+        } else if (block.lang === "sh" || block.lang === "bash") {
+          for (const command of commandsOf(block.code)) await runCommand(block, await withLeases(command.replaceAll(DOC_URL, server.url)), cwd, env);
+        }
+      }
+    });
+  }
+
+  /**
+   * `command` with each `<lease>` (a placeholder for a token that `lease` printed) replaced by a
+   * real one: a message produced to the command's queue on the server, leased by its consumer.
+   */
+  async function withLeases(command: string): Promise<string> {
+    if (!command.includes("<lease>")) return command;
+    const [, queue, consumer] = /\b(?:ack|nack|extend) (\S+) (\S+) /.exec(command)!;
+    const vq = createClient({ baseURL: server.url });
+    let filled = command;
+    while (filled.includes("<lease>")) {
+      await vq.produce(queue!, "a message to lease");
+      const [leased] = await vq.lease(queue!, consumer!, { max: 1, timeoutMs: 5000 });
+      filled = filled.replace("<lease>", leased!.lease);
+    }
+    return filled;
+  }
+
+  let shimDir: string | undefined;
+  /** A PATH folder where `npx v-queue` is the built CLI (no other npx: the blocks install nothing). */
+  function shims(): string {
+    if (shimDir) return shimDir;
+    const dir = resolve(script("npx", ""), "..");
+    writeFileSync(
+      join(dir, "npx"),
+      `#!/bin/sh\nif [ "$1" = v-queue ]; then shift; exec "${process.execPath}" "${BIN}" "$@"; fi\necho "npx $1: not run by the docs' test" >&2; exit 127\n`,
+    );
+    writeFileSync(join(dir, "v-queue"), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`);
+    for (const name of ["npx", "v-queue"]) chmodSync(join(dir, name), 0o755);
+    return (shimDir = dir);
+  }
+
+  async function runCommand(block: Block, command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+    if (!FOLLOWS.test(command)) {
+      await run("bash", ["-o", "pipefail", "-c", command], { cwd, env, timeout: 30_000, maxBuffer: 64 << 20 }).catch(
+        (error: { stdout?: string; stderr?: string; message: string }) => {
+          throw new Error(`${where(block)}: \`${command}\` failed: ${error.stderr || error.stdout || error.message}`);
+        },
+      );
+      return;
+    }
+    // A server on a free port (its own, not the docs' 9093), or a follower: it must still run after a while, then stop on Ctrl-C.
+    const port = await freePort();
+    const serve = /\bserve\b/.test(command);
+    const started = serve
+      ? command.replace(/--port \d+/, "").replace(/--bind \S+/, `--bind 127.0.0.1:${port}`) + (/--bind/.test(command) ? "" : ` --port ${port}`)
+      : command;
+    const child = spawn("bash", ["-c", `exec ${started}`], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    const exited = new Promise<number | null>((done) => child.once("close", done));
+    let code: number | null | undefined;
+    void exited.then((c) => (code = c));
+    if (serve) {
+      for (let answered = false; !answered; await sleep(100)) {
+        if (code !== undefined) throw new Error(`${where(block)}: \`${command}\` exited (${code}): ${output}`);
+        answered = await fetch(`http://127.0.0.1:${port}/health`).then(
+          (res) => res.ok,
+          () => false,
+        );
+      }
+    } else await sleep(1000);
+    if (code !== undefined) throw new Error(`${where(block)}: \`${command}\` exited (${code}) instead of following: ${output}`);
+    child.kill("SIGINT");
+    await exited;
+  }
+});
+
+/** The user's own code the blocks call: declared, not shown. */
+const PLACEHOLDERS = `declare function handle(data: unknown): Promise<void>;
+declare function ship(order: unknown): Promise<void>;
+declare const order: { id: number; item: string };
+declare const event: { type: string; user: number };
+declare const signal: AbortSignal;
+`;

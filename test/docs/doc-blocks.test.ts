@@ -32,7 +32,7 @@ const JITI = pathToFileURL(join(ROOT, "node_modules/jiti/lib/jiti-register.mjs")
 const UNTYPED_IN_JS = /error TS(18046|7006|7031):/;
 const PAGES = ["README.md", ...readdirSync(join(ROOT, "docs"), "utf8").map((name) => `docs/${name}`)].filter((page) => page.endsWith(".md"));
 
-type Marker = { kind: "not run" | "type-checked, not run" | "continues" | "saved as"; text: string };
+type Marker = { kind: "not run" | "type-checked, not run" | "continues" | "saved as" | "answer to"; text: string };
 interface Block {
   page: string;
   /** The fence's line (1-based). */
@@ -42,7 +42,15 @@ interface Block {
   marker?: Marker;
 }
 
-const MARKER = /^<!-- (not run|type-checked, not run|continues the block above|saved as)(?::? (.*?))? -->$/;
+const MARKER = /^<!-- (not run|type-checked, not run|continues the block above|saved as|answer to)(?::? (.*?))? -->$/;
+/** Which blocks each marker may stand before. */
+const MARKED: Record<Marker["kind"], (block: Block) => boolean> = {
+  "not run": () => true,
+  "type-checked, not run": (block) => isCode(block),
+  continues: (block) => isCode(block),
+  "saved as": (block) => /^[\w.-]+$/.test(block.marker!.text),
+  "answer to": (block) => block.lang === "json" && /^GET \/\S+$/.test(block.marker!.text),
+};
 
 function blocksOf(page: string): Block[] {
   const lines = projectFile(page).split("\n");
@@ -97,13 +105,14 @@ const FOLLOWS = /(^|\s)(serve|tail|-f|--follow|--watch|-w)(\s|$)/;
 
 describe("every block of the docs", () => {
   const tempDir = useTempDirs("vq-doc-blocks-");
-  const server = useServer(tempDir);
   const script = useScripts();
 
   it("each block runs, or says why not with a marker before its fence", () => {
     const unrunnable: string[] = [];
     for (const block of blocks) {
       if (block.marker && block.marker.kind !== "continues" && !block.marker.text.trim()) unrunnable.push(`${where(block)}: the marker gives no reason`);
+      else if (block.marker && !MARKED[block.marker.kind](block))
+        unrunnable.push(`${where(block)}: <!-- ${block.marker.kind} --> does not fit a ${block.lang || "plain"} block`);
       if (block.marker) continue;
       if (isCode(block)) continue;
       if (block.lang === "sh" || block.lang === "bash") {
@@ -167,24 +176,36 @@ describe("every block of the docs", () => {
     const ofPage = blocks.filter((block) => block.page === page && !block.marker);
     const code = modules().filter((m) => m.head.page === page && !m.head.marker);
     const shells = ofPage.filter((block) => block.lang === "sh" || block.lang === "bash");
-    if (code.length + shells.length === 0) continue;
-    it(`${page}: its blocks run in order in an empty folder, against a real server`, { timeout: 60_000 }, async () => {
-      const cwd = tempDir();
-      const env = { ...process.env, URL: server.url, PATH: `${shims()}:${process.env.PATH}` };
-      for (const saved of blocks.filter((block) => block.page === page && block.marker?.kind === "saved as"))
-        writeFileSync(join(cwd, saved.marker!.text), saved.code);
-      for (const block of blocks.filter((b) => b.page === page && !b.marker)) {
-        if (isCode(block)) {
-          const module = code.find((m) => m.head === block)!;
-          const path = script(moduleName(block).replace(".mts", ".ts"), module.source.replaceAll(DOC_URL, server.url));
-          const args = block.lang === "ts" ? ["--import", JITI, path] : [path];
-          await run(process.execPath, args, { cwd, env, timeout: 30_000 }).catch((error: { stderr?: string; message: string }) => {
-            throw new Error(`${where(block)}: ${error.stderr || error.message}`);
-          });
-        } else if (block.lang === "sh" || block.lang === "bash") {
-          for (const command of commandsOf(block.code)) await runCommand(block, await withLeases(command.replaceAll(DOC_URL, server.url)), cwd, env);
+    const answers = blocks.filter((block) => block.page === page && block.marker?.kind === "answer to");
+    if (code.length + shells.length + answers.length === 0) continue;
+    describe(page, () => {
+      // Its own server: a page runs alone (-t) as in the whole file.
+      const server = useServer(tempDir);
+      it("its blocks run in order in an empty folder, against a real server", { timeout: 60_000 }, async () => {
+        const cwd = tempDir();
+        const env = { ...process.env, URL: server.url, PATH: `${shims()}:${process.env.PATH}` };
+        for (const saved of blocks.filter((block) => block.page === page && block.marker?.kind === "saved as"))
+          writeFileSync(join(cwd, saved.marker!.text), saved.code);
+        for (const block of blocks.filter((b) => b.page === page && (!b.marker || b.marker.kind === "answer to"))) {
+          if (block.marker) {
+            // An answer shown: the server's, at this point of the page, has the same fields of the same types.
+            const res = await fetch(server.url + block.marker.text.slice("GET ".length));
+            expect(shape(await res.json()), `${where(block)}: the answer to ${block.marker.text}`).toEqual(shape(JSON.parse(block.code)));
+            continue;
+          }
+          if (isCode(block)) {
+            const module = code.find((m) => m.head === block)!;
+            const path = script(moduleName(block).replace(".mts", ".ts"), module.source.replaceAll(DOC_URL, server.url));
+            const args = block.lang === "ts" ? ["--import", JITI, path] : [path];
+            await run(process.execPath, args, { cwd, env, timeout: 30_000 }).catch((error: { stderr?: string; message: string }) => {
+              throw new Error(`${where(block)}: ${error.stderr || error.message}`);
+            });
+          } else if (block.lang === "sh" || block.lang === "bash") {
+            for (const command of commandsOf(block.code))
+              await runCommand(block, await withLeases(server.url, command.replaceAll(DOC_URL, server.url)), cwd, env);
+          }
         }
-      }
+      });
     });
   }
 
@@ -192,10 +213,10 @@ describe("every block of the docs", () => {
    * `command` with each `<lease>` (a placeholder for a token that `lease` printed) replaced by a
    * real one: a message produced to the command's queue on the server, leased by its consumer.
    */
-  async function withLeases(command: string): Promise<string> {
+  async function withLeases(url: string, command: string): Promise<string> {
     if (!command.includes("<lease>")) return command;
     const [, queue, consumer] = /\b(?:ack|nack|extend) (\S+) (\S+) /.exec(command)!;
-    const vq = createClient({ baseURL: server.url });
+    const vq = createClient({ baseURL: url });
     let filled = command;
     while (filled.includes("<lease>")) {
       await vq.produce(queue!, "a message to lease");
@@ -263,3 +284,15 @@ declare const order: { id: number; item: string };
 declare const event: { type: string; user: number };
 declare const signal: AbortSignal;
 `;
+
+/** A JSON value's fields and their types (an array by its first item), not its values. */
+function shape(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length > 0 ? [shape(value[0])] : [];
+  if (value && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value)
+        .map(([key, item]) => [key, shape(item)])
+        .sort(([a], [b]) => (a! < b! ? -1 : 1)),
+    );
+  return value === null ? "null" : typeof value;
+}

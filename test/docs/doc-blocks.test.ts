@@ -116,8 +116,12 @@ describe("every block of the docs", () => {
       if (block.marker) continue;
       if (isCode(block)) continue;
       if (block.lang === "sh" || block.lang === "bash") {
-        for (const command of commandsOf(block.code))
+        for (const command of commandsOf(block.code)) {
           if (!command.split(/\s*\|\s*/).every((stage) => RUNNABLE.test(stage))) unrunnable.push(`${where(block)}: cannot run \`${command}\``);
+          // Only the test's server is asked: no request leaves the machine.
+          else if (/\bcurl\b/.test(command) && !command.includes(DOC_URL))
+            unrunnable.push(`${where(block)}: \`${command}\` asks another server than ${DOC_URL}`);
+        }
         continue;
       }
       unrunnable.push(`${where(block)}: a ${block.lang || "plain"} block is not run: mark it <!-- not run: why -->`);
@@ -273,7 +277,9 @@ describe("every block of the docs", () => {
     } else await sleep(1000);
     if (code !== undefined) throw new Error(`${where(block)}: \`${command}\` exited (${code}) instead of following: ${output}`);
     child.kill("SIGINT");
-    await exited;
+    // Ctrl-C is a normal end: 0, or the signal itself when it came before the handler was set.
+    const stopped = await exited;
+    if (stopped !== 0 && stopped !== null) throw new Error(`${where(block)}: \`${command}\` ended with ${stopped} on Ctrl-C: ${output}`);
   }
 });
 

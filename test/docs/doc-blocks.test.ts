@@ -100,6 +100,21 @@ function commandsOf(code: string): string[] {
 
 /** A command the test runs: each stage of its pipeline one of these programs. */
 const RUNNABLE = /^(npx v-queue|v-queue|curl|printf|seq|echo)\b/;
+/** Why the test does not run a program: one that imports more than v-queue and Node's modules is not self-contained. */
+function whyNotRunCode(source: string): string | undefined {
+  const other = [...source.matchAll(/\bfrom "([^"]+)"/g)].map((m) => m[1]!).find((name) => !/^(v-queue(\/.*)?|node:.*)$/.test(name));
+  if (other) return `imports "${other}", not run: mark the block <!-- not run: why --> or <!-- type-checked, not run: why -->`;
+}
+
+/** Why the test does not run `command`, if it does not. */
+function whyNotRun(command: string): string | undefined {
+  if (!command.split(/\s*\|\s*/).every((stage) => RUNNABLE.test(stage))) return `cannot run \`${command}\`: mark the block <!-- not run: why -->`;
+  // Nothing outside the page's folder is written (the tests may run as root).
+  if (/(^|\s)\/\S/.test(command)) return `\`${command}\` names a path outside the page's folder`;
+  // Only the test's server is asked: no request leaves the machine.
+  if (/\bcurl\b/.test(command) && !command.includes(DOC_URL)) return `\`${command}\` asks another server than ${DOC_URL}`;
+}
+
 /** Runs until stopped (a server, a follower): started, seen running, then stopped. */
 const FOLLOWS = /(^|\s)(serve|tail|-f|--follow|--watch|-w)(\s|$)/;
 
@@ -114,13 +129,15 @@ describe("every block of the docs", () => {
       else if (block.marker && !MARKED[block.marker.kind](block))
         unrunnable.push(`${where(block)}: <!-- ${block.marker.kind} --> does not fit a ${block.lang || "plain"} block`);
       if (block.marker) continue;
-      if (isCode(block)) continue;
+      if (isCode(block)) {
+        const why = whyNotRunCode(block.code);
+        if (why) unrunnable.push(`${where(block)}: ${why}`);
+        continue;
+      }
       if (block.lang === "sh" || block.lang === "bash") {
         for (const command of commandsOf(block.code)) {
-          if (!command.split(/\s*\|\s*/).every((stage) => RUNNABLE.test(stage))) unrunnable.push(`${where(block)}: cannot run \`${command}\``);
-          // Only the test's server is asked: no request leaves the machine.
-          else if (/\bcurl\b/.test(command) && !command.includes(DOC_URL))
-            unrunnable.push(`${where(block)}: \`${command}\` asks another server than ${DOC_URL}`);
+          const why = whyNotRun(command);
+          if (why) unrunnable.push(`${where(block)}: ${why}`);
         }
         continue;
       }
@@ -199,14 +216,20 @@ describe("every block of the docs", () => {
           }
           if (isCode(block)) {
             const module = code.find((m) => m.head === block)!;
+            const why = whyNotRunCode(module.source);
+            if (why) throw new Error(`${where(block)}: ${why}`);
             const path = script(moduleName(block).replace(".mts", ".ts"), module.source.replaceAll(DOC_URL, server.url));
             const args = block.lang === "ts" ? ["--import", JITI, path] : [path];
             await run(process.execPath, args, { cwd, env, timeout: 30_000 }).catch((error: { stderr?: string; message: string }) => {
               throw new Error(`${where(block)}: ${error.stderr || error.message}`);
             });
           } else if (block.lang === "sh" || block.lang === "bash") {
-            for (const command of commandsOf(block.code))
+            for (const command of commandsOf(block.code)) {
+              // Never run (the test above fails for it): an unmarked `npm install` or `apt-get` installs nothing here.
+              const why = whyNotRun(command);
+              if (why) throw new Error(`${where(block)}: ${why}`);
               await runCommand(block, await withLeases(server.url, command.replaceAll(DOC_URL, server.url)), cwd, env);
+            }
           }
         }
       });

@@ -1,12 +1,14 @@
 /**
  * Every fenced block of README.md and docs/*.md, by its language: TypeScript and JavaScript
  * type-checked (all pages in one tsc run, each block a module, `v-queue/...` resolving to the
- * built package's dist/ types as in a user's project) and run where self-contained; shell blocks'
- * `v-queue`/`npx v-queue`/`curl` commands run in order in an empty folder per page, against a real
- * server; JSON saved as a named file is used by the commands. A block the test cannot run says so on
- * the line before its fence, with a reason: `<!-- not run: reason -->` (nothing done),
- * `<!-- type-checked, not run: reason -->`, or `<!-- continues the block above -->` (one module
- * with the block before it) or `<!-- saved as name -->` (a file of the page's folder). dist/ first.
+ * built package's dist/ types as in a user's project) and run where self-contained (importing
+ * only v-queue and node:); shell blocks' `npx v-queue`/`curl` commands run in order in an empty
+ * folder per page, against the page's own server (a server or a follower: seen running, then
+ * stopped). The line before a fence may say: `<!-- not run: why -->`, `<!-- type-checked, not
+ * run: why -->`, `<!-- continues the block above -->` (one module with it), `<!-- saved as name -->`
+ * (a file in the page's folder), `<!-- answer to: GET path -->` (a JSON answer shown, compared
+ * with the server's); a block without one that the test cannot run fails, naming its line, and is
+ * never started. A `<lease>` placeholder gets a real lease token. dist/ first (`npm run build`).
  */
 import { execFile, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";

@@ -204,7 +204,7 @@ describe("every block of the docs", () => {
     describe(page, () => {
       // Its own server: a page runs alone (-t) as in the whole file.
       const server = useServer(tempDir);
-      it("its blocks run in order in an empty folder, against a real server", { timeout: 60_000 }, async () => {
+      it("its blocks run in order in an empty folder, against a real server", { timeout: 180_000 }, async () => {
         const cwd = tempDir();
         const env = { ...process.env, URL: server.url, PATH: `${shims()}:${process.env.PATH}` };
         for (const saved of blocks.filter((block) => block.page === page && block.marker?.kind === "saved as"))

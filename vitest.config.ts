@@ -40,6 +40,7 @@ export const LONG_FIRST = [
   "test/hosts/nuxt-app.test.ts",
   "test/browser/dashboard-prefix.test.ts",
   "test/drivers/unstorage-memory.test.ts",
+  "test/docs/doc-blocks.test.ts",
   "test/drivers/redis.test.ts",
   "test/engine/partitioned.test.ts",
   "test/hosts/cloudflare-module.test.ts",

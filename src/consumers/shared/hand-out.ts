@@ -43,6 +43,8 @@ export class HandOut {
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   #redelivered = 0;
+  /** When the last take looked at the window: what came due after it has not been looked at. */
+  #scannedAt = 0;
 
   constructor(consumer: HandOutConsumer) {
     this.#consumer = consumer;
@@ -79,6 +81,7 @@ export class HandOut {
     let mark: ConsumerPosition | undefined;
     for (;;) {
       const now = Date.now();
+      this.#scannedAt = now;
       // Those that failed to move to the dead-letter queue take no place of the others.
       const scan = window.scan(now, max - out.length + failed.size);
       let room = Math.min(max - out.length, options.maxInFlight - scan.live);
@@ -168,7 +171,11 @@ export class HandOut {
   async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
     const { options, head, window } = this.#consumer;
     const now = Date.now();
-    const { live, nextAt } = window.scan(now, 0);
+    // As of the last take's look: a message that came due since (while the take read ahead, say)
+    // wakes this wait at once (nextAt <= now) instead of at the end of the long poll. One due
+    // before that look was left by the take for a reason (a dead letter that failed to move): not
+    // looked at again before the next change, the next due time or the timeout.
+    const { live, nextAt } = window.scan(this.#scannedAt, 0);
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal?.addEventListener("abort", onAbort, { once: true });

@@ -59,7 +59,7 @@ export interface QueueHandler {
   produce(
     queue: string,
     messages: MessageInput | MessageInput[],
-    options: ProduceOptions & { partitionKey?: string },
+    options?: ProduceOptions & { partitionKey?: string },
   ): Promise<ProduceResult & { partition?: number }>;
   /**
    * Declares the queues the `queues` option makes partitioned (once; requests wait for it
@@ -117,7 +117,7 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
       // Asked each time: a queue missing now may be declared partitioned later.
       return (await queueForm(registry, queue)).leasing(name);
     },
-    produce: async (queue, messages, produceOptions) => {
+    produce: async (queue, messages, produceOptions = {}) => {
       assertName(queue, "queue");
       const list = Array.isArray(messages) ? messages : [messages];
       const form = await queueForm(registry, queue);

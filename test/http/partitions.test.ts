@@ -394,6 +394,9 @@ describe("partitioned queues: server code and errors", () => {
     expect(result).toMatchObject({ count: 2, partition: partitionOfKey("user-1", 4) });
     await expect(s.handler.push("events", "x")).rejects.toMatchObject({ code: "E_OPTION" });
     await expect(s.handler.produce("plain", ["x"], { partitionKey: "k" })).rejects.toMatchObject({ code: "E_OPTION" });
+    // Nothing to produce: refused on either kind, as the engine's produce does.
+    await expect(s.handler.produce("plain", [])).rejects.toMatchObject({ code: "E_MESSAGE" });
+    await expect(s.handler.produce("events", [])).rejects.toMatchObject({ code: "E_MESSAGE" });
   });
 
   it("DELETE of a partitioned queue closes this server's writer and consumers of it, removes every partition and the declaration", async () => {

@@ -30,6 +30,8 @@ export interface Taken {
   counted: Promise<void>;
   /** Nothing leased: a lease ran out since the inbox was last read, so read it first. */
   inbox?: true;
+  /** When this take last looked at the window (what came due after it, it has not seen): for `wait`. */
+  scannedAt: number;
 }
 
 /**
@@ -43,8 +45,6 @@ export class HandOut {
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   #redelivered = 0;
-  /** When the last take looked at the window: what came due after it has not been looked at. */
-  #scannedAt = 0;
 
   constructor(consumer: HandOutConsumer) {
     this.#consumer = consumer;
@@ -79,9 +79,10 @@ export class HandOut {
     let full = false;
     let lines = "";
     let mark: ConsumerPosition | undefined;
+    let scannedAt: number;
     for (;;) {
       const now = Date.now();
-      this.#scannedAt = now;
+      scannedAt = now;
       // Those that failed to move to the dead-letter queue take no place of the others.
       const scan = window.scan(now, max - out.length + failed.size);
       let room = Math.min(max - out.length, options.maxInFlight - scan.live);
@@ -93,7 +94,7 @@ export class HandOut {
         // Ran out since the inbox was last read: an ack or extend taken in time by another
         // instance may wait there. Read first (poll does, before it takes again), then it goes out or not.
         if (inboxFirst && entry.state === "leased" && entry.until > inbox.readAt) {
-          if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true };
+          if (out.length === 0) return { leased: [], counted: Promise.resolve(), inbox: true, scannedAt };
           continue;
         }
         // Back from a lease that ran out: that is its last failure.
@@ -140,7 +141,7 @@ export class HandOut {
       if (batch.length === 0) break;
       journal.track(batch);
     }
-    if (out.length === 0) return { leased: [], counted: Promise.resolve() };
+    if (out.length === 0) return { leased: [], counted: Promise.resolve(), scannedAt };
     lines += journal.markLine(mark);
     const counted = journal.write(lines);
     // Spelled out, not spread: this runs for every message handed out.
@@ -161,21 +162,21 @@ export class HandOut {
       if (m.stored !== undefined) message.stored = m.stored;
       return message;
     });
-    return { leased, counted };
+    return { leased, counted, scannedAt };
   }
 
   /**
    * Waits for what may let a poll take more: a change (`notify`), the next lease's end, a new
    * message while there is room for it, `signal`, or `timeoutMs`.
    */
-  async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
+  async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined, scannedAt: number): Promise<void> {
     const { options, head, window } = this.#consumer;
     const now = Date.now();
-    // As of the last take's look: a message that came due since (while the take read ahead, say)
-    // wakes this wait at once (nextAt <= now) instead of at the end of the long poll. One due
-    // before that look was left by the take for a reason (a dead letter that failed to move): not
-    // looked at again before the next change, the next due time or the timeout.
-    const { live, nextAt } = window.scan(this.#scannedAt, 0);
+    // As of the poll's own take's look (`scannedAt`): a message that came due since (while the
+    // take read ahead, say) wakes this wait at once (nextAt <= now) instead of at the end of the
+    // long poll. One due before that look was left by the take for a reason (a dead letter that
+    // failed to move): not looked at again before the next change, the next due time or the timeout.
+    const { live, nextAt } = window.scan(scannedAt, 0);
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal?.addEventListener("abort", onAbort, { once: true });

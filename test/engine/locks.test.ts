@@ -67,13 +67,14 @@ describe("a lost lock stops its holder at once", () => {
 
   it("a writer paused past its lease (SIGSTOP) acknowledges nothing once resumed after another took over; no acknowledged message is lost", async () => {
     const dir = await freshDir();
-    const a = startChild("lease-pusher", dir, "a", "300");
+    // Leases of 1 s: a renewal late by a few hundred ms on a loaded machine does not lose one.
+    const a = startChild("lease-pusher", dir, "a", "1000");
     try {
       await a.waitFor((line) => line === "ack 5", 20_000);
       a.process.kill("SIGSTOP");
-      await sleep(800);
+      await sleep(2500);
       const b = await QueueWriter.open("lease", {
-        driver: unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir }) }), lockLeaseMs: 300 }),
+        driver: unstorageDriver({ storage: createStorage({ driver: unstorageFs({ base: dir }) }), lockLeaseMs: 1000 }),
       });
       const bAcked: string[] = [];
       for (let i = 0; i < 20; i++) {
@@ -82,7 +83,7 @@ describe("a lost lock stops its holder at once", () => {
       }
       const resumedAt = a.lines.length;
       a.process.kill("SIGCONT");
-      await a.waitFor((line) => line.startsWith("err "), 10_000);
+      await a.waitFor((line) => line.startsWith("err "), 30_000);
       await sleep(200);
       const afterResume = a.lines.slice(resumedAt);
       const firstErr = afterResume.findIndex((line) => line.startsWith("err "));

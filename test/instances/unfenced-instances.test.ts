@@ -14,8 +14,8 @@ import { redisTestsRun, startRedisServer, type RedisServer } from "../helpers/re
 import { useTempDirs } from "../helpers/tmp";
 import { sleep } from "../helpers/sleep";
 
-/** The instances' lease: a kill -9's registration runs out within it, a pause of three times it is past it. */
-const LEASE_MS = 1000;
+/** The instances' lease: a kill -9's registration runs out within it, a pause of three times it is past it. 2 s: a heartbeat late by a second on a loaded machine (two CI runs at once) keeps it. */
+const LEASE_MS = 2000;
 const tempDir = useTempDirs("vq-unfenced-");
 const started: ServeInstance[] = [];
 let redis: RedisServer | undefined;

@@ -70,7 +70,7 @@ describe("a lost lock stops its holder at once", () => {
     // Leases of 1 s: a renewal late by a few hundred ms on a loaded machine does not lose one.
     const a = startChild("lease-pusher", dir, "a", "1000");
     try {
-      await a.waitFor((line) => line === "ack 5", 20_000);
+      await a.waitFor((line) => line === "ack 5", 45_000);
       a.process.kill("SIGSTOP");
       await sleep(2500);
       const b = await QueueWriter.open("lease", {
@@ -109,5 +109,5 @@ describe("a lost lock stops its holder at once", () => {
     } finally {
       a.process.kill("SIGKILL");
     }
-  }, 60_000);
+  }, 120_000);
 });

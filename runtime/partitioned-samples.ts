@@ -5,7 +5,7 @@
  * `partitionOf`): the metrics label them by partition, the queue's detail lists them.
  */
 import type { HistoryJSON } from "../protocol/api";
-import { parsePartitionName, partitionName } from "../src/partitions/declaration";
+import { parsePartitionName, partitionNames } from "../src/partitions/declaration";
 import type { ConsumerSample, QueueSample } from "./types";
 
 /** The queues of a sample with a row added per partitioned queue (`count` says which names are declared partitioned). */
@@ -28,7 +28,7 @@ export async function foldPartitions(queues: QueueSample[], count: (queue: strin
 
 /** The names a queue's row was sampled under: its own, or a partitioned queue's partitions (`orders.p0`...). */
 export function sampledTracks(sample: QueueSample): string[] {
-  return sample.partitions === undefined ? [sample.name] : Array.from({ length: sample.partitions }, (_, i) => partitionName(sample.name, i));
+  return sample.partitions === undefined ? [sample.name] : partitionNames(sample.name, sample.partitions);
 }
 
 /** One row for a partitioned queue: sums over its partitions; no part of its own (`currentPart` 0). */

@@ -5,7 +5,7 @@ import type { ConsumerStats, QueueStats } from "./types";
 import { parsePopInfo } from "../format/info";
 import { assertName } from "../core/names";
 import { declaredPartitioned, parentOf, partitionedStats } from "./partitioned";
-import { partitionName, readPartitions } from "../partitions/declaration";
+import { partitionNames, readPartitions } from "../partitions/declaration";
 import { consumerOfPopFile, popInfoPath, queueOfInfoFile } from "../storage/paths";
 import { SharedState } from "../consumers/state/shared-state";
 import { queueTotals, type PartTotals } from "../log/totals";
@@ -33,7 +33,7 @@ export async function inspectQueue(driver: QueueDriver, queue: string): Promise<
   assertName(queue, "queue");
   const partitions = await readPartitions(driver, queue);
   if (partitions !== undefined) {
-    const rows = await Promise.all(Array.from({ length: partitions }, (_, i) => inspectQueue(driver, partitionName(queue, i))));
+    const rows = await Promise.all(partitionNames(queue, partitions).map((name) => inspectQueue(driver, name)));
     return partitionedStats(queue, partitions, rows);
   }
   const totals = await queueTotals(driver, queue);

@@ -4,7 +4,7 @@ import { VQueueError } from "../core/errors";
 import { assertName } from "../core/names";
 import type { PartitionFan } from "./fan";
 import type { StartPosition } from "../options/queue";
-import { openPartitions, partitionName } from "./declaration";
+import { openPartitions, partitionName, partitionNames } from "./declaration";
 import { queueTotals } from "../log/totals";
 
 /** What both partitioned consumers share: the fan over their partitions, and the calls that only pass through to it. */
@@ -36,7 +36,7 @@ export abstract class PartitionedConsumerBase<T, M, P> {
    */
   protected static async unborn(driver: QueueDriver, queue: string, count: number, start: StartPosition | undefined): Promise<Set<string>> {
     if (start !== "latest") return new Set();
-    const names = Array.from({ length: count }, (_, index) => partitionName(queue, index));
+    const names = partitionNames(queue, count);
     const written = await Promise.all(names.map(async (name) => (await queueTotals(driver, name)) !== undefined));
     return new Set(names.filter((_, index) => !written[index]));
   }

@@ -46,9 +46,9 @@ interface Registration extends Omit<InstanceClaim, "release"> {
 const registrations = new Map<string, Registration>();
 
 /** The registration of this process on `key` of `storage`, shared by its drivers with one `storageKey`. */
-export function claimInstance(storage: UnstorageLike, key: string, storageKey: string, leaseMs: number): InstanceClaim {
+export function claimInstance(storage: UnstorageLike, key: string, storageKey: string, leaseMs: number, owner = PROCESS_OWNER): InstanceClaim {
   let registration = registrations.get(storageKey);
-  if (!registration) registrations.set(storageKey, (registration = register(storage, key, leaseMs, () => registrations.delete(storageKey))));
+  if (!registration) registrations.set(storageKey, (registration = register(storage, key, leaseMs, owner, () => registrations.delete(storageKey))));
   registration.users++;
   const shared = registration;
   let released = false;
@@ -67,9 +67,9 @@ export function claimInstance(storage: UnstorageLike, key: string, storageKey: s
   };
 }
 
-function register(storage: UnstorageLike, key: string, leaseMs: number, forget: () => void): Registration {
+function register(storage: UnstorageLike, key: string, leaseMs: number, owner: string, forget: () => void): Registration {
   const pid = (globalThis as { process?: { pid?: number } }).process?.pid;
-  const stamp = () => new TextEncoder().encode(`v-queue-instance ${PROCESS_OWNER} ${Date.now() + leaseMs} ${pid ?? "-"}\n`);
+  const stamp = () => new TextEncoder().encode(`v-queue-instance ${owner} ${Date.now() + leaseMs} ${pid ?? "-"}\n`);
   const listeners = new Set<() => void>();
   let claiming: Promise<void> | undefined;
   let superseded: VQueueError | undefined;
@@ -78,28 +78,45 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
   let refreshing: Promise<void> | undefined;
   // Until when nobody else can have registered: the lease from the last renewal, less a third (as a lock's, lease.ts).
   let safeUntil = 0;
+  // When the last renewal began, on the monotonic clock (a pause moves it, a wall-clock step does
+  // not): once a lease has gone by since, the registration ran out.
+  let lastRenewal = 0;
+  // Whether `superseded` says this one's own registration ran out (claimed anew at once) rather than another's taking.
+  let ranOut = false;
   // Only the first claim waits for a registration to run out (a restart after a kill); a later one, refused, says so at once.
   let mayWait = true;
-  const renewed = (at: number) => (safeUntil = at + leaseMs - Math.floor(leaseMs / 3));
+  const renewed = (at: number, since: number) => {
+    lastRenewal = since;
+    safeUntil = at + leaseMs - Math.floor(leaseMs / 3);
+  };
 
   const claim = async () => {
     let waited = !mayWait;
+    // Claimed again after this one's registration ran out: a run-out stamp found now may be a late
+    // write of this one landing over a live instance's, which that one restores within a renewal.
+    let lookedTwice = mayWait;
     mayWait = false;
     for (;;) {
       const at = Date.now();
+      const since = performance.now();
       const held = parseInstance(await storage.getItemRaw(key));
-      if (held && held.owner !== PROCESS_OWNER && held.expires > Date.now()) {
+      if (held && held.owner !== owner && held.expires > Date.now()) {
         // Live, or left by a process that died: a dead one's runs out within its lease, so wait once.
         if (waited) throw unfencedError(key, held, leaseMs);
         await sleep(Math.min(held.expires - Date.now(), leaseMs) + SETTLE_MS);
         waited = true;
         continue;
       }
+      if (held && !lookedTwice) {
+        lookedTwice = true;
+        await sleep(Math.floor(leaseMs / 3) + SETTLE_MS);
+        continue;
+      }
       await storage.setItemRaw(key, stamp());
       await sleep(SETTLE_MS);
       const now = parseInstance(await storage.getItemRaw(key));
-      if (now?.owner === PROCESS_OWNER) {
-        renewed(at);
+      if (now?.owner === owner) {
+        renewed(at, since);
         break;
       }
       if (now) throw unfencedError(key, now, leaseMs);
@@ -110,18 +127,30 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
 
   const heartbeat = async (): Promise<void> => {
     const at = Date.now();
+    const since = performance.now();
     const held = parseInstance(await readForRenewal(storage, key, leaseMs / 3));
     if (stopped || superseded) return;
-    // Empty or ours (run out or not): nobody else registered meanwhile, so renewed.
-    if (!held || held.owner === PROCESS_OWNER) {
+    const away = since - lastRenewal;
+    // Empty, or ours within its lease: nobody else registered meanwhile, so renewed. A stamp of
+    // another owner that had run out before it was written is a late write of an instance paused
+    // past its lease (its renewal, written after the pause): ours is taken back.
+    if (!held || (away < leaseMs && (held.owner === owner || held.expires <= at))) {
       await storage.setItemRaw(key, stamp());
-      renewed(at);
+      renewed(at, since);
       return;
     }
-    superseded = new VQueueError(
-      "E_UNFENCED",
-      `[${DRIVER_NAME}] Another v-queue instance (${describe(held)}) took the storage over (${JSON.stringify(key)}) while this one was paused or cut off past its lease of ${leaseMs} ms: its locks are lost, and it writes nothing while that one runs (the ${DRIVER_NAME} driver cannot fence a late write, so one instance runs per storage). Once that one stops, this one registers again.`,
-    );
+    // Ours but run out: another may have registered meanwhile, and a late renewal of ours written
+    // over it; claimed anew (`claimAgain`), as after being taken over.
+    ranOut = held.owner === owner;
+    superseded = ranOut
+      ? new VQueueError(
+          "E_UNFENCED",
+          `[${DRIVER_NAME}] This v-queue instance's registration on the storage (${JSON.stringify(key)}) ran out (not renewed for ${Math.round(away)} ms, past its lease of ${leaseMs} ms: this process was paused or cut off): its locks are lost, and it registers again before it writes.`,
+        )
+      : new VQueueError(
+          "E_UNFENCED",
+          `[${DRIVER_NAME}] Another v-queue instance (${describe(held)}) took the storage over (${JSON.stringify(key)}) while this one was paused or cut off past its lease of ${leaseMs} ms: its locks are lost, and it writes nothing while that one runs (the ${DRIVER_NAME} driver cannot fence a late write, so one instance runs per storage). Once that one stops, this one registers again.`,
+        );
     clearInterval(timer);
     for (const onLoss of listeners) onLoss();
   };
@@ -132,8 +161,9 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
   /** Superseded: refused while the other instance's registration lives; once it ran out (that one stopped), registered anew. */
   const claimAgain = async () => {
     const held = parseInstance(await storage.getItemRaw(key));
-    if (held && held.owner !== PROCESS_OWNER && held.expires > Date.now()) throw superseded;
+    if (held && held.owner !== owner && held.expires > Date.now()) throw superseded;
     superseded = undefined;
+    ranOut = false;
     claiming = undefined;
   };
 
@@ -153,6 +183,11 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
       if (superseded) await claimAgain();
       await ready();
       if (!superseded && Date.now() >= safeUntil) await refreshNow();
+      // Found run out just now (this process was paused): registered anew before the write, or refused.
+      if (superseded && ranOut) {
+        await claimAgain();
+        await ready();
+      }
       if (superseded) throw superseded;
     },
     get superseded() {
@@ -168,7 +203,7 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, forget: 
       clearInterval(timer);
       await claiming?.catch(() => {});
       if (!claiming || superseded) return;
-      if (parseInstance(await storage.getItemRaw(key))?.owner === PROCESS_OWNER) await storage.removeItem(key);
+      if (parseInstance(await storage.getItemRaw(key))?.owner === owner) await storage.removeItem(key);
     },
   };
 }

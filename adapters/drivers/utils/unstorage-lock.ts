@@ -23,12 +23,15 @@ export async function acquireLock(
   localLocks.add(local);
   const owner = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const stamp = () => new TextEncoder().encode(`v-queue-lock ${owner} ${Date.now() + leaseMs}\n`);
+  // Until when our last stamp holds the lock.
+  let stampedUntil = 0;
   try {
     const held = parseLock(await storage.getItemRaw(key));
     if (held && held.expires > Date.now()) {
       localLocks.delete(local);
       return undefined;
     }
+    stampedUntil = Date.now() + leaseMs;
     await storage.setItemRaw(key, stamp());
     await new Promise((resolve) => setTimeout(resolve, LOCK_SETTLE_MS));
     if (parseLock(await storage.getItemRaw(key))?.owner !== owner) {
@@ -45,12 +48,17 @@ export async function acquireLock(
     leaseMs,
     since: Date.now(),
     renew: async () => {
+      const at = Date.now();
       const held = parseLock(await readForRenewal(storage, key, leaseMs / 3));
       // Ours but run out: free for anyone since (no compare-and-set here), so lost all the same.
       if (!held || (held.owner === owner && held.expires <= Date.now())) return "expired";
       if (instance?.superseded) return { takenBy: undefined };
-      if (held.owner !== owner) return { takenBy: undefined };
+      // Another owner's stamp that had run out before it was written, while ours had not: a late
+      // renewal of a holder paused past its lease (written after the pause), not a taking; ours again.
+      const lateWrite = held.owner !== owner && held.expires <= at && at < stampedUntil;
+      if (held.owner !== owner && !lateWrite) return { takenBy: undefined };
       await storage.setItemRaw(key, stamp());
+      stampedUntil = at + leaseMs;
       return "renewed";
     },
     async free() {

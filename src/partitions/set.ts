@@ -47,6 +47,8 @@ export interface PartitionSetHooks<T> {
   /** The partitioned queue. */
   queue: string;
   count: number;
+  /** The queue partition `index` is: `partitionName` unless given (an ordinary queue is a set of one, the queue itself). */
+  partition?(index: number): string;
   /** The want marker of partition queue `partition` (storage/paths.ts). */
   wantPath(partition: string): string;
   /** What is taken, for messages: `the writer of queue "orders.p3"`. */
@@ -77,6 +79,8 @@ export interface PartitionSetHooks<T> {
   grantYoung?(want: Want, held: number): boolean;
   /** After a slot was let go (its object closed): hand-overs counted, a consumer's last commit kept. */
   onRelease?(slot: Slot<T>, reason: "wanted" | "idle"): void;
+  /** When a slot starts being let go (no new work goes to it from now): a server's waits on it end. */
+  onReleasing?(slot: Slot<T>): void;
 }
 
 export class PartitionSet<T> {
@@ -159,7 +163,7 @@ export class PartitionSet<T> {
     // One request per partition at a time: concurrent produces for it wait for the same one.
     let request = this.#requests.get(index);
     if (!request) {
-      const partition = partitionName(this.#hooks.queue, index);
+      const partition = this.#partition(index);
       const tryTake = () => {
         if (this.#closed)
           throw new VQueueError("E_CLOSED", `Queue "${this.#hooks.queue}" was closed while waiting for ${this.#hooks.what(partition).replace(/^The/, "the")}.`);
@@ -204,6 +208,7 @@ export class PartitionSet<T> {
   release(slot: Slot<T>, reason: "wanted" | "idle"): Promise<void> {
     if (slot.releasing) return Promise.resolve();
     slot.releasing = true;
+    this.#hooks.onReleasing?.(slot);
     const run = (async () => {
       const until = Date.now() + this.#hooks.graceMs;
       while (slot.using > 0) await sleep(5);
@@ -258,7 +263,11 @@ export class PartitionSet<T> {
 
   /** The want marker of partition `index` (in the base directory). */
   #markerOf(index: number): string {
-    return this.#hooks.wantPath(partitionName(this.#hooks.queue, index));
+    return this.#hooks.wantPath(this.#partition(index));
+  }
+
+  #partition(index: number): string {
+    return this.#hooks.partition?.(index) ?? partitionName(this.#hooks.queue, index);
   }
 
   /** Whether a base-directory entry is the marker of a held partition, or its temporary file (a name that only starts with one passes too: a check in vain). */

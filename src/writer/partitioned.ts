@@ -3,10 +3,13 @@
  * partition has one writer at a time, and this instance opens the partitions' writers as it
  * needs them (docs/partitioned.md). A message with a key goes to its key's partition
  * (its order kept); one without goes to the partitions in turn, of those held here or free.
+ * An ordinary queue is served the same way as a set of one partition, the queue itself
+ * (`PartitionedWriter.ordinary`): its writer is handed over between instances on request.
  */
 import { VQueueError } from "../core/errors";
 import { WANT_FRESH_MS, resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions, type Want } from "../instances/handoff";
 import { Members } from "../instances/members";
+import { assertName } from "../core/names";
 import type { MessageInput } from "../format/message";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "../options/queue";
 import { PartitionSet, type Slot } from "../partitions/set";
@@ -44,6 +47,8 @@ const MEMBERS_EVERY_MS = 500;
 export class PartitionedWriter {
   readonly name: string;
   readonly partitions: number;
+  /** An ordinary queue (its one "partition" is the queue itself), not a partitioned one. */
+  readonly ordinary: boolean;
   readonly options: ResolvedQueueOptions;
   readonly handoff: ResolvedHandoffOptions;
   readonly #set: PartitionSet<QueueWriter>;
@@ -65,22 +70,33 @@ export class PartitionedWriter {
   /** Partitions handed over to another instance (on request) since open. */
   handedOver = 0;
 
-  private constructor(name: string, partitions: number, options: PartitionedQueueOptions) {
+  private constructor(name: string, partitions: number, options: PartitionedQueueOptions, ordinary = false) {
     this.name = name;
     this.partitions = partitions;
+    this.ordinary = ordinary;
     this.#next = Math.floor(Math.random() * partitions);
     this.handoff = resolveHandoffOptions(options);
     const { partitions: _, handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, onLockLost, ...queueOptions } = options;
     this.#onLockLost = onLockLost;
     this.options = resolveQueueOptions(queueOptions);
     const resolved = this.options;
+    // An ordinary queue's writer opens as it always did the first time (a new part, the crate's
+    // habit); taken again after a hand-over, it appends to the current part (a part per hand-over else).
+    let opened = 0;
     this.#set = new PartitionSet<QueueWriter>({
       driver: resolved.driver,
       queue: name,
       count: partitions,
+      ...(ordinary ? { partition: () => name } : {}),
       wantPath: writerWantPath,
       what: (partition) => `The writer of queue "${partition}"`,
       open: async (index) => {
+        if (ordinary) {
+          // A queue declared partitioned is refused by the writer itself (E_OPTION).
+          const writer = await QueueWriter.open(name, { ...queueOptions, ...(opened++ > 0 ? { rollOnOpen: false } : {}) });
+          writer.whenLockLost(() => this.#onLockLost?.(index));
+          return writer;
+        }
         // Deleted since open (deleteQueue): not made again as an ordinary queue under a partition's name.
         if ((await readPartitions(resolved.driver, name)) !== partitions)
           throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
@@ -117,6 +133,31 @@ export class PartitionedWriter {
     return new PartitionedWriter(queue, partitions, options);
   }
 
+  /**
+   * Opens ordinary queue `queue` for writing from one of many instances: its writer is taken at
+   * the first write, and handed over to another instance that asks for it (after the write in
+   * flight); a write here asks for it back. `E_LOCKED` (after `handoffTimeoutMs`) only from a
+   * holder that does not hand over (the crate, a process that does not read the requests).
+   */
+  static ordinary(queue: string, options: PartitionedQueueOptions = {}): PartitionedWriter {
+    assertName(queue, "queue");
+    return new PartitionedWriter(queue, 1, options, true);
+  }
+
+  /**
+   * Runs `write` on an ordinary queue's writer, taken by request when another instance holds it:
+   * resolves with what `write` resolves with. A writer let go or lost meanwhile is taken again.
+   */
+  async write<T>(write: (writer: QueueWriter) => Promise<T>): Promise<T> {
+    if (!this.ordinary) throw new VQueueError("E_KIND", `Queue "${this.name}" is partitioned: produce to it (a partition is chosen per batch).`);
+    return this.#writeTo(0, write);
+  }
+
+  /** An ordinary queue's writer taken when free and not asked for by another instance (to move its delayed messages when due); never waits for a holder. */
+  async holdIfFree(): Promise<void> {
+    if (!this.#closing) await this.#set.tryTakeUnwanted(0);
+  }
+
   /** The partitions whose writer this instance holds now. */
   held(): number[] {
     return this.#set.held().map((slot) => slot.index);
@@ -129,10 +170,20 @@ export class PartitionedWriter {
    * partition's holder does not hand it over within `handoffTimeoutMs`.
    */
   async produce(messages: Iterable<MessageInput>, options: PartitionedProduceOptions = {}): Promise<PartitionedProduceResult> {
-    if (this.#closing) throw new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`);
     const { partitionKey, ...produceOptions } = options;
     const routed = this.#route(partitionKey, produceOptions.key);
     if (routed !== undefined) this.#keyedAt.set(routed, Date.now());
+    let partition = -1;
+    const result = await this.#writeTo(routed, (writer, index) => {
+      partition = index;
+      return writer.produce(messages, produceOptions);
+    });
+    return { ...result, partition };
+  }
+
+  /** Runs `write` on partition `routed`'s writer (undefined: any partition, see `#anySlot`), taken by request if needed. */
+  async #writeTo<T>(routed: number | undefined, write: (writer: QueueWriter, index: number) => Promise<T>): Promise<T> {
+    if (this.#closing) throw new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`);
     let slot: Slot<QueueWriter>;
     // A slot let go while it was being taken (a hand-over request) is taken again, or another one;
     // so is one whose lock lapsed and was taken meanwhile (an idle isolate in workerd: QueueWriter.holds).
@@ -152,8 +203,7 @@ export class PartitionedWriter {
     }
     this.#set.touch(slot);
     try {
-      const result = await this.#set.use(slot, (writer) => writer.produce(messages, produceOptions));
-      return { ...result, partition: slot.index };
+      return await this.#set.use(slot, (writer) => write(writer, slot.index));
     } catch (error) {
       // A writer that lost its lock (or its storage) refuses everything from now on: the next produce opens it again.
       if (slot.item.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
@@ -177,6 +227,7 @@ export class PartitionedWriter {
   }
 
   #route(partitionKey: unknown, key: string | undefined): number | undefined {
+    if (this.ordinary) return 0;
     if (partitionKey !== undefined) {
       const length = typeof partitionKey === "string" ? partitionKey.length : partitionKey instanceof Uint8Array ? partitionKey.length : -1;
       if (length < 1 || length > MAX_PARTITION_KEY) {

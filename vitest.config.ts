@@ -13,6 +13,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 export const ALONE = [
   "test/hosts/node-cluster-chaos.test.ts",
   "test/instances/multi-instance.test.ts",
+  "test/instances/any-instance.test.ts",
   "test/instances/redis-cluster-instances.test.ts",
   "test/drivers/redis-sentinel.test.ts",
   "test/instances/shared-chaos.test.ts",

@@ -4,7 +4,7 @@
  * holds its lock), through its slot, asked for again at each call (an idle slot may be closed).
  */
 import type { QueueHandler } from "../runtime/index";
-import type { LeasingSlot, Settled } from "../runtime/shared-slot";
+import type { LeasingSlot, Settled, SlotStats } from "../runtime/shared-slot";
 import type { LeasedMessage, LeaseRef, NackOptions } from "../src/consumers/types";
 import { parseAnyLeaseToken } from "../protocol/binary";
 import { VQueueError } from "../src/core/errors";
@@ -26,7 +26,7 @@ export interface VQueueSharedConsumer {
   /** Keeps a lease `leaseMs` more from now; resolves with its new end. */
   extend(ref: LeaseRef, options?: { leaseMs?: number }): Promise<number>;
   /** Live stats (`SharedConsumer.stats`; of a partitioned queue, summed over the partitions this instance holds, without `ackFloor`). */
-  stats(): Promise<LeasingSlot["stats"]>;
+  stats(): Promise<SlotStats>;
 }
 
 /** `handler` is asked at each call: the instance may open its queues at first use (a Worker's `durable-object:` storage). */
@@ -46,7 +46,7 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
     ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
     nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
     extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
-    stats: async () => (await slot()).stats,
+    stats: async () => (await slot()).readStats(),
   };
 }
 

@@ -45,13 +45,19 @@ export class ConsumerSlot implements OrderedSlot {
   #stop = new StopSignal();
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
+  /** Being handed over to another instance (`drain`): nothing more is handed out, commits still go through. */
+  #draining = false;
+  #finish!: () => void;
+  readonly #finished = new Promise<void>((resolve) => (this.#finish = resolve));
 
   readonly #onTooManyFiles: () => void;
+  readonly #onStopped: (() => void) | undefined;
 
-  /** `onTooManyFiles`: a read ran out of file descriptors (the registry makes room). */
-  constructor(consumer: QueueConsumer, onTooManyFiles: () => void = () => {}) {
+  /** `onTooManyFiles`: a read ran out of file descriptors (the registry makes room); `onStopped`: called once it stopped (handover-slot.ts). */
+  constructor(consumer: QueueConsumer, onTooManyFiles: () => void = () => {}, onStopped?: () => void) {
     this.consumer = consumer;
     this.#onTooManyFiles = onTooManyFiles;
+    this.#onStopped = onStopped;
     // Lost (this process was paused past its lease): the registry opens it again, from the saved position.
     stopWhenLockLost(this);
   }
@@ -74,6 +80,20 @@ export class ConsumerSlot implements OrderedSlot {
     return this.#stopReason !== undefined;
   }
 
+  /** A read or a move in flight (it holds the mutex). */
+  get reading(): boolean {
+    return !this.#mutex.idle;
+  }
+
+  /**
+   * Another instance asked for the consumer (handover-slot.ts): the waits end, and reads get
+   * nothing until the slot stops, once what it handed out is committed (the commits still come here).
+   */
+  drain(): void {
+    this.#draining = true;
+    this.#stop.abort();
+  }
+
   /**
    * Reads up to `max` messages; when there are none, waits up to `timeoutMs` for the first.
    * Messages read for a client that has gone away are handed out again (rewind).
@@ -83,6 +103,11 @@ export class ConsumerSlot implements OrderedSlot {
     const linked = linkSignals(signal, this.#stop);
     const deadline = Date.now() + timeoutMs;
     try {
+      // Not inside the mutex: the stop takes it. Ended once stopped: the next request takes the consumer back.
+      if (this.#draining && !this.#stopReason) {
+        await waitUntil(this.#finished, deadline, signal);
+        return this.#ended();
+      }
       if (!(await this.#mutex.acquire(linked.signal))) return this.#ended();
       try {
         if (this.#stopReason) return this.#ended();
@@ -157,7 +182,10 @@ export class ConsumerSlot implements OrderedSlot {
       await this.#mutex.acquire();
       // `then` runs once the consumer's commits are done and its files closed, lock still held:
       // a commit in flight cannot write the position file again after a delete removed it.
-      await this.consumer.close({ beforeRelease: then });
+      await this.consumer.close({ beforeRelease: then }).finally(() => {
+        this.#finish();
+        this.#onStopped?.();
+      });
     })();
     return this.#stopped;
   }
@@ -181,6 +209,25 @@ export function stopWhenLockLost(slot: { consumer: { whenLockLost(listener: () =
 }
 
 // --- Internal helpers ---
+
+/** Resolves when `done` does, at `deadline`, or when `signal` aborts, whichever comes first. */
+export async function waitUntil(done: Promise<void>, deadline: number, signal: AbortSignal | undefined): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    await Promise.race([
+      done,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        onAbort = resolve;
+        signal?.addEventListener("abort", onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener("abort", onAbort);
+  }
+}
 
 /** A FIFO lock whose waiters can give up (abort). */
 export class Mutex {

@@ -185,8 +185,8 @@ export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedShared
   }
 
   /** What the partitions this server holds hold now, summed (see `PartitionedSharedConsumer.stats`). */
-  get stats(): LeasingStats {
-    return this.consumer.stats;
+  readStats(): Promise<LeasingStats> {
+    return Promise.resolve(this.consumer.stats);
   }
 
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<PartitionedLeasedMessage[]> {

@@ -39,6 +39,11 @@ export interface QueueForm {
   encodeLeases(messages: LeasedMessage[], now: number): Uint8Array<ArrayBuffer>;
   /** The slot of ordered consumer `name` (opened, and with `create` the consumer created, on first use). */
   ordered(name: string, create?: boolean): Promise<OrderedSlot>;
+  /**
+   * Commits `cursor` (everything handed out when undefined) of ordered consumer `name`, wherever
+   * it is held: a consumer another instance holds takes it through its inbox.
+   */
+  commit(name: string, cursor: string | undefined): Promise<string>;
   /** The slot of shared consumer `name` (opened, and the consumer created, on first use). */
   leasing(name: string): Promise<LeasingSlot>;
 }
@@ -100,6 +105,7 @@ function plainForm(registry: QueueRegistry, queue: string): QueueForm {
     encodeBatch: (messages) => encodeBatch(messages),
     encodeLeases: (messages, now) => encodeLeases(messages, now),
     ordered: (name, create = true) => registry.consumer(queue, name, create),
+    commit: (name, cursor) => registry.commit(queue, name, cursor),
     leasing: (name) => registry.shared(queue, name),
   };
 }
@@ -150,6 +156,7 @@ function partitionedForm(registry: QueueRegistry, queue: string, partitions: num
     encodeLeases: (messages, now) => encodeLeases(messages, now, true),
     // Each partition this server can hold (hand-over with other instances); always created.
     ordered: (name) => registry.partitionedConsumer(queue, name),
+    commit: async (name, cursor) => (await registry.partitionedConsumer(queue, name)).commit(cursor),
     leasing: (name) => registry.partitionedShared(queue, name),
   };
 }

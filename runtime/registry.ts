@@ -1,14 +1,23 @@
 // Over 300 lines: the one owner of the server's open writers (writer-pool.ts, partitioned-writers.ts) and consumer
 // slots (ordered and shared, of ordinary and partitioned queues: one map, so the cap and idling of
 // consumer-capacity.ts, EMFILE relief, the kind check and the admin calls that close them treat all
-// alike); the slots themselves are consumer-slot.ts, shared-slot.ts and partitioned-slots.ts.
+// alike); the slots themselves are consumer-slot.ts, shared-slot.ts and partitioned-slots.ts (an ordinary
+// queue's consumer is taken and handed over between instances by handover-slot.ts, reached elsewhere by elsewhere-slot.ts).
 import { QueueConsumer } from "../src/consumers/ordered/consumer";
 import { deleteConsumer, deleteQueue, type DeleteQueueResult } from "../src/admin/delete";
 import type { QueueDriver } from "../src/core/driver";
 import { VQueueError } from "../src/core/errors";
 import { purgeQueue, type PurgeResult } from "../src/admin/purge";
 import { SharedConsumer, type SharedStats } from "../src/consumers/shared/consumer";
+import { InboxPoster, outcome } from "../src/consumers/state/ack-inbox";
+import { applyInboxCommits, assertCommitFits } from "../src/consumers/ordered/commit-inbox";
+import { comparePositions, parseCursor } from "../src/format/position";
+import { instanceId } from "../src/instances/instance-id";
+import { SHARED_DEFAULTS } from "../src/options/shared";
+import { consumerLockPath } from "../src/storage/paths";
 import { ConsumerSlot } from "./consumer-slot";
+import { ElsewhereSharedSlot } from "./elsewhere-slot";
+import { takeHandoverSlot } from "./handover-slot";
 import { instrumentDriver } from "./metrics/driver";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import { SharedSlot } from "./shared-slot";
@@ -49,6 +58,8 @@ export class QueueRegistry {
   /** The writers of ordinary queues. */
   readonly writers: WriterPool;
   #driver: Promise<QueueDriver> | undefined;
+  /** Commits, acks, nacks and extends of ordinary queues' consumers held by other instances, to their inboxes. */
+  #inbox: InboxPoster | undefined;
   #consumers = new Map<string, SlotEntry>();
   #closingSlots = new Map<string, Promise<void>>();
   /** A purge or delete of the queue in progress: its writer and consumers open only after it. */
@@ -72,7 +83,6 @@ export class QueueRegistry {
       metrics,
       driver: () => this.driver(),
       adminDone: (queue) => this.#adminDone(queue),
-      relieved: (open) => this.#relieved(open),
       relieve: () => void this.#relieve(),
       isClosing: () => this.#closing !== undefined,
     });
@@ -108,20 +118,76 @@ export class QueueRegistry {
     };
   }
 
-  /** The consumer's slot, opened (and the consumer created) on first use. */
+  /** The consumer's slot, opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
   consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
     return this.#slot(queue, name, "ordered", (driver) =>
-      QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }).then((consumer) => new ConsumerSlot(consumer, () => void this.#relieve())),
+      takeHandoverSlot({
+        driver,
+        queue,
+        name,
+        kind: "consumer",
+        open: () => QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }),
+        busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
+        inbox: (consumer) => applyInboxCommits(consumer),
+        slot: (consumer, onStopped) => new ConsumerSlot(consumer, () => void this.#relieve(), onStopped),
+      }),
     ) as Promise<ConsumerSlot>;
   }
 
-  /** The shared consumer's slot (held by this server), opened (and the consumer created) on first use. */
-  shared(queue: string, name: string): Promise<SharedSlot> {
+  /**
+   * Commits ordered consumer `name` of ordinary queue `queue` up to `cursor` (everything handed
+   * out here without one). Held here: at once. Held by another instance (it handed the batch out,
+   * and waits for this commit before it lets go): through the consumer's inbox, answered with its
+   * holder's verdict (commit-inbox.ts; `E_PENDING` when none comes in time). Resolves with the cursor committed.
+   */
+  async commit(queue: string, name: string, cursor: string | undefined): Promise<string> {
+    const entry = this.#consumers.get(`${queue}\u0000${name}`);
+    const driver = await this.driver();
+    // Held here (or open here as a shared one: E_KIND), or by nobody: committed here.
+    const here = entry?.kind === "shared" || (entry?.slot instanceof ConsumerSlot && !entry.slot.stopped);
+    if (cursor === undefined || here || (await isFree(driver, consumerLockPath(queue, name)))) return (await this.consumer(queue, name, false)).commit(cursor);
+    const position = parseCursor(cursor);
+    await assertCommitFits(driver, queue, position);
+    const [verdict] = await this.#poster(driver).post(queue, name, [{ kind: "commit", position }]);
+    outcome(verdict!);
+    return cursor;
+  }
+
+  /**
+   * The shared consumer's slot: held here (taken on first use, from another instance by request:
+   * handover-slot.ts), or, while another instance holds it, one whose acks, nacks and extends go
+   * to its inbox and whose leases take it here (elsewhere-slot.ts).
+   */
+  async shared(queue: string, name: string): Promise<SharedSlot | ElsewhereSharedSlot> {
+    const driver = await this.driver();
+    // Held here (or open here as an ordered one: E_KIND), or by nobody: taken here. Being asked for here (a lease waits for it) is not held.
+    const entry = this.#consumers.get(`${queue}\u0000${name}`);
+    const here = entry?.kind === "ordered" || (entry?.slot instanceof SharedSlot && !entry.slot.stopped);
+    if (here || (await isFree(driver, consumerLockPath(queue, name)))) return this.#shared(queue, name);
+    return new ElsewhereSharedSlot(queue, name, this.#poster(driver), this.options.sharedFor(queue).leaseMs ?? SHARED_DEFAULTS.leaseMs, () =>
+      this.#shared(queue, name),
+    );
+  }
+
+  #shared(queue: string, name: string): Promise<SharedSlot> {
     return this.#slot(queue, name, "shared", (driver) =>
-      SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }).then(
-        (consumer) => new SharedSlot(consumer, () => void this.#relieve()),
-      ),
+      takeHandoverSlot({
+        driver,
+        queue,
+        name,
+        kind: "shared consumer",
+        open: () => SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }),
+        // Leases running: let go once they are acknowledged (or run out); what is nacked or ready is in its state for the next holder.
+        busy: (consumer) => consumer.stats.inFlight > 0,
+        slot: (consumer, onStopped) => new SharedSlot(consumer, () => void this.#relieve(), onStopped),
+      }),
     ) as Promise<SharedSlot>;
+  }
+
+  /** The poster of this server's items into other instances' consumers' inboxes. */
+  #poster(driver: QueueDriver): InboxPoster {
+    this.#inbox ??= new InboxPoster(driver, instanceId(), this.options.syncCommits);
+    return this.#inbox;
   }
 
   /** The slot of ordered consumer `name` of partitioned queue `queue`: the partitions this server can hold (hand-over with other instances). */
@@ -375,6 +441,13 @@ export class QueueRegistry {
     this.#closingSlots.set(key, closed);
     return closed;
   }
+}
+
+/** Whether nobody holds the lock at `path` now (taken and let go at once: a look, not a hold). */
+async function isFree(driver: QueueDriver, path: string): Promise<boolean> {
+  const lock = await driver.lock(path);
+  await lock?.release();
+  return lock !== undefined;
 }
 
 function kindError(queue: string, name: string, kind: SlotEntry["kind"]): VQueueError {

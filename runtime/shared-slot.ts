@@ -1,7 +1,7 @@
 import type { LeasedMessage, LeaseRef, LeasingStats, NackOptions, SharedStats } from "../src/consumers/types";
 import type { SharedConsumer } from "../src/consumers/shared/consumer";
 import { ApiError, isTooManyFiles } from "./errors";
-import { linkSignals, stopWhenLockLost } from "./consumer-slot";
+import { linkSignals, stopWhenLockLost, waitUntil } from "./consumer-slot";
 import { StopSignal } from "../src/core/stop-signal";
 import type { HeldConsumer } from "./types";
 
@@ -17,9 +17,15 @@ export interface LeasingSlot {
   ack(refs: LeaseRef[]): Promise<Settled<void>[]>;
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]>;
   extend(refs: LeaseRef[], leaseMs: number | undefined): Promise<Settled<number>[]>;
-  /** What the consumer holds now (a partitioned one: summed over the partitions this server holds; a plain one's has its `ackFloor`). */
-  readonly stats: LeasingStats & { ackFloor?: SharedStats["ackFloor"] };
+  /**
+   * What the consumer holds now (a partitioned one: summed over the partitions this server holds;
+   * a plain one's has its `ackFloor`). Of a plain consumer another instance holds: taken here first.
+   */
+  readStats(): Promise<SlotStats>;
 }
+
+/** What `LeasingSlot.readStats` answers. */
+export type SlotStats = LeasingStats & { ackFloor?: SharedStats["ackFloor"] };
 
 /** `LeasingSlot`, by its earlier name. */
 export type AnySharedSlot = LeasingSlot;
@@ -38,11 +44,20 @@ export class SharedSlot implements LeasingSlot {
   #stop = new StopSignal();
   #stopReason: "closed" | "deleted" | undefined;
   #stopped: Promise<void> | undefined;
+  /** Being handed over to another instance (`drain`): nothing more is leased, acks still go through. */
+  #draining = false;
+  /** Takes in flight (what they lease is not counted in `inFlight` yet). */
+  #leasing = 0;
+  #finish!: () => void;
+  readonly #finished = new Promise<void>((resolve) => (this.#finish = resolve));
   readonly #onTooManyFiles: () => void;
+  readonly #onStopped: (() => void) | undefined;
 
-  constructor(consumer: SharedConsumer, onTooManyFiles: () => void = () => {}) {
+  /** `onStopped`: called once it stopped (handover-slot.ts). */
+  constructor(consumer: SharedConsumer, onTooManyFiles: () => void = () => {}, onStopped?: () => void) {
     this.consumer = consumer;
     this.#onTooManyFiles = onTooManyFiles;
+    this.#onStopped = onStopped;
     // Lost (this process was paused past its lease): the registry opens it again, from the saved state.
     stopWhenLockLost(this);
   }
@@ -62,6 +77,21 @@ export class SharedSlot implements LeasingSlot {
     return this.#stopReason !== undefined;
   }
 
+  /** A take in flight: what it leases is handed out, then acknowledged, before a hand-over. */
+  get reading(): boolean {
+    return this.#leasing > 0;
+  }
+
+  /** Another instance asked for the consumer (handover-slot.ts): the waits end, and nothing more is leased until the slot stops. */
+  drain(): void {
+    this.#draining = true;
+    this.#stop.abort();
+  }
+
+  readStats(): Promise<SharedStats> {
+    return Promise.resolve(this.stats);
+  }
+
   get stats(): SharedStats {
     return this.consumer.stats;
   }
@@ -75,10 +105,16 @@ export class SharedSlot implements LeasingSlot {
   /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]> {
     return this.#use(async () => {
+      const { max, maxBytes, leaseMs, timeoutMs } = options;
+      // Ended once stopped: the next request takes the consumer back.
+      if (this.#draining && !this.#stopReason) {
+        await waitUntil(this.#finished, Date.now() + timeoutMs, options.signal);
+        return this.#ended();
+      }
       const linked = linkSignals(options.signal, this.#stop);
+      this.#leasing++;
       try {
-        const { max, maxBytes, leaseMs, timeoutMs } = options;
-        const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal });
+        const messages = await this.consumer.poll({ max, maxBytes, leaseMs, timeoutMs, signal: linked.signal }).finally(() => this.#leasing--);
         if (messages.length === 0) return this.#ended();
         if (options.signal?.aborted) {
           // Nobody will receive them: they go to the next worker now, not after the lease.
@@ -110,7 +146,10 @@ export class SharedSlot implements LeasingSlot {
     this.#stopped ??= (async () => {
       this.#stopReason = reason;
       this.#stop.abort();
-      await this.consumer.close();
+      await this.consumer.close().finally(() => {
+        this.#finish();
+        this.#onStopped?.();
+      });
     })();
     return this.#stopped;
   }

@@ -1,15 +1,17 @@
 /**
- * The writers of a server's ordinary queues: one per queue, opened on first produce (or when a
- * queue has delayed messages waiting) and dropped when it fails on storage, so that the next
- * produce reopens the queue and recovery runs. The registry (registry.ts) owns the pool: it says
- * when a purge or delete holds a queue, and how to retry an open that ran out of descriptors.
+ * The writers of a server's ordinary queues: one hold per queue (src/writer/partitioned.ts,
+ * `PartitionedWriter.ordinary`, as one partition's), whose writer is taken at the first produce
+ * (or when a queue has delayed messages waiting), handed over to another instance that asks for
+ * it, and dropped when it fails on storage, so that the next produce reopens the queue and
+ * recovery runs. The registry (registry.ts) owns the pool: it says when a purge or delete holds a queue.
  */
 import type { QueueDriver } from "../src/core/driver";
 import { VQueueError } from "../src/core/errors";
 import type { MessageInput, MessagePosition } from "../src/format/message";
 import { delayedPath, sideJournalPath } from "../src/storage/paths";
 import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
-import { QueueWriter } from "../src/writer/writer";
+import { PartitionedWriter } from "../src/writer/partitioned";
+import type { QueueWriter } from "../src/writer/writer";
 import { isTooManyFiles } from "./errors";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import type { ResolvedQueueAppOptions } from "./options";
@@ -22,8 +24,6 @@ export interface WriterPoolHost {
   driver(): Promise<QueueDriver>;
   /** Resolves once no purge or delete of `queue` is running. */
   adminDone(queue: string): Promise<void>;
-  /** Runs `open`; on EMFILE, makes room and tries once more. */
-  relieved<T>(open: () => Promise<T>): Promise<T>;
   /** Out of descriptors while writing: make room. */
   relieve(): void;
   /** The server is closing: nothing is opened or retried any more. */
@@ -32,7 +32,7 @@ export interface WriterPoolHost {
 
 export class WriterPool {
   readonly #host: WriterPoolHost;
-  readonly #writers = new Map<string, Promise<QueueWriter>>();
+  readonly #writers = new Map<string, Promise<PartitionedWriter>>();
   /** Queues whose delayed messages `wakeDelayed` looked for (while their writer lives: forgotten when it closes). */
   readonly #delayedChecked = new Set<string>();
 
@@ -40,30 +40,16 @@ export class WriterPool {
     this.#host = host;
   }
 
-  /** The queue's writer, opened (and the queue created) on first use, after a purge or delete of it running now. */
+  /**
+   * The queue's writer (the queue created on first use, after a purge or delete of it running
+   * now), taken from another instance on request when it holds it. For a caller that writes
+   * through it at once (a redrive): the writer may be handed over again after.
+   */
   writer(queue: string): Promise<QueueWriter> {
-    let writer = this.#writers.get(queue);
-    if (!writer) {
-      const host = this.#host;
-      writer = host
-        .adminDone(queue)
-        .then(() => host.driver())
-        .then((driver) => host.relieved(() => QueueWriter.open(queue, writerOptions(host.options, queue, driver))))
-        .then((opened) => {
-          // Counted however the loss is found (a renewal after a pause, the check below, a fenced write).
-          opened.whenLockLost(() => host.metrics && host.metrics.writerLocksLost++);
-          return opened;
-        });
-      this.#writers.set(queue, writer);
-      writer.catch(() => {
-        this.#delayedChecked.delete(queue);
-        if (this.#writers.get(queue) === writer) this.#writers.delete(queue);
-      });
-    }
-    return writer;
+    return this.#write(queue, (writer) => Promise.resolve(writer));
   }
 
-  /** Pushes through the queue's one writer (opened on first use). A writer that failed on storage is dropped. */
+  /** Pushes through the queue's one writer (taken on first use, by request from another instance holding it). */
   push(queue: string, messages: MessageInput[]): Promise<MessagePosition[]> {
     return this.#write(queue, (writer) => writer.pushBatch(messages));
   }
@@ -74,34 +60,30 @@ export class WriterPool {
   }
 
   /**
-   * Opens the queue's writer when it has delayed messages waiting (a consume came first after a
-   * restart): only a writer moves them into the queue when due. Looked at once per queue while
-   * its writer lives: a writer closed here (dropped, purge, delete) makes the next request look again.
+   * Takes the queue's writer when it has delayed messages waiting (a consume came first after a
+   * restart) and no other instance holds it: only a writer moves them into the queue when due.
+   * Looked at once per queue while its writer lives here: a writer closed here (purge, delete)
+   * makes the next request look again.
    */
   async wakeDelayed(queue: string): Promise<void> {
-    if (this.#writers.has(queue) || this.#host.isClosing() || this.#delayedChecked.has(queue)) return;
+    if (this.#host.isClosing() || this.#delayedChecked.has(queue)) return;
     this.#delayedChecked.add(queue);
     const driver = await this.#host.driver();
     // Its file, or the copy a compaction cut short left (side-log.ts): the next writer finishes it.
     for (const path of [delayedPath(queue), sideJournalPath(delayedPath(queue))]) {
       const log = await driver.openLog(path, { create: false }).catch(() => undefined);
-      if (await log?.size().finally(() => log.close())) return void (await this.writer(queue).catch(() => {}));
+      if (await log?.size().finally(() => log.close()))
+        return void (await this.#hold(queue)
+          .then((writer) => writer.holdIfFree())
+          .catch(() => {}));
     }
-  }
-
-  /** Forgets a writer that failed (it refuses pushes after a storage error), so the next push reopens. */
-  async drop(queue: string, writer: QueueWriter): Promise<void> {
-    const current = this.#writers.get(queue);
-    if (!current || (await current.catch(() => undefined)) !== writer) return;
-    this.#writers.delete(queue);
-    this.#delayedChecked.delete(queue);
-    await writer.close().catch((error: unknown) => this.#host.options.logger.error("[v-queue] [http] closing a failed writer:", error));
   }
 
   /** Closes the queue's writer for a purge or delete (taken out now: a writer asked for from here on waits for the admin call). */
   closeForAdmin(queue: string): Promise<void> {
     const writer = this.#writers.get(queue);
     this.#writers.delete(queue);
+    this.#delayedChecked.delete(queue);
     return writer
       ? writer.then(
           (w) => w.close(),
@@ -116,7 +98,7 @@ export class WriterPool {
     void this.wakeDelayed(queue);
   }
 
-  /** The queues with a writer here (opening or open). */
+  /** The queues with a writer hold here (its writer taken at its first write). */
   queues(): Set<string> {
     return new Set(this.#writers.keys());
   }
@@ -135,20 +117,37 @@ export class WriterPool {
     );
   }
 
-  async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
-    let writer = await this.writer(queue);
-    // Its lock lapsed and was taken meanwhile (an idle isolate in workerd): opened again before writing.
-    if (!(await writer.holds())) {
-      await this.drop(queue, writer);
-      writer = await this.writer(queue);
+  /** The hold of this server on the queue's writer (taken at its first write, handed over on request), made on first use. */
+  #hold(queue: string): Promise<PartitionedWriter> {
+    let writer = this.#writers.get(queue);
+    if (!writer) {
+      const host = this.#host;
+      writer = host
+        .adminDone(queue)
+        .then(() => host.driver())
+        // Counted however the loss is found (a renewal after a pause, a check before a write, a fenced write).
+        .then((driver) =>
+          PartitionedWriter.ordinary(queue, {
+            ...writerOptions(host.options, queue, driver),
+            onLockLost: () => host.metrics && host.metrics.writerLocksLost++,
+          }),
+        );
+      this.#writers.set(queue, writer);
+      writer.catch(() => {
+        if (this.#writers.get(queue) === writer) this.#writers.delete(queue);
+      });
     }
+    return writer;
+  }
+
+  async #write<T>(queue: string, write: (writer: QueueWriter) => Promise<T>, retry = true): Promise<T> {
+    const writer = await this.#hold(queue);
     try {
-      return await write(writer);
+      return await writer.write(write);
     } catch (error) {
       // Closed under it (a purge or delete): nothing was written; once more with the next writer.
       if (retry && VQueueError.isError(error) && error.code === "E_CLOSED" && !this.#host.isClosing()) return this.#write(queue, write, false);
       if (VQueueError.isError(error) && error.code === "E_FENCED" && this.#host.metrics) this.#host.metrics.fencedWrites++;
-      if (!VQueueError.isError(error) || !["E_MESSAGE", "E_OPTION", "E_FULL"].includes(error.code)) await this.drop(queue, writer);
       if (isTooManyFiles(error)) this.#host.relieve();
       throw error;
     }

@@ -94,8 +94,9 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
             event.req.headers,
             (got) => got.messages.length,
             async () => {
+              // First: held by another instance, the consumer comes here only once that commit is taken (QueueForm.commit).
+              if (commit !== undefined) await form.commit(consumer, commit);
               const slot = await form.ordered(consumer);
-              if (commit !== undefined) await slot.commit(commit);
               // Text stays in its UTF-8 bytes: both answers write it out without decoding it.
               return { slot, messages: await slot.poll({ max, maxBytes: limits.maxResponseBytes, timeoutMs: timeout, signal: event.req.signal, raw: true }) };
             },
@@ -131,7 +132,7 @@ export function consumeRoutes(ctx: RouteContext): ApiRoute[] {
         const { queue, consumer } = consumerParams(event, principal);
         const form = await queueForm(ctx.registry, queue);
         const cursor = await commitCursor(event.req, cursorQuery.read(event.url), form);
-        const committed = await (await form.ordered(consumer, false)).commit(cursor);
+        const committed = await form.commit(consumer, cursor);
         return json<CommitResponse>({ queue, consumer, committed });
       },
     },

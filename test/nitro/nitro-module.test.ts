@@ -4,6 +4,8 @@
 // without users unless auth is turned off on purpose.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import vQueue, { registerVQueue, setupVQueue, useVQueue, vQueueFetch, type VQueueInstance } from "../../adapters/nitro";
+import fsDriver from "../../adapters/drivers/fs";
+import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
 const tempDir = useTempDirs("vq-nitro-module-");
@@ -28,7 +30,7 @@ describe("useVQueue() before the module's plugin ran", () => {
 });
 
 describe("errors from useVQueue() carry the HTTP status the API answers", () => {
-  it("400 for a bad name (push, shared), 409 for a settled lease, 409 with Retry-After for a queue another instance holds", async () => {
+  it("400 for a bad name (push, shared), 409 for a settled lease, 409 with Retry-After for a queue held by a process that does not hand it over", async () => {
     const vq = track(setupVQueue("status-a", memory));
     const badName = await vq.push("bad name", "x").catch((e: unknown) => e);
     expect(badName).toMatchObject({ code: "E_NAME", status: 400, statusCode: 400, data: { error: { code: "E_NAME" } } });
@@ -44,8 +46,16 @@ describe("errors from useVQueue() carry the HTTP status the API answers", () => 
     const one = track(setupVQueue("status-b", { dir, durability: "none" }));
     const two = track(setupVQueue("status-c", { dir, durability: "none" }));
     await one.push("orders", "x");
-    const locked = await two.push("orders", "y").catch((e: unknown) => e);
-    expect(locked).toMatchObject({ code: "E_LOCKED", status: 409, statusCode: 409, headers: { "retry-after": "1" } });
+    // Another instance holds the queue's writer: asked for it, it hands it over.
+    await two.push("orders", "y");
+    // An engine writer reads no hand-over request: refused once handoffTimeoutMs passed.
+    const held = await QueueWriter.open("held", { driver: fsDriver({ dir }) });
+    try {
+      const locked = await two.push("held", "y").catch((e: unknown) => e);
+      expect(locked).toMatchObject({ code: "E_LOCKED", status: 409, statusCode: 409, headers: { "retry-after": "1" } });
+    } finally {
+      await held.close();
+    }
   });
 });
 

@@ -115,6 +115,23 @@ describe("a partitioned queue's shared consumer on two instances", () => {
     // The second worker's ack is taken.
     expect(await post(b, "consumers/jobs3/ack", { leases: [again.lease] })).toMatchObject({ acked: 1, errors: [] });
   });
+  it("refuses the same way on an ordinary queue, whose shared consumer the other instance holds", { timeout: 60_000 }, async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const plain = (instance: Instance, path: string, body: unknown) =>
+      fetch(`${instance.url}/api/v1/queues/plain/${path}`, { method: "POST", body: JSON.stringify(body), headers: json });
+    expect((await plain(a, "messages", { messages: ["only"] })).status).toBe(201);
+    const leasePlain = async (leaseMs: number) =>
+      ((await (await plain(a, "consumers/work/lease", { max: 1, timeoutMs: 2000, leaseMs })).json()) as { messages: Leased[] }).messages;
+    const [first] = (await leasePlain(1000)) as [Leased];
+    await sleep(1500);
+    const [again] = (await leasePlain(60_000)) as [Leased];
+    expect(again).toMatchObject({ data: "only", deliveries: 2 });
+    // Sent to b, which does not hold the consumer: through its inbox, answered with a's verdict.
+    const late = await plain(b, "consumers/work/ack", { leases: [first.lease] });
+    expect(late.status).toBe(200);
+    expect(await late.json()).toMatchObject({ acked: 0, errors: [{ code: "E_LEASE", message: expect.stringMatching(/with another worker now/) }] });
+    expect(await (await plain(b, "consumers/work/ack", { leases: [again.lease] })).json()).toEqual({ acked: 1, errors: [] });
+  });
   it("answers an ack its holder cannot decide (paused) 503 E_PENDING with Retry-After, and its retry once it can", { timeout: 90_000 }, async () => {
     const [a, b] = instances as [Instance, Instance];
     const [leased] = (await lease(a, 2000, "jobs4", { max: 1, leaseMs: 300_000 })).messages as [Leased];

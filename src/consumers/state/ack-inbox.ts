@@ -9,7 +9,8 @@ import { writeWhole } from "../../storage/write-whole";
 
 /**
  * Acks, nacks and extends taken by an instance that does not hold the shared consumer they are
- * for, and commits of an ordered consumer's partition held elsewhere (consumers/ordered/partitioned.ts)
+ * for, and commits of an ordered consumer held elsewhere (a partition's, consumers/ordered/partitioned.ts,
+ * or an ordinary queue's, the server's runtime/registry.ts and runtime/elsewhere-slot.ts)
  * (docs/partitioned.md): its partition was handed over since the leases went out,
  * or the request reached another instance (Nitro's `node-cluster` hands each connection to any
  * worker). That instance writes them, durably, into the consumer's inbox, a directory of small
@@ -17,7 +18,7 @@ import { writeWhole } from "../../storage/write-whole";
  * holder reads the inbox when it opens, every `INBOX_CHECK_MS`, and before a lease that ran out
  * goes out again (an ack or extend posted in time counts), applies what it finds
  * (consumers/shared/inbox.ts, consumers/ordered/commit-inbox.ts), writes its verdict on each line
- * into `<instance>-<seq>.v` beside the file (written whole, once, fenced by its lock), and removes
+ * into `<instance>-<seq>.v` beside the file (written whole, fenced by its lock), and removes
  * the file once its acks are in its journal: a crash in between applies them again, which
  * changes nothing. The poster answers only with the verdict (it reads the verdict file every
  * `VERDICT_POLL_MS`, then removes it): an ack is never answered done before the holder decided,

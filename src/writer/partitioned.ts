@@ -1,3 +1,5 @@
+// Over 300 lines: a partitioned queue's writers and an ordinary queue's (a set of one) share the
+// partition set, the take-and-retry path of a write and the routing; split, each would need all of it.
 /**
  * The writer side of a partitioned queue (partitions/declaration.ts), shared by many instances: each
  * partition has one writer at a time, and this instance opens the partitions' writers as it

@@ -1,7 +1,7 @@
 // Over 300 lines: the one QueueDriver on node:fs (logs, records, listing, locks, watch), each call
 // a few lines, kept together so that the driver reads as its interface does.
-import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, renameSync, watch as fsWatch, writeSync } from "node:fs";
-import { mkdir, open, readFile, readdir, rename, rm, type FileHandle as NodeFileHandle } from "node:fs/promises";
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, renameSync, statSync, watch as fsWatch, writeSync } from "node:fs";
+import { mkdir, open, readFile, readdir, rename, rm, stat, type FileHandle as NodeFileHandle } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type LogFile, type RecordFile } from "../../src/core/driver";
 import { optionError } from "../../src/core/check";
@@ -79,6 +79,8 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
   let ready: Promise<unknown> | undefined;
   const ensureBase = () => (ready ??= mkdir(base, { recursive: true }).catch(fail));
   const abs = (path: string) => {
+    // Engine paths (names checked, `/` between): joined as they are, without resolving.
+    if (PLAIN_PATH.test(path)) return `${base}/${path}`;
     const full = resolve(base, path);
     const rel = relative(base, full);
     if (rel.startsWith("..") || isAbsolute(rel)) {
@@ -122,6 +124,15 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
         return fail(error);
       }
     },
+    async sizeOf(path) {
+      const full = abs(path);
+      try {
+        return (inlineIOBytes > 0 ? statSync(full) : await stat(full)).size;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        return fail(error);
+      }
+    },
     async list(dir) {
       try {
         // Names with a `~` are the driver's own (leased locks' owner files and write mutexes); no queue file has one.
@@ -148,7 +159,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
       return acquirePidLock(abs(path)).catch(fail);
     },
     async isLocked(path) {
-      return (leaseMs === undefined ? isPidLockHeld(abs(path)) : isFsLeaseLockHeld(abs(path), leaseMs)).catch(fail);
+      return (leaseMs === undefined ? isPidLockHeld(abs(path), inlineIOBytes > 0) : isFsLeaseLockHeld(abs(path), leaseMs)).catch(fail);
     },
     writeAtomic(path, data, { sync, fence }) {
       const full = abs(path);
@@ -291,6 +302,9 @@ async function readAt(handle: NodeFileHandle, position: number, length: number, 
 }
 
 /** A whole file of at most `limit` bytes, read with synchronous calls; undefined when larger. Throws as `readFile` does (ENOENT, EISDIR). */
+/** A relative path of names that cannot leave the base: each starts with neither `.` nor `/`, none is empty, no backslash. */
+const PLAIN_PATH = /^[\w~-][\w.~-]*(?:\/[\w~-][\w.~-]*)*$/;
+
 function readSmallFileSync(full: string, limit: number): Uint8Array | undefined {
   const fd = openSync(full, "r");
   try {

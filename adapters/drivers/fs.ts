@@ -305,9 +305,18 @@ async function readAt(handle: NodeFileHandle, position: number, length: number, 
 /** A relative path of names that cannot leave the base: each starts with neither `.` nor `/`, none is empty, no backslash. */
 const PLAIN_PATH = /^[\w~-][\w.~-]*(?:\/[\w~-][\w.~-]*)*$/;
 
+/** A first read this long gives most small files (info lines, positions) whole, without an fstat. */
+const FIRST_READ_BYTES = 4096;
+const firstRead = new Uint8Array(FIRST_READ_BYTES);
+
 function readSmallFileSync(full: string, limit: number): Uint8Array | undefined {
   const fd = openSync(full, "r");
   try {
+    // A regular file's read comes back short only at its end: fewer bytes than asked is the whole file.
+    const asked = Math.min(FIRST_READ_BYTES, limit + 1);
+    const got = readSync(fd, firstRead, 0, asked, 0);
+    if (got < asked) return firstRead.slice(0, got);
+    if (got > limit) return undefined;
     const size = fstatSync(fd).size;
     if (size > limit) return undefined;
     const buffer = Buffer.allocUnsafe(size);

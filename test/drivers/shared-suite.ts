@@ -135,10 +135,11 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const c = await shared(driver);
       const [m] = await c.poll();
       const at = Date.now();
-      await c.nack(m!, { delayMs: 400 });
+      // 1 s: the look before it is due comes well within it at a load of 4.
+      await c.nack(m!, { delayMs: 1000 });
       expect(await c.poll({ timeoutMs: 50 })).toEqual([]);
-      const [again] = await c.poll({ timeoutMs: 5000 });
-      expect(Date.now() - at).toBeGreaterThanOrEqual(395);
+      const [again] = await c.poll({ timeoutMs: 10_000 });
+      expect(Date.now() - at).toBeGreaterThanOrEqual(995);
       expect(again!.data).toBe("m0");
       expect(again!.deliveries).toBe(2);
     });

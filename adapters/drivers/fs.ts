@@ -10,8 +10,12 @@ import { DEFAULT_DIR } from "../defaults";
 import type { DriverLock } from "../../src/core/driver";
 import { acquireFsLeaseLock, fencedFsWrite, isFsLeaseLockHeld } from "./utils/fs-lease-lock";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
+import { handNativeCrc32 } from "../native-crc32";
 
 const DRIVER_NAME = "fs";
+
+// Whoever stores on files here is on Node (or Bun, Deno): the engine's CRC-32 goes native.
+handNativeCrc32();
 
 export interface FsDriverOptions {
   /**

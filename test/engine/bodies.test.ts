@@ -1,3 +1,5 @@
+import v8 from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { QueueConsumer } from "../../src/consumers/ordered/consumer";
@@ -63,5 +65,28 @@ describe("text bodies of every length are stored as their UTF-8 bytes", () => {
     expect(got).toEqual([...texts, ...texts]);
     expect(bytes.map((b) => Array.from(b))).toEqual([...texts, ...texts].map((text) => Array.from(utf8.encode(text))));
     await Promise.all([c.close(), raw.close(), q.close()]);
+  });
+});
+
+describe("a consumer keeps nothing of what it handed out", () => {
+  it("the messages of its last read are collectable while it stays open", async () => {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const driver = memoryDriver();
+    const q = await QueueWriter.open("q", { driver });
+    await q.pushBatch(Array.from({ length: 10 }, (_, i) => `message ${i}`));
+    const c = await QueueConsumer.open("q", "c", { driver });
+    // Made in a function of its own: no reference stays on this one's stack.
+    const readWeakly = async () => {
+      const batch = await c.read({ max: 10 });
+      expect(batch).toHaveLength(10);
+      return new WeakRef(batch);
+    };
+    const ref = await readWeakly();
+    await new Promise((resolve) => setImmediate(resolve)); // a WeakRef's target is held until the job that made it ends
+    gc();
+    expect(ref.deref()).toBeUndefined();
+    await c.close();
+    await q.close();
   });
 });

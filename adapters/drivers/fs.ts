@@ -10,8 +10,12 @@ import { DEFAULT_DIR } from "../defaults";
 import type { DriverLock } from "../../src/core/driver";
 import { acquireFsLeaseLock, fencedFsWrite, isFsLeaseLockHeld } from "./utils/fs-lease-lock";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
+import { handNativeCrc32 } from "../native-crc32";
 
 const DRIVER_NAME = "fs";
+
+// Whoever stores on files here is on Node (or Bun, Deno): the engine's CRC-32 goes native.
+handNativeCrc32();
 
 export interface FsDriverOptions {
   /**
@@ -27,9 +31,12 @@ export interface FsDriverOptions {
    * machine. This is what keeps a push-to-consumer delivery under a millisecond, and a
    * sample of 10,000 position files (the dashboard, `/metrics`) within a few tens of ms:
    * a whole small file (`readRecord`) is opened, measured, read and closed there too.
+   * The default covers the engine's largest usual I/O, a consumer's 1 MiB read chunk and a
+   * writer's 1 MiB batch buffer: against the page cache such a call takes 0.2-0.3 ms on the
+   * calling thread, less than the same call through the pool, which also costs the handoff's CPU.
    * `fdatasync` always runs in the pool. 0 sends every read and write through the pool
    * (for storage where a single small write can block, e.g. a network filesystem).
-   * @default 65536
+   * @default 1048576
    */
   inlineIOBytes?: number;
   /**
@@ -56,7 +63,7 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     );
   }
   const base = resolve(options.dir ?? DEFAULT_DIR);
-  const inlineIOBytes = options.inlineIOBytes ?? 65_536;
+  const inlineIOBytes = options.inlineIOBytes ?? 1_048_576;
   if (!Number.isSafeInteger(inlineIOBytes) || inlineIOBytes < 0) {
     throw optionError(`Invalid option of the fs driver: inlineIOBytes must be an integer >= 0 (got ${String(inlineIOBytes)}).`);
   }

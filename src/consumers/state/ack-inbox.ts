@@ -1,3 +1,5 @@
+// Over 300 lines: the inbox's two kinds of file (items, verdicts) and both of its sides (the poster, the
+// holder's read and answer) share one line codec and one naming; split, each half would need the other's.
 import { crc32Ascii } from "../../format/crc32";
 import type { DriverLock, QueueDriver } from "../../core/driver";
 import type { ConsumerPosition } from "../../format/position";

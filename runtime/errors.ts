@@ -28,6 +28,8 @@ const ENGINE_STATUS: Record<VQueueErrorCode, number> = {
   E_UNFENCED: 503,
   E_NOT_FOUND: 404,
   E_CLOSED: 503,
+  // Stored for a consumer another instance holds, not decided by it yet: a retry (after Retry-After) learns the outcome.
+  E_PENDING: 503,
   // A well-formed cursor for messages this server has not handed out (malformed ones are 400 E_PARAM).
   E_CURSOR: 409,
   E_KIND: 409,
@@ -64,7 +66,7 @@ export function errorAnswer(error: unknown): ErrorAnswer {
     // A full disk is the storage's, not a passing fault: 507 Insufficient Storage.
     const status = err.code === "E_IO" && isOutOfSpace(err) ? 507 : (ENGINE_STATUS[err.code] ?? 500);
     // Another instance writes now (or holds what was asked for): a retry (after the hand-over) succeeds, here or there.
-    const headers = err.code === "E_FENCED" || err.code === "E_LOCKED" ? { "retry-after": String(BUSY_RETRY_AFTER) } : undefined;
+    const headers = err.code === "E_FENCED" || err.code === "E_LOCKED" || err.code === "E_PENDING" ? { "retry-after": String(BUSY_RETRY_AFTER) } : undefined;
     return { status, code: err.code, message: err.message, headers, error: err };
   }
   // h3's own 4xx (malformed URL, ...): keep the status, give it our shape.
@@ -77,7 +79,7 @@ export function errorAnswer(error: unknown): ErrorAnswer {
 export function errorResponse(error: unknown, logger: Pick<Console, "error">): Response {
   const { status, code, message, headers, error: err } = errorAnswer(error);
   // E_BUSY is expected under load (the registry warns when it starts); E_FENCED after a hand-over (counted in the metrics).
-  if (status >= 500 && code !== "E_BUSY" && code !== "E_FENCED") logger.error(`${LOG_PREFIX} [http]`, err);
+  if (status >= 500 && code !== "E_BUSY" && code !== "E_FENCED" && code !== "E_PENDING") logger.error(`${LOG_PREFIX} [http]`, err);
   return jsonError(status, code, message, headers);
 }
 

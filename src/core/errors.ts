@@ -23,6 +23,11 @@ export type VQueueErrorCode =
   | "E_KIND"
   /** A shared consumer's `nack` or `extend` names a lease that is no longer that worker's. */
   | "E_LEASE"
+  /**
+   * An ack, nack, extend or commit for a consumer another instance holds is stored in its inbox,
+   * and no holder decided it in time (paused or busy, or gone): retry to learn the outcome.
+   */
+  | "E_PENDING"
   /** A commit names a message that was not handed out by this consumer. */
   | "E_CURSOR"
   /** A bound is reached: `maxDelayed` delayed messages are pending already. */

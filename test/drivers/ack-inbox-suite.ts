@@ -1,7 +1,7 @@
 // A shared consumer's ack inbox (src/consumers/state/ack-inbox.ts) on every driver: acks another instance took
-// for it, applied by the holder, at open and while it runs.
-import { afterEach, describe, expect, it } from "vitest";
-import { INBOX_CHECK_MS, InboxPoster } from "../../src/consumers/state/ack-inbox";
+// for it, applied by the holder, at open and while it runs, each answered with the holder's verdict.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { INBOX_CHECK_MS, InboxPoster, VERDICT_KEEP_MS } from "../../src/consumers/state/ack-inbox";
 import { deleteConsumer } from "../../src/admin/delete";
 import type { QueueDriver } from "../../src/core/driver";
 import type { QueueProblem } from "../../src/core/errors";
@@ -19,6 +19,10 @@ const postAcks = (driver: QueueDriver, refs: Ref[], sync = false) =>
     "work",
     refs.map((ref) => ({ kind: "ack", ref })),
   );
+
+/** The inbox's files (what is posted and not applied yet), not the verdicts. */
+const inboxFiles = async (driver: QueueDriver) => (await driver.list(sharedInboxDir("q", "work"))).filter((name) => !name.endsWith(".v"));
+const refused = (message: RegExp) => ({ done: false, code: "E_LEASE", message: expect.stringMatching(message) });
 
 /** Waits until `check` holds, looking every 20 ms, for a few inbox rounds at most. */
 async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {
@@ -54,16 +58,19 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const [m0, m1, m2, m3] = await c.poll({ max: 4, leaseMs: 60_000 });
       // m5 was never handed out (a made-up or mistaken ack); m3's line is damaged.
       const m5 = { part: m0!.part, offset: m3!.offset + (m3!.offset - m2!.offset) * 2, lease: m0!.lease };
-      await postAcks(driver, [m0!, m2!, m5]);
+      // Answered with the holder's verdict on each.
+      expect(await postAcks(driver, [m0!, m2!, m5])).toEqual([{ done: true }, { done: true }, refused(/has not handed it out/)]);
       await driver.mkdir(sharedInboxDir("q", "work"));
       const damaged = await driver.openRecord(`${sharedInboxDir("q", "work")}/other2-1`, { create: true });
       await damaged!.replace(new TextEncoder().encode(`A;${m3!.part};${m3!.offset};${m3!.lease};123\n`));
       await damaged!.close();
       await eventually(() => c.stats.inFlight === 2);
       expect(c.stats.oldestUnacked).toMatchObject({ offset: m1!.offset });
+      // The files go once their acks are written (the damaged one too: nothing in it can be applied, its line is refused).
+      await eventually(async () => (await inboxFiles(driver)).length === 0);
       expect(problems.map((p) => p.code)).toEqual(["BAD_INFO"]);
-      // The files go once their acks are written (the damaged one too: nothing in it can be applied).
-      await eventually(async () => (await driver.list(sharedInboxDir("q", "work"))).length === 0);
+      const verdict = new TextDecoder().decode(await driver.readRecord(`${sharedInboxDir("q", "work")}/other2-1.v`));
+      expect(verdict).toMatch(/^R;E_CORRUPT;/);
       // The acked ones never come again; the one acked without a lease does.
       await c.ackAll([m1!, m3!]);
       const rest = await c.poll({ max: 10, timeoutMs: 0 });
@@ -79,8 +86,11 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const leased = await first.poll({ max: 4, leaseMs: 60_000 });
       // Closed with its leases running (its instance lost the partition): they would all come again.
       await first.close();
-      await postAcks(driver, leased.slice(0, 2), true);
+      const posted = postAcks(driver, leased.slice(0, 2), true);
+      await eventually(async () => (await inboxFiles(driver)).length === 1);
       const next = await shared(driver);
+      // Answered once the next holder applied them (at its open).
+      expect(await posted).toEqual([{ done: true }, { done: true }]);
       // An ack of the earlier holder's lease reaching the new holder itself, before it read that far, is taken too.
       expect(await next.ackAll([leased[2]!])).toEqual([undefined]);
       const again = await next.poll({ max: 10, timeoutMs: 0 });
@@ -88,7 +98,8 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       await next.ack(again[0]!);
       expect(next.stats.ackFloor.count).toBe(4);
       await next.close();
-      await postAcks(driver, [again[0]!]);
+      void postAcks(driver, [again[0]!]).catch(() => {}); // nobody holds it: pending, then deleted
+      await eventually(async () => (await inboxFiles(driver)).length === 1);
       await deleteConsumer(driver, "q", "work");
       expect(await driver.list(sharedInboxDir("q", "work"))).toEqual([]);
     });
@@ -100,14 +111,17 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       const leasedAt = Date.now();
       const [m0, m1, m2] = await c.poll({ max: 3, leaseMs: 1500 });
       const poster = new InboxPoster(driver, "other1", false);
-      await Promise.all([
+      const until = Date.now() + 60_000;
+      const posted = Promise.all([
         poster.post("q", "work", [{ kind: "nack", ref: m0!, delayMs: 0, release: false, deadLetter: false, error: "failed; elsewhere 🚀".slice(0, -1) }]),
-        poster.post("q", "work", [{ kind: "extend", ref: m1!, until: Date.now() + 60_000 }]),
+        poster.post("q", "work", [{ kind: "extend", ref: m1!, until }]),
         poster.post("q", "work", [{ kind: "nack", ref: { ...m2!, lease: m2!.lease + 1 }, delayMs: 0, release: false, deadLetter: false }]),
       ]);
       // Posted in one turn: one file.
-      expect(await driver.list(sharedInboxDir("q", "work"))).toHaveLength(1);
-      await eventually(() => c.stats.inFlight === 2);
+      await eventually(async () => (await inboxFiles(driver)).length === 1);
+      // Each answered with its verdict: the wrong lease refused as a nack here is.
+      expect(await posted).toEqual([[{ done: true }], [{ done: true, until }], [refused(/handed out again since/)]]);
+      expect(c.stats.inFlight).toBe(2);
       const again = await c.poll({ max: 3, timeoutMs: 0 });
       expect(again.map((m) => [m.data, m.deliveries])).toEqual([["m0", 2]]);
       // m2's lease runs out (the wrong-lease nack did nothing), m1's was extended.
@@ -124,16 +138,59 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       // The open read the inbox; the next timed read is INBOX_CHECK_MS later, after these leases ran out.
       const [m0, m1, m2] = await c.poll({ max: 3, leaseMs: 100 });
       const poster = new InboxPoster(driver, "other1", false);
-      await Promise.all([
+      const posted = Promise.all([
         poster.post("q", "work", [{ kind: "extend", ref: m0!, until: Date.now() + 60_000 }]),
         poster.post("q", "work", [{ kind: "ack", ref: m1! }]),
         poster.post("q", "work", [{ kind: "nack", ref: m2!, delayMs: 60_000, release: false, deadLetter: false, error: "later" }]),
       ]);
+      await eventually(async () => (await inboxFiles(driver)).length === 1);
       await sleep(150);
       // Extended, acknowledged, put off: none comes again; the one never handed out does.
       const again = await c.poll({ max: 4, timeoutMs: 0 });
       expect(again.map((m) => m.data)).toEqual(["m3"]);
       expect(c.stats).toMatchObject({ inFlight: 2, waiting: 1, redelivered: 0 });
+      expect((await posted).map(([verdict]) => verdict!.done)).toEqual([true, true, true]);
+    });
+
+    it("refuses an ack read after its message went out again to another worker, as an ack here is refused", async () => {
+      const { driver } = await setup();
+      await filled(driver, 1);
+      const c = await shared(driver);
+      const [first] = await c.poll({ max: 1, leaseMs: 100 });
+      await sleep(150);
+      // Ran out, and handed out again before the holder read the ack posted for the first lease.
+      const [second] = await c.poll({ max: 1, leaseMs: 60_000 });
+      expect(second).toMatchObject({ data: "m0", deliveries: 2 });
+      const [verdict] = await postAcks(driver, [first!]);
+      expect(verdict).toEqual(refused(/with another worker now/));
+      await expect(c.ack(first!)).rejects.toMatchObject({ code: "E_LEASE" });
+      // Still the second worker's: its ack is taken.
+      expect(c.stats.inFlight).toBe(1);
+      await c.ack(second!);
+    });
+
+    it("removes a verdict nobody took (its poster gave up or died) a while after it first saw it", async () => {
+      const { driver } = await setup();
+      await filled(driver, 1);
+      const c = await shared(driver);
+      const dir = sharedInboxDir("q", "work");
+      await driver.mkdir(dir);
+      await driver.writeAtomic?.(`${dir}/gone1-1.v`, new TextEncoder().encode("D;0\n"), { sync: false });
+      if (!driver.writeAtomic) {
+        const file = await driver.openRecord(`${dir}/gone1-1.v`, { create: true });
+        await file!.replace(new TextEncoder().encode("D;0\n"));
+        await file!.close();
+      }
+      await sleep(INBOX_CHECK_MS * 2);
+      expect(await driver.list(dir)).toEqual(["gone1-1.v"]);
+      vi.useFakeTimers({ toFake: ["Date"] });
+      try {
+        vi.setSystemTime(Date.now() + VERDICT_KEEP_MS);
+        await eventually(async () => (await driver.list(dir)).length === 0);
+      } finally {
+        vi.useRealTimers();
+      }
+      expect(c.stats.inFlight).toBe(0);
     });
   });
 }

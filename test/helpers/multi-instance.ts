@@ -329,13 +329,14 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
         continue;
       }
       // An error item is a lease that ran out or moved: that message comes again.
-      // An error item is not acknowledged (it comes again), but an E_IO one may have been written.
+      // An error item is not acknowledged (it comes again), but an E_IO one may have been written,
+      // and an E_PENDING one (its holder did not decide in time) may be applied later.
       const { errors } = (await ack.json()) as { errors: { lease: string; code: string }[] };
       const refused = new Map(errors.map((e) => [e.lease, e.code]));
       for (const m of body.messages) {
         if (refused.has(m.lease)) noteLease(m.lease, `  refused: ${refused.get(m.lease)}`);
         if (!refused.has(m.lease)) shared.add(m.data);
-        else if (refused.get(m.lease) === "E_IO") ambiguous.add(m.data);
+        else if (refused.get(m.lease) === "E_IO" || refused.get(m.lease) === "E_PENDING") ambiguous.add(m.data);
       }
     }
   };

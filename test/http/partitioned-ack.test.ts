@@ -2,8 +2,9 @@
  * An ack of leases from several partitions when one partition's shared consumer cannot take it:
  * - its lock was lost (a pause past the lease: another instance took it over; on a real Redis,
  *   whose fence refuses the write): those acks go to the partition's new holder through its inbox,
- *   and are answered as acked. Answered as errors, they were never written anywhere, and a holder
- *   that kept the lost partition answered every later ack and commit of it 409 `E_LOCKED`;
+ *   and are answered with its verdict, `E_PENDING` while it decides nothing (here: a holder that
+ *   never answers), and applied by the next holder. Answered as errors, they were never written
+ *   anywhere, and a holder that kept the lost partition answered every later ack and commit of it 409 `E_LOCKED`;
  * - its storage fails (`E_IO`): the other partitions' acks are written, and the answer says so
  *   (200, the failed ones as error items with their code). Answered as a whole failure, a client
  *   takes the written acks for not done and waits for those messages to come again, which they
@@ -77,8 +78,8 @@ describe.skipIf(!redisTestsRun("acks and commits over several partitions"))(
         expect(await redis.set(lock, "another-holder 999")).toBe("OK");
 
         const answer = await ackAll();
-        expect(answer).toEqual({ acked: 5, errors: [] });
-        // Partition 0's are written; partition 1's wait in its inbox for its holder.
+        // Partition 0's are written; partition 1's wait in its inbox for its holder, who has not decided them.
+        expect(answer).toMatchObject({ acked: 3, errors: [{ code: "E_PENDING" }, { code: "E_PENDING" }] });
         expect(await lagOf(0)).toBe(0);
         expect(await lagOf(1)).toBe(2);
 
@@ -115,9 +116,11 @@ describe.skipIf(!redisTestsRun("acks and commits over several partitions"))(
         const redis = new Redis(server.url);
         const lock = `{pcommit:${partitionName("q", 1)}}:l:${consumerLockPath(partitionName("q", 1), "ord")}`;
         expect(await redis.set(lock, "another-holder 999")).toBe("OK");
-        // Taken (it was answered 409 E_LOCKED, and every later commit of that partition on this server too).
+        // Stored, pending while that holder decides nothing (it was answered 409 E_LOCKED, and every later commit of that partition on this server too).
         const committed = await call("/consumers/ord/commit", { method: "POST", body: JSON.stringify({ cursor: consumed.cursor }) });
-        expect(committed.status).toBe(200);
+        expect(committed.status).toBe(503);
+        expect(committed.headers.get("retry-after")).toBe("1");
+        expect(((await committed.json()) as { error: { code: string } }).error.code).toBe("E_PENDING");
         expect(await lagOfOrd(0)).toBe(0);
         expect(await lagOfOrd(1)).toBe(2);
 

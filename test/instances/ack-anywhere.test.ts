@@ -3,7 +3,9 @@
  * CLI) on one directory and a partitioned queue; messages leased on one instance are acked on
  * the other (as a load balancer or Nitro's `node-cluster` sends requests), and each message is
  * handed out once and acknowledged, the lag reaching 0; nacks and extends sent to the other
- * instance take effect too. Needs `npm run build` (dist/).
+ * instance take effect too. Each is answered with the holder's verdict: an ack of a message
+ * handed out again meanwhile is refused, one the holder cannot decide (paused) is pending (503).
+ * Needs `npm run build` (dist/).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -98,5 +100,38 @@ describe("a partitioned queue's shared consumer on two instances", () => {
       again.push(...messages.filter((m) => m.deliveries > 1));
     }
     expect(again.map((m) => m.data)).toEqual([gaveBack.data]);
+  });
+  it("refuses an ack sent to the other instance after the message went out again, as its holder does", { timeout: 60_000 }, async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const [first] = (await lease(a, 2000, "jobs3", { max: 1, leaseMs: 1000 })).messages as [Leased];
+    await sleep(1500);
+    // Ran out, and handed out again by its holder: the first worker's ack comes too late.
+    let again: Leased | undefined;
+    while (!again) again = (await lease(a, 2000, "jobs3", { max: 1, leaseMs: 60_000 })).messages.find((m) => m.data === first.data);
+    expect(again.deliveries).toBe(2);
+    const answer = await post<{ acked: number; errors: { code: string; message: string }[] }>(b, "consumers/jobs3/ack", { leases: [first.lease] });
+    expect(answer.acked).toBe(0);
+    expect(answer.errors).toMatchObject([{ code: "E_LEASE", message: expect.stringMatching(/with another worker now/) }]);
+    // The second worker's ack is taken.
+    expect(await post(b, "consumers/jobs3/ack", { leases: [again.lease] })).toMatchObject({ acked: 1, errors: [] });
+  });
+  it("answers an ack its holder cannot decide (paused) 503 E_PENDING with Retry-After, and its retry once it can", { timeout: 90_000 }, async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const [leased] = (await lease(a, 2000, "jobs4", { max: 1, leaseMs: 300_000 })).messages as [Leased];
+    const ackOnB = () =>
+      fetch(`${b.url}/api/v1/queues/${QUEUE}/consumers/jobs4/ack`, { method: "POST", body: JSON.stringify({ leases: [leased.lease] }), headers: json });
+    a.kill("SIGSTOP");
+    try {
+      const pending = await ackOnB();
+      expect(pending.status).toBe(503);
+      expect(pending.headers.get("retry-after")).toBe("1");
+      expect(((await pending.json()) as { error: { code: string } }).error.code).toBe("E_PENDING");
+    } finally {
+      a.kill("SIGCONT");
+    }
+    const retried = await ackOnB();
+    expect(retried.status).toBe(200);
+    expect(await retried.json()).toEqual({ acked: 1, errors: [] });
+    expect((await lease(a, 1000, "jobs4", { max: 50 })).messages.map((m) => m.data)).not.toContain(leased.data);
   });
 });

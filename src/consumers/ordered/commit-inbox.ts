@@ -5,7 +5,7 @@
  * and applied by its holder, at open (before it hands anything out) and every `INBOX_CHECK_MS`.
  * Commits only move forward, so applying the furthest one that names a message end is all of it.
  */
-import { clearInbox, readInbox } from "../state/ack-inbox";
+import { answerInbox, DONE, inboxItems, readInbox, refusal, type InboxCommit, type Verdict } from "../state/ack-inbox";
 import type { QueueConsumer } from "./consumer";
 import { comparePositions, formatCursor, type ConsumerPosition } from "../../format/position";
 import type { QueueDriver } from "../../core/driver";
@@ -13,19 +13,25 @@ import { VQueueError } from "../../core/errors";
 import { withSharedLog } from "../../storage/handles";
 import { partPath } from "../../storage/paths";
 
-/** Applies the commits in `consumer`'s inbox; an I/O failure leaves the files for the next round. */
+/**
+ * Applies the commits in `consumer`'s inbox and answers each (done once committed there or
+ * beyond; a commit that names no message end is refused, `E_CURSOR`); an I/O failure leaves the
+ * files for the next round.
+ */
 export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> {
   const { driver, onProblem } = consumer.options;
-  const { files, items } = await readInbox(driver, consumer.queue, consumer.name, onProblem);
-  if (files.length === 0) return;
-  const positions = items.flatMap((item) => (item.kind === "commit" && comparePositions(item.position, consumer.committed) > 0 ? [item.position] : []));
+  const read = await readInbox(driver, consumer.queue, consumer.name, onProblem);
+  const commits = inboxItems(read).filter((item): item is InboxCommit => item.kind === "commit");
+  const refused = new Map<InboxCommit, Verdict>();
   // The furthest first; one that names no message end of this partition (a client's mistake) is told and passed over.
-  for (const position of positions.sort((a, b) => comparePositions(b, a))) {
+  for (const item of commits.sort((a, b) => comparePositions(b.position, a.position))) {
+    if (comparePositions(item.position, consumer.committed) <= 0) break;
     try {
-      await consumer.commit(formatCursor(position));
+      await consumer.commit(formatCursor(item.position));
       break;
     } catch (error) {
       if (!VQueueError.isError(error) || error.code !== "E_CURSOR") throw error;
+      refused.set(item, refusal(error));
       onProblem({
         code: "BAD_INFO",
         queue: consumer.queue,
@@ -34,8 +40,8 @@ export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> 
       });
     }
   }
-  // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
-  await clearInbox(driver, files, consumer.lock);
+  const decided = new Map(commits.map((item) => [item, refused.get(item) ?? DONE]));
+  await answerInbox(driver, read, decided, consumer.lock);
 }
 
 /**

@@ -5,7 +5,7 @@
  * once what this instance handed out of it is committed (or after `handoffGraceMs`: then the
  * new holder delivers it again — at least once).
  */
-import { INBOX_CHECK_MS, InboxPoster } from "../state/ack-inbox";
+import { INBOX_CHECK_MS, InboxPoster, outcome } from "../state/ack-inbox";
 import { applyInboxCommits, assertCommitFits } from "./commit-inbox";
 import { QueueConsumer } from "./consumer";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "../../format/position";
@@ -272,7 +272,8 @@ export class PartitionedConsumer
     // Held elsewhere, or by nobody now: stored in its inbox, applied by its (next) holder.
     const partition = partitionName(this.queue, index);
     await assertCommitFits(this.#resolved.driver, partition, target);
-    await this.#inbox.post(partition, this.name, [{ kind: "commit", position: target }]);
+    const [verdict] = await this.#inbox.post(partition, this.name, [{ kind: "commit", position: target }]);
+    outcome(verdict!);
   }
 
   /** Applies the commits other instances took for the partitions held here (each round one at a time). */

@@ -68,10 +68,9 @@ export class SharedConsumer implements LeasingConsumer {
       name: this.name,
       options,
       lock: inner.lock,
-      window,
-      journal,
+      leases: this.#leases,
       nack: (entry, nack) => this.#nack(entry, nack),
-      ack: (entries) => this.#ackEntries(entries),
+      ackAll: (refs) => this.#ackAll(refs),
     });
     this.#deadLetters = new DeadLettering({
       queue: this.queue,
@@ -245,6 +244,11 @@ export class SharedConsumer implements LeasingConsumer {
    */
   async ackAll(refs: LeaseRef[]): Promise<(Error | undefined)[]> {
     this.#assertOpen();
+    return this.#ackAll(refs);
+  }
+
+  /** `ackAll`, also while closing (the inbox's last read). */
+  async #ackAll(refs: LeaseRef[]): Promise<(Error | undefined)[]> {
     const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
     const entries = new Set<WindowEntry>();
     const waits: Promise<unknown>[] = [];

@@ -1,10 +1,10 @@
 import type { DriverLock } from "../../core/driver";
 import { MAX_LEASE_MS, type ResolvedSharedOptions } from "../../options/shared";
-import { clearInbox, INBOX_CHECK_MS, readInbox } from "../state/ack-inbox";
-import { isBelow } from "../state/shared-state";
-import type { NackOptions } from "../types";
-import type { SharedJournal } from "./journal";
-import type { SharedWindow, WindowEntry } from "./window";
+import { answerInbox, DONE, inboxItems, INBOX_CHECK_MS, readInbox, refusal, type InboxItem, type Verdict } from "../state/ack-inbox";
+import { VQueueError } from "../../core/errors";
+import type { LeaseRef, NackOptions } from "../types";
+import type { SharedLeases } from "./leases";
+import type { WindowEntry } from "./window";
 
 /** The consumer whose inbox is applied: what the inbox reads of it, and the two calls it makes. */
 export interface InboxConsumer {
@@ -13,12 +13,11 @@ export interface InboxConsumer {
   readonly options: ResolvedSharedOptions;
   /** The consumer's lock: the fence of the inbox files' removal. */
   readonly lock: DriverLock;
-  readonly window: SharedWindow;
-  readonly journal: SharedJournal;
+  readonly leases: SharedLeases;
   /** Gives back a lease still running here, as `nack` does (it may dead-letter the message). */
   nack: (entry: WindowEntry, options: NackOptions) => Promise<void>;
-  /** Acknowledges entries of the window, in one journal write. */
-  ack: (entries: WindowEntry[]) => Promise<void>;
+  /** Acknowledges leases as `ackAll` does: in one journal write, each one's refusal or undefined. */
+  ackAll: (refs: LeaseRef[]) => Promise<(Error | undefined)[]>;
 }
 
 /**
@@ -78,43 +77,52 @@ export class SharedInbox {
   }
 
   /**
-   * What other instances took for this consumer. An ack of a message this or an earlier holder
-   * handed out is taken whoever holds it now (the work is done); one of a message never handed
-   * out is no lease's, and is dropped. A nack or an extend applies to a lease that is still
-   * running here. Written, then the files go.
+   * What other instances took for this consumer, each decided as the call would be here: an ack
+   * as `ackAll` (refused when the message went out again to another worker meanwhile), a nack or
+   * an extend when its lease still runs here or ran out and did not go out again. Written, then
+   * each file's verdicts, then the files go.
    */
   async #apply(): Promise<void> {
-    const { queue, name, options, lock, window, journal } = this.#consumer;
+    const { queue, name, options, lock, leases } = this.#consumer;
     this.#readAt = Date.now();
-    const { files, items } = await readInbox(options.driver, queue, name, options.onProblem);
-    if (files.length === 0 || this.#closed) return;
-    const entries = new Set<WindowEntry>();
+    const read = await readInbox(options.driver, queue, name, options.onProblem);
+    if (this.#closed) return;
+    const decided = new Map<InboxItem, Verdict>();
+    const acks: (InboxItem & { kind: "ack" })[] = [];
     const waits: Promise<unknown>[] = [];
-    const ahead = new Set<string>();
-    for (const item of items) {
-      if (item.kind === "commit") continue; // an ordered consumer's: none is written here
-      const { ref } = item;
-      // Below the floor: done. Older than this consumer: a deleted namesake's lease, no message here.
-      if (isBelow(ref.key, journal.floor) || journal.bornAfter(ref.lease)) continue;
-      const entry = window.get(ref.key);
-      // A lease that ran out while the item waited here, and did not go out again since, is still
-      // the worker's: its nack or extend counts (posted in time, read late).
-      const running = entry?.state === "leased" && entry.lease === ref.lease && entry.until !== Infinity;
-      if (item.kind === "nack") {
-        if (running) waits.push(this.#consumer.nack(entry, { ...item, delayMs: Math.min(item.delayMs, MAX_LEASE_MS) }).catch(() => {})); // moved meanwhile: nothing to give back
-      } else if (item.kind === "extend") {
-        if (running) entry.until = Math.min(Math.max(entry.until, item.until), Date.now() + MAX_LEASE_MS);
-      } else if (entry) {
-        if (entry.state === "acked") waits.push(entry.acking ?? Promise.resolve());
-        // Moving to the dead-letter queue (until Infinity): acked by that move.
-        else if (entry.deliveries > 0 && entry.until !== Infinity) entries.add(entry);
-      } else if (!journal.ackedBefore(ref.part, ref.offset, ref.key) && journal.handedOutBefore(ref.part, ref.offset, ref.key)) ahead.add(ref.key);
+    for (const item of inboxItems(read)) {
+      if (item.kind === "commit") continue; // an ordered consumer's: refused (answerInbox)
+      if (item.kind === "ack") {
+        acks.push(item);
+        continue;
+      }
+      let entry: WindowEntry;
+      try {
+        entry = leases.leased(item.ref, item.kind, true);
+      } catch (error) {
+        decided.set(item, refusal(error));
+        continue;
+      }
+      if (item.kind === "extend") {
+        entry.until = Math.min(Math.max(entry.until, item.until), Date.now() + MAX_LEASE_MS);
+        decided.set(item, { done: true, until: entry.until });
+      } else {
+        waits.push(
+          this.#consumer.nack(entry, { ...item, delayMs: Math.min(item.delayMs, MAX_LEASE_MS) }).then(
+            () => decided.set(item, DONE),
+            (error: unknown) => decided.set(item, refusal(error)),
+          ),
+        );
+      }
     }
-    if (entries.size > 0) waits.push(this.#consumer.ack([...entries]));
-    // Not written: the inbox keeps them, and the next check tries again.
-    if (ahead.size > 0) waits.push(journal.ackAhead([...ahead]));
+    if (acks.length > 0) {
+      const errors = await this.#consumer.ackAll(acks.map((item) => item.ref));
+      // Not written: the inbox keeps them, and the next check tries again.
+      const failed = errors.find((error) => error && !(VQueueError.isError(error) && error.code === "E_LEASE"));
+      if (failed) throw failed;
+      acks.forEach((item, i) => decided.set(item, errors[i] ? refusal(errors[i]) : DONE));
+    }
     await Promise.all(waits);
-    // Fenced: a holder whose lock was taken over meanwhile leaves the files to its successor.
-    await clearInbox(options.driver, files, lock);
+    await answerInbox(options.driver, read, decided, lock);
   }
 }

@@ -33,13 +33,24 @@ export class SharedLeases {
     return (this.#last = nextLeaseId(this.#last));
   }
 
-  /** The entry `ref` leases now, for `what` (nack, extend): `E_LEASE` when its lease is no longer running. */
-  leased(ref: LeaseRef, what: string): WindowEntry {
+  /**
+   * The entry `ref` leases now, for `what` (nack, extend): `E_LEASE` when its lease is no longer
+   * running. `ranOut`: one that ran out and did not go out again since still counts (an inbox's
+   * nack or extend, posted in time and read late).
+   */
+  leased(ref: LeaseRef, what: string, ranOut = false): WindowEntry {
     const key = messageKey(ref.part, ref.offset);
     if (this.#journal.bornAfter(ref.lease)) throw this.earlierConsumer(key, ref, what);
     const entry = this.#window.get(key);
-    if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until <= Date.now()) {
-      const why = !entry || entry.state === "acked" ? "it is acknowledged" : entry.lease !== ref.lease ? "it was handed out again since" : "the lease ran out";
+    if (!entry || entry.state !== "leased" || entry.lease !== ref.lease || entry.until === Infinity || (!ranOut && entry.until <= Date.now())) {
+      const why =
+        !entry || entry.state === "acked"
+          ? "it is acknowledged"
+          : entry.lease !== ref.lease
+            ? "it was handed out again since"
+            : entry.until === Infinity
+              ? "it is moving to the dead-letter queue"
+              : "the lease ran out";
       throw new VQueueError("E_LEASE", `Cannot ${what} ${key} (lease ${ref.lease}) of queue "${this.#queue}", consumer "${this.#name}": ${why}.`);
     }
     return entry;

@@ -7,7 +7,7 @@
  * over once its leases are acknowledged or ran out (or after `handoffGraceMs`): the new holder
  * delivers the unacknowledged ones again (at least once).
  */
-import { InboxPoster } from "../state/ack-inbox";
+import { InboxPoster, outcome, verdictError } from "../state/ack-inbox";
 import { VQueueError } from "../../core/errors";
 import { isLockLost } from "../../storage/fence";
 import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandoffOptions } from "../../instances/handoff";
@@ -87,7 +87,8 @@ export class PartitionedSharedConsumer
   /**
    * Acknowledges a lease in its partition (see `SharedConsumer.ack`). A partition this instance
    * does not hold (handed over since, or never held here) takes it through its inbox
-   * (consumers/state/ack-inbox.ts): stored now, applied by the holder.
+   * (consumers/state/ack-inbox.ts): stored, and answered with its holder's verdict (`E_PENDING`
+   * when no holder decides in time).
    */
   async ack(ref: PartitionedLeaseRef): Promise<void> {
     const [error] = await this.ackAll([ref]);
@@ -117,7 +118,7 @@ export class PartitionedSharedConsumer
         indexes.map((i) => ({ kind: "ack", ref: refs[i]! })),
       );
       await posted.then(
-        () => indexes.forEach((i) => (errors[i] = undefined)),
+        (verdicts) => indexes.forEach((i, k) => (errors[i] = verdictError(verdicts[k]!))),
         (error: Error) => indexes.forEach((i) => (errors[i] = error)),
       );
     };
@@ -134,7 +135,7 @@ export class PartitionedSharedConsumer
     return errors;
   }
 
-  /** Gives a lease back in its partition (see `SharedConsumer.nack`); one held elsewhere through its inbox (applied if the lease still runs there). */
+  /** Gives a lease back in its partition (see `SharedConsumer.nack`); one held elsewhere through its inbox (applied, and answered, if the lease still runs there). */
   async nack(ref: PartitionedLeaseRef, options: NackOptions = {}): Promise<void> {
     const shared = this.#heldFor(ref);
     // One whose lock was lost (a pause past the lease) goes to the partition's new holder, below.
@@ -148,15 +149,16 @@ export class PartitionedSharedConsumer
     const { delayMs = 0, error, deadLetter = false, release = false } = options;
     checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
-    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [
+    const [verdict] = await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [
       { kind: "nack", ref, delayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) },
     ]);
+    outcome(verdict!);
   }
 
   /**
    * Keeps a lease longer (see `SharedConsumer.extend`). One of a partition held elsewhere goes
    * through its inbox: the holder applies it within about `INBOX_CHECK_MS`, or before the message
-   * would go out again, while the lease is not handed out again.
+   * would go out again, while the lease is not handed out again; its verdict says until when.
    */
   async extend(ref: PartitionedLeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
     const shared = this.#heldFor(ref);
@@ -170,8 +172,8 @@ export class PartitionedSharedConsumer
     const { leaseMs = this.#shared.leaseMs } = options;
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     const until = Date.now() + leaseMs;
-    await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "extend", ref, until }]);
-    return until;
+    const [verdict] = await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "extend", ref, until }]);
+    return outcome(verdict!) ?? until;
   }
 
   /** Gives a lease back unworked: `nack` with `release` (its delivery is not counted, it never dead-letters). */

@@ -394,10 +394,11 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const driver = wrapDelayed(ctx.driver, (log) => withMethod(log, "sync", (sync) => () => (syncs++, sync())));
       const w = await writer(driver, { durability: "fsync" });
       await w.produce(["kept aside"], { delayMs: 60_000 }); // keeps the file from being emptied (a rewrite syncs too)
-      await w.produce(["m1", "m2"], { delayMs: 10 });
+      // Due in 500 ms: the count below is read before they move, at a load of 4.
+      await w.produce(["m1", "m2"], { delayMs: 500 });
       const before = syncs;
       const c = await reader(ctx.driver);
-      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      expect(await c.wait({ timeoutMs: 10_000 })).toBe(true);
       await sleep(50);
       expect(await readAll(c)).toEqual(["m1", "m2"]);
       expect(syncs - before).toBe(1);

@@ -11,8 +11,11 @@ import { SharedConsumer } from "../src/consumers/shared/consumer";
 import type { SharedConsumerOptions as EngineSharedConsumerOptions } from "../src/options/shared";
 import { resolveDriver } from "./storage";
 import { autoZstd } from "./zstd-native";
+import { handNativeCrc32 } from "./native-crc32";
 
 export * from "../src/index";
+
+handNativeCrc32();
 
 interface DirOption {
   /** Data directory of the fs driver, used when no `driver` is given. @default "./queues" */

@@ -10,7 +10,9 @@
  *
  * A build directory must sit inside the repository (its imports resolve from node_modules).
  * VQ_AB_ROWS=consume,batch,all picks rows, VQ_AB_ROUNDS (default 5) the measured rounds (one
- * more, first, warms up and is dropped), VQ_AB_SCALE (default 1) the message counts.
+ * more, first, warms up and is dropped), VQ_AB_SCALE (default 1) the message counts. The consume
+ * and 1000-push rows also show their limit: a bare loop that keeps the engine's promise (bodies that
+ * stay valid; a promise per message), by the same ratio to the same bare baseline.
  */
 import console from "node:console";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,7 +21,7 @@ import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
-import { baselineAppend, baselineRead } from "./baseline.mjs";
+import { baselineAppend, baselineAppendPromised, baselineRead } from "./baseline.mjs";
 
 const ROUNDS = Math.max(1, Number(process.env.VQ_AB_ROUNDS) || 5);
 const SCALE = Math.max(0.01, Number(process.env.VQ_AB_SCALE) || 1);
@@ -100,13 +102,25 @@ const rows = {
     label: `consume ${LARGE} x 4 KiB after fsync vs bare read`,
     base: (dir) => (baselineAppend(join(dir, "q"), bytesPool, LARGE), measure(() => baselineRead(join(dir, "q"), LARGE).messages)),
     run: consume,
+    limit: {
+      label: "bare read, a new buffer per chunk (bodies stay valid, as the engine's)",
+      run: (dir) => (baselineAppend(join(dir, "q"), bytesPool, LARGE), measure(() => baselineRead(join(dir, "q"), LARGE, true).messages)),
+    },
   },
   batch: {
     label: `push interval pushBatch(1000) ${SMALL} x 100 B vs bare append`,
     base: appendBase,
     run: (build, dir) => push(build, dir, "interval", "batch"),
   },
-  all: { label: `push none 1000 x push() together ${SMALL} x 100 B vs bare append`, base: appendBase, run: (build, dir) => push(build, dir, "none", "all") },
+  all: {
+    label: `push none 1000 x push() together ${SMALL} x 100 B vs bare append`,
+    base: appendBase,
+    run: (build, dir) => push(build, dir, "none", "all"),
+    limit: {
+      label: "bare append, a promise per message, 1000 awaited together",
+      run: (dir) => measure(async () => (await baselineAppendPromised(join(dir, "q"), textPool, SMALL)).messages),
+    },
+  },
 };
 
 function appendBase(dir) {
@@ -121,6 +135,7 @@ for (const name of ROWS) {
   const row = rows[name];
   if (!row) throw new Error(`Unknown row ${name}: use consume, batch or all.`);
   const ratios = builds.map(() => ({ wall: [], cpu: [] }));
+  const limit = { wall: [], cpu: [] };
   for (let round = 0; round <= ROUNDS; round++) {
     for (const [k, build] of builds.entries()) {
       const base = await inTempDir(row.base);
@@ -130,7 +145,15 @@ for (const name of ROWS) {
       ratios[k].wall.push(base.wall / got.wall);
       ratios[k].cpu.push(base.cpu / got.cpu);
     }
+    if (!row.limit) continue;
+    // What a bare loop that keeps the engine's promise gets, against the same bare baseline.
+    const base = await inTempDir(row.base);
+    const bound = await inTempDir(row.limit.run);
+    if (round === 0) continue;
+    limit.wall.push(base.wall / bound.wall);
+    limit.cpu.push(base.cpu / bound.cpu);
   }
   console.log(`\n${row.label}`);
   for (const [k, build] of builds.entries()) console.log(`  ${build.dir}: CPU time ${show(ratios[k].cpu)}, wall ${show(ratios[k].wall)}`);
+  if (row.limit) console.log(`  limit, ${row.limit.label}: CPU time ${show(limit.cpu)}, wall ${show(limit.wall)}`);
 }

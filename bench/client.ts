@@ -13,7 +13,7 @@ import { formatRate, formatTable, freePort, median, progress, removeDir, tempDir
 const MESSAGES = Math.round(200_000 * (Number(process.env.VQ_BENCH_SCALE) || 1));
 const REPEATS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 3);
 const BATCH = 1000;
-const TARGET = 0.8;
+const TARGET = 0.95;
 const BIN = fileURLToPath(new URL("../bin/v-queue.mjs", import.meta.url));
 
 export async function runClientBench(): Promise<void> {

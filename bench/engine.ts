@@ -12,7 +12,7 @@ import { join } from "node:path";
 // through a TypeScript loader would add the loader's own cost to every hot call.
 import { QueueConsumer, QueueWriter, type Durability } from "v-queue";
 import fsDriver from "v-queue/drivers/fs";
-import { baselineAppend, baselineRead } from "./baseline.mjs";
+import { baselineAppend, baselineAppendPromised, baselineRead } from "./baseline.mjs";
 import { formatRate, formatTable, inTempDir, median, now, progress, rateOf, removeDir, repeat, tempDir, type Rate, type Sample } from "./util";
 
 type Payload = string | Uint8Array;
@@ -62,10 +62,20 @@ export async function runEngineBench(): Promise<BenchRow[]> {
         return baselineRead(join(dir, "q"), count);
       }),
     );
+    // The limits of the engine's promises, measured the same way: a promise per push, and read bodies that stay valid.
+    const appendPromised = await repeat(REPEATS, () => inTempDir("base", (dir) => baselineAppendPromised(join(dir, "q"), pool, count)));
+    const readFresh = await repeat(REPEATS, () =>
+      inTempDir("base", async (dir) => {
+        baselineAppend(join(dir, "q"), pool, count);
+        return baselineRead(join(dir, "q"), count, true);
+      }),
+    );
     rows.push({ scenario: `baseline fs append ${label}`, rate: append });
     rows.push({ scenario: `baseline fs read+crc ${label}`, rate: readBack });
     const appendRef = { label: "fs append", msgsPerSec: append.msgsPerSec };
     const readRef = { label: "fs read", msgsPerSec: readBack.msgsPerSec };
+    rows.push({ scenario: `baseline fs append, a promise per message, ${BATCH} awaited together ${label}`, rate: appendPromised, reference: appendRef });
+    rows.push({ scenario: `baseline fs read+crc, a new buffer per chunk (bodies stay valid) ${label}`, rate: readFresh, reference: readRef });
 
     for (const durability of MODES) {
       // fsync rows are judged by the 16-producer ratio below, not against an un-synced baseline.

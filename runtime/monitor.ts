@@ -173,7 +173,6 @@ export class Monitor {
   }
 
   async #sample(): Promise<MonitorSnapshot> {
-    const started = Date.now();
     const driver = await this.#registry.driver();
     const listed = await listStorage(driver, this.#include);
     const held = this.#registry.heldConsumers();
@@ -182,11 +181,13 @@ export class Monitor {
     // Stalest first; a queue used here counts as USED_AHEAD samples staler (it changes; its reads are cheap), so others still get their turn.
     const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? 0) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);
     const order = [...listed.keys()].sort((a, b) => due(a) - due(b));
-    const deadline = started + Math.max(MIN_BUDGET_MS, this.#options.sampleMs * BUDGET);
+    // From after the listing, which a loaded machine makes slow: the budget is for the queues' reads.
+    const deadline = Date.now() + Math.max(MIN_BUDGET_MS, this.#options.sampleMs * BUDGET);
     await forEachLimited(order.length, CONCURRENCY, async (i) => {
       const name = order[i]!;
-      // Past the budget, a queue shown before keeps its last sample until its turn comes.
-      if (Date.now() > deadline && this.#tracks.get(name)?.sample) return;
+      // Past the budget, a queue shown before keeps its last sample until its turn comes; the
+      // stalest are read whatever the time (a sample that read none would show nothing new, ever).
+      if (i >= CONCURRENCY && Date.now() > deadline && this.#tracks.get(name)?.sample) return;
       const here = held.get(name);
       const queue = await queueOverview(driver, name, listed.get(name)!, here && ((_queue, consumer) => here.get(consumer)?.position));
       if (queue) await this.#sampleQueue(queue, held.get(name), Date.now());

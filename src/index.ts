@@ -47,7 +47,7 @@ export type {
   Compression,
 } from "./options/queue";
 export type { Zstd, ZstdLoader, Compressor, Decompressor } from "./compression/zstd";
-export { crc32 } from "./format/crc32";
+export { crc32, useNativeCrc32, type Crc32Function } from "./format/crc32";
 export { pruneQueue } from "./retention/prune";
 export type { PruneResult, PruneOptions } from "./retention/prune";
 export type { RetentionOptions } from "./options/retention";

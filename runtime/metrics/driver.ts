@@ -2,7 +2,7 @@ import type { LogFile, QueueDriver, RecordFile } from "../../src/core/driver";
 import type { FileKind, ServerMetrics } from "./server-metrics";
 
 /** The driver's optional methods: copied when present, left absent when not (the engine checks for them). */
-const OPTIONAL = ["isLocked", "writeAtomic", "syncDir", "watch", "dispose"] as const;
+const OPTIONAL = ["isLocked", "sizeOf", "writeAtomic", "syncDir", "watch", "dispose"] as const;
 
 /**
  * `driver` with its open log and record handles counted, their fsyncs timed and appends

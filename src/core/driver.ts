@@ -26,6 +26,12 @@ export interface QueueDriver {
   openRecord(path: string, options: { create: boolean }): Promise<RecordFile | undefined>;
   /** Reads a small record once, or undefined if it does not exist. */
   readRecord(path: string): Promise<Uint8Array | undefined>;
+  /**
+   * A log's size in bytes without opening it, or undefined if it does not exist: what a look at
+   * many queues (an overview) asks of each current part. Drivers without a cheaper way leave it
+   * out (the log is opened and measured instead).
+   */
+  sizeOf?(path: string): Promise<number | undefined>;
   /** Names in a directory ("" is the base), or [] when it does not exist. */
   list(dir: string): Promise<string[]>;
   /** Creates a directory and its parents. */

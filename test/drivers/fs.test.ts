@@ -75,27 +75,36 @@ describe("fs driver", () => {
       const driver = fsDriver({ dir, inlineIOBytes: 1024 });
       await writeFile(join(dir, "small"), "q;c;0;12;3;1\n");
       await writeFile(join(dir, "large"), "x".repeat(2048));
-      // Every pool thread stuck in open() of a FIFO no one writes to (a pool has at most 1,024 threads; 4 unless UV_THREADPOOL_SIZE says more).
-      const threads = Math.min(1024, Number(process.env.UV_THREADPOOL_SIZE) || 4);
-      const fifos = Array.from({ length: threads }, (_, i) => join(dir, `fifo${i}`));
-      execFileSync("mkfifo", fifos);
-      const stuck = fifos.map((fifo) => readFile(fifo));
-      const large = driver.readRecord("large");
-      const inTime = <T>(read: Promise<T>) => Promise.race([read.then((value) => ({ value })), sleep(2000).then(() => "pool busy" as const)]);
+      let large!: Promise<Uint8Array | undefined>;
       let small, missing, largeWhileBusy;
-      try {
+      await withPoolStuck(dir, async () => {
+        large = driver.readRecord("large");
         small = await inTime(driver.readRecord("small").then((bytes) => bytes && new TextDecoder().decode(bytes)));
         missing = await inTime(driver.readRecord("missing"));
         largeWhileBusy = await inTime(large);
-      } finally {
-        // Each FIFO given a writer that closes at once: the pool is free again.
-        for (const fifo of fifos) await openWriterOnce(fifo);
-        await Promise.all(stuck);
-      }
+      });
       expect(small).toEqual({ value: "q;c;0;12;3;1\n" });
       expect(missing).toEqual({ value: undefined });
       expect(largeWhileBusy).toBe("pool busy");
       expect((await large)?.length).toBe(2048);
+    },
+  );
+
+  it.skipIf(currentRuntime !== "node")(
+    "by default appends a writer's 1 MiB batch and reads a consumer's 1 MiB chunk without the thread pool (its handoff costs more than the copy)",
+    async () => {
+      const dir = await freshDir();
+      const driver = fsDriver({ dir });
+      const log = (await driver.openLog("log", { create: true }))!;
+      const chunk = new Uint8Array(1 << 20).map((_, i) => i % 251);
+      let appended, read;
+      await withPoolStuck(dir, async () => {
+        appended = await inTime(log.append(0, chunk));
+        read = await inTime(log.read(0, chunk.length).then((bytes) => Buffer.compare(bytes, chunk) === 0));
+      });
+      expect(appended).toEqual({ value: undefined });
+      expect(read).toEqual({ value: true });
+      await log.close();
     },
   );
 
@@ -112,6 +121,26 @@ import { crc32Ascii } from "../../src/format/crc32";
 import { currentRuntime } from "../helpers/runtime";
 import { useTempDirs } from "../helpers/tmp";
 /** Opens and closes a FIFO for writing once its reader is there (ENXIO before): that reader gets end of file. */
+/** Runs `body` while every thread of libuv's pool is stuck in open() of a FIFO no one writes to (a pool has at most 1,024 threads; 4 unless UV_THREADPOOL_SIZE says more). */
+async function withPoolStuck(dir: string, body: () => Promise<void>): Promise<void> {
+  const threads = Math.min(1024, Number(process.env.UV_THREADPOOL_SIZE) || 4);
+  const fifos = Array.from({ length: threads }, (_, i) => join(dir, `fifo${i}`));
+  execFileSync("mkfifo", fifos);
+  const stuck = fifos.map((fifo) => readFile(fifo));
+  try {
+    await body();
+  } finally {
+    // Each FIFO given a writer that closes at once: the pool is free again.
+    for (const fifo of fifos) await openWriterOnce(fifo);
+    await Promise.all(stuck);
+  }
+}
+
+/** `{ value }` once `call` settles, or "pool busy" if it has not after 2 s (it waits for a thread of the pool). */
+function inTime<T>(call: Promise<T>): Promise<{ value: T } | "pool busy"> {
+  return Promise.race([call.then((value) => ({ value })), sleep(2000).then(() => "pool busy" as const)]);
+}
+
 async function openWriterOnce(fifo: string): Promise<void> {
   for (;;) {
     try {

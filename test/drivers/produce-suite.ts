@@ -95,13 +95,14 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
     it("delayed messages come in due order (a batch in its order), bytes as bytes, `at` as a time", async () => {
       const { driver } = await setup();
       const w = await writer(driver);
-      await w.produce(["b1", "b2"], { delayMs: 500 });
-      await w.produce([new Uint8Array([1, 2, 3])], { at: new Date(Date.now() + 300) });
-      await w.produce(["a"], { at: Date.now() + 200 });
+      // 400 ms apart: the produces land in time for that order at a load of 4.
+      await w.produce(["b1", "b2"], { delayMs: 1400 });
+      await w.produce([new Uint8Array([1, 2, 3])], { at: new Date(Date.now() + 1000) });
+      await w.produce(["a"], { at: Date.now() + 600 });
       await w.produce(["past"], { at: "2001-01-01T00:00:00Z" });
       const c = await reader(driver);
       const got: unknown[] = [];
-      const until = Date.now() + 5000;
+      const until = Date.now() + 10_000;
       while (got.length < 5 && Date.now() < until) {
         await c.wait({ timeoutMs: 1000 });
         for (const m of await c.read({ max: 100 })) got.push(typeof m.data === "string" ? m.data : [...m.data]);
@@ -393,10 +394,11 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const driver = wrapDelayed(ctx.driver, (log) => withMethod(log, "sync", (sync) => () => (syncs++, sync())));
       const w = await writer(driver, { durability: "fsync" });
       await w.produce(["kept aside"], { delayMs: 60_000 }); // keeps the file from being emptied (a rewrite syncs too)
-      await w.produce(["m1", "m2"], { delayMs: 10 });
+      // Due in 500 ms: the count below is read before they move, at a load of 4.
+      await w.produce(["m1", "m2"], { delayMs: 500 });
       const before = syncs;
       const c = await reader(ctx.driver);
-      expect(await c.wait({ timeoutMs: 2000 })).toBe(true);
+      expect(await c.wait({ timeoutMs: 10_000 })).toBe(true);
       await sleep(50);
       expect(await readAll(c)).toEqual(["m1", "m2"]);
       expect(syncs - before).toBe(1);

@@ -110,12 +110,13 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const { driver } = await setup();
       await fill(driver, 2);
       const c = await shared(driver);
-      const [a] = await c.poll({ max: 1, leaseMs: 300 });
-      const [b] = await c.poll({ max: 1, leaseMs: 300 });
+      // 1 s leases: the look and the extend below come well within them at a load of 4.
+      const [a] = await c.poll({ max: 1, leaseMs: 1000 });
+      const [b] = await c.poll({ max: 1, leaseMs: 1000 });
       expect([a!.data, b!.data]).toEqual(["m0", "m1"]);
       expect(await c.poll({ timeoutMs: 0 })).toEqual([]);
-      await c.extend(b!, { leaseMs: 5000 });
-      const again = await c.poll({ max: 5, timeoutMs: 2000 });
+      await c.extend(b!, { leaseMs: 10_000 });
+      const again = await c.poll({ max: 5, timeoutMs: 5000 });
       expect(bodies(again)).toEqual(["m0"]); // a's lease ran out, b's was extended
       expect(again[0]!.deliveries).toBe(2);
       // The first worker lost its lease to another: its nack, extend and ack are refused.
@@ -134,10 +135,11 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const c = await shared(driver);
       const [m] = await c.poll();
       const at = Date.now();
-      await c.nack(m!, { delayMs: 400 });
+      // 1 s: the look before it is due comes well within it at a load of 4.
+      await c.nack(m!, { delayMs: 1000 });
       expect(await c.poll({ timeoutMs: 50 })).toEqual([]);
-      const [again] = await c.poll({ timeoutMs: 5000 });
-      expect(Date.now() - at).toBeGreaterThanOrEqual(395);
+      const [again] = await c.poll({ timeoutMs: 10_000 });
+      expect(Date.now() - at).toBeGreaterThanOrEqual(995);
       expect(again!.data).toBe("m0");
       expect(again!.deliveries).toBe(2);
     });

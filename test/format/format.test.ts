@@ -1,6 +1,8 @@
 import { crc32 as zlibCrc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { crc32, crc32Ascii } from "../../src/format/crc32";
+import { crc32, crc32Ascii, crc32Pure, crc32Range, useNativeCrc32 } from "../../src/format/crc32";
+import { handNativeCrc32 } from "../../adapters/native-crc32";
+import { seededRandom } from "../helpers/random";
 import { formatPopInfo, formatPushInfo, formatQueueInfo, parsePopInfo, parsePushInfo, parseQueueInfo } from "../../src/format/info";
 import { isValidName } from "../../src/core/names";
 import { cursorAfter, formatCursor, parseCursor, positionAfter } from "../../src/format/position";
@@ -12,6 +14,58 @@ describe("crc32", () => {
       const part = data.subarray(0, length);
       expect(crc32(part)).toBe(zlibCrc32(part));
       expect(crc32(part, 12345)).toBe(zlibCrc32(part, 12345));
+    }
+  });
+
+  it("the pure CRC-32 gives zlib's on random data: lengths 0 to 70k, at any offset, with any seed, chained", () => {
+    const random = seededRandom(41);
+    const data = Uint8Array.from({ length: 72_000 }, () => Math.floor(random() * 256));
+    const lengths = [...Array.from({ length: 300 }, (_, n) => n), ...Array.from({ length: 60 }, () => Math.floor(random() * 70_001)), 70_000];
+    for (const length of lengths) {
+      const at = Math.floor(random() * 1000) % (data.length - length + 1);
+      const part = data.subarray(at, at + length);
+      const seed = Math.floor(random() * 2 ** 32);
+      expect(crc32Pure(part)).toBe(zlibCrc32(part));
+      expect(crc32Pure(part, seed)).toBe(zlibCrc32(part, seed));
+      // Chained: the crc of a split input, the second part from the first's result.
+      const cut = Math.floor(random() * (length + 1));
+      expect(crc32Pure(part.subarray(cut), crc32Pure(part.subarray(0, cut)))).toBe(zlibCrc32(part));
+    }
+  });
+
+  it("the engine's crc32 gives the same with the native one handed in (as the Node entry and the fs driver do) and without", () => {
+    const random = seededRandom(7);
+    const data = Uint8Array.from({ length: 5000 }, () => Math.floor(random() * 256));
+    const expected = [0, 25, 191, 192, 4121, 5000].map((length) => zlibCrc32(data.subarray(0, length)));
+    try {
+      expect(handNativeCrc32()).toBe(true); // Node's zlib has crc32 since 20.15
+      for (const use of [true, false]) {
+        if (!use) useNativeCrc32(undefined);
+        expect([0, 25, 191, 192, 4121, 5000].map((length) => crc32(data.subarray(0, length)))).toEqual(expected);
+        expect([0, 25, 191, 192, 4121, 5000].map((length) => crc32Range(data, 0, length))).toEqual(expected);
+      }
+    } finally {
+      handNativeCrc32();
+    }
+  });
+
+  it("a host's crc32 that throws (unenv's stub in a Worker bundle) or gives other sums is not handed in", () => {
+    const data = Uint8Array.from({ length: 1000 }, (_, i) => (i * 131 + 7) & 0xff);
+    const calls: string[] = [];
+    try {
+      const stub = () => {
+        calls.push("stub");
+        throw new Error("[unenv] zlib.crc32 is not implemented yet!");
+      };
+      const wrong = (bytes: Uint8Array) => (calls.push("wrong"), bytes.length);
+      expect(handNativeCrc32(stub)).toBe(false);
+      expect(handNativeCrc32(wrong)).toBe(false);
+      useNativeCrc32(undefined);
+      expect(handNativeCrc32(stub)).toBe(false);
+      expect(crc32(data)).toBe(zlibCrc32(data)); // the pure one, the stub never called again
+      expect(calls).toEqual(["stub", "wrong", "stub"]);
+    } finally {
+      handNativeCrc32();
     }
   });
 

@@ -27,6 +27,7 @@ export interface DirectoryChaos {
   dir: string;
   instances: Instance[];
   queue: string;
+  /** The queue's partitions; 0: an ordinary queue. */
   partitions: number;
   runMs: number;
   /** The instances' lock lease (`fs:<dir>?lease=`); none: locks held while their process lives. */
@@ -48,7 +49,7 @@ export async function expectDirectoryChaosLosesNothing({
   burst,
   pinOrdered,
 }: DirectoryChaos): Promise<void> {
-  const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4, pinOrdered });
+  const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4, pinOrdered, partitionKeys: partitions > 0 });
   // Leased: an instance paused while it writes has writes in flight that land after its lease
   // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
   const beforePause = leaseMs ? busyThenWanted(traffic, instances.length, burst) : undefined;

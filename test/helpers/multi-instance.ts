@@ -149,6 +149,14 @@ export interface TrafficOptions {
    * own batch, handed out in order, but they finish in any order, so a key's order would not show.
    */
   pinOrdered?: boolean;
+  /** Whether each produce names its key as the partition key (a partitioned queue); an ordinary queue keeps every key's order in its one log. @default true */
+  partitionKeys?: boolean;
+}
+
+/** The queues that hold a queue's messages: its partitions (`p<k>`), or the queue itself (0 partitions: an ordinary queue, labelled ""). */
+export function storedQueues(queue: string, partitions: number): { label: string; name: string }[] {
+  if (partitions === 0) return [{ label: "", name: queue }];
+  return Array.from({ length: partitions }, (_, p) => ({ label: `p${p}`, name: partitionName(queue, p) }));
 }
 
 /**
@@ -191,7 +199,11 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       const target = instances[(instance + attempt) % instances.length]!;
       const res = await call(
         `${target.url}/api/v1/queues/${queue}/messages`,
-        { method: "POST", body, headers: { ...json, "partition-key": key, "idempotency-key": `${key}:${number}` } },
+        {
+          method: "POST",
+          body,
+          headers: { ...json, ...(options.partitionKeys === false ? {} : { "partition-key": key }), "idempotency-key": `${key}:${number}` },
+        },
         options.produceTimeoutMs,
       );
       if (res?.ok) {
@@ -443,11 +455,11 @@ function addCounts(a: StaleWriterCounts, b: StaleWriterCounts | undefined): Stal
   return { storage: a.storage + (b?.storage ?? 0), lease: a.lease + (b?.lease ?? 0) };
 }
 
-/** The sum of the lags of every consumer of every partition, as the storage says. */
+/** The sum of the lags of every consumer of every partition (0 partitions: of the ordinary queue), as the storage says. */
 export async function totalLag(driver: QueueDriver, queue: string, partitions: number): Promise<number> {
   let total = 0;
-  for (let p = 0; p < partitions; p++) {
-    const stats = await inspectQueue(driver, partitionName(queue, p));
+  for (const { name } of storedQueues(queue, partitions)) {
+    const stats = await inspectQueue(driver, name);
     total += stats?.consumers.reduce((sum, c) => sum + c.lag, 0) ?? 0;
   }
   return total;
@@ -456,9 +468,9 @@ export async function totalLag(driver: QueueDriver, queue: string, partitions: n
 /** Each partition's consumers whose lag is not 0: `p<k> <consumer>` -> its lag, as the storage says. */
 export async function lagsByPartition(driver: QueueDriver, queue: string, partitions: number): Promise<Record<string, number>> {
   const lags: Record<string, number> = {};
-  for (let p = 0; p < partitions; p++) {
-    const stats = await inspectQueue(driver, partitionName(queue, p));
-    for (const c of stats?.consumers ?? []) if (c.lag > 0) lags[`p${p} ${c.name}`] = c.lag;
+  for (const { label, name } of storedQueues(queue, partitions)) {
+    const stats = await inspectQueue(driver, name);
+    for (const c of stats?.consumers ?? []) if (c.lag > 0) lags[`${label} ${c.name}`.trim()] = c.lag;
   }
   return lags;
 }
@@ -498,18 +510,18 @@ export async function readAllRecords(
   /** Texts stored more than once (a retry written again: its idempotency key did not hold), with both places. */
   const duplicates: string[] = [];
   let records = 0;
-  for (let p = 0; p < partitions; p++) {
+  for (const { label, name } of storedQueues(queue, partitions)) {
     let from: string | undefined = "earliest";
     let last: { part: number; seq: number } | undefined;
     while (from) {
-      const page = await browseMessages(driver, partitionName(queue, p), { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
+      const page = await browseMessages(driver, name, { from, limit: 1000, onProblem: (problem) => problems.push(problem) });
       records += page.messages.length;
       for (const m of page.messages) {
-        const where = `p${p} ${m.part}:${m.offset} #${m.seq}`;
+        const where = `${label} ${m.part}:${m.offset} #${m.seq}`.trim();
         if (stored.has(String(m.data))) duplicates.push(`${String(m.data)} at ${stored.get(String(m.data))} and ${where}`);
         stored.set(String(m.data), where);
         const expected = last?.part === m.part ? last.seq + 1 : 1;
-        if (m.seq !== expected) misnumbered.push(`p${p} ${m.part}:${m.offset} #${m.seq} (expected #${expected})`);
+        if (m.seq !== expected) misnumbered.push(`${where} (expected #${expected})`);
         last = { part: m.part, seq: m.seq };
       }
       from = page.next ?? undefined;
@@ -518,13 +530,13 @@ export async function readAllRecords(
   return { problems, records, stored, misnumbered, duplicates };
 }
 
-/** The letters in every partition's dead-letter queue (`<queue>.p<k>.dead`), as their JSON text. */
+/** The letters in every partition's dead-letter queue (`<queue>.p<k>.dead`, an ordinary queue's `<queue>.dead`), as their JSON text. */
 export async function readDeadLetters(driver: QueueDriver, queue: string, partitions: number): Promise<string[]> {
   const letters: string[] = [];
-  for (let p = 0; p < partitions; p++) {
+  for (const { name } of storedQueues(queue, partitions)) {
     let from: string | undefined = "earliest";
     while (from) {
-      const page: Awaited<ReturnType<typeof browseMessages>> | undefined = await browseMessages(driver, `${partitionName(queue, p)}.dead`, {
+      const page: Awaited<ReturnType<typeof browseMessages>> | undefined = await browseMessages(driver, `${name}.dead`, {
         from,
         limit: 1000,
         onProblem: () => {},

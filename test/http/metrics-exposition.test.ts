@@ -130,7 +130,7 @@ describe("the metrics exposition", () => {
 });
 
 describe("the measured driver", () => {
-  const OPTIONAL = ["isLocked", "writeAtomic", "syncDir", "watch", "dispose"] as const;
+  const OPTIONAL = ["isLocked", "sizeOf", "writeAtomic", "syncDir", "watch", "dispose"] as const;
   const drivers: [string, () => QueueDriver][] = [
     ["fs", () => fsDriver({ dir: "/nonexistent-unused" })],
     ["memory", () => memoryDriver()],
@@ -140,6 +140,7 @@ describe("the measured driver", () => {
       () => ({
         ...memoryDriver(),
         isLocked: undefined,
+        sizeOf: undefined,
         writeAtomic: undefined,
         syncDir: undefined,
         watch: undefined,

@@ -4,6 +4,9 @@ import { QueueWriter } from "../../src/writer/writer";
 import fsDriver from "../../adapters/drivers/fs";
 import { basic, jsonHeaders, startServer, type TestServer } from "./_server";
 import { sleep } from "../helpers/sleep";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "pathe";
 
 const users = [
   { username: "admin", password: "a" },
@@ -231,6 +234,28 @@ describe("GET /api/v1/overview and /api/v1/queues/{queue}/overview", () => {
     expect((await s.del("/api/v1/queues/q")).status).toBe(200);
     await produce(12);
     expect(await total()).toBe(17);
+  });
+
+  it("reads the queues even when listing the storage takes longer than a sample's budget (a loaded machine)", async () => {
+    const root = await mkdtemp(join(tmpdir(), "vq-slow-list-"));
+    const fs = fsDriver({ dir: root });
+    // Listing slower than the budget (20 ms at sampleMs 100): the queue was never read again and its counters stood still.
+    const driver = { ...fs, list: async (dir: string) => (await sleep(60), fs.list(dir)) };
+    const s = await startServer({ driver, monitor: { sampleMs: 100, idleMs: 0 } });
+    try {
+      await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["a", "b"] }), jsonHeaders);
+      await overview(s);
+      await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages: ["c", "d", "e"] }), jsonHeaders);
+      const since = Date.now();
+      const seen = new Set<number>();
+      const o = await until(
+        () => overview(s),
+        (o) => (o.sampledAt > since && seen.add(o.sampledAt), seen.size >= 2),
+      );
+      expect(o.queues.find((q) => q.name === "q")).toMatchObject({ messages: 5, producedTotal: 3 });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it("tells the parts of a queue deleted and made again anew (not the old part 0's age)", async () => {

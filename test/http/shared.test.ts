@@ -59,9 +59,9 @@ describe("shared consumers over HTTP", () => {
     const s = await startServer();
     await produce(s, ["a"]);
     const [m] = (await lease(s, { max: 1 })).messages;
-    expect(await call<NackResponse>(s, `${C}/nack`, { leases: [m!.lease], delayMs: 300 })).toEqual({ nacked: 1, errors: [] });
-    expect((await lease(s)).messages).toEqual([]);
-    const back = (await lease(s, { timeoutMs: 3000, leaseMs: 1500 })).messages[0]!;
+    expect(await call<NackResponse>(s, `${C}/nack`, { leases: [m!.lease], delayMs: 1000 })).toEqual({ nacked: 1, errors: [] });
+    expect((await lease(s)).messages).toEqual([]); // not due yet: the look comes well within a second at a load of 4
+    const back = (await lease(s, { timeoutMs: 5000, leaseMs: 1500 })).messages[0]!;
     expect(back).toMatchObject({ data: "a", deliveries: 2 });
     const extended = await call<ExtendResponse>(s, `${C}/extend`, { leases: [back.lease], leaseMs: 5000 });
     expect(extended.extended[0]!.lease).toBe(back.lease);

@@ -78,15 +78,18 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, owner: s
   let refreshing: Promise<void> | undefined;
   // Until when nobody else can have registered: the lease from the last renewal, less a third (as a lock's, lease.ts).
   let safeUntil = 0;
-  // When the last renewal began, on the monotonic clock (a pause moves it, a wall-clock step does
+  // When the last stamp was made, on the monotonic clock (a pause moves it, a wall-clock step does
   // not): once a lease has gone by since, the registration ran out.
   let lastRenewal = 0;
   // Whether `superseded` says this one's own registration ran out (claimed anew at once) rather than another's taking.
   let ranOut = false;
   // Only the first claim waits for a registration to run out (a restart after a kill); a later one, refused, says so at once.
   let mayWait = true;
-  const renewed = (at: number, since: number) => {
-    lastRenewal = since;
+  /** Writes a new stamp; `at`: when the look that found the registration free or ours began. */
+  const renew = async (at: number) => {
+    const stampedAt = performance.now();
+    await storage.setItemRaw(key, stamp());
+    lastRenewal = stampedAt;
     safeUntil = at + leaseMs - Math.floor(leaseMs / 3);
   };
 
@@ -98,7 +101,6 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, owner: s
     mayWait = false;
     for (;;) {
       const at = Date.now();
-      const since = performance.now();
       const held = parseInstance(await storage.getItemRaw(key));
       if (held && held.owner !== owner && held.expires > Date.now()) {
         // Live, or left by a process that died: a dead one's runs out within its lease, so wait once.
@@ -112,13 +114,10 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, owner: s
         await sleep(Math.floor(leaseMs / 3) + SETTLE_MS);
         continue;
       }
-      await storage.setItemRaw(key, stamp());
+      await renew(at);
       await sleep(SETTLE_MS);
       const now = parseInstance(await storage.getItemRaw(key));
-      if (now?.owner === owner) {
-        renewed(at, since);
-        break;
-      }
+      if (now?.owner === owner) break;
       if (now) throw unfencedError(key, now, leaseMs);
     }
     timer = setInterval(() => void refreshNow().catch(() => {}), Math.floor(leaseMs / 3)); // a failed refresh is retried
@@ -134,11 +133,7 @@ function register(storage: UnstorageLike, key: string, leaseMs: number, owner: s
     // Empty, or ours within its lease: nobody else registered meanwhile, so renewed. A stamp of
     // another owner that had run out before it was written is a late write of an instance paused
     // past its lease (its renewal, written after the pause): ours is taken back.
-    if (!held || (away < leaseMs && (held.owner === owner || held.expires <= at))) {
-      await storage.setItemRaw(key, stamp());
-      renewed(at, since);
-      return;
-    }
+    if (!held || (away < leaseMs && (held.owner === owner || held.expires <= at))) return renew(at);
     // Ours but run out: another may have registered meanwhile, and a late renewal of ours written
     // over it; claimed anew (`claimAgain`), as after being taken over.
     ranOut = held.owner === owner;

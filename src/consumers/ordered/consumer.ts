@@ -383,7 +383,12 @@ export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#serial.then(task);
-    this.#serial = run.catch(() => {});
+    // Settled with nothing: `run.catch()` would hold the task's result (the last read's messages
+    // and the chunks under their bodies) until the next call.
+    this.#serial = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 

@@ -27,24 +27,28 @@ afterAll(() => {
 });
 
 describe.each([
-  { locks: "locks held while their process lives", leased: false },
-  { locks: `leased locks (${LEASE_MS} ms)`, leased: true },
-])("several instances on one directory, a partitioned queue, $locks", ({ leased }) => {
+  { locks: "locks held while their process lives", leased: false, kind: "a partitioned queue", partitions: PARTITIONS },
+  { locks: `leased locks (${LEASE_MS} ms)`, leased: true, kind: "a partitioned queue", partitions: PARTITIONS },
+  { locks: "locks held while their process lives", leased: false, kind: "an ordinary queue", partitions: 0 },
+  { locks: `leased locks (${LEASE_MS} ms)`, leased: true, kind: "an ordinary queue", partitions: 0 },
+])("several instances on one directory, $kind, $locks", ({ leased, partitions }) => {
   it(`every acknowledged message is consumed through kills and pauses (${RUN_NAME})`, { timeout: RUN_MS + 120_000 }, async () => {
-    const dir = join(root, leased ? "leased" : "data");
-    const config = join(root, `vqueue.config.${leased ? "leased" : "pid"}.json`);
-    writeFileSync(config, JSON.stringify({ durability: "none", queues: { [QUEUE]: { partitions: PARTITIONS } }, shared: { leaseMs: 5000 } }));
+    const name = `${leased ? "leased" : "pid"}-${partitions > 0 ? "partitioned" : "ordinary"}`;
+    const dir = join(root, name);
+    const config = join(root, `vqueue.config.${name}.json`);
+    const queues = partitions > 0 ? { queues: { [QUEUE]: { partitions } } } : {};
+    writeFileSync(config, JSON.stringify({ durability: "none", ...queues, shared: { leaseMs: 5000 } }));
     const mine: Instance[] = [];
     for (let i = 0; i < INSTANCES; i++)
       mine.push(await startInstance([...(leased ? ["--storage", `fs:${dir}?lease=${LEASE_MS}`] : ["--dir", dir]), "--config", config]));
     instances.push(...mine);
 
     await expectDirectoryChaosLosesNothing({
-      label: `multi-instance${leased ? ", leased" : ""}`,
+      label: `multi-instance, ${name}`,
       dir,
       instances: mine,
       queue: QUEUE,
-      partitions: PARTITIONS,
+      partitions,
       runMs: RUN_MS,
       leaseMs: leased ? LEASE_MS : undefined,
       burst: BURST,

@@ -251,7 +251,8 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
       if (!res?.ok) {
         await res?.arrayBuffer();
         counts.orderedErrors++;
-        rewind = true;
+        // No such queue yet (an ordinary queue is made by its first produce): nothing was read, nothing to rewind.
+        rewind = res?.status !== 404;
         await sleep(50);
         continue;
       }

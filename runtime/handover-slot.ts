@@ -31,6 +31,8 @@ export interface HandoverHooks<T, S extends HandoverSlot> {
   busy(item: T): boolean;
   /** Run at open and every `INBOX_CHECK_MS` while held: applies what other instances took for it (their commits). */
   inbox?(item: T): Promise<void>;
+  /** Called when the consumer is held by another instance and asked for (after a first try found it held). */
+  onAsking?(): void;
   /** The slot of the consumer taken; `onStopped` is for it to call once it stopped (the hand-over watch ends). */
   slot(item: T, onStopped: () => void): S;
 }
@@ -69,7 +71,8 @@ export async function takeHandoverSlot<T, S extends HandoverSlot>(hooks: Handove
     void set.close().catch(() => {});
   };
   try {
-    const taken = await set.take(0, handoff.handoffTimeoutMs);
+    // Free (or held here already): taken at once; held by another instance: asked for, and said so first.
+    const taken = (await set.tryTake(0)) ?? (hooks.onAsking?.(), await set.take(0, handoff.handoffTimeoutMs));
     if (hooks.inbox) {
       // Also while it is let go: a commit taken elsewhere ends the wait for it.
       inboxTimer = setInterval(() => void hooks.inbox!(taken.item).catch(() => {}), INBOX_CHECK_MS);

@@ -39,6 +39,9 @@ interface SlotEntry {
   kind: "ordered" | "shared";
   promise: Promise<Slot>;
   slot?: Slot;
+  /** Resolves once its opening found the consumer held by another instance and asks for it (handover-slot.ts). */
+  asking: Promise<void>;
+  ask: () => void;
 }
 
 /**
@@ -120,12 +123,13 @@ export class QueueRegistry {
 
   /** The consumer's slot, opened (and the consumer created) on first use; taken from another instance that holds it by request (handover-slot.ts). */
   consumer(queue: string, name: string, create = true): Promise<ConsumerSlot> {
-    return this.#slot(queue, name, "ordered", (driver) =>
+    return this.#slot(queue, name, "ordered", (driver, entry) =>
       takeHandoverSlot({
         driver,
         queue,
         name,
         kind: "consumer",
+        onAsking: entry.ask,
         open: () => QueueConsumer.open(queue, name, { ...this.#consumerOptions(driver), create }),
         busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
         inbox: (consumer) => applyInboxCommits(consumer),
@@ -143,6 +147,8 @@ export class QueueRegistry {
   async commit(queue: string, name: string, cursor: string | undefined): Promise<string> {
     const entry = this.#consumers.get(`${queue}\u0000${name}`);
     const driver = await this.driver();
+    // Being opened here (its lock is this server's own), not asked of another holder: committed here once open.
+    if (cursor !== undefined && (await this.#openingHere(entry, "ordered"))) return (await this.consumer(queue, name, false)).commit(cursor);
     // Held here (or open here as a shared one: E_KIND), or by nobody: committed here.
     const here = entry?.kind === "shared" || (entry?.slot instanceof ConsumerSlot && !entry.slot.stopped);
     if (cursor === undefined || here || (await isFree(driver, consumerLockPath(queue, name)))) return (await this.consumer(queue, name, false)).commit(cursor);
@@ -162,6 +168,9 @@ export class QueueRegistry {
     const driver = await this.driver();
     // Held here (or open here as an ordered one: E_KIND), or by nobody: taken here. Being asked for here (a lease waits for it) is not held.
     const entry = this.#consumers.get(`${queue}\u0000${name}`);
+    // Being opened here: its lock is this server's own (held elsewhere to `isFree`), unless the
+    // opening found another holder and asks it (then a lease here waits for what this ack settles).
+    if (await this.#openingHere(entry, "shared")) return this.#shared(queue, name);
     const here = entry?.kind === "ordered" || (entry?.slot instanceof SharedSlot && !entry.slot.stopped);
     if (here || (await isFree(driver, consumerLockPath(queue, name)))) return this.#shared(queue, name);
     return new ElsewhereSharedSlot(queue, name, this.#poster(driver), this.options.sharedFor(queue).leaseMs ?? SHARED_DEFAULTS.leaseMs, () =>
@@ -170,18 +179,31 @@ export class QueueRegistry {
   }
 
   #shared(queue: string, name: string): Promise<SharedSlot> {
-    return this.#slot(queue, name, "shared", (driver) =>
+    return this.#slot(queue, name, "shared", (driver, entry) =>
       takeHandoverSlot({
         driver,
         queue,
         name,
         kind: "shared consumer",
+        onAsking: entry.ask,
         open: () => SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }),
         // Leases running: let go once they are acknowledged (or run out); what is nacked or ready is in its state for the next holder.
         busy: (consumer) => consumer.stats.inFlight > 0,
         slot: (consumer, onStopped) => new SharedSlot(consumer, () => void this.#relieve(), onStopped),
       }),
     ) as Promise<SharedSlot>;
+  }
+
+  /** Whether `entry` is a consumer of `kind` being opened here that opens (true), rather than one that asks another instance for it or fails. */
+  async #openingHere(entry: SlotEntry | undefined, kind: SlotEntry["kind"]): Promise<boolean> {
+    if (entry?.kind !== kind || entry.slot) return false;
+    return Promise.race([
+      entry.promise.then(
+        () => true,
+        () => false,
+      ),
+      entry.asking.then(() => false),
+    ]);
   }
 
   /** The poster of this server's items into other instances' consumers' inboxes. */
@@ -237,7 +259,7 @@ export class QueueRegistry {
     return out;
   }
 
-  async #slot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
+  async #slot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver, entry: SlotEntry) => Promise<Slot>): Promise<Slot> {
     void this.writers.wakeDelayed(queue);
     for (let turn = 0; ; turn++) {
       // A slot that is stopped again at once each time (its lock lost over and over): told, not retried without end.
@@ -260,7 +282,7 @@ export class QueueRegistry {
     }
   }
 
-  #consumerSlot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver) => Promise<Slot>): Promise<Slot> {
+  #consumerSlot(queue: string, name: string, kind: SlotEntry["kind"], open: (driver: QueueDriver, entry: SlotEntry) => Promise<Slot>): Promise<Slot> {
     // Closing: the slots were stopped; a new one would keep a long poll (and the close) waiting.
     if (this.#closing) return Promise.reject(new ApiError(503, "E_SHUTDOWN", "The server is shutting down."));
     const key = `${queue}\u0000${name}`;
@@ -272,12 +294,13 @@ export class QueueRegistry {
     const admin = this.#adminDone(queue);
     this.#startSweep();
     const entry = { kind } as SlotEntry;
+    entry.asking = new Promise<void>((resolve) => (entry.ask = resolve));
     entry.promise = (async () => {
       await pendingClose;
       await admin;
       await this.#makeRoom();
       const driver = await this.driver();
-      return (entry.slot = await this.#relieved(() => open(driver)));
+      return (entry.slot = await this.#relieved(() => open(driver, entry)));
     })();
     this.#consumers.set(key, entry);
     entry.promise.catch(() => this.#consumers.get(key) === entry && this.#consumers.delete(key));

@@ -30,7 +30,6 @@ describe.each([
   { locks: "locks held while their process lives", leased: false, kind: "a partitioned queue", partitions: PARTITIONS },
   { locks: `leased locks (${LEASE_MS} ms)`, leased: true, kind: "a partitioned queue", partitions: PARTITIONS },
   { locks: "locks held while their process lives", leased: false, kind: "an ordinary queue", partitions: 0 },
-  { locks: `leased locks (${LEASE_MS} ms)`, leased: true, kind: "an ordinary queue", partitions: 0 },
 ])("several instances on one directory, $kind, $locks", ({ leased, partitions }) => {
   it(`every acknowledged message is consumed through kills and pauses (${RUN_NAME})`, { timeout: RUN_MS + 120_000 }, async () => {
     const name = `${leased ? "leased" : "pid"}-${partitions > 0 ? "partitioned" : "ordinary"}`;

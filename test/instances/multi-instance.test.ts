@@ -1,6 +1,6 @@
 /**
  * Several `v-queue serve` processes (the built CLI) on ONE data directory, a partitioned queue
- * shared by all of them, while one instance after another is SIGKILLed and restarted or
+ * (and, with default locks, an ordinary one) shared by all of them, while one instance after another is SIGKILLed and restarted or
  * SIGSTOPped: every message answered 2xx is consumed (ordered: each key in order, at least
  * once; shared: at least once), no record fails its CRC, and the lags reach 0. Twice: with the
  * fs driver's default locks (held while their process lives: paused for a second, an instance

@@ -5,7 +5,7 @@
  * committed (acknowledged), or after `handoffGraceMs` (then the new holder delivers it again).
  * The slot stops then, and this server's next request for the consumer asks for it back.
  */
-import { INBOX_CHECK_MS } from "../src/consumers/state/ack-inbox";
+import { readInboxAtPace, type InboxReads } from "../src/consumers/state/inbox-pace";
 import type { QueueDriver } from "../src/core/driver";
 import { resolveHandoffOptions } from "../src/instances/handoff";
 import { PartitionSet } from "../src/partitions/set";
@@ -29,8 +29,13 @@ export interface HandoverHooks<T, S extends HandoverSlot> {
   open(): Promise<T>;
   /** Handed-out messages not yet committed (acknowledged): let go only after them, or after the grace. */
   busy(item: T): boolean;
-  /** Run at open and every `INBOX_CHECK_MS` while held: applies what other instances took for it (their commits). */
-  inbox?(item: T): Promise<void>;
+  /**
+   * Run at open and at the inbox pace while held (src/consumers/state/inbox-pace.ts): applies what
+   * other instances took for it (their commits); resolves with the inbox files read.
+   */
+  inbox?(item: T): Promise<number>;
+  /** Called when the holder is asked to let go, before it waits for its handed-out messages (to hurry the inbox it has of its own). */
+  onReleasing?(item: T): void;
   /** Called when the consumer is held by another instance and asked for (after a first try found it held). */
   onAsking?(): void;
   /** The slot of the consumer taken; `onStopped` is for it to call once it stopped (the hand-over watch ends). */
@@ -58,16 +63,21 @@ export async function takeHandoverSlot<T, S extends HandoverSlot>(hooks: Handove
     busy: (item) => (slot?.reading ?? false) || hooks.busy(item),
     // The slot closes the consumer, once its requests in flight end.
     close: async () => slot?.stop("closed"),
-    onReleasing: () => slot?.drain(),
+    // Asked for: what it handed out is most often committed (acked) through the asker, into its inbox.
+    onReleasing: (held) => {
+      slot?.drain();
+      inboxReads?.hurry();
+      hooks.onReleasing?.(held.item);
+    },
     minHoldMs: handoff.minHoldMs,
     // The registry closes idle slots (consumerIdleMs): none let go here for idleness.
     idleMs: 24 * 3600_000,
     graceMs: handoff.handoffGraceMs,
   });
-  let inboxTimer: ReturnType<typeof setInterval> | undefined;
+  let inboxReads: InboxReads | undefined;
   // Not awaited: a stop that a release started is awaited by that release (set.close waits for it).
   const onStopped = () => {
-    clearInterval(inboxTimer);
+    inboxReads?.stop();
     void set.close().catch(() => {});
   };
   try {
@@ -75,8 +85,7 @@ export async function takeHandoverSlot<T, S extends HandoverSlot>(hooks: Handove
     const taken = (await set.tryTake(0)) ?? (hooks.onAsking?.(), await set.take(0, handoff.handoffTimeoutMs));
     if (hooks.inbox) {
       // Also while it is let go: a commit taken elsewhere ends the wait for it.
-      inboxTimer = setInterval(() => void hooks.inbox!(taken.item).catch(() => {}), INBOX_CHECK_MS);
-      (inboxTimer as { unref?: () => void }).unref?.();
+      inboxReads = readInboxAtPace(() => hooks.inbox!(taken.item));
     }
     slot = hooks.slot(taken.item, onStopped);
     return slot;

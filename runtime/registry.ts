@@ -189,6 +189,7 @@ export class QueueRegistry {
         open: () => SharedConsumer.open(queue, name, { ...this.#consumerOptions(driver), ...this.options.sharedFor(queue) }),
         // Leases running: let go once they are acknowledged (or run out); what is nacked or ready is in its state for the next holder.
         busy: (consumer) => consumer.stats.inFlight > 0,
+        onReleasing: (consumer) => consumer.hurryInbox(),
         slot: (consumer, onStopped) => new SharedSlot(consumer, () => void this.#relieve(), onStopped),
       }),
     ) as Promise<SharedSlot>;

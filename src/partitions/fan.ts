@@ -46,6 +46,8 @@ export interface FanHooks<T, M, P> {
   wait?(item: T, timeoutMs: number, signal: AbortSignal): Promise<unknown>;
   /** The saved position (ack floor) of `item`: what its lag counts from. */
   committed(item: T): ConsumerPosition;
+  /** Called when a partition starts to be let go (asked for, or idle), before its busy wait. */
+  onReleasing?(item: T): void;
   /** Called once a partition was let go (its object closed). */
   onRelease?(index: number, item: T): void;
 }
@@ -93,6 +95,7 @@ export class PartitionFan<T, M, P> {
       graceMs: handoff.handoffGraceMs,
       grant: (want, held) => this.#grant(want, held),
       grantYoung: (want, held) => this.#grant(want, held, true),
+      onReleasing: (slot) => hooks.onReleasing?.(slot.item),
       onRelease: (slot, reason) => {
         if (reason === "wanted") this.handedOver++;
         hooks.onRelease?.(slot.index, slot.item);

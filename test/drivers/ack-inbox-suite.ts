@@ -1,7 +1,8 @@
 // A shared consumer's ack inbox (src/consumers/state/ack-inbox.ts) on every driver: acks another instance took
 // for it, applied by the holder, at open and while it runs, each answered with the holder's verdict.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { INBOX_CHECK_MS, InboxPoster, VERDICT_KEEP_MS } from "../../src/consumers/state/ack-inbox";
+import { InboxPoster, VERDICT_KEEP_MS } from "../../src/consumers/state/ack-inbox";
+import { INBOX_CHECK_MS } from "../../src/consumers/state/inbox-pace";
 import { deleteConsumer } from "../../src/admin/delete";
 import type { QueueDriver } from "../../src/core/driver";
 import type { QueueProblem } from "../../src/core/errors";

@@ -2,7 +2,8 @@
  * Commits of an ordered consumer's partition taken by an instance that does not hold it (Nitro's
  * `node-cluster` hands each connection to any worker; a partition is handed over between a
  * batch and its commit): written into the partition consumer's inbox (consumers/state/ack-inbox.ts, `C` lines)
- * and applied by its holder, at open (before it hands anything out) and every `INBOX_CHECK_MS`.
+ * and applied by its holder, at open (before it hands anything out) and at the inbox pace
+ * (consumers/state/inbox-pace.ts).
  * Commits only move forward, so applying the furthest one that names a message end is all of it.
  */
 import { answerInbox, DONE, inboxItems, readInbox, refusal, type InboxCommit, type Verdict } from "../state/ack-inbox";
@@ -16,9 +17,9 @@ import { partPath } from "../../storage/paths";
 /**
  * Applies the commits in `consumer`'s inbox and answers each (done once committed there or
  * beyond; a commit that names no message end is refused, `E_CURSOR`); an I/O failure leaves the
- * files for the next round.
+ * files for the next round. Resolves with the number of inbox files read.
  */
-export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> {
+export async function applyInboxCommits(consumer: QueueConsumer): Promise<number> {
   const { driver, onProblem } = consumer.options;
   const read = await readInbox(driver, consumer.queue, consumer.name, onProblem);
   const commits = inboxItems(read).filter((item): item is InboxCommit => item.kind === "commit");
@@ -42,6 +43,7 @@ export async function applyInboxCommits(consumer: QueueConsumer): Promise<void> 
   }
   const decided = new Map(commits.map((item) => [item, refused.get(item) ?? DONE]));
   await answerInbox(driver, read, decided, consumer.lock);
+  return read.files.length;
 }
 
 /**

@@ -5,7 +5,8 @@
  * once what this instance handed out of it is committed (or after `handoffGraceMs`: then the
  * new holder delivers it again — at least once).
  */
-import { INBOX_CHECK_MS, InboxPoster, outcome } from "../state/ack-inbox";
+import { InboxPoster, outcome } from "../state/ack-inbox";
+import { readInboxAtPace, type InboxReads } from "../state/inbox-pace";
 import { applyInboxCommits, assertCommitFits } from "./commit-inbox";
 import { QueueConsumer } from "./consumer";
 import { comparePositions, formatCursor, parseCursor, positionAfter, type ConsumerPosition } from "../../format/position";
@@ -57,8 +58,8 @@ export class PartitionedConsumer
   readonly #resolved: ResolvedConsumerOptions;
   /** Commits of partitions held elsewhere, to their inboxes (consumers/ordered/commit-inbox.ts). */
   readonly #inbox: InboxPoster;
-  readonly #inboxTimer: ReturnType<typeof setInterval>;
-  #checking = false;
+  /** The reads of the held partitions' inboxes. */
+  readonly #inboxReads: InboxReads;
 
   private constructor(queue: string, name: string, partitions: number, options: PartitionedConsumerOptions, unborn: Set<string>) {
     const handoff = resolveHandoffOptions(options);
@@ -66,6 +67,8 @@ export class PartitionedConsumer
     const resolved = resolveConsumerOptions(consumerOptions);
     const released = new Map<number, ConsumerPosition>();
     const served = new Set<number>();
+    // Made once `this` exists (after the fan it hurries).
+    let inboxReads: InboxReads | undefined;
     const fan = new PartitionFan<QueueConsumer, Message, { raw: boolean }>({
       driver: resolved.driver,
       queue,
@@ -80,6 +83,8 @@ export class PartitionedConsumer
         return consumer;
       },
       busy: (consumer) => comparePositions(consumer.position, consumer.committed) > 0,
+      // Asked for: what it handed out is most often committed through the asker, into its inbox.
+      onReleasing: () => inboxReads?.hurry(),
       close: (consumer) => consumer.close(),
       whenLockLost: (consumer, listener) => consumer.whenLockLost(listener),
       take: (consumer, max, maxBytes, { raw }) => consumer.read({ max, maxBytes, raw }),
@@ -97,8 +102,7 @@ export class PartitionedConsumer
     this.#released = released;
     this.#resolved = resolved;
     this.#inbox = new InboxPoster(resolved.driver, fan.set.id, resolved.syncCommits);
-    this.#inboxTimer = setInterval(() => void this.#checkInboxes(), INBOX_CHECK_MS);
-    (this.#inboxTimer as { unref?: () => void }).unref?.();
+    this.#inboxReads = inboxReads = readInboxAtPace(() => this.#checkInboxes());
   }
 
   /** Opens consumer `name` of partitioned queue `queue` (`E_NOT_FOUND` when it is not declared); takes the free partitions. */
@@ -107,13 +111,13 @@ export class PartitionedConsumer
     const partitions = await PartitionedConsumerBase.declared(driver, queue, name, options.partitions);
     const consumer = new PartitionedConsumer(queue, name, partitions, options, await PartitionedConsumerBase.unborn(driver, queue, partitions, options.start));
     return PartitionedConsumerBase.started(consumer).catch((error: unknown) => {
-      clearInterval(consumer.#inboxTimer);
+      consumer.#inboxReads.stop();
       throw error;
     });
   }
 
   override async close(): Promise<void> {
-    clearInterval(this.#inboxTimer);
+    this.#inboxReads.stop();
     await super.close();
   }
 
@@ -151,7 +155,8 @@ export class PartitionedConsumer
    * Saves positions: after everything handed out (no argument), after a message (its
    * partition), or a composite cursor (each partition it names). A partition held elsewhere
    * (handed over since, or the cursor came from another instance) takes it through its inbox:
-   * stored now, applied by its holder within about `INBOX_CHECK_MS` (consumers/ordered/commit-inbox.ts).
+   * stored now, applied by its holder within about `INBOX_CHECK_MS` (consumers/ordered/commit-inbox.ts,
+   * consumers/state/inbox-pace.ts).
    */
   async commit(upTo?: PartitionedMessage | string): Promise<void> {
     this.assertOpen();
@@ -276,16 +281,12 @@ export class PartitionedConsumer
     outcome(verdict!);
   }
 
-  /** Applies the commits other instances took for the partitions held here (each round one at a time). */
-  async #checkInboxes(): Promise<void> {
-    if (this.#checking || this.closed) return;
-    this.#checking = true;
-    try {
-      // Those being let go too: a commit that reaches one ends the wait for it (the hand-over's grace).
-      for (const consumer of this.#partitionsHeld()) await applyInboxCommits(consumer).catch(() => {});
-    } finally {
-      this.#checking = false;
-    }
+  /** Applies the commits other instances took for the partitions held here; resolves with the inbox files read. */
+  async #checkInboxes(): Promise<number> {
+    let files = 0;
+    // Those being let go too: a commit that reaches one ends the wait for it (the hand-over's grace).
+    for (const consumer of this.closed ? [] : this.#partitionsHeld()) files += await applyInboxCommits(consumer).catch(() => 0);
+    return files;
   }
 }
 

@@ -175,6 +175,14 @@ export class SharedConsumer implements LeasingConsumer {
     this.#inner.whenLockLost(listener);
   }
 
+  /**
+   * Reads the inbox now, then every few ms for a while: for a holder asked to hand this consumer
+   * over, whose leases are most often acked through the instance that asks (consumers/state/inbox-pace.ts).
+   */
+  hurryInbox(): void {
+    this.#inbox.hurry();
+  }
+
   get closed(): boolean {
     return this.#closed;
   }

@@ -1,6 +1,7 @@
 import type { DriverLock } from "../../core/driver";
 import { MAX_LEASE_MS, type ResolvedSharedOptions } from "../../options/shared";
-import { answerInbox, DONE, inboxItems, INBOX_CHECK_MS, readInbox, refusal, type InboxItem, type Verdict } from "../state/ack-inbox";
+import { answerInbox, DONE, inboxItems, readInbox, refusal, type InboxItem, type Verdict } from "../state/ack-inbox";
+import { InboxPace } from "../state/inbox-pace";
 import { VQueueError } from "../../core/errors";
 import type { LeaseRef, NackOptions } from "../types";
 import type { SharedLeases } from "./leases";
@@ -22,12 +23,14 @@ export interface InboxConsumer {
 
 /**
  * A shared consumer's inbox (consumers/state/ack-inbox.ts): the acks, nacks and extends that
- * other instances took for it, applied at open, every INBOX_CHECK_MS, and when a poll asks.
+ * other instances took for it, applied at open, at the inbox pace (consumers/state/inbox-pace.ts),
+ * and when a poll asks.
  */
 export class SharedInbox {
   readonly #consumer: InboxConsumer;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #check: Promise<void> | undefined;
+  readonly #pace = new InboxPace();
   /** When the last read began: a lease that ran out after it may have an ack or extend there not read yet. */
   #readAt = 0;
   #closed = false;
@@ -40,9 +43,11 @@ export class SharedInbox {
     return this.#readAt;
   }
 
-  /** Applies the inbox (a failure is told and tried again), then looks again after `INBOX_CHECK_MS`. */
+  /** Applies the inbox (a failure is told and tried again), then looks again at the inbox pace. */
   check(): Promise<void> {
+    let files = 0;
     this.#check = this.#apply()
+      .then((found) => void (files = found))
       .catch((error: unknown) => {
         const { name, queue, options } = this.#consumer;
         const why = error instanceof Error ? error.message : String(error);
@@ -56,7 +61,7 @@ export class SharedInbox {
       .finally(() => {
         this.#check = undefined;
         if (this.#closed) return;
-        this.#timer = setTimeout(() => void this.check(), INBOX_CHECK_MS);
+        this.#timer = setTimeout(() => void this.check(), this.#pace.next(files));
         (this.#timer as { unref?: () => void }).unref?.();
       });
     return this.#check;
@@ -67,6 +72,12 @@ export class SharedInbox {
     if (this.#check) return this.#check;
     clearTimeout(this.#timer);
     return this.check();
+  }
+
+  /** The holder is asked to hand over (its leases must be acked first, often through here): reads now, then at the busy pace. */
+  hurry(): void {
+    this.#pace.hurry();
+    if (!this.#closed) void this.now();
   }
 
   /** No read from now on; resolves once the one under way is done. */
@@ -80,13 +91,13 @@ export class SharedInbox {
    * What other instances took for this consumer, each decided as the call would be here: an ack
    * as `ackAll` (refused when the message went out again to another worker meanwhile), a nack or
    * an extend when its lease still runs here or ran out and did not go out again. Written, then
-   * each file's verdicts, then the files go.
+   * each file's verdicts, then the files go. Resolves with the number of inbox files read.
    */
-  async #apply(): Promise<void> {
+  async #apply(): Promise<number> {
     const { queue, name, options, lock, leases } = this.#consumer;
     this.#readAt = Date.now();
     const read = await readInbox(options.driver, queue, name, options.onProblem);
-    if (this.#closed) return;
+    if (this.#closed) return 0;
     const decided = new Map<InboxItem, Verdict>();
     const acks: (InboxItem & { kind: "ack" })[] = [];
     const waits: Promise<unknown>[] = [];
@@ -124,5 +135,6 @@ export class SharedInbox {
     }
     await Promise.all(waits);
     await answerInbox(options.driver, read, decided, lock);
+    return read.files.length;
   }
 }

@@ -52,6 +52,8 @@ export class PartitionedSharedConsumer
       handoff,
       open: (partition) => SharedConsumer.open(partition, name, unborn.has(partition) ? { ...sharedOptions, start: "earliest" } : sharedOptions),
       busy: (shared) => shared.stats.inFlight > 0,
+      // Asked for: its leases are most often acked through the asker, into its inbox.
+      onReleasing: (shared) => shared.hurryInbox(),
       close: (shared) => shared.close(),
       whenLockLost: (shared, listener) => shared.whenLockLost(listener),
       take: (shared, max, maxBytes, { leaseMs }) => shared.poll({ leaseMs, max, maxBytes, timeoutMs: 0 }),

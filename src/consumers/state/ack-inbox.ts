@@ -17,13 +17,13 @@ import { writeWhole } from "../../storage/write-whole";
  * or the request reached another instance (Nitro's `node-cluster` hands each connection to any
  * worker). That instance writes them, durably, into the consumer's inbox, a directory of small
  * files (`Q_info_wanta_C/<instance>-<seq>`), each written whole once and never changed. The
- * holder reads the inbox when it opens, every `INBOX_CHECK_MS`, and before a lease that ran out
+ * holder reads the inbox when it opens, at the inbox pace (inbox-pace.ts), and before a lease that ran out
  * goes out again (an ack or extend posted in time counts), applies what it finds
  * (consumers/shared/inbox.ts, consumers/ordered/commit-inbox.ts), writes its verdict on each line
  * into `<instance>-<seq>.v` beside the file (written whole, fenced by its lock), and removes
  * the file once its acks are in its journal: a crash in between applies them again, which
  * changes nothing. The poster answers only with the verdict (it reads the verdict file every
- * `VERDICT_POLL_MS`, then removes it): an ack is never answered done before the holder decided,
+ * `VERDICT_POLL_MS` at most, then removes it): an ack is never answered done before the holder decided,
  * so a message handed out again meanwhile gets the refusal a direct ack gets. No verdict within
  * `VERDICT_WAIT_MS` (the holder is paused, or gone and nobody opened the consumer since):
  * `E_PENDING`, the file stays and its next holder applies it. A verdict nobody took (its poster
@@ -40,12 +40,10 @@ import { writeWhole } from "../../storage/write-whole";
  * - `R;<code>;<message, URI-encoded>;<crc>`: refused, as the holder refuses that call (`E_LEASE`, `E_CURSOR`, ...).
  */
 
-/** How often a holder looks into its inbox: an ack waits this long at most, a lease runs far longer. */
-export const INBOX_CHECK_MS = 500;
-
-/** How often a poster looks for its verdict. */
+/** How often a poster looks for its verdict at most: first after `VERDICT_FIRST_POLL_MS`, then twice as long each time up to this. */
 export const VERDICT_POLL_MS = 50;
-/** How long a poster waits for its verdict: the holder looks every INBOX_CHECK_MS, a loaded one later. */
+const VERDICT_FIRST_POLL_MS = 5;
+/** How long a poster waits for its verdict: an idle holder looks every INBOX_CHECK_MS, a loaded one later. */
 export const VERDICT_WAIT_MS = 10_000;
 /** A verdict still there this long after its holder first saw it has no poster waiting for it. */
 export const VERDICT_KEEP_MS = 6 * VERDICT_WAIT_MS;
@@ -225,7 +223,7 @@ export class InboxPoster {
   /** The verdict on each of the `count` lines of inbox file `path`, once its holder wrote it; then it goes. */
   async #verdicts(path: string, count: number, queue: string, consumer: string): Promise<Verdict[]> {
     const deadline = Date.now() + VERDICT_WAIT_MS;
-    for (;;) {
+    for (let waitMs = VERDICT_FIRST_POLL_MS; ; waitMs = Math.min(2 * waitMs, VERDICT_POLL_MS)) {
       const bytes = await this.driver.readRecord(verdictPath(path));
       // Empty or short: being written by a driver without `writeAtomic`, read again.
       const verdicts = bytes && checkedLines(bytes).map((fields) => (fields === undefined ? undefined : parseVerdict(fields)));
@@ -239,7 +237,7 @@ export class InboxPoster {
           `Consumer "${consumer}" of queue "${queue}" is held by another instance that has not applied this yet (it is paused or busy, or gone and nobody opened the consumer since): it is stored and applied by the consumer's holder; retry to learn the outcome (an ack taken twice changes nothing).`,
         );
       }
-      await sleep(VERDICT_POLL_MS);
+      await sleep(waitMs);
     }
   }
 }

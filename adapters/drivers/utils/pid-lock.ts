@@ -73,7 +73,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
  * each; through the pool that is an open, a read and a close each).
  */
 export async function isPidLockHeld(path: string, inline = false): Promise<boolean> {
-  const owner = inline ? readOwnerSync(path) : await readOwner(path);
+  const owner = await readOwner(path, inline);
   return owner !== undefined && (await isOwnerAlive(owner, path));
 }
 
@@ -93,18 +93,10 @@ async function releasePidLock(path: string, dev: number, ino: number): Promise<v
   if (stat.dev === dev && stat.ino === ino) await unlink(path).catch(() => {});
 }
 
-export async function readOwner(path: string): Promise<string | undefined> {
+/** The owner line of the lock file at `path` (undefined: no such file); `inline`: read with a synchronous call. */
+export async function readOwner(path: string, inline = false): Promise<string | undefined> {
   try {
-    return await readFile(path, "utf8");
-  } catch (error) {
-    if (isCode(error, "ENOENT")) return undefined;
-    throw error;
-  }
-}
-
-function readOwnerSync(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
+    return inline ? readFileSync(path, "utf8") : await readFile(path, "utf8");
   } catch (error) {
     if (isCode(error, "ENOENT")) return undefined;
     throw error;

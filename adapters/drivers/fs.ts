@@ -256,8 +256,13 @@ function truncateSync(handle: NodeFileHandle, length: number): void {
 
 function createLog(handle: NodeFileHandle, inlineIOBytes: number, fenced: Fenced): LogFile {
   return {
+    // An fstat of an open file is quick: on the calling thread too unless all I/O goes through the pool.
     async size() {
-      return (await handle.stat().catch(fail)).size;
+      try {
+        return (inlineIOBytes > 0 ? fstatSync(handle.fd) : await handle.stat()).size;
+      } catch (error) {
+        return fail(error);
+      }
     },
     read: (position, length) => readAt(handle, position, length, inlineIOBytes),
     append: (at, data, fence) => fenced(fence, (underFence) => writeAt(handle, at, data, underFence ? Number.POSITIVE_INFINITY : inlineIOBytes)),

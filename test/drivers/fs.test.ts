@@ -91,19 +91,21 @@ describe("fs driver", () => {
   );
 
   it.skipIf(currentRuntime !== "node")(
-    "by default appends a writer's 1 MiB batch and reads a consumer's 1 MiB chunk without the thread pool (its handoff costs more than the copy)",
+    "by default appends a writer's 1 MiB batch, reads a consumer's 1 MiB chunk and a log's size without the thread pool (its handoff costs more than the copy)",
     async () => {
       const dir = await freshDir();
       const driver = fsDriver({ dir });
       const log = (await driver.openLog("log", { create: true }))!;
       const chunk = new Uint8Array(1 << 20).map((_, i) => i % 251);
-      let appended, read;
+      let appended, read, size;
       await withPoolStuck(dir, async () => {
         appended = await inTime(log.append(0, chunk));
         read = await inTime(log.read(0, chunk.length).then((bytes) => Buffer.compare(bytes, chunk) === 0));
+        size = await inTime(log.size());
       });
       expect(appended).toEqual({ value: undefined });
       expect(read).toEqual({ value: true });
+      expect(size).toEqual({ value: chunk.length });
       await log.close();
     },
   );

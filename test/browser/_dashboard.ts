@@ -90,8 +90,12 @@ export async function openPage(
   return { context, page, problems };
 }
 
-/** Screenshots of the page as it is now, at laptop then phone width (the viewport is put back). */
-export async function screenshots(page: Page, name: string): Promise<void> {
+/**
+ * Screenshots of the page as it is now, at laptop then phone width (the viewport is put back):
+ * the whole page, or only the window with `window` (a page of 1,000 rows is tens of thousands of
+ * pixels tall at phone width: its capture took over 30 s on a loaded machine).
+ */
+export async function screenshots(page: Page, name: string, { window = false }: { window?: boolean } = {}): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
   const before = page.viewportSize() ?? LAPTOP;
   for (const [label, size] of [
@@ -100,8 +104,8 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   ] as const) {
     await page.setViewportSize(size);
     await page.waitForTimeout(250);
-    // The whole page at that width (what scrolls below the window too).
-    await page.screenshot({ path: resolve(ARTIFACTS, `dashboard-${name}-${label}.png`), fullPage: true });
+    // The whole page at that width (what scrolls below the window too), unless told the window.
+    await page.screenshot({ path: resolve(ARTIFACTS, `dashboard-${name}-${label}.png`), fullPage: !window });
   }
   await page.setViewportSize(before);
 }

@@ -145,7 +145,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     await page.getByLabel("Filter queues by name").fill("");
     await page.locator("[data-more]").click();
     expect(await page.locator("#queue-rows tr th a").count()).toBe(1000);
-    await screenshots(page, "queues-1000");
+    await screenshots(page, "queues-1000", { window: true });
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);

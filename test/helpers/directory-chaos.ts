@@ -3,7 +3,8 @@
  * processes) and test/hosts/node-cluster-chaos.test.ts (Nitro `node-cluster` workers): traffic on
  * every instance while one after another is SIGKILLed and restarted or SIGSTOPped, then the
  * checks: every acknowledged message consumed (each key in order), lags 0, every record's CRC
- * good and numbered, each message stored once, stale writers stopped and counted when leased.
+ * good and numbered, each message stored once, stale writers stopped and counted when leased, and
+ * no 409 but a few E_LOCKED (retried, as the SDK does). On a partitioned queue or an ordinary one.
  */
 import { expect } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
@@ -12,6 +13,7 @@ import {
   lagsByPartition,
   chaosLoop,
   expectEveryInstanceKilledAndPaused,
+  expectFewConflicts,
   expectKeysInOrder,
   readAllRecords,
   settle,
@@ -52,7 +54,7 @@ export async function expectDirectoryChaosLosesNothing({
   const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4, pinOrdered, partitionKeys: partitions > 0 });
   // Leased: an instance paused while it writes has writes in flight that land after its lease
   // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
-  const beforePause = leaseMs ? busyThenWanted(traffic, instances.length, burst) : undefined;
+  const beforePause = leaseMs ? busyThenWanted(traffic, instances.length, burst, partitions) : undefined;
   const faults = await chaosLoop(instances, { runMs, pauseMs: leaseMs ? 2 * leaseMs : 1000, beforePause, countFenced: true });
   const { kills, pauses } = faults;
   await traffic.stopProducing();
@@ -64,12 +66,13 @@ export async function expectDirectoryChaosLosesNothing({
 
   const expected = traffic.expected();
   const fencedWrites = await totalFencedWrites(instances);
-  const { retries, orderedErrors, commitRetries, fencedAnswers } = traffic.counts;
+  const { retries, orderedErrors, commitRetries, fencedAnswers, statuses, conflicts } = traffic.counts;
   console.log(
-    `[${label}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries, ${orderedErrors} failed consumes, ${commitRetries} commits sent again; ` +
+    `[${label}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, ${commitRetries} commits sent again, 409s answered ${JSON.stringify(conflicts)}; ` +
       `stale-writer rejections: ${fencedWrites.storage} by the fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers`,
   );
   expectEveryInstanceKilledAndPaused(faults);
+  expectFewConflicts(traffic);
   // Default locks never change hands while their holder lives: nothing to fence.
   if (leaseMs) expect(fencedWrites.storage + fencedWrites.lease).toBeGreaterThan(0);
   else expect(fencedWrites).toEqual({ storage: 0, lease: 0 });

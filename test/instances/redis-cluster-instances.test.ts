@@ -109,7 +109,7 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       expect(masters).not.toContain(victim);
     })();
     // An instance paused while it writes has writes in flight that land after its lease: fenced.
-    const beforePause = busyThenWanted(traffic, INSTANCES, BURST);
+    const beforePause = busyThenWanted(traffic, INSTANCES, BURST, PARTITIONS);
     const faults = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 2 * LEASE_MS, beforePause, countFenced: true });
     const { kills, pauses } = faults;
     await masterKill;

@@ -6,8 +6,11 @@
  * good and numbered, each message stored once, stale writers stopped and counted when leased, and
  * no 409 but a few E_LOCKED (retried, as the SDK does). On a partitioned queue or an ordinary one.
  */
+import { readFile } from "node:fs/promises";
+import { join } from "pathe";
 import { expect } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
+import { writerLockPath } from "../../src/storage/paths";
 import {
   busyThenWanted,
   lagsByPartition,
@@ -54,7 +57,11 @@ export async function expectDirectoryChaosLosesNothing({
   const traffic = startTraffic(instances, { queue, producers: 2, keysPerProducer: 4, pinOrdered, partitionKeys: partitions > 0 });
   // Leased: an instance paused while it writes has writes in flight that land after its lease
   // (fenced), and partitions the others ask for meanwhile (taken over: its locks found lost).
-  const beforePause = leaseMs ? busyThenWanted(traffic, instances.length, burst, partitions) : undefined;
+  const holdsWriter = async (instance: number) => {
+    const pid = instances[instance]!.pid?.();
+    return pid !== undefined && (await writerLockPid(dir, queue)) === pid;
+  };
+  const beforePause = leaseMs ? busyThenWanted(traffic, instances.length, burst, partitions, holdsWriter) : undefined;
   const faults = await chaosLoop(instances, { runMs, pauseMs: leaseMs ? 2 * leaseMs : 1000, beforePause, countFenced: true });
   const { kills, pauses } = faults;
   await traffic.stopProducing();
@@ -94,4 +101,10 @@ export async function expectDirectoryChaosLosesNothing({
   expect(problems.filter((p) => p.code !== "TORN_TAIL" && p.code !== "NO_INDEX")).toEqual([]);
   // Idempotency keys kept retries from writing twice: exactly the messages acknowledged.
   expect(records).toBe(expected.length);
+}
+
+/** The process whose name an ordinary queue's writer lock file (`<queue>_queue.lock`: `pid start host epoch nonce`) holds now, if any. */
+async function writerLockPid(dir: string, queue: string): Promise<number | undefined> {
+  const text = await readFile(join(dir, writerLockPath(queue)), "utf8").catch(() => "");
+  return Number(text.split(" ")[0]) || undefined;
 }

@@ -49,6 +49,8 @@ export interface Instance {
   kill(signal: NodeJS.Signals): void;
   /** This process's stale-writer refusals so far; undefined when it does not answer. */
   fencedWrites(): Promise<StaleWriterCounts | undefined>;
+  /** Its process's id now (undefined while none runs). */
+  pid?(): number | undefined;
 }
 
 /**
@@ -114,6 +116,7 @@ export async function startInstance(storageArgs: string[], runtime: Runtime = "n
       if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
     fencedWrites: async () => staleWriterCounts(await call(`${url}/metrics`, {}, 3000)),
+    pid: () => instance.child?.pid,
   };
   await start();
   return instance;
@@ -421,18 +424,27 @@ function errorCode(text: string): string {
  * one holds (taken over once its lease runs out: its lock is found lost when it runs again).
  * On an ordinary queue (`partitions` 0) the instance must first be handed the queue's one writer
  * (a request, then the holder's batch in flight): the first burst waits (up to 5 s) until the
- * instance answers one of its produces itself, and a second burst is sent just before the pause.
+ * instance holds it, then a second burst is sent just before the pause. It holds it once it
+ * answered one of the burst's produces itself, or, behind one port (node-cluster workers: any
+ * worker may answer), once `holdsWriter` says so.
  */
-export function busyThenWanted(traffic: Traffic, instances: number, count: number, partitions: number) {
+export function busyThenWanted(traffic: Traffic, instances: number, count: number, partitions: number, holdsWriter?: (instance: number) => Promise<boolean>) {
   return async (instance: number) => {
-    const holds = traffic.burst(instance, count);
+    const answeredHere = traffic.burst(instance, count);
     if (partitions === 0) {
+      const holds = holdsWriter ? untilTrue(() => holdsWriter(instance), 5000) : answeredHere;
       await Promise.race([holds, sleep(5000)]);
       void traffic.burst(instance, count);
     }
     setTimeout(() => void traffic.burst((instance + 1) % instances, count), 200);
     if (partitions > 0) await sleep(30);
   };
+}
+
+/** Resolves true once `check` does (asked every 10 ms), false after `timeoutMs`. */
+async function untilTrue(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(10)) if (await check()) return true;
+  return false;
 }
 
 export interface ChaosOptions {

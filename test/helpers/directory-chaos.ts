@@ -75,7 +75,7 @@ export async function expectDirectoryChaosLosesNothing({
   const fencedWrites = await totalFencedWrites(instances);
   const { retries, orderedErrors, commitRetries, fencedAnswers, statuses, conflicts } = traffic.counts;
   console.log(
-    `[${label}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, ${commitRetries} commits sent again, 409s answered ${JSON.stringify(conflicts)}; ` +
+    `[${label}] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, ${commitRetries} commits sent again, 409s answered ${JSON.stringify(conflicts)} of ${traffic.counts.answers} answers; ` +
       `stale-writer rejections: ${fencedWrites.storage} by the fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers`,
   );
   expectEveryInstanceKilledAndPaused(faults);

@@ -160,7 +160,7 @@ async function expectNothingLost(label: string, traffic: Traffic, driver: QueueD
   const { retries, orderedErrors, fencedAnswers, statuses, ambiguousAcks, conflicts } = traffic.counts;
   console.log(
     `[redis-cluster-instances, ${label}] ${expected.length} messages acknowledged, ${fencedAnswers} E_FENCED seen by producers; ` +
-      `${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, 409s answered ${JSON.stringify(conflicts)}, ${ambiguousAcks} acks answered 5xx (${traffic.onlyAmbiguous().length} messages delivered only so)`,
+      `${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, 409s answered ${JSON.stringify(conflicts)} of ${traffic.counts.answers} answers, ${ambiguousAcks} acks answered 5xx (${traffic.onlyAmbiguous().length} messages delivered only so)`,
   );
   // Every record of every partition reads back through the redis driver with a good CRC.
   const { problems, records, stored, misnumbered, duplicates } = await readAllRecords(driver, queue, partitions);

@@ -192,7 +192,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
     fencedAnswers: 0,
     ambiguousAcks: 0,
     statuses: {} as Record<string, number>,
-    /** 409 answers, by what was asked and their code (`produce E_LOCKED`): a client retrying as the SDK does is never shown one. */
+    /** 409 answers, by what was asked and their code (`produce E_LOCKED`; `burst`: a produce of a `burst`): a client retrying as the SDK does is never shown one. */
     conflicts: {} as Record<string, number>,
     /** Answers of any status to the traffic's requests. */
     answers: 0,
@@ -216,7 +216,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
   const json = { "content-type": "application/json" };
 
   /** Produces `key:number` (idempotency key the same), first on `instance` then on the next ones, until answered 2xx: the instance that answered it. */
-  const produce = async (key: string, number: number, instance: number): Promise<number> => {
+  const produce = async (key: string, number: number, instance: number, what = "produce"): Promise<number> => {
     const body = JSON.stringify({ message: `${key}:${number}` });
     let answeredBy: number;
     for (let attempt = 0; ; attempt++) {
@@ -235,7 +235,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
         await res.arrayBuffer();
         break;
       }
-      const text = await readRefused("produce", res);
+      const text = await readRefused(what, res);
       if (res && res.status < 500 && res.status !== 409) throw new Error(`produce answered ${res.status}: ${text}`);
       const code = res ? errorCode(text) || String(res.status) : "no answer";
       counts.statuses[code] = (counts.statuses[code] ?? 0) + 1;
@@ -396,7 +396,7 @@ export function startTraffic(instances: Instance[], options: TrafficOptions) {
      */
     burst(instance: number, count: number): Promise<boolean> {
       const name = `burst${bursts.length}`;
-      const sent = Array.from({ length: count }, (_, i) => produce(`${name}-${i}`, 0, instance));
+      const sent = Array.from({ length: count }, (_, i) => produce(`${name}-${i}`, 0, instance, "burst"));
       bursts.push(...sent);
       return Promise.race([
         ...sent.map((answered) => answered.then((by) => (by === instance ? true : new Promise<never>(() => {})))),
@@ -503,14 +503,15 @@ export async function chaosLoop(instances: Instance[], options: ChaosOptions) {
 /**
  * No 409 reaches a client that retries as the SDK does: each is `E_LOCKED`, which the SDK retries
  * (a holder paused, killed, or owed acks for what it handed out did not hand the writer or consumer
- * over within handoffTimeoutMs), and they are fewer than a tenth of the answers. When an instance
- * not holding an ordinary queue's writer or consumer answered 409 at once (before every instance
- * served it), they were a quarter of the answers or more.
+ * over within handoffTimeoutMs), and, but for the bursts' (sent at once at a holder about to be
+ * paused: 60 may wait out handoffTimeoutMs together, with a Redis failover on top), they are fewer
+ * than a tenth of the answers. When an instance not holding an ordinary queue's writer or consumer
+ * answered 409 at once (before every instance served it), they were nearly half the answers.
  */
 export function expectFewConflicts(traffic: Traffic): void {
   const { conflicts } = traffic.counts;
   expect(Object.keys(conflicts).filter((key) => !key.endsWith(" E_LOCKED"))).toEqual([]);
-  const total = Object.values(conflicts).reduce((sum, n) => sum + n, 0);
+  const total = Object.entries(conflicts).reduce((sum, [key, n]) => (key.startsWith("burst ") ? sum : sum + n), 0);
   expect(total, `409s answered: ${JSON.stringify(conflicts)} of ${traffic.counts.answers} answers`).toBeLessThan(traffic.counts.answers / 10);
 }
 

@@ -206,6 +206,7 @@ export function workerInstances(cluster: RunningCluster): Instance[] {
         const body = await ask(pid);
         return body ? staleWriterCounts(new Response(body.metrics)) : undefined;
       },
+      pid: () => pid,
     };
     return instance;
   });

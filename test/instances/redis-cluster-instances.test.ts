@@ -1,12 +1,15 @@
 /**
  * Three `v-queue serve` processes (the built CLI) on a real 6-node Redis Cluster (3 masters, 3
- * replicas), a partitioned queue shared by all of them: every 2 s an instance is SIGKILLed and
- * restarted or SIGSTOPped for twice its lock lease (another takes its partitions over; its writes
- * after SIGCONT are fenced), and once a Redis master is killed and its replica takes over. The
- * instances WAIT for one replica (`replicas=1`), so nothing answered 2xx may be lost. After the
- * run: every acknowledged message is consumed (ordered: each key in order; shared: at least
- * once), no record fails its CRC, stale-writer rejections happened and are counted, lags reach 0.
- * ~30 s (every instance killed once and paused once); `VQ_SOAK=1` runs 2 minutes. Needs `npm run build` (dist/) and redis-server.
+ * replicas), two queues shared by all of them in one run: a partitioned one, and an ordinary one
+ * (not declared: its one writer and its consumers handed over between the instances on request).
+ * Every 2 s an instance is SIGKILLed and restarted or SIGSTOPped for twice its lock lease (another
+ * takes its partitions and the ordinary queue's writer over; its writes after SIGCONT are fenced),
+ * and once a Redis master is killed and its replica takes over. The instances WAIT for one replica
+ * (`replicas=1`), so nothing answered 2xx may be lost. After the run, for each queue: every
+ * acknowledged message is consumed (ordered: each key in order; shared: at least once), no record
+ * fails its CRC, lags reach 0, no 409 but a few E_LOCKED; stale-writer rejections happened and are
+ * counted (both queues' together: the metrics have no queue label). ~40 s (every instance killed
+ * once and paused once); `VQ_SOAK=1` runs 2 minutes. Needs `npm run build` (dist/) and redis-server.
  *
  * It found two bugs, now fixed: an ack over several partitions, one failing meanwhile, answered
  * as a whole failure although the others were written (those messages never came again), and a
@@ -36,6 +39,7 @@ import {
   CHAOS,
   chaosLoop,
   expectEveryInstanceKilledAndPaused,
+  expectFewConflicts,
   expectKeysInOrder,
   readAllRecords,
   readDeadLetters,
@@ -45,18 +49,21 @@ import {
   totalFencedWrites,
   totalLag,
   type Instance,
+  type Traffic,
 } from "../helpers/multi-instance";
 import { redisTestsRun } from "../helpers/redis";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster";
 import { sleep } from "../helpers/sleep";
 
 const { runMs: RUN_MS, runName: RUN_NAME, instances: INSTANCES, partitions: PARTITIONS, queue: QUEUE, leaseMs: LEASE_MS, burst: BURST } = CHAOS;
+/** Not declared: an ordinary queue, in the same run as the partitioned one. */
+const ORDINARY_QUEUE = "plain";
 /** When the Redis master is killed (then restarted once its replica has taken over, to rejoin as a replica). */
 const MASTER_KILL_AT_MS = 7000;
 
 const available = redisTestsRun("many instances on a Redis Cluster");
 
-describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partitioned queue", () => {
+describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partitioned queue and an ordinary one", () => {
   const root = mkdtempSync(join(tmpdir(), "vq-redis-instances-"));
   const instances: Instance[] = [];
   let cluster: RedisCluster | undefined;
@@ -87,7 +94,10 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       disposeClient: true,
     });
 
-    const traffic = startTraffic(instances, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
+    // Both queues in the same run (the same instances, kills, pauses and failover): the partitioned
+    // one, and an ordinary one (not declared) whose one writer and consumers are handed over between the instances.
+    const partitioned = startTraffic(instances, { queue: QUEUE, producers: 2, keysPerProducer: 4 });
+    const ordinary = startTraffic(instances, { queue: ORDINARY_QUEUE, producers: 1, keysPerProducer: 4, partitionKeys: false });
     let failover = "";
     const masterKill = (async () => {
       await sleep(MASTER_KILL_AT_MS);
@@ -109,91 +119,111 @@ describe.skipIf(!available)("three instances on a 6-node Redis Cluster, a partit
       expect(masters).not.toContain(victim);
     })();
     // An instance paused while it writes has writes in flight that land after its lease: fenced.
-    const beforePause = busyThenWanted(traffic, INSTANCES, BURST);
+    // The ordinary queue's burst first: it waits until the instance holds that queue's writer.
+    const ordinaryBusy = busyThenWanted(ordinary, INSTANCES, BURST, 0);
+    const partitionedBusy = busyThenWanted(partitioned, INSTANCES, BURST, PARTITIONS);
+    const beforePause = async (instance: number) => {
+      await ordinaryBusy(instance);
+      await partitionedBusy(instance);
+    };
     const faults = await chaosLoop(instances, { runMs: RUN_MS, pauseMs: 2 * LEASE_MS, beforePause, countFenced: true });
     const { kills, pauses } = faults;
     await masterKill;
-    await traffic.stopProducing();
+    await Promise.all([partitioned.stopProducing(), ordinary.stopProducing()]);
 
-    await settle(traffic, driver, QUEUE, PARTITIONS, 90_000);
-    await traffic.stopConsuming();
+    await Promise.all([settle(partitioned, driver, QUEUE, PARTITIONS, 90_000), settle(ordinary, driver, ORDINARY_QUEUE, 0, 90_000)]);
+    await Promise.all([partitioned.stopConsuming(), ordinary.stopConsuming()]);
 
-    const expected = traffic.expected();
     const fencedWrites = await totalFencedWrites(instances);
-    const { retries, orderedErrors, fencedAnswers, statuses, ambiguousAcks } = traffic.counts;
     console.log(
-      `[redis-cluster-instances] ${expected.length} messages acknowledged, ${kills} kills, ${pauses} pauses, ${failover}; ` +
-        `stale-writer rejections: ${fencedWrites.storage} by the storage's fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total), ${fencedAnswers} E_FENCED seen by producers; ` +
-        `${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, ${ambiguousAcks} acks answered 5xx (${traffic.onlyAmbiguous().length} messages delivered only so)`,
+      `[redis-cluster-instances] ${kills} kills, ${pauses} pauses, ${failover}; ` +
+        `stale-writer rejections: ${fencedWrites.storage} by the storage's fence (vqueue_fenced_writes_total), ${fencedWrites.lease} writer locks lost to another instance (vqueue_writer_locks_lost_total)`,
     );
-    // Every record of every partition reads back through the redis driver with a good CRC.
-    const { problems, records, stored, misnumbered, duplicates } = await readAllRecords(driver, QUEUE, PARTITIONS);
-    if (duplicates.length > 0) console.log(`[redis-cluster-instances] stored twice (${duplicates.length}): ${duplicates.slice(0, 20).join(" | ")}`);
-    // A lost message is named, with where it is missing: in the storage (a write acknowledged but
-    // lost, e.g. with a failover) or only at a consumer (a delivery bug).
-    const missingOrdered = traffic.missingOrdered();
-    const missingShared = traffic.missingShared();
-    const lag = await totalLag(driver, QUEUE, PARTITIONS);
-    // A hand-out counts as a delivery even when its answer is lost (a kill, a pause), so a message
-    // could reach maxDeliveries without any worker having had it: 20 here, and any letter is
-    // reported and fails the run.
-    const letters = await readDeadLetters(driver, QUEUE, PARTITIONS);
-    if (letters.length > 0) console.log(`[redis-cluster-instances] dead letters: ${letters.slice(0, 20).join(" | ")}`);
-    for (const [consumer, missing] of [
-      ["ordered", missingOrdered],
-      ["shared", missingShared],
-    ] as const) {
-      if (missing.length > 0) console.log(`[redis-cluster-instances] lag now ${lag}; ${consumer} missing:`);
-      if (missing.length > 0)
-        console.log(
-          `[redis-cluster-instances] LOST for the ${consumer} consumer (${missing.length}): ${missing
-            .slice(0, 40)
-            .map((m) => `${m} (${stored.get(m.split("/").pop()!) ?? "not in storage"})`)
-            .join(", ")}`,
-        );
-      if (consumer === "shared")
-        for (const m of missing.slice(0, 5))
-          console.log(`[redis-cluster-instances] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
-    }
-    // A message never handed out: who handed out its neighbours (one holder's read, or a hand-over
-    // between them?), and the partition's shared-consumer files as they are now.
-    for (const m of missingShared.slice(0, 2)) {
-      const at = /^p(\d+) (\d+):\d+ #(\d+)/.exec(stored.get(m) ?? "");
-      if (!at) continue;
-      const [, partition, part, seq] = at.map(Number) as [number, number, number, number];
-      const near = [...stored.values()]
-        .filter((where) => where.startsWith(`p${partition} ${part}:`) && Math.abs(Number(where.split("#")[1]) - seq) <= 6)
-        .sort((a, b) => Number(a.split("#")[1]) - Number(b.split("#")[1]));
-      for (const where of near) console.log(`[redis-cluster-instances]   ${where}: ${traffic.leasesAt(positionOf(where)).join(" | ") || "none"}`);
-      const name = `${QUEUE}.p${partition}`;
-      for (const path of [`${name}_info_pop_work`, `${name}_info_shared_work`, `${name}_info_shlog_work`]) {
-        const bytes = await driver!.readRecord(path);
-        console.log(`[redis-cluster-instances]   ${path}: ${bytes ? JSON.stringify(new TextDecoder().decode(bytes).slice(0, 1500)) : "missing"}`);
-      }
-    }
-    expect(misnumbered).toEqual([]);
     expect(failover).not.toBe("");
     expectEveryInstanceKilledAndPaused(faults);
-    expect(expected.length).toBeGreaterThan(100);
-    expect(missingOrdered).toEqual([]);
-    expect(missingShared).toEqual([]);
-    expect(lag).toBe(0);
-    expect(letters).toEqual([]);
-    expectKeysInOrder(traffic.ordered);
     // A paused writer is stopped by its own lease check (it asks Redis before writing) or, for a
     // write already on its way when it was paused, by the storage's fence: either is counted.
     // (The fence alone, at a forced instant, is tested in test/drivers/redis.test.ts.)
     expect(fencedWrites.storage + fencedWrites.lease).toBeGreaterThan(0);
-
-    expect(problems.filter((p) => p.code !== "TORN_TAIL" && p.code !== "NO_INDEX")).toEqual([]);
-    // Idempotency keys kept retries from writing twice: exactly the messages acknowledged, each once.
-    expect(duplicates).toEqual([]);
-    expect(records).toBe(expected.length);
+    await expectNothingLost(`${QUEUE}, partitioned`, partitioned, driver, QUEUE, PARTITIONS);
+    await expectNothingLost(`${ORDINARY_QUEUE}, ordinary`, ordinary, driver, ORDINARY_QUEUE, 0);
   });
 });
 
-/** "p1 0:2189 #63" (where a message is stored) as a lease token's position, "p1:0.2189". */
+/**
+ * The checks of one queue after the run: every acknowledged message consumed (each key in order),
+ * lags 0, no dead letter, every record's CRC good and numbered, each message stored once; a lost
+ * message is named with where it is missing (in the storage, or only at a consumer) and its neighbours' leases.
+ */
+async function expectNothingLost(label: string, traffic: Traffic, driver: QueueDriver, queue: string, partitions: number): Promise<void> {
+  const expected = traffic.expected();
+  const { retries, orderedErrors, fencedAnswers, statuses, ambiguousAcks, conflicts } = traffic.counts;
+  console.log(
+    `[redis-cluster-instances, ${label}] ${expected.length} messages acknowledged, ${fencedAnswers} E_FENCED seen by producers; ` +
+      `${retries} produce retries ${JSON.stringify(statuses)}, ${orderedErrors} failed consumes, 409s answered ${JSON.stringify(conflicts)} of ${traffic.counts.answers} answers, ${ambiguousAcks} acks answered 5xx (${traffic.onlyAmbiguous().length} messages delivered only so)`,
+  );
+  // Every record of every partition reads back through the redis driver with a good CRC.
+  const { problems, records, stored, misnumbered, duplicates } = await readAllRecords(driver, queue, partitions);
+  if (duplicates.length > 0) console.log(`[redis-cluster-instances, ${label}] stored twice (${duplicates.length}): ${duplicates.slice(0, 20).join(" | ")}`);
+  // A lost message is named, with where it is missing: in the storage (a write acknowledged but
+  // lost, e.g. with a failover) or only at a consumer (a delivery bug).
+  const missingOrdered = traffic.missingOrdered();
+  const missingShared = traffic.missingShared();
+  const lag = await totalLag(driver, queue, partitions);
+  // A hand-out counts as a delivery even when its answer is lost (a kill, a pause), so a message
+  // could reach maxDeliveries without any worker having had it: 20 here, and any letter is
+  // reported and fails the run.
+  const letters = await readDeadLetters(driver, queue, partitions);
+  if (letters.length > 0) console.log(`[redis-cluster-instances, ${label}] dead letters: ${letters.slice(0, 20).join(" | ")}`);
+  for (const [consumer, missing] of [
+    ["ordered", missingOrdered],
+    ["shared", missingShared],
+  ] as const) {
+    if (missing.length > 0) console.log(`[redis-cluster-instances, ${label}] lag now ${lag}; ${consumer} missing:`);
+    if (missing.length > 0)
+      console.log(
+        `[redis-cluster-instances, ${label}] LOST for the ${consumer} consumer (${missing.length}): ${missing
+          .slice(0, 40)
+          .map((m) => `${m} (${stored.get(m.split("/").pop()!) ?? "not in storage"})`)
+          .join(", ")}`,
+      );
+    if (consumer === "shared")
+      for (const m of missing.slice(0, 5))
+        console.log(`[redis-cluster-instances, ${label}] leases at ${m}'s position: ${traffic.leasesAt(positionOf(stored.get(m))).join(" | ") || "none"}`);
+  }
+  // A message never handed out: who handed out its neighbours (one holder's read, or a hand-over
+  // between them?), and the queue's shared-consumer files as they are now.
+  for (const m of missingShared.slice(0, 2)) {
+    const at = /^(?:p(\d+) )?(\d+):\d+ #(\d+)/.exec(stored.get(m) ?? "");
+    if (!at) continue;
+    const [partition, part, seq] = [at[1], Number(at[2]), Number(at[3])];
+    const prefix = `${partition === undefined ? "" : `p${partition} `}${part}:`;
+    const near = [...stored.values()]
+      .filter((where) => where.startsWith(prefix) && Math.abs(Number(where.split("#")[1]) - seq) <= 6)
+      .sort((a, b) => Number(a.split("#")[1]) - Number(b.split("#")[1]));
+    for (const where of near) console.log(`[redis-cluster-instances, ${label}]   ${where}: ${traffic.leasesAt(positionOf(where)).join(" | ") || "none"}`);
+    const name = partition === undefined ? queue : `${queue}.p${partition}`;
+    for (const path of [`${name}_info_pop_work`, `${name}_info_shared_work`, `${name}_info_shlog_work`]) {
+      const bytes = await driver.readRecord(path);
+      console.log(`[redis-cluster-instances, ${label}]   ${path}: ${bytes ? JSON.stringify(new TextDecoder().decode(bytes).slice(0, 1500)) : "missing"}`);
+    }
+  }
+  expect(misnumbered).toEqual([]);
+  expect(expected.length).toBeGreaterThan(100);
+  expect(missingOrdered).toEqual([]);
+  expect(missingShared).toEqual([]);
+  expect(lag).toBe(0);
+  expect(letters).toEqual([]);
+  expectKeysInOrder(traffic.ordered);
+  expectFewConflicts(traffic);
+  expect(problems.filter((p) => p.code !== "TORN_TAIL" && p.code !== "NO_INDEX")).toEqual([]);
+  // Idempotency keys kept retries from writing twice: exactly the messages acknowledged, each once.
+  expect(duplicates).toEqual([]);
+  expect(records).toBe(expected.length);
+}
+
+/** "p1 0:2189 #63" (where a message is stored) as a lease token's position, "p1:0.2189" (an ordinary queue's "0:2189 #63": "0.2189"). */
 function positionOf(stored: string | undefined): string {
-  const match = /^p(\d+) (\d+):(\d+)/.exec(stored ?? "");
-  return match ? `p${match[1]}:${match[2]}.${match[3]}` : "";
+  const match = /^(?:p(\d+) )?(\d+):(\d+)/.exec(stored ?? "");
+  return match ? `${match[1] === undefined ? "" : `p${match[1]}:`}${match[2]}.${match[3]}` : "";
 }

@@ -33,13 +33,25 @@ export class StopSignal implements StopSignalLike {
     this.#listeners.delete(listener);
   }
 
-  /** Stops it once (later calls are no-ops) and calls each listener once. */
+  /**
+   * Stops it once (later calls are no-ops) and calls each listener once, every one even when one
+   * throws (a lost lock's listeners stop a writer, count it, let a partition go: one's failure
+   * must not skip the others); then throws the first listener's error, if any.
+   */
   abort(reason: unknown = new Error("Stopped.")): void {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
     const listeners = [...this.#listeners];
     this.#listeners.clear();
-    for (const listener of listeners) listener();
+    let failed: { error: unknown } | undefined;
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch (error) {
+        failed ??= { error };
+      }
+    }
+    if (failed) throw failed.error;
   }
 }

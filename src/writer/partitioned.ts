@@ -95,19 +95,14 @@ export class PartitionedWriter {
       open: async (index) => {
         if (ordinary) {
           // A queue declared partitioned is refused by the writer itself (E_OPTION).
-          const writer = await QueueWriter.open(name, { ...queueOptions, ...(opened++ > 0 ? { rollOnOpen: false } : {}) });
-          writer.whenLockLost(() => this.#onLockLost?.(index));
-          return writer;
+          return this.#counted(index, QueueWriter.open(name, { ...queueOptions, ...(opened++ > 0 ? { rollOnOpen: false } : {}) }));
         }
         // Deleted since open (deleteQueue): not made again as an ordinary queue under a partition's name.
         if ((await readPartitions(resolved.driver, name)) !== partitions)
           throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
         // A partition's writer changes hands often: a new part at each hand-over (the crate 0.2.x's
         // habit) would leave a part per hand-over. Appending to the current part is what 0.3.x does.
-        const writer = await QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true });
-        // Counted however the loss is found (a renewal after a pause, a check before a write, a fenced write).
-        writer.whenLockLost(() => this.#onLockLost?.(index));
-        return writer;
+        return this.#counted(index, QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true }));
       },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,
@@ -211,6 +206,24 @@ export class PartitionedWriter {
       if (slot.item.closed || (VQueueError.isError(error) && ["E_LOCKED", "E_FENCED", "E_IO"].includes(error.code))) this.#set.drop(slot);
       throw error;
     }
+  }
+
+  /**
+   * The writer of partition `index` once open, its lost lock reported (`onLockLost`) however the
+   * loss is found: a renewal after a pause, a check before a write, a fenced write; or a fenced
+   * write of its opening (the lock taken, then lost to another instance while this one was paused
+   * before its first write: the open fails with `E_FENCED`, and no writer is there to tell).
+   */
+  async #counted(index: number, opening: Promise<QueueWriter>): Promise<QueueWriter> {
+    let writer: QueueWriter;
+    try {
+      writer = await opening;
+    } catch (error) {
+      if (VQueueError.isError(error) && error.code === "E_FENCED") this.#onLockLost?.(index);
+      throw error;
+    }
+    writer.whenLockLost(() => this.#onLockLost?.(index));
+    return writer;
   }
 
   /** Waits for the produces in flight, closes every partition's writer and releases their locks. */

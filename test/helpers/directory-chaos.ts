@@ -80,9 +80,14 @@ export async function expectDirectoryChaosLosesNothing({
   );
   expectEveryInstanceKilledAndPaused(faults);
   expectFewConflicts(traffic);
-  // Default locks never change hands while their holder lives: nothing to fence.
-  if (leaseMs) expect(fencedWrites.storage + fencedWrites.lease).toBeGreaterThan(0);
-  else expect(fencedWrites).toEqual({ storage: 0, lease: 0 });
+  // Default locks never change hands while their holder lives: nothing to fence. Leased: the
+  // pauses met stale writers, as each instance's counters say. Behind one port (node-cluster)
+  // `/metrics` is whichever worker answers: a partitioned queue's many lost locks show in any
+  // sample, an ordinary queue's one writer lock (lost once or twice a run) often in none, so
+  // there the count is printed, not asserted (once 0 in a CI run at load 12, beside another).
+  const oneWriterBehindOnePort = pinOrdered && partitions === 0;
+  if (leaseMs && !oneWriterBehindOnePort) expect(fencedWrites.storage + fencedWrites.lease).toBeGreaterThan(0);
+  if (!leaseMs) expect(fencedWrites).toEqual({ storage: 0, lease: 0 });
   expect(expected.length).toBeGreaterThan(100);
   expect(traffic.missingOrdered()).toEqual([]);
   expect(traffic.missingShared()).toEqual([]);

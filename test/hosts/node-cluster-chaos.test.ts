@@ -11,7 +11,8 @@
  * (`fs:<dir>?lease=2000`, paused for twice the lease: stale writers stopped and counted), and an
  * ordinary queue (not declared: its one writer and its consumers handed over between the workers)
  * with leased locks, each worker paused once it holds the queue's writer (its lock file names the
- * worker: any worker answers through the one port). ~25-35 s each (every worker killed once and
+ * worker: any worker answers through the one port; its stale-writer counts are printed, not
+ * asserted: `/metrics` there is whichever worker answers). ~25-35 s each (every worker killed once and
  * paused once; `VQ_SOAK=1`: 2 minutes). Needs `npm run build` (dist/).
  */
 import { mkdtempSync, rmSync } from "node:fs";

@@ -2,7 +2,7 @@
 // driver file runs by one call; each test is a case a review or a crash found.
 // Delayed messages and idempotent produce (src/writer/produce.ts) on every driver: timing, order,
 // both kinds of consumer, restarts, keys, windows, and INTENTs a crash left behind.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LogFile, QueueDriver } from "../../src/core/driver";
 import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import { QueueWriter } from "../../src/writer/writer";
@@ -399,8 +399,11 @@ export function produceTests(setup: () => Promise<EngineTestContext> | EngineTes
       const before = syncs;
       const c = await reader(ctx.driver);
       expect(await c.wait({ timeoutMs: 10_000 })).toBe(true);
-      await sleep(50);
       expect(await readAll(c)).toEqual(["m1", "m2"]);
+      // The round's sync comes once its moves are written (a loaded machine: later than 50 ms after
+      // the messages show); then no second one for that round.
+      await vi.waitFor(() => expect(syncs - before).toBeGreaterThanOrEqual(1), { timeout: 10_000, interval: 20 });
+      await sleep(50);
       expect(syncs - before).toBe(1);
     });
 

@@ -40,7 +40,7 @@ export class ElsewhereSharedSlot implements LeasingSlot {
   }
 
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]> {
-    const { delayMs = 0, release = false, deadLetter = false, error } = options;
+    const { delayMs, release = false, deadLetter = false, error } = options;
     return this.#post(
       refs.map((ref) => ({
         kind: "nack",

@@ -52,6 +52,8 @@ export interface LeasedMessage extends Message {
   leaseUntil: number;
   /** A partitioned queue's: the partition the message is in. */
   partition?: number;
+  /** Its priority, when it was produced with one above 0 (docs/work-queues.md#priorities). */
+  priority?: number;
 }
 
 /** What names a lease: the message and its hand-out (and on a partitioned queue its partition). */

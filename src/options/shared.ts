@@ -1,6 +1,7 @@
 import { integer, showValue, throwProblems, type Check } from "../core/check";
 import { isValidQueueName, nameRule } from "../core/names";
 import { resolveConsumerOptions, type ConsumerOptions, type ResolvedConsumerOptions } from "./queue";
+import { backoffProblems, type Backoff } from "../format/attributes";
 
 /** Options of a shared consumer (consumers/shared/consumer.ts), beside those of every consumer. */
 export interface SharedConsumerOptions extends ConsumerOptions {
@@ -18,13 +19,18 @@ export interface SharedConsumerOptions extends ConsumerOptions {
   maxDeliveries?: number;
   /** The dead-letter queue, a normal queue. @default `<queue>.dead` */
   deadLetterQueue?: string;
+  /**
+   * The wait before a message comes again after a failed delivery (a nack without `delayMs`),
+   * unless it was produced with its own: `{ type: "fixed" | "exponential", delayMs }`. @default none: at once
+   */
+  backoff?: Backoff;
 }
 
 /** Longest lease or delay: what a timer can wait. */
 export const MAX_LEASE_MS = 2 ** 31 - 1;
 
 /** A shared consumer's own options: what a server's config may set for every queue or one. */
-export type SharedSettings = Pick<SharedConsumerOptions, "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue">;
+export type SharedSettings = Pick<SharedConsumerOptions, "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff">;
 
 const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   leaseMs: integer(1, MAX_LEASE_MS),
@@ -33,6 +39,7 @@ const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   maxDeliveries: integer(1, 1_000_000),
   deadLetterQueue: (value, name) =>
     typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
+  backoff: (value, name) => (value === undefined ? undefined : backoffProblems(value, name).join(" ") || undefined),
 };
 
 /** What is wrong with shared-consumer settings at `name` (a server's `shared` or `queues.{q}.shared`); how they relate is checked at open. */
@@ -54,13 +61,14 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   maxAckWindow: number;
   maxDeliveries: number;
   deadLetterQueue: string;
+  backoff?: Backoff;
 }
 
 /** Defaults of a shared consumer's own options: the one place they are written. */
 export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5 } as const;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
-  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, deadLetterQueue, ...common } = options;
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, deadLetterQueue, backoff, ...common } = options;
   const base = resolveConsumerOptions(common);
   const resolved: ResolvedSharedOptions = {
     ...base,
@@ -69,6 +77,7 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     maxAckWindow: maxAckWindow ?? SHARED_DEFAULTS.maxAckWindow,
     maxDeliveries: maxDeliveries ?? SHARED_DEFAULTS.maxDeliveries,
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
+    backoff,
   };
   throwProblems([
     ...Object.entries(SETTING_CHECKS).map(([key, check]) => check(resolved[key as keyof SharedSettings], key)),

@@ -9,6 +9,8 @@ export const partPath = (q: string, part: number): string => `${q}-${part}/${q}_
 export const pushInfoPath = (q: string, part: number): string => `${q}-${part}/${q}_info_push`;
 /** v-queue's own sparse index of a part (log/part-index.ts); the crate ignores files it does not know in a part directory. */
 export const partIndexPath = (q: string, part: number): string => `${q}-${part}/${q}_index`;
+/** v-queue's message attributes of a part (format/attributes.ts): beside its records, deleted with the part. */
+export const attributesPath = (q: string, part: number): string => `${q}-${part}/${q}_attrs`;
 /** v-queue's record of the parts retention deleted (log/pruned.ts): no queue name holds `_info_`, and `pruned` is no `pop_`. */
 export const prunedPath = (q: string): string => `${q}_info_pruned`;
 /**

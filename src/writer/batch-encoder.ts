@@ -37,8 +37,8 @@ export class BatchEncoder {
     }
   }
 
-  /** Encodes `item` as record `seq` at `offset` of its part (v3 with `codec`); it must fit. */
-  add(item: EncodedInput, offset: number, seq: number, codec: PartEncoder | undefined): void {
+  /** Encodes `item` as record `seq` at `offset` of its part (v3 with `codec`); it must fit. Returns the record's CRC-32. */
+  add(item: EncodedInput, offset: number, seq: number, codec: PartEncoder | undefined): number {
     const buf = this.#buf;
     const view = this.#view;
     const at = this.#used + HEADER_SIZE;
@@ -47,8 +47,9 @@ export class BatchEncoder {
     let typeByte = isText ? TYPE_STRING : TYPE_OBJECT;
     const stored = codec?.encode(buf, view, at, length);
     if (stored !== undefined) [length, typeByte] = [stored, typeByte | TYPE_COMPRESSED];
-    writeRecord(buf, view, this.#used, offset, length, seq, typeByte, codec ? MAGIC_V3 : MAGIC);
+    const crc = writeRecord(buf, view, this.#used, offset, length, seq, typeByte, codec ? MAGIC_V3 : MAGIC);
     this.#used += HEADER_SIZE + length;
+    return crc;
   }
 
   /** The records encoded, and an empty buffer for the next ones: write them out before the next `add`. */

@@ -6,7 +6,8 @@
  * The file is a side log of frames (storage/side-log.ts):
  * - ADD, one per delayed produce, fsync'd (as the writer's durability says) before it is
  *   acknowledged: an id, the due time, when it was accepted, the produce's idempotency key
- *   (maybe empty), then its messages (type and body each).
+ *   (maybe empty), then its messages (type and body each), then its messages' attributes (format/attributes.ts,
+ *   a run frame's payload; absent when it has none).
  * - MOVED (id, index), once a message is in the queue; synced (durability "fsync") before the
  *   message's move key is forgotten.
  * Only the pending messages' due time and where their bodies are in the file stay in memory
@@ -23,6 +24,7 @@ import { delayedPath } from "../storage/paths";
 import { TYPE_OBJECT, TYPE_STRING } from "../format/record";
 import { FieldReader, FieldWriter } from "../format/fields";
 import { SideLog } from "../storage/side-log";
+import { decodeAttributeFrame, encodeAttributeRun, type MessageAttributes } from "../format/attributes";
 
 const ADD = 1;
 const MOVED = 2;
@@ -43,12 +45,14 @@ interface Pending {
   type: number;
   at: number;
   length: number;
+  attributes?: MessageAttributes;
 }
 
 /** A message to push now that it is due: under `key`, so that pushing it twice writes it once. */
 export interface DueMessage {
   key: string;
   data: EncodedInput;
+  attributes?: MessageAttributes;
 }
 
 export interface DelayedOptions {
@@ -141,7 +145,7 @@ export class DelayedStore {
   }
 
   /** Stores messages due at `due` (durable before it resolves), then waits for them to be due. */
-  async add(items: readonly EncodedInput[], due: number, key = ""): Promise<void> {
+  async add(items: readonly EncodedInput[], due: number, key = "", attributes?: MessageAttributes): Promise<void> {
     if (this.#pending.length + this.#adding + items.length > this.options.max) {
       throw new VQueueError(
         "E_FULL",
@@ -151,6 +155,7 @@ export class DelayedStore {
     const id = this.#nextId++;
     const w = new FieldWriter().u8(ADD).f64(id).f64(due).f64(Date.now()).bytes(utf8.encode(key)).u32(0).u32(items.length);
     for (const item of items) w.u8(typeof item === "string" ? TYPE_STRING : TYPE_OBJECT).bytes(typeof item === "string" ? utf8.encode(item) : item);
+    if (attributes) w.bytes(encodeAttributeRun({ offset: 0, seq: 0, count: 0, crc: 0, attributes }));
     const payload = w.done();
     this.#adding += items.length;
     try {
@@ -213,7 +218,7 @@ export class DelayedStore {
         const messages: DueMessage[] = [];
         for (const p of due) {
           const body = await this.log.read(p.at, p.length);
-          messages.push({ key: moveKey(p), data: p.type === TYPE_STRING ? text.decode(body) : body });
+          messages.push({ key: moveKey(p), data: p.type === TYPE_STRING ? text.decode(body) : body, attributes: p.attributes });
         }
         await this.options.push(messages);
         // Durable (with "fsync") before the keys go: else a power cut could lose the frame and the key both.
@@ -272,5 +277,9 @@ function readAdd(payload: Uint8Array, at: number): { id: number; due: number; ac
     messages.push({ id, index: firstIndex + i, acceptedAt, due, type, at: at + r.at, length });
     r.at += length;
   }
+  // Written since attributes exist: an older frame ends with its messages.
+  const frame = r.at < payload.length ? decodeAttributeFrame(r.bytes()) : undefined;
+  const attributes = frame && "run" in frame ? frame.run.attributes : undefined;
+  if (attributes) for (const m of messages) m.attributes = attributes;
   return { id, due, acceptedAt, key, count, messages };
 }

@@ -10,6 +10,7 @@ import { VQueueError } from "../core/errors";
 import { checkKey, IdempotencyStore, type Intent, type ProduceResult } from "./idempotency";
 import type { EncodedInput, MessagePosition } from "../format/message";
 import type { ResolvedQueueOptions } from "../options/queue";
+import { attributeProblems, meaningfulAttributes, type Backoff, type MessageAttributes } from "../format/attributes";
 
 export type { ProduceResult } from "./idempotency";
 
@@ -25,6 +26,12 @@ export interface ProduceOptions {
   delayMs?: number;
   /** Deliver no earlier than this time: a Date, ms since the epoch or an ISO 8601 date (at most `MAX_DELAY_MS` ahead). */
   at?: Date | number | string;
+  /** 0 to 255, higher first: shared consumers lease higher-priority messages first (docs/work-queues.md#priorities). @default 0 */
+  priority?: number;
+  /** Deliveries to shared consumers before the message goes to the dead-letter queue. @default the consumer's `maxDeliveries` */
+  maxDeliveries?: number;
+  /** The wait before it comes again after a failed delivery (a nack without `delayMs`). @default the consumer's `backoff` */
+  backoff?: Backoff;
 }
 
 /** The longest delay: a year. */
@@ -37,8 +44,8 @@ export interface WriterHooks {
   options: ResolvedQueueOptions;
   /** The writer's lock: the fence of the side logs' writes (core/driver.ts). */
   lock: DriverLock;
-  /** Enqueues a batch into the writer, tagged with `key` (its INTENT is written before the batch). */
-  enqueue(items: EncodedInput[], key: string): Promise<MessagePosition[]>;
+  /** Enqueues a batch into the writer, tagged with `key` (its INTENT is written before the batch), with its messages' attributes. */
+  enqueue(items: EncodedInput[], key: string, attributes?: MessageAttributes): Promise<MessagePosition[]>;
 }
 
 /** A pending push as the writer's batch holds it: how many messages, and its key if any. */
@@ -93,13 +100,13 @@ export class ProduceExtras {
 
   /** A produce with options (see `ProduceOptions`): checked, then delayed and/or deduplicated. */
   async produce(items: EncodedInput[], options: ProduceOptions): Promise<ProduceResult> {
-    const { key, due } = checkProduceOptions(options);
+    const { key, due, attributes } = checkProduceOptions(options);
     const run = async () => {
       if (due !== undefined && due > Date.now()) {
-        await this.delayed.add(items, due, key);
+        await this.delayed.add(items, due, key, attributes);
         return { count: items.length, until: due };
       }
-      const positions = await this.hooks.enqueue(items, key ?? "");
+      const positions = await this.hooks.enqueue(items, key ?? "", attributes);
       return { count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     };
     if (key === undefined) return run().then((result) => ({ ...result, replayed: false }));
@@ -136,7 +143,7 @@ export class ProduceExtras {
     await Promise.all(
       messages.map((m) =>
         this.idempotency.run(m.key, async () => {
-          const [position] = await this.hooks.enqueue([m.data], m.key);
+          const [position] = await this.hooks.enqueue([m.data], m.key, m.attributes);
           return { count: 1, first: position!, last: position! };
         }),
       ),
@@ -144,10 +151,19 @@ export class ProduceExtras {
   }
 }
 
-/** The options checked (`E_OPTION` saying what is allowed), the due time resolved. */
-export function checkProduceOptions(options: ProduceOptions): { key?: string; due?: number } {
-  const { key, delayMs, at } = options;
+/** The options checked (`E_OPTION` saying what is allowed), the due time resolved, the attributes apart. */
+export function checkProduceOptions(options: ProduceOptions): { key?: string; due?: number; attributes?: MessageAttributes } {
+  const { key, delayMs, at, priority, maxDeliveries, backoff } = options;
   if (key !== undefined) checkOption("key", key, (value, name) => checkKey(value, name));
+  const given = { priority, maxDeliveries, backoff };
+  const problems = attributeProblems(given);
+  if (problems.length > 0) throw new VQueueError("E_OPTION", problems.join(" "));
+  const attributes = meaningfulAttributes(given);
+  return { ...checkDue(delayMs, at), key, attributes };
+}
+
+/** The due time of `delayMs` or `at`, if either is given. */
+function checkDue(delayMs: number | undefined, at: ProduceOptions["at"]): { due?: number } {
   if (delayMs !== undefined && at !== undefined) throw new VQueueError("E_OPTION", "Give delayMs or at, not both.");
   if (delayMs !== undefined) {
     checkOption("delayMs", delayMs, (value, name) =>
@@ -155,10 +171,10 @@ export function checkProduceOptions(options: ProduceOptions): { key?: string; du
         ? undefined
         : `Invalid ${name} ${JSON.stringify(value)}: use an integer from 0 to ${MAX_DELAY_MS} (a year).`,
     );
-    return { key, due: Date.now() + delayMs };
+    return { due: Date.now() + delayMs };
   }
-  if (at !== undefined) return { key, due: parseAt(at, "at") };
-  return { key };
+  if (at !== undefined) return { due: parseAt(at, "at") };
+  return {};
 }
 
 /** A due time: a Date, ms since the epoch or an ISO 8601 date, at most a year ahead (a past time is now). */

@@ -15,12 +15,16 @@ import { startRetention, type RetentionRunner } from "../retention/runner";
 import { ProduceExtras, type ProduceOptions, type ProduceResult } from "./produce";
 import { BatchEncoder } from "./batch-encoder";
 import { PartFiles } from "./parts";
+import { AttributeWriter } from "./attributes";
+import type { MessageAttributes } from "../format/attributes";
 
 interface PendingPush {
   items: EncodedInput[];
   single: boolean;
   /** An idempotency key (writer/produce.ts): its INTENT is written before the batch. */
   key?: string;
+  /** Its messages' attributes (format/attributes.ts): their runs are written before the records. */
+  attributes?: MessageAttributes;
   resolve: (value: never) => void;
   reject: (error: unknown) => void;
 }
@@ -48,6 +52,8 @@ export class QueueWriter {
   #retention: RetentionRunner | undefined;
   /** Delayed messages and idempotency keys (writer/produce.ts). */
   #extras: ProduceExtras | undefined;
+  /** Message attributes beside the records (writer/attributes.ts). */
+  readonly #attributes: AttributeWriter;
 
   #pending: PendingPush[] = [];
   #flushing: Promise<void> | undefined;
@@ -61,6 +67,13 @@ export class QueueWriter {
     this.options = options;
     this.#lock = lock;
     this.#parts = new PartFiles({ queue: name, options, lock, report: (part, edge, count) => this.#totals?.report(part, edge, count) });
+    this.#attributes = new AttributeWriter({
+      driver: options.driver,
+      queue: name,
+      fence: lock,
+      sync: options.durability === "fsync",
+      onProblem: options.onProblem,
+    });
   }
 
   /** Opens (and by default creates) a queue for writing; takes the queue's writer lock. */
@@ -74,15 +87,20 @@ export class QueueWriter {
       (lock) => new QueueWriter(name, resolved, lock),
       async (opened) => {
         await opened.#parts.open();
+        // Runs of records a crash cut off name none from now on.
+        await opened.#attributes.cut(opened.#parts.part, opened.#parts.count);
         opened.#extras = await ProduceExtras.open({
           queue: name,
           driver: resolved.driver,
           options: resolved,
           lock: opened.#lock,
-          enqueue: (items, key) => opened.#enqueue(items, false, key) as Promise<MessagePosition[]>,
+          enqueue: (items, key, attributes) => opened.#enqueue(items, false, key, attributes) as Promise<MessagePosition[]>,
         });
       },
-      (opened) => opened.#parts.close(),
+      async (opened) => {
+        await opened.#attributes.close();
+        await opened.#parts.close();
+      },
     );
     const lock = writer.#lock;
     // Taken once open (a hub nobody uses is let go): held by the registration from here on.
@@ -211,11 +229,11 @@ export class QueueWriter {
     return item;
   }
 
-  #enqueue(items: EncodedInput[], single: boolean, key?: string): Promise<unknown> {
+  #enqueue(items: EncodedInput[], single: boolean, key?: string, attributes?: MessageAttributes): Promise<unknown> {
     if (this.#closed || (this.#closing && key === undefined)) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
     if (this.#failure) return Promise.reject(this.#failedError());
     return new Promise((resolve, reject) => {
-      this.#pending.push({ items, single, key, resolve, reject });
+      this.#pending.push({ items, single, key, attributes, resolve, reject });
       this.#flushing ??= this.#runFlush();
     });
   }
@@ -265,6 +283,7 @@ export class QueueWriter {
     const writeOut = async () => {
       if (records.used === 0) return;
       await this.#lock.assertHeld?.();
+      await this.#attributes.flush(parts.part);
       const data = records.take();
       if (readersWaiting) tail = writes === 0 && parts.part === start.part ? { start: parts.edge, data: data.slice() } : undefined;
       writes++;
@@ -273,7 +292,7 @@ export class QueueWriter {
 
     try {
       for (let b = 0; b < batch.length; b++) {
-        const { items, single } = batch[b]!;
+        const { items, single, attributes } = batch[b]!;
         const positions: MessagePosition[] = [];
         for (let k = 0; k < items.length; k++) {
           const item = items[k]!;
@@ -292,7 +311,8 @@ export class QueueWriter {
           }
           const offset = parts.edge + records.used;
           const seq = parts.count + 1;
-          records.add(item, offset, seq, parts.codec);
+          const crc = records.add(item, offset, seq, parts.codec);
+          if (attributes) this.#attributes.add(attributes, offset, seq, crc);
           parts.addRecord(seq, offset);
           const position = { part: parts.part, offset, seq };
           if (single) results.push(position);
@@ -313,7 +333,10 @@ export class QueueWriter {
       // it; unless readers were already told of it.
       // Never after a lost lock: the file is another writer's now.
       if (isFenced(error)) this.#stop(error);
-      if (parts.part === start.part && !announced && !this.#lock.lost?.aborted && !isFenced(error)) await parts.rollback(start);
+      if (parts.part === start.part && !announced && !this.#lock.lost?.aborted && !isFenced(error)) {
+        await parts.rollback(start);
+        await this.#attributes.cut(start.part, start.count).catch(() => {}); // else the next open cuts them
+      }
       throw error;
     }
   }
@@ -361,6 +384,7 @@ export class QueueWriter {
       }
     } finally {
       await this.#parts.close();
+      await this.#attributes.close();
       await this.#extras?.close();
       this.#totals?.release();
       this.#unregister?.();

@@ -11,6 +11,7 @@ import type { Message } from "../../src/format/message";
 import { cursorAfter, positionAfter } from "../../src/format/position";
 import type { QueueProblem } from "../../src/core/errors";
 import { adminTests } from "./admin-suite";
+import { attributeTests } from "./attributes-suite";
 import { sharedTests } from "./shared-suite";
 import { ackInboxTests } from "./ack-inbox-suite";
 import { produceTests } from "./produce-suite";
@@ -494,6 +495,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
 
     adminTests(setup);
     sharedTests(setup);
+    attributeTests(setup);
     ackInboxTests(setup);
     produceTests(setup);
     browseTests(setup);

@@ -16,6 +16,8 @@ import { SharedInbox } from "./inbox";
 import { SharedLeases } from "./leases";
 import { HandOut } from "./hand-out";
 import { iterateShared } from "./iterate";
+import { PriorityAhead } from "./priority";
+import { backoffDelay } from "../../format/attributes";
 import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
 
 export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "../types";
@@ -53,6 +55,7 @@ export class SharedConsumer implements LeasingConsumer {
   readonly #deadLetters: DeadLettering;
   readonly #handOut: HandOut;
   readonly #inbox: SharedInbox;
+  readonly #priority: PriorityAhead;
 
   private constructor(key: string, inner: QueueConsumer, window: SharedWindow, journal: SharedJournal, options: ResolvedSharedOptions) {
     this.queue = inner.queue;
@@ -63,6 +66,7 @@ export class SharedConsumer implements LeasingConsumer {
     this.#window = window;
     this.#journal = journal;
     this.#leases = new SharedLeases(this.queue, this.name, window, journal);
+    this.#priority = new PriorityAhead(options.driver, this.queue, this.name, { ...options, onProblem: options.onProblem });
     this.#inbox = new SharedInbox({
       queue: this.queue,
       name: this.name,
@@ -88,6 +92,7 @@ export class SharedConsumer implements LeasingConsumer {
       inbox: this.#inbox,
       leases: this.#leases,
       deadLetters: this.#deadLetters,
+      priority: this.#priority,
       isClosed: () => this.#closed,
     });
   }
@@ -291,18 +296,20 @@ export class SharedConsumer implements LeasingConsumer {
   /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
   async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
     this.#assertOpen();
-    const { delayMs = 0, error, deadLetter = false, release = false } = options;
-    checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    const { delayMs, error, deadLetter = false, release = false } = options;
+    if (delayMs !== undefined) checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
     return this.#nack(this.#leases.leased(ref, "nack"), { delayMs, error, deadLetter, release });
   }
 
-  async #nack(entry: WindowEntry, { delayMs = 0, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
+  async #nack(entry: WindowEntry, { delayMs, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
     if (release) entry.deliveries = Math.max(0, entry.deliveries - 1);
-    else if (deadLetter || entry.deliveries >= this.options.maxDeliveries) return this.#deadLetters.move(entry);
+    else if (deadLetter || entry.deliveries >= (entry.attributes?.maxDeliveries ?? this.options.maxDeliveries)) return this.#deadLetters.move(entry);
+    // A failure without a delay of its own waits as the message's backoff says, or the consumer's.
+    const backoff = entry.attributes?.backoff ?? this.options.backoff;
     entry.state = "ready";
-    entry.until = Date.now() + delayMs;
+    entry.until = Date.now() + (delayMs ?? (backoff && !release ? backoffDelay(backoff, entry.deliveries) : 0));
     this.#handOut.notify();
   }
 
@@ -344,6 +351,7 @@ export class SharedConsumer implements LeasingConsumer {
       await this.#journal.close(drained);
     } finally {
       await this.#deadLetters.close();
+      await this.#priority.close();
       await this.#inner.close();
     }
   }

@@ -2,13 +2,14 @@ import type { ConsumerPosition } from "../../format/position";
 import type { Message } from "../../format/message";
 import type { ResolvedSharedOptions } from "../../options/shared";
 import type { QueueConsumer } from "../ordered/consumer";
-import { deliveryLine } from "../state/shared-state";
+import { deliveryLine, messageKey } from "../state/shared-state";
 import type { LeasedMessage } from "../types";
 import type { DeadLettering } from "./dead-lettering";
 import type { SharedInbox } from "./inbox";
 import type { SharedJournal } from "./journal";
 import type { SharedLeases } from "./leases";
 import type { SharedWindow, WindowEntry } from "./window";
+import { FAIR_EVERY, priorityOrder, type PriorityAhead } from "./priority";
 
 /** The consumer whose messages are handed out: its parts, and whether it is closed. */
 export interface HandOutConsumer {
@@ -20,6 +21,8 @@ export interface HandOutConsumer {
   readonly inbox: SharedInbox;
   readonly leases: SharedLeases;
   readonly deadLetters: DeadLettering;
+  /** Messages of a priority ahead of the head, and the attributes of those the head reads. */
+  readonly priority: PriorityAhead;
   /** Once closed, nothing more is read ahead. */
   readonly isClosed: () => boolean;
 }
@@ -45,6 +48,8 @@ export class HandOut {
   /** Takes (scan, read ahead, dead letters) one at a time. */
   #serial: Promise<unknown> = Promise.resolve();
   #redelivered = 0;
+  /** Hand-outs in priority order so far: every `FAIR_EVERY`-th goes to the oldest (priority.ts). */
+  #ranked = 0;
 
   constructor(consumer: HandOutConsumer) {
     this.#consumer = consumer;
@@ -72,7 +77,19 @@ export class HandOut {
   }
 
   async #take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<Taken> {
-    const { options, head, window, journal, inbox, leases, deadLetters } = this.#consumer;
+    const { options, head, window, journal, inbox, leases, deadLetters, priority } = this.#consumer;
+    // Messages of a priority ahead of the head come into the window first, to go out before a backlog.
+    const ahead = await priority.fetch(
+      head.position,
+      Math.min(max, options.maxAckWindow - window.size),
+      (m) => window.get(messageKey(m.part, m.offset)) !== undefined,
+    );
+    for (const { message, attributes } of ahead) journal.trackAhead(message, attributes);
+    // The oldest message's turn (priority.ts) needs it in the window: read at the head when none is.
+    if (window.hasAhead && window.size < options.maxAckWindow && !window.hasReadyPlain(Date.now())) {
+      const batch = await head.read({ max: Math.max(1, Math.ceil(max / FAIR_EVERY)) });
+      if (batch.length > 0) journal.track(batch, await priority.index.lookup(batch));
+    }
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
     let bytes = 0;
@@ -84,10 +101,13 @@ export class HandOut {
       const now = Date.now();
       scannedAt = now;
       // Those that failed to move to the dead-letter queue take no place of the others.
-      const scan = window.scan(now, max - out.length + failed.size);
+      let scan = window.scan(now, max - out.length + failed.size);
+      // Priorities among what may go out: all of it, ranked.
+      if (scan.prioritized) scan = window.scan(now, Infinity);
       let room = Math.min(max - out.length, options.maxInFlight - scan.live);
       let moved = false;
-      for (const entry of scan.available) {
+      const available = scan.prioritized ? priorityOrder(scan.available, this.#ranked) : scan.available;
+      for (const entry of available) {
         if (room <= 0) break;
         // Acked meanwhile, or given a later time (an inbox nack or extend, while a dead letter was being moved): not now.
         if (failed.has(entry) || entry.state === "acked" || entry.message === undefined || entry.until > now) continue;
@@ -102,7 +122,7 @@ export class HandOut {
         // Counted before a restart, the error given then is not kept: say so rather than nothing.
         else if (entry.error === undefined && entry.deliveries > 0)
           entry.error = `delivery ${entry.deliveries} ended with a restart of the consumer (no error given)`;
-        if (entry.deliveries >= options.maxDeliveries) {
+        if (entry.deliveries >= (entry.attributes?.maxDeliveries ?? options.maxDeliveries)) {
           if (!(await deadLetters.tryMove(entry))) failed.add(entry);
           moved = true;
           continue;
@@ -123,6 +143,7 @@ export class HandOut {
         entry.lease = leases.next();
         entry.until = now + leaseMs;
         out.push(entry);
+        if (scan.prioritized) this.#ranked++;
         room--;
       }
       if (full) break;
@@ -139,7 +160,7 @@ export class HandOut {
         throw error;
       }
       if (batch.length === 0) break;
-      journal.track(batch);
+      journal.track(batch, await priority.index.lookup(batch));
     }
     if (out.length === 0) return { leased: [], counted: Promise.resolve(), scannedAt };
     lines += journal.markLine(mark);
@@ -160,6 +181,7 @@ export class HandOut {
         leaseUntil: entry.until,
       };
       if (m.stored !== undefined) message.stored = m.stored;
+      if (entry.attributes?.priority) message.priority = entry.attributes.priority;
       return message;
     });
     return { leased, counted, scannedAt };

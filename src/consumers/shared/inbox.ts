@@ -119,7 +119,7 @@ export class SharedInbox {
         decided.set(item, { done: true, until: entry.until });
       } else {
         waits.push(
-          this.#consumer.nack(entry, { ...item, delayMs: Math.min(item.delayMs, MAX_LEASE_MS) }).then(
+          this.#consumer.nack(entry, { ...item, delayMs: item.delayMs === undefined ? undefined : Math.min(item.delayMs, MAX_LEASE_MS) }).then(
             () => decided.set(item, DONE),
             (error: unknown) => decided.set(item, refusal(error)),
           ),

@@ -21,6 +21,7 @@ import {
 } from "../state/shared-state";
 import type { SharedWindow, WindowEntry } from "./window";
 import { GroupCommit } from "./group-commit";
+import type { MessageAttributes } from "../../format/attributes";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -165,21 +166,35 @@ export class SharedJournal {
     return markLine(mark);
   }
 
-  /** Adds messages the head read to the window, each with the count and the ack the files hold for it. */
-  track(batch: readonly Message[]): void {
+  /** Adds messages the head read to the window, each with the count and the ack the files hold for it, and its attributes. */
+  track(batch: readonly Message[], attributes?: readonly (MessageAttributes | undefined)[]): void {
     let anyAcked = false;
-    const loaded = this.#loaded;
-    for (const message of batch) {
-      const key = messageKey(message.part, message.offset);
-      // Below the loaded mark without a count of its own: handed out once.
-      const deliveries = loaded.deliveries.get(key) ?? (startsBelow(message.part, message.offset, loaded.mark) ? 1 : 0);
-      loaded.deliveries.delete(key);
-      // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
-      const acked = loaded.acked.delete(key) || loaded.ranges.has(message.part, message.offset);
+    for (let i = 0; i < batch.length; i++) {
+      const message = batch[i]!;
+      const { deliveries, acked } = this.#takeLoaded(message);
       anyAcked ||= acked;
-      this.#window.add(message, deliveries, acked);
+      this.#window.add(message, deliveries, acked, attributes?.[i]);
     }
     if (anyAcked) void this.#commits.add("").catch(() => {});
+  }
+
+  /** Adds a message of a priority ahead of the head (hand-out.ts), unless it was acknowledged before. */
+  trackAhead(message: Message, attributes: MessageAttributes | undefined): boolean {
+    if (this.ackedBefore(message.part, message.offset, messageKey(message.part, message.offset))) return false;
+    this.#window.addAhead(message, this.#takeLoaded(message).deliveries, attributes);
+    return true;
+  }
+
+  /** What the files said of a message not tracked yet: its count and its ack (then forgotten here: the window keeps them). */
+  #takeLoaded(message: Message): { deliveries: number; acked: boolean } {
+    const loaded = this.#loaded;
+    const key = messageKey(message.part, message.offset);
+    // Below the loaded mark without a count of its own: handed out once.
+    const deliveries = loaded.deliveries.get(key) ?? (startsBelow(message.part, message.offset, loaded.mark) ? 1 : 0);
+    loaded.deliveries.delete(key);
+    // Acknowledged before a restart: tracked (the floor passes it), never handed out again.
+    const acked = loaded.acked.delete(key) || loaded.ranges.has(message.part, message.offset);
+    return { deliveries, acked };
   }
 
   /**

@@ -1,6 +1,7 @@
 import { positionAfter, type ConsumerPosition } from "../../format/position";
 import type { Message } from "../../format/message";
 import { messageKey, type MessageKey } from "../state/shared-state";
+import type { MessageAttributes } from "../../format/attributes";
 
 /**
  * The messages of a shared consumer between its ack floor and its read head, oldest first:
@@ -11,7 +12,7 @@ import { messageKey, type MessageKey } from "../state/shared-state";
 
 export interface WindowEntry {
   key: MessageKey;
-  /** Its number in the window: one more than the entry before it. */
+  /** Its number in the window: one more than the entry before it (-1 while it is ahead of the head, `addAhead`). */
   n: number;
   part: number;
   offset: number;
@@ -36,6 +37,8 @@ export interface WindowEntry {
   error?: string;
   /** When this process first handed it out (ms since the epoch): how long it has waited for its ack. */
   firstAt?: number;
+  /** What it was produced with (format/attributes.ts): its priority, own maxDeliveries, backoff. */
+  attributes?: MessageAttributes;
 }
 
 /** What the window holds at one moment (`SharedConsumer.stats`). */
@@ -60,23 +63,49 @@ export class SharedWindow {
   /** The number of the oldest entry maybe never handed out nor acknowledged. */
   #fresh = 0;
   readonly #byKey = new Map<MessageKey, WindowEntry>();
+  /** Messages of a priority taken ahead of the read head (hand-out.ts): in the window's order once the head reads them. */
+  readonly #ahead = new Map<MessageKey, WindowEntry>();
 
   get size(): number {
-    return this.#entries.length - this.#head;
+    return this.#entries.length - this.#head + this.#ahead.size;
   }
 
   get(key: MessageKey): WindowEntry | undefined {
     return this.#byKey.get(key);
   }
 
-  /** Adds the next message read at the head. */
-  add(message: Message, deliveries: number, acked: boolean): WindowEntry {
+  /** Adds the next message read at the head (one taken ahead of it before takes its place, as it is). */
+  add(message: Message, deliveries: number, acked: boolean, attributes?: MessageAttributes): WindowEntry {
     const key = messageKey(message.part, message.offset);
+    const ahead = this.#ahead.get(key);
+    if (ahead) {
+      this.#ahead.delete(key);
+      ahead.n = this.#base + this.#entries.length;
+      this.#entries.push(ahead);
+      return ahead;
+    }
+    const entry = this.#entry(key, message, deliveries, acked, attributes);
+    entry.n = this.#base + this.#entries.length;
+    this.#entries.push(entry);
+    this.#byKey.set(key, entry);
+    return entry;
+  }
+
+  /** Adds a message of a priority ahead of the read head: handed out before the head reaches it. */
+  addAhead(message: Message, deliveries: number, attributes: MessageAttributes | undefined): WindowEntry {
+    const key = messageKey(message.part, message.offset);
+    const entry = this.#entry(key, message, deliveries, false, attributes);
+    this.#ahead.set(key, entry);
+    this.#byKey.set(key, entry);
+    return entry;
+  }
+
+  #entry(key: MessageKey, message: Message, deliveries: number, acked: boolean, attributes: MessageAttributes | undefined): WindowEntry {
     // Bytes are views into a 1 MiB read chunk: a copy, so a kept body does not keep the chunk.
     const kept = typeof message.data === "string" ? message : { ...message, data: message.data.slice() };
     const entry: WindowEntry = {
       key,
-      n: this.#base + this.#entries.length,
+      n: -1,
       part: message.part,
       offset: message.offset,
       seq: message.seq,
@@ -88,8 +117,7 @@ export class SharedWindow {
       lease: 0,
       persisted: acked,
     };
-    this.#entries.push(entry);
-    this.#byKey.set(key, entry);
+    if (attributes) entry.attributes = attributes;
     return entry;
   }
 
@@ -112,19 +140,39 @@ export class SharedWindow {
    * One pass from the oldest: the leases still running, and the entries that may be handed
    * out now (ready, or leased past their time), up to `max`. O(window size).
    */
-  scan(now: number, max: number): { live: number; available: WindowEntry[]; nextAt: number | undefined } {
+  scan(now: number, max: number): { live: number; available: WindowEntry[]; nextAt: number | undefined; prioritized: boolean } {
     let live = 0;
     let nextAt: number | undefined;
+    let prioritized = false;
     const available: WindowEntry[] = [];
-    for (let i = this.#head; i < this.#entries.length; i++) {
-      const entry = this.#entries[i]!;
-      if (entry.state === "acked") continue;
+    const visit = (entry: WindowEntry) => {
+      if (entry.state === "acked") return;
       if (entry.until > now) {
         if (entry.state === "leased") live++;
         nextAt = nextAt === undefined ? entry.until : Math.min(nextAt, entry.until);
-      } else if (available.length < max) available.push(entry);
+      } else {
+        if (available.length < max) available.push(entry);
+        prioritized ||= entry.attributes?.priority !== undefined;
+      }
+    };
+    // A plain loop: this runs at every take, over the whole window.
+    for (let i = this.#head; i < this.#entries.length; i++) visit(this.#entries[i]!);
+    if (this.#ahead.size > 0) for (const entry of this.#ahead.values()) visit(entry);
+    return { live, available, nextAt, prioritized };
+  }
+
+  /** Whether messages of a priority were taken ahead of the head (and are not in the window's order yet). */
+  get hasAhead(): boolean {
+    return this.#ahead.size > 0;
+  }
+
+  /** Whether a message without a priority may go out now (the oldest's turn, priority.ts, needs one). */
+  hasReadyPlain(now: number): boolean {
+    for (let i = this.#head; i < this.#entries.length; i++) {
+      const entry = this.#entries[i]!;
+      if (entry.state !== "acked" && entry.until <= now && !entry.attributes?.priority) return true;
     }
-    return { live, available, nextAt };
+    return false;
   }
 
   /** Counts of the entries by state: one pass, O(window size). */
@@ -141,9 +189,10 @@ export class SharedWindow {
     return out;
   }
 
-  /** Every entry, oldest first (for a snapshot of the state). */
+  /** Every entry, oldest first, then those taken ahead of the head (for a snapshot of the state). */
   *entries(): IterableIterator<WindowEntry> {
     for (let i = this.#head; i < this.#entries.length; i++) yield this.#entries[i]!;
+    yield* this.#ahead.values();
   }
 
   /** Drops the oldest entries whose ack is written; returns the newest dropped (the floor moves after it). */

@@ -30,7 +30,8 @@ import { writeWhole } from "../../storage/write-whole";
  * gave up or died) is removed by the holder `VERDICT_KEEP_MS` after it first saw it.
  * Lines of an inbox file, each with the CRC-32 of what precedes it:
  * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged;
- * - `N;<part>;<offset>;<lease>;<delayMs>;<r|d|->;<error, URI-encoded>;<crc>`: given back
+ * - `N;<part>;<offset>;<lease>;<delayMs>;<r|d|->;<error, URI-encoded>;<crc>`: given back (`delayMs` empty:
+ *   the message's backoff, format/attributes.ts)
  *   (`r` release, `d` dead-letter);
  * - `E;<part>;<offset>;<lease>;<until>;<crc>`: its lease runs until then (ms since the epoch);
  * - `C;<part>;<position>;<count>;<crc>`: an ordered consumer's commit up to that cursor.
@@ -70,7 +71,7 @@ export interface InboxCommit {
 
 export type InboxItem =
   | { kind: "ack"; ref: InboxRef }
-  | { kind: "nack"; ref: InboxRef; delayMs: number; release: boolean; deadLetter: boolean; error?: string }
+  | { kind: "nack"; ref: InboxRef; delayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: InboxRef; until: number }
   | InboxCommit;
 
@@ -78,7 +79,7 @@ type RefOf = Omit<InboxRef, "key">;
 /** What a poster is given: an item about a lease as poll returned it, or a commit. */
 export type InboxPost =
   | { kind: "ack"; ref: RefOf }
-  | { kind: "nack"; ref: RefOf; delayMs: number; release: boolean; deadLetter: boolean; error?: string }
+  | { kind: "nack"; ref: RefOf; delayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: RefOf; until: number }
   | InboxCommit;
 
@@ -148,7 +149,7 @@ function lineOf(item: InboxPost): string {
   if (item.kind === "ack") return line(`A;${head}`);
   if (item.kind === "extend") return line(`E;${head}${item.until};`);
   const flag = item.release ? "r" : item.deadLetter ? "d" : "-";
-  return line(`N;${head}${item.delayMs};${flag};${encodeURIComponent(wellFormed(item.error ?? ""))};`);
+  return line(`N;${head}${item.delayMs ?? ""};${flag};${encodeURIComponent(wellFormed(item.error ?? ""))};`);
 }
 
 function parseLine(fields: string): InboxItem | undefined {
@@ -159,14 +160,15 @@ function parseLine(fields: string): InboxItem | undefined {
   const ref = { key: messageKey(part, offset), part, offset, lease };
   if (kind === "A" && rest.length === 3) return { kind: "ack", ref };
   if (kind === "E" && rest.length === 4 && Number.isSafeInteger(a)) return { kind: "extend", ref, until: a };
-  if (kind === "N" && rest.length === 6 && Number.isSafeInteger(a) && a >= 0 && ["r", "d", "-"].includes(rest[4]!)) {
+  const delayMs = rest[3] === "" ? undefined : a;
+  if (kind === "N" && rest.length === 6 && (delayMs === undefined || (Number.isSafeInteger(a) && a >= 0)) && ["r", "d", "-"].includes(rest[4]!)) {
     let error: string | undefined;
     try {
       error = rest[5] ? decodeURIComponent(rest[5]) : undefined;
     } catch {
       return undefined;
     }
-    return { kind: "nack", ref, delayMs: a, release: rest[4] === "r", deadLetter: rest[4] === "d", error };
+    return { kind: "nack", ref, delayMs, release: rest[4] === "r", deadLetter: rest[4] === "d", error };
   }
   return undefined;
 }

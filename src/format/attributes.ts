@@ -1,0 +1,186 @@
+/**
+ * A message's attributes (`priority`, `maxDeliveries`, `backoff`), given at produce and kept
+ * beside its record, never in it: the part stays byte for byte what the crate reads. They live in
+ * a side file of the part, `Q-N/Q_attrs` (storage/paths.ts), as runs: one frame (storage/side-log.ts)
+ * for the messages of one produce that landed together in a part, appended before their records
+ * (so a reader that has read a record finds its run) and cut with them (writer/attributes.ts).
+ *
+ * A run's payload: `u8 1 | f64 first offset | u32 first seq | u32 count | u32 CRC-32 of the first
+ * record | u8 priority | u32 maxDeliveries (0: the consumer's) | u8 backoff kind (0 none, 1
+ * fixed, 2 exponential) | u32 backoff delay ms`. A reader applies a run only to the records it
+ * names whose first record's CRC matches (a run left by a write that a crash cut short names
+ * records that were written again since, with other bytes). A CUT, `u8 2 | u32 count`, says that
+ * the part was cut after record `count` (writer/attributes.ts): the runs before it name no record
+ * past it.
+ */
+import { FieldReader, FieldWriter } from "./fields";
+import { showValue } from "../core/check";
+
+/** How long a message waits before it comes again after a failed delivery. */
+export interface Backoff {
+  /** `fixed`: `delayMs` each time; `exponential`: `delayMs * 2^(failures - 1)`, at most `MAX_BACKOFF_MS`. */
+  type: "fixed" | "exponential";
+  delayMs: number;
+}
+
+/** What a message may carry beside its record. */
+export interface MessageAttributes {
+  /** 0 to `MAX_PRIORITY`, higher first (shared consumers); 0 is the default. */
+  priority?: number;
+  /** Deliveries before it goes to the dead-letter queue, instead of the consumer's `maxDeliveries`. */
+  maxDeliveries?: number;
+  /** The wait before it comes again after a nack that names no delay, instead of the consumer's `backoff`. */
+  backoff?: Backoff;
+}
+
+export const MAX_PRIORITY = 255;
+export const MAX_ATTRIBUTE_DELIVERIES = 1_000_000;
+/** The longest backoff: a day. */
+export const MAX_BACKOFF_MS = 24 * 3600 * 1000;
+
+const RUN = 1;
+const CUT = 2;
+const BACKOFF_KINDS = ["fixed", "exponential"] as const;
+
+/** The messages of one produce that landed together in a part, and their attributes. */
+export interface AttributeRun {
+  offset: number;
+  seq: number;
+  count: number;
+  /** The CRC-32 of the run's first record. */
+  crc: number;
+  attributes: MessageAttributes;
+}
+
+/** What is wrong with `value` as message attributes at `name`, if anything (each problem says what is allowed). */
+export function attributeProblems(value: unknown, name = "attributes"): string[] {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return [`Invalid ${name} ${showValue(value)}: expected an object such as { "priority": 5 }.`];
+  const problems: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    if (v === undefined) continue;
+    if (key === "priority") {
+      if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_PRIORITY)
+        problems.push(`Invalid priority ${showValue(v)}: use an integer from 0 (the default) to ${MAX_PRIORITY}, higher first.`);
+    } else if (key === "maxDeliveries") {
+      if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_ATTRIBUTE_DELIVERIES)
+        problems.push(`Invalid maxDeliveries ${showValue(v)}: use an integer from 1 to ${MAX_ATTRIBUTE_DELIVERIES}.`);
+    } else if (key === "backoff") problems.push(...backoffProblems(v, "backoff"));
+    else problems.push(`Unknown message attribute "${key}": use priority, maxDeliveries, backoff.`);
+  }
+  return problems;
+}
+
+/** What is wrong with `value` as a backoff at `name`, if anything. */
+export function backoffProblems(value: unknown, name: string): string[] {
+  const example = `{ "type": "exponential", "delayMs": 1000 }`;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return [`Invalid ${name} ${showValue(value)}: expected an object such as ${example}.`];
+  const { type, delayMs, ...rest } = value as Record<string, unknown>;
+  const problems: string[] = [];
+  if (!BACKOFF_KINDS.includes(type as Backoff["type"])) problems.push(`Invalid ${name}.type ${showValue(type)}: use "fixed" or "exponential".`);
+  if (!Number.isInteger(delayMs) || (delayMs as number) < 0 || (delayMs as number) > MAX_BACKOFF_MS)
+    problems.push(`Invalid ${name}.delayMs ${showValue(delayMs)}: use an integer from 0 to ${MAX_BACKOFF_MS} (a day).`);
+  for (const key of Object.keys(rest)) problems.push(`Unknown key "${name}.${key}": use type, delayMs.`);
+  return problems;
+}
+
+/** The attributes without their defaults (priority 0), or undefined when nothing is left. */
+export function meaningfulAttributes(attributes: MessageAttributes | undefined): MessageAttributes | undefined {
+  if (!attributes) return undefined;
+  const { priority, maxDeliveries, backoff } = attributes;
+  const out: MessageAttributes = {};
+  if (priority) out.priority = priority;
+  if (maxDeliveries !== undefined) out.maxDeliveries = maxDeliveries;
+  if (backoff !== undefined) out.backoff = { type: backoff.type, delayMs: backoff.delayMs };
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** The wait before delivery `failures + 1` after `failures` failed ones. */
+export function backoffDelay(backoff: Backoff, failures: number): number {
+  if (backoff.type === "fixed") return backoff.delayMs;
+  return Math.min(MAX_BACKOFF_MS, backoff.delayMs * 2 ** Math.min(40, Math.max(0, failures - 1)));
+}
+
+export function encodeAttributeRun(run: AttributeRun): Uint8Array {
+  const { priority = 0, maxDeliveries = 0, backoff } = run.attributes;
+  return new FieldWriter()
+    .u8(RUN)
+    .f64(run.offset)
+    .u32(run.seq)
+    .u32(run.count)
+    .u32(run.crc)
+    .u8(priority)
+    .u32(maxDeliveries)
+    .u8(backoff ? BACKOFF_KINDS.indexOf(backoff.type) + 1 : 0)
+    .u32(backoff?.delayMs ?? 0)
+    .done();
+}
+
+/** A CUT frame: the part ends after record `count` (runs before it name none past it). */
+export function encodeAttributeCut(count: number): Uint8Array {
+  return new FieldWriter().u8(CUT).u32(count).done();
+}
+
+/** A frame of `Q_attrs`: a run, a cut, or undefined (a frame of a later version: skipped). */
+export function decodeAttributeFrame(payload: Uint8Array): { run: AttributeRun } | { cut: number } | undefined {
+  if (payload[0] === CUT && payload.length >= 5) return { cut: new FieldReader(payload.subarray(1)).u32() };
+  if (payload[0] !== RUN || payload.length < 31) return undefined;
+  const r = new FieldReader(payload);
+  r.u8();
+  const offset = r.f64();
+  const seq = r.u32();
+  const count = r.u32();
+  const crc = r.u32();
+  const priority = r.u8();
+  const maxDeliveries = r.u32();
+  const kind = r.u8();
+  const delayMs = r.u32();
+  const attributes: MessageAttributes = {};
+  if (priority > 0) attributes.priority = priority;
+  if (maxDeliveries > 0) attributes.maxDeliveries = maxDeliveries;
+  if (kind > 0 && kind <= BACKOFF_KINDS.length) attributes.backoff = { type: BACKOFF_KINDS[kind - 1]!, delayMs };
+  return { run: { offset, seq, count, crc, attributes } };
+}
+
+/**
+ * A part's runs, from its `Q_attrs` frames in file order: each CUT shortens (or drops) the runs
+ * past it, so runs stay sorted by seq and never overlap.
+ */
+export class PartAttributeRuns {
+  readonly runs: AttributeRun[] = [];
+
+  /** The last seq a run names (0 when none). */
+  get coveredTo(): number {
+    const last = this.runs.at(-1);
+    return last ? last.seq + last.count - 1 : 0;
+  }
+
+  apply(payload: Uint8Array): void {
+    const frame = decodeAttributeFrame(payload);
+    if (!frame) return;
+    if ("run" in frame) {
+      if (frame.run.seq > this.coveredTo) this.runs.push(frame.run);
+      return;
+    }
+    const { cut } = frame;
+    while (this.runs.length > 0 && this.runs.at(-1)!.seq > cut) this.runs.pop();
+    const last = this.runs.at(-1);
+    if (last && last.seq + last.count - 1 > cut) last.count = cut - last.seq + 1;
+  }
+
+  /** The run that names record `seq`, if any. */
+  find(seq: number): AttributeRun | undefined {
+    const runs = this.runs;
+    let lo = 0;
+    let hi = runs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const run = runs[mid]!;
+      if (seq < run.seq) hi = mid - 1;
+      else if (seq >= run.seq + run.count) lo = mid + 1;
+      else return run;
+    }
+    return undefined;
+  }
+}

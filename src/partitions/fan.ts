@@ -42,6 +42,8 @@ export interface FanHooks<T, M, P> {
   take(item: T, max: number, maxBytes: number, poll: P): Promise<M[]>;
   /** A message's body size in bytes (what `maxBytes` counts). */
   size(message: M): number;
+  /** The highest priority `item` knows to be waiting (a shared consumer's, docs/work-queues.md#priorities): its turn comes first. */
+  priority?(item: T): number;
   /** Resolves when `item` may have new messages (or on timeout / abort); without it, the fan re-reads every `WAIT_STEP_MS`. */
   wait?(item: T, timeoutMs: number, signal: AbortSignal): Promise<unknown>;
   /** The saved position (ack floor) of `item`: what its lag counts from. */
@@ -192,10 +194,17 @@ export class PartitionFan<T, M, P> {
     // from fewer partitions commits fewer positions (a split of every answer over P partitions
     // cost a commit per partition per answer), and over the calls every partition has its turn.
     const start = this.#next++ % held.length;
+    let turns = held.map((_, i) => held[(start + i) % held.length]!);
+    // Partitions with messages of a higher priority waiting go first (the turn stays among equals).
+    const priority = this.#hooks.priority;
+    if (priority) {
+      const ranks = new Map(turns.map((slot) => [slot, priority(slot.item)]));
+      if ([...ranks.values()].some((rank) => rank > 0)) turns = turns.sort((a, b) => ranks.get(b)! - ranks.get(a)!);
+    }
     // The byte limit is the whole answer's, not each partition's (P partitions must not make it P times larger).
     let bytes = 0;
-    for (let i = 0; i < held.length && out.length < max && bytes < maxBytes; i++) {
-      const slot = held[(start + i) % held.length]!;
+    for (let i = 0; i < turns.length && out.length < max && bytes < maxBytes; i++) {
+      const slot = turns[i]!;
       if (slot.releasing) continue;
       // A take returns at least one message: the answer may pass `maxBytes` by one, as an ordinary queue's read does.
       const budget = maxBytes - bytes;

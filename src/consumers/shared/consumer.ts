@@ -170,6 +170,11 @@ export class SharedConsumer implements LeasingConsumer {
     };
   }
 
+  /** The highest priority of the messages it tracks that may go out now (0 when none; new ones are found at the next poll). */
+  get topPriority(): number {
+    return this.#window.topPriority(Date.now());
+  }
+
   /** Whether this consumer still holds its lock (see `QueueConsumer.holds`). */
   holds(): Promise<boolean> {
     return this.#closed ? Promise.resolve(false) : this.#inner.holds();

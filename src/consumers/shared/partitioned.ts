@@ -58,6 +58,7 @@ export class PartitionedSharedConsumer
       whenLockLost: (shared, listener) => shared.whenLockLost(listener),
       take: (shared, max, maxBytes, { leaseMs }) => shared.poll({ leaseMs, max, maxBytes, timeoutMs: 0 }),
       size: (message) => message.size,
+      priority: (shared) => shared.topPriority,
       committed: (shared) => shared.floor,
     });
     super(queue, name, partitions, fan);

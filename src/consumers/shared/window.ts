@@ -65,6 +65,8 @@ export class SharedWindow {
   readonly #byKey = new Map<MessageKey, WindowEntry>();
   /** Messages of a priority taken ahead of the read head (hand-out.ts): in the window's order once the head reads them. */
   readonly #ahead = new Map<MessageKey, WindowEntry>();
+  /** A message of a priority was tracked once: `topPriority` has something to look for. */
+  #prioritized = false;
 
   get size(): number {
     return this.#entries.length - this.#head + this.#ahead.size;
@@ -118,6 +120,7 @@ export class SharedWindow {
       persisted: acked,
     };
     if (attributes) entry.attributes = attributes;
+    if (attributes?.priority) this.#prioritized = true;
     return entry;
   }
 
@@ -164,6 +167,14 @@ export class SharedWindow {
   /** Whether messages of a priority were taken ahead of the head (and are not in the window's order yet). */
   get hasAhead(): boolean {
     return this.#ahead.size > 0;
+  }
+
+  /** The highest priority of a message that may go out now, as far as the window knows (0 when none has one). O(window size) once any had one. */
+  topPriority(now: number): number {
+    if (!this.#prioritized) return 0;
+    let top = 0;
+    for (const entry of this.entries()) if (entry.state !== "acked" && entry.until <= now) top = Math.max(top, entry.attributes?.priority ?? 0);
+    return top;
   }
 
   /** Whether a message without a priority may go out now (the oldest's turn, priority.ts, needs one). */

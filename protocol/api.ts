@@ -265,6 +265,8 @@ export interface LeasedMessageJSON extends Omit<MessageJSON, "cursor"> {
   deliveries: number;
   /** When the lease runs out (ms since the epoch, the server's clock). */
   leaseUntil: number;
+  /** Its priority, when it was produced with one above 0. */
+  priority?: number;
 }
 
 /** `POST .../lease` (JSON). */

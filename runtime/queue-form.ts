@@ -58,9 +58,8 @@ function plainForm(registry: QueueRegistry, queue: string): QueueForm {
   return {
     async produce(messages, { partitionKey, ...options }, bad) {
       if (partitionKey !== undefined) throw bad(`Queue "${queue}" is not partitioned: a partition key is for a partitioned queue.`);
-      // Keyed, delayed or empty (which the writer's produce refuses: E_MESSAGE): the writer's produce.
-      if (options.key !== undefined || options.delayMs !== undefined || options.at !== undefined || messages.length === 0)
-        return registry.writers.produce(queue, messages, options);
+      // Keyed, delayed, with attributes, or empty (which the writer's produce refuses: E_MESSAGE): the writer's produce.
+      if (Object.values(options).some((value) => value !== undefined) || messages.length === 0) return registry.writers.produce(queue, messages, options);
       // Neither delayed nor keyed: the writer's plain push (no idempotency look-up).
       const positions = await registry.writers.push(queue, messages);
       return { count: positions.length, first: positions[0], last: positions.at(-1), replayed: false };

@@ -3,6 +3,7 @@ import { authorize } from "../auth";
 import type { DelayedProduceResponse, ProduceResponse } from "../../protocol/api";
 import { checkKey } from "../../src/writer/idempotency";
 import { MAX_DELAY_MS, parseAt } from "../../src/writer/produce";
+import { attributeProblems, MAX_ATTRIBUTE_DELIVERIES, MAX_BACKOFF_MS, MAX_PRIORITY, type MessageAttributes } from "../../src/format/attributes";
 import type { PartitionedProduceOptions } from "../../src/writer/partitioned";
 import { fromBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch } from "../../protocol/binary";
@@ -23,7 +24,9 @@ import { queueForm, type FormProduced } from "../queue-form";
  * - `text/*`, `application/x-www-form-urlencoded` (curl -d) or none: one text message.
  * - anything else (`application/octet-stream`, ...): one bytes message.
  * Whatever the type: `?delayMs=` or `?at=` (also `delayMs`/`at` fields of the JSON envelope)
- * delay the messages (202), and an `Idempotency-Key` header makes a retry write nothing (src/writer/produce.ts).
+ * delay the messages (202), an `Idempotency-Key` header makes a retry write nothing (src/writer/produce.ts),
+ * and `Message-Priority`, `Message-Max-Deliveries` and `Message-Backoff` headers (also `priority`,
+ * `maxDeliveries`, `backoff` fields of the JSON envelope) give the messages attributes (src/format/attributes.ts).
  */
 /** The answer of a produce whose Idempotency-Key was accepted before: the first answer again. */
 const replayed = {
@@ -68,6 +71,26 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
             schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
             description:
               "A produce whose key this queue accepted within the server's window (5 minutes by default, across restarts) writes nothing and answers the first answer again, with `Idempotency-Replayed: true`, whatever its body. On a partitioned queue without a partition key, it also picks the partition (a retry lands where the first try did).",
+          },
+          {
+            name: "Message-Priority",
+            in: "header",
+            schema: { type: "integer", minimum: 0, maximum: MAX_PRIORITY },
+            description:
+              "Shared consumers lease messages of a higher priority first (0 the default). Also a `priority` field of the JSON envelope; one of them.",
+          },
+          {
+            name: "Message-Max-Deliveries",
+            in: "header",
+            schema: { type: "integer", minimum: 1, maximum: MAX_ATTRIBUTE_DELIVERIES },
+            description:
+              "Deliveries to a shared consumer before the message goes to its dead-letter queue, instead of the consumer's. Also a `maxDeliveries` field of the JSON envelope.",
+          },
+          {
+            name: "Message-Backoff",
+            in: "header",
+            schema: { type: "string", pattern: "^(fixed|exponential):[0-9]+$" },
+            description: `The wait before the message comes again after a failed delivery (a nack without delayMs): \`fixed:<ms>\` or \`exponential:<ms>\` (doubling), ms up to ${MAX_BACKOFF_MS}. Also a \`backoff\` field of the JSON envelope, {"type", "delayMs"}.`,
           },
           {
             name: "Partition-Key",
@@ -172,6 +195,14 @@ function envelope(body: Record<string, object>, field: "message" | "messages") {
       delayMs: { type: "integer", minimum: 0, maximum: MAX_DELAY_MS },
       at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
       partitionKey: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
+      priority: { type: "integer", minimum: 0, maximum: MAX_PRIORITY, description: "Leased first by shared consumers when higher" },
+      maxDeliveries: { type: "integer", minimum: 1, maximum: MAX_ATTRIBUTE_DELIVERIES },
+      backoff: {
+        type: "object",
+        required: ["type", "delayMs"],
+        properties: { type: { enum: ["fixed", "exponential"] }, delayMs: { type: "integer", minimum: 0, maximum: MAX_BACKOFF_MS } },
+        additionalProperties: false,
+      },
     },
     additionalProperties: false,
   };
@@ -215,7 +246,30 @@ function produceParams(url: URL, headers: Headers): PartitionedProduceOptions {
   const at = atQuery.read(url);
   if (at !== undefined) options.at = checkAt(at);
   if (options.delayMs !== undefined && options.at !== undefined) throw new ApiError(400, "E_PARAM", "Give delayMs or at, not both.");
-  return options;
+  return { ...options, ...attributeHeaders(headers) };
+}
+
+/** `Message-Priority`, `Message-Max-Deliveries`, `Message-Backoff` (`fixed:<ms>`, `exponential:<ms>`), checked. */
+function attributeHeaders(headers: Headers): MessageAttributes {
+  const given: Record<string, unknown> = {};
+  const priority = headers.get("message-priority");
+  if (priority !== null) given.priority = /^\d+$/.test(priority.trim()) ? Number(priority) : priority;
+  const maxDeliveries = headers.get("message-max-deliveries");
+  if (maxDeliveries !== null) given.maxDeliveries = /^\d+$/.test(maxDeliveries.trim()) ? Number(maxDeliveries) : maxDeliveries;
+  const backoff = headers.get("message-backoff");
+  if (backoff !== null) {
+    const match = /^\s*(\w+)\s*:\s*(\d+)\s*$/.exec(backoff);
+    if (!match) throw new ApiError(400, "E_PARAM", `Invalid Message-Backoff ${JSON.stringify(backoff.slice(0, 60))}: use "fixed:<ms>" or "exponential:<ms>".`);
+    given.backoff = { type: match[1], delayMs: Number(match[2]) };
+  }
+  return checkAttributes(given, "header");
+}
+
+/** Attributes from outside, checked: a 400 that says what is allowed. */
+function checkAttributes(given: Record<string, unknown>, where: "header" | "body"): MessageAttributes {
+  const problems = attributeProblems(given);
+  if (problems.length > 0) throw new ApiError(400, where === "header" ? "E_PARAM" : "E_BODY", problems.join(" "));
+  return given as MessageAttributes;
 }
 
 /** A due time as the API takes it: ISO 8601 or ms since the epoch (digits), at most a year ahead. */
@@ -252,9 +306,15 @@ function parseJSONBody(body: Uint8Array, maxMessages: number, options: Partition
   } catch {
     throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
   }
-  const shape = 'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at", "partitionKey").';
+  const shape =
+    'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at", "partitionKey", "priority", "maxDeliveries", "backoff").';
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", shape);
-  const { message, messages, encoding, delayMs, at, partitionKey, ...rest } = parsed as Record<string, unknown>;
+  const { message, messages, encoding, delayMs, at, partitionKey, priority, maxDeliveries, backoff, ...rest } = parsed as Record<string, unknown>;
+  for (const [name, value] of Object.entries({ priority, maxDeliveries, backoff })) {
+    if (value === undefined) continue;
+    if (options[name as keyof MessageAttributes] !== undefined) throw new ApiError(400, "E_PARAM", `Give ${name} once: in the body or its Message-* header.`);
+    Object.assign(options, checkAttributes({ [name]: value }, "body"));
+  }
   if (partitionKey !== undefined) {
     if (options.partitionKey !== undefined)
       throw new ApiError(400, "E_PARAM", "Give one partition key: in the body, the Partition-Key header or ?partitionKey=.");

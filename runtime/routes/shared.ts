@@ -123,6 +123,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
               lease: leaseToken(m),
               deliveries: m.deliveries,
               leaseUntil: m.leaseUntil,
+              ...(m.priority === undefined ? {} : { priority: m.priority }),
             };
             return typeof m.data === "string"
               ? { ...common, type: m.type, data: m.data }

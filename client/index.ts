@@ -106,6 +106,12 @@ export interface ProduceOptions {
    * @default none: with the idempotency key's partition, or any this server writes
    */
   partitionKey?: string;
+  /** 0 to 255: shared consumers lease messages of a higher priority first (`Message-Priority`). @default 0 */
+  priority?: number;
+  /** Deliveries to a shared consumer before the dead-letter queue, instead of the consumer's (`Message-Max-Deliveries`). */
+  maxDeliveries?: number;
+  /** The wait before a failed delivery comes again, when its nack names none (`Message-Backoff`). */
+  backoff?: { type: "fixed" | "exponential"; delayMs: number };
 }
 
 export interface VQueueClient {

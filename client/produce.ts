@@ -67,7 +67,15 @@ function isPlainObject(value: object): boolean {
 }
 
 /** What a produce's options add to its request: the idempotency key (given, or a fresh UUID), the partition key and the delay. */
-export function produceExtras(options: { delayMs?: number; at?: Date | number | string; idempotencyKey?: string; partitionKey?: string }): {
+export function produceExtras(options: {
+  delayMs?: number;
+  at?: Date | number | string;
+  idempotencyKey?: string;
+  partitionKey?: string;
+  priority?: number;
+  maxDeliveries?: number;
+  backoff?: { type: string; delayMs: number };
+}): {
   headers: Record<string, string>;
   query: Record<string, string | number>;
 } {
@@ -83,7 +91,12 @@ export function produceExtras(options: { delayMs?: number; at?: Date | number | 
   }
   if (options.delayMs !== undefined) query.delayMs = options.delayMs;
   if (options.at !== undefined) query.at = options.at instanceof Date ? options.at.toISOString() : options.at;
-  return { headers: { "idempotency-key": key }, query };
+  // The message's attributes as headers: the server checks them (a 400 says what is allowed).
+  const headers: Record<string, string> = { "idempotency-key": key };
+  if (options.priority !== undefined) headers["message-priority"] = String(options.priority);
+  if (options.maxDeliveries !== undefined) headers["message-max-deliveries"] = String(options.maxDeliveries);
+  if (options.backoff !== undefined) headers["message-backoff"] = `${options.backoff.type}:${options.backoff.delayMs}`;
+  return { headers, query };
 }
 
 /** What the client adds to a produce's answer. */

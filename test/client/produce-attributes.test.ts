@@ -1,0 +1,36 @@
+// Message attributes through the client: produce options become Message-* headers, and
+// worker() handles messages of a higher priority first, dead-letters one at its own maxDeliveries.
+import { describe, expect, it } from "vitest";
+import { createClient } from "../../client/index";
+import { startServer } from "../http/_server";
+
+describe("client: message attributes", () => {
+  it("produce with priority: a worker handles it before the backlog; maxDeliveries 1: dead at its first failure", async () => {
+    const s = await startServer();
+    const client = createClient({ baseURL: s.url });
+    await client.produce(
+      "q",
+      Array.from({ length: 30 }, (_, i) => `low${i}`),
+    );
+    await client.produce("q", "fragile", { maxDeliveries: 1 });
+    await client.produce("q", "urgent", { priority: 9, backoff: { type: "exponential", delayMs: 100 } });
+    const handled: string[] = [];
+    const worker = client.worker(
+      "q",
+      "w",
+      (m) => {
+        handled.push(m.data as string);
+        if (m.data === "fragile") throw new Error("always fails");
+      },
+      { concurrency: 1, batch: 1 },
+    );
+    await expect.poll(() => handled.filter((b) => b.startsWith("low")).length, { timeout: 20_000 }).toBe(30);
+    await worker.stop();
+    expect(handled[0]).toBe("urgent");
+    expect(handled.filter((b) => b === "fragile")).toEqual(["fragile"]);
+    const dead = await client.consume("q.dead", "look", { max: 10 });
+    expect(dead.messages).toHaveLength(1);
+    await expect(client.produce("q", "x", { priority: 1000 })).rejects.toMatchObject({ status: 400 });
+    await s.close();
+  });
+});

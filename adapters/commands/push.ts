@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defineCommand } from "citty";
 import type { Compression, Durability } from "../../src/options/queue";
+import { attributeProblems, type MessageAttributes } from "../../src/format/attributes";
 import { QueueWriter } from "../../src/writer/writer";
 import { PartitionedWriter } from "../../src/writer/partitioned";
 import { readPartitions } from "../../src/partitions/declaration";
@@ -29,6 +30,17 @@ export const push = defineCommand({
       valueHint: "key",
     },
     "partition-key": { type: "string", description: "A partitioned queue: every message to this key's partition, in order", valueHint: "key" },
+    priority: { type: "string", description: "0 to 255: shared consumers lease messages of a higher priority first", valueHint: "n" },
+    "max-deliveries": {
+      type: "string",
+      description: "Deliveries to a shared consumer before the dead-letter queue, instead of the consumer's",
+      valueHint: "n",
+    },
+    backoff: {
+      type: "string",
+      description: "The wait before a failed delivery comes again: fixed:<time> or exponential:<time> (ms, or 500ms, 2s, 1m)",
+      valueHint: "kind:time",
+    },
     ...targetArgs,
   },
   async run({ args }) {
@@ -97,12 +109,22 @@ interface PushExtras {
   delayMs?: number;
   at?: string;
   partitionKey?: string;
+  /** `--priority`, `--max-deliveries`, `--backoff`. */
+  attributes: MessageAttributes;
   keyOf(batch: number): string | undefined;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-function produceArgs(args: { delay?: string; at?: string; key?: string; "partition-key"?: string }): PushExtras {
+function produceArgs(args: {
+  delay?: string;
+  at?: string;
+  key?: string;
+  "partition-key"?: string;
+  priority?: string;
+  "max-deliveries"?: string;
+  backoff?: string;
+}): PushExtras {
   if (args.delay !== undefined && args.at !== undefined) throw new CliError("Give --delay or --at, not both.");
   let delayMs: number | undefined;
   if (args.delay !== undefined) {
@@ -125,7 +147,29 @@ function produceArgs(args: { delay?: string; at?: string; key?: string; "partiti
   }
   const partitionKey = args["partition-key"];
   if (partitionKey !== undefined && partitionKey.length === 0) throw new CliError("Invalid --partition-key: give a non-empty key.");
-  return { delayMs, at: args.at, partitionKey, keyOf: (n) => (key === undefined ? undefined : n === 0 ? key : `${key}:${n + 1}`) };
+  return {
+    delayMs,
+    at: args.at,
+    partitionKey,
+    attributes: attributeArgs(args),
+    keyOf: (n) => (key === undefined ? undefined : n === 0 ? key : `${key}:${n + 1}`),
+  };
+}
+
+/** `--priority`, `--max-deliveries` and `--backoff`, checked as the engine checks them. */
+function attributeArgs(args: { priority?: string; "max-deliveries"?: string; backoff?: string }): MessageAttributes {
+  const number = (value: string | undefined) => (value === undefined ? undefined : /^\d+$/.test(value.trim()) ? Number(value) : value);
+  const given: Record<string, unknown> = { priority: number(args.priority), maxDeliveries: number(args["max-deliveries"]) };
+  if (args.backoff !== undefined) {
+    const match = /^(\w+):(\d+)(ms|s|m|h)?$/.exec(args.backoff.trim());
+    if (!match) throw new CliError(`Invalid --backoff ${JSON.stringify(args.backoff)}: use fixed:<time> or exponential:<time> (500, 500ms, 2s, 1m).`);
+    given.backoff = { type: match[1], delayMs: Number(match[2]) * UNITS[match[3] ?? "ms"]! };
+  }
+  const problems = attributeProblems(given).map((problem) =>
+    problem.replace(/^Invalid (\w+)/, (_, name: string) => `Invalid --${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`),
+  );
+  if (problems.length > 0) throw new CliError(problems.join(" "));
+  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)) as MessageAttributes;
 }
 
 async function directSink(
@@ -153,16 +197,18 @@ async function directSink(
       const key = extras.keyOf(batches++);
       if (writer instanceof PartitionedWriter) {
         const result = await writer
-          .produce(batch, { key, delayMs: extras.delayMs, at: extras.at, partitionKey: extras.partitionKey })
+          .produce(batch, { key, delayMs: extras.delayMs, at: extras.at, partitionKey: extras.partitionKey, ...extras.attributes })
           .catch((error: unknown) => explain(error, "Push failed"));
         sink.until = result.until;
         return result.replayed;
       }
-      if (key === undefined && extras.delayMs === undefined && extras.at === undefined) {
+      if (key === undefined && extras.delayMs === undefined && extras.at === undefined && Object.keys(extras.attributes).length === 0) {
         await writer.pushBatch(batch).catch((error: unknown) => explain(error, "Push failed"));
         return false;
       }
-      const result = await writer.produce(batch, { key, delayMs: extras.delayMs, at: extras.at }).catch((error: unknown) => explain(error, "Push failed"));
+      const result = await writer
+        .produce(batch, { key, delayMs: extras.delayMs, at: extras.at, ...extras.attributes })
+        .catch((error: unknown) => explain(error, "Push failed"));
       sink.until = result.until;
       return result.replayed;
     },
@@ -186,6 +232,7 @@ function httpSink(url: string, user: string | undefined, queue: string, extras: 
         at: extras.at,
         idempotencyKey: extras.keyOf(batches++),
         partitionKey: extras.partitionKey,
+        ...extras.attributes,
       });
       if ("delayed" in answer) sink.until = answer.delayed.untilMs;
       return answer.replayed;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import { SharedConsumer } from "../../src/consumers/shared/consumer";
 import { useTempDirs } from "../helpers/tmp";
 import { cli, STACK, useServer } from "./_cli";
 import { sleep } from "../helpers/sleep";
@@ -28,6 +29,30 @@ describe("v-queue push --delay / --at / --key", () => {
     // The next push opens the writer, which moves what is due first.
     expect((await cli(["push", "q", "last", "--dir", dir])).code).toBe(0);
     expect(await bodies(dir, "q")).toEqual(["once", "later", "last"]);
+  }, 45_000);
+
+  it("direct: --priority, --max-deliveries and --backoff give the messages attributes; bad ones say what is allowed", async () => {
+    const dir = await freshDir();
+    expect((await cli(["push", "q", "a", "b", "--dir", dir])).code).toBe(0);
+    const run = await cli(["push", "q", "urgent", "--priority", "9", "--max-deliveries", "2", "--backoff", "exponential:1s", "--dir", dir]);
+    expect(run.code, run.stderr).toBe(0);
+    const shared = await SharedConsumer.open("q", "w", { driver: fsDriver({ dir }), onProblem: () => {} });
+    expect((await shared.poll({ max: 3, timeoutMs: 0 })).map((m) => [m.data, m.priority])).toEqual([
+      ["urgent", 9],
+      ["a", undefined],
+      ["b", undefined],
+    ]);
+    await shared.close();
+    for (const [flag, value, said] of [
+      ["--priority", "300", /--priority 300: use an integer from 0/],
+      ["--max-deliveries", "none", /--max-deliveries "none"/],
+      ["--backoff", "linear:5", /"fixed" or "exponential"/],
+      ["--backoff", "soon", /fixed:<time> or exponential:<time>/],
+    ] as const) {
+      const bad = await cli(["push", "q", "x", flag, value, "--dir", dir]);
+      expect(bad.code, `${flag} ${value}`).not.toBe(0);
+      expect(bad.stderr, `${flag} ${value}`).toMatch(said);
+    }
   }, 45_000);
 
   const server = useServer(freshDir);

@@ -28,7 +28,7 @@ describe("client: message attributes", () => {
     await worker.stop();
     expect(handled[0]).toBe("urgent");
     expect(handled.filter((b) => b === "fragile")).toEqual(["fragile"]);
-    const dead = await client.consume("q.dead", "look", { max: 10 });
+    const dead = await client.consume("q.dead", "look", { maxMessages: 10 });
     expect(dead.messages).toHaveLength(1);
     await expect(client.produce("q", "x", { priority: 1000 })).rejects.toMatchObject({ status: 400 });
     await s.close();

@@ -18,12 +18,39 @@ export function produceDialog(queue, done) {
   const kind = /** @type {HTMLSelectElement} */ (h("select", { name: "kind" }, h("option", { value: "json" }, "JSON"), h("option", { value: "text" }, "Text")));
   const body = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "body", rows: 5, spellcheck: "false" }));
   body.value = JSON.stringify({ test: true, from: "v-queue dashboard", at: new Date().toISOString() }, null, 2);
+  const number = (/** @type {string} */ field, /** @type {number} */ min, /** @type {number} */ max) =>
+    /** @type {HTMLInputElement} */ (h("input", { name: field, type: "number", min, max, step: 1, inputmode: "numeric" }));
+  const priority = number("priority", 0, 255);
+  const maxDeliveries = number("maxDeliveries", 1, 1_000_000);
+  const delayMs = number("delayMs", 0, 365 * 24 * 3600 * 1000);
+  const backoffKind = /** @type {HTMLSelectElement} */ (
+    h(
+      "select",
+      { name: "backoff" },
+      h("option", { value: "" }, "The consumer's"),
+      h("option", { value: "fixed" }, "Fixed"),
+      h("option", { value: "exponential" }, "Exponential"),
+    )
+  );
+  const backoffMs = number("backoffMs", 0, 24 * 3600 * 1000);
+  const key = /** @type {HTMLInputElement} */ (h("input", { name: "key", maxlength: 255, pattern: "[\\x20-\\x7e]{1,255}", autocomplete: "off" }));
   openDialog({
     title: queue ? `Produce a test message to ${queue}` : "Produce a test message",
     body: [
       queue ? null : field("Queue", name, "Letters, digits, '.', '_' and '-'; created if it does not exist."),
       field("Format", kind),
       field("Message", body),
+      h(
+        "details",
+        { class: "options" },
+        h("summary", {}, "Options"),
+        field("Priority", priority, "0 to 255: shared consumers lease higher ones first (empty: 0)."),
+        field("Max deliveries", maxDeliveries, "Before the dead-letter queue (empty: the consumer's)."),
+        field("Backoff", backoffKind, "The wait before a failed delivery comes again."),
+        field("Backoff ms", backoffMs, "Fixed: each time; exponential: doubling from it."),
+        field("Delay ms", delayMs, "Delivered to no consumer before then."),
+        field("Idempotency key", key, "Produced once within the server's key window."),
+      ),
     ].filter((n) => n !== null),
     confirm: "Produce",
     run: async () => {
@@ -36,7 +63,15 @@ export function produceDialog(queue, done) {
           throw new Error("The message is not valid JSON: fix it, or choose Text.");
         }
       }
-      const answer = await call("POST", queuePath(target, "/messages"), { body: { message } });
+      /** @type {Record<string, unknown>} */
+      const options = {};
+      if (priority.value !== "") options.priority = Number(priority.value);
+      if (maxDeliveries.value !== "") options.maxDeliveries = Number(maxDeliveries.value);
+      if (delayMs.value !== "") options.delayMs = Number(delayMs.value);
+      if (backoffKind.value !== "") options.backoff = { type: backoffKind.value, delayMs: Number(backoffMs.value || 0) };
+      const headers = key.value === "" ? undefined : { "idempotency-key": key.value };
+      const answer = await call("POST", queuePath(target, "/messages"), { body: { message, ...options }, headers });
+      if (answer.delayed) return `Delayed in ${target} until ${answer.delayed.until}.`;
       return `Produced to ${target}: part ${answer.first.part}, seq ${answer.first.seq}.`;
     },
     done,

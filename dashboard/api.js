@@ -41,12 +41,12 @@ export function apiURL(path) {
  * Calls the API: JSON in (when `body` is given), JSON out.
  * @param {"GET" | "POST" | "DELETE"} method
  * @param {string} path relative, e.g. `./api/v1/overview`
- * @param {{ body?: unknown, signal?: AbortSignal }} [options]
+ * @param {{ body?: unknown, signal?: AbortSignal, headers?: Record<string, string> }} [options]
  * @returns {Promise<any>}
  */
-export async function call(method, path, { body, signal } = {}) {
+export async function call(method, path, { body, signal, headers: extra } = {}) {
   /** @type {Record<string, string>} */
-  const headers = { accept: "application/json" };
+  const headers = { ...extra, accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   let request;
   try {

@@ -80,13 +80,30 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await expect.poll(() => page.locator("dialog").count()).toBe(0);
     await expect.poll(async () => Number((await messagesCard.textContent())!.replace(/,/g, "")), { timeout: 10_000 }).toBe(before + 1);
 
+    // With options: a priority puts it before the backlog for a shared consumer; a key produces it once.
+    for (let i = 0; i < 2; i++) {
+      await page.locator("[data-action=produce]").click();
+      await dialog.locator("select[name=kind]").selectOption("text");
+      await dialog.locator("textarea[name=body]").fill("dashboard-urgent");
+      await dialog.locator("details.options summary").click();
+      await dialog.locator("input[name=priority]").fill("7");
+      await dialog.locator("input[name=key]").fill("dashboard-once");
+      await dialog.locator("[data-confirm]").click();
+      await expect.poll(() => dialog.locator(".result").textContent()).toMatch(/^Produced to orders: part 0, seq \d+\.$/);
+      await dialog.locator("[data-confirm]").click();
+      await expect.poll(() => page.locator("dialog").count()).toBe(0);
+    }
+    expect((await env.admin.queue("orders")).messages).toBe(before + 2);
+    const [first] = await env.admin.lease("orders", "dashboard-check", { max: 1 });
+    expect(first?.data).toBe("dashboard-urgent");
+
     // Purge, cancelled first: nothing happens.
     await page.locator("[data-action=purge]").click();
     await page.locator("dialog[open] [data-cancel]").click();
-    expect((await env.admin.queue("orders")).messages).toBe(before + 1);
+    expect((await env.admin.queue("orders")).messages).toBe(before + 2);
     await page.locator("[data-action=purge]").click();
     await page.locator("dialog[open] [data-confirm]").click();
-    await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe(`Purged: ${before + 1} messages removed.`);
+    await expect.poll(() => page.locator("dialog[open] .result").textContent()).toBe(`Purged: ${before + 2} messages removed.`);
     expect((await env.admin.queue("orders")).messages).toBe(0);
     expect(problems).toEqual([]);
     await context.close();

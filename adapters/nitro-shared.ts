@@ -91,8 +91,8 @@ export function engineWorker<T>(
       return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },
     ack: async (leases) => ({ errors: errorsOf(leases, await (await slot()).ack(refs(leases))) }),
-    nack: async (leases, { delayMs, error, deadLetter, release }) => ({
-      errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter, release })),
+    nack: async (leases, { delayMs, defaultDelayMs, error, deadLetter, release }) => ({
+      errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, defaultDelayMs, error, deadLetter, release })),
     }),
     async extend(leases, leaseMs) {
       const settled = await (await slot()).extend(refs(leases), leaseMs);

@@ -34,8 +34,10 @@ export interface LeaseOptions {
 }
 
 export interface NackClientOptions {
-  /** They come again after this long. @default 0 */
+  /** They come again after this long. @default their backoff (produce option), else the consumer's, else `defaultDelayMs` */
   delayMs?: number;
+  /** Without `delayMs`: the wait when neither the message nor the consumer has a backoff. @default 0 */
+  defaultDelayMs?: number;
   /** Why they failed: kept with a dead letter. */
   error?: string;
   /** Send them to the dead-letter queue now. */

@@ -190,7 +190,9 @@ export function runWorker<T>(
       report({ kind: "failed", error, message, maxDeliveries, deadLetter });
       if (deadLetter) stats.deadLettered++;
       const text = error instanceof Error ? error.message : String(error);
-      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, delayMs: delayAfter(message) }));
+      // The caller's backoff decides; without one, the message's or the consumer's does (server side), else the default here.
+      const delay = options.backoff ? { delayMs: delayAfter(message) } : { defaultDelayMs: delayAfter(message) };
+      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, ...delay }));
     }
     pump();
   };

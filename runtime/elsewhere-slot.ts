@@ -40,12 +40,13 @@ export class ElsewhereSharedSlot implements LeasingSlot {
   }
 
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]> {
-    const { delayMs, release = false, deadLetter = false, error } = options;
+    const { delayMs, defaultDelayMs, release = false, deadLetter = false, error } = options;
     return this.#post(
       refs.map((ref) => ({
         kind: "nack",
         ref: refOf(ref),
         delayMs,
+        defaultDelayMs,
         release,
         deadLetter,
         error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS),

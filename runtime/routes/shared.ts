@@ -167,7 +167,18 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
             required: ["leases"],
             properties: {
               leases: leasesSchema,
-              delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS },
+              delayMs: {
+                type: "integer",
+                minimum: 0,
+                maximum: MAX_LEASE_MS,
+                description: "Again after this long. Default: the message's backoff (produce), else the consumer's backoff, else defaultDelayMs",
+              },
+              defaultDelayMs: {
+                type: "integer",
+                minimum: 0,
+                maximum: MAX_LEASE_MS,
+                description: "Without delayMs: the wait when neither the message nor the consumer has a backoff (default 0)",
+              },
               error: { type: "string" },
               deadLetter: { type: "boolean" },
               release: { type: "boolean", description: "nobody worked on them: this delivery is not counted, never dead-lettered" },
@@ -182,6 +193,7 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const form = await queueForm(ctx.registry, queue);
         const refs = tokens(input.leases, form);
         const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
+        const defaultDelayMs = intField(input, "defaultDelayMs", 0, MAX_LEASE_MS);
         if (input.error !== undefined && typeof input.error !== "string")
           throw new ApiError(400, "E_BODY", `Invalid error ${JSON.stringify(input.error)}: a string saying why the messages failed.`);
         if (input.deadLetter !== undefined && typeof input.deadLetter !== "boolean")
@@ -189,12 +201,13 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         if (input.release !== undefined && typeof input.release !== "boolean")
           throw new ApiError(400, "E_BODY", `Invalid release ${JSON.stringify(input.release)}: use true or false.`);
         if (input.release === true && input.deadLetter === true) throw new ApiError(400, "E_BODY", "Invalid nack: release and deadLetter exclude each other.");
-        unknownFields(input, ["leases", "delayMs", "error", "deadLetter", "release"]);
+        unknownFields(input, ["leases", "delayMs", "defaultDelayMs", "error", "deadLetter", "release"]);
         const slot = await form.leasing(consumer);
         const settled = await slot.nack(
           refs.map((r) => r.ref),
           {
             delayMs,
+            defaultDelayMs,
             error: input.error as string | undefined,
             deadLetter: input.deadLetter as boolean | undefined,
             release: input.release as boolean | undefined,

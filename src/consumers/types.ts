@@ -77,8 +77,10 @@ export interface SharedIterateOptions extends Omit<SharedPollOptions, "timeoutMs
 }
 
 export interface NackOptions {
-  /** The message comes again after this long. @default 0 */
+  /** The message comes again after this long. @default its backoff (produce option), else the consumer's `backoff`, else `defaultDelayMs` */
   delayMs?: number;
+  /** Without `delayMs`: the wait when neither the message nor the consumer has a backoff (what `worker()` sends for its own default). @default 0 */
+  defaultDelayMs?: number;
   /** Why it failed: kept with a dead letter. */
   error?: string;
   /** Give up on it now: it goes to the dead-letter queue, whatever its deliveries. @default false */

@@ -33,4 +33,26 @@ describe("client: message attributes", () => {
     await expect(client.produce("q", "x", { priority: 1000 })).rejects.toMatchObject({ status: 400 });
     await s.close();
   });
+
+  it("a worker without a backoff of its own waits the message's backoff after a failure; other messages its default", async () => {
+    const s = await startServer();
+    const client = createClient({ baseURL: s.url });
+    await client.produce("q", "slow-retry", { backoff: { type: "fixed", delayMs: 60_000 } });
+    await client.produce("q", "quick-retry");
+    const tries = new Map<string, number>();
+    const worker = client.worker(
+      "q",
+      "w",
+      (m) => {
+        tries.set(m.data as string, (tries.get(m.data as string) ?? 0) + 1);
+        if (m.deliveries === 1) throw new Error("first try fails");
+      },
+      { concurrency: 2 },
+    );
+    // The default backoff (100 ms) brings "quick-retry" back; "slow-retry" waits its minute.
+    await expect.poll(() => tries.get("quick-retry"), { timeout: 20_000 }).toBe(2);
+    await worker.stop();
+    expect(tries.get("slow-retry")).toBe(1);
+    await s.close();
+  });
 });

@@ -132,6 +132,26 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       expect(c.stats.inFlight).toBe(3);
     });
 
+    it("a nack without delayMs waits the message's backoff, else defaultDelayMs, else nothing, as a nack here does", async () => {
+      const { driver } = await setup();
+      const w = await QueueWriter.open("q", { driver, durability: "none", onProblem: () => {} });
+      await w.produce(["own"], { backoff: { type: "fixed", delayMs: 60_000 } });
+      await w.produce(["fallback", "none"]);
+      await w.close();
+      const c = await shared(driver);
+      const [own, fallback, none] = await c.poll({ max: 3 });
+      const poster = new InboxPoster(driver, "other1", false);
+      const nack = { kind: "nack", release: false, deadLetter: false } as const;
+      const verdicts = await Promise.all([
+        poster.post("q", "work", [{ ...nack, ref: own!, defaultDelayMs: 0 }]),
+        poster.post("q", "work", [{ ...nack, ref: fallback!, defaultDelayMs: 60_000 }]),
+        poster.post("q", "work", [{ ...nack, ref: none! }]),
+      ]);
+      expect(verdicts.map(([v]) => v!.done)).toEqual([true, true, true]);
+      expect((await c.poll({ max: 3, timeoutMs: 0 })).map((m) => m.data)).toEqual(["none"]);
+      expect(c.stats.waiting).toBe(2);
+    });
+
     it("reads the inbox before a lease that ran out goes out again: an extend, ack or nack posted in time counts", async () => {
       const { driver } = await setup();
       await filled(driver, 4);

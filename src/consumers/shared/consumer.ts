@@ -301,20 +301,21 @@ export class SharedConsumer implements LeasingConsumer {
   /** Gives a message back: it comes again after `delayMs`, or goes to the dead-letter queue after `maxDeliveries` (or at once with `deadLetter`). */
   async nack(ref: LeaseRef, options: NackOptions = {}): Promise<void> {
     this.#assertOpen();
-    const { delayMs, error, deadLetter = false, release = false } = options;
+    const { delayMs, defaultDelayMs, error, deadLetter = false, release = false } = options;
     if (delayMs !== undefined) checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    if (defaultDelayMs !== undefined) checkInteger("defaultDelayMs", defaultDelayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
-    return this.#nack(this.#leases.leased(ref, "nack"), { delayMs, error, deadLetter, release });
+    return this.#nack(this.#leases.leased(ref, "nack"), { delayMs, defaultDelayMs, error, deadLetter, release });
   }
 
-  async #nack(entry: WindowEntry, { delayMs, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
+  async #nack(entry: WindowEntry, { delayMs, defaultDelayMs = 0, error, deadLetter = false, release = false }: NackOptions): Promise<void> {
     if (error !== undefined) entry.error = String(error).slice(0, MAX_ERROR_CHARS);
     if (release) entry.deliveries = Math.max(0, entry.deliveries - 1);
     else if (deadLetter || entry.deliveries >= (entry.attributes?.maxDeliveries ?? this.options.maxDeliveries)) return this.#deadLetters.move(entry);
     // A failure without a delay of its own waits as the message's backoff says, or the consumer's.
     const backoff = entry.attributes?.backoff ?? this.options.backoff;
     entry.state = "ready";
-    entry.until = Date.now() + (delayMs ?? (backoff && !release ? backoffDelay(backoff, entry.deliveries) : 0));
+    entry.until = Date.now() + (release ? (delayMs ?? 0) : (delayMs ?? (backoff ? backoffDelay(backoff, entry.deliveries) : defaultDelayMs)));
     this.#handOut.notify();
   }
 

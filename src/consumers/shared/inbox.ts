@@ -119,10 +119,16 @@ export class SharedInbox {
         decided.set(item, { done: true, until: entry.until });
       } else {
         waits.push(
-          this.#consumer.nack(entry, { ...item, delayMs: item.delayMs === undefined ? undefined : Math.min(item.delayMs, MAX_LEASE_MS) }).then(
-            () => decided.set(item, DONE),
-            (error: unknown) => decided.set(item, refusal(error)),
-          ),
+          this.#consumer
+            .nack(entry, {
+              ...item,
+              delayMs: item.delayMs === undefined ? undefined : Math.min(item.delayMs, MAX_LEASE_MS),
+              defaultDelayMs: item.defaultDelayMs === undefined ? undefined : Math.min(item.defaultDelayMs, MAX_LEASE_MS),
+            })
+            .then(
+              () => decided.set(item, DONE),
+              (error: unknown) => decided.set(item, refusal(error)),
+            ),
         );
       }
     }

@@ -149,11 +149,12 @@ export class PartitionedSharedConsumer
         if (!isLockLost(error)) throw error;
       }
     }
-    const { delayMs, error, deadLetter = false, release = false } = options;
+    const { delayMs, defaultDelayMs, error, deadLetter = false, release = false } = options;
     if (delayMs !== undefined) checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
+    if (defaultDelayMs !== undefined) checkInteger("defaultDelayMs", defaultDelayMs, 0, MAX_LEASE_MS);
     if (release && deadLetter) throw new VQueueError("E_OPTION", "Invalid nack: release and deadLetter exclude each other.");
     const [verdict] = await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [
-      { kind: "nack", ref, delayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) },
+      { kind: "nack", ref, delayMs, defaultDelayMs, release, deadLetter, error: error === undefined ? undefined : String(error).slice(0, MAX_ERROR_CHARS) },
     ]);
     outcome(verdict!);
   }

@@ -31,7 +31,7 @@ import { writeWhole } from "../../storage/write-whole";
  * Lines of an inbox file, each with the CRC-32 of what precedes it:
  * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged;
  * - `N;<part>;<offset>;<lease>;<delayMs>;<r|d|->;<error, URI-encoded>;<crc>`: given back (`delayMs` empty:
- *   the message's backoff, format/attributes.ts)
+ *   the message's backoff, format/attributes.ts; `~<ms>`: that backoff, else `<ms>`)
  *   (`r` release, `d` dead-letter);
  * - `E;<part>;<offset>;<lease>;<until>;<crc>`: its lease runs until then (ms since the epoch);
  * - `C;<part>;<position>;<count>;<crc>`: an ordered consumer's commit up to that cursor.
@@ -71,7 +71,7 @@ export interface InboxCommit {
 
 export type InboxItem =
   | { kind: "ack"; ref: InboxRef }
-  | { kind: "nack"; ref: InboxRef; delayMs?: number; release: boolean; deadLetter: boolean; error?: string }
+  | { kind: "nack"; ref: InboxRef; delayMs?: number; defaultDelayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: InboxRef; until: number }
   | InboxCommit;
 
@@ -79,7 +79,7 @@ type RefOf = Omit<InboxRef, "key">;
 /** What a poster is given: an item about a lease as poll returned it, or a commit. */
 export type InboxPost =
   | { kind: "ack"; ref: RefOf }
-  | { kind: "nack"; ref: RefOf; delayMs?: number; release: boolean; deadLetter: boolean; error?: string }
+  | { kind: "nack"; ref: RefOf; delayMs?: number; defaultDelayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: RefOf; until: number }
   | InboxCommit;
 
@@ -149,7 +149,8 @@ function lineOf(item: InboxPost): string {
   if (item.kind === "ack") return line(`A;${head}`);
   if (item.kind === "extend") return line(`E;${head}${item.until};`);
   const flag = item.release ? "r" : item.deadLetter ? "d" : "-";
-  return line(`N;${head}${item.delayMs ?? ""};${flag};${encodeURIComponent(wellFormed(item.error ?? ""))};`);
+  const delay = item.delayMs ?? (item.defaultDelayMs === undefined ? "" : `~${item.defaultDelayMs}`);
+  return line(`N;${head}${delay};${flag};${encodeURIComponent(wellFormed(item.error ?? ""))};`);
 }
 
 function parseLine(fields: string): InboxItem | undefined {
@@ -160,15 +161,18 @@ function parseLine(fields: string): InboxItem | undefined {
   const ref = { key: messageKey(part, offset), part, offset, lease };
   if (kind === "A" && rest.length === 3) return { kind: "ack", ref };
   if (kind === "E" && rest.length === 4 && Number.isSafeInteger(a)) return { kind: "extend", ref, until: a };
-  const delayMs = rest[3] === "" ? undefined : a;
-  if (kind === "N" && rest.length === 6 && (delayMs === undefined || (Number.isSafeInteger(a) && a >= 0)) && ["r", "d", "-"].includes(rest[4]!)) {
+  const delay = rest[3] ?? "";
+  const fallback = delay.startsWith("~") ? Number(delay.slice(1)) : undefined;
+  const delayMs = delay === "" || fallback !== undefined ? undefined : a;
+  const wait = fallback ?? delayMs;
+  if (kind === "N" && rest.length === 6 && (wait === undefined || (Number.isSafeInteger(wait) && wait >= 0)) && ["r", "d", "-"].includes(rest[4]!)) {
     let error: string | undefined;
     try {
       error = rest[5] ? decodeURIComponent(rest[5]) : undefined;
     } catch {
       return undefined;
     }
-    return { kind: "nack", ref, delayMs, release: rest[4] === "r", deadLetter: rest[4] === "d", error };
+    return { kind: "nack", ref, delayMs, defaultDelayMs: fallback, release: rest[4] === "r", deadLetter: rest[4] === "d", error };
   }
   return undefined;
 }

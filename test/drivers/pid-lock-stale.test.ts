@@ -9,27 +9,28 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "pathe";
+import { dirname, join } from "pathe";
 import { describe, expect, it } from "vitest";
-import { acquirePidLock } from "../../adapters/drivers/utils/pid-lock";
+import { acquirePidLock, breakerPath } from "../../adapters/drivers/utils/pid-lock";
 import { sleep } from "../helpers/sleep";
 import { useTempDirs } from "../helpers/tmp";
 
 const tempDir = useTempDirs("vq-pidlock-stale-");
 const ROUNDS = 400;
 const TAKERS = 8;
+/** A process that ran and is gone (its start time made up: a reused pid does not make it alive). */
+const deadOwner = () => `${spawnSync(process.execPath, ["-e", ""]).pid!} 123 ${hostname()}\n`;
 
 describe("pid lock, taken over from a dead owner", () => {
   it("by many at once in one process: one holder at a time, each release frees it, nothing left behind", async () => {
-    // A process that ran and is gone (its start time made up: a reused pid does not make it alive).
-    const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
+    const dead = deadOwner();
     const dir = tempDir();
     let holders = 0;
     let most = 0;
     const leftHeld: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const path = join(dir, `c${round}.lock`);
-      writeFileSync(path, `${dead} 123 ${hostname()}\n`);
+      writeFileSync(path, dead);
       await Promise.all(
         Array.from({ length: TAKERS }, async () => {
           // Staggered by a few ms, as requests arrive: takers at different steps of the takeover.
@@ -52,5 +53,16 @@ describe("pid lock, taken over from a dead owner", () => {
     const lock = await acquirePidLock(join(dir, "c0.lock"));
     expect(lock).toBeDefined();
     await lock!.release();
+  });
+
+  it("by one whose breaker a process that died while removing it left behind: taken, the breakers go", async () => {
+    const path = join(tempDir(), "c.lock");
+    const stale = deadOwner();
+    writeFileSync(path, stale);
+    writeFileSync(breakerPath(path, stale), deadOwner());
+    const lock = await acquirePidLock(path);
+    expect(lock).toBeDefined();
+    await lock!.release();
+    expect(readdirSync(dirname(path))).toEqual([]);
   });
 });

@@ -66,7 +66,7 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
  */
 async function removeStale(path: string, held: string, tmp: string, depth: number): Promise<void> {
   if (depth > MAX_BREAKER_DEPTH) return;
-  const breaker = `${path}~${createHash("sha256").update(held).digest("hex").slice(0, 16)}.break`;
+  const breaker = breakerPath(path, held);
   if (!(await linkIfAbsent(tmp, breaker))) {
     const other = await readOwner(breaker);
     if (other === undefined) return; // done meanwhile
@@ -79,6 +79,11 @@ async function removeStale(path: string, held: string, tmp: string, depth: numbe
   } finally {
     await unlink(breaker).catch(() => {});
   }
+}
+
+/** The breaker of the stale lock file at `path` holding `held` (see `removeStale`). */
+export function breakerPath(path: string, held: string): string {
+  return `${path}~${createHash("sha256").update(held).digest("hex").slice(0, 16)}.break`;
 }
 
 /** Links `target` at `path`; false when `path` exists (the atomic create of a lock file). */

@@ -5,7 +5,7 @@ import type { DriverLock } from "../../../src/core/driver";
 import { VQueueError } from "../../../src/core/errors";
 import { readTextSync, withMutex } from "./fs-write-mutex";
 import { leaseLock, lockNowHeld, type Loss } from "./lease";
-import { isCode, isOwnerAlive, myOwnerLine } from "./pid-lock";
+import { isCode, isOwnerAlive, linkIfAbsent, myOwnerLine } from "./pid-lock";
 
 /**
  * The fs driver's leased locks (its `lockLeaseMs` option): a pid lock (pid-lock.ts) that also
@@ -105,13 +105,7 @@ async function putInPlace(path: string, judged: LockFile | undefined, candidate:
   try {
     await writeFile(temp, candidate);
     if (judged && !(await moveAside(path, judged))) return false;
-    try {
-      await link(temp, path);
-      return true;
-    } catch (error) {
-      if (isCode(error, "EEXIST")) return false;
-      throw error;
-    }
+    return await linkIfAbsent(temp, path);
   } finally {
     await rm(temp, { force: true });
   }

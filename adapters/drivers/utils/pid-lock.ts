@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { link, lstat, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { link, lstat, readFile, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { VQueueError } from "../../../src/core/errors";
+import { sleep } from "../../../src/core/sleep";
 import { isProcessAlive, processStart } from "./process-probe";
 
 /**
@@ -11,15 +12,23 @@ import { isProcessAlive, processStart } from "./process-probe";
  * `link` it into place, which fails if the name exists). A lock whose owner is gone (kill -9
  * included, or a pid reused by another process) is stale and is taken over.
  *
+ * Taking over never moves nor removes a live lock: the stale file is removed under a breaker
+ * file named after its dead owner (`removeStale`). Moving it aside first, then giving back a
+ * live one found moved, put back a lock its owner had released meanwhile (its release found no
+ * file): held by a live process, nobody's, for good (a server's own consumer, E_LOCKED on every lease).
+ *
  * Limits: the check needs the owner on this host (a lock from another host of a shared
- * filesystem is treated as held), and stale takeover is safe against concurrent takeovers
- * by moving the stale file aside before judging it.
+ * filesystem is treated as held).
  */
 export interface PidLock {
   release(): Promise<void>;
 }
 
 const HOST = hostname();
+/** Breakers of breakers, each left by a process that died while removing a stale lock: beyond this many, the lock is taken as held. */
+const MAX_BREAKER_DEPTH = 4;
+/** Another process is removing the stale lock (for a few file operations): looked at again after this many ms. */
+const BREAKER_WAIT_MS = 2;
 
 /** This process's owner line: its pid and start time do not change while it runs. */
 let myLine: Promise<string> | undefined;
@@ -29,42 +38,69 @@ export async function acquirePidLock(path: string): Promise<PidLock | undefined>
   // one read, instead of a temporary file written, linked in vain and removed.
   const current = await readOwner(path);
   if (current !== undefined && (await isOwnerAlive(current, path))) return undefined;
-  const me = await myOwnerLine();
-  for (let attempt = 0; attempt < 5; attempt++) {
-    // Names with a `~`: the fs driver does not list them (they would read as files of a consumer named `c.lock.<pid>...`).
-    const tmp = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    await writeFile(tmp, me);
-    try {
-      // The file's identity, for the release: the link below names the same inode.
-      const { dev, ino } = await lstat(tmp);
-      await link(tmp, path);
-      return { release: () => releasePidLock(path, dev, ino) };
-    } catch (error) {
-      if (!isCode(error, "EEXIST")) throw error;
-    } finally {
-      await unlink(tmp).catch(() => {});
+  // Names with a `~`: the fs driver does not list them (they would read as files of a consumer named `c.lock.<pid>...`).
+  const tmp = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  await writeFile(tmp, await myOwnerLine());
+  try {
+    // The file's identity, for the release: the link below names the same inode.
+    const { dev, ino } = await lstat(tmp);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (await linkIfAbsent(tmp, path)) return { release: () => releasePidLock(path, dev, ino) };
+      const held = await readOwner(path);
+      if (held === undefined) continue; // released meanwhile: try again
+      if (await isOwnerAlive(held, path)) return undefined;
+      await removeStale(path, held, tmp, 0);
     }
-    const held = await readOwner(path);
-    if (held === undefined) continue; // released meanwhile: try again
-    if (await isOwnerAlive(held, path)) return undefined;
-    // Stale: move it aside atomically, and check that what we moved is what we judged.
-    const aside = `${path}~${process.pid}.${randomBytes(4).toString("hex")}.stale`;
-    try {
-      await rename(path, aside);
-    } catch (error) {
-      if (isCode(error, "ENOENT")) continue;
-      throw error;
-    }
-    const moved = await readOwner(aside);
-    if (moved !== held && moved !== undefined && (await isOwnerAlive(moved, path))) {
-      // Someone took the lock between our read and our rename: give it back.
-      await link(aside, path).catch(() => {});
-      await unlink(aside).catch(() => {});
-      return undefined;
-    }
-    await unlink(aside).catch(() => {});
+    return undefined;
+  } finally {
+    await unlink(tmp).catch(() => {});
   }
-  return undefined;
+}
+
+/**
+ * Removes the lock file at `path` if it still holds `held`, the line of a dead owner. One
+ * process at a time does so, the one whose link of `tmp` (its own owner line) made the breaker
+ * `<path>~<held's hash>.break`: nobody else removes that file (its owner is dead, other takers'
+ * links fail while it exists), so it is still there when it is removed. A breaker left by a
+ * process that died on the way is stale in turn: removed the same way, one level down.
+ */
+async function removeStale(path: string, held: string, tmp: string, depth: number): Promise<void> {
+  if (depth > MAX_BREAKER_DEPTH) return;
+  const breaker = breakerPath(path, held);
+  if (!(await linkIfAbsent(tmp, breaker))) {
+    const other = await readOwner(breaker);
+    if (other === undefined) return; // done meanwhile
+    if (await isOwnerAlive(other, breaker)) await sleep(BREAKER_WAIT_MS);
+    else await removeStale(breaker, other, tmp, depth + 1);
+    return;
+  }
+  try {
+    if ((await readOwner(path)) === held) await unlink(path).catch(ignoreCode("ENOENT"));
+  } finally {
+    await unlink(breaker).catch(() => {});
+  }
+}
+
+/** The breaker of the stale lock file at `path` holding `held` (see `removeStale`). */
+export function breakerPath(path: string, held: string): string {
+  return `${path}~${createHash("sha256").update(held).digest("hex").slice(0, 16)}.break`;
+}
+
+/** Links `target` at `path`; false when `path` exists (the atomic create of a lock file). */
+export async function linkIfAbsent(target: string, path: string): Promise<boolean> {
+  try {
+    await link(target, path);
+    return true;
+  } catch (error) {
+    if (isCode(error, "EEXIST")) return false;
+    throw error;
+  }
+}
+
+function ignoreCode(code: string): (error: unknown) => void {
+  return (error) => {
+    if (!isCode(error, code)) throw error;
+  };
 }
 
 /**

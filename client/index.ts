@@ -112,6 +112,8 @@ export interface ProduceOptions {
   maxDeliveries?: number;
   /** The wait before a failed delivery comes again, when its nack names none (`Message-Backoff`). */
   backoff?: { type: "fixed" | "exponential"; delayMs: number };
+  /** A group: shared consumers lease its messages in order, `groupConcurrency` at a time (`Message-Group`); printable ASCII. */
+  group?: string;
 }
 
 export interface VQueueClient {

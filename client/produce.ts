@@ -75,6 +75,7 @@ export function produceExtras(options: {
   priority?: number;
   maxDeliveries?: number;
   backoff?: { type: string; delayMs: number };
+  group?: string;
 }): {
   headers: Record<string, string>;
   query: Record<string, string | number>;
@@ -96,6 +97,7 @@ export function produceExtras(options: {
   if (options.priority !== undefined) headers["message-priority"] = String(options.priority);
   if (options.maxDeliveries !== undefined) headers["message-max-deliveries"] = String(options.maxDeliveries);
   if (options.backoff !== undefined) headers["message-backoff"] = `${options.backoff.type}:${options.backoff.delayMs}`;
+  if (options.group !== undefined) headers["message-group"] = options.group;
   return { headers, query };
 }
 

@@ -33,6 +33,7 @@ export function produceDialog(queue, done) {
     )
   );
   const backoffMs = number("backoffMs", 0, 24 * 3600 * 1000);
+  const group = /** @type {HTMLInputElement} */ (h("input", { name: "group", maxlength: 255, pattern: "[\\x20-\\x7e]{1,255}", autocomplete: "off" }));
   const key = /** @type {HTMLInputElement} */ (h("input", { name: "key", maxlength: 255, pattern: "[\\x20-\\x7e]{1,255}", autocomplete: "off" }));
   openDialog({
     title: queue ? `Produce a test message to ${queue}` : "Produce a test message",
@@ -48,6 +49,7 @@ export function produceDialog(queue, done) {
         field("Max deliveries", maxDeliveries, "Before the dead-letter queue (empty: the consumer's)."),
         field("Backoff", backoffKind, "The wait before a failed delivery comes again."),
         field("Backoff ms", backoffMs, "Fixed: each time; exponential: doubling from it."),
+        field("Group", group, "Shared consumers lease a group's messages in order."),
         field("Delay ms", delayMs, "Delivered to no consumer before then."),
         field("Idempotency key", key, "Produced once within the server's key window."),
       ),
@@ -68,6 +70,7 @@ export function produceDialog(queue, done) {
       if (priority.value !== "") options.priority = Number(priority.value);
       if (maxDeliveries.value !== "") options.maxDeliveries = Number(maxDeliveries.value);
       if (delayMs.value !== "") options.delayMs = Number(delayMs.value);
+      if (group.value !== "") options.group = group.value;
       if (backoffKind.value !== "") options.backoff = { type: backoffKind.value, delayMs: Number(backoffMs.value || 0) };
       const headers = key.value === "" ? undefined : { "idempotency-key": key.value };
       const answer = await call("POST", queuePath(target, "/messages"), { body: { message, ...options }, headers });

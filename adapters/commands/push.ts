@@ -31,6 +31,7 @@ export const push = defineCommand({
     },
     "partition-key": { type: "string", description: "A partitioned queue: every message to this key's partition, in order", valueHint: "key" },
     priority: { type: "string", description: "0 to 255: shared consumers lease messages of a higher priority first", valueHint: "n" },
+    group: { type: "string", description: "A group: shared consumers lease its messages in order, one at a time by default", valueHint: "name" },
     "max-deliveries": {
       type: "string",
       description: "Deliveries to a shared consumer before the dead-letter queue, instead of the consumer's",
@@ -124,6 +125,7 @@ function produceArgs(args: {
   priority?: string;
   "max-deliveries"?: string;
   backoff?: string;
+  group?: string;
 }): PushExtras {
   if (args.delay !== undefined && args.at !== undefined) throw new CliError("Give --delay or --at, not both.");
   let delayMs: number | undefined;
@@ -157,9 +159,9 @@ function produceArgs(args: {
 }
 
 /** `--priority`, `--max-deliveries` and `--backoff`, checked as the engine checks them. */
-function attributeArgs(args: { priority?: string; "max-deliveries"?: string; backoff?: string }): MessageAttributes {
+function attributeArgs(args: { priority?: string; "max-deliveries"?: string; backoff?: string; group?: string }): MessageAttributes {
   const number = (value: string | undefined) => (value === undefined ? undefined : /^\d+$/.test(value.trim()) ? Number(value) : value);
-  const given: Record<string, unknown> = { priority: number(args.priority), maxDeliveries: number(args["max-deliveries"]) };
+  const given: Record<string, unknown> = { priority: number(args.priority), maxDeliveries: number(args["max-deliveries"]), group: args.group };
   if (args.backoff !== undefined) {
     const match = /^(\w+):(\d+)(ms|s|m|h)?$/.exec(args.backoff.trim());
     if (!match) throw new CliError(`Invalid --backoff ${JSON.stringify(args.backoff)}: use fixed:<time> or exponential:<time> (500, 500ms, 2s, 1m).`);

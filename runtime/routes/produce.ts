@@ -93,6 +93,13 @@ export function produceRoutes(ctx: RouteContext): ApiRoute[] {
             description: `The wait before the message comes again after a failed delivery (a nack without delayMs): \`fixed:<ms>\` or \`exponential:<ms>\` (doubling), ms up to ${MAX_BACKOFF_MS}. Also a \`backoff\` field of the JSON envelope, {"type", "delayMs"}.`,
           },
           {
+            name: "Message-Group",
+            in: "header",
+            schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
+            description:
+              "The messages' group: a shared consumer leases a group's messages in order, groupConcurrency (default 1) at a time; on a partitioned queue it picks the partition when no partition key does. Also a `group` field of the JSON envelope.",
+          },
+          {
             name: "Partition-Key",
             in: "header",
             schema: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
@@ -196,6 +203,7 @@ function envelope(body: Record<string, object>, field: "message" | "messages") {
       at: { type: ["string", "integer"], description: "ISO 8601 or ms since the epoch" },
       partitionKey: { type: "string", minLength: 1, maxLength: MAX_PARTITION_KEY },
       priority: { type: "integer", minimum: 0, maximum: MAX_PRIORITY, description: "Leased first by shared consumers when higher" },
+      group: { type: "string", minLength: 1, maxLength: 255, description: "Leased in order, groupConcurrency at a time" },
       maxDeliveries: { type: "integer", minimum: 1, maximum: MAX_ATTRIBUTE_DELIVERIES },
       backoff: {
         type: "object",
@@ -249,13 +257,15 @@ function produceParams(url: URL, headers: Headers): PartitionedProduceOptions {
   return { ...options, ...attributeHeaders(headers) };
 }
 
-/** `Message-Priority`, `Message-Max-Deliveries`, `Message-Backoff` (`fixed:<ms>`, `exponential:<ms>`), checked. */
+/** `Message-Priority`, `Message-Max-Deliveries`, `Message-Backoff` (`fixed:<ms>`, `exponential:<ms>`), `Message-Group`, checked. */
 function attributeHeaders(headers: Headers): MessageAttributes {
   const given: Record<string, unknown> = {};
   const priority = headers.get("message-priority");
   if (priority !== null) given.priority = /^\d+$/.test(priority.trim()) ? Number(priority) : priority;
   const maxDeliveries = headers.get("message-max-deliveries");
   if (maxDeliveries !== null) given.maxDeliveries = /^\d+$/.test(maxDeliveries.trim()) ? Number(maxDeliveries) : maxDeliveries;
+  const group = headers.get("message-group");
+  if (group !== null) given.group = group;
   const backoff = headers.get("message-backoff");
   if (backoff !== null) {
     const match = /^\s*(\w+)\s*:\s*(\d+)\s*$/.exec(backoff);
@@ -307,10 +317,10 @@ function parseJSONBody(body: Uint8Array, maxMessages: number, options: Partition
     throw new ApiError(400, "E_BODY", "The body is not valid JSON.");
   }
   const shape =
-    'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at", "partitionKey", "priority", "maxDeliveries", "backoff").';
+    'Expected {"message": ...} or {"messages": [...]} (optionally with "encoding": "base64", "delayMs" or "at", "partitionKey", "priority", "maxDeliveries", "backoff", "group").';
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ApiError(400, "E_BODY", shape);
-  const { message, messages, encoding, delayMs, at, partitionKey, priority, maxDeliveries, backoff, ...rest } = parsed as Record<string, unknown>;
-  for (const [name, value] of Object.entries({ priority, maxDeliveries, backoff })) {
+  const { message, messages, encoding, delayMs, at, partitionKey, priority, maxDeliveries, backoff, group, ...rest } = parsed as Record<string, unknown>;
+  for (const [name, value] of Object.entries({ priority, maxDeliveries, backoff, group })) {
     if (value === undefined) continue;
     if (options[name as keyof MessageAttributes] !== undefined) throw new ApiError(400, "E_PARAM", `Give ${name} once: in the body or its Message-* header.`);
     Object.assign(options, checkAttributes({ [name]: value }, "body"));

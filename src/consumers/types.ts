@@ -54,6 +54,8 @@ export interface LeasedMessage extends Message {
   partition?: number;
   /** Its priority, when it was produced with one above 0 (docs/work-queues.md#priorities). */
   priority?: number;
+  /** Its group, when it was produced in one (docs/work-queues.md#groups). */
+  group?: string;
 }
 
 /** What names a lease: the message and its hand-out (and on a partitioned queue its partition). */

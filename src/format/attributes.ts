@@ -7,7 +7,7 @@
  *
  * A run's payload: `u8 1 | f64 first offset | u32 first seq | u32 count | u32 CRC-32 of the first
  * record | u8 priority | u32 maxDeliveries (0: the consumer's) | u8 backoff kind (0 none, 1
- * fixed, 2 exponential) | u32 backoff delay ms`. A reader applies a run only to the records it
+ * fixed, 2 exponential) | u32 backoff delay ms | u32 group length | group (ASCII)`. A reader applies a run only to the records it
  * names whose first record's CRC matches (a run left by a write that a crash cut short names
  * records that were written again since, with other bytes). A CUT, `u8 2 | u32 count`, says that
  * the part was cut after record `count` (writer/attributes.ts): the runs before it name no record
@@ -31,6 +31,8 @@ export interface MessageAttributes {
   maxDeliveries?: number;
   /** The wait before it comes again after a nack that names no delay, instead of the consumer's `backoff`. */
   backoff?: Backoff;
+  /** Its group: a shared consumer leases a group's messages one at a time (`groupConcurrency`), in order. 1 to 255 printable ASCII characters. */
+  group?: string;
 }
 
 export const MAX_PRIORITY = 255;
@@ -39,6 +41,9 @@ export const MAX_ATTRIBUTE_DELIVERIES = 1_000_000;
 export const MAX_BACKOFF_MS = 24 * 3600 * 1000;
 
 const RUN = 1;
+const GROUP = /^[\x20-\x7e]{1,255}$/;
+const ascii = new TextEncoder();
+const asciiText = new TextDecoder();
 const CUT = 2;
 const BACKOFF_KINDS = ["fixed", "exponential"] as const;
 
@@ -66,7 +71,10 @@ export function attributeProblems(value: unknown, name = "attributes"): string[]
       if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_ATTRIBUTE_DELIVERIES)
         problems.push(`Invalid maxDeliveries ${showValue(v)}: use an integer from 1 to ${MAX_ATTRIBUTE_DELIVERIES}.`);
     } else if (key === "backoff") problems.push(...backoffProblems(v, "backoff"));
-    else problems.push(`Unknown message attribute "${key}": use priority, maxDeliveries, backoff.`);
+    else if (key === "group") {
+      if (typeof v !== "string" || !GROUP.test(v))
+        problems.push(`Invalid group ${showValue(v)}: use 1 to 255 printable ASCII characters (a customer id, say).`);
+    } else problems.push(`Unknown message attribute "${key}": use priority, maxDeliveries, backoff, group.`);
   }
   return problems;
 }
@@ -88,9 +96,10 @@ export function backoffProblems(value: unknown, name: string): string[] {
 /** The attributes without their defaults (priority 0), or undefined when nothing is left. */
 export function meaningfulAttributes(attributes: MessageAttributes | undefined): MessageAttributes | undefined {
   if (!attributes) return undefined;
-  const { priority, maxDeliveries, backoff } = attributes;
+  const { priority, maxDeliveries, backoff, group } = attributes;
   const out: MessageAttributes = {};
   if (priority) out.priority = priority;
+  if (group !== undefined) out.group = group;
   if (maxDeliveries !== undefined) out.maxDeliveries = maxDeliveries;
   if (backoff !== undefined) out.backoff = { type: backoff.type, delayMs: backoff.delayMs };
   return Object.keys(out).length > 0 ? out : undefined;
@@ -103,7 +112,7 @@ export function backoffDelay(backoff: Backoff, failures: number): number {
 }
 
 export function encodeAttributeRun(run: AttributeRun): Uint8Array {
-  const { priority = 0, maxDeliveries = 0, backoff } = run.attributes;
+  const { priority = 0, maxDeliveries = 0, backoff, group } = run.attributes;
   return new FieldWriter()
     .u8(RUN)
     .f64(run.offset)
@@ -114,6 +123,7 @@ export function encodeAttributeRun(run: AttributeRun): Uint8Array {
     .u32(maxDeliveries)
     .u8(backoff ? BACKOFF_KINDS.indexOf(backoff.type) + 1 : 0)
     .u32(backoff?.delayMs ?? 0)
+    .bytes(group === undefined ? new Uint8Array(0) : ascii.encode(group))
     .done();
 }
 
@@ -136,7 +146,9 @@ export function decodeAttributeFrame(payload: Uint8Array): { run: AttributeRun }
   const maxDeliveries = r.u32();
   const kind = r.u8();
   const delayMs = r.u32();
+  const groupLength = payload.length >= 35 ? r.u32() : 0;
   const attributes: MessageAttributes = {};
+  if (groupLength > 0) attributes.group = asciiText.decode(payload.subarray(r.at, r.at + groupLength));
   if (priority > 0) attributes.priority = priority;
   if (maxDeliveries > 0) attributes.maxDeliveries = maxDeliveries;
   if (kind > 0 && kind <= BACKOFF_KINDS.length) attributes.backoff = { type: BACKOFF_KINDS[kind - 1]!, delayMs };

@@ -17,6 +17,11 @@ export interface SharedConsumerOptions extends ConsumerOptions {
   maxAckWindow?: number;
   /** A message delivered this many times and not acknowledged goes to the dead-letter queue. @default 5 */
   maxDeliveries?: number;
+  /**
+   * Most messages of one group (a produce option) leased at once; each group's oldest ones go
+   * first, so with 1 a group's messages are handled one at a time, in order. @default 1
+   */
+  groupConcurrency?: number;
   /** The dead-letter queue, a normal queue. @default `<queue>.dead` */
   deadLetterQueue?: string;
   /**
@@ -30,13 +35,17 @@ export interface SharedConsumerOptions extends ConsumerOptions {
 export const MAX_LEASE_MS = 2 ** 31 - 1;
 
 /** A shared consumer's own options: what a server's config may set for every queue or one. */
-export type SharedSettings = Pick<SharedConsumerOptions, "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff">;
+export type SharedSettings = Pick<
+  SharedConsumerOptions,
+  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency"
+>;
 
 const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   leaseMs: integer(1, MAX_LEASE_MS),
   maxInFlight: integer(1, 1_000_000),
   maxAckWindow: integer(1, 10_000_000),
   maxDeliveries: integer(1, 1_000_000),
+  groupConcurrency: integer(1, 1_000_000),
   deadLetterQueue: (value, name) =>
     typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
   backoff: (value, name) => (value === undefined ? undefined : backoffProblems(value, name).join(" ") || undefined),
@@ -60,15 +69,16 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   maxInFlight: number;
   maxAckWindow: number;
   maxDeliveries: number;
+  groupConcurrency: number;
   deadLetterQueue: string;
   backoff?: Backoff;
 }
 
 /** Defaults of a shared consumer's own options: the one place they are written. */
-export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5 } as const;
+export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5, groupConcurrency: 1 } as const;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
-  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, deadLetterQueue, backoff, ...common } = options;
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, ...common } = options;
   const base = resolveConsumerOptions(common);
   const resolved: ResolvedSharedOptions = {
     ...base,
@@ -76,6 +86,7 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     maxInFlight: maxInFlight ?? SHARED_DEFAULTS.maxInFlight,
     maxAckWindow: maxAckWindow ?? SHARED_DEFAULTS.maxAckWindow,
     maxDeliveries: maxDeliveries ?? SHARED_DEFAULTS.maxDeliveries,
+    groupConcurrency: groupConcurrency ?? SHARED_DEFAULTS.groupConcurrency,
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
     backoff,
   };

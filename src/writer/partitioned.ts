@@ -168,7 +168,8 @@ export class PartitionedWriter {
    */
   async produce(messages: Iterable<MessageInput>, options: PartitionedProduceOptions = {}): Promise<PartitionedProduceResult> {
     const { partitionKey, ...produceOptions } = options;
-    const routed = this.#route(partitionKey, produceOptions.key);
+    // A group lives in one partition: its key picks it when no partition key does.
+    const routed = this.#route(partitionKey ?? produceOptions.group, produceOptions.key);
     if (routed !== undefined) this.#keyedAt.set(routed, Date.now());
     let partition = -1;
     const result = await this.#writeTo(routed, (writer, index) => {

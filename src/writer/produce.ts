@@ -32,6 +32,12 @@ export interface ProduceOptions {
   maxDeliveries?: number;
   /** The wait before it comes again after a failed delivery (a nack without `delayMs`). @default the consumer's `backoff` */
   backoff?: Backoff;
+  /**
+   * A group (1 to 255 printable ASCII characters): shared consumers lease a group's messages in
+   * order, `groupConcurrency` at a time (docs/work-queues.md#groups); on a partitioned queue it
+   * picks the partition when no partition key does.
+   */
+  group?: string;
 }
 
 /** The longest delay: a year. */
@@ -153,9 +159,9 @@ export class ProduceExtras {
 
 /** The options checked (`E_OPTION` saying what is allowed), the due time resolved, the attributes apart. */
 export function checkProduceOptions(options: ProduceOptions): { key?: string; due?: number; attributes?: MessageAttributes } {
-  const { key, delayMs, at, priority, maxDeliveries, backoff } = options;
+  const { key, delayMs, at, priority, maxDeliveries, backoff, group } = options;
   if (key !== undefined) checkOption("key", key, (value, name) => checkKey(value, name));
-  const given = { priority, maxDeliveries, backoff };
+  const given = { priority, maxDeliveries, backoff, group };
   const problems = attributeProblems(given);
   if (problems.length > 0) throw new VQueueError("E_OPTION", problems.join(" "));
   const attributes = meaningfulAttributes(given);

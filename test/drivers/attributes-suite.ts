@@ -156,6 +156,90 @@ export function attributeTests(setup: () => Promise<EngineTestContext> | EngineT
       ]);
     });
 
+    it("a group's messages go one at a time, in order, while other groups go on; a failing head is retried, then dead-lettered, and its group goes on", async () => {
+      const { driver } = await setup();
+      const q = await writer(driver);
+      for (let i = 0; i < 3; i++) for (const g of ["a", "b", "c"]) await q.produce([`${g}${i}`], { group: g });
+      await q.produce(["free"]);
+      const c = await shared(driver, { maxDeliveries: 2 });
+      // The head of each group, and the message without a group.
+      const first = await c.poll({ max: 10, timeoutMs: 0 });
+      expect(first.map((m) => [m.data, m.group])).toEqual([
+        ["a0", "a"],
+        ["b0", "b"],
+        ["c0", "c"],
+        ["free", undefined],
+      ]);
+      const [a0, b0, c0, free] = first;
+      await c.ackAll([b0!, free!]);
+      await c.nack(a0!, { error: "boom" }); // a waits for a0 again
+      const second = await c.poll({ max: 10, timeoutMs: 0 });
+      expect(second.map((m) => [m.data, m.deliveries])).toEqual([
+        ["a0", 2],
+        ["b1", 1],
+      ]);
+      expect(await c.poll({ max: 10, timeoutMs: 0 })).toEqual([]); // a0, b1 and c0 leased: nothing else may go
+      await c.ack(c0!);
+      expect((await c.poll({ max: 10, timeoutMs: 0 })).map((m) => m.data)).toEqual(["c1"]);
+      // a0 fails its 2nd delivery of 2: dead-lettered, and its group goes on with a1.
+      await c.nack(second[0]!, { error: "boom again" });
+      expect((await c.poll({ max: 10, timeoutMs: 0 })).map((m) => m.data)).toEqual(["a1"]);
+      expect(c.stats.deadLetteredTotal).toBe(1);
+    });
+
+    it("groupConcurrency 2: two of a group at a time, the oldest first", async () => {
+      const { driver } = await setup();
+      const q = await writer(driver);
+      await q.produce(["g0", "g1", "g2", "g3"], { group: "g" });
+      const c = await shared(driver, { groupConcurrency: 2 });
+      const first = await c.poll({ max: 10, timeoutMs: 0 });
+      expect(first.map((m) => m.data)).toEqual(["g0", "g1"]);
+      await c.ack(first[1]!);
+      expect((await c.poll({ max: 10, timeoutMs: 0 })).map((m) => m.data)).toEqual(["g2"]);
+    });
+
+    it("many groups, concurrent workers, random failures: each group completes in produce order, every message done or dead", async () => {
+      const { driver } = await setup();
+      const GROUPS = 100;
+      const PER = 8;
+      // Each message in its group: one produce per group and index, interleaved.
+      const grouped = await writer(driver, "g");
+      for (let i = 0; i < PER; i++) for (let g = 0; g < GROUPS; g++) await grouped.produce([`${g}:${i}`], { group: `group-${g}` });
+      const c = await shared(driver, { maxDeliveries: 3 }, "g");
+      let seed = 42;
+      const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      const completed = new Map<number, number[]>();
+      let dead = 0;
+      const worker = async () => {
+        for (let idle = 0; idle < 3;) {
+          const batch = await c.poll({ max: 5, timeoutMs: 50 });
+          if (batch.length === 0) {
+            idle++;
+            continue;
+          }
+          idle = 0;
+          for (const m of batch) {
+            const [g, i] = (m.data as string).split(":").map(Number) as [number, number];
+            if (random() < 0.2) {
+              if (m.deliveries >= 3) dead++;
+              await c.nack(m, { error: "random failure" });
+              continue;
+            }
+            completed.set(g, [...(completed.get(g) ?? []), i]);
+            await c.ack(m);
+          }
+        }
+      };
+      await Promise.all([worker(), worker(), worker(), worker()]);
+      let done = 0;
+      for (const [g, order] of completed) {
+        expect(order, `group ${g}`).toEqual([...order].sort((a, b) => a - b));
+        done += order.length;
+      }
+      expect(done + dead).toBe(GROUPS * PER);
+      expect(c.stats.deadLetteredTotal).toBe(dead);
+    });
+
     it("produce options are checked: each wrong one says what is allowed", async () => {
       const { driver } = await setup();
       const q = await writer(driver);

@@ -101,9 +101,9 @@ export class HandOut {
       const now = Date.now();
       scannedAt = now;
       // Those that failed to move to the dead-letter queue take no place of the others.
-      let scan = window.scan(now, max - out.length + failed.size);
+      let scan = window.scan(now, max - out.length + failed.size, options.groupConcurrency);
       // Priorities among what may go out: all of it, ranked.
-      if (scan.prioritized) scan = window.scan(now, Infinity);
+      if (scan.prioritized) scan = window.scan(now, Infinity, options.groupConcurrency);
       let room = Math.min(max - out.length, options.maxInFlight - scan.live);
       let moved = false;
       const available = scan.prioritized ? priorityOrder(scan.available, this.#ranked) : scan.available;
@@ -182,6 +182,7 @@ export class HandOut {
       };
       if (m.stored !== undefined) message.stored = m.stored;
       if (entry.attributes?.priority) message.priority = entry.attributes.priority;
+      if (entry.attributes?.group !== undefined) message.group = entry.attributes.group;
       return message;
     });
     return { leased, counted, scannedAt };

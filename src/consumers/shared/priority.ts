@@ -48,6 +48,8 @@ export class PriorityAhead {
       live.add(id);
       if (out.length >= room) continue;
       const { part, run } = ahead;
+      // A group's order wins over a priority: its earlier messages may not be read yet.
+      if (run.attributes.group !== undefined) continue;
       const from = this.#resume.get(id) ?? { part, position: run.offset, count: run.seq - 1 };
       const left = run.seq + run.count - 1 - from.count;
       if (left <= 0) continue;

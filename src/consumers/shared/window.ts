@@ -67,6 +67,8 @@ export class SharedWindow {
   readonly #ahead = new Map<MessageKey, WindowEntry>();
   /** A message of a priority was tracked once: `topPriority` has something to look for. */
   #prioritized = false;
+  /** A message of a group was tracked once: `scan` counts each group's messages. */
+  #grouped = false;
 
   get size(): number {
     return this.#entries.length - this.#head + this.#ahead.size;
@@ -121,6 +123,7 @@ export class SharedWindow {
     };
     if (attributes) entry.attributes = attributes;
     if (attributes?.priority) this.#prioritized = true;
+    if (attributes?.group !== undefined) this.#grouped = true;
     return entry;
   }
 
@@ -141,19 +144,29 @@ export class SharedWindow {
 
   /**
    * One pass from the oldest: the leases still running, and the entries that may be handed
-   * out now (ready, or leased past their time), up to `max`. O(window size).
+   * out now (ready, or leased past their time), up to `max`; of a group, only those among its
+   * `groupLimit` oldest not acknowledged (docs/work-queues.md#groups). O(window size).
    */
-  scan(now: number, max: number): { live: number; available: WindowEntry[]; nextAt: number | undefined; prioritized: boolean } {
+  scan(now: number, max: number, groupLimit = 1): { live: number; available: WindowEntry[]; nextAt: number | undefined; prioritized: boolean } {
     let live = 0;
     let nextAt: number | undefined;
     let prioritized = false;
     const available: WindowEntry[] = [];
+    /** Per group, its messages not acknowledged so far in the pass (only once a message had a group). */
+    const groups = this.#grouped ? new Map<string, number>() : undefined;
     const visit = (entry: WindowEntry) => {
       if (entry.state === "acked") return;
+      const group = groups && entry.attributes?.group;
+      let turn = true;
+      if (group !== undefined) {
+        const before = groups!.get(group) ?? 0;
+        groups!.set(group, before + 1);
+        turn = before < groupLimit;
+      }
       if (entry.until > now) {
         if (entry.state === "leased") live++;
         nextAt = nextAt === undefined ? entry.until : Math.min(nextAt, entry.until);
-      } else {
+      } else if (turn) {
         if (available.length < max) available.push(entry);
         prioritized ||= entry.attributes?.priority !== undefined;
       }

@@ -320,6 +320,17 @@ export interface ExtendResponse {
   errors: LeaseErrorJSON[];
 }
 
+/** `POST /api/v1/queues/{q}/consumers/{c}/backoff` body: nothing is handed out to anyone for `delayMs`. */
+export interface BackOffRequest {
+  delayMs: number;
+}
+
+/** `POST /api/v1/queues/{q}/consumers/{c}/backoff` answer. */
+export interface BackOffResponse {
+  /** Nothing is handed out before then (ms since the epoch, the server's clock): a back-off already running that ends later is kept. */
+  limitedUntil: number;
+}
+
 /** `POST /api/v1/queues/{dlq}/redrive` body (optional). */
 export interface RedriveRequest {
   /** The queue to move them to. @default each dead letter's origin queue */

@@ -3,7 +3,7 @@ import { comparePositions, type ConsumerPosition } from "../../format/position";
 import type { QueueProblem } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { positionHolds } from "../../log/position-check";
-import type { ResolvedSharedOptions } from "../../options/shared";
+import type { RateLimit, ResolvedSharedOptions } from "../../options/shared";
 import {
   AckRanges,
   ackLine,
@@ -21,6 +21,7 @@ import {
 } from "../state/shared-state";
 import type { SharedWindow, WindowEntry } from "./window";
 import { GroupCommit } from "./group-commit";
+import { RateLimiter } from "./limiter";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -84,9 +85,12 @@ export class SharedJournal {
   #closed = false;
   /** Moved to the dead-letter queue by this process (the files count those before). */
   #deadLettered = 0;
+  /** The rate limit's window and the back-off, kept in these files for the next holder. */
+  readonly limiter: RateLimiter;
 
-  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow) {
+  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow, limit: RateLimit | undefined) {
     this.#inner = inner;
+    this.limiter = new RateLimiter(limit, loaded);
     this.#state = state;
     this.#loaded = loaded;
     this.#window = window;
@@ -119,7 +123,7 @@ export class SharedJournal {
     // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
     for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
     for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
-    const journal = new SharedJournal(inner, state, loaded, window);
+    const journal = new SharedJournal(inner, state, loaded, window, options.limiter);
     await state.compact(journal.#snapshotLines());
     return journal;
   }
@@ -283,7 +287,7 @@ export class SharedJournal {
     const deadLettered = this.deadLetteredTotal;
     if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
     if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
-    return lines;
+    return lines + this.limiter.lines(Date.now());
   }
 }
 

@@ -11,7 +11,7 @@ import { VQueueError } from "../src/core/errors";
 import { errorAnswer } from "../runtime/errors";
 import { VQueueClientError } from "../client/errors";
 import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";
-import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "../client/worker";
+import { runWorker, type Worker, type WorkerCalls, type WorkerHandlerContext, type WorkerOptions } from "../client/worker";
 
 /** A shared consumer as server code sees it: the API's own, leases in this process. */
 export interface VQueueSharedConsumer {
@@ -59,7 +59,7 @@ export function engineWorker<T>(
   handler: () => Promise<QueueHandler>,
   queue: string,
   name: string,
-  handle: (message: LeasedClientMessage<T>) => unknown,
+  handle: (message: LeasedClientMessage<T>, ctx: WorkerHandlerContext) => unknown,
   options: WorkerOptions = {},
 ): Worker {
   const slot = async (): Promise<LeasingSlot> => (await handler()).sharedConsumer(queue, name);
@@ -94,6 +94,7 @@ export function engineWorker<T>(
     nack: async (leases, { delayMs, error, deadLetter, release }) => ({
       errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, error, deadLetter, release })),
     }),
+    backOff: async (delayMs) => (await slot()).backOff(delayMs),
     async extend(leases, leaseMs) {
       const settled = await (await slot()).extend(refs(leases), leaseMs);
       return { extended: leases.filter((_, i) => settled[i]!.ok).map((lease) => ({ lease })) };

@@ -117,6 +117,8 @@ export interface ConsumerInfo {
   deadLettered?: number;
   /** A shared consumer this server holds open: the oldest message it read and is not acknowledged, or null. */
   oldestUnacked?: MessagePositionJSON | null;
+  /** A shared consumer this server holds open, handing nothing out (backing off, or its rate limit's window spent): until when (ms since the epoch). */
+  limitedUntil?: number;
 }
 
 /** `GET /api/v1/queues/{queue}/consumers` */

@@ -33,6 +33,16 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** The three instances, started once: the limit is the config's for queue QUEUE only. */
+async function started(): Promise<Instance[]> {
+  if (instances.length > 0) return instances;
+  const config = join(root, "vqueue.config.json");
+  const limiter = { max: MAX, durationMs: DURATION_MS };
+  writeFileSync(config, JSON.stringify({ durability: "none", shared: { leaseMs: LEASE_MS }, queues: { [QUEUE]: { shared: { limiter } } } }));
+  for (let i = 0; i < 3; i++) instances.push(await startInstance(["--dir", dir, "--config", config]));
+  return instances;
+}
+
 describe("a rate-limited shared consumer on three instances", () => {
   it(
     `12 workers, max ${MAX} per ${DURATION_MS} ms: about ${MAX} leases a second over ${MEASURE_S} s, never more than ${MAX + 5} in a second`,
@@ -74,4 +84,17 @@ describe("a rate-limited shared consumer on three instances", () => {
       expect(mean, `per second: ${perSecond.join(", ")}`).toBeGreaterThanOrEqual(MAX - 5);
     },
   );
+
+  it("a back-off sent to an instance that does not hold the consumer reaches its holder (through the consumer's inbox)", { timeout: 120_000 }, async () => {
+    const [a, b] = (await started()) as [Instance, Instance];
+    const [ca, cb] = [createClient({ baseURL: a.url }), createClient({ baseURL: b.url })];
+    await ca.produce("jobs", ["x", "y"]);
+    // Leased on a: a holds the consumer now.
+    expect((await ca.lease("jobs", "w", { max: 1 })).map((m) => m.data)).toEqual(["x"]);
+    const { limitedUntil } = await cb.backOff("jobs", "w", 60_000);
+    expect(limitedUntil).toBeGreaterThan(Date.now() + 30_000);
+    expect(await ca.lease("jobs", "w", { max: 1 })).toEqual([]);
+    const listed = (await (await fetch(`${a.url}/api/v1/queues/jobs/consumers`)).json()) as { consumers: { name: string; limitedUntil?: number }[] };
+    expect(listed.consumers.find((c) => c.name === "w")?.limitedUntil).toBe(limitedUntil);
+  });
 });

@@ -25,6 +25,8 @@ export interface VQueueSharedConsumer {
   nack(ref: LeaseRef, options?: NackOptions): Promise<void>;
   /** Keeps a lease `leaseMs` more from now; resolves with its new end. */
   extend(ref: LeaseRef, options?: { leaseMs?: number }): Promise<number>;
+  /** No leases to anyone for `ms` (docs/work-queues.md, "Rate limits and back-off"); resolves with its end. */
+  backOff(ms: number): Promise<number>;
   /** Live stats (`SharedConsumer.stats`; of a partitioned queue, summed over the partitions this instance holds, without `ackFloor`). */
   stats(): Promise<SlotStats>;
 }
@@ -46,6 +48,7 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
     ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
     nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
     extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
+    backOff: (ms) => withHttpStatus(slot().then((opened) => opened.backOff(ms))),
     stats: async () => (await slot()).readStats(),
   };
 }

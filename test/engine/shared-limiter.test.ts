@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { SharedConsumer, type LeasedMessage } from "../../src/consumers/shared/consumer";
 import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { RateLimiter } from "../../src/consumers/shared/limiter";
 import { PartitionedWriter } from "../../src/writer/partitioned";
 import { QueueWriter } from "../../src/writer/writer";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
@@ -121,6 +122,24 @@ describe("a shared consumer's rate limit", () => {
     const c = await SharedConsumer.open("q", "s", { driver, ...quiet });
     opened.push(c);
     await expect(c.backOff(-1)).rejects.toMatchObject({ code: "E_OPTION" });
+  });
+});
+
+describe("RateLimiter", () => {
+  it("a long window keeps few entries (takes close together are one, dated by the latest), and never lets more out than max", () => {
+    const limiter = new RateLimiter({ max: 10_000, durationMs: 24 * 3600_000 }, { taken: [], pausedUntil: 0 });
+    const start = 1_700_000_000_000;
+    for (let i = 0; i < 5000; i++) limiter.spend(start + i, 2);
+    expect(limiter.budget(start + 5000)).toBe(0);
+    expect(
+      limiter
+        .lines(start + 5000)
+        .split("\n")
+        .filter(Boolean),
+    ).toHaveLength(1);
+    // Out of the window only once the latest of the merged takes is.
+    expect(limiter.budget(start + 24 * 3600_000 + 4998)).toBe(0);
+    expect(limiter.budget(start + 24 * 3600_000 + 4999)).toBe(10_000);
   });
 });
 

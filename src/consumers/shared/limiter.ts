@@ -67,10 +67,17 @@ export class RateLimiter {
     return lines;
   }
 
+  /**
+   * Takes close together (within a 1024th of the window) are one entry, dated by the latest: its
+   * earlier hand-outs leave the window a little late (more limited, never less), and a long
+   * window with many small takes keeps about 1024 entries, not one per take.
+   */
   #record(at: number, count: number): void {
-    const last = this.#takes.at(-1);
-    if (last && last.at === at && this.#takes.length > this.#head) last.count += count;
-    else this.#takes.push({ at, count });
+    const last = this.#takes.length > this.#head ? this.#takes.at(-1)! : undefined;
+    if (last && at >= last.at && at - last.at <= Math.floor(this.#limit!.durationMs / 1024)) {
+      last.at = at;
+      last.count += count;
+    } else this.#takes.push({ at, count });
     this.#spent += count;
   }
 

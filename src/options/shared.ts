@@ -104,9 +104,11 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     limiter: limiter === undefined ? undefined : { ...limiter },
   };
   throwProblems([
-    ...Object.entries(SETTING_CHECKS).map(([key, check]) =>
-      key === "limiter" && resolved.limiter === undefined ? undefined : check(key === "limiter" ? limiter : resolved[key as keyof SharedSettings], key),
-    ),
+    ...Object.entries(SETTING_CHECKS).map(([key, check]) => {
+      // The limit as given (none is fine); the others as resolved.
+      if (key === "limiter") return limiter === undefined ? undefined : check(limiter, key);
+      return check(resolved[key as keyof SharedSettings], key);
+    }),
     resolved.maxAckWindow < resolved.maxInFlight
       ? `Invalid maxAckWindow ${resolved.maxAckWindow}: use at least maxInFlight (${resolved.maxInFlight}).`
       : undefined,

@@ -44,6 +44,20 @@ describe("rate limits over HTTP", () => {
     ).toBe(10);
   }, 90_000);
 
+  it("a partitioned queue: each partition's share of max (the shares add up to it); backoff stops every partition", async () => {
+    const s = await startServer({ shared: { limiter: { max: 4, durationMs: 600_000 } } });
+    const client = clientOf(s);
+    await client.declare("p", { partitions: 2 });
+    for (let i = 0; i < 40; i++) await client.produce("p", [`m${i}`], { partitionKey: `k${i}` });
+    const got = [...(await client.lease("p", "w", { max: 100 })), ...(await client.lease("p", "w", { max: 100 }))];
+    expect(got).toHaveLength(4);
+    expect(new Set(got.map((m) => m.partition))).toEqual(new Set([0, 1]));
+    expect(await client.lease("p", "w", { max: 100, timeoutMs: 200 })).toEqual([]);
+    const { limitedUntil } = await client.backOff("p", "v", 600_000);
+    expect(limitedUntil).toBeGreaterThan(Date.now() + 300_000);
+    expect(await client.lease("p", "v", { max: 100, timeoutMs: 200 })).toEqual([]);
+  }, 60_000);
+
   it("POST .../backoff: no lease to anyone until then (a long poll waits for it, then gets the message); bad input is a clear 400", async () => {
     const s = await startServer();
     const client = clientOf(s);

@@ -11,7 +11,7 @@ import { VQueueError } from "../src/core/errors";
 import { errorAnswer } from "../runtime/errors";
 import { VQueueClientError } from "../client/errors";
 import { fromLeaseRecord, type LeasedClientMessage } from "../client/shared";
-import { runWorker, type Worker, type WorkerCalls, type WorkerOptions } from "../client/worker";
+import { runWorker, type Worker, type WorkerCalls, type WorkerHandlerContext, type WorkerOptions } from "../client/worker";
 
 /** A shared consumer as server code sees it: the API's own, leases in this process. */
 export interface VQueueSharedConsumer {
@@ -25,6 +25,8 @@ export interface VQueueSharedConsumer {
   nack(ref: LeaseRef, options?: NackOptions): Promise<void>;
   /** Keeps a lease `leaseMs` more from now; resolves with its new end. */
   extend(ref: LeaseRef, options?: { leaseMs?: number }): Promise<number>;
+  /** No leases to anyone for `ms` (docs/work-queues.md, "Rate limits and back-off"); resolves with its end. */
+  backOff(ms: number): Promise<number>;
   /** Live stats (`SharedConsumer.stats`; of a partitioned queue, summed over the partitions this instance holds, without `ackFloor`). */
   stats(): Promise<SlotStats>;
 }
@@ -46,6 +48,7 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
     ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
     nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
     extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
+    backOff: (ms) => withHttpStatus(slot().then((opened) => opened.backOff(ms))),
     stats: async () => (await slot()).readStats(),
   };
 }
@@ -59,7 +62,7 @@ export function engineWorker<T>(
   handler: () => Promise<QueueHandler>,
   queue: string,
   name: string,
-  handle: (message: LeasedClientMessage<T>) => unknown,
+  handle: (message: LeasedClientMessage<T>, ctx: WorkerHandlerContext) => unknown,
   options: WorkerOptions = {},
 ): Worker {
   const slot = async (): Promise<LeasingSlot> => (await handler()).sharedConsumer(queue, name);
@@ -94,6 +97,7 @@ export function engineWorker<T>(
     nack: async (leases, { delayMs, defaultDelayMs, error, deadLetter, release }) => ({
       errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, defaultDelayMs, error, deadLetter, release })),
     }),
+    backOff: async (delayMs) => (await slot()).backOff(delayMs),
     async extend(leases, leaseMs) {
       const settled = await (await slot()).extend(refs(leases), leaseMs);
       return { extended: leases.filter((_, i) => settled[i]!.ok).map((lease) => ({ lease })) };

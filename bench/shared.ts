@@ -28,7 +28,9 @@ const PARTS = new Set((process.env.VQ_BENCH_SHARED_PARTS || "inproc,http,bullmq,
 const SETUP: DrainSetup = { messages: Math.round(100_000 * SCALE), concurrency: 8, batch: 100, payload: "x".repeat(100) };
 /** The issue's figures on this machine, used when a baseline cannot run here. */
 const REFERENCE = { bullmq: 12_000, streams: 112_000 };
-const TARGETS = { http: 2, inproc: 10 };
+const TARGETS = { http: 2, inproc: 10, limited: 0.8 };
+/** A rate limit above what the drain reaches: what counting hand-outs costs, against no limit. */
+const NEVER_REACHED = { max: 1_000_000, durationMs: 1000 };
 
 interface Scenario {
   key: string;
@@ -45,6 +47,11 @@ export async function runSharedBench(): Promise<void> {
   const scenarios: Scenario[] = [
     { key: "inproc", label: `v-queue shared consumer in process, fs, default options (syncCommits: true), poll max ${SETUP.batch} + ack each`, seconds: [] },
     { key: "inproc-nosync", label: `v-queue shared consumer in process, fs, syncCommits: false, poll max ${SETUP.batch} + ack each`, seconds: [] },
+    {
+      key: "inproc-limited",
+      label: `the same with a rate limit never reached (limiter: max ${NEVER_REACHED.max} per ${NEVER_REACHED.durationMs} ms)`,
+      seconds: [],
+    },
     {
       key: "http",
       label: `v-queue over HTTP, client worker() concurrency ${SETUP.concurrency} (server: durability interval, syncCommits: false)`,
@@ -69,6 +76,7 @@ export async function runSharedBench(): Promise<void> {
   try {
     await setUp(byKey("inproc"), "inproc", () => inProcessDrain({}));
     await setUp(byKey("inproc-nosync"), "inproc", () => inProcessDrain({ syncCommits: false }));
+    await setUp(byKey("inproc-limited"), "inproc", () => inProcessDrain({ syncCommits: false, limiter: NEVER_REACHED }));
     await setUp(byKey("http"), "http", httpDrain);
     let redis: RedisServer | undefined;
     if (PARTS.has("bullmq") || PARTS.has("streams")) {
@@ -106,15 +114,25 @@ function printTable(scenarios: Scenario[]): void {
     const r = rate(s);
     if (!Number.isFinite(r)) return [s.label, "skipped", "-", "-", "-", "-", s.skipped ?? ""];
     const runs = s.seconds.map((t) => SETUP.messages / t);
-    const target = s.key === "http" ? TARGETS.http * faster : s.key === "inproc" ? TARGETS.inproc * bullmq : undefined;
+    const unlimited = rate(get("inproc-nosync"));
+    const target =
+      s.key === "http"
+        ? TARGETS.http * faster
+        : s.key === "inproc"
+          ? TARGETS.inproc * bullmq
+          : s.key === "inproc-limited" && Number.isFinite(unlimited)
+            ? TARGETS.limited * unlimited
+            : undefined;
     const targetText =
       s.key === "http"
         ? `>= ${TARGETS.http}x faster baseline`
         : s.key === "inproc"
           ? `>= ${TARGETS.inproc}x BullMQ`
-          : s.key === "inproc-nosync"
-            ? "informative"
-            : "baseline";
+          : s.key === "inproc-limited"
+            ? `>= ${TARGETS.limited}x no limit (syncCommits: false)`
+            : s.key === "inproc-nosync"
+              ? "informative"
+              : "baseline";
     return [
       s.label,
       formatRate(r),

@@ -43,3 +43,26 @@ export class VQueueNetworkError extends Error {
 export function isAbortError(error: unknown): boolean {
   return error instanceof Error && error.name === "AbortError";
 }
+
+/**
+ * Thrown by a `worker()` handler told to slow down (an API's 429, say), as BullMQ's: its message
+ * goes back uncounted (not a failed delivery), and the whole consumer hands nothing out to any
+ * worker for `delayMs` (`ctx.rateLimit(delayMs)`).
+ */
+export class RateLimitError extends Error {
+  override name = "RateLimitError";
+  constructor(
+    readonly delayMs: number,
+    message = `Rate limited: the consumer backs off for ${delayMs} ms.`,
+  ) {
+    super(message);
+    if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new TypeError(`Invalid RateLimitError delayMs ${String(delayMs)}: use an integer from 0 up (ms).`);
+  }
+
+  /** Also one thrown by another copy of the client (its class is not this one). */
+  static isRateLimit(error: unknown): error is RateLimitError {
+    return (
+      error instanceof RateLimitError || (error instanceof Error && error.name === "RateLimitError" && Number.isSafeInteger((error as RateLimitError).delayMs))
+    );
+  }
+}

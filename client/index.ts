@@ -6,6 +6,7 @@
 import { createFetch, ofetch, type $Fetch, type FetchError, type FetchOptions } from "ofetch";
 import type {
   AckResponse,
+  BackOffResponse,
   CommitResponse,
   ExtendResponse,
   NackResponse,
@@ -41,10 +42,10 @@ import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult 
 import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 import type { ConsumeOptions, ConsumeResult } from "./types";
-import { runWorker, type Worker, type WorkerOptions } from "./worker";
+import { runWorker, type Worker, type WorkerHandlerContext, type WorkerOptions } from "./worker";
 
 export type * from "../protocol/api";
-export { VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+export { RateLimitError, VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage, ProduceReplay } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
@@ -52,7 +53,7 @@ export type { ConsumeOptions, ConsumeResult } from "./types";
 export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
 export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
 export type { RetryOption } from "./retry";
-export type { Worker, WorkerOptions, WorkerStats } from "./worker";
+export type { Worker, WorkerHandlerContext, WorkerOptions, WorkerStats } from "./worker";
 
 export interface ClientOptions {
   /** The server's URL, with the prefix the API is mounted under, e.g. `http://127.0.0.1:9093`. */
@@ -181,6 +182,11 @@ export interface VQueueClient {
     leases: string | string[],
     options?: { leaseMs?: number; signal?: AbortSignal } & RetryOption,
   ): Promise<ExtendResponse>;
+  /**
+   * Shared consumer `consumer` hands nothing out to any worker for `delayMs` (told to slow down,
+   * an API's 429 say); running leases go on, lease requests wait. Answers until when. Retried.
+   */
+  backOff(queue: string, consumer: string, delayMs: number, options?: { signal?: AbortSignal } & RetryOption): Promise<BackOffResponse>;
   /** Moves dead letters of `dlq` back, to `to` or each to its origin queue. */
   redrive(dlq: string, options?: { to?: string; max?: number; signal?: AbortSignal }): Promise<RedriveResponse>;
   /** A page of messages read without any consumer (nothing moves); `next` of the answer is the following page's `from`. */
@@ -191,8 +197,18 @@ export interface VQueueClient {
   /** One queue: its parts and consumers of both kinds; `history`: the last N samples. */
   queueOverview(queue: string, options?: { history?: number; signal?: AbortSignal }): Promise<QueueDetailResponse>;
   /** Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once; see `WorkerOptions`. */
-  worker(queue: string, consumer: string, handler: (message: LeasedClientMessage) => unknown, options?: WorkerOptions & { json?: false }): Worker;
-  worker<T = unknown>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options: WorkerOptions & { json: true }): Worker;
+  worker(
+    queue: string,
+    consumer: string,
+    handler: (message: LeasedClientMessage, ctx: WorkerHandlerContext) => unknown,
+    options?: WorkerOptions & { json?: false },
+  ): Worker;
+  worker<T = unknown>(
+    queue: string,
+    consumer: string,
+    handler: (message: LeasedClientMessage<T>, ctx: WorkerHandlerContext) => unknown,
+    options: WorkerOptions & { json: true },
+  ): Worker;
 }
 
 export function createClient(options: ClientOptions): VQueueClient {
@@ -328,17 +344,19 @@ export function createClient(options: ClientOptions): VQueueClient {
     ack: shared.ack,
     nack: shared.nack,
     extend: shared.extend,
+    backOff: shared.backOff,
     redrive: shared.redrive,
     browse: reads.browse as VQueueClient["browse"],
     overview: reads.overview,
     queueOverview: reads.queueOverview,
-    worker: ((queue: string, consumer: string, handler: (message: AnyLeasedMessage) => unknown, opts: WorkerOptions = {}) =>
+    worker: ((queue: string, consumer: string, handler: (message: AnyLeasedMessage, ctx: WorkerHandlerContext) => unknown, opts: WorkerOptions = {}) =>
       runWorker(
         {
           leaseBatch: (o) => shared.leaseBatch(queue, consumer, o),
           ack: (leases) => shared.ack(queue, consumer, leases, { retry: false }),
           nack: (leases, o) => shared.nack(queue, consumer, leases, { ...o, retry: false }),
           extend: (leases, leaseMs) => shared.extend(queue, consumer, leases, { leaseMs, retry: false }),
+          backOff: (delayMs) => shared.backOff(queue, consumer, delayMs, { retry: false }),
         },
         handler,
         opts,

@@ -1,4 +1,4 @@
-import type { AckResponse, ExtendResponse, LeasedMessageJSON, LeaseResponse, NackResponse, RedriveResponse } from "../protocol/api";
+import type { AckResponse, BackOffResponse, ExtendResponse, LeasedMessageJSON, LeaseResponse, NackResponse, RedriveResponse } from "../protocol/api";
 import { BATCH_CONTENT_TYPE, decodeLeases, leaseToken, type LeaseRecord } from "../protocol/binary";
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError } from "./errors";
@@ -102,6 +102,9 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
         safe: opts.retry ?? true,
         signal: opts.signal,
       }),
+    // A repeat changes nothing (the later end is kept): retried.
+    backOff: (queue: string, consumer: string, delayMs: number, opts: { signal?: AbortSignal } & RetryOption = {}) =>
+      request<BackOffResponse>(`${c(queue, consumer)}/backoff`, { method: "POST", body: { delayMs }, safe: opts.retry ?? true, signal: opts.signal }),
     redrive: (dlq: string, opts: { to?: string; max?: number; signal?: AbortSignal } = {}) =>
       request<RedriveResponse>(`${q(dlq)}/redrive`, { method: "POST", body: { to: opts.to, max: opts.max }, signal: opts.signal }),
   };

@@ -1,7 +1,7 @@
 // Over 300 lines: one worker loop (lease, run handlers concurrently, ack, nack with backoff, extend
 // long handlers, retry the network) whose parts share its state; split, each would need all of it.
 import { sleep } from "../src/core/sleep";
-import { VQueueClientError, isAbortError } from "./errors";
+import { RateLimitError, VQueueClientError, isAbortError } from "./errors";
 import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, isTransient, retryDelay, withRetries } from "./retry";
 import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptions } from "./shared";
 import { checkWorkerOptions, type WorkerOptions } from "./worker-options";
@@ -22,11 +22,24 @@ export interface WorkerStats {
   waiting: number;
 }
 
+/** What a handler is given beside its message. */
+export interface WorkerHandlerContext {
+  /**
+   * The whole consumer hands nothing out to any worker for `delayMs` (BullMQ's `rateLimit`: an
+   * API answered 429, say); this worker starts no handler until then and gives back what waits
+   * for one. The message in hand is acked if the handler returns, given back uncounted if it
+   * throws a `RateLimitError`.
+   */
+  rateLimit(delayMs: number): void;
+}
+
 export interface Worker {
   /** Resolves once the worker stopped (after `stop()` or the signal); rejects on an error it cannot recover from (E_KIND, 403, ...). */
   done: Promise<void>;
   /** Stops leasing, lets running handlers finish (and acks them), gives back what waits; resolves when all is sent. */
   stop(): Promise<void>;
+  /** Backs the whole consumer off for `delayMs` (see `WorkerHandlerContext.rateLimit`). */
+  rateLimit(delayMs: number): void;
   readonly stats: WorkerStats;
 }
 
@@ -35,6 +48,7 @@ export interface WorkerCalls {
   ack(leases: string[]): Promise<{ errors: { lease: string; message: string }[] }>;
   nack(leases: string[], opts: NackClientOptions): Promise<unknown>;
   extend(leases: string[], leaseMs: number): Promise<{ extended: { lease: string }[] }>;
+  backOff(delayMs: number): Promise<unknown>;
 }
 
 /** Who the worker is (for its lines) and how long its acks, nacks and extends are retried: the client's. */
@@ -71,7 +85,7 @@ const LEASE_MARGIN_MS = 200;
  */
 export function runWorker<T>(
   calls: WorkerCalls,
-  handler: (message: LeasedClientMessage<T>) => unknown,
+  handler: (message: LeasedClientMessage<T>, ctx: WorkerHandlerContext) => unknown,
   options: WorkerOptions = {},
   context: WorkerContext = {},
 ): Worker {
@@ -126,7 +140,7 @@ export function runWorker<T>(
   /** Acks being retried (the server is away): leasing waits for them, so that finished work is not handed out again. */
   const retryingAcks = new Set<Promise<unknown>>();
   /** Sends in the background, retrying what may succeed next time (`isTransient`) for `retryTimeoutMs`; the worker's stop waits for it. */
-  const send = (what: "ack" | "nack" | "extend", call: () => Promise<unknown>) => {
+  const send = (what: "ack" | "nack" | "extend" | "back-off", call: () => Promise<unknown>) => {
     const p: Promise<unknown> = withRetries(call, {
       timeoutMs: retryTimeoutMs,
       delayMs: retryDelayMs,
@@ -176,12 +190,34 @@ export function runWorker<T>(
     return defaultBackoff(message.deliveries);
   };
 
-  /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries). */
+  /** Until then (local clock) the consumer backs off: no handler starts, no lease is asked for. */
+  let pausedUntil = 0;
+  let resumeTimer: ReturnType<typeof setTimeout> | undefined;
+  const rateLimit = (delayMs: number) => {
+    if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new TypeError(`Invalid rateLimit delayMs ${String(delayMs)}: use an integer from 0 up (ms).`);
+    const until = Date.now() + delayMs;
+    // One running that ends later covers it (the server keeps the later end too).
+    if (until <= pausedUntil || stopping) return;
+    pausedUntil = until;
+    send("back-off", () => calls.backOff(delayMs));
+    // What waits here would meet the same limit: to others, once the back-off ends.
+    const unstarted = waiting.splice(0).map((h) => h.message.lease);
+    stats.waiting = 0;
+    if (unstarted.length > 0) send("nack", () => calls.nack(unstarted, { delayMs: 0, release: true }));
+    clearTimeout(resumeTimer);
+    resumeTimer = setTimeout(pump, delayMs);
+  };
+  const handlerContext: WorkerHandlerContext = { rateLimit };
+
+  /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries); a `RateLimitError` backs off and gives it back uncounted. */
   const settle = (held: Held, failed: boolean, error?: unknown) => {
     const { message } = held;
     running.delete(held);
     stats.running = running.size;
-    if (!failed) {
+    if (failed && RateLimitError.isRateLimit(error)) {
+      send("nack", () => calls.nack([message.lease], { release: true }));
+      rateLimit(error.delayMs);
+    } else if (!failed) {
       stats.processed++;
       ack(message);
     } else {
@@ -203,7 +239,7 @@ export function runWorker<T>(
     stats.running = running.size;
     let result: unknown;
     try {
-      result = handler(held.message as unknown as LeasedClientMessage<T>);
+      result = handler(held.message as unknown as LeasedClientMessage<T>, handlerContext);
     } catch (error) {
       return settle(held, true, error);
     }
@@ -222,7 +258,7 @@ export function runWorker<T>(
     if (pumping) return;
     pumping = true;
     try {
-      while (running.size < concurrency && waiting.length > 0 && !stopping) {
+      while (running.size < concurrency && waiting.length > 0 && !stopping && Date.now() >= pausedUntil) {
         const held = waiting.shift()!;
         if (held.expires <= Date.now()) continue;
         run(held);
@@ -291,6 +327,18 @@ export function runWorker<T>(
         await new Promise<void>((resolve) => wakes.push(resolve));
         continue;
       }
+      // Backing off: the server would hold the request until then anyway.
+      const pausedFor = pausedUntil - Date.now();
+      if (pausedFor > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pausedFor);
+          wakes.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        continue;
+      }
       let got: LeaseBatch;
       const leaseAbort = new AbortController();
       const max = batch;
@@ -350,6 +398,7 @@ export function runWorker<T>(
       if (unstarted.length > 0) send("nack", () => calls.nack(unstarted, { delayMs: 0, release: true }));
       flushAcks();
       clearTimeout(extendTicker);
+      clearTimeout(resumeTimer);
       while (sending.size > 0) await Promise.all([...sending]);
       finish(failure);
     })();
@@ -362,5 +411,5 @@ export function runWorker<T>(
     else options.signal.addEventListener("abort", () => void stop(), { once: true });
   }
   done.catch(() => {});
-  return { done, stop, stats };
+  return { done, stop, rateLimit, stats };
 }

@@ -117,6 +117,8 @@ export interface ConsumerInfo {
   deadLettered?: number;
   /** A shared consumer this server holds open: the oldest message it read and is not acknowledged, or null. */
   oldestUnacked?: MessagePositionJSON | null;
+  /** A shared consumer this server holds open, handing nothing out (backing off, or its rate limit's window spent): until when (ms since the epoch). */
+  limitedUntil?: number;
 }
 
 /** `GET /api/v1/queues/{queue}/consumers` */
@@ -320,6 +322,17 @@ export interface ExtendRequest {
 export interface ExtendResponse {
   extended: { lease: string; leaseUntil: number }[];
   errors: LeaseErrorJSON[];
+}
+
+/** `POST /api/v1/queues/{q}/consumers/{c}/backoff` body: nothing is handed out to anyone for `delayMs`. */
+export interface BackOffRequest {
+  delayMs: number;
+}
+
+/** `POST /api/v1/queues/{q}/consumers/{c}/backoff` answer. */
+export interface BackOffResponse {
+  /** Nothing is handed out before then (ms since the epoch, the server's clock): a back-off already running that ends later is kept. */
+  limitedUntil: number;
 }
 
 /** `POST /api/v1/queues/{dlq}/redrive` body (optional). */

@@ -1,7 +1,7 @@
 /**
  * A shared consumer of an ordinary queue that another instance holds, as this server's requests
  * meet it: a lease takes the consumer here (by request, handover-slot.ts); an ack, nack or extend
- * goes to the consumer's inbox (consumers/state/ack-inbox.ts) and is answered with the holder's
+ * (or a back-off) goes to the consumer's inbox (consumers/state/ack-inbox.ts) and is answered with the holder's
  * verdict (`E_PENDING` when none comes in time). Taking the consumer for it would wait on a
  * hand-over that waits for that very ack (the holder lets go once its leases are acked).
  */
@@ -61,6 +61,14 @@ export class ElsewhereSharedSlot implements LeasingSlot {
       refs.map((ref) => ({ kind: "extend", ref: refOf(ref), until })),
       (verdict) => verdict.until ?? until,
     );
+  }
+
+  /** Through the inbox too: taking the consumer would wait for a hand-over that waits for its leases. */
+  async backOff(ms: number): Promise<number> {
+    const until = Date.now() + ms;
+    const [settled] = await this.#post([{ kind: "backOff", until }], (verdict) => verdict.until ?? until);
+    if (!settled!.ok) throw settled!.error;
+    return settled!.value;
   }
 
   /** Stored, then each item answered with its holder's verdict (`value` of a done one). */

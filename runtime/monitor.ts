@@ -320,6 +320,7 @@ export class Monitor {
         redelivered: ct.redelivered,
         deadLettered: stats.deadLetteredTotal,
         oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq, deliveries: oldest.deliveries },
+        ...(stats.limitedUntil !== undefined && { limited: true }),
       };
     }
     ct.liveRedelivered = 0;

@@ -225,6 +225,10 @@ export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedShared
     return this.use(() => settleAll(refs.map((ref) => this.consumer.extend(ref, { leaseMs }))));
   }
 
+  backOff(ms: number): Promise<number> {
+    return this.use(() => this.consumer.backOff(ms));
+  }
+
   async #settle(refs: PartitionedLeaseRef[], settle: (ref: PartitionedLeaseRef) => Promise<void>): Promise<Settled<void>[]> {
     const out = await this.use(() => settleAll(refs.map(settle)));
     this.#outstanding = Math.max(0, this.#outstanding - out.filter((r) => r.ok).length);

@@ -17,6 +17,8 @@ export interface LeasingSlot {
   ack(refs: LeaseRef[]): Promise<Settled<void>[]>;
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]>;
   extend(refs: LeaseRef[], leaseMs: number | undefined): Promise<Settled<number>[]>;
+  /** Hands nothing out to anyone for `ms` (see `SharedConsumer.backOff`); resolves with its end (ms since the epoch). */
+  backOff(ms: number): Promise<number>;
   /**
    * What the consumer holds now (a partitioned one: summed over the partitions this server holds;
    * a plain one's has its `ackFloor`). Of a plain consumer another instance holds: taken here first.
@@ -139,6 +141,10 @@ export class SharedSlot implements LeasingSlot {
 
   extend(refs: LeaseRef[], leaseMs: number | undefined): Promise<Settled<number>[]> {
     return this.#use(() => settleAll(refs.map((ref) => this.consumer.extend(ref, { leaseMs }))));
+  }
+
+  backOff(ms: number): Promise<number> {
+    return this.#use(() => this.consumer.backOff(ms));
   }
 
   /** Ends the waits, then closes the consumer (its leases end; unacknowledged messages come again at the next open). */

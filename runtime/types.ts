@@ -62,6 +62,8 @@ export interface SharedSample {
   /** Messages moved to its dead-letter queue since it was created (kept in its files). */
   deadLettered: number;
   oldestUnacked: { part: number; offset: number; seq: number; deliveries?: number } | null;
+  /** Held here and handing nothing out: backing off, or its rate limit's window spent. */
+  limited?: boolean;
 }
 
 export interface ConsumerSample extends ConsumerPosition {

@@ -4,7 +4,7 @@ import { consume, tail } from "./consume";
 import { create } from "./create";
 import { del } from "./delete";
 import { dlq, redrive } from "./dlq";
-import { ack, extend, lease, nack } from "./lease";
+import { ack, backoff, extend, lease, nack } from "./lease";
 import { purge } from "./purge";
 import { prune } from "./prune";
 import { push } from "./push";
@@ -13,7 +13,23 @@ import { serve } from "./serve";
 import { stat } from "./stat";
 
 /** Every command of `v-queue`, by name. */
-export const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<
-  string,
-  CommandDef
->;
+export const commands = {
+  serve,
+  create,
+  push,
+  consume,
+  tail,
+  seek,
+  prune,
+  stat,
+  purge,
+  delete: del,
+  lease,
+  ack,
+  nack,
+  extend,
+  backoff,
+  dlq,
+  redrive,
+  browse,
+} as Record<string, CommandDef>;

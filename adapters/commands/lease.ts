@@ -1,5 +1,5 @@
 /**
- * Shared consumers from a shell: `lease`, `ack`, `nack`, `extend`. A lease lives in the memory
+ * Shared consumers from a shell: `lease`, `ack`, `nack`, `extend`, `backoff`. A lease lives in the memory
  * of the process that holds the consumer (its lock), so these go through a server (`--url`);
  * on the files (`--dir`) only `lease --ack` makes sense: it takes messages for good.
  */
@@ -142,6 +142,24 @@ export const extend = defineCommand({
     const result = await client.extend(args.queue, args.consumer, leaseTokens(args), { leaseMs });
     for (const e of result.extended) console.log(`${e.lease} ${new Date(e.leaseUntil).toISOString()}`);
     reportErrors("extend", { extended: result.extended.length, errors: result.errors });
+  },
+});
+
+export const backoff = defineCommand({
+  meta: {
+    name: "backoff",
+    description: "Back a shared consumer off through a server (--url): no leases to any worker for this long (a downstream API asked to slow down)",
+  },
+  args: {
+    ...positional,
+    duration: { type: "positional", required: true, description: "How long, with a unit: 500ms, 30s, 5m" },
+    ...targetArgs,
+  },
+  async run({ args }) {
+    const delayMs = parseDuration("duration", args.duration);
+    const client = apiClient(requireUrl(args.url), args.user);
+    const { limitedUntil } = await client.backOff(args.queue, args.consumer, delayMs);
+    log.info(`Shared consumer ${args.consumer} of ${args.queue} hands nothing out until ${new Date(limitedUntil).toISOString()}.`);
   },
 });
 

@@ -38,6 +38,12 @@ const SHARED_SERIES: [string, MetricType, string, (s: NonNullable<ConsumerSample
     "Messages a shared consumer moved to its dead-letter queue since it was created (kept in its files: the count goes on across restarts).",
     (s) => s.deadLettered,
   ],
+  [
+    "vqueue_consumer_rate_limited",
+    "gauge",
+    "1 while a shared consumer held by this server hands nothing out: backing off, or its rate limit's window spent.",
+    (s) => (s.limited ? 1 : 0),
+  ],
 ];
 
 /**

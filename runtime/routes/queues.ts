@@ -146,6 +146,7 @@ export function queueRoutes(ctx: RouteContext): ApiRoute[] {
             redelivered: held.redelivered,
             deadLettered: held.deadLettered,
             oldestUnacked: oldest && { part: oldest.part, offset: oldest.offset, seq: oldest.seq },
+            ...(held.limitedUntil !== undefined && { limitedUntil: held.limitedUntil }),
           };
         });
         return json<ConsumerListResponse>({ queue, consumers });
@@ -295,6 +296,10 @@ const consumersContent = jsonContent({
           redelivered: { type: "integer" },
           deadLettered: { type: "integer" },
           oldestUnacked: { oneOf: [{ $ref: "#/components/schemas/Position" }, { type: "null" }] },
+          limitedUntil: {
+            type: "integer",
+            description: "A shared consumer this server holds, handing nothing out (backing off, or its rate limit's window spent): until when (ms)",
+          },
         },
       },
     },

@@ -1,7 +1,7 @@
-// Over 300 lines: the lease, ack, nack, extend, release and redrive routes, each mostly its OpenAPI
+// Over 300 lines: the lease, ack, nack, extend, release, back-off and redrive routes, each mostly its OpenAPI
 // description beside its handler.
 import { FastResponse } from "srvx";
-import type { AckResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
+import type { AckResponse, BackOffResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
 import { toBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, leaseToken } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
@@ -255,6 +255,30 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
           ),
         );
         return json<ExtendResponse>({ extended: done.map(({ token, value }) => ({ lease: token, leaseUntil: value })), errors });
+      },
+    },
+    {
+      method: "POST",
+      route: consumerRoute("backoff"),
+      openapi: {
+        operationId: "backOff",
+        summary:
+          "Back off: no leases to anyone for delayMs (a worker told to slow down, e.g. after a 429); running leases go on, lease requests wait (a long poll up to its timeout)",
+        requestBody: {
+          required: true,
+          content: jsonContent({ type: "object", required: ["delayMs"], properties: { delayMs: { type: "integer", minimum: 0, maximum: MAX_LEASE_MS } } }),
+        },
+        responses: answer("backing off", { limitedUntil: { type: "integer", description: "Nothing is handed out before then (ms, the server's clock)" } }),
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const input = await body(event.req);
+        const delayMs = intField(input, "delayMs", 0, MAX_LEASE_MS);
+        if (delayMs === undefined) throw new ApiError(400, "E_BODY", `Expected "delayMs": how long no lease goes out, an integer from 0 to ${MAX_LEASE_MS}.`);
+        unknownFields(input, ["delayMs"]);
+        const form = await queueForm(ctx.registry, queue);
+        const slot = await form.leasing(consumer);
+        return json<BackOffResponse>({ limitedUntil: await slot.backOff(delayMs) });
       },
     },
     {

@@ -119,6 +119,11 @@ export interface LeasingStats {
    * process first handed it out (`waitedMs`, undefined if not yet handed out).
    */
   oldestUnacked: { partition?: number; part: number; offset: number; seq: number; deliveries: number; waitedMs: number | undefined } | null;
+  /**
+   * Only while nothing may be handed out (a back-off, or the rate limit's window spent): when that
+   * may change (ms since the epoch). A partitioned consumer's: the latest of its partitions held.
+   */
+  limitedUntil?: number;
 }
 
 /** `SharedConsumer.stats`: a leasing consumer's, with its ack floor. */

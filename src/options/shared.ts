@@ -29,6 +29,18 @@ export interface SharedConsumerOptions extends ConsumerOptions {
    * unless it was produced with its own: `{ type: "fixed" | "exponential", delayMs }`. @default none: at once
    */
   backoff?: Backoff;
+  /**
+   * At most `max` messages handed out in any `durationMs`, over all workers (redeliveries count);
+   * polls get fewer, or wait for the budget. A partitioned queue splits `max` across its
+   * partitions. @default no limit
+   */
+  limiter?: RateLimit;
+}
+
+/** A rate limit: at most `max` hand-outs in any `durationMs` (a sliding window). */
+export interface RateLimit {
+  max: number;
+  durationMs: number;
 }
 
 /** Longest lease or delay: what a timer can wait. */
@@ -37,8 +49,26 @@ export const MAX_LEASE_MS = 2 ** 31 - 1;
 /** A shared consumer's own options: what a server's config may set for every queue or one. */
 export type SharedSettings = Pick<
   SharedConsumerOptions,
-  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency"
+  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter"
 >;
+
+/** Most hand-outs a rate limit may allow per window. */
+export const MAX_RATE_LIMIT = 1_000_000;
+
+const RATE_LIMIT_KEYS: Record<keyof RateLimit, Check> = { max: integer(1, MAX_RATE_LIMIT), durationMs: integer(1, MAX_LEASE_MS) };
+
+/** A rate limit: an object with both integers, nothing else. */
+const rateLimit: Check = (value, name) => {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return `Invalid ${name} ${showValue(value)}: expected an object such as { "max": 100, "durationMs": 1000 } (at most max messages handed out in any durationMs).`;
+  const entries = Object.entries(value);
+  const unknown = entries.find(([key]) => !(key in RATE_LIMIT_KEYS));
+  if (unknown) return `Unknown key "${name}.${unknown[0]}": use max and durationMs.`;
+  const problems = (Object.keys(RATE_LIMIT_KEYS) as (keyof RateLimit)[]).map((key) =>
+    RATE_LIMIT_KEYS[key]((value as Record<string, unknown>)[key], `${name}.${key}`),
+  );
+  return problems.filter((p) => p !== undefined).join(" ") || undefined;
+};
 
 const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   leaseMs: integer(1, MAX_LEASE_MS),
@@ -46,6 +76,7 @@ const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   maxAckWindow: integer(1, 10_000_000),
   maxDeliveries: integer(1, 1_000_000),
   groupConcurrency: integer(1, 1_000_000),
+  limiter: rateLimit,
   deadLetterQueue: (value, name) =>
     typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
   backoff: (value, name) => (value === undefined ? undefined : backoffProblems(value, name).join(" ") || undefined),
@@ -72,13 +103,14 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   groupConcurrency: number;
   deadLetterQueue: string;
   backoff?: Backoff;
+  limiter: RateLimit | undefined;
 }
 
 /** Defaults of a shared consumer's own options: the one place they are written. */
 export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5, groupConcurrency: 1 } as const;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
-  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, ...common } = options;
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, ...common } = options;
   const base = resolveConsumerOptions(common);
   const resolved: ResolvedSharedOptions = {
     ...base,
@@ -89,9 +121,14 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     groupConcurrency: groupConcurrency ?? SHARED_DEFAULTS.groupConcurrency,
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
     backoff,
+    limiter: limiter === undefined ? undefined : { ...limiter },
   };
   throwProblems([
-    ...Object.entries(SETTING_CHECKS).map(([key, check]) => check(resolved[key as keyof SharedSettings], key)),
+    ...Object.entries(SETTING_CHECKS).map(([key, check]) => {
+      // The limit as given (none is fine); the others as resolved.
+      if (key === "limiter") return limiter === undefined ? undefined : check(limiter, key);
+      return check(resolved[key as keyof SharedSettings], key);
+    }),
     resolved.maxAckWindow < resolved.maxInFlight
       ? `Invalid maxAckWindow ${resolved.maxAckWindow}: use at least maxInFlight (${resolved.maxInFlight}).`
       : undefined,

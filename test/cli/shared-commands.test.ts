@@ -212,6 +212,17 @@ describe("v-queue shared consumers through a server (--url)", () => {
     expect(moved.stderr).toContain('Moved 1 message from "jobs.dead" to their origin queues.');
     expect((await cli(["consume", "jobs", "check", ...url])).stdout).toBe("a\nb\nc\nd\nc\n");
 
+    // A back-off: no lease to anyone until then.
+    await cli(["push", "jobs", "e", ...url]);
+    const backedOff = await cli(["backoff", "jobs", "w", "1h", ...url]);
+    expect(backedOff.code).toBe(0);
+    expect(backedOff.stderr).toMatch(/Shared consumer w of jobs hands nothing out until \d{4}-\d\d-\d\dT/);
+    expect((await cli(["lease", "jobs", "w", ...url])).stdout).toBe("");
+    const badBackoff = await cli(["backoff", "jobs", "w", "soon", ...url]);
+    expect(badBackoff.code).toBe(1);
+    expect(badBackoff.stderr).toContain('Invalid duration "soon": use a duration with its unit');
+    expect(badBackoff.stderr).not.toMatch(STACK);
+
     // An ordered consumer's name: E_KIND, told clearly.
     const kind = await cli(["lease", "jobs", "check", ...url]);
     expect(kind.code).toBe(1);

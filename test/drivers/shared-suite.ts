@@ -15,6 +15,7 @@ import { seededRandom } from "../helpers/random";
 import type { EngineTestContext } from "./engine-suite";
 import { expectEndedEarly, WAKE_TIMEOUT_MS } from "../helpers/timing";
 import { sleep } from "../helpers/sleep";
+import { handedOutAt, mostInAnyWindow } from "../helpers/rate";
 
 const quiet = { durability: "none", onProblem: () => {} } as const;
 const text = new TextDecoder();
@@ -491,6 +492,30 @@ export function sharedTests(setup: () => Promise<EngineTestContext> | EngineTest
       const c = await shared(driver);
       await expect(c.poll({ max: 0 })).rejects.toMatchObject({ code: "E_OPTION" });
     });
+
+    it("a rate limit and a back-off: never more than max in any window, kept in the state across a restart", async () => {
+      const { driver } = await setup();
+      await fill(driver, 40);
+      const leaseMs = 600_000;
+      const limiter = { max: 4, durationMs: 300 };
+      const times: number[] = [];
+      let c = await shared(driver, { leaseMs, limiter });
+      for (let round = 0; round < 3; round++) {
+        const got = await c.poll({ max: 10, timeoutMs: WAKE_TIMEOUT_MS });
+        expect(got).toHaveLength(4);
+        times.push(...got.map((m) => handedOutAt(m, leaseMs)));
+        for (const m of got) await c.ack(m);
+        // Its next holder (here after a restart) goes on with the same window.
+        await c.close();
+        c = await shared(driver, { leaseMs, limiter });
+      }
+      expect(mostInAnyWindow(times, limiter.durationMs)).toBe(4);
+      const until = await c.backOff(60_000);
+      await c.close();
+      c = await shared(driver, { leaseMs, limiter });
+      expect(await c.poll({ max: 10, timeoutMs: 0 })).toEqual([]);
+      expect(c.stats.limitedUntil).toBe(until);
+    }, 60_000);
 
     it("waiting polls wake for a new message pushed in this process", async () => {
       const { driver } = await setup();

@@ -215,6 +215,7 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/consumers",
       "/api/v1/queues/{queue}/consumers/{consumer}",
       "/api/v1/queues/{queue}/consumers/{consumer}/ack",
+      "/api/v1/queues/{queue}/consumers/{consumer}/backoff",
       "/api/v1/queues/{queue}/consumers/{consumer}/commit",
       "/api/v1/queues/{queue}/consumers/{consumer}/extend",
       "/api/v1/queues/{queue}/consumers/{consumer}/lease",

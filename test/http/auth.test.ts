@@ -27,6 +27,7 @@ describe("Basic auth and per-user rights", () => {
       ["POST", "/api/v1/queues/orders/consumers/c/ack"],
       ["POST", "/api/v1/queues/orders/consumers/c/nack"],
       ["POST", "/api/v1/queues/orders/consumers/c/extend"],
+      ["POST", "/api/v1/queues/orders/consumers/c/backoff"],
       ["POST", "/api/v1/queues/orders.dead/redrive"],
     ];
     for (const [method, path] of routes) {

@@ -91,7 +91,11 @@ describe("GET /metrics", () => {
       expect(valueOf(f, "vqueue_consumer_in_flight_messages", c)).toBe(1);
       expect(valueOf(f, "vqueue_consumer_redelivered_total", c)).toBe(1);
       expect(valueOf(f, "vqueue_consumer_dead_lettered_total", c)).toBe(1);
+      expect(valueOf(f, "vqueue_consumer_rate_limited", c)).toBe(0);
     });
+    // Backing off: 1 until it ends.
+    expect((await s.post("/api/v1/queues/jobs/consumers/w/backoff", JSON.stringify({ delayMs: 60_000 }), jsonHeaders)).status).toBe(200);
+    await eventually(s, (f) => expect(valueOf(f, "vqueue_consumer_rate_limited", c)).toBe(1));
   });
 
   it("keeps a shared consumer's dead-lettered count across a restart, where the other counters start again at 0", async () => {

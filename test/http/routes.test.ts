@@ -30,6 +30,7 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/ack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
+  "/api/v1/queues/:queue/consumers/:consumer/backoff": "POST",
   "/api/v1/queues/:queue/redrive": "POST",
   "/metrics": "GET, HEAD",
   "/api/v1/overview": "GET, HEAD",

@@ -296,5 +296,9 @@ describe("shared consumers over HTTP", () => {
       expect.stringMatching(/Invalid shared.deadLetterQueue "a\/b": use a queue name/),
       expect.stringMatching(/Invalid queues.q.shared.maxInFlight -1/),
     ]);
+    expect(configProblems({ shared: { limiter: { max: 0, durationMs: 1000 } }, queues: { q: { shared: { limiter: { max: 5, per: "1s" } } } } })).toEqual([
+      "Invalid shared.limiter.max 0: use an integer from 1 to 1000000.",
+      'Unknown key "queues.q.shared.limiter.per": use max and durationMs.',
+    ]);
   });
 });

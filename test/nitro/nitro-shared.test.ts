@@ -2,7 +2,7 @@
 // consumer as the HTTP API (the instance set up directly in Node, as the module's plugin does).
 import { afterEach, describe, expect, it } from "vitest";
 import { setupVQueue } from "../../adapters/nitro";
-import type { LeasedClientMessage } from "../../client/index";
+import { RateLimitError, type LeasedClientMessage } from "../../client/index";
 import type { LeaseResponse } from "../../protocol/api";
 import { sleep } from "../helpers/sleep";
 
@@ -48,6 +48,37 @@ describe("useVQueue().shared", () => {
     await vq.fetch("/api/v1/queues/jobs/consumers/o/messages");
     await expect(vq.shared("jobs", "o").poll()).rejects.toMatchObject({ code: "E_KIND" });
     await expect(vq.shared("jobs", "bad name").poll()).rejects.toMatchObject({ code: "E_NAME" });
+  });
+});
+
+describe("useVQueue(): rate limits", () => {
+  it("shared().backOff(ms) stops every lease (the API's too); a worker's RateLimitError backs off and gives its message back uncounted", async () => {
+    const vq = instance("shared-rate", { limiter: { max: 100, durationMs: 1000 } });
+    await vq.push("jobs", ["a", "b"]);
+    const c = vq.shared("jobs", "w");
+    const until = await c.backOff(60_000);
+    expect((await c.stats()).limitedUntil).toBe(until);
+    expect(await c.poll({ max: 10 })).toEqual([]);
+    const res = await vq.fetch("/api/v1/queues/jobs/consumers/w/lease", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(((await res.json()) as LeaseResponse).messages).toEqual([]);
+
+    const seen: { data: string; deliveries: number }[] = [];
+    const worker = vq.worker(
+      "jobs",
+      "v",
+      (m) => {
+        seen.push({ data: m.data as string, deliveries: m.deliveries });
+        if (seen.length === 1) throw new RateLimitError(60_000);
+      },
+      { pollTimeoutMs: 100, onError: () => {} },
+    );
+    while (seen.length === 0) await sleep(10);
+    await sleep(300);
+    await worker.stop();
+    expect(seen).toEqual([{ data: "a", deliveries: 1 }]);
+    const v = await vq.shared("jobs", "v").stats();
+    expect(v.limitedUntil).toBeGreaterThan(Date.now() + 30_000);
+    expect(v).toMatchObject({ inFlight: 0, ready: 2 });
   });
 });
 

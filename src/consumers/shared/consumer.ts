@@ -75,6 +75,7 @@ export class SharedConsumer implements LeasingConsumer {
       leases: this.#leases,
       nack: (entry, nack) => this.#nack(entry, nack),
       ackAll: (refs) => this.#ackAll(refs),
+      backOff: (until) => this.#backOff(until),
     });
     this.#deadLetters = new DeadLettering({
       queue: this.queue,
@@ -148,7 +149,10 @@ export class SharedConsumer implements LeasingConsumer {
     const now = Date.now();
     const { inFlight, ready, waiting, redelivered, oldest } = this.#window.summary(now);
     const message = oldest?.message;
+    const limitedUntil = this.#journal.limiter.limitedUntil(now);
     return {
+      // Backing off, or the rate limit's window spent: nothing goes out before then.
+      ...(limitedUntil !== undefined && { limitedUntil }),
       inFlight,
       ready,
       waiting,
@@ -317,6 +321,30 @@ export class SharedConsumer implements LeasingConsumer {
     entry.state = "ready";
     entry.until = Date.now() + (release ? (delayMs ?? 0) : (delayMs ?? (backoff ? backoffDelay(backoff, entry.deliveries) : defaultDelayMs)));
     this.#handOut.notify();
+  }
+
+  /**
+   * Hands nothing out to anyone for `ms` (BullMQ's `rateLimit`: a handler was told to slow down,
+   * an API's 429 say): running leases go on, polls wait (a long poll up to its timeout). A
+   * back-off that ends later is kept. Resolves with its end (ms since the epoch) once durable:
+   * the consumer's next holder (another instance, a restart) keeps it too.
+   */
+  backOff(ms: number): Promise<number> {
+    try {
+      this.#assertOpen();
+      checkInteger("ms", ms, 0, MAX_LEASE_MS);
+      return this.#backOff(Date.now() + ms);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async #backOff(until: number): Promise<number> {
+    const line = this.#journal.limiter.backOff(Math.min(until, Date.now() + MAX_LEASE_MS));
+    // The waiting polls look again: they sleep until its end now.
+    this.#handOut.notify();
+    await this.#journal.write(line);
+    return this.#journal.limiter.pausedUntil;
   }
 
   /** Keeps a lease for `leaseMs` more from now (a long job); resolves with its new end. */

@@ -76,8 +76,11 @@ export class HandOut {
     return this.#serial;
   }
 
-  async #take(max: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<Taken> {
+  async #take(wanted: number, leaseMs: number, maxBytes: number, inboxFirst: boolean): Promise<Taken> {
     const { options, head, window, journal, inbox, leases, deadLetters, priority } = this.#consumer;
+    // Backing off, or the rate limit's window spent: nothing now (`wait` sleeps until that changes).
+    const max = Math.min(wanted, journal.limiter.budget(Date.now()));
+    if (max === 0) return { leased: [], counted: Promise.resolve(), scannedAt: Date.now() };
     // Messages of a priority ahead of the head come into the window first, to go out before a backlog.
     const ahead = await priority.fetch(
       head.position,
@@ -163,7 +166,7 @@ export class HandOut {
       journal.track(batch, await priority.index.lookup(batch));
     }
     if (out.length === 0) return { leased: [], counted: Promise.resolve(), scannedAt };
-    lines += journal.markLine(mark);
+    lines += journal.markLine(mark) + journal.limiter.spend(Date.now(), out.length);
     const counted = journal.write(lines);
     // Spelled out, not spread: this runs for every message handed out.
     const leased = out.map((entry) => {
@@ -193,8 +196,10 @@ export class HandOut {
    * message while there is room for it, `signal`, or `timeoutMs`.
    */
   async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined, scannedAt: number): Promise<void> {
-    const { options, head, window } = this.#consumer;
+    const { options, head, window, journal } = this.#consumer;
     const now = Date.now();
+    // Nothing may go out before then: neither a lease's end nor a new message changes that.
+    const limitedUntil = journal.limiter.limitedUntil(now);
     // As of the poll's own take's look (`scannedAt`): a message that came due since (while the
     // take read ahead, say) wakes this wait at once (nextAt <= now) instead of at the end of the
     // long poll. One due before that look was left by the take for a reason (a dead letter that
@@ -210,10 +215,12 @@ export class HandOut {
       new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true })),
       new Promise<void>((resolve) => (off = this.#onChange(resolve))),
     ];
-    const ms = Math.min(timeoutMs ?? Infinity, nextAt === undefined ? Infinity : nextAt - now);
+    const due = limitedUntil ?? nextAt;
+    const ms = Math.min(timeoutMs ?? Infinity, due === undefined ? Infinity : due - now);
     if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
     // New messages matter only while there is room to hand them out.
-    if (live < options.maxInFlight && window.size < options.maxAckWindow) waits.push(head.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
+    if (limitedUntil === undefined && live < options.maxInFlight && window.size < options.maxAckWindow)
+      waits.push(head.wait({ signal: stop.signal }).catch(() => true)); // a failure shows at the next read
     try {
       await Promise.race(waits);
     } finally {

@@ -19,10 +19,12 @@ export interface InboxConsumer {
   nack: (entry: WindowEntry, options: NackOptions) => Promise<void>;
   /** Acknowledges leases as `ackAll` does: in one journal write, each one's refusal or undefined. */
   ackAll: (refs: LeaseRef[]) => Promise<(Error | undefined)[]>;
+  /** Backs off until then (ms since the epoch), as `backOff` does; resolves with the back-off's end. */
+  backOff: (until: number) => Promise<number>;
 }
 
 /**
- * A shared consumer's inbox (consumers/state/ack-inbox.ts): the acks, nacks and extends that
+ * A shared consumer's inbox (consumers/state/ack-inbox.ts): the acks, nacks, extends and back-offs that
  * other instances took for it, applied at open, at the inbox pace (consumers/state/inbox-pace.ts),
  * and when a poll asks.
  */
@@ -105,6 +107,15 @@ export class SharedInbox {
       if (item.kind === "commit") continue; // an ordered consumer's: refused (answerInbox)
       if (item.kind === "ack") {
         acks.push(item);
+        continue;
+      }
+      if (item.kind === "backOff") {
+        waits.push(
+          this.#consumer.backOff(item.until).then(
+            (until) => decided.set(item, { done: true, until }),
+            (error: unknown) => decided.set(item, refusal(error)),
+          ),
+        );
         continue;
       }
       let entry: WindowEntry;

@@ -3,7 +3,7 @@ import { comparePositions, type ConsumerPosition } from "../../format/position";
 import type { QueueProblem } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { positionHolds } from "../../log/position-check";
-import type { ResolvedSharedOptions } from "../../options/shared";
+import type { RateLimit, ResolvedSharedOptions } from "../../options/shared";
 import {
   AckRanges,
   ackLine,
@@ -22,6 +22,7 @@ import {
 import type { SharedWindow, WindowEntry } from "./window";
 import { GroupCommit } from "./group-commit";
 import type { MessageAttributes } from "../../format/attributes";
+import { RateLimiter } from "./limiter";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -85,9 +86,12 @@ export class SharedJournal {
   #closed = false;
   /** Moved to the dead-letter queue by this process (the files count those before). */
   #deadLettered = 0;
+  /** The rate limit's window and the back-off, kept in these files for the next holder. */
+  readonly limiter: RateLimiter;
 
-  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow) {
+  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow, limit: RateLimit | undefined) {
     this.#inner = inner;
+    this.limiter = new RateLimiter(limit, loaded);
     this.#state = state;
     this.#loaded = loaded;
     this.#window = window;
@@ -120,7 +124,7 @@ export class SharedJournal {
     // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
     for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
     for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
-    const journal = new SharedJournal(inner, state, loaded, window);
+    const journal = new SharedJournal(inner, state, loaded, window, options.limiter);
     await state.compact(journal.#snapshotLines());
     return journal;
   }
@@ -298,7 +302,7 @@ export class SharedJournal {
     const deadLettered = this.deadLetteredTotal;
     if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
     if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
-    return lines;
+    return lines + this.limiter.lines(Date.now());
   }
 }
 

@@ -15,7 +15,7 @@ import { checkInteger, resolveConsumerOptions } from "../../options/queue";
 import { PartitionedConsumerBase } from "../../partitions/consumer-base";
 import { PartitionFan } from "../../partitions/fan";
 import { MAX_ERROR_CHARS, SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./consumer";
-import { MAX_LEASE_MS, resolveSharedOptions, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
+import { MAX_LEASE_MS, resolveSharedOptions, type RateLimit, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
 import type { LeasingConsumer, LeasingStats, SharedIterateOptions } from "../types";
 import { iterateShared } from "./iterate";
 import { partitionName } from "../../partitions/declaration";
@@ -43,6 +43,7 @@ export class PartitionedSharedConsumer
     const { handoffTimeoutMs: _t, minHoldMs: _m, idleMs: _i, handoffGraceMs: _g, partitions: _p, ...sharedOptions } = options;
     // Checked now, not at the first partition's open.
     const shared = resolveSharedOptions(partitionName(queue, 0), sharedOptions);
+    const limits = splitLimit(queue, partitions, shared.limiter);
     const fan = new PartitionFan<SharedConsumer, LeasedMessage, { leaseMs?: number }>({
       driver: shared.driver,
       queue,
@@ -50,7 +51,12 @@ export class PartitionedSharedConsumer
       partitions,
       kind: "shared consumer",
       handoff,
-      open: (partition) => SharedConsumer.open(partition, name, unborn.has(partition) ? { ...sharedOptions, start: "earliest" } : sharedOptions),
+      open: (partition) =>
+        SharedConsumer.open(partition, name, {
+          ...sharedOptions,
+          ...(unborn.has(partition) && { start: "earliest" }),
+          ...(limits && { limiter: limits.get(partition) }),
+        }),
       busy: (shared) => shared.stats.inFlight > 0,
       // Asked for: its leases are most often acked through the asker, into its inbox.
       onReleasing: (shared) => shared.hurryInbox(),
@@ -180,6 +186,24 @@ export class PartitionedSharedConsumer
     return outcome(verdict!) ?? until;
   }
 
+  /**
+   * Hands nothing out for `ms`, in every partition (see `SharedConsumer.backOff`): those held
+   * here at once; those held elsewhere through their inboxes (their holders apply it within about
+   * `INBOX_CHECK_MS`, a partition nobody holds at its next open). Resolves with its end.
+   */
+  async backOff(ms: number): Promise<number> {
+    this.assertOpen();
+    checkInteger("ms", ms, 0, MAX_LEASE_MS);
+    const until = Date.now() + ms;
+    const held = new Set(this.fan.set.held().map((slot) => slot.index));
+    for (let partition = 0; partition < this.partitions; partition++) {
+      // Not waited for: a partition nobody holds answers only at its next open.
+      if (!held.has(partition)) void this.#inbox.post(partitionName(this.queue, partition), this.name, [{ kind: "backOff", until }]).catch(() => {});
+    }
+    await Promise.all(this.fan.set.held().map((slot) => slot.item.backOff(ms)));
+    return until;
+  }
+
   /** Gives a lease back unworked: `nack` with `release` (its delivery is not counted, it never dead-letters). */
   release(ref: PartitionedLeaseRef): Promise<void> {
     return this.nack(ref, { release: true });
@@ -204,8 +228,9 @@ export class PartitionedSharedConsumer
       oldestUnacked: null,
     };
     for (const slot of this.fan.set.held()) {
-      const { ackFloor: _floor, oldestUnacked, ...counts } = slot.item.stats;
+      const { ackFloor: _floor, oldestUnacked, limitedUntil, ...counts } = slot.item.stats;
       for (const key of Object.keys(counts) as (keyof typeof counts)[]) sum[key] += counts[key];
+      if (limitedUntil !== undefined) sum.limitedUntil = Math.max(sum.limitedUntil ?? 0, limitedUntil);
       if (oldestUnacked && (sum.oldestUnacked === null || (oldestUnacked.waitedMs ?? -1) > (sum.oldestUnacked.waitedMs ?? -1)))
         sum.oldestUnacked = { partition: slot.index, ...oldestUnacked };
     }
@@ -236,6 +261,23 @@ export class PartitionedSharedConsumer
     }
     return undefined;
   }
+}
+
+/**
+ * Each partition's share of a rate limit (its consumer's own limit): `max` split so that the shares
+ * add up to it. A partition held here counts its own hand-outs only, so a skewed queue (its
+ * messages in a few partitions) stays under `max`.
+ */
+function splitLimit(queue: string, partitions: number, limit: RateLimit | undefined): Map<string, RateLimit> | undefined {
+  if (!limit) return undefined;
+  if (limit.max < partitions)
+    throw new VQueueError(
+      "E_OPTION",
+      `Invalid limiter.max ${limit.max}: use at least ${partitions}, one per partition of queue "${queue}" (each gets its share).`,
+    );
+  const base = Math.floor(limit.max / partitions);
+  const extra = limit.max % partitions;
+  return new Map(Array.from({ length: partitions }, (_, k) => [partitionName(queue, k), { max: base + (k < extra ? 1 : 0), durationMs: limit.durationMs }]));
 }
 
 /** Opens shared consumer `name` of partitioned queue `queue`. See `PartitionedSharedConsumer`. */

@@ -34,7 +34,8 @@ import { writeWhole } from "../../storage/write-whole";
  *   the message's backoff, format/attributes.ts; `~<ms>`: that backoff, else `<ms>`)
  *   (`r` release, `d` dead-letter);
  * - `E;<part>;<offset>;<lease>;<until>;<crc>`: its lease runs until then (ms since the epoch);
- * - `C;<part>;<position>;<count>;<crc>`: an ordered consumer's commit up to that cursor.
+ * - `C;<part>;<position>;<count>;<crc>`: an ordered consumer's commit up to that cursor;
+ * - `P;<until>;<crc>`: the shared consumer backs off until then (ms since the epoch), a worker's `rateLimit`.
  * Lines of a verdict file, one per line of its inbox file, in order:
  * - `D;<crc>`: done (acknowledged, given back, committed);
  * - `U;<until>;<crc>`: extended, the lease runs until then;
@@ -69,7 +70,14 @@ export interface InboxCommit {
   position: ConsumerPosition;
 }
 
+/** A shared consumer's back-off, taken elsewhere: nothing is handed out before `until`. */
+export interface InboxBackOff {
+  kind: "backOff";
+  until: number;
+}
+
 export type InboxItem =
+  | InboxBackOff
   | { kind: "ack"; ref: InboxRef }
   | { kind: "nack"; ref: InboxRef; delayMs?: number; defaultDelayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: InboxRef; until: number }
@@ -78,6 +86,7 @@ export type InboxItem =
 type RefOf = Omit<InboxRef, "key">;
 /** What a poster is given: an item about a lease as poll returned it, or a commit. */
 export type InboxPost =
+  | InboxBackOff
   | { kind: "ack"; ref: RefOf }
   | { kind: "nack"; ref: RefOf; delayMs?: number; defaultDelayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: RefOf; until: number }
@@ -144,6 +153,7 @@ function checkedLines(bytes: Uint8Array): (string | undefined)[] {
 
 function lineOf(item: InboxPost): string {
   if (item.kind === "commit") return line(`C;${item.position.part};${item.position.position};${item.position.count};`);
+  if (item.kind === "backOff") return line(`P;${item.until};`);
   const { part, offset, lease } = item.ref;
   const head = `${part};${offset};${lease};`;
   if (item.kind === "ack") return line(`A;${head}`);
@@ -156,6 +166,7 @@ function lineOf(item: InboxPost): string {
 function parseLine(fields: string): InboxItem | undefined {
   const [kind, ...rest] = fields.slice(0, -1).split(";");
   const [part, offset, lease, a] = rest.map(Number) as [number, number, number, number];
+  if (kind === "P" && rest.length === 1 && Number.isSafeInteger(part)) return { kind: "backOff", until: part };
   if (![part, offset, lease].every((n) => Number.isSafeInteger(n) && n >= 0)) return undefined;
   if (kind === "C" && rest.length === 3) return { kind: "commit", position: { part, position: offset, count: lease } };
   const ref = { key: messageKey(part, offset), part, offset, lease };

@@ -28,6 +28,9 @@ import { writeWhole } from "../../storage/write-whole";
  *   created, in lease units): a token from a consumer of the same name deleted before (with its
  *   queue, or alone) is below and refused, not taken for a new message at its position. Files of
  *   earlier versions have none (0: every lease id is taken).
+ * - `T;<at>;<count>;` (taken): `count` messages were handed out at `at` (ms since the epoch), for a
+ *   consumer with a rate limit (consumers/shared/limiter.ts); a snapshot keeps those still in its window;
+ * - `P;<until>;` (paused): nothing is handed out before `until` (a back-off; the latest counts).
  * All only grow in meaning (sets of acks, counts and a mark that only go up), so replaying the
  * journal over any snapshot, twice or in part, gives the same state: a crash between writing
  * the new snapshot and emptying the journal loses nothing. A line with a bad crc (a torn last
@@ -55,6 +58,16 @@ export interface SharedSnapshot {
   deadLettered: number;
   /** Lease ids at or below it are an earlier consumer's of this name (`B`); 0 when not known. */
   born: number;
+  /** Hand-outs counted by a rate limit (`T`). */
+  taken: TakenCount[];
+  /** A back-off's end (`P`), ms since the epoch; 0 for none. */
+  pausedUntil: number;
+}
+
+/** `count` hand-outs at `at` (ms since the epoch). */
+export interface TakenCount {
+  at: number;
+  count: number;
 }
 
 /** A run of acknowledged messages of one part: those whose offset lies in [from, to]. */
@@ -143,6 +156,8 @@ export const rangeLine = (range: AckRange): string => line(`R;${range.part};${ra
 export const deliveryLine = (key: MessageKey, deliveries: number): string => line(`D;${fieldsOf(key)};${deliveries};`);
 export const deadLetteredLine = (count: number): string => line(`L;${count};`);
 export const bornLine = (born: number): string => line(`B;${born};`);
+export const takenLine = (at: number, count: number): string => line(`T;${at};${count};`);
+export const backOffLine = (until: number): string => line(`P;${until};`);
 
 /** The lease id of `at` (ms since the epoch): lease ids count from the clock in thousandths of a ms. */
 export const leaseIdAt = (at: number): number => Math.floor(at) * 1000;
@@ -204,7 +219,16 @@ export class SharedState {
 
   /** Reads the snapshot and the journal; lines with a bad crc are reported and skipped. */
   async load(onProblem: (problem: QueueProblem) => void): Promise<SharedSnapshot> {
-    const state: SharedSnapshot = { acked: new Set(), ranges: new AckRanges(), deliveries: new Map(), mark: undefined, deadLettered: 0, born: 0 };
+    const state: SharedSnapshot = {
+      acked: new Set(),
+      ranges: new AckRanges(),
+      deliveries: new Map(),
+      mark: undefined,
+      deadLettered: 0,
+      born: 0,
+      taken: [],
+      pausedUntil: 0,
+    };
     const snapshot = await this.#driver.readRecord(sharedStatePath(this.#queue, this.#consumer));
     const journal = await this.#driver.openLog(sharedJournalPath(this.#queue, this.#consumer), { create: false });
     let journalText = "";
@@ -236,6 +260,8 @@ export class SharedState {
         state.deliveries.set(key, Math.max(state.deliveries.get(key) ?? 0, Number(c)));
       } else if (kind === "L") state.deadLettered = Math.max(state.deadLettered, Number(a));
       else if (kind === "B") state.born = Math.max(state.born, Number(a) || 0);
+      else if (kind === "T" && Number.isSafeInteger(Number(a)) && Number(b) > 0) state.taken.push({ at: Number(a), count: Number(b) });
+      else if (kind === "P") state.pausedUntil = Math.max(state.pausedUntil, Number(a) || 0);
     }
     if (bad > 0) {
       onProblem({

@@ -140,7 +140,7 @@ export function runWorker<T>(
   /** Acks being retried (the server is away): leasing waits for them, so that finished work is not handed out again. */
   const retryingAcks = new Set<Promise<unknown>>();
   /** Sends in the background, retrying what may succeed next time (`isTransient`) for `retryTimeoutMs`; the worker's stop waits for it. */
-  const send = (what: "ack" | "nack" | "extend" | "back-off", call: () => Promise<unknown>) => {
+  const send = (what: "ack" | "nack" | "extend" | "back-off", call: () => Promise<unknown>): Promise<unknown> => {
     const p: Promise<unknown> = withRetries(call, {
       timeoutMs: retryTimeoutMs,
       delayMs: retryDelayMs,
@@ -148,6 +148,7 @@ export function runWorker<T>(
     }).catch((error: unknown) => onError(new Error(`${what} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })));
     sending.add(p);
     void p.finally(() => (sending.delete(p), retryingAcks.delete(p)));
+    return p;
   };
 
   const flushAcks = () => {
@@ -193,21 +194,29 @@ export function runWorker<T>(
   /** Until then (local clock) the consumer backs off: no handler starts, no lease is asked for. */
   let pausedUntil = 0;
   let resumeTimer: ReturnType<typeof setTimeout> | undefined;
-  const rateLimit = (delayMs: number) => {
+  /** Backs the consumer off; `giveBack` (leases) go back uncounted once the back-off is on the server, so that nobody takes them before. */
+  const rateLimit = (delayMs: number, giveBack: string[] = []) => {
     if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new TypeError(`Invalid rateLimit delayMs ${String(delayMs)}: use an integer from 0 up (ms).`);
     const until = Date.now() + delayMs;
     // One running that ends later covers it (the server keeps the later end too).
-    if (until <= pausedUntil || stopping) return;
+    if (until <= pausedUntil || stopping) {
+      if (giveBack.length > 0) send("nack", () => calls.nack(giveBack, { delayMs: 0, release: true }));
+      return;
+    }
     pausedUntil = until;
-    send("back-off", () => calls.backOff(delayMs));
+    const backedOff = send("back-off", () => calls.backOff(delayMs));
     // What waits here would meet the same limit: to others, once the back-off ends.
-    const unstarted = waiting.splice(0).map((h) => h.message.lease);
+    const unstarted = [...giveBack, ...waiting.splice(0).map((h) => h.message.lease)];
     stats.waiting = 0;
-    if (unstarted.length > 0) send("nack", () => calls.nack(unstarted, { delayMs: 0, release: true }));
+    if (unstarted.length > 0)
+      send("nack", async () => {
+        await backedOff;
+        return calls.nack(unstarted, { delayMs: 0, release: true });
+      });
     clearTimeout(resumeTimer);
     resumeTimer = setTimeout(pump, delayMs);
   };
-  const handlerContext: WorkerHandlerContext = { rateLimit };
+  const handlerContext: WorkerHandlerContext = { rateLimit: (delayMs) => rateLimit(delayMs) };
 
   /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries); a `RateLimitError` backs off and gives it back uncounted. */
   const settle = (held: Held, failed: boolean, error?: unknown) => {
@@ -215,8 +224,7 @@ export function runWorker<T>(
     running.delete(held);
     stats.running = running.size;
     if (failed && RateLimitError.isRateLimit(error)) {
-      send("nack", () => calls.nack([message.lease], { release: true }));
-      rateLimit(error.delayMs);
+      rateLimit(error.delayMs, [message.lease]);
     } else if (!failed) {
       stats.processed++;
       ack(message);
@@ -411,5 +419,5 @@ export function runWorker<T>(
     else options.signal.addEventListener("abort", () => void stop(), { once: true });
   }
   done.catch(() => {});
-  return { done, stop, rateLimit, stats };
+  return { done, stop, rateLimit: (delayMs: number) => rateLimit(delayMs), stats };
 }

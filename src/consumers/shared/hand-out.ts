@@ -103,6 +103,8 @@ export class HandOut {
     for (;;) {
       const now = Date.now();
       scannedAt = now;
+      // A back-off that came while this take read (the priorities ahead, the head): nothing more goes out.
+      if (journal.limiter.budget(now) === 0) break;
       // Those that failed to move to the dead-letter queue take no place of the others.
       let scan = window.scan(now, max - out.length + failed.size, options.groupConcurrency);
       // Priorities among what may go out: all of it, ranked.

@@ -4,12 +4,15 @@
  * - BullMQ: a Queue filled with `addBulk` (not timed), then a Worker with concurrency N and a
  *   no-op processor, jobs `removeOnComplete: true` / `removeOnFail: true` so redis keeps no
  *   finished job; timed from `worker.run()` to the N-th `completed` event.
+ *   With `prioritized`, each job gets the priority of the mix (shared-priority.ts) in BullMQ's
+ *   convention (1 highest), so every job goes through its prioritized set.
  * - Redis Streams: a consumer group of N consumers (one ioredis connection each), each reading
  *   `XREADGROUP COUNT <batch>` and sending one `XACK` command per message, the batch's XACKs
  *   pipelined (one round trip), before its next read.
  */
 import type { default as Redis } from "ioredis";
 import type { RedisServer } from "./redis-server";
+import { bodyOf, bullmqPriorityOf, EarlyShare } from "./shared-priority";
 
 export interface DrainSetup {
   messages: number;
@@ -23,21 +26,28 @@ export interface DrainSetup {
 export interface Drain {
   run(round: number): Promise<number>;
   close(): Promise<void>;
+  /** A drain of the priority mix: each run's share of messages of a priority among the first tenth it handed out. */
+  early?: number[];
 }
 
-export async function bullmqDrain(server: RedisServer, setup: DrainSetup): Promise<Drain> {
+export async function bullmqDrain(server: RedisServer, setup: DrainSetup, prioritized = false): Promise<Drain> {
   const { Queue, Worker } = await import("bullmq");
   const connection = { host: "127.0.0.1", port: server.port };
-  return {
+  const opts = { removeOnComplete: true, removeOnFail: true };
+  const job = (i: number) =>
+    prioritized ? { name: "m", data: bodyOf(i, setup.payload), opts: { ...opts, priority: bullmqPriorityOf(i) } } : { name: "m", data: setup.payload, opts };
+  const drain: Drain = {
+    early: prioritized ? [] : undefined,
     async run(round) {
-      const name = `bench-${round}`;
+      const name = `bench-${prioritized ? "p" : ""}${round}`;
       const queue = new Queue(name, { connection });
-      const opts = { removeOnComplete: true, removeOnFail: true };
       for (let sent = 0; sent < setup.messages; sent += 1000) {
         const n = Math.min(1000, setup.messages - sent);
-        await queue.addBulk(Array.from({ length: n }, () => ({ name: "m", data: setup.payload, opts })));
+        await queue.addBulk(Array.from({ length: n }, (_, i) => job(sent + i)));
       }
-      const worker = new Worker(name, async () => {}, { connection, concurrency: setup.concurrency, autorun: false });
+      const early = new EarlyShare(setup.messages);
+      const processor = prioritized ? async (job: { data: unknown }) => early.see(job.data) : async () => {};
+      const worker = new Worker(name, processor, { connection, concurrency: setup.concurrency, autorun: false });
       try {
         let done = 0;
         const all = new Promise<void>((resolve, reject) => {
@@ -48,7 +58,9 @@ export async function bullmqDrain(server: RedisServer, setup: DrainSetup): Promi
         const start = performance.now();
         void worker.run();
         await all;
-        return (performance.now() - start) / 1000;
+        const seconds = (performance.now() - start) / 1000;
+        drain.early?.push(early.share);
+        return seconds;
       } finally {
         await worker.close();
         await queue.obliterate({ force: true }).catch(() => {});
@@ -57,6 +69,7 @@ export async function bullmqDrain(server: RedisServer, setup: DrainSetup): Promi
     },
     close: async () => {},
   };
+  return drain;
 }
 
 export async function streamsDrain(server: RedisServer, setup: DrainSetup): Promise<Drain> {

@@ -1,17 +1,25 @@
-import type { SharedConsumer } from "v-queue";
+import type { LeasedMessage, SharedConsumer } from "v-queue";
 
 /**
  * `loops` workers, each polling up to `max` and acknowledging each message (a no-op handler);
  * returns the seconds until `total` acks were durable (loops still waiting in a poll then end
- * at its timeout, not timed).
+ * at its timeout, not timed). `onLeased` sees each message in the order the polls handed them out.
  */
-export async function drainShared(consumer: SharedConsumer, total: number, loops: number, max: number, onAcked?: (acked: number) => void): Promise<number> {
+export async function drainShared(
+  consumer: SharedConsumer,
+  total: number,
+  loops: number,
+  max: number,
+  onAcked?: (acked: number) => void,
+  onLeased?: (message: LeasedMessage) => void,
+): Promise<number> {
   let acked = 0;
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => (finish = resolve));
   const loop = async () => {
     while (acked < total) {
       const batch = await consumer.poll({ max, timeoutMs: 50 });
+      if (onLeased) for (const message of batch) onLeased(message);
       await Promise.all(
         batch.map(async (message) => {
           await consumer.ack(message);

@@ -19,7 +19,9 @@ export const prunedPath = (q: string): string => `${q}_info_pruned`;
  */
 export const delayedPath = (q: string): string => `${q}_info_delayed`;
 export const idempotencyPath = (q: string): string => `${q}_info_idem`;
-/** The copy a side file's compaction writes first (storage/side-log.ts, log/pruned.ts): `Q_info_delayed_new`, `Q_info_idem_new`, `Q_info_pruned_new`. */
+/** v-queue's schedules of a queue (writer/schedules.ts), kept by its writer: as `delayed`, `sched` is no `pop_`, `queue`, `pruned`, `shared_` or `shlog_`. */
+export const schedulesPath = (q: string): string => `${q}_info_sched`;
+/** The copy a side file's compaction writes first (storage/side-log.ts, log/pruned.ts): `Q_info_delayed_new`, `Q_info_idem_new`, `Q_info_sched_new`, `Q_info_pruned_new`. */
 export const sideJournalPath = (path: string): string => `${path}_new`;
 /** v-queue's declaration of a partitioned queue (partitions/declaration.ts): like `delayed`, no `pop_`, `queue` or `shared_`. */
 export const partitionsPath = (q: string): string => `${q}_info_partitions`;

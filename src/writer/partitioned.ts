@@ -106,8 +106,8 @@ export class PartitionedWriter {
       },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,
-      // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
-      keep: (writer) => writer.delayedPending > 0,
+      // Its delayed messages are moved and its schedules fired by whoever holds the writer: not let go for idleness.
+      keep: (writer) => writer.delayedPending > 0 || writer.scheduleCount > 0,
       close: (writer) => writer.close(),
       grant: (want, held, index) => this.#grant(want, held, index),
       minHoldMs: this.handoff.minHoldMs,

@@ -20,7 +20,7 @@ import { normalizeMessage, type EncodedInput, type MessageInput } from "../forma
 import { TYPE_OBJECT, TYPE_STRING } from "../format/record";
 import { FieldReader, FieldWriter } from "../format/fields";
 import { schedulesPath } from "../storage/paths";
-import { SideLog } from "../storage/side-log";
+import { SideLog, readFrames } from "../storage/side-log";
 
 const UPSERT = 1;
 const FIRED = 2;
@@ -180,7 +180,7 @@ export class ScheduleStore {
     const { log, frames } = await SideLog.open(driver, schedulesPath(queue), queue, options.onProblem, options.fence);
     const store = new ScheduleStore(queue, options, log);
     try {
-      for (const { payload } of frames) store.#apply(payload);
+      for (const { payload } of frames) applyFrame(store.#entries, payload);
       store.#frames = frames.length;
       // Fired, though the crash came before its FIRED frame: written now, so that its key may go.
       const late: Uint8Array[] = [];
@@ -207,12 +207,12 @@ export class ScheduleStore {
 
   /** Every schedule, by name, with its next tick. */
   list(): Schedule[] {
-    return [...this.#entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((s) => this.#view(s));
+    return listOf(this.#entries);
   }
 
   get(name: string): Schedule | undefined {
     const entry = this.#entries.get(name);
-    return entry && this.#view(entry);
+    return entry && view(entry);
   }
 
   /**
@@ -235,7 +235,7 @@ export class ScheduleStore {
     this.#frames++;
     this.#entries.set(entry.name, entry);
     this.#schedule();
-    return { schedule: this.#view(entry), created: !old };
+    return { schedule: view(entry), created: !old };
   }
 
   /** Removes schedule `name`: false when there is none. */
@@ -267,34 +267,6 @@ export class ScheduleStore {
 
   close(): Promise<void> {
     return this.log.close();
-  }
-
-  #view(s: Entry): Schedule {
-    const { type: _t, body: _b, pattern: _p, ...schedule } = s;
-    return { ...schedule, nextAt: nextTick(s, Math.max(lastOf(s), Date.now())) };
-  }
-
-  #apply(payload: Uint8Array): void {
-    const r = new FieldReader(payload);
-    const kind = r.u8();
-    const name = text.decode(r.bytes());
-    if (kind === REMOVE) this.#entries.delete(name);
-    else if (kind === FIRED) {
-      const entry = this.#entries.get(name);
-      const tick = r.f64();
-      if (entry) entry.lastFiredAt = Math.max(entry.lastFiredAt ?? 0, tick);
-    } else if (kind === UPSERT) {
-      const since = r.f64();
-      const lastFiredAt = r.f64() || undefined;
-      const everyMs = r.f64() || undefined;
-      const cron = text.decode(r.bytes()) || undefined;
-      const tz = text.decode(r.bytes()) || undefined;
-      const type = r.u8();
-      const body = r.bytes().slice();
-      const message = type === DEFAULT_MESSAGE ? undefined : type === TYPE_STRING ? text.decode(body) : body;
-      const pattern = cron === undefined ? undefined : new Cron(cron, { timezone: tz, paused: true });
-      this.#entries.set(name, { name, cron, tz, everyMs, message, since, lastFiredAt, type, body, pattern });
-    }
   }
 
   #schedule(): void {
@@ -350,6 +322,56 @@ export class ScheduleStore {
     const payloads = [...this.#entries.values()].map(upsertFrame);
     await this.log.rewrite(payloads, this.options.sync);
     this.#frames = payloads.length;
+  }
+}
+
+/**
+ * The schedules of `queue` as its storage has them, read without the writer's lock (no write:
+ * a torn tail is left to the writer): for any instance to list them.
+ */
+export async function readSchedules(driver: QueueDriver, queue: string): Promise<Schedule[]> {
+  const log = await driver.openLog(schedulesPath(queue), { create: false });
+  if (!log) return [];
+  const entries = new Map<string, Entry>();
+  try {
+    for (const { payload } of readFrames(await log.read(0, await log.size())).frames) if (payload[0] !== 0) applyFrame(entries, payload);
+  } finally {
+    await log.close();
+  }
+  return listOf(entries);
+}
+
+function listOf(entries: Map<string, Entry>): Schedule[] {
+  return [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(view);
+}
+
+/** A schedule as callers see it, with its next tick. */
+function view(s: Entry): Schedule {
+  const { type: _t, body: _b, pattern: _p, ...schedule } = s;
+  return { ...schedule, nextAt: nextTick(s, Math.max(lastOf(s), Date.now())) };
+}
+
+/** A frame read back, applied to `entries`. */
+function applyFrame(entries: Map<string, Entry>, payload: Uint8Array): void {
+  const r = new FieldReader(payload);
+  const kind = r.u8();
+  const name = text.decode(r.bytes());
+  if (kind === REMOVE) entries.delete(name);
+  else if (kind === FIRED) {
+    const entry = entries.get(name);
+    const tick = r.f64();
+    if (entry) entry.lastFiredAt = Math.max(entry.lastFiredAt ?? 0, tick);
+  } else if (kind === UPSERT) {
+    const since = r.f64();
+    const lastFiredAt = r.f64() || undefined;
+    const everyMs = r.f64() || undefined;
+    const cron = text.decode(r.bytes()) || undefined;
+    const tz = text.decode(r.bytes()) || undefined;
+    const type = r.u8();
+    const body = r.bytes().slice();
+    const message = type === DEFAULT_MESSAGE ? undefined : type === TYPE_STRING ? text.decode(body) : body;
+    const pattern = cron === undefined ? undefined : new Cron(cron, { timezone: tz, paused: true });
+    entries.set(name, { name, cron, tz, everyMs, message, since, lastFiredAt, type, body, pattern });
   }
 }
 

@@ -8,12 +8,29 @@ import { ack, extend, lease, nack } from "./lease";
 import { purge } from "./purge";
 import { prune } from "./prune";
 import { push } from "./push";
+import { schedule } from "./schedule";
 import { seek } from "./seek";
 import { serve } from "./serve";
 import { stat } from "./stat";
 
 /** Every command of `v-queue`, by name. */
-export const commands = { serve, create, push, consume, tail, seek, prune, stat, purge, delete: del, lease, ack, nack, extend, dlq, redrive, browse } as Record<
-  string,
-  CommandDef
->;
+export const commands = {
+  serve,
+  create,
+  push,
+  consume,
+  tail,
+  seek,
+  prune,
+  schedule,
+  stat,
+  purge,
+  delete: del,
+  lease,
+  ack,
+  nack,
+  extend,
+  dlq,
+  redrive,
+  browse,
+} as Record<string, CommandDef>;

@@ -1,3 +1,4 @@
+// Over 300 lines: the store (its frames, its firing loop) and the read-only listing share the frame format and the schedule entries.
 /**
  * Schedules: messages the queue's writer produces by itself, by cron pattern (in a time zone) or
  * every N ms. Kept in `Q_info_sched` (storage/paths.ts), a side log of frames (storage/side-log.ts)
@@ -12,15 +13,17 @@
  * Downtime: a schedule whose ticks were missed (no writer was open) fires once, for the latest
  * missed tick, and goes on from there; a new schedule fires from the next tick after it was set.
  */
-import { Cron } from "croner";
+import type { Cron } from "croner";
 import type { DriverLock, QueueDriver } from "../core/driver";
 import { type QueueProblem, VQueueError } from "../core/errors";
-import { NAME_RULE, isValidQueueName } from "../core/names";
-import { normalizeMessage, type EncodedInput, type MessageInput } from "../format/message";
+import type { EncodedInput } from "../format/message";
+import { checkSchedule, latestTick, nextTick, parseCron, type ScheduleInput } from "./schedule-timing";
 import { TYPE_OBJECT, TYPE_STRING } from "../format/record";
 import { FieldReader, FieldWriter } from "../format/fields";
 import { schedulesPath } from "../storage/paths";
 import { SideLog, readFrames } from "../storage/side-log";
+
+export { checkSchedule, MAX_EVERY_MS, MIN_EVERY_MS, type ScheduleInput } from "./schedule-timing";
 
 const UPSERT = 1;
 const FIRED = 2;
@@ -29,28 +32,12 @@ const REMOVE = 3;
 const DEFAULT_MESSAGE = 0;
 /** Longest a timer may wait (setTimeout's limit): later ticks wait in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** The shortest period: a schedule is no busy loop. */
-export const MIN_EVERY_MS = 100;
-/** The longest period: a year. */
-export const MAX_EVERY_MS = 365 * 24 * 3600 * 1000;
 /** Most schedules of a queue. */
 export const MAX_SCHEDULES = 1000;
 /** Frames written before compaction is worth it, at the least. */
 const MIN_COMPACT_FRAMES = 256;
 const utf8 = new TextEncoder();
 const text = new TextDecoder();
-
-/** A schedule as set: exactly one of `cron` and `everyMs`. */
-export interface ScheduleInput {
-  /** A cron pattern of 5 fields (minutes) or 6 (seconds first), read in `tz`. */
-  cron?: string;
-  /** The IANA time zone `cron` is read in (`Europe/Paris`). @default "UTC" */
-  tz?: string;
-  /** Fires every this many ms (from when the schedule was first set). */
-  everyMs?: number;
-  /** What each firing produces (as `push` takes it). @default `{ schedule, tick, at }`, the firing's tick */
-  message?: MessageInput;
-}
 
 /** A schedule as stored, with its firings. */
 export interface Schedule {
@@ -100,63 +87,6 @@ function parseFireKey(key: string): { name: string; tick: number } | undefined {
   const colon = rest.indexOf(":");
   const tick = Number(rest.slice(0, colon));
   return colon > 0 && Number.isSafeInteger(tick) ? { tick, name: rest.slice(colon + 1) } : undefined;
-}
-
-/** The checked schedule (`E_OPTION` saying what is allowed), its pattern parsed. */
-export function checkSchedule(
-  name: unknown,
-  input: ScheduleInput,
-): { name: string; cron?: string; tz?: string; everyMs?: number; message?: EncodedInput; pattern?: Cron } {
-  if (!isValidQueueName(name)) throw new VQueueError("E_NAME", `Invalid schedule name ${JSON.stringify(name)}: use ${NAME_RULE}.`);
-  if (typeof input !== "object" || input === null) throw new VQueueError("E_OPTION", `Invalid schedule: give { cron } or { everyMs }, and maybe a message.`);
-  const { cron, tz, everyMs, message } = input;
-  if ((cron === undefined) === (everyMs === undefined)) throw new VQueueError("E_OPTION", `Schedule "${name}": give exactly one of cron and everyMs.`);
-  const encoded = message === undefined ? undefined : normalizeMessage(message);
-  if (everyMs !== undefined) {
-    if (!Number.isInteger(everyMs) || everyMs < MIN_EVERY_MS || everyMs > MAX_EVERY_MS)
-      throw new VQueueError("E_OPTION", `Invalid everyMs ${JSON.stringify(everyMs)}: use an integer from ${MIN_EVERY_MS} to ${MAX_EVERY_MS} (a year).`);
-    if (tz !== undefined) throw new VQueueError("E_OPTION", `Schedule "${name}": tz goes with cron, not with everyMs.`);
-    return { name, everyMs, message: encoded };
-  }
-  if (typeof cron !== "string" || cron.trim() === "" || cron.length > 256)
-    throw new VQueueError("E_OPTION", `Invalid cron ${JSON.stringify(cron)}: use a pattern of 5 or 6 fields ("*/5 * * * *").`);
-  const zone = tz ?? "UTC";
-  if (typeof zone !== "string" || !isTimeZone(zone))
-    throw new VQueueError("E_OPTION", `Invalid tz ${JSON.stringify(tz)}: use an IANA time zone ("UTC", "Europe/Paris", "America/New_York").`);
-  let pattern: Cron;
-  try {
-    pattern = new Cron(cron, { timezone: zone, paused: true });
-  } catch (error) {
-    throw new VQueueError("E_OPTION", `Invalid cron ${JSON.stringify(cron)}: ${(error as Error).message.replace(/^CronPattern: /, "")}`);
-  }
-  if (!pattern.nextRun()) throw new VQueueError("E_OPTION", `Invalid cron ${JSON.stringify(cron)}: it never fires.`);
-  return { name, cron, tz: zone, message: encoded, pattern };
-}
-
-function isTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en", { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The first tick of `s` after `after`; undefined when there is none. */
-function nextTick(s: Entry, after: number): number | undefined {
-  if (s.everyMs !== undefined) return s.since + (Math.floor((after - s.since) / s.everyMs) + 1) * s.everyMs;
-  return s.pattern!.nextRun(new Date(after))?.getTime();
-}
-
-/** The latest tick of `s` at or before `now` and after `after`, if any. */
-function latestTick(s: Entry, after: number, now: number): number | undefined {
-  if (s.everyMs !== undefined) {
-    const tick = s.since + Math.floor((now - s.since) / s.everyMs) * s.everyMs;
-    return tick > after ? tick : undefined;
-  }
-  // croner looks back from its reference, strictly before it: one ms past now counts a tick at now.
-  const tick = s.pattern!.previousRuns(1, new Date(now + 1))[0]?.getTime();
-  return tick !== undefined && tick > after ? tick : undefined;
 }
 
 /** The ticks a schedule counts from: after the last firing, else after it was set. */
@@ -370,7 +300,7 @@ function applyFrame(entries: Map<string, Entry>, payload: Uint8Array): void {
     const type = r.u8();
     const body = r.bytes().slice();
     const message = type === DEFAULT_MESSAGE ? undefined : type === TYPE_STRING ? text.decode(body) : body;
-    const pattern = cron === undefined ? undefined : new Cron(cron, { timezone: tz, paused: true });
+    const pattern = cron === undefined ? undefined : parseCron(cron, tz);
     entries.set(name, { name, cron, tz, everyMs, message, since, lastFiredAt, type, body, pattern });
   }
 }

@@ -21,7 +21,7 @@ import { checkSchedule, latestTick, nextTick, parseCron, type ScheduleInput } fr
 import { TYPE_OBJECT, TYPE_STRING } from "../format/record";
 import { FieldReader, FieldWriter } from "../format/fields";
 import { schedulesPath } from "../storage/paths";
-import { SideLog, readFrames } from "../storage/side-log";
+import { SideLog, readSideFrames } from "../storage/side-log";
 
 export { checkSchedule, MAX_EVERY_MS, MIN_EVERY_MS, type ScheduleInput } from "./schedule-timing";
 
@@ -257,17 +257,11 @@ export class ScheduleStore {
 
 /**
  * The schedules of `queue` as its storage has them, read without the writer's lock (no write:
- * a torn tail is left to the writer): for any instance to list them.
+ * a torn tail is left to the writer; during a compaction, its journal): for any instance to list them.
  */
 export async function readSchedules(driver: QueueDriver, queue: string): Promise<Schedule[]> {
-  const log = await driver.openLog(schedulesPath(queue), { create: false });
-  if (!log) return [];
   const entries = new Map<string, Entry>();
-  try {
-    for (const { payload } of readFrames(await log.read(0, await log.size())).frames) if (payload[0] !== 0) applyFrame(entries, payload);
-  } finally {
-    await log.close();
-  }
+  for (const { payload } of await readSideFrames(driver, schedulesPath(queue))) applyFrame(entries, payload);
   return listOf(entries);
 }
 

@@ -3,13 +3,15 @@
  * writer each tick; one firing for the ticks missed while no writer was open; none by a writer
  * whose lock was taken over (its writes fenced).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "pathe";
 import { describe, expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import type { QueueDriver } from "../../src/core/driver";
 import { browseMessages } from "../../src/inspect/browse";
 import { openQueue } from "../../src/writer/writer";
+import { readSchedules } from "../../src/writer/schedules";
+import { encodeFrames, readFrames } from "../../src/storage/side-log";
 import { sleep } from "../helpers/sleep";
 import { useTempDirs } from "../helpers/tmp";
 
@@ -123,5 +125,25 @@ describe("schedules", () => {
     expect(await ticks(driver, "tick")).toHaveLength(stale);
     expect(lost).toBe(true);
     await writer.close().catch(() => {});
+  });
+
+  it("are listed by any instance, from storage, also while a compaction has cut the file (from its journal)", async () => {
+    const dir = tempDir();
+    const driver = fsDriver({ dir });
+    const writer = await openQueue("q", { driver, ...quiet });
+    await writer.schedule("a", { everyMs: 60_000 });
+    await writer.schedule("b", { cron: "0 * * * *" });
+    expect((await readSchedules(driver, "q")).map((s) => s.name)).toEqual(["a", "b"]);
+    await writer.close();
+    // A compaction between cutting the file and writing it again: its whole journal (ending in END) holds the content.
+    const file = join(dir, "q_info_sched");
+    const payloads = readFrames(readFileSync(file)).frames.map((f) => f.payload);
+    writeFileSync(`${file}_new`, encodeFrames([...payloads, Uint8Array.of(0, 0x45, 0x4e, 0x44)]));
+    truncateSync(file, 0);
+    expect((await readSchedules(driver, "q")).map((s) => s.name)).toEqual(["a", "b"]);
+    // The next writer finishes the compaction: the same schedules.
+    const again = await openQueue("q", { driver, ...quiet });
+    expect(again.schedules().map((s) => s.name)).toEqual(["a", "b"]);
+    await again.close();
   });
 });

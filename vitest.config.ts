@@ -17,6 +17,7 @@ export const ALONE = [
   "test/instances/redis-cluster-instances.test.ts",
   "test/drivers/redis-sentinel.test.ts",
   "test/instances/shared-chaos.test.ts",
+  "test/instances/schedules-chaos.test.ts",
   "test/drivers/redis-cluster.test.ts",
   "test/engine/partitioned-multi.test.ts",
   "test/life/fs-processes.test.ts",

@@ -9,6 +9,7 @@ import { checkCompression, checkDurability, checkIdempotencyWindow, checkMaxDela
 import { DEFAULT_LIMITS, limitsProblems, metricsProblems, monitorProblems, queuesProblems } from "../runtime/options";
 import { retentionProblems } from "../src/options/retention";
 import { sharedSettingsProblems } from "../src/options/shared";
+import { checkSchedule, type ScheduleInput } from "../src/writer/schedules";
 import { suggest } from "./suggest";
 import { ZSTD_CHOICES } from "./zstd-choices";
 
@@ -177,6 +178,24 @@ export function valueProblems(key: keyof typeof CONFIG_KEYS, value: unknown, lab
   return out;
 }
 
+/** The Nitro module's `schedules`: by name, each with its queue and timing (checked by the engine, one wording). */
+const schedules: Rule = (v, path, out) => {
+  if (!isObject(v))
+    return void out.push(`Invalid ${path} ${show(v)}: expected an object of schedules by name, e.g. {"nightly": {"queue": "jobs", "cron": "0 3 * * *"}}.`);
+  for (const [name, spec] of Object.entries(v)) {
+    const at = `${path}.${name}`;
+    object({ queue: text({ nonEmpty: true }), cron: () => {}, tz: () => {}, everyMs: () => {}, message: () => {} }, ["queue"])(spec, at, out);
+    if (!isObject(spec)) continue;
+    if (typeof spec.queue === "string" && !isValidName(spec.queue)) out.push(`Invalid ${at}.queue ${show(spec.queue)}: not a queue name.`);
+    try {
+      const { queue: _queue, ...timing } = spec;
+      checkSchedule(name, timing as ScheduleInput);
+    } catch (error) {
+      out.push(`Invalid ${at}: ${(error as Error).message}`);
+    }
+  }
+};
+
 /** The Nitro/Nuxt module's options (`v-queue/nitro`): the server's that apply in an app, and its own. */
 const moduleOptions = object({
   ...common,
@@ -185,6 +204,7 @@ const moduleOptions = object({
   storage: text(),
   name: text({ nonEmpty: true }),
   prefix: text(),
+  schedules,
 });
 
 /** Every problem of the Nitro module's options, as given in the app's config or at run time; [] when they are good. */

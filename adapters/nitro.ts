@@ -17,6 +17,7 @@
 import type { MessageInput } from "../src/format/message";
 import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
 import type { ProduceResponse } from "../protocol/api";
+import type { Schedule, ScheduleInput } from "../src/writer/schedules";
 import { createQueueHandler, type AuthOptions, type QueueAppOptions, type QueueHandler } from "../runtime/index";
 import { optionError, throwProblems } from "../src/core/check";
 import { LOG_PREFIX, VQueueError } from "../src/core/errors";
@@ -47,6 +48,14 @@ export interface VQueueNitroOptions extends Pick<
   | "dashboard"
   | "monitor"
 > {
+  /**
+   * Schedules set (created, or updated in place) when the instance opens, by name: each with its
+   * (ordinary) queue, exactly one of `cron` (in `tz`, UTC by default) and `everyMs`, and the
+   * `message` each firing produces (default `{ schedule, tick, at }`). Fired exactly once per tick
+   * by whichever server process holds the queue's writer; a schedule left out later stays (remove
+   * it with `useVQueue().unschedule`). Next to Nitro's own scheduled tasks: these produce messages.
+   */
+  schedules?: Record<string, ScheduleInput & { queue: string }>;
   /** `<prefix>/metrics` (Prometheus): `true` behind auth, `{ open: true }` without, `false` no route. @default true */
   metrics?: boolean | { open?: boolean };
   /** Name of this instance, for `useVQueue(name)` and the runtime config key. @default "default" */
@@ -237,6 +246,12 @@ export interface VQueueInstance {
   worker<T = never>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options?: WorkerOptions): Worker;
   /** Pushes with a delay (`delayMs`, `at`) and/or an idempotency key (`key`), as the API's produce; to a partitioned queue with `partitionKey` (the only way: `push` refuses one). */
   produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions & { partitionKey?: string }): Promise<VQueueProduceResult>;
+  /** Sets schedule `name` of `queue` (created, or updated in place): see the module's `schedules`. */
+  schedule(queue: string, name: string, schedule: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }>;
+  /** Removes schedule `name` of `queue`: false when there was none. */
+  unschedule(queue: string, name: string): Promise<boolean>;
+  /** The schedules of `queue`, with their last and next firing. */
+  schedules(queue: string): Promise<Schedule[]>;
   /** Ends long polls, lets writes in flight finish, closes every queue. */
   close(): Promise<void>;
 }
@@ -287,7 +302,7 @@ export async function vQueueFetch(name: string, request: Request, signal?: Abort
 }
 
 function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: string): VQueueInstance {
-  const { prefix, dir, storage, auth, ...appOptions } = options;
+  const { prefix, dir, storage, auth, schedules = {}, ...appOptions } = options;
   const prefixes = [normalizePrefix(baseURL) + prefix, prefix].filter((p, i, all) => all.indexOf(p) === i);
   const served = announceAccess(name, prefix, auth);
   const open = async () => {
@@ -305,6 +320,12 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       await created.close();
       throw error;
     });
+    // The module's schedules, as configured now (each through its queue's writer, wherever it is held).
+    for (const [schedule, { queue, ...timing }] of Object.entries(schedules)) {
+      await created.schedule(queue, schedule, timing).catch((error: unknown) => {
+        console.error(`${LOG_PREFIX} [nitro] "${name}": cannot set schedule "${schedule}" of "${queue}":`, error);
+      });
+    }
     return created;
   };
   let opened: Promise<QueueHandler> | undefined;
@@ -370,6 +391,9 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
     async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions & { partitionKey?: string }) {
       return withHttpStatus((await handler()).produce(queue, messages, produceOptions));
     },
+    schedule: async (queue: string, schedule: string, input: ScheduleInput) => withHttpStatus((await handler()).schedule(queue, schedule, input)),
+    unschedule: async (queue: string, schedule: string) => withHttpStatus((await handler()).unschedule(queue, schedule)),
+    schedules: async (queue: string) => withHttpStatus((await handler()).schedules(queue)),
     async route(request: Request, signal?: AbortSignal) {
       // Not served (no users, and auth not turned off): as if not mounted.
       if (!served) return jsonError(404, "E_ROUTE", "Not found: the v-queue HTTP API is not served (no users configured; see the server's log at start).");

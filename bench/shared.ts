@@ -141,7 +141,7 @@ function printTable(scenarios: Scenario[]): void {
             ? TARGETS.limited * unlimited
             : mirror && s.key !== "bullmq-prio"
               ? TARGETS.feature * rate(get(mirror))
-            : undefined;
+              : undefined;
     const targetText =
       s.key === "http"
         ? `>= ${TARGETS.http}x faster baseline`

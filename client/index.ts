@@ -30,6 +30,9 @@ import type {
   PruneResponse,
   SeekRequest,
   SeekResponse,
+  ScheduleListResponse,
+  ScheduleRequest,
+  ScheduleResponse,
 } from "../protocol/api";
 import { toBase64 } from "../protocol/base64";
 import { BATCH_CONTENT_TYPE, decodeBatch, encodeProduceBatch, type BatchRecord } from "../protocol/binary";
@@ -158,6 +161,17 @@ export interface VQueueClient {
   deleteQueue(queue: string): Promise<DeleteQueueResponse>;
   /** Removes every message; the queue and its consumers stay, at the new start (the admin right; 409 as `deleteQueue`). */
   purge(queue: string): Promise<PurgeResponse>;
+  /**
+   * Sets schedule `name` of `queue` (created, or updated in place): exactly one of `cron` (in
+   * `tz`, UTC by default) and `everyMs`; `message` (bytes, a string, or any JSON value) is what
+   * each firing produces, by default `{ schedule, tick, at }`. Fired exactly once per tick by
+   * whichever server holds the queue's writer.
+   */
+  schedule(queue: string, name: string, schedule: Omit<ScheduleRequest, "encoding">, options?: { signal?: AbortSignal }): Promise<ScheduleResponse>;
+  /** The queue's schedules, with their last and next firing. */
+  schedules(queue: string): Promise<ScheduleListResponse>;
+  /** Removes schedule `name` of `queue`: false when there was none. */
+  unschedule(queue: string, name: string): Promise<boolean>;
   /** Applies retention now (needs the admin right): the server's limits for the queue, or these. Answers what was deleted. */
   prune(queue: string, limits?: PruneRequest, options?: { signal?: AbortSignal }): Promise<PruneResponse>;
   /** Messages as they come, long-polling in a loop; see `SubscribeOptions`. */
@@ -336,6 +350,22 @@ export function createClient(options: ClientOptions): VQueueClient {
     deleteConsumer: (queue, consumer) => request(c(queue, consumer), { method: "DELETE" }),
     deleteQueue: (queue) => request(q(queue), { method: "DELETE" }),
     purge: (queue) => request(`${q(queue)}/purge`, { method: "POST" }),
+    schedule: (queue, name, { message, ...timing }, opts = {}) =>
+      request(`${q(queue)}/schedules/${encodeURIComponent(name)}`, {
+        method: "PUT",
+        body: { ...timing, ...(message instanceof Uint8Array ? { message: toBase64(message), encoding: "base64" } : message === undefined ? {} : { message }) },
+        idempotent: true,
+        signal: opts.signal,
+      }),
+    schedules: (queue) => request(`${q(queue)}/schedules`, { idempotent: true }),
+    unschedule: (queue, name) =>
+      request(`${q(queue)}/schedules/${encodeURIComponent(name)}`, { method: "DELETE" }).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof VQueueClientError && error.status === 404 && error.code === "E_NOT_FOUND") return false;
+          throw error;
+        },
+      ),
     prune: (queue, limits, opts = {}) => request(`${q(queue)}/prune`, { method: "POST", signal: opts.signal, ...(limits ? { body: limits } : {}) }),
 
     subscribe: ((queue: string, consumer: string, opts?: SubscribeOptions) => subscribe(client, queue, consumer, opts)) as VQueueClient["subscribe"],

@@ -4,13 +4,14 @@
  * its parts and consumers (both kinds), and the actions the user's rights allow.
  */
 import { deleteConsumerDialog, produceDialog, purgeDialog, redriveDialog, seekDialog } from "./actions.js";
-import { queuePath, withHistory } from "./api.js";
+import { call, queuePath, withHistory } from "./api.js";
 import { timeChart } from "./charts.js";
 import { card, esc, h, queueHref, replace } from "./dom.js";
-import { ago, bytes, count, duration, rate } from "./format.js";
+import { ago, bytes, count, dateTime, duration, rate } from "./format.js";
 
 /** @typedef {import("../protocol/api").QueueDetailResponse} QueueDetailResponse */
 /** @typedef {import("../protocol/api").ConsumerOverviewJSON} ConsumerOverviewJSON */
+/** @typedef {import("../protocol/api").ScheduleJSON} ScheduleJSON */
 
 /**
  * @param {{ refreshSoon: () => void }} app
@@ -59,6 +60,24 @@ export function queueView(app, name) {
       ),
     ),
   );
+  // Its schedules (repeatable messages), shown when it has some.
+  const scheduleRows = h("tbody");
+  const schedulesCount = h("span", { class: "muted" });
+  const schedulesSection = h(
+    "div",
+    { hidden: true },
+    h("h2", {}, "Schedules ", schedulesCount),
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { class: "grid", "aria-label": "Schedules" },
+        h("thead", {}, row("th", ["Schedule", "When", "Message", "Last firing", "Next firing"], [])),
+        scheduleRows,
+      ),
+    ),
+  );
   const el = h(
     "section",
     { class: "view" },
@@ -86,6 +105,7 @@ export function queueView(app, name) {
         consumers,
       ),
     ),
+    schedulesSection,
     partitionsSection,
     partsSection,
   );
@@ -194,6 +214,21 @@ export function queueView(app, name) {
       .join("");
   }
 
+  /** @param {ScheduleJSON[]} list */
+  function renderSchedules(list) {
+    schedulesSection.hidden = list.length === 0;
+    schedulesCount.textContent = `(${list.length})`;
+    scheduleRows.innerHTML = list
+      .map(
+        (s) =>
+          `<tr data-schedule="${esc(s.name)}"><th scope="row">${esc(s.name)}</th>` +
+          `<td>${s.cron === undefined ? `every ${duration(s.everyMs ?? 0)}` : `<code>${esc(s.cron)}</code> ${esc(s.tz ?? "UTC")}`}</td>` +
+          `<td>${s.message === undefined ? '<span class="muted">{schedule, tick, at}</span>' : s.encoding ? '<span class="muted">bytes</span>' : esc(s.message.length > 80 ? `${s.message.slice(0, 80)}…` : s.message)}</td>` +
+          `<td>${s.lastFiredAtMs === undefined ? "never" : esc(dateTime(s.lastFiredAtMs))}</td><td>${s.nextAtMs === undefined ? "–" : esc(dateTime(s.nextAtMs))}</td></tr>`,
+      )
+      .join("");
+  }
+
   function renderActions() {
     const can = (/** @type {string} */ right) => rights.includes(right);
     replace(
@@ -225,9 +260,17 @@ export function queueView(app, name) {
     live: true,
     /** @param {AbortSignal} signal */
     async refresh(signal) {
-      /** @type {QueueDetailResponse} */
-      const data = await withHistory(queuePath(name, "/overview"), 300, signal);
+      /** @type {[QueueDetailResponse, ScheduleJSON[]]} */
+      const [data, schedules] = await Promise.all([
+        withHistory(queuePath(name, "/overview"), 300, signal),
+        // A partitioned queue has none, and a user may not read them: the section stays hidden.
+        call("GET", queuePath(name, "/schedules"), { signal }).then(
+          (/** @type {{ schedules: ScheduleJSON[] }} */ answer) => answer.schedules,
+          () => [],
+        ),
+      ]);
       render(data);
+      renderSchedules(schedules);
       return data;
     },
     destroy() {

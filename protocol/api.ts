@@ -220,6 +220,60 @@ export interface DelayedProduceResponse {
   };
 }
 
+/**
+ * `PUT /api/v1/queues/{queue}/schedules/{name}`: exactly one of `cron` (5 fields, or 6 with
+ * seconds first; read in `tz`, an IANA time zone, UTC by default) and `everyMs`. `message`: what
+ * each firing produces (a string as text, any other JSON value as its JSON text; with `"encoding":
+ * "base64"` a base64 string stored as bytes); none: `{"schedule","tick","at"}` of the firing.
+ */
+export interface ScheduleRequest {
+  cron?: string;
+  tz?: string;
+  everyMs?: number;
+  message?: unknown;
+  encoding?: "base64";
+}
+
+/** A schedule: its timing, its message and its firings (times in ISO 8601, and in ms since the epoch). */
+export interface ScheduleJSON {
+  name: string;
+  cron?: string;
+  tz?: string;
+  everyMs?: number;
+  /** What each firing produces: text, or base64 bytes (`encoding`); absent: `{"schedule","tick","at"}`. */
+  message?: string;
+  encoding?: "base64";
+  /** When it was set with this timing (no tick before). */
+  since: string;
+  sinceMs: number;
+  /** The tick of the last firing produced. */
+  lastFiredAt?: string;
+  lastFiredAtMs?: number;
+  /** The tick of the next firing. */
+  nextAt?: string;
+  nextAtMs?: number;
+}
+
+/** `PUT /api/v1/queues/{queue}/schedules/{name}`: 201 when created, 200 when updated. */
+export interface ScheduleResponse {
+  queue: string;
+  created: boolean;
+  schedule: ScheduleJSON;
+}
+
+/** `GET /api/v1/queues/{queue}/schedules` */
+export interface ScheduleListResponse {
+  queue: string;
+  schedules: ScheduleJSON[];
+}
+
+/** `DELETE /api/v1/queues/{queue}/schedules/{name}` (404 when there is none) */
+export interface DeleteScheduleResponse {
+  queue: string;
+  name: string;
+  deleted: true;
+}
+
 /** `DELETE /api/v1/queues/{queue}/consumers/{consumer}` */
 export interface DeleteConsumerResponse {
   queue: string;

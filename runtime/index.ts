@@ -5,6 +5,7 @@
 import { H3 } from "h3";
 import type { MessageInput, MessagePosition } from "../src/format/message";
 import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
+import type { Schedule, ScheduleInput } from "../src/writer/schedules";
 import { assertName } from "../src/core/names";
 import { VQueueError } from "../src/core/errors";
 import { corsMiddleware } from "./cors";
@@ -61,6 +62,16 @@ export interface QueueHandler {
     messages: MessageInput | MessageInput[],
     options?: ProduceOptions & { partitionKey?: string },
   ): Promise<ProduceResult & { partition?: number }>;
+  /**
+   * Sets schedule `name` of ordinary queue `queue` (created, or updated in place; the queue is
+   * created if missing): a message produced at each tick of `cron` (in `tz`) or every `everyMs`,
+   * by whichever instance holds the queue's writer. See the engine's `QueueWriter.schedule`.
+   */
+  schedule(queue: string, name: string, schedule: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }>;
+  /** Removes schedule `name` of `queue`: false when there was none. */
+  unschedule(queue: string, name: string): Promise<boolean>;
+  /** The schedules of `queue`, with their last and next firing. */
+  schedules(queue: string): Promise<Schedule[]>;
   /**
    * Declares the queues the `queues` option makes partitioned (once; requests wait for it
    * anyway). Rejects when one exists with another count or as an ordinary queue: a host awaits
@@ -130,9 +141,23 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
         () => form.produce(list, produceOptions, (why) => new VQueueError("E_OPTION", why)),
       );
     },
+    schedule: async (queue, name, schedule) => {
+      assertName(queue, "queue");
+      return registry.schedules.set(queue, name, schedule);
+    },
+    unschedule: async (queue, name) => {
+      assertName(queue, "queue");
+      return registry.schedules.remove(queue, name);
+    },
+    schedules: async (queue) => {
+      assertName(queue, "queue");
+      return registry.schedules.list(queue);
+    },
     ready: async () => {
       await resolved.driver.start?.();
       await registry.partitions.startup();
+      // The queues with schedules get a writer here if no instance holds theirs.
+      await registry.schedules.start();
     },
     close: () => {
       monitor.close();

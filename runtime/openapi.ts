@@ -49,6 +49,7 @@ const name = { in: "path", required: true, schema: { type: "string", pattern: "^
 const PATH_PARAMETERS: Record<string, object> = {
   queue: { ...name, name: "queue", description: "Queue name (not '.' or '..')" },
   consumer: { ...name, name: "consumer", description: "Consumer name (not '.' or '..')" },
+  schedule: { ...name, name: "schedule", description: "Schedule name (the rule of queue names)" },
   asset: { in: "path", required: true, name: "asset", schema: { type: "string" }, description: "A dashboard file's name, as the page links it" },
 };
 

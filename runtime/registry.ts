@@ -31,6 +31,7 @@ import { PartitionDeclarations } from "./partition-declarations";
 import { PartitionedWriters } from "./partitioned-writers";
 import { ConsumerCapacity, leastUsedIdle } from "./consumer-capacity";
 import { WriterPool } from "./writer-pool";
+import { ServerSchedules } from "./schedules";
 
 type Slot = ConsumerSlot | SharedSlot | PartitionedConsumerSlot | PartitionedSharedSlot;
 
@@ -60,6 +61,8 @@ export class QueueRegistry {
   readonly partitionedWriters: PartitionedWriters;
   /** The writers of ordinary queues. */
   readonly writers: WriterPool;
+  /** Schedules, and the writers of their queues kept held (schedules.ts). */
+  readonly schedules: ServerSchedules;
   #driver: Promise<QueueDriver> | undefined;
   /** Commits, acks, nacks and extends of ordinary queues' consumers held by other instances, to their inboxes. */
   #inbox: InboxPoster | undefined;
@@ -88,6 +91,12 @@ export class QueueRegistry {
       adminDone: (queue) => this.#adminDone(queue),
       relieve: () => void this.#relieve(),
       isClosing: () => this.#closing !== undefined,
+    });
+    this.schedules = new ServerSchedules({
+      writers: this.writers,
+      driver: () => this.driver(),
+      partitions: (queue) => this.partitions.count(queue),
+      onError: (error) => this.options.logger.error("[v-queue] [schedules]", error),
     });
   }
 
@@ -390,6 +399,7 @@ export class QueueRegistry {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       if (this.#sweep) clearInterval(this.#sweep);
+      await this.schedules.close();
       const entries = [...this.#consumers.values()];
       this.#consumers.clear();
       const stopping = entries.map((e) =>

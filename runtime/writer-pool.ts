@@ -10,6 +10,7 @@ import { VQueueError } from "../src/core/errors";
 import type { MessageInput, MessagePosition } from "../src/format/message";
 import { delayedPath, sideJournalPath } from "../src/storage/paths";
 import type { ProduceOptions, ProduceResult } from "../src/writer/produce";
+import type { Schedule, ScheduleInput } from "../src/writer/schedules";
 import { PartitionedWriter } from "../src/writer/partitioned";
 import type { QueueWriter } from "../src/writer/writer";
 import { isTooManyFiles } from "./errors";
@@ -57,6 +58,25 @@ export class WriterPool {
   /** A produce with a delay or an idempotency key (src/writer/produce.ts), as `push`. */
   produce(queue: string, messages: MessageInput[], options: ProduceOptions): Promise<ProduceResult> {
     return this.#write(queue, (writer) => writer.produce(messages, options));
+  }
+
+  /** Sets a schedule of the queue (src/writer/schedules.ts) through its one writer, taken as `push` takes it. */
+  schedule(queue: string, name: string, input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
+    return this.#write(queue, (writer) => writer.schedule(name, input));
+  }
+
+  /** Removes a schedule of the queue through its writer: false when there was none. */
+  unschedule(queue: string, name: string): Promise<boolean> {
+    return this.#write(queue, (writer) => writer.unschedule(name));
+  }
+
+  /**
+   * Takes the queue's writer for its schedules when no other instance holds it (its holder died,
+   * or was paused past its lease), never waiting for a holder: only a writer fires them.
+   */
+  async holdForSchedules(queue: string): Promise<void> {
+    if (this.#host.isClosing()) return;
+    await (await this.#hold(queue)).holdIfFree();
   }
 
   /**

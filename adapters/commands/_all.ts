@@ -8,6 +8,7 @@ import { ack, backoff, extend, lease, nack } from "./lease";
 import { purge } from "./purge";
 import { prune } from "./prune";
 import { push } from "./push";
+import { schedule } from "./schedule";
 import { seek } from "./seek";
 import { serve } from "./serve";
 import { stat } from "./stat";
@@ -21,6 +22,7 @@ export const commands = {
   tail,
   seek,
   prune,
+  schedule,
   stat,
   purge,
   delete: del,

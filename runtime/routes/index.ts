@@ -10,6 +10,7 @@ import { metricsRoutes } from "./metrics";
 import { produceRoutes } from "./produce";
 import { pruneRoutes } from "./prune";
 import { queueRoutes } from "./queues";
+import { scheduleRoutes } from "./schedules";
 import { sharedRoutes } from "./shared";
 
 const OPENAPI_PATH = "/api/v1/openapi.json";
@@ -56,6 +57,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...consumeRoutes(ctx),
     ...sharedRoutes(ctx),
     ...pruneRoutes(ctx),
+    ...scheduleRoutes(ctx),
     ...metricsRoutes(ctx),
     ...dashboardRoutes(ctx),
     ...overviewRoutes(ctx),

@@ -20,6 +20,7 @@ import {
   queueInfoPath,
   delayedPath,
   idempotencyPath,
+  schedulesPath,
   sideJournalPath,
   sharedJournalPath,
   sharedStatePath,
@@ -70,7 +71,7 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
     await driver.remove(prunedPath(queue), fence);
     // The writer's side stores: pending delayed messages go with the queue, and its keys.
     // Each journal before its file: a journal left alone would make the file again at the next open.
-    const sideFiles = [delayedPath(queue), idempotencyPath(queue)].flatMap((path) => [sideJournalPath(path), path]);
+    const sideFiles = [delayedPath(queue), idempotencyPath(queue), schedulesPath(queue)].flatMap((path) => [sideJournalPath(path), path]);
     for (const path of sideFiles) await driver.remove(path, fence);
     // Hand-over requests (instances/handoff.ts) of its writer and consumers.
     for (const entry of entries) if (entry.startsWith(`${queue}_info_want`)) await driver.remove(entry, fence);

@@ -21,13 +21,19 @@ export const prunedPath = (q: string): string => `${q}_info_pruned`;
  */
 export const delayedPath = (q: string): string => `${q}_info_delayed`;
 export const idempotencyPath = (q: string): string => `${q}_info_idem`;
-/** The copy a side file's compaction writes first (storage/side-log.ts, log/pruned.ts): `Q_info_delayed_new`, `Q_info_idem_new`, `Q_info_pruned_new`. */
+/** v-queue's schedules of a queue (writer/schedules.ts), kept by its writer: as `delayed`, `sched` is no `pop_`, `queue`, `pruned`, `shared_` or `shlog_`. */
+export const schedulesPath = (q: string): string => `${q}_info_sched`;
+/** The copy a side file's compaction writes first (storage/side-log.ts, log/pruned.ts): `Q_info_delayed_new`, `Q_info_idem_new`, `Q_info_sched_new`, `Q_info_pruned_new`. */
 export const sideJournalPath = (path: string): string => `${path}_new`;
 /** v-queue's declaration of a partitioned queue (partitions/declaration.ts): like `delayed`, no `pop_`, `queue` or `shared_`. */
 export const partitionsPath = (q: string): string => `${q}_info_partitions`;
 /** The queue name of a `Q_info_partitions` file name, if it is one of a valid queue. */
-export function queueOfPartitionsFile(fileName: string): string | undefined {
-  const suffix = "_info_partitions";
+export const queueOfPartitionsFile = (fileName: string): string | undefined => queueOfFile(fileName, "_info_partitions");
+/** The queue name of a `Q_info_sched` file name, if it is one of a valid queue. */
+export const queueOfSchedulesFile = (fileName: string): string | undefined => queueOfFile(fileName, "_info_sched");
+
+/** The queue name of a queue's file name ending in `suffix`, if it is one of a valid queue. */
+function queueOfFile(fileName: string, suffix: string): string | undefined {
   if (!fileName.endsWith(suffix)) return undefined;
   const name = fileName.slice(0, -suffix.length);
   return isValidQueueName(name) ? name : undefined;
@@ -92,9 +98,7 @@ export function consumerOfLockFile(q: string, fileName: string): string | undefi
 
 /** The queue name of a `Q_info_queue` file name, if it is one of a valid queue. */
 export function queueOfInfoFile(fileName: string): string | undefined {
-  if (!fileName.endsWith(QUEUE_INFO_SUFFIX)) return undefined;
-  const name = fileName.slice(0, -QUEUE_INFO_SUFFIX.length);
-  return isValidQueueName(name) ? name : undefined;
+  return queueOfFile(fileName, QUEUE_INFO_SUFFIX);
 }
 
 /** The part id of a `Q-<id>` directory name, if it is one of queue `q`. */

@@ -210,6 +210,29 @@ export class SideLog {
 }
 
 /**
+ * The frames of side file `path` as its holder has them, read without its lock and written to
+ * never (for a listing by any instance): while a compaction runs, its whole journal is the content.
+ */
+export async function readSideFrames(driver: QueueDriver, path: string): Promise<Frame[]> {
+  for (const [file, journal] of [
+    [sideJournalPath(path), true],
+    [path, false],
+  ] as const) {
+    const log = await driver.openLog(file, { create: false });
+    if (!log) continue;
+    try {
+      const { frames } = readFrames(await log.read(0, await log.size()));
+      // A journal without its END was cut before the file was touched: the file is the content.
+      if (journal && !(frames.length > 0 && sameBytes(frames.at(-1)!.payload, JOURNAL_END))) continue;
+      return frames.filter((f) => f.payload[0] !== 0);
+    } finally {
+      await log.close();
+    }
+  }
+  return [];
+}
+
+/**
  * Finishes a compaction of `path` that a crash or a failed write cut short (storage/side-log.ts, top):
  * a whole journal is the file's content, written to it again; a journal without its END was cut
  * before the file was touched. Either way the journal goes. Nothing is lost, so nothing is reported.

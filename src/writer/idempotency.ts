@@ -194,6 +194,11 @@ export class IdempotencyStore {
     for (const key of keys) this.#internal.delete(key);
   }
 
+  /** The engine's own keys held now that start with `prefix` (a schedule's firings, settled at open: writer/schedules.ts). */
+  internalKeys(prefix: string): string[] {
+    return [...this.#internal.keys()].filter((key) => key.startsWith(prefix));
+  }
+
   /** Forgets every move's key (at open, once the delayed store has written the MOVED frames of the moves they tell of). */
   forgetMoves(): void {
     this.#internal.clear();

@@ -106,8 +106,8 @@ export class PartitionedWriter {
       },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,
-      // Its delayed messages are moved when due by whoever holds the writer: not let go for idleness.
-      keep: (writer) => writer.delayedPending > 0,
+      // Its delayed messages are moved and its schedules fired by whoever holds the writer: not let go for idleness.
+      keep: (writer) => writer.delayedPending > 0 || writer.scheduleCount > 0,
       close: (writer) => writer.close(),
       grant: (want, held, index) => this.#grant(want, held, index),
       minHoldMs: this.handoff.minHoldMs,
@@ -150,9 +150,16 @@ export class PartitionedWriter {
     return this.#writeTo(0, write);
   }
 
-  /** An ordinary queue's writer taken when free and not asked for by another instance (to move its delayed messages when due); never waits for a holder. */
+  /**
+   * An ordinary queue's writer taken when free and not asked for by another instance (to move its
+   * delayed messages when due, to fire its schedules); never waits for a holder. One held here
+   * whose lock was lost (taken over while this process was paused) is let go first.
+   */
   async holdIfFree(): Promise<void> {
-    if (!this.#closing) await this.#set.tryTakeUnwanted(0);
+    if (this.#closing) return;
+    const held = this.#set.get(0);
+    if (held && !held.releasing && held.using === 0 && !(await held.item.holds())) this.#set.drop(held);
+    await this.#set.tryTakeUnwanted(0);
   }
 
   /** The partitions whose writer this instance holds now. */

@@ -11,6 +11,7 @@ import { checkKey, IdempotencyStore, type Intent, type ProduceResult } from "./i
 import type { EncodedInput, MessagePosition } from "../format/message";
 import type { ResolvedQueueOptions } from "../options/queue";
 import { attributeProblems, meaningfulAttributes, type Backoff, type MessageAttributes } from "../format/attributes";
+import { FIRE_KEY_PREFIX, ScheduleStore } from "./schedules";
 
 export type { ProduceResult } from "./idempotency";
 
@@ -65,6 +66,7 @@ export class ProduceExtras {
     readonly hooks: WriterHooks,
     readonly idempotency: IdempotencyStore,
     readonly delayed: DelayedStore,
+    readonly schedules: ScheduleStore,
   ) {}
 
   static async open(hooks: WriterHooks): Promise<ProduceExtras> {
@@ -78,8 +80,9 @@ export class ProduceExtras {
       fence: lock,
     });
     let extras: ProduceExtras | undefined;
+    let delayed: DelayedStore | undefined;
     try {
-      const delayed = await DelayedStore.open(driver, queue, {
+      delayed = await DelayedStore.open(driver, queue, {
         sync,
         syncMoved: options.durability === "fsync",
         fence: lock,
@@ -92,13 +95,23 @@ export class ProduceExtras {
           if (acceptedAt + options.idempotencyWindowMs > Date.now() && !idempotency.known(key)) await idempotency.accepted(key, { count, until }, acceptedAt);
         },
       });
-      extras = new ProduceExtras(hooks, idempotency, delayed);
+      // Before the move keys go: the firings a crash left without their FIRED frame are settled from them.
+      const schedules = await ScheduleStore.open(driver, queue, {
+        sync,
+        fence: lock,
+        onProblem: options.onProblem,
+        push: (key, data) => extras!.#moveDue([{ key, data }]),
+        isFired: (key) => idempotency.known(key) !== undefined,
+        firedKeys: () => idempotency.internalKeys(FIRE_KEY_PREFIX),
+        onFired: (key) => idempotency.forget([key]),
+      });
+      extras = new ProduceExtras(hooks, idempotency, delayed, schedules);
       // Every move the keys tell of has its MOVED frame now: they go, and so do keys past their window.
       idempotency.forgetMoves();
       await idempotency.compact();
       return extras;
     } catch (error) {
-      await extras?.delayed.close().catch(() => {});
+      await delayed?.close().catch(() => {});
       await idempotency.close();
       throw error;
     }
@@ -130,18 +143,19 @@ export class ProduceExtras {
     return intents.length > 0 ? this.idempotency.intents(intents, part, count) : Promise.resolve();
   }
 
-  /** Moves the delayed messages due already, then the others when due (the writer is open). */
-  start(): Promise<void> {
-    return this.delayed.start();
+  /** Moves the delayed messages due already and fires the schedules' missed ticks, then the others when due (the writer is open). */
+  async start(): Promise<void> {
+    await this.delayed.start();
+    await this.schedules.start();
   }
 
-  /** Stops moving delayed messages (the writer flushes after). */
-  stop(): Promise<void> {
-    return this.delayed.stop();
+  /** Stops moving delayed messages and firing schedules (the writer flushes after). */
+  async stop(): Promise<void> {
+    await Promise.all([this.delayed.stop(), this.schedules.stop()]);
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.delayed.close(), this.idempotency.close()]);
+    await Promise.all([this.delayed.close(), this.schedules.close(), this.idempotency.close()]);
   }
 
   /** Due messages into the queue, each under its own key, in one batch of the writer. */

@@ -13,6 +13,7 @@ import { writerLockPath } from "../storage/paths";
 import { trackWriter, type WriterTotals } from "../log/totals";
 import { startRetention, type RetentionRunner } from "../retention/runner";
 import { ProduceExtras, type ProduceOptions, type ProduceResult } from "./produce";
+import type { Schedule, ScheduleInput } from "./schedules";
 import { BatchEncoder } from "./batch-encoder";
 import { PartFiles } from "./parts";
 import { AttributeWriter } from "./attributes";
@@ -158,6 +159,32 @@ export class QueueWriter {
   /** Delayed messages this writer holds, not yet due (a partitioned queue's instance keeps such a partition). */
   get delayedPending(): number {
     return this.#extras?.delayed.pending ?? 0;
+  }
+
+  /** Schedules this writer keeps (writer/schedules.ts): a queue's instance keeps its writer while it has some. */
+  get scheduleCount(): number {
+    return this.#extras?.schedules.size ?? 0;
+  }
+
+  /**
+   * Sets schedule `name` (created, or updated in place): a message produced by this writer (or
+   * the queue's next one) at each tick of `cron` (in `tz`) or every `everyMs`; once only for
+   * ticks missed while no writer was open. Durable before it resolves.
+   */
+  schedule(name: string, schedule: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
+    if (this.#closed || this.#closing) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
+    return this.#extras!.schedules.upsert(name, schedule);
+  }
+
+  /** Removes schedule `name`: false when there is none. */
+  unschedule(name: string): Promise<boolean> {
+    if (this.#closed || this.#closing) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
+    return this.#extras!.schedules.remove(name);
+  }
+
+  /** The queue's schedules, by name, with their last and next firing. */
+  schedules(): Schedule[] {
+    return this.#extras?.schedules.list() ?? [];
   }
 
   /**

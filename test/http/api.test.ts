@@ -228,6 +228,8 @@ describe("HTTP API, every endpoint on a real server", () => {
       "/api/v1/queues/{queue}/prune",
       "/api/v1/queues/{queue}/purge",
       "/api/v1/queues/{queue}/redrive",
+      "/api/v1/queues/{queue}/schedules",
+      "/api/v1/queues/{queue}/schedules/{schedule}",
       "/health",
       "/metrics",
     ]);

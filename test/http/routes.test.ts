@@ -26,6 +26,8 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/rewind": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/seek": "POST",
   "/api/v1/queues/:queue/prune": "POST",
+  "/api/v1/queues/:queue/schedules": "GET, HEAD",
+  "/api/v1/queues/:queue/schedules/:schedule": "PUT, DELETE",
   "/api/v1/queues/:queue/consumers/:consumer/lease": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/ack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",

@@ -24,6 +24,9 @@ export class QueueHub {
   /** Where the writer's current part ends, as of its last batch. */
   #edge: { part: number; edge: number } | undefined;
   readonly #release: () => void;
+  /** Bumped when the writers registered here change, and when one writes message attributes (`stamp`). */
+  #writersChanged = 0;
+  #attributesWritten = 0;
 
   /** @internal use `queueHub()` */
   constructor(release: () => void) {
@@ -66,14 +69,30 @@ export class QueueHub {
     return this.hasWriter ? this.#edge : undefined;
   }
 
+  /**
+   * While the queue's writer is in this process: a value that changes when that writer changes or
+   * writes message attributes (writer/attributes.ts). A reader that found no attribute file at
+   * one stamp need not look again while the stamp is the same. Undefined with no writer here.
+   */
+  get stamp(): string | undefined {
+    return this.hasWriter ? `${this.#writersChanged}:${this.#attributesWritten}` : undefined;
+  }
+
+  /** The writer here wrote message attributes (see `stamp`). */
+  noteAttributes(): void {
+    this.#attributesWritten++;
+  }
+
   /** Registers the queue's writer (`live`: whether it still surely holds the queue); returns its unregister function. */
   registerWriter(live: () => boolean = () => true): () => void {
     this.#writers.add(live);
+    this.#writersChanged++;
     let done = false;
     return () => {
       if (done) return;
       done = true;
       this.#writers.delete(live);
+      this.#writersChanged++;
       // Waiters re-check: they must now poll for a writer elsewhere (this also forgets the edge).
       this.emit();
       this.#releaseIfUnused();
@@ -86,6 +105,11 @@ export class QueueHub {
 }
 
 const hubs = new Map<string, QueueHub>();
+
+/** The hub of `queue` if anyone in this process uses one (no hub is made). */
+export function peekQueueHub(driver: QueueDriver, queue: string): QueueHub | undefined {
+  return hubs.get(`${driver.storageKey}\u0000${queue}`);
+}
 
 /** The hub of `queue` on the driver's storage, shared by everyone in this process. */
 export function queueHub(driver: QueueDriver, queue: string): QueueHub {

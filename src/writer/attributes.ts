@@ -43,16 +43,17 @@ export class AttributeWriter {
     this.#last = { attributes, seq };
   }
 
-  /** Before the records encoded so far go to part `part`: their runs, as durable as the part will be. */
-  async flush(part: number): Promise<void> {
+  /** Before the records encoded so far go to part `part`: their runs, as durable as the part will be. True when there were some. */
+  async flush(part: number): Promise<boolean> {
     this.#last = undefined;
-    if (this.#runs.length === 0) return;
+    if (this.#runs.length === 0) return false;
     const runs = this.#runs;
     this.#runs = [];
     const log = await this.#open(part);
     await log.append(runs.map(encodeAttributeRun), this.#options.sync);
     const newest = runs.at(-1)!;
     this.#coveredTo = newest.seq + newest.count - 1;
+    return true;
   }
 
   /** Part `part` ends after record `count` now (recovered at open, or a batch rolled back): runs past it are cut. */

@@ -310,7 +310,7 @@ export class QueueWriter {
     const writeOut = async () => {
       if (records.used === 0) return;
       await this.#lock.assertHeld?.();
-      await this.#attributes.flush(parts.part);
+      if (await this.#attributes.flush(parts.part)) this.#hub.noteAttributes();
       const data = records.take();
       if (readersWaiting) tail = writes === 0 && parts.part === start.part ? { start: parts.edge, data: data.slice() } : undefined;
       writes++;

@@ -12,6 +12,16 @@ import type { ConsumerPosition } from "../../format/position";
 import { readFrames } from "../../storage/side-log";
 import { openSharedLog } from "../../storage/handles";
 import { attributesPath, partPath } from "../../storage/paths";
+import { peekQueueHub } from "../../storage/hub";
+
+/** A file found missing is looked for again after this long, when no writer in this process says more (`QueueHub.stamp`). */
+const MISSING_RECHECK_MS = 100;
+
+/** When a file was found missing, and the in-process writer's stamp then (see `QueueHub.stamp`). */
+interface Missing {
+  at: number;
+  stamp: string | undefined;
+}
 
 /** A part's file as read so far. */
 interface PartView {
@@ -26,10 +36,17 @@ export interface AheadRun {
   run: AttributeRun;
 }
 
+/** Parts after the head's that `ahead` looks at: the nearest first, the rest at a later take. */
+const MAX_PARTS_AHEAD = 64;
+
 export class AttributeIndex {
   readonly #driver: QueueDriver;
   readonly #queue: string;
   readonly #parts = new Map<number, PartView>();
+  /** Attribute files (by part) and part files (by `-1 - part`) found missing. */
+  readonly #missing = new Map<number, Missing>();
+  /** What `ahead` found at its last look, and whether a run came since (then it looks again). */
+  #ahead: { from: number; runs: AheadRun[] } | undefined;
 
   constructor(driver: QueueDriver, queue: string) {
     this.#driver = driver;
@@ -45,7 +62,8 @@ export class AttributeIndex {
       const message = messages[i]!;
       if (message.part !== part) {
         part = message.part;
-        runs = await this.#refresh(part);
+        // Exact: a record read has its run written before it, so a file missing at the last look may be there now.
+        runs = await this.#refresh(part, true);
       }
       const run = runs?.find(message.seq);
       if (!run || (run.seq === message.seq && run.crc !== message.crc)) continue;
@@ -56,25 +74,35 @@ export class AttributeIndex {
   }
 
   /**
-   * The runs of a priority above 0 that name messages at or after `head`, highest priority
-   * first (then oldest), from the head's part and the parts after it that exist.
+   * The runs of a priority above 0 of the head's part and the parts after it that exist,
+   * highest priority first (then oldest); some may name messages behind the head already.
    */
   async ahead(head: ConsumerPosition): Promise<AheadRun[]> {
     for (const part of this.#parts.keys()) if (part < head.part) void this.#drop(part);
-    const out: AheadRun[] = [];
-    for (let part = head.part; ; part++) {
-      const runs = await this.#refresh(part);
+    for (const id of this.#missing.keys()) if ((id >= 0 ? id : -1 - id) < head.part) this.#missing.delete(id);
+    let changed = this.#ahead?.from !== head.part;
+    let part = head.part;
+    for (; part <= head.part + MAX_PARTS_AHEAD; part++) {
+      const view = this.#parts.get(part);
+      const before = view?.readAt ?? 0;
+      const runs = await this.#refresh(part, false);
       if (!runs) {
         if (part === head.part || (await this.#partExists(part))) continue;
         break;
       }
-      for (const run of runs.runs) {
-        if (!run.attributes.priority || (part === head.part && run.seq + run.count - 1 <= head.count)) continue;
-        out.push({ part, run });
-      }
-      if (part > head.part + 64) break; // a backlog of parts: the nearest first, the rest at a later take
+      changed ||= (this.#parts.get(part)?.readAt ?? 0) !== before;
     }
-    return out.sort((a, b) => b.run.attributes.priority! - a.run.attributes.priority! || a.part - b.part || a.run.seq - b.run.seq);
+    if (changed || !this.#ahead) {
+      const found: AheadRun[] = [];
+      for (const [at, view] of this.#parts) {
+        if (at < head.part) continue;
+        for (const run of view.runs.runs) if (run.attributes.priority) found.push({ part: at, run });
+      }
+      found.sort((a, b) => b.run.attributes.priority! - a.run.attributes.priority! || a.part - b.part || a.run.seq - b.run.seq);
+      this.#ahead = { from: head.part, runs: found };
+    }
+    // The same list until a run comes or the head changes part: the caller passes over those it is done with.
+    return this.#ahead.runs;
   }
 
   async close(): Promise<void> {
@@ -82,17 +110,41 @@ export class AttributeIndex {
   }
 
   async #partExists(part: number): Promise<boolean> {
+    if (this.#knownMissing(-1 - part, false)) return false;
+    const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
     const log = await this.#driver.openLog(partPath(this.#queue, part), { create: false });
     await log?.close();
+    if (!log) this.#missing.set(-1 - part, { at: Date.now(), stamp });
+    else this.#missing.delete(-1 - part);
     return log !== undefined;
   }
 
-  /** The part's runs with what was appended since the last look; undefined while it has no file. */
-  async #refresh(part: number): Promise<PartAttributeRuns | undefined> {
+  /**
+   * Whether the file (see `#missing`) is surely still missing: the writer in this process has not
+   * changed nor written attributes since it was found missing. Not `exact`: also when it was
+   * found missing a moment ago (a writer in another process).
+   */
+  #knownMissing(id: number, exact: boolean): boolean {
+    const missing = this.#missing.get(id);
+    if (!missing) return false;
+    const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
+    if (stamp !== undefined && missing.stamp !== undefined) return stamp === missing.stamp;
+    return !exact && Date.now() - missing.at < MISSING_RECHECK_MS;
+  }
+
+  /** The part's runs with what was appended since the last look; undefined while it has no file (`exact`: see `#knownMissing`). */
+  async #refresh(part: number, exact: boolean): Promise<PartAttributeRuns | undefined> {
     let view = this.#parts.get(part);
     if (!view?.log) {
+      if (this.#knownMissing(part, exact)) return view?.runs;
+      // Stamped before the look: a run written after it changes the stamp.
+      const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
       const log = await openSharedLog(this.#driver, attributesPath(this.#queue, part), { create: false });
-      if (!log) return view?.runs;
+      if (!log) {
+        this.#missing.set(part, { at: Date.now(), stamp });
+        return view?.runs;
+      }
+      this.#missing.delete(part);
       view ??= { log, readAt: 0, runs: new PartAttributeRuns() };
       view.log = log;
       this.#parts.set(part, view);
@@ -110,6 +162,8 @@ export class AttributeIndex {
   async #drop(part: number): Promise<void> {
     const view = this.#parts.get(part);
     this.#parts.delete(part);
+    this.#missing.delete(part);
+    this.#missing.delete(-1 - part);
     await view?.log?.close();
   }
 }

@@ -106,12 +106,12 @@ export class HandOut {
       // A back-off that came while this take read (the priorities ahead, the head): nothing more goes out.
       if (journal.limiter.budget(now) === 0) break;
       // Those that failed to move to the dead-letter queue take no place of the others.
-      let scan = window.scan(now, max - out.length + failed.size, options.groupConcurrency);
-      // Priorities among what may go out: all of it, ranked.
-      if (scan.prioritized) scan = window.scan(now, Infinity, options.groupConcurrency);
+      // Priorities among what may go out: all of it, ranked (once the window has seen one).
+      const scan = window.scan(now, window.prioritized ? Infinity : max - out.length + failed.size, options.groupConcurrency);
       let room = Math.min(max - out.length, options.maxInFlight - scan.live);
       let moved = false;
-      const available = scan.prioritized ? priorityOrder(scan.available, this.#ranked) : scan.available;
+      // Ranked, as many as may go out (and a few more: dead letters and acked ones take no place).
+      const available = scan.prioritized ? priorityOrder(scan.available, this.#ranked, room + failed.size + 8) : scan.available;
       for (const entry of available) {
         if (room <= 0) break;
         // Acked meanwhile, or given a later time (an inbox nack or extend, while a dead letter was being moved): not now.

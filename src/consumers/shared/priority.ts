@@ -11,8 +11,11 @@ import { positionAfter, type ConsumerPosition } from "../../format/position";
 import type { QueueDriver } from "../../core/driver";
 import { PartReader, type PartReaderOptions } from "../../log/part-reader";
 import { AttributeIndex, type AheadRun } from "./attributes";
-import type { MessageAttributes } from "../../format/attributes";
+import type { AttributeRun, MessageAttributes } from "../../format/attributes";
 import type { WindowEntry } from "./window";
+
+/** The chunk a run ahead of the head is read with. */
+const AHEAD_CHUNK_BYTES = 64 * 1024;
 
 /** One hand-out in this many goes to the oldest message, whatever its priority. */
 export const FAIR_EVERY = 10;
@@ -27,48 +30,60 @@ export class PriorityAhead {
   readonly index: AttributeIndex;
   readonly #reader: PartReader;
   /** Where to read a run on from (its first record's position at first; the record after the last one looked at). */
-  readonly #resume = new Map<string, ConsumerPosition>();
+  readonly #resume = new Map<AttributeRun, ConsumerPosition>();
+  /** Runs looked at to their end (the index keeps the same objects until their part is passed). */
+  readonly #done = new WeakSet<AttributeRun>();
+  /** The index's list as last seen, and where its runs not done begin. */
+  #runs: readonly AheadRun[] = [];
+  #start = 0;
 
   constructor(driver: QueueDriver, queue: string, name: string, options: PartReaderOptions) {
     this.index = new AttributeIndex(driver, queue);
-    this.#reader = new PartReader(queue, name, driver, options);
+    // Runs are read where they are, a few records each: small chunks, not the head's 1 MiB ones.
+    this.#reader = new PartReader(queue, name, driver, { ...options, readChunkBytes: Math.min(options.readChunkBytes, AHEAD_CHUNK_BYTES) });
   }
 
   /**
    * Up to `room` messages of a priority after `head` that `isKnown` does not know yet (tracked
-   * already), highest priority first.
+   * already), highest priority first. Runs looked at to their end are passed over from then on,
+   * so a take costs what it hands out, not every run ahead.
    */
   async fetch(head: ConsumerPosition, room: number, isKnown: (message: Message) => boolean): Promise<AheadMessage[]> {
     const out: AheadMessage[] = [];
     if (room <= 0) return out;
     const runs = await this.index.ahead(head);
-    const live = new Set<string>();
-    for (const ahead of runs) {
-      const id = runId(ahead);
-      live.add(id);
-      if (out.length >= room) continue;
+    if (runs !== this.#runs) [this.#runs, this.#start] = [runs, 0];
+    for (let i = this.#start; i < runs.length && out.length < room; i++) {
+      const ahead = runs[i]!;
       const { part, run } = ahead;
-      // A group's order wins over a priority: its earlier messages may not be read yet.
-      if (run.attributes.group !== undefined) continue;
-      const from = this.#resume.get(id) ?? { part, position: run.offset, count: run.seq - 1 };
-      const left = run.seq + run.count - 1 - from.count;
-      if (left <= 0) continue;
+      const from = this.#done.has(run) ? undefined : (this.#resume.get(run) ?? { part, position: run.offset, count: run.seq - 1 });
+      // Done: read to its end, passed by the head, or a group's (a group's order wins over a priority: its earlier messages may not be read yet).
+      if (!from || part < head.part || (part === head.part && run.seq + run.count - 1 <= head.count) || run.attributes.group !== undefined) {
+        this.#finish(run);
+        if (i === this.#start) this.#start++;
+        continue;
+      }
       await this.#reader.openAt(from);
-      const messages = await this.#reader.read(left, Infinity, true, false);
+      const messages = await this.#reader.read(run.seq + run.count - 1 - from.count, Infinity, true, false);
       // Its first record is not the one the run names (a write a crash cut short): it names none.
       if (from.count === run.seq - 1 && messages[0] !== undefined && messages[0].crc !== run.crc) {
-        this.#resume.set(id, { part, position: Infinity, count: run.seq + run.count });
+        this.#finish(run);
         continue;
       }
       for (const message of messages) {
         if (out.length >= room) break;
-        this.#resume.set(id, positionAfter(message));
+        this.#resume.set(run, positionAfter(message));
+        if (message.seq === run.seq + run.count - 1) this.#finish(run);
         if ((part === head.part && message.seq <= head.count) || isKnown(message)) continue;
         out.push({ message, attributes: run.attributes });
       }
     }
-    for (const id of this.#resume.keys()) if (!live.has(id)) this.#resume.delete(id);
     return out;
+  }
+
+  #finish(run: AttributeRun): void {
+    this.#done.add(run);
+    this.#resume.delete(run);
   }
 
   close(): Promise<void> {
@@ -76,31 +91,35 @@ export class PriorityAhead {
   }
 }
 
-function runId({ part, run }: AheadRun): string {
-  return `${part}:${run.seq}`;
-}
-
-/** Compares entries by position: part, then offset. */
-function byPosition(a: WindowEntry, b: WindowEntry): number {
-  return a.part - b.part || a.offset - b.offset;
-}
-
 /**
- * The order in which `available` go out: highest priority first, then oldest; every
- * `FAIR_EVERY`-th hand-out (counted by `handedOut`) the oldest of all instead.
+ * The first `want` of `available` in the order they go out: highest priority first, then
+ * oldest; every `FAIR_EVERY`-th hand-out (counted by `handedOut`) the oldest of all instead.
+ * O(available): by priority level, no sort (`available` is in position order already: the
+ * window's entries, then those ahead of the head, after them all).
  */
-export function priorityOrder(available: readonly WindowEntry[], handedOut: number): WindowEntry[] {
-  const oldest = [...available].sort(byPosition);
-  const ranked = [...available].sort((a, b) => (b.attributes?.priority ?? 0) - (a.attributes?.priority ?? 0) || byPosition(a, b));
+export function priorityOrder(available: readonly WindowEntry[], handedOut: number, want: number): WindowEntry[] {
+  const levels = new Map<number, WindowEntry[]>();
+  for (const entry of available) {
+    const level = entry.attributes?.priority ?? 0;
+    const list = levels.get(level);
+    if (list) list.push(entry);
+    else levels.set(level, [entry]);
+  }
+  const ranked = [...levels.keys()].sort((a, b) => b - a).map((level) => levels.get(level)!);
   const out: WindowEntry[] = [];
   const taken = new Set<WindowEntry>();
-  let r = 0;
+  let level = 0;
+  let at = 0;
   let o = 0;
-  for (let turn = handedOut; out.length < available.length; turn++) {
-    const fair = (turn + 1) % FAIR_EVERY === 0;
+  for (let turn = handedOut; out.length < want && out.length < available.length; turn++) {
     let next: WindowEntry | undefined;
-    if (fair) while (o < oldest.length && taken.has((next = oldest[o++]!))) next = undefined;
-    if (!next) while (r < ranked.length && taken.has((next = ranked[r++]!))) next = undefined;
+    if ((turn + 1) % FAIR_EVERY === 0) while (o < available.length && taken.has((next = available[o++]!))) next = undefined;
+    while (!next && level < ranked.length) {
+      const list = ranked[level]!;
+      if (at >= list.length) [level, at] = [level + 1, 0];
+      else if (!taken.has((next = list[at++]!))) break;
+      else next = undefined;
+    }
     if (!next) break;
     taken.add(next);
     out.push(next);

@@ -190,6 +190,11 @@ export class SharedWindow {
     return top;
   }
 
+  /** Whether a message of a priority was ever tracked (then a take ranks all that may go out). */
+  get prioritized(): boolean {
+    return this.#prioritized;
+  }
+
   /** Whether a message without a priority may go out now (the oldest's turn, priority.ts, needs one). */
   hasReadyPlain(now: number): boolean {
     for (let i = this.#head; i < this.#entries.length; i++) {

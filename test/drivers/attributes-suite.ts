@@ -60,6 +60,28 @@ export function attributeTests(setup: () => Promise<EngineTestContext> | EngineT
       expect(seen).toEqual(low(3000).slice(5));
     });
 
+    it("a message of a priority acknowledged ahead of the head never comes again, after a restart of the consumer too", async () => {
+      const { driver } = await setup();
+      const q = await writer(driver);
+      await q.produce(low(50));
+      await q.produce(["urgent"], { priority: 1 });
+      const c = await shared(driver);
+      const [urgent] = await c.poll({ max: 1, timeoutMs: 0 });
+      expect(urgent?.data).toBe("urgent");
+      await c.ack(urgent!);
+      await c.ack(urgent!); // again: done already
+      await c.close();
+      const again = await shared(driver);
+      const seen: string[] = [];
+      for (;;) {
+        const batch = await again.poll({ max: 20, timeoutMs: 0 });
+        if (batch.length === 0) break;
+        seen.push(...batch.map((m) => m.data as string));
+        await again.ackAll(batch);
+      }
+      expect(seen).toEqual(low(50));
+    });
+
     it("under a constant load of higher priorities, every tenth lease goes to the oldest message", async () => {
       const { driver } = await setup();
       const q = await writer(driver);

@@ -84,7 +84,8 @@ export class HandOut {
     // Messages of a priority ahead of the head come into the window first, to go out before a backlog.
     const ahead = await priority.fetch(
       head.position,
-      Math.min(max, options.maxAckWindow - window.size),
+      // Those taken ahead before and not gone out yet count: the window holds no more than a take's worth.
+      Math.min(max - window.readyAhead(Date.now()), options.maxAckWindow - window.size),
       (m) => window.get(messageKey(m.part, m.offset)) !== undefined,
     );
     for (const { message, attributes } of ahead) journal.trackAhead(message, attributes);

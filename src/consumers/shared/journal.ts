@@ -103,6 +103,8 @@ export class SharedJournal {
         for (const entry of acked) {
           entry.persisted = true;
           entry.message = undefined;
+          // Taken ahead of the head: kept as a loaded ack until the head reads it (track passes it then).
+          if (window.forgetAhead(entry)) loaded.acked.add(entry.key);
         }
       },
       // Not written: not acknowledged. It comes again (at-least-once); the caller sees why.

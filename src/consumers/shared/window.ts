@@ -190,6 +190,24 @@ export class SharedWindow {
     return top;
   }
 
+  /**
+   * An acknowledged entry taken ahead of the head, its ack written: it leaves the window (its
+   * place and body); its ack is then the journal's, as a restart's loaded acks are. True when it was one.
+   */
+  forgetAhead(entry: WindowEntry): boolean {
+    if (entry.n !== -1 || this.#ahead.get(entry.key) !== entry) return false;
+    this.#ahead.delete(entry.key);
+    this.#byKey.delete(entry.key);
+    return true;
+  }
+
+  /** Entries ahead of the head that may go out now. O(those ahead). */
+  readyAhead(now: number): number {
+    let ready = 0;
+    for (const entry of this.#ahead.values()) if (entry.state !== "acked" && entry.until <= now) ready++;
+    return ready;
+  }
+
   /** Whether a message of a priority was ever tracked (then a take ranks all that may go out). */
   get prioritized(): boolean {
     return this.#prioritized;

@@ -235,8 +235,8 @@ export function runWorker<T>(
       if (deadLetter) stats.deadLettered++;
       const text = error instanceof Error ? error.message : String(error);
       // The caller's backoff decides; without one, the message's or the consumer's does (server side), else the default here.
-      const delay = options.backoff ? { delayMs: delayAfter(message) } : { defaultDelayMs: delayAfter(message) };
-      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, ...delay }));
+      const retry = () => (options.backoff ? { delayMs: delayAfter(message) } : { defaultDelayMs: delayAfter(message) });
+      send("nack", () => calls.nack([message.lease], deadLetter ? { error: text, deadLetter: true } : { error: text, ...retry() }));
     }
     pump();
   };

@@ -105,6 +105,8 @@ export class ProduceExtras {
         sync,
         fence: lock,
         onProblem: options.onProblem,
+        // Another partition's writer is not fenced by this lock: a fenced intent frame goes first (a writer paused past its lease fires nowhere).
+        fencedIntent: hooks.routeFiring !== undefined,
         push: (key, data) => hooks.routeFiring?.(key, data) ?? extras!.fire(key, data),
         isFired: (key) => idempotency.known(key) !== undefined,
         firedKeys: () => idempotency.internalKeys(FIRE_KEY_PREFIX),

@@ -8,6 +8,7 @@
  * An ordinary queue is served the same way as a set of one partition, the queue itself
  * (`PartitionedWriter.ordinary`): its writer is handed over between instances on request.
  */
+import type { QueueDriver } from "../core/driver";
 import { VQueueError } from "../core/errors";
 import { WANT_FRESH_MS, resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions, type Want } from "../instances/handoff";
 import { Members } from "../instances/members";
@@ -392,6 +393,11 @@ export class PartitionedWriter {
     this.#members.saw(want.by);
     return held > this.#members.share(this.partitions, Math.max(this.#members.count, want.members)).floor;
   }
+}
+
+/** The schedules of `queue` as storage has them: a partitioned queue's are its partition 0's. */
+export async function readQueueSchedules(driver: QueueDriver, queue: string): Promise<Schedule[]> {
+  return readSchedules(driver, (await readPartitions(driver, queue)) === undefined ? queue : partitionName(queue, 0));
 }
 
 /** Opens partitioned queue `queue` for writing. See `PartitionedWriter`. */

@@ -12,6 +12,7 @@ import { browseMessages } from "../../src/inspect/browse";
 import { partitionName } from "../../src/partitions/declaration";
 import { openPartitionedQueue } from "../../src/writer/partitioned";
 import { readSchedules } from "../../src/writer/schedules";
+import { readSchedules as readQueueSchedules } from "../../src/index";
 import { sleep } from "../helpers/sleep";
 import { useTempDirs } from "../helpers/tmp";
 
@@ -45,6 +46,8 @@ describe("schedules of a partitioned queue", () => {
     expect((await writer.schedules()).map((s) => s.name)).toEqual(["later", "tick"]);
     // Kept with partition 0's writer, listed from storage by anyone.
     expect((await readSchedules(driver, partitionName("q", 0))).map((s) => s.name)).toEqual(["later", "tick"]);
+    // The package's readSchedules takes the queue's name.
+    expect((await readQueueSchedules(driver, "q")).map((s) => s.name)).toEqual(["later", "tick"]);
     await sleep(1700);
     expect(await writer.unschedule("later")).toBe(true);
     expect(await writer.unschedule("later")).toBe(false);

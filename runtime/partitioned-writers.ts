@@ -2,6 +2,7 @@ import type { QueueDriver } from "../src/core/driver";
 import { VQueueError } from "../src/core/errors";
 import type { MessageInput } from "../src/format/message";
 import { PartitionedWriter, type PartitionedProduceOptions, type PartitionedProduceResult } from "../src/writer/partitioned";
+import type { Schedule, ScheduleInput } from "../src/writer/schedules";
 import type { ServerMetrics } from "./metrics/server-metrics";
 import type { ResolvedQueueAppOptions } from "./options";
 
@@ -20,10 +21,29 @@ export class PartitionedWriters {
   ) {}
 
   /** Produces the batch, whole, into one partition of `queue` (see PartitionedWriter.produce). */
-  async produce(queue: string, messages: MessageInput[], options: PartitionedProduceOptions): Promise<PartitionedProduceResult> {
+  produce(queue: string, messages: MessageInput[], options: PartitionedProduceOptions): Promise<PartitionedProduceResult> {
+    return this.#use(queue, (writer) => writer.produce(messages, options));
+  }
+
+  /** Sets a schedule of `queue`, kept by its partition 0's writer (taken by request as a produce takes it). */
+  schedule(queue: string, name: string, input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
+    return this.#use(queue, (writer) => writer.schedule(name, input));
+  }
+
+  /** Removes a schedule of `queue`: false when there was none. */
+  unschedule(queue: string, name: string): Promise<boolean> {
+    return this.#use(queue, (writer) => writer.unschedule(name));
+  }
+
+  /** Takes partition 0's writer of `queue` (its schedules' keeper) when no other instance holds it. */
+  holdForSchedules(queue: string): Promise<void> {
+    return this.#use(queue, (writer) => writer.holdIfFree());
+  }
+
+  async #use<T>(queue: string, use: (writer: PartitionedWriter) => Promise<T>): Promise<T> {
     const writer = await this.#writer(queue);
     try {
-      return await writer.produce(messages, options);
+      return await use(writer);
     } catch (error) {
       if (VQueueError.isError(error) && error.code === "E_FENCED" && this.metrics) this.metrics.fencedWrites++;
       // Closed under it (a delete): the next produce opens it again.

@@ -94,6 +94,7 @@ export class QueueRegistry {
     });
     this.schedules = new ServerSchedules({
       writers: this.writers,
+      partitionedWriters: this.partitionedWriters,
       driver: () => this.driver(),
       partitions: (queue) => this.partitions.count(queue),
       onError: (error) => this.options.logger.error("[v-queue] [schedules]", error),

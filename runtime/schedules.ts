@@ -1,6 +1,7 @@
 /**
  * A server's schedules (src/writer/schedules.ts): set and removed through the queue's one writer
- * (taken as a produce takes it), listed from storage by any instance. And it keeps the writer of every queue with schedules (src/writer/schedules.ts) held by some instance,
+ * (a partitioned queue's partition 0's, src/writer/partitioned.ts), taken as a produce takes it,
+ * listed from storage by any instance. And it keeps the writer of every queue with schedules (src/writer/schedules.ts) held by some instance,
  * even when nobody produces to it: only the holder of a queue's writer fires its schedules. Every
  * `KEEP_MS` each instance takes the writers of those queues that no instance holds (their holder
  * died, or was paused past its lease: the same lock and hand-over a produce uses, writer-pool.ts),
@@ -8,9 +9,10 @@
  * (`Q_info_sched`), every `SCAN_MS`, so that those set through another instance are kept too.
  */
 import type { QueueDriver } from "../src/core/driver";
-import { VQueueError } from "../src/core/errors";
+import { partitionName } from "../src/partitions/declaration";
 import { queueOfSchedulesFile } from "../src/storage/paths";
 import { readSchedules, type Schedule, type ScheduleInput } from "../src/writer/schedules";
+import type { PartitionedWriters } from "./partitioned-writers";
 import type { WriterPool } from "./writer-pool";
 
 /** How often an instance looks for schedules' writers held by nobody. */
@@ -21,6 +23,7 @@ const SCAN_MS = 5000;
 /** What the schedules need of the registry. */
 export interface SchedulesHost {
   writers: WriterPool;
+  partitionedWriters: PartitionedWriters;
   driver(): Promise<QueueDriver>;
   /** The queue's partition count; undefined for an ordinary queue (or none yet). */
   partitions(queue: string): Promise<number | undefined>;
@@ -41,28 +44,34 @@ export class ServerSchedules {
 
   /** Sets schedule `name` of `queue` (created, or updated in place); the queue is created if missing. */
   async set(queue: string, name: string, input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
-    await this.#assertOrdinary(queue);
-    const set = await this.#host.writers.schedule(queue, name, input);
+    const set = (await this.#partitioned(queue))
+      ? await this.#host.partitionedWriters.schedule(queue, name, input)
+      : await this.#host.writers.schedule(queue, name, input);
     this.#queues.add(queue);
     return set;
   }
 
   /** Removes schedule `name` of `queue`: false when there was none. */
   async remove(queue: string, name: string): Promise<boolean> {
-    await this.#assertOrdinary(queue);
     // None on storage: nothing to take the writer for (nor a queue to make).
     if (!(await this.list(queue)).some((s) => s.name === name)) return false;
-    return this.#host.writers.unschedule(queue, name);
+    return (await this.#partitioned(queue)) ? this.#host.partitionedWriters.unschedule(queue, name) : this.#host.writers.unschedule(queue, name);
   }
 
   /** The schedules of `queue`, as storage has them (whichever instance holds its writer). */
   async list(queue: string): Promise<Schedule[]> {
-    return readSchedules(await this.#host.driver(), queue);
+    return readSchedules(await this.#host.driver(), (await this.#partitioned(queue)) ? partitionName(queue, 0) : queue);
   }
 
-  async #assertOrdinary(queue: string): Promise<void> {
-    if ((await this.#host.partitions(queue)) !== undefined)
-      throw new VQueueError("E_KIND", `Queue "${queue}" is partitioned: schedules are for ordinary queues.`);
+  async #partitioned(queue: string): Promise<boolean> {
+    return (await this.#host.partitions(queue)) !== undefined;
+  }
+
+  /** The queue whose schedules file this is: a partitioned queue's for its partition 0's. */
+  async #queueOf(fileName: string): Promise<string | undefined> {
+    const queue = queueOfSchedulesFile(fileName);
+    const base = queue?.endsWith(".p0") ? queue.slice(0, -3) : undefined;
+    return base !== undefined && (await this.#partitioned(base)) ? base : queue;
   }
 
   /** Starts keeping (a host's `ready`: workerd refuses timers at global scope), with a first round now. */
@@ -94,11 +103,11 @@ export class ServerSchedules {
       const driver = await this.#host.driver();
       const found = new Set<string>();
       for (const entry of await driver.list("")) {
-        const queue = queueOfSchedulesFile(entry);
+        const queue = await this.#queueOf(entry);
         // Unreadable now (a storage failure): kept, as if it had some.
         const some =
           queue !== undefined &&
-          (await readSchedules(driver, queue).then(
+          (await this.list(queue).then(
             (list) => list.length > 0,
             () => true,
           ));
@@ -109,7 +118,8 @@ export class ServerSchedules {
     }
     for (const queue of this.#queues) {
       if (!this.#timer) return;
-      await this.#host.writers.holdForSchedules(queue).catch(() => {});
+      const writers = (await this.#partitioned(queue)) ? this.#host.partitionedWriters : this.#host.writers;
+      await writers.holdForSchedules(queue).catch(() => {});
     }
   }
 }

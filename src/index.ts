@@ -1,7 +1,8 @@
 export { QueueWriter, openQueue } from "./writer/writer";
 export type { ProduceOptions, ProduceResult } from "./writer/produce";
 export type { Schedule, ScheduleInput } from "./writer/schedules";
-export { readSchedules } from "./writer/schedules";
+// Public: a partitioned queue's are read from its partition 0.
+export { readQueueSchedules as readSchedules } from "./writer/partitioned";
 export { MAX_DELAY_MS } from "./writer/produce";
 export { QueueConsumer, openConsumer } from "./consumers/ordered/consumer";
 export type { ReadOptions, WaitOptions, PollOptions, IterateOptions } from "./consumers/ordered/consumer";

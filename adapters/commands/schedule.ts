@@ -1,8 +1,10 @@
 import { defineCommand } from "citty";
 import type { ScheduleJSON, ScheduleRequest } from "../../protocol/api";
 import { scheduleJSON } from "../../runtime/routes/schedules";
-import { readSchedules, type ScheduleInput } from "../../src/writer/schedules";
-import { openQueue } from "../../src/writer/writer";
+import { readPartitions } from "../../src/partitions/declaration";
+import { PartitionedWriter, readQueueSchedules } from "../../src/writer/partitioned";
+import type { ScheduleInput } from "../../src/writer/schedules";
+import { openQueue, type QueueWriter } from "../../src/writer/writer";
 import { parseDuration } from "./_duration";
 import { apiClient, CliError, log, targetArgs, withStorage } from "./_shared";
 
@@ -18,7 +20,7 @@ export const schedule = defineCommand({
   },
   args: {
     action: { type: "positional", required: true, description: "set, list or rm" },
-    queue: { type: "positional", required: true, description: "The queue (an ordinary one; created if missing)" },
+    queue: { type: "positional", required: true, description: "The queue (an ordinary one is created if missing)" },
     name: { type: "positional", required: false, description: "The schedule (set, rm)" },
     cron: { type: "string", description: 'A cron pattern: 5 fields (minute first) or 6 (second first), such as "0 3 * * *"', valueHint: "pattern" },
     tz: { type: "string", description: "The IANA time zone --cron is read in [default: UTC]", valueHint: "zone" },
@@ -59,7 +61,7 @@ export const schedule = defineCommand({
     }
     const list = args.url
       ? (await apiClient(args.url, args.user).schedules(queue)).schedules
-      : (await withStorage(args, `Cannot read the schedules of "${queue}"`, (driver) => readSchedules(driver, queue))).map(scheduleJSON);
+      : (await withStorage(args, `Cannot read the schedules of "${queue}"`, (driver) => readQueueSchedules(driver, queue))).map(scheduleJSON);
     if (args.json) {
       console.log(JSON.stringify(list, null, 2));
       return;
@@ -69,14 +71,17 @@ export const schedule = defineCommand({
   },
 });
 
-/** The queue's writer, opened on the files for one call (refused while a server holds it: go through --url then). */
+/**
+ * The queue's writer (a partitioned queue's, which takes partition 0's), opened on the files for
+ * one call (refused while a server holds it: go through --url then).
+ */
 function withWriter<T>(
   args: { dir?: string; storage?: string },
   queue: string,
-  run: (writer: Awaited<ReturnType<typeof openQueue>>) => Promise<T>,
+  run: (writer: Pick<QueueWriter, "schedule" | "unschedule">) => Promise<T>,
 ): Promise<T> {
   return withStorage(args, `Cannot change the schedules of "${queue}"`, async (driver) => {
-    const writer = await openQueue(queue, { driver });
+    const writer = (await readPartitions(driver, queue)) === undefined ? await openQueue(queue, { driver }) : await PartitionedWriter.open(queue, { driver });
     try {
       return await run(writer);
     } finally {

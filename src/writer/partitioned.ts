@@ -8,16 +8,18 @@
  * An ordinary queue is served the same way as a set of one partition, the queue itself
  * (`PartitionedWriter.ordinary`): its writer is handed over between instances on request.
  */
+import type { QueueDriver } from "../core/driver";
 import { VQueueError } from "../core/errors";
 import { WANT_FRESH_MS, resolveHandoffOptions, type HandoffOptions, type ResolvedHandoffOptions, type Want } from "../instances/handoff";
 import { Members } from "../instances/members";
 import { assertName } from "../core/names";
-import type { MessageInput } from "../format/message";
+import type { EncodedInput, MessageInput } from "../format/message";
 import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from "../options/queue";
 import { PartitionSet, type Slot } from "../partitions/set";
 import { openPartitions, partitionName, partitionOfKey, readPartitions } from "../partitions/declaration";
 import { writerMembersPath, writerWantPath } from "../storage/paths";
 import type { ProduceOptions, ProduceResult } from "./produce";
+import { readSchedules, type Schedule, type ScheduleInput } from "./schedules";
 import { QueueWriter } from "./writer";
 
 export interface PartitionedQueueOptions extends QueueOptions, HandoffOptions {
@@ -102,7 +104,9 @@ export class PartitionedWriter {
           throw new VQueueError("E_NOT_FOUND", `Queue "${name}" is no longer declared with ${partitions} partitions (it was deleted): open it again.`);
         // A partition's writer changes hands often: a new part at each hand-over (the crate 0.2.x's
         // habit) would leave a part per hand-over. Appending to the current part is what 0.3.x does.
-        return this.#counted(index, QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true }));
+        // Partition 0's writer keeps the queue's schedules: each firing goes to its key's partition.
+        const route = index === 0 ? (key: string, data: EncodedInput) => this.#routeFiring(key, data) : undefined;
+        return this.#counted(index, QueueWriter.open(partitionName(name, index), { rollOnOpen: false, ...queueOptions, create: true }, route));
       },
       // Its produces in flight are waited for (PartitionSet.use): nothing else to wait for.
       busy: () => false,
@@ -126,8 +130,12 @@ export class PartitionedWriter {
    * `partitions` does not declare it). Takes no partition yet: each is taken at its first produce.
    */
   static async open(queue: string, options: PartitionedQueueOptions = {}): Promise<PartitionedWriter> {
-    const partitions = await openPartitions(resolveQueueOptions(options).driver, queue, options.partitions, { sync: options.durability !== "none" });
-    return new PartitionedWriter(queue, partitions, options);
+    const driver = resolveQueueOptions(options).driver;
+    const partitions = await openPartitions(driver, queue, options.partitions, { sync: options.durability !== "none" });
+    const writer = new PartitionedWriter(queue, partitions, options);
+    // Schedules fire only while partition 0's writer is open somewhere: taken here when free (as opening a QueueWriter fires them).
+    if ((await readSchedules(driver, partitionName(queue, 0)).catch(() => [])).length > 0) await writer.holdIfFree().catch(() => {});
+    return writer;
   }
 
   /**
@@ -151,7 +159,32 @@ export class PartitionedWriter {
   }
 
   /**
-   * An ordinary queue's writer taken when free and not asked for by another instance (to move its
+   * Sets schedule `name` (see `QueueWriter.schedule`), kept by the writer of partition 0 (the
+   * queue's own for an ordinary queue), taken by request when another instance holds it. Each
+   * firing of a partitioned queue goes to the partition of its idempotency key, deduplicated there.
+   */
+  schedule(name: string, schedule: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }> {
+    return this.#writeTo(0, (writer) => writer.schedule(name, schedule));
+  }
+
+  /** Removes schedule `name`: false when there is none. */
+  unschedule(name: string): Promise<boolean> {
+    return this.#writeTo(0, (writer) => writer.unschedule(name));
+  }
+
+  /** The queue's schedules, by name, as storage has them (whichever instance holds partition 0's writer). */
+  schedules(): Promise<Schedule[]> {
+    return readSchedules(this.options.driver, this.ordinary ? this.name : partitionName(this.name, 0));
+  }
+
+  /** A firing of partition 0's schedules: into partition 0 itself (undefined) or through its key's partition's writer. */
+  #routeFiring(key: string, data: EncodedInput): Promise<void> | undefined {
+    const partition = partitionOfKey(key, this.partitions);
+    return partition === 0 ? undefined : this.#writeTo(partition, (writer) => writer.fireRouted(key, data));
+  }
+
+  /**
+   * An ordinary queue's writer (a partitioned queue's partition 0, keeper of its schedules) taken when free and not asked for by another instance (to move its
    * delayed messages when due, to fire its schedules); never waits for a holder. One held here
    * whose lock was lost (taken over while this process was paused) is let go first.
    */
@@ -360,6 +393,11 @@ export class PartitionedWriter {
     this.#members.saw(want.by);
     return held > this.#members.share(this.partitions, Math.max(this.#members.count, want.members)).floor;
   }
+}
+
+/** The schedules of `queue` as storage has them: a partitioned queue's are its partition 0's. */
+export async function readQueueSchedules(driver: QueueDriver, queue: string): Promise<Schedule[]> {
+  return readSchedules(driver, (await readPartitions(driver, queue)) === undefined ? queue : partitionName(queue, 0));
 }
 
 /** Opens partitioned queue `queue` for writing. See `PartitionedWriter`. */

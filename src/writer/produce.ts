@@ -53,7 +53,12 @@ export interface WriterHooks {
   lock: DriverLock;
   /** Enqueues a batch into the writer, tagged with `key` (its INTENT is written before the batch), with its messages' attributes. */
   enqueue(items: EncodedInput[], key: string, attributes?: MessageAttributes): Promise<MessagePosition[]>;
+  /** Where a firing of this writer's schedules goes (a partitioned queue's partition 0); undefined: into this writer. */
+  routeFiring?: FiringRoute;
 }
+
+/** Produces the firing of `key` elsewhere (another partition, through its writer); undefined when it belongs here. */
+export type FiringRoute = (key: string, data: EncodedInput) => Promise<void> | undefined;
 
 /** A pending push as the writer's batch holds it: how many messages, and its key if any. */
 export interface KeyedPush {
@@ -100,7 +105,9 @@ export class ProduceExtras {
         sync,
         fence: lock,
         onProblem: options.onProblem,
-        push: (key, data) => extras!.#moveDue([{ key, data }]),
+        // Another partition's writer is not fenced by this lock: a fenced intent frame goes first (a writer paused past its lease fires nowhere).
+        fencedIntent: hooks.routeFiring !== undefined,
+        push: (key, data) => hooks.routeFiring?.(key, data) ?? extras!.fire(key, data),
         isFired: (key) => idempotency.known(key) !== undefined,
         firedKeys: () => idempotency.internalKeys(FIRE_KEY_PREFIX),
         onFired: (key) => idempotency.forget([key]),
@@ -159,6 +166,11 @@ export class ProduceExtras {
   }
 
   /** Due messages into the queue, each under its own key, in one batch of the writer. */
+  /** Produces a schedule's firing into this writer, once per key (idempotent within the window). */
+  fire(key: string, data: EncodedInput): Promise<void> {
+    return this.#moveDue([{ key, data }]);
+  }
+
   async #moveDue(messages: DueMessage[]): Promise<void> {
     await Promise.all(
       messages.map((m) =>

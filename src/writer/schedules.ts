@@ -6,7 +6,10 @@
  * whose lock was taken over fires nothing:
  * - UPSERT, a schedule as set (also what compaction writes back, with its last firing);
  * - FIRED (name, tick), once a firing is in the queue; synced as the writer's durability says;
- * - REMOVE (name).
+ * - REMOVE (name);
+ * - FIRING (name, tick), before a firing produced through another writer (a partitioned queue's
+ *   partition): a write fenced by this writer's lock, so that one whose lock was taken over
+ *   produces nothing elsewhere either. Read back, it changes nothing.
  * A firing goes through the writer's idempotent push (writer/idempotency.ts) under a key of its
  * schedule and tick, so a crash between the push and its FIRED frame does not fire it twice: at
  * open, a firing key the idempotency store knows gets its FIRED frame.
@@ -28,6 +31,7 @@ export { checkSchedule, MAX_EVERY_MS, MIN_EVERY_MS, type ScheduleInput } from ".
 const UPSERT = 1;
 const FIRED = 2;
 const REMOVE = 3;
+const FIRING = 4;
 /** No message given: each firing produces `{ schedule, tick, at }` (a JSON text). */
 const DEFAULT_MESSAGE = 0;
 /** Longest a timer may wait (setTimeout's limit): later ticks wait in steps. */
@@ -67,6 +71,8 @@ export interface ScheduleOptions {
   /** The writer's lock: the fence of the side log's writes. */
   fence?: DriverLock;
   onProblem: (problem: QueueProblem) => void;
+  /** Write a FIRING frame before each push (the push goes to a writer this lock does not fence). */
+  fencedIntent?: boolean;
   /** Produces a firing into the queue, idempotently under `key`. */
   push: (key: string, data: EncodedInput) => Promise<void>;
   /** True when the firing of this key is in the queue already. */
@@ -230,6 +236,10 @@ export class ScheduleStore {
         const tick = latestTick(s, lastOf(s), now);
         if (tick === undefined) continue;
         const key = fireKey(s.name, tick);
+        if (this.options.fencedIntent) {
+          await this.log.append([new FieldWriter().u8(FIRING).bytes(utf8.encode(s.name)).f64(tick).done()], false);
+          this.#frames++;
+        }
         if (!this.options.isFired(key)) await this.options.push(key, s.type === DEFAULT_MESSAGE ? defaultMessage(s.name, tick) : (s.message as EncodedInput));
         // Durable before the key goes: else a crash could lose both, and the tick fire again.
         await this.log.append([firedFrame(s.name, tick)], this.options.sync);

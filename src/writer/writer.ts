@@ -12,7 +12,7 @@ import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } fro
 import { writerLockPath } from "../storage/paths";
 import { trackWriter, type WriterTotals } from "../log/totals";
 import { startRetention, type RetentionRunner } from "../retention/runner";
-import { ProduceExtras, type ProduceOptions, type ProduceResult } from "./produce";
+import { ProduceExtras, type FiringRoute, type ProduceOptions, type ProduceResult } from "./produce";
 import type { Schedule, ScheduleInput } from "./schedules";
 import { BatchEncoder } from "./batch-encoder";
 import { PartFiles } from "./parts";
@@ -78,7 +78,7 @@ export class QueueWriter {
   }
 
   /** Opens (and by default creates) a queue for writing; takes the queue's writer lock. */
-  static async open(name: string, options: QueueOptions = {}): Promise<QueueWriter> {
+  static async open(name: string, options: QueueOptions = {}, routeFiring?: FiringRoute): Promise<QueueWriter> {
     assertName(name, "queue");
     const resolved = resolveQueueOptions(options);
     const writer = await openLocked(
@@ -96,6 +96,7 @@ export class QueueWriter {
           options: resolved,
           lock: opened.#lock,
           enqueue: (items, key, attributes) => opened.#enqueue(items, false, key, attributes) as Promise<MessagePosition[]>,
+          routeFiring,
         });
       },
       async (opened) => {
@@ -185,6 +186,12 @@ export class QueueWriter {
   /** The queue's schedules, by name, with their last and next firing. */
   schedules(): Schedule[] {
     return this.#extras?.schedules.list() ?? [];
+  }
+
+  /** Produces a firing of partition 0's schedules routed to this partition (writer/partitioned.ts), once per key. */
+  fireRouted(key: string, data: EncodedInput): Promise<void> {
+    if (this.#closed || this.#closing) return Promise.reject(new VQueueError("E_CLOSED", `Queue "${this.name}" is closed.`));
+    return this.#extras!.fire(key, data);
   }
 
   /**

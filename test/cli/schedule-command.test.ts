@@ -36,4 +36,16 @@ describe("v-queue schedule", () => {
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('Queue "jobs" has no schedule "ping".');
   });
+
+  it("sets, lists and removes the schedules of a partitioned queue on the files (kept by its partition 0)", async () => {
+    const dir = tempDir();
+    expect((await cli(["create", "orders", "--partitions", "3", "--dir", dir])).code).toBe(0);
+    const set = await cli(["schedule", "set", "orders", "sweep", "--every", "1h", "--dir", dir]);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stderr).toContain('Created schedule "sweep" of "orders": every 3600000 ms, never fired, next 20');
+    const listed = await cli(["schedule", "list", "orders", "--json", "--dir", dir]);
+    expect((JSON.parse(listed.stdout) as { name: string }[]).map((x) => x.name)).toEqual(["sweep"]);
+    expect((await cli(["schedule", "rm", "orders", "sweep", "--dir", dir])).stderr).toContain('Removed schedule "sweep" of "orders".');
+    expect((await cli(["schedule", "list", "orders", "--dir", dir])).stderr).toContain('Queue "orders" has no schedules.');
+  });
 });

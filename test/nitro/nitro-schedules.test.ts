@@ -31,6 +31,30 @@ describe("the Nitro module's schedules", () => {
     expect(await vq.unschedule("jobs", "hourly")).toBe(false);
   });
 
+  it("on a partitioned queue: set when the instance opens, listed, fired into its partitions", async () => {
+    const vq = setupVQueue("schedules-partitioned", {
+      dir: tempDir(),
+      durability: "none",
+      queues: { events: { partitions: 3 } } as never,
+      schedules: { beat: { queue: "events", everyMs: 200 } },
+    });
+    instances.push(vq);
+    await vq.handler;
+    expect((await vq.schedules("events")).map((s) => s.name)).toEqual(["beat"]);
+    const c = vq.shared("events", "w");
+    const ticks = new Set<number>();
+    const partitions = new Set<number>();
+    for (const deadline = Date.now() + 10_000; ticks.size < 6 && Date.now() < deadline;) {
+      for (const m of await c.poll({ max: 10, timeoutMs: 1000 })) {
+        ticks.add((JSON.parse(m.data as string) as { tick: number }).tick);
+        partitions.add((m as { partition?: number }).partition!);
+        await c.ack(m);
+      }
+    }
+    expect(ticks.size).toBeGreaterThanOrEqual(6);
+    expect(partitions.size).toBeGreaterThan(1);
+  });
+
   it("bad ones are refused at build and at run time, saying what is allowed", () => {
     expect(() => vQueue({ schedules: { x: { queue: "jobs", cron: "61 * * * *" } } })).toThrow(/schedules\.x: Invalid cron "61 \* \* \* \*"/);
     expect(() => vQueue({ schedules: { x: { everyMs: 1000 } as never } })).toThrow("Missing schedules.x.queue.");

@@ -106,6 +106,8 @@ export function createQueueHandler(options: QueueAppOptions = {}): QueueHandler 
 
   if (resolved.cors) app.use(corsMiddleware(resolved.cors));
   if (resolved.logRequests) app.use(requestLogMiddleware(resolved.logger));
+  // Schedules that could not start their timer when the app was made (workerd) start at the first request.
+  app.use(() => registry.schedules.wake());
   registerRoutes(app, ctx, apiRoutes(ctx));
 
   return {

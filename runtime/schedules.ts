@@ -16,7 +16,7 @@ import type { PartitionedWriters } from "./partitioned-writers";
 import type { WriterPool } from "./writer-pool";
 
 /** How often an instance looks for schedules' writers held by nobody. */
-const KEEP_MS = 1000;
+export const KEEP_MS = 1000;
 /** How often the storage is listed for queues with schedules. */
 const SCAN_MS = 5000;
 
@@ -37,6 +37,9 @@ export class ServerSchedules {
   #timer: ReturnType<typeof setInterval> | undefined;
   #scannedAt = 0;
   #round: Promise<void> | undefined;
+  /** `start` was called: keep the schedules' writers held (from the first request on, where timers wait for one). */
+  #wanted = false;
+  #closed = false;
 
   constructor(host: SchedulesHost) {
     this.#host = host;
@@ -74,16 +77,40 @@ export class ServerSchedules {
     return base !== undefined && (await this.#partitioned(base)) ? base : queue;
   }
 
-  /** Starts keeping (a host's `ready`: workerd refuses timers at global scope), with a first round now. */
+  /**
+   * Starts keeping (a host's `ready`), with a first round now. Where a timer is refused (workerd
+   * makes an app at global scope: "Disallowed operation called within global scope"), the first
+   * request starts it instead (`wake`).
+   */
   start(): Promise<void> {
-    if (!this.#timer) {
-      this.#timer = setInterval(() => void this.#run(), KEEP_MS);
-      (this.#timer as { unref?: () => void }).unref?.();
+    this.#wanted = true;
+    try {
+      this.#startTimer();
+    } catch {
+      return Promise.resolve();
     }
     return this.#run();
   }
 
+  /** At each request: starts keeping if `start` was asked for and could not start its timer then. */
+  wake(): void {
+    if (!this.#wanted || this.#timer || this.#closed) return;
+    try {
+      this.#startTimer();
+    } catch {
+      return; // not yet: the next request tries again
+    }
+    void this.#run();
+  }
+
+  #startTimer(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.#run(), KEEP_MS);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#round;

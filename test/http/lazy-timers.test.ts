@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { createQueueHandler } from "../../runtime/index";
+import { KEEP_MS } from "../../runtime/schedules";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -20,6 +21,20 @@ describe("timers start at the first request, not when the app is made", () => {
     const res = await handler.fetch(new Request("http://x/api/v1/queues/q/consumers/c/messages?timeout_ms=0"));
     expect(res.status, await res.clone().text()).toBe(200);
     expect(interval.mock.calls.some(([, ms]) => ms === 1000)).toBe(true);
+    await handler.close();
+  });
+
+  it("ready() where timers are refused (workerd at global scope) resolves; the schedules' keeping starts at the first request", async () => {
+    const refuse = vi.spyOn(globalThis, "setInterval").mockImplementation(() => {
+      throw new Error("Disallowed operation called within global scope.");
+    });
+    const handler = createQueueHandler({ driver: memoryDriver(), auth: false });
+    await handler.ready();
+    refuse.mockRestore();
+    const interval = vi.spyOn(globalThis, "setInterval");
+    const res = await handler.fetch(new Request("http://x/health"));
+    expect(res.status).toBe(200);
+    expect(interval.mock.calls.some(([, ms]) => ms === KEEP_MS)).toBe(true);
     await handler.close();
   });
 });

@@ -23,6 +23,8 @@ import {
   schedulesPath,
   sideJournalPath,
   sharedJournalPath,
+  sharedOutcomesJournalPath,
+  sharedOutcomesPath,
   sharedStatePath,
 } from "../storage/paths";
 import { lockConsumer, lockWholeQueue } from "./queue-locks";
@@ -97,7 +99,7 @@ export async function deleteQueue(driver: QueueDriver, queue: string, options: A
 
 /**
  * Removes a consumer: its saved position (`Q_info_pop_C`), a shared consumer's state
- * (`Q_info_shared_C`, `Q_info_shlog_C`) and its lock file. Refused
+ * (`Q_info_shared_C`, `Q_info_shlog_C`), its outcome log (`Q_info_outc_C`) and its lock file. Refused
  * (`E_LOCKED`) while it is open, in this process or another; `E_NOT_FOUND` when it has no
  * saved position.
  */
@@ -119,6 +121,8 @@ export async function deleteConsumer(driver: QueueDriver, queue: string, consume
     await driver.remove(path, lock);
     await driver.remove(sharedJournalPath(queue, consumer), lock);
     await driver.remove(sharedStatePath(queue, consumer), lock);
+    await driver.remove(sharedOutcomesJournalPath(queue, consumer), lock);
+    await driver.remove(sharedOutcomesPath(queue, consumer), lock);
     await driver.remove(consumerWantPath(queue, consumer), lock);
     await driver.remove(consumerMembersPath(queue, consumer), lock);
     await driver.remove(sharedInboxDir(queue, consumer), lock);

@@ -8,6 +8,9 @@ import type { ConsumerPosition } from "../format/position";
 import type { Message } from "../format/message";
 import type { IterateOptions, PollOptions, ReadOptions } from "../options/queue";
 import type { SeekTarget } from "../log/seek";
+import type { StoredOutcome } from "../format/outcome";
+
+export type { OutcomeKind } from "../format/outcome";
 
 /** A message as an ordered consumer hands it out: one of a partitioned queue names its partition. */
 export type ConsumedMessage = Message & { partition?: number };
@@ -78,6 +81,29 @@ export interface SharedIterateOptions extends Omit<SharedPollOptions, "timeoutMs
   max?: number;
 }
 
+/** `ack`'s options. */
+export interface AckOptions {
+  /** The handler's result: kept in the consumer's outcomes (JSON, at most 64 KiB as JSON). */
+  result?: unknown;
+}
+
+/** `ackAll`'s options. */
+export interface AckAllOptions {
+  /** `results[i]`: the result of `refs[i]` (see `AckOptions.result`); undefined for none. */
+  results?: readonly unknown[];
+}
+
+/**
+ * What became of a message a shared consumer handed out (docs/work-queues.md#outcomes), as
+ * `followOutcomes` and `waitForOutcome` give it.
+ */
+export interface OutcomeEvent extends StoredOutcome {
+  /** A partitioned queue's: the partition the message is in (`part`, `offset` and `id` are that partition's). */
+  partition?: number;
+  /** Where a stream is after this event: given back as `after`, it resumes after it (an SSE id). */
+  cursor: string;
+}
+
 export interface NackOptions {
   /** The message comes again after this long. @default its backoff (produce option), else the consumer's `backoff`, else `defaultDelayMs` */
   delayMs?: number;
@@ -145,10 +171,12 @@ export interface LeasingConsumer<L extends LeasedMessage = LeasedMessage, R exte
   readonly stats: LeasingStats;
   /** Leases up to `max` messages, waiting up to `timeoutMs` (no limit when not given) for the first. */
   poll(options?: SharedPollOptions): Promise<L[]>;
-  /** Acknowledges a lease: resolves once durable. */
-  ack(ref: R): Promise<void>;
+  /** Acknowledges a lease, with the handler's result (kept in the outcomes): resolves once durable. */
+  ack(ref: R, options?: AckOptions): Promise<void>;
   /** Acknowledges many leases; resolves with each one's error, or undefined when acked. */
-  ackAll(refs: R[]): Promise<(Error | undefined)[]>;
+  ackAll(refs: R[], options?: AckAllOptions): Promise<(Error | undefined)[]>;
+  /** Reports how far a lease's handler is (a `progress` outcome event): `E_LEASE` unless it is leased now; resolves once durable. */
+  progress(ref: R, progress: unknown): Promise<void>;
   /** Gives a lease back: the message comes again after `delayMs`, or goes to the dead-letter queue. */
   nack(ref: R, options?: NackOptions): Promise<void>;
   /** Keeps a lease `leaseMs` more from now; resolves with its new end. */

@@ -90,7 +90,9 @@ export interface QueueProblem {
     /** A shared consumer could not apply the acks in its inbox (consumers/state/ack-inbox.ts); it tries again soon. */
     | "INBOX_FAILED"
     /** A partition could not be opened for a batch without a key (storage, recovery): the batch went to another partition; it is tried again later. */
-    | "PARTITION_SKIPPED";
+    | "PARTITION_SKIPPED"
+    /** A shared consumer's outcome log could not be compacted: it keeps no more outcomes until the consumer is opened again. */
+    | "OUTCOMES_STOPPED";
   message: string;
   queue: string;
   part?: number;

@@ -35,6 +35,19 @@ export interface SharedConsumerOptions extends ConsumerOptions {
    * partitions. @default no limit
    */
   limiter?: RateLimit;
+  /**
+   * What became of the messages handed out (completed with a result, failed, dead-lettered,
+   * progress), kept in the consumer's outcome log for `followOutcomes` and `waitForOutcome`
+   * (docs/work-queues.md#outcomes): the newest `keep` events of the last `keepMs`. `false`: none kept.
+   * @default { keep: 10000, keepMs: 86400000 }
+   */
+  outcomes?: Partial<OutcomeRetention> | false;
+}
+
+/** How many outcome events a consumer keeps, and how long. */
+export interface OutcomeRetention {
+  keep: number;
+  keepMs: number;
 }
 
 /** A rate limit: at most `max` hand-outs in any `durationMs` (a sliding window). */
@@ -49,13 +62,29 @@ export const MAX_LEASE_MS = 2 ** 31 - 1;
 /** A shared consumer's own options: what a server's config may set for every queue or one. */
 export type SharedSettings = Pick<
   SharedConsumerOptions,
-  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter"
+  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter" | "outcomes"
 >;
 
 /** Most hand-outs a rate limit may allow per window. */
 export const MAX_RATE_LIMIT = 1_000_000;
 
 const RATE_LIMIT_KEYS: Record<keyof RateLimit, Check> = { max: integer(1, MAX_RATE_LIMIT), durationMs: integer(1, MAX_LEASE_MS) };
+
+const RETENTION_KEYS: Record<keyof OutcomeRetention, Check> = { keep: integer(1, 10_000_000), keepMs: integer(1000, 10 * 365 * 86_400_000) };
+
+/** Outcome retention: false, or an object with either integer. */
+const outcomeRetention: Check = (value, name) => {
+  if (value === false) return undefined;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return `Invalid ${name} ${showValue(value)}: expected false (keep none) or an object such as { "keep": 10000, "keepMs": 86400000 }.`;
+  const unknown = Object.keys(value).find((key) => !(key in RETENTION_KEYS));
+  if (unknown) return `Unknown key "${name}.${unknown}": use keep and keepMs.`;
+  const problems = (Object.keys(RETENTION_KEYS) as (keyof OutcomeRetention)[]).map((key) => {
+    const v = (value as Record<string, unknown>)[key];
+    return v === undefined ? undefined : RETENTION_KEYS[key](v, `${name}.${key}`);
+  });
+  return problems.filter((p) => p !== undefined).join(" ") || undefined;
+};
 
 /** A rate limit: an object with both integers, nothing else. */
 const rateLimit: Check = (value, name) => {
@@ -77,6 +106,7 @@ const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   maxDeliveries: integer(1, 1_000_000),
   groupConcurrency: integer(1, 1_000_000),
   limiter: rateLimit,
+  outcomes: outcomeRetention,
   deadLetterQueue: (value, name) =>
     typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
   backoff: (value, name) => (value === undefined ? undefined : backoffProblems(value, name).join(" ") || undefined),
@@ -104,13 +134,22 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   deadLetterQueue: string;
   backoff?: Backoff;
   limiter: RateLimit | undefined;
+  /** Undefined: no outcomes kept. */
+  outcomes: OutcomeRetention | undefined;
 }
 
 /** Defaults of a shared consumer's own options: the one place they are written. */
-export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5, groupConcurrency: 1 } as const;
+export const SHARED_DEFAULTS = {
+  leaseMs: 30_000,
+  maxInFlight: 1000,
+  maxAckWindow: 10_000,
+  maxDeliveries: 5,
+  groupConcurrency: 1,
+  outcomes: { keep: 10_000, keepMs: 86_400_000 },
+} as const;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
-  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, ...common } = options;
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, outcomes, ...common } = options;
   const base = resolveConsumerOptions(common);
   const resolved: ResolvedSharedOptions = {
     ...base,
@@ -122,11 +161,13 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
     backoff,
     limiter: limiter === undefined ? undefined : { ...limiter },
+    outcomes: outcomes === false ? undefined : { ...SHARED_DEFAULTS.outcomes, ...outcomes },
   };
   throwProblems([
     ...Object.entries(SETTING_CHECKS).map(([key, check]) => {
       // The limit as given (none is fine); the others as resolved.
       if (key === "limiter") return limiter === undefined ? undefined : check(limiter, key);
+      if (key === "outcomes") return outcomes === undefined ? undefined : check(outcomes, key);
       return check(resolved[key as keyof SharedSettings], key);
     }),
     resolved.maxAckWindow < resolved.maxInFlight

@@ -69,6 +69,14 @@ export const popInfoPath = (q: string, c: string): string => `${q}_info_pop_${c}
  */
 export const sharedStatePath = (q: string, c: string): string => `${q}_info_shared_${c}`;
 export const sharedJournalPath = (q: string, c: string): string => `${q}_info_shlog_${c}`;
+/**
+ * A shared consumer's outcome log (format/outcome.ts) and its compaction's copy (storage/side-log.ts):
+ * `outc_` and `outn_` are no `pop_`, `queue`, `pruned`, `shared_`, `shlog_` or `want`, none prefixes
+ * another, and both are shorter than `pop_` plus `.lock`. The copy has a prefix of its own: `outc_C_new`
+ * would be consumer `C_new`'s log.
+ */
+export const sharedOutcomesPath = (q: string, c: string): string => `${q}_info_outc_${c}`;
+export const sharedOutcomesJournalPath = (q: string, c: string): string => `${q}_info_outn_${c}`;
 export const writerLockPath = (q: string): string => `${q}_queue.lock`;
 export const consumerLockPath = (q: string, c: string): string => `${q}_info_pop_${c}.lock`;
 
@@ -80,9 +88,9 @@ export function consumerOfPopFile(q: string, fileName: string): string | undefin
   return isValidConsumerName(name, q) ? name : undefined;
 }
 
-/** The consumer name of a shared consumer's `Q_info_shared_C` or `Q_info_shlog_C` file name, if it is one of queue `q`. */
+/** The consumer name of a shared consumer's `Q_info_shared_C`, `Q_info_shlog_C`, `Q_info_outc_C` or `Q_info_outn_C` file name, if it is one of queue `q`. */
 export function consumerOfSharedFile(q: string, fileName: string): string | undefined {
-  for (const prefix of [`${q}_info_shared_`, `${q}_info_shlog_`]) {
+  for (const prefix of [`${q}_info_shared_`, `${q}_info_shlog_`, `${q}_info_outc_`, `${q}_info_outn_`]) {
     if (fileName.startsWith(prefix)) {
       const name = fileName.slice(prefix.length);
       return isValidConsumerName(name, q) ? name : undefined;

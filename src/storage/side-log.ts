@@ -82,6 +82,7 @@ export class SideLog {
     log: LogFile | undefined,
     size: number,
     readonly fence: DriverLock | undefined,
+    readonly journalPath: string,
   ) {
     this.#log = log;
     this.#size = size;
@@ -90,6 +91,8 @@ export class SideLog {
   /**
    * Opens the file, if there is one (it is made at the first append), reads every good frame,
    * and cuts off a damaged tail (reported). `fence`: the lock of the holder writing it.
+   * `journalPath`: its compaction's copy, `<path>_new` unless a name of that shape could be
+   * another file's (a consumer's outcome log: `Q_info_outc_C_new` would be consumer `C_new`'s).
    */
   static async open(
     driver: QueueDriver,
@@ -97,11 +100,12 @@ export class SideLog {
     queue: string,
     onProblem: (problem: QueueProblem) => void,
     fence?: DriverLock,
+    journalPath = sideJournalPath(path),
   ): Promise<{ log: SideLog; frames: Frame[] }> {
-    await finishCompaction(driver, path, fence);
+    await finishCompaction(driver, path, fence, journalPath);
     const opened = await driver.openLog(path, { create: false });
     const log = opened && fence ? fencedLog(opened, fence) : opened;
-    if (!log) return { log: new SideLog(driver, path, undefined, 0, fence), frames: [] };
+    if (!log) return { log: new SideLog(driver, path, undefined, 0, fence, journalPath), frames: [] };
     try {
       const size = await log.size();
       const { frames, end } = readFrames(await log.read(0, size));
@@ -110,7 +114,7 @@ export class SideLog {
         await log.truncate(end);
       }
       // The compaction's own marks (a 0 byte first) are no caller's.
-      return { log: new SideLog(driver, path, log, end, fence), frames: frames.filter((f) => f.payload[0] !== 0) };
+      return { log: new SideLog(driver, path, log, end, fence, journalPath), frames: frames.filter((f) => f.payload[0] !== 0) };
     } catch (error) {
       await log.close();
       throw error;
@@ -180,7 +184,7 @@ export class SideLog {
     const begin = beginPayload();
     const content = encodeFrames([begin, ...payloads]);
     // The journal first (storage/side-log.ts, top): whole, and durable as asked, before the file is cut.
-    const journalPath = sideJournalPath(this.path);
+    const journalPath = this.journalPath;
     const journal = await openFencedLog(this.driver, journalPath, this.fence);
     try {
       await journal.truncate(0);
@@ -237,8 +241,7 @@ export async function readSideFrames(driver: QueueDriver, path: string): Promise
  * a whole journal is the file's content, written to it again; a journal without its END was cut
  * before the file was touched. Either way the journal goes. Nothing is lost, so nothing is reported.
  */
-async function finishCompaction(driver: QueueDriver, path: string, fence: DriverLock | undefined): Promise<void> {
-  const journalPath = sideJournalPath(path);
+async function finishCompaction(driver: QueueDriver, path: string, fence: DriverLock | undefined, journalPath: string): Promise<void> {
   const journal = await driver.openLog(journalPath, { create: false });
   if (!journal) return;
   let whole: Uint8Array | undefined;

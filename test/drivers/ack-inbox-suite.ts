@@ -8,6 +8,7 @@ import type { QueueDriver } from "../../src/core/driver";
 import type { QueueProblem } from "../../src/core/errors";
 import { sharedInboxDir } from "../../src/storage/paths";
 import { SharedConsumer } from "../../src/consumers/shared/consumer";
+import { followOutcomes } from "../../src/consumers/shared/outcomes";
 import { QueueWriter } from "../../src/writer/writer";
 import type { EngineTestContext } from "./engine-suite";
 import { sleep } from "../helpers/sleep";
@@ -103,6 +104,26 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
       await eventually(async () => (await inboxFiles(driver)).length === 1);
       await deleteConsumer(driver, "q", "work");
       expect(await driver.list(sharedInboxDir("q", "work"))).toEqual([]);
+    });
+
+    it("carries a result with an ack and a progress report, into the holder's outcomes; progress on a lease not held is refused", async () => {
+      const { driver } = await setup();
+      await filled(driver, 2);
+      const c = await shared(driver);
+      const [m0, m1] = await c.poll({ max: 2 });
+      const poster = new InboxPoster(driver, "other1", false);
+      const progress = JSON.stringify({ step: "2/3; \n half" });
+      expect(await poster.post("q", "work", [{ kind: "progress", ref: m0!, progress }])).toEqual([{ done: true }]);
+      expect(await poster.post("q", "work", [{ kind: "ack", ref: m0!, result: JSON.stringify(["ok", 1]) }])).toEqual([{ done: true }]);
+      expect(await poster.post("q", "work", [{ kind: "progress", ref: { ...m1!, lease: m1!.lease + 1 }, progress: "1" }])).toEqual([
+        refused(/handed out again since/),
+      ]);
+      const events = [];
+      for await (const event of followOutcomes(driver, "q", "work", { from: "oldest" })) if (events.push(event) === 2) break;
+      expect(events.map((e) => [e.kind, e.offset, e.progress ?? e.result])).toEqual([
+        ["progress", m0!.offset, { step: "2/3; \n half" }],
+        ["completed", m0!.offset, ["ok", 1]],
+      ]);
     });
 
     it("gives back (nack) and extends a lease still running here; one that is not (a wrong lease) is left alone", async () => {

@@ -12,6 +12,7 @@ import { cursorAfter, positionAfter } from "../../src/format/position";
 import type { QueueProblem } from "../../src/core/errors";
 import { adminTests } from "./admin-suite";
 import { attributeTests } from "./attributes-suite";
+import { outcomeTests } from "./outcomes-suite";
 import { sharedTests } from "./shared-suite";
 import { ackInboxTests } from "./ack-inbox-suite";
 import { produceTests } from "./produce-suite";
@@ -496,6 +497,7 @@ export function describeEngineOnDriver(name: string, setup: () => Promise<Engine
     adminTests(setup);
     sharedTests(setup);
     attributeTests(setup);
+    outcomeTests(setup);
     ackInboxTests(setup);
     produceTests(setup);
     browseTests(setup);

@@ -70,7 +70,7 @@ function recordingDriver() {
 
 /** The lock a write of `path` (a file of queue "q") must carry: its consumer's for a consumer's files, else the writer's. */
 const holderOf = (path: string) => {
-  const consumer = /^q_info_(?:pop|shared|shlog)_(.+)$/.exec(path)?.[1];
+  const consumer = /^q_info_(?:pop|shared|shlog|outc|outn)_(.+)$/.exec(path)?.[1];
   return consumer ? `q_info_pop_${consumer}.lock` : "q_queue.lock";
 };
 

@@ -23,6 +23,8 @@ import {
   sideJournalPath,
   queueOfInfoFile,
   sharedJournalPath,
+  sharedOutcomesJournalPath,
+  sharedOutcomesPath,
   sharedStatePath,
   writerLockPath,
 } from "../../src/storage/paths";
@@ -66,6 +68,9 @@ const TOKENS = [
   "_info_shared_",
   "shlog",
   "_info_shlog_",
+  "outc",
+  "_info_outc_",
+  "_info_outn_",
   "_shared",
   "delayed",
   "_info_delayed",
@@ -117,6 +122,8 @@ function layout(queues: string[], consumers: string[]): Map<string, string[]> {
       add(consumerLockPath(q, c), `consumer-lock ${q} ${c}`);
       add(sharedStatePath(q, c), `shared-state ${q} ${c}`);
       add(sharedJournalPath(q, c), `shared-journal ${q} ${c}`);
+      add(sharedOutcomesPath(q, c), `shared-outcomes ${q} ${c}`);
+      add(sharedOutcomesJournalPath(q, c), `shared-outcomes-copy ${q} ${c}`);
     }
   }
   return paths;
@@ -147,7 +154,8 @@ describe("names map one-to-one onto the crate's flat layout", () => {
         const c = consumerOfPopFile(q, entry);
         if (c !== undefined) expect(popInfoPath(q, c), `${q} ${entry}`).toBe(entry);
         const s = consumerOfSharedFile(q, entry);
-        if (s !== undefined) expect([sharedStatePath(q, s), sharedJournalPath(q, s)], `${q} ${entry}`).toContain(entry);
+        if (s !== undefined)
+          expect([sharedStatePath(q, s), sharedJournalPath(q, s), sharedOutcomesPath(q, s), sharedOutcomesJournalPath(q, s)], `${q} ${entry}`).toContain(entry);
         const part = partOfDir(q, entry);
         if (part !== undefined) expect(partDir(q, part)).toBe(entry);
       }
@@ -271,7 +279,7 @@ describe("a shared consumer's state files", () => {
     const q = "q".repeat(120);
     const c = "c".repeat(255 - 15 - 120);
     expect(isValidConsumerName(c, q)).toBe(true);
-    for (const path of [sharedStatePath(q, c), sharedJournalPath(q, c)]) {
+    for (const path of [sharedStatePath(q, c), sharedJournalPath(q, c), sharedOutcomesPath(q, c), sharedOutcomesJournalPath(q, c)]) {
       expect(path.length).toBeLessThanOrEqual(consumerLockPath(q, c).length);
       expect(consumerOfPopFile(q, path)).toBeUndefined();
     }

@@ -18,9 +18,20 @@ import { HandOut } from "./hand-out";
 import { iterateShared } from "./iterate";
 import { PriorityAhead } from "./priority";
 import { backoffDelay } from "../../format/attributes";
-import type { LeasedMessage, LeaseRef, LeasingConsumer, NackOptions, SharedIterateOptions, SharedPollOptions, SharedStats } from "../types";
+import { outcomeValueJson } from "../../format/outcome";
+import type {
+  AckAllOptions,
+  AckOptions,
+  LeasedMessage,
+  LeaseRef,
+  LeasingConsumer,
+  NackOptions,
+  SharedIterateOptions,
+  SharedPollOptions,
+  SharedStats,
+} from "../types";
 
-export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats } from "../types";
+export type { LeasedMessage, LeaseRef, SharedPollOptions, NackOptions, SharedStats, AckOptions, AckAllOptions } from "../types";
 
 /** A nack's `error` is kept up to this many characters. */
 export const MAX_ERROR_CHARS = 4096;
@@ -74,7 +85,8 @@ export class SharedConsumer implements LeasingConsumer {
       lock: inner.lock,
       leases: this.#leases,
       nack: (entry, nack) => this.#nack(entry, nack),
-      ackAll: (refs) => this.#ackAll(refs),
+      ackAll: (refs, results) => this.#ackAll(refs, results),
+      progress: (entry, json) => this.#progress(entry, json),
       backOff: (until) => this.#backOff(until),
     });
     this.#deadLetters = new DeadLettering({
@@ -83,7 +95,7 @@ export class SharedConsumer implements LeasingConsumer {
       options,
       journal,
       lease: () => this.#leases.next(),
-      ack: (entry, line) => this.#ack(entry, line),
+      ack: (entry, line) => this.#ack(entry, line, "dead"),
     });
     this.#handOut = new HandOut({
       options,
@@ -238,22 +250,23 @@ export class SharedConsumer implements LeasingConsumer {
    * Acknowledges a message: resolves once that is durable (journal line, fsync'd with
    * `syncCommits`); concurrent acks share one write. Accepted from a worker whose lease ran
    * out while nobody else took it (the work is done); `E_LEASE` when another worker holds it now.
-   * A message acknowledged already resolves at once.
+   * A message acknowledged already resolves at once. `result`: kept with its `completed` outcome.
    */
-  ack(ref: LeaseRef): Promise<void> {
+  ack(ref: LeaseRef, options?: AckOptions): Promise<void> {
     // Straight to the one entry: this runs per message, and ackAll's bookkeeping costs per call.
     try {
       this.#assertOpen();
+      const result = options?.result === undefined ? undefined : outcomeValueJson("result", options.result);
       const key = messageKey(ref.part, ref.offset);
       if (this.#journal.bornAfter(ref.lease)) throw this.#leases.earlierConsumer(key, ref, "ack");
       const entry = this.#window.get(key);
       if (entry) {
         const refused = this.#leases.ackRefusal(entry, ref);
         if (refused) throw refused;
-        return this.#ack(entry);
+        return entry.state === "acked" ? (entry.acking ?? Promise.resolve()) : this.#ackEntries([entry], "", [result]);
       }
       if (isBelow(key, this.#journal.floor) || this.#journal.ackedBefore(ref.part, ref.offset, key)) return Promise.resolve();
-      if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) return this.#journal.ackAhead([key]);
+      if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) return this.#ackAhead([ref], [result]);
       throw this.#leases.notHandedOut(key);
     } catch (error) {
       return Promise.reject(error);
@@ -264,15 +277,23 @@ export class SharedConsumer implements LeasingConsumer {
    * Acknowledges many messages in one journal write (as `ack` each); resolves once durable,
    * with each one's error (`E_LEASE` for a message not handed out), or undefined when acked.
    */
-  async ackAll(refs: LeaseRef[]): Promise<(Error | undefined)[]> {
+  async ackAll(refs: LeaseRef[], options?: AckAllOptions): Promise<(Error | undefined)[]> {
     this.#assertOpen();
-    return this.#ackAll(refs);
+    const results = options?.results;
+    return this.#ackAll(refs, results && refs.map((_, i) => (results[i] === undefined ? undefined : outcomeValueJson("result", results[i]))));
   }
 
-  /** `ackAll`, also while closing (the inbox's last read). */
-  async #ackAll(refs: LeaseRef[]): Promise<(Error | undefined)[]> {
+  /** `ackAll` with results checked already, as JSON (`outcomeValueJson`): a partitioned consumer's, which checks them once for all partitions. */
+  async ackJson(refs: LeaseRef[], results?: readonly (string | undefined)[]): Promise<(Error | undefined)[]> {
+    this.#assertOpen();
+    return this.#ackAll(refs, results);
+  }
+
+  /** `ackAll`, also while closing (the inbox's last read); `results`: each one's as JSON (`outcomeValueJson`). */
+  async #ackAll(refs: LeaseRef[], results?: readonly (string | undefined)[]): Promise<(Error | undefined)[]> {
     const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
-    const entries = new Set<WindowEntry>();
+    /** Each entry to ack, with its result. */
+    const entries = new Map<WindowEntry, string | undefined>();
     const waits: Promise<unknown>[] = [];
     /** Handed out before (by an earlier holder), not read here yet: index of each ref. */
     const ahead = new Map<string, number[]>();
@@ -282,18 +303,25 @@ export class SharedConsumer implements LeasingConsumer {
       const refused = this.#journal.bornAfter(ref.lease) ? this.#leases.earlierConsumer(key, ref, "ack") : entry && this.#leases.ackRefusal(entry, ref);
       if (refused) errors[i] = refused;
       else if (entry && entry.state === "acked") waits.push((entry.acking ?? Promise.resolve()).catch((error: Error) => (errors[i] = error)));
-      else if (entry) entries.add(entry);
+      else if (entry) entries.set(entry, results?.[i]);
       else if (!isBelow(key, this.#journal.floor) && !this.#journal.ackedBefore(ref.part, ref.offset, key)) {
         if (this.#journal.handedOutBefore(ref.part, ref.offset, key)) ahead.set(key, [...(ahead.get(key) ?? []), i]);
         else errors[i] = this.#leases.notHandedOut(key);
       }
     });
-    if (ahead.size > 0)
-      waits.push(this.#journal.ackAhead([...ahead.keys()]).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))));
+    if (ahead.size > 0) {
+      const firsts = [...ahead.values()].map((indexes) => indexes[0]!);
+      waits.push(
+        this.#ackAhead(
+          firsts.map((i) => refs[i]!),
+          firsts.map((i) => results?.[i]),
+        ).catch((error: Error) => [...ahead.values()].flat().forEach((i) => (errors[i] = error))),
+      );
+    }
     if (entries.size > 0) {
       // One round: its entries are written together, or not at all.
       waits.push(
-        this.#ackEntries([...entries]).catch((error: Error) =>
+        this.#ackEntries([...entries.keys()], "", [...entries.values()]).catch((error: Error) =>
           refs.forEach((ref, i) => entries.has(this.#window.get(messageKey(ref.part, ref.offset))!) && (errors[i] = error)),
         ),
       );
@@ -321,6 +349,37 @@ export class SharedConsumer implements LeasingConsumer {
     entry.state = "ready";
     entry.until = Date.now() + (release ? (delayMs ?? 0) : (delayMs ?? (backoff ? backoffDelay(backoff, entry.deliveries) : defaultDelayMs)));
     this.#handOut.notify();
+    // Nobody worked on a released one: no outcome.
+    if (release) return;
+    const outcomes = this.#journal.outcomes;
+    if (!outcomes) return;
+    outcomes.record({ kind: "failed", ...this.#outcomeOf(entry), ...(entry.error !== undefined && { error: entry.error }), retryAt: entry.until });
+    await outcomes.flush(this.options.syncCommits);
+  }
+
+  /**
+   * Reports how far a lease's handler is: a `progress` event in the consumer's outcomes
+   * (docs/work-queues.md#outcomes); `E_LEASE` unless the message is leased under `ref` now.
+   * Resolves once durable. With outcomes not kept (`outcomes: false`), the lease and the value are
+   * checked and nothing is kept.
+   */
+  async progress(ref: LeaseRef, progress: unknown): Promise<void> {
+    this.#assertOpen();
+    const json = outcomeValueJson("progress", progress);
+    if (json === undefined) throw new VQueueError("E_OPTION", "Invalid progress: undefined; give a JSON value (a number, a string, an object...).");
+    return this.#progress(this.#leases.leased(ref, "progress"), json);
+  }
+
+  #progress(entry: WindowEntry, json: string): Promise<void> {
+    const outcomes = this.#journal.outcomes;
+    if (!outcomes) return Promise.resolve();
+    outcomes.record({ kind: "progress", ...this.#outcomeOf(entry) }, json);
+    return outcomes.flush(this.options.syncCommits);
+  }
+
+  /** What every outcome event says of its message. */
+  #outcomeOf(entry: WindowEntry): { part: number; offset: number; seq: number; deliveries: number } {
+    return { part: entry.part, offset: entry.offset, seq: entry.seq, deliveries: entry.deliveries };
   }
 
   /**
@@ -400,25 +459,42 @@ export class SharedConsumer implements LeasingConsumer {
     if (this.#closed) throw new VQueueError("E_CLOSED", `Shared consumer "${this.name}" of queue "${this.queue}" is closed.`);
   }
 
-  /** `extra`: lines written with the ack, in the same journal write. */
-  #ack(entry: WindowEntry, extra = ""): Promise<void> {
+  /** `extra`: lines written with the ack, in the same journal write; `end`: its outcome (a dead letter's is `dead`). */
+  #ack(entry: WindowEntry, extra = "", end: "completed" | "dead" = "completed"): Promise<void> {
     if (entry.state === "acked") return entry.acking ?? Promise.resolve();
-    return this.#ackEntries([entry], extra);
+    return this.#ackEntries([entry], extra, undefined, end);
   }
 
   /**
    * Marks entries (not acked yet) acknowledged, in the next journal write (with `extra` lines):
-   * the write renders the round's acks as ranges. Not written: they go back (the journal's `failed` hook).
+   * the write renders the round's acks as ranges, and appends their outcomes (`results[i]`:
+   * `entries[i]`'s, as JSON). Not written: they go back (the journal's `failed` hook).
    */
-  #ackEntries(entries: WindowEntry[], extra = ""): Promise<void> {
-    for (const entry of entries) {
+  #ackEntries(entries: WindowEntry[], extra = "", results?: readonly (string | undefined)[], end: "completed" | "dead" = "completed"): Promise<void> {
+    const outcomes = this.#journal.outcomes;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
       entry.state = "acked";
       entry.until = 0;
+      if (!outcomes) continue;
+      if (end === "dead") outcomes.record({ kind: "dead", ...this.#outcomeOf(entry), ...(entry.error !== undefined && { error: entry.error }) });
+      else outcomes.record({ kind: "completed", ...this.#outcomeOf(entry) }, results?.[i]);
     }
     const acking = this.#journal.write(extra, entries);
     for (const entry of entries) entry.acking = acking;
     this.#handOut.notify();
     return acking;
+  }
+
+  /** Acknowledges messages an earlier holder handed out, not read here yet (`SharedJournal.ackAhead`), with their outcomes. */
+  #ackAhead(refs: readonly LeaseRef[], results: readonly (string | undefined)[]): Promise<void> {
+    const keys = refs.map((ref) => messageKey(ref.part, ref.offset));
+    const outcomes = this.#journal.outcomes;
+    if (outcomes)
+      refs.forEach((ref, i) =>
+        outcomes.record({ kind: "completed", part: ref.part, offset: ref.offset, deliveries: this.#journal.deliveriesBefore(keys[i]!) }, results[i]),
+      );
+    return this.#journal.ackAhead(keys);
   }
 }
 

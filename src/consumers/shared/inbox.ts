@@ -17,8 +17,10 @@ export interface InboxConsumer {
   readonly leases: SharedLeases;
   /** Gives back a lease still running here, as `nack` does (it may dead-letter the message). */
   nack: (entry: WindowEntry, options: NackOptions) => Promise<void>;
-  /** Acknowledges leases as `ackAll` does: in one journal write, each one's refusal or undefined. */
-  ackAll: (refs: LeaseRef[]) => Promise<(Error | undefined)[]>;
+  /** Acknowledges leases as `ackAll` does: in one journal write, each one's refusal or undefined (`results`: each one's as JSON). */
+  ackAll: (refs: LeaseRef[], results: readonly (string | undefined)[]) => Promise<(Error | undefined)[]>;
+  /** Records a lease's progress (JSON), as `progress` does. */
+  progress: (entry: WindowEntry, json: string) => Promise<void>;
   /** Backs off until then (ms since the epoch), as `backOff` does; resolves with the back-off's end. */
   backOff: (until: number) => Promise<number>;
 }
@@ -128,6 +130,13 @@ export class SharedInbox {
       if (item.kind === "extend") {
         entry.until = Math.min(Math.max(entry.until, item.until), Date.now() + MAX_LEASE_MS);
         decided.set(item, { done: true, until: entry.until });
+      } else if (item.kind === "progress") {
+        waits.push(
+          this.#consumer.progress(entry, item.progress).then(
+            () => decided.set(item, DONE),
+            (error: unknown) => decided.set(item, refusal(error)),
+          ),
+        );
       } else {
         waits.push(
           this.#consumer
@@ -144,7 +153,10 @@ export class SharedInbox {
       }
     }
     if (acks.length > 0) {
-      const errors = await this.#consumer.ackAll(acks.map((item) => item.ref));
+      const errors = await this.#consumer.ackAll(
+        acks.map((item) => item.ref),
+        acks.map((item) => item.result),
+      );
       // Not written: the inbox keeps them, and the next check tries again.
       const failed = errors.find((error) => error && !(VQueueError.isError(error) && error.code === "E_LEASE"));
       if (failed) throw failed;

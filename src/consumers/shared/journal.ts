@@ -3,7 +3,7 @@ import { comparePositions, type ConsumerPosition } from "../../format/position";
 import type { QueueProblem } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { positionHolds } from "../../log/position-check";
-import type { RateLimit, ResolvedSharedOptions } from "../../options/shared";
+import type { ResolvedSharedOptions } from "../../options/shared";
 import {
   AckRanges,
   ackLine,
@@ -23,6 +23,7 @@ import type { SharedWindow, WindowEntry } from "./window";
 import { GroupCommit } from "./group-commit";
 import type { MessageAttributes } from "../../format/attributes";
 import { RateLimiter } from "./limiter";
+import { OutcomeLog } from "./outcome-log";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -88,17 +89,30 @@ export class SharedJournal {
   #deadLettered = 0;
   /** The rate limit's window and the back-off, kept in these files for the next holder. */
   readonly limiter: RateLimiter;
+  /** What became of the messages handed out (outcome-log.ts), written in the rounds of this journal; none when not kept. */
+  readonly outcomes: OutcomeLog | undefined;
 
-  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow, limit: RateLimit | undefined) {
+  private constructor(
+    inner: QueueConsumer,
+    state: SharedState,
+    loaded: SharedSnapshot,
+    window: SharedWindow,
+    options: ResolvedSharedOptions,
+    outcomes: OutcomeLog | undefined,
+  ) {
     this.#inner = inner;
-    this.limiter = new RateLimiter(limit, loaded);
+    this.limiter = new RateLimiter(options.limiter, loaded);
+    this.outcomes = outcomes;
     this.#state = state;
     this.#loaded = loaded;
     this.#window = window;
     this.#floor = inner.committed;
     this.#mark = loaded.mark;
     this.#commits = new GroupCommit<WindowEntry>({
-      write: (lines, acked) => state.append(lines + ackLines(acked.sort(byPosition))),
+      // An ack's outcome event is durable when the ack is: both appends in the round.
+      write: async (lines, acked) => {
+        await Promise.all([state.append(lines + ackLines(acked.sort(byPosition))), outcomes?.flush(options.syncCommits)]);
+      },
       written: (acked) => {
         for (const entry of acked) {
           entry.persisted = true;
@@ -126,8 +140,14 @@ export class SharedJournal {
     // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
     for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
     for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
-    const journal = new SharedJournal(inner, state, loaded, window, options.limiter);
-    await state.compact(journal.#snapshotLines());
+    const outcomes = options.outcomes && (await OutcomeLog.open(options.driver, inner.queue, inner.name, options.outcomes, options.onProblem, inner.lock));
+    const journal = new SharedJournal(inner, state, loaded, window, options, outcomes);
+    try {
+      await state.compact(journal.#snapshotLines());
+    } catch (error) {
+      await outcomes?.close().catch(() => {});
+      throw error;
+    }
     return journal;
   }
 
@@ -229,6 +249,11 @@ export class SharedJournal {
     });
   }
 
+  /** What the files count for a message handed out before and not read again yet (1 when only the mark says it went out). */
+  deliveriesBefore(key: string): number {
+    return this.#loaded.deliveries.get(key) ?? 1;
+  }
+
   /** Counts a message moved to the dead-letter queue: the line to write with its ack. */
   countDeadLetter(): string {
     this.#deadLettered++;
@@ -248,6 +273,7 @@ export class SharedJournal {
       await this.#afterWrite(true).catch(() => {});
       await this.#compact().catch(() => {});
     } finally {
+      await this.outcomes?.close().catch(() => {});
       await this.#state.close().catch(() => {});
     }
   }

@@ -14,7 +14,17 @@ import { resolveHandoffOptions, type ConsumerHandoffOptions, type ResolvedHandof
 import { checkInteger, resolveConsumerOptions } from "../../options/queue";
 import { PartitionedConsumerBase } from "../../partitions/consumer-base";
 import { PartitionFan } from "../../partitions/fan";
-import { MAX_ERROR_CHARS, SharedConsumer, type LeasedMessage, type LeaseRef, type NackOptions, type SharedPollOptions } from "./consumer";
+import {
+  MAX_ERROR_CHARS,
+  SharedConsumer,
+  type AckAllOptions,
+  type AckOptions,
+  type LeasedMessage,
+  type LeaseRef,
+  type NackOptions,
+  type SharedPollOptions,
+} from "./consumer";
+import { outcomeValueJson } from "../../format/outcome";
 import { MAX_LEASE_MS, resolveSharedOptions, type RateLimit, type ResolvedSharedOptions, type SharedConsumerOptions } from "../../options/shared";
 import type { LeasingConsumer, LeasingStats, SharedIterateOptions } from "../types";
 import { iterateShared } from "./iterate";
@@ -99,8 +109,8 @@ export class PartitionedSharedConsumer
    * (consumers/state/ack-inbox.ts): stored, and answered with its holder's verdict (`E_PENDING`
    * when no holder decides in time).
    */
-  async ack(ref: PartitionedLeaseRef): Promise<void> {
-    const [error] = await this.ackAll([ref]);
+  async ack(ref: PartitionedLeaseRef, options?: AckOptions): Promise<void> {
+    const [error] = await this.ackAll([ref], options?.result === undefined ? undefined : { results: [options.result] });
     if (error) throw error;
   }
 
@@ -108,8 +118,11 @@ export class PartitionedSharedConsumer
    * Acknowledges many leases, one journal write per partition held (see `SharedConsumer.ackAll`)
    * and one inbox file per partition held elsewhere; resolves with each one's error, or undefined when acked.
    */
-  async ackAll(refs: PartitionedLeaseRef[]): Promise<(Error | undefined)[]> {
+  async ackAll(refs: PartitionedLeaseRef[], options?: AckAllOptions): Promise<(Error | undefined)[]> {
     this.assertOpen();
+    // Checked once, here: a held partition's consumer and an inbox line take them as JSON alike.
+    const given = options?.results;
+    const results = given && refs.map((_, i) => outcomeValueJson("result", given[i]));
     const errors: (Error | undefined)[] = new Array(refs.length).fill(undefined);
     const held = new Map<SharedConsumer, number[]>();
     const elsewhere = new Map<number, number[]>();
@@ -124,7 +137,7 @@ export class PartitionedSharedConsumer
       const posted = this.#inbox.post(
         partitionName(this.queue, partition),
         this.name,
-        indexes.map((i) => ({ kind: "ack", ref: refs[i]! })),
+        indexes.map((i) => ({ kind: "ack", ref: refs[i]!, result: results?.[i] })),
       );
       await posted.then(
         (verdicts) => indexes.forEach((i, k) => (errors[i] = verdictError(verdicts[k]!))),
@@ -133,7 +146,12 @@ export class PartitionedSharedConsumer
     };
     await Promise.all([
       ...[...held].map(async ([shared, indexes]) => {
-        const settled = await shared.ackAll(indexes.map((i) => refs[i]!)).catch((error: Error) => indexes.map(() => error));
+        const settled = await shared
+          .ackJson(
+            indexes.map((i) => refs[i]!),
+            results && indexes.map((i) => results[i]),
+          )
+          .catch((error: Error) => indexes.map(() => error));
         indexes.forEach((i, k) => (errors[i] = settled[k]));
         // Let go meanwhile (a hand-over closed it), or its lock lost (a pause past the lease): its next holder takes them.
         const moved = indexes.filter((i) => (VQueueError.isError(errors[i]) && (errors[i] as VQueueError).code === "E_CLOSED") || isLockLost(errors[i]));
@@ -146,15 +164,9 @@ export class PartitionedSharedConsumer
 
   /** Gives a lease back in its partition (see `SharedConsumer.nack`); one held elsewhere through its inbox (applied, and answered, if the lease still runs there). */
   async nack(ref: PartitionedLeaseRef, options: NackOptions = {}): Promise<void> {
-    const shared = this.#heldFor(ref);
     // One whose lock was lost (a pause past the lease) goes to the partition's new holder, below.
-    if (shared) {
-      try {
-        return await shared.nack(ref, options);
-      } catch (error) {
-        if (!isLockLost(error)) throw error;
-      }
-    }
+    const held = await this.#onHeld(ref, (shared) => shared.nack(ref, options));
+    if (held) return held.value;
     const { delayMs, defaultDelayMs, error, deadLetter = false, release = false } = options;
     if (delayMs !== undefined) checkInteger("delayMs", delayMs, 0, MAX_LEASE_MS);
     if (defaultDelayMs !== undefined) checkInteger("defaultDelayMs", defaultDelayMs, 0, MAX_LEASE_MS);
@@ -165,20 +177,24 @@ export class PartitionedSharedConsumer
     outcome(verdict!);
   }
 
+  /** Reports a lease's progress in its partition (see `SharedConsumer.progress`); one held elsewhere through its inbox. */
+  async progress(ref: PartitionedLeaseRef, progress: unknown): Promise<void> {
+    const held = await this.#onHeld(ref, (shared) => shared.progress(ref, progress));
+    if (held) return held.value;
+    const json = outcomeValueJson("progress", progress);
+    if (json === undefined) throw new VQueueError("E_OPTION", "Invalid progress: undefined; give a JSON value (a number, a string, an object...).");
+    const [verdict] = await this.#inbox.post(partitionName(this.queue, ref.partition), this.name, [{ kind: "progress", ref, progress: json }]);
+    outcome(verdict!);
+  }
+
   /**
    * Keeps a lease longer (see `SharedConsumer.extend`). One of a partition held elsewhere goes
    * through its inbox: the holder applies it within about `INBOX_CHECK_MS`, or before the message
    * would go out again, while the lease is not handed out again; its verdict says until when.
    */
   async extend(ref: PartitionedLeaseRef, options: { leaseMs?: number } = {}): Promise<number> {
-    const shared = this.#heldFor(ref);
-    if (shared) {
-      try {
-        return await shared.extend(ref, options);
-      } catch (error) {
-        if (!isLockLost(error)) throw error;
-      }
-    }
+    const held = await this.#onHeld(ref, (shared) => shared.extend(ref, options));
+    if (held) return held.value;
     const { leaseMs = this.#shared.leaseMs } = options;
     checkInteger("leaseMs", leaseMs, 1, MAX_LEASE_MS);
     const until = Date.now() + leaseMs;
@@ -238,6 +254,18 @@ export class PartitionedSharedConsumer
   }
 
   /** The consumer of a lease's partition if this instance holds it; `E_LEASE` for no lease of this queue. */
+  /** `call` on the consumer of `ref`'s partition held here; undefined when there is none, or its lock was lost (the caller goes through the inbox). */
+  async #onHeld<T>(ref: PartitionedLeaseRef, call: (shared: SharedConsumer) => Promise<T>): Promise<{ value: T } | undefined> {
+    const shared = this.#heldFor(ref);
+    if (!shared) return undefined;
+    try {
+      return { value: await call(shared) };
+    } catch (error) {
+      if (!isLockLost(error)) throw error;
+      return undefined;
+    }
+  }
+
   #heldFor(ref: PartitionedLeaseRef): SharedConsumer | undefined {
     this.assertOpen();
     const invalid = this.#invalid(ref);

@@ -29,7 +29,9 @@ import { writeWhole } from "../../storage/write-whole";
  * `E_PENDING`, the file stays and its next holder applies it. A verdict nobody took (its poster
  * gave up or died) is removed by the holder `VERDICT_KEEP_MS` after it first saw it.
  * Lines of an inbox file, each with the CRC-32 of what precedes it:
- * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged;
+ * - `A;<part>;<offset>;<lease>;<crc>`: acknowledged; `A;<part>;<offset>;<lease>;<result>;<crc>`: with
+ *   its handler's result (JSON, URI-encoded: format/outcome.ts);
+ * - `G;<part>;<offset>;<lease>;<progress>;<crc>`: its handler's progress (JSON, URI-encoded);
  * - `N;<part>;<offset>;<lease>;<delayMs>;<r|d|->;<error, URI-encoded>;<crc>`: given back (`delayMs` empty:
  *   the message's backoff, format/attributes.ts; `~<ms>`: that backoff, else `<ms>`)
  *   (`r` release, `d` dead-letter);
@@ -78,7 +80,8 @@ export interface InboxBackOff {
 
 export type InboxItem =
   | InboxBackOff
-  | { kind: "ack"; ref: InboxRef }
+  | { kind: "ack"; ref: InboxRef; result?: string }
+  | { kind: "progress"; ref: InboxRef; progress: string }
   | { kind: "nack"; ref: InboxRef; delayMs?: number; defaultDelayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: InboxRef; until: number }
   | InboxCommit;
@@ -87,7 +90,9 @@ type RefOf = Omit<InboxRef, "key">;
 /** What a poster is given: an item about a lease as poll returned it, or a commit. */
 export type InboxPost =
   | InboxBackOff
-  | { kind: "ack"; ref: RefOf }
+  /** `result`, `progress`: JSON, as `outcomeValueJson` (format/outcome.ts) checked it. */
+  | { kind: "ack"; ref: RefOf; result?: string }
+  | { kind: "progress"; ref: RefOf; progress: string }
   | { kind: "nack"; ref: RefOf; delayMs?: number; defaultDelayMs?: number; release: boolean; deadLetter: boolean; error?: string }
   | { kind: "extend"; ref: RefOf; until: number }
   | InboxCommit;
@@ -156,7 +161,8 @@ function lineOf(item: InboxPost): string {
   if (item.kind === "backOff") return line(`P;${item.until};`);
   const { part, offset, lease } = item.ref;
   const head = `${part};${offset};${lease};`;
-  if (item.kind === "ack") return line(`A;${head}`);
+  if (item.kind === "ack") return line(item.result === undefined ? `A;${head}` : `A;${head}${encodeURIComponent(item.result)};`);
+  if (item.kind === "progress") return line(`G;${head}${encodeURIComponent(item.progress)};`);
   if (item.kind === "extend") return line(`E;${head}${item.until};`);
   const flag = item.release ? "r" : item.deadLetter ? "d" : "-";
   const delay = item.delayMs ?? (item.defaultDelayMs === undefined ? "" : `~${item.defaultDelayMs}`);
@@ -171,6 +177,15 @@ function parseLine(fields: string): InboxItem | undefined {
   if (kind === "C" && rest.length === 3) return { kind: "commit", position: { part, position: offset, count: lease } };
   const ref = { key: messageKey(part, offset), part, offset, lease };
   if (kind === "A" && rest.length === 3) return { kind: "ack", ref };
+  if ((kind === "A" || kind === "G") && rest.length === 4) {
+    let json: string;
+    try {
+      json = decodeURIComponent(rest[3]!);
+    } catch {
+      return undefined;
+    }
+    return kind === "A" ? { kind: "ack", ref, result: json } : { kind: "progress", ref, progress: json };
+  }
   if (kind === "E" && rest.length === 4 && Number.isSafeInteger(a)) return { kind: "extend", ref, until: a };
   const delay = rest[3] ?? "";
   const fallback = delay.startsWith("~") ? Number(delay.slice(1)) : undefined;

@@ -1,0 +1,167 @@
+import type { DriverLock, QueueDriver } from "../../core/driver";
+import type { QueueProblem } from "../../core/errors";
+import { decodeOutcome, encodeNextId, encodeOutcome, type StoredOutcome } from "../../format/outcome";
+import type { OutcomeRetention } from "../../options/shared";
+import { readFrames, SideLog } from "../../storage/side-log";
+import { sharedOutcomesJournalPath, sharedOutcomesPath } from "../../storage/paths";
+import { notifyOutcomes } from "./outcome-wake";
+
+/** Past this size the log is compacted whatever its count, keeping the newest events within half of it. */
+const MAX_LOG_BYTES = 64 * 1024 * 1024;
+
+/** What an event says, without its id (the log gives it) and its time (now, unless given). */
+export type OutcomeRecord = Omit<StoredOutcome, "id" | "at" | "result" | "progress"> & { at?: number };
+
+/**
+ * A shared consumer's outcome log (format/outcome.ts), written by the holder of its lock: events
+ * are recorded in memory and appended together at the next `flush`, which the journal's round
+ * runs beside its own append, so an ack's `completed` event is durable when the ack is. Kept
+ * bounded: once it holds twice `keep` events (or `MAX_LOG_BYTES`), or its oldest is older than
+ * 1.25 `keepMs`, it is rewritten with the newest `keep` events of the last `keepMs`.
+ */
+export class OutcomeLog {
+  readonly #log: SideLog;
+  readonly #retention: OutcomeRetention;
+  readonly #wakeKey: string;
+  readonly #onProblem: (problem: QueueProblem) => void;
+  readonly #queue: string;
+  /** A compaction failed: the file may be cut or half written, and nothing more goes to it (acks go on). */
+  #stopped = false;
+  #next: number;
+  /** Events in the file, and when its oldest happened. */
+  #count: number;
+  #oldestAt: number | undefined;
+  #pending: Uint8Array[] = [];
+  #pendingAts: number[] = [];
+  /** Flushes one after another (a compaction reads the file and rewrites it in one of them). */
+  #chain: Promise<unknown> = Promise.resolve();
+  /** The last flush, failure included: a flush with nothing of its own waits for the one that took its events. */
+  #last: Promise<void> = Promise.resolve();
+
+  private constructor(
+    log: SideLog,
+    retention: OutcomeRetention,
+    wakeKey: string,
+    onProblem: (problem: QueueProblem) => void,
+    queue: string,
+    next: number,
+    count: number,
+    oldestAt: number | undefined,
+  ) {
+    this.#log = log;
+    this.#onProblem = onProblem;
+    this.#queue = queue;
+    this.#retention = retention;
+    this.#wakeKey = wakeKey;
+    this.#next = next;
+    this.#count = count;
+    this.#oldestAt = oldestAt;
+  }
+
+  /** Opens the log of consumer `name` of `queue` (a torn tail is cut off and reported); `fence`: the consumer's lock. */
+  static async open(
+    driver: QueueDriver,
+    queue: string,
+    name: string,
+    retention: OutcomeRetention,
+    onProblem: (problem: QueueProblem) => void,
+    fence: DriverLock | undefined,
+  ): Promise<OutcomeLog> {
+    const path = sharedOutcomesPath(queue, name);
+    const { log, frames } = await SideLog.open(driver, path, queue, onProblem, fence, sharedOutcomesJournalPath(queue, name));
+    let next = 1;
+    let count = 0;
+    let oldestAt: number | undefined;
+    for (const frame of frames) {
+      const decoded = decodeOutcome(frame.payload);
+      if (decoded === undefined) continue;
+      if ("next" in decoded) next = Math.max(next, decoded.next);
+      else {
+        next = Math.max(next, decoded.id + 1);
+        count++;
+        oldestAt ??= decoded.at;
+      }
+    }
+    return new OutcomeLog(log, retention, `${driver.storageKey}\u0000${path}`, onProblem, queue, next, count, oldestAt);
+  }
+
+  /** Records an event, appended at the next `flush`. `valueJson`: its result or progress, checked (format/outcome.ts). */
+  record(event: OutcomeRecord, valueJson?: string): void {
+    if (this.#stopped) return;
+    const at = event.at ?? Date.now();
+    this.#pending.push(encodeOutcome({ ...event, id: this.#next++, at }, valueJson));
+    this.#pendingAts.push(at);
+  }
+
+  /**
+   * Appends what was recorded since the last flush (fsync'd with `sync`); compacts when due.
+   * Resolves once everything recorded before the call is written.
+   */
+  flush(sync: boolean): Promise<void> {
+    if (this.#pending.length === 0) return this.#last;
+    const payloads = this.#pending;
+    const ats = this.#pendingAts;
+    this.#pending = [];
+    this.#pendingAts = [];
+    const run = this.#chain.then(async () => {
+      await this.#log.append(payloads, sync);
+      this.#count += payloads.length;
+      this.#oldestAt ??= ats[0];
+      notifyOutcomes(this.#wakeKey);
+      if (this.#compactionDue(Date.now())) await this.#compact(sync).catch((error: unknown) => this.#stop(error));
+    });
+    this.#chain = run.catch(() => {});
+    this.#last = run;
+    run.catch(() => {});
+    return run;
+  }
+
+  #compactionDue(now: number): boolean {
+    const { keep, keepMs } = this.#retention;
+    // By age at most every keepMs / 4: an event stays from keepMs to 1.25 keepMs (until a later write).
+    return this.#count > 2 * keep || this.#log.size > MAX_LOG_BYTES || (this.#oldestAt !== undefined && this.#oldestAt < now - keepMs * 1.25);
+  }
+
+  /** Rewrites the log with the newest `keep` events of the last `keepMs` (within half of `MAX_LOG_BYTES`), after a `next` frame. */
+  async #compact(sync: boolean): Promise<void> {
+    const { keep, keepMs } = this.#retention;
+    const since = Date.now() - keepMs;
+    const { frames } = readFrames(await this.#log.read(0, this.#log.size));
+    const kept: Uint8Array[] = [];
+    let bytes = 0;
+    let oldestAt: number | undefined;
+    for (let i = frames.length - 1; i >= 0 && kept.length < keep; i--) {
+      const payload = frames[i]!.payload;
+      const event = payload[0] === 0 ? undefined : decodeOutcome(payload);
+      if (!event || "next" in event) continue;
+      if (event.at < since || bytes + payload.length > MAX_LOG_BYTES / 2) break;
+      kept.push(payload.slice());
+      bytes += payload.length;
+      oldestAt = event.at;
+    }
+    kept.reverse();
+    await this.#log.rewrite([encodeNextId(this.#next), ...kept], sync);
+    this.#count = kept.length;
+    this.#oldestAt = oldestAt;
+    notifyOutcomes(this.#wakeKey);
+  }
+
+  /** A failed compaction stops the log, not the acks (its events are a record, the journal is the state). */
+  #stop(error: unknown): void {
+    this.#stopped = true;
+    this.#pending = [];
+    this.#pendingAts = [];
+    const why = error instanceof Error ? error.message : String(error);
+    this.#onProblem({
+      code: "OUTCOMES_STOPPED",
+      queue: this.#queue,
+      message: `The outcome log of ${this.#queue} could not be compacted (${why}); no more outcomes are kept until the consumer is opened again.`,
+    });
+  }
+
+  /** Waits for the flushes in flight, then closes the file. */
+  async close(): Promise<void> {
+    await this.#chain;
+    await this.#log.close();
+  }
+}

@@ -1,5 +1,5 @@
 /**
- * A shared consumer's outcome log (`Q_info_outc_C`, docs/format.md#outcome-logs): what became of
+ * A shared consumer's outcome log (`Q_info_outc_C`, docs/format.md#files-of-v-queues-own): what became of
  * the messages it handed out, one event per frame of a side log (storage/side-log.ts:
  * `u32 length | payload | u32 CRC-32`). An event's payload, little-endian:
  *

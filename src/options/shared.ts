@@ -35,6 +35,12 @@ export interface SharedConsumerOptions extends ConsumerOptions {
    * partitions. @default no limit
    */
   limiter?: RateLimit;
+  /**
+   * At most `max` messages of each group (the produce option `group`) handed out in any
+   * `durationMs`, over all workers (redeliveries count); a group whose window is spent waits,
+   * the others go on. @default no limit
+   */
+  groupLimiter?: RateLimit;
 }
 
 /** A rate limit: at most `max` hand-outs in any `durationMs` (a sliding window). */
@@ -49,7 +55,7 @@ export const MAX_LEASE_MS = 2 ** 31 - 1;
 /** A shared consumer's own options: what a server's config may set for every queue or one. */
 export type SharedSettings = Pick<
   SharedConsumerOptions,
-  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter"
+  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter" | "groupLimiter"
 >;
 
 /** Most hand-outs a rate limit may allow per window. */
@@ -77,6 +83,7 @@ const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   maxDeliveries: integer(1, 1_000_000),
   groupConcurrency: integer(1, 1_000_000),
   limiter: rateLimit,
+  groupLimiter: rateLimit,
   deadLetterQueue: (value, name) =>
     typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
   backoff: (value, name) => (value === undefined ? undefined : backoffProblems(value, name).join(" ") || undefined),
@@ -104,13 +111,14 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   deadLetterQueue: string;
   backoff?: Backoff;
   limiter: RateLimit | undefined;
+  groupLimiter: RateLimit | undefined;
 }
 
 /** Defaults of a shared consumer's own options: the one place they are written. */
 export const SHARED_DEFAULTS = { leaseMs: 30_000, maxInFlight: 1000, maxAckWindow: 10_000, maxDeliveries: 5, groupConcurrency: 1 } as const;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
-  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, ...common } = options;
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, groupLimiter, ...common } = options;
   const base = resolveConsumerOptions(common);
   const resolved: ResolvedSharedOptions = {
     ...base,
@@ -122,11 +130,15 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
     backoff,
     limiter: limiter === undefined ? undefined : { ...limiter },
+    groupLimiter: groupLimiter === undefined ? undefined : { ...groupLimiter },
   };
   throwProblems([
     ...Object.entries(SETTING_CHECKS).map(([key, check]) => {
-      // The limit as given (none is fine); the others as resolved.
-      if (key === "limiter") return limiter === undefined ? undefined : check(limiter, key);
+      // The limits as given (none is fine); the others as resolved.
+      if (key === "limiter" || key === "groupLimiter") {
+        const limit = options[key];
+        return limit === undefined ? undefined : check(limit, key);
+      }
       return check(resolved[key as keyof SharedSettings], key);
     }),
     resolved.maxAckWindow < resolved.maxInFlight

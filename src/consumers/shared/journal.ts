@@ -3,7 +3,7 @@ import { comparePositions, type ConsumerPosition } from "../../format/position";
 import type { QueueProblem } from "../../core/errors";
 import type { Message } from "../../format/message";
 import { positionHolds } from "../../log/position-check";
-import type { RateLimit, ResolvedSharedOptions } from "../../options/shared";
+import type { ResolvedSharedOptions } from "../../options/shared";
 import {
   AckRanges,
   ackLine,
@@ -23,6 +23,7 @@ import type { SharedWindow, WindowEntry } from "./window";
 import { GroupCommit } from "./group-commit";
 import type { MessageAttributes } from "../../format/attributes";
 import { RateLimiter } from "./limiter";
+import { GroupLimiter } from "./group-limiter";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -88,10 +89,13 @@ export class SharedJournal {
   #deadLettered = 0;
   /** The rate limit's window and the back-off, kept in these files for the next holder. */
   readonly limiter: RateLimiter;
+  /** The per-group rate limit's windows, kept in these files too. */
+  readonly groupLimiter: GroupLimiter;
 
-  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow, limit: RateLimit | undefined) {
+  private constructor(inner: QueueConsumer, state: SharedState, loaded: SharedSnapshot, window: SharedWindow, options: ResolvedSharedOptions) {
     this.#inner = inner;
-    this.limiter = new RateLimiter(limit, loaded);
+    this.limiter = new RateLimiter(options.limiter, loaded);
+    this.groupLimiter = new GroupLimiter(options.groupLimiter, loaded.groupTaken);
     this.#state = state;
     this.#loaded = loaded;
     this.#window = window;
@@ -126,7 +130,7 @@ export class SharedJournal {
     // Lines below the floor mean nothing, and the head never reads those messages again: not kept.
     for (const key of loaded.acked) if (isBelow(key, inner.committed)) loaded.acked.delete(key);
     for (const key of loaded.deliveries.keys()) if (isBelow(key, inner.committed)) loaded.deliveries.delete(key);
-    const journal = new SharedJournal(inner, state, loaded, window, options.limiter);
+    const journal = new SharedJournal(inner, state, loaded, window, options);
     await state.compact(journal.#snapshotLines());
     return journal;
   }
@@ -304,7 +308,8 @@ export class SharedJournal {
     const deadLettered = this.deadLetteredTotal;
     if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
     if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
-    return lines + this.limiter.lines(Date.now());
+    const now = Date.now();
+    return lines + this.limiter.lines(now) + this.groupLimiter.lines(now);
   }
 }
 

@@ -6,6 +6,8 @@ import fsDriver from "../../adapters/drivers/fs";
 import { SharedConsumer, type LeasedMessage } from "../../src/consumers/shared/consumer";
 import { HandOut } from "../../src/consumers/shared/hand-out";
 import { GroupLimiter } from "../../src/consumers/shared/group-limiter";
+import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
+import { PartitionedWriter } from "../../src/writer/partitioned";
 import { sharedStatePath } from "../../src/storage/paths";
 import { QueueWriter } from "../../src/writer/writer";
 import { handedOutAt, mostInAnyWindow } from "../helpers/rate";
@@ -162,6 +164,26 @@ describe("a shared consumer's per-group rate limit", () => {
     expect(two.map((m) => m.data)).toEqual(["g:0", "g:1"]);
     await c.nack(two[0]!);
     expect(await c.poll({ max: 10, timeoutMs: 0 })).toEqual([]);
+  });
+
+  it("on a partitioned queue each group gets the whole limit (a group lives in one partition)", async () => {
+    const driver = fsDriver({ dir: freshDir() });
+    const writer = await PartitionedWriter.open("p", { driver, partitions: 3, ...quiet });
+    for (let g = 0; g < 6; g++)
+      await writer.produce(
+        [0, 1, 2, 3].map((i) => `g${g}:${i}`),
+        { group: `g${g}` },
+      );
+    await writer.close();
+    const c = await PartitionedSharedConsumer.open("p", "s", { driver, ...quiet, leaseMs: LEASE_MS, groupLimiter: { max: 2, durationMs: 60_000 } });
+    opened.push(c);
+    const got: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      const batch = await c.poll({ max: 100, timeoutMs: 50 });
+      got.push(...batch.map((m) => m.data as string));
+      for (const m of batch) await c.ack(m);
+    }
+    expect(got.sort()).toEqual(Array.from({ length: 6 }, (_, g) => [`g${g}:0`, `g${g}:1`]).flat());
   });
 
   it("checks its option as limiter's: E_OPTION saying what is allowed", async () => {

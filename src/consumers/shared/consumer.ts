@@ -230,7 +230,7 @@ export class SharedConsumer implements LeasingConsumer {
     // Once per poll: a lease that ran out since the inbox was last read waits for one read of it.
     let inboxFirst = true;
     for (;;) {
-      const { leased: got, counted, inbox, scannedAt } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
+      const { leased: got, counted, inbox, scannedAt, groupsFreeAt } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
       // Counted before it goes out: a crash never forgets a delivery. Awaited after the take
       // (takes run one at a time), so that concurrent polls share one journal write (and fsync).
       await counted;
@@ -242,7 +242,7 @@ export class SharedConsumer implements LeasingConsumer {
       }
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
-      await this.#handOut.wait(remaining, signal, scannedAt);
+      await this.#handOut.wait(remaining, signal, scannedAt, groupsFreeAt);
     }
   }
 

@@ -304,6 +304,12 @@ describe("shared consumers over HTTP", () => {
       "Invalid shared.groupLimiter.durationMs 0: use an integer from 1 to 2147483647.",
       expect.stringMatching(/^Invalid queues.q.shared.groupLimiter 5: expected an object/),
     ]);
+    expect(
+      configProblems({ shared: { outcomes: { keep: 0, keepMs: 500 } }, queues: { q: { shared: { outcomes: "yes" } }, r: { shared: { outcomes: false } } } }),
+    ).toEqual([
+      "Invalid shared.outcomes.keep 0: use an integer from 1 to 10000000. Invalid shared.outcomes.keepMs 500: use an integer from 1000 to 315360000000.",
+      expect.stringMatching(/^Invalid queues.q.shared.outcomes "yes": expected false \(keep none\) or an object/),
+    ]);
   });
 
   it("server config queues.<q>.shared.groupLimiter: at most max leases of a group in the window, while the other groups go on", async () => {

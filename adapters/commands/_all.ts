@@ -4,6 +4,7 @@ import { consume, tail } from "./consume";
 import { create } from "./create";
 import { del } from "./delete";
 import { dlq, redrive } from "./dlq";
+import { events, outcome } from "./events";
 import { ack, backoff, extend, lease, nack } from "./lease";
 import { purge } from "./purge";
 import { prune } from "./prune";
@@ -31,6 +32,8 @@ export const commands = {
   nack,
   extend,
   backoff,
+  events,
+  outcome,
   dlq,
   redrive,
   browse,

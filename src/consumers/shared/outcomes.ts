@@ -62,7 +62,8 @@ interface Source {
  * first (on a partitioned queue, each partition's in order): `completed` (with the ack's
  * result), `failed` (with the error and when it comes again), `dead` (dead-lettered),
  * `progress`. Each event's `cursor`, given back as `after`, resumes after it. Ends when `signal`
- * aborts (or the caller stops iterating).
+ * aborts (after the events of the look under way: a signal aborted already gives the events there
+ * now and ends), or when the caller stops iterating.
  */
 export async function* followOutcomes(queue: string, consumer: string, options: FollowOutcomesOptions): AsyncGenerator<OutcomeEvent, void, undefined> {
   assertName(queue, "queue");
@@ -93,7 +94,8 @@ export async function* followOutcomes(queue: string, consumer: string, options: 
   try {
     await addPartitions(true);
     let checkedAt = Date.now();
-    while (!signal?.aborted) {
+    // A whole pass, then the signal: one aborted before the first wait still gives the events there.
+    for (;;) {
       let any = false;
       for (const source of sources.values()) {
         for (const event of await source.reader.read()) {
@@ -104,13 +106,13 @@ export async function* followOutcomes(queue: string, consumer: string, options: 
           const cursor = cursorOf();
           source.reader.lastId = at;
           yield { ...event, ...(source.partition !== undefined && { partition: source.partition }), cursor };
-          if (signal?.aborted) return;
         }
       }
       if (partitioned && Date.now() - checkedAt >= PARTITIONS_RECHECK_MS) {
         await addPartitions(false);
         checkedAt = Date.now();
       }
+      if (signal?.aborted) return;
       if (any) continue;
       await new Promise<void>((resolve) => {
         const done = () => {

@@ -96,6 +96,20 @@ describe("outcomes of a shared consumer", () => {
     expect(await waitForOutcome(driver, "q", "work", d!, { timeoutMs: 100 })).toBeUndefined();
   });
 
+  it("waitForOutcome with timeoutMs 0 on files: every kept event is read before it gives up (an end after other events too)", async () => {
+    const dir = tempDir();
+    const driver = fsDriver({ dir });
+    await queueOf(driver, 1);
+    const c = await open(driver);
+    const [a] = await c.poll({ max: 1 });
+    await c.progress(a!, 1);
+    await c.progress(a!, 2);
+    await c.ack(a!, { result: "done" });
+    // Another process's view (as an HTTP instance's): nothing of the log read yet.
+    const reader = fsDriver({ dir });
+    expect(await waitForOutcome(reader, "q", "work", a!, { timeoutMs: 0 })).toMatchObject({ kind: "completed", result: "done", offset: a!.offset });
+  });
+
   it("a stream from now gives only later events; resumed after a cursor, none twice and none missed", async () => {
     const driver = memoryDriver({ name: "outcomes-resume" });
     await queueOf(driver, 40);

@@ -92,7 +92,9 @@ export async function* followOutcomes(
   try {
     await addPartitions(true);
     let checkedAt = Date.now();
-    while (!signal?.aborted) {
+    // A pass reads what the logs hold before `signal` is looked at: aborted at once (`waitForOutcome`
+    // with timeoutMs 0), the events kept are still gone through.
+    for (;;) {
       let any = false;
       for (const source of sources.values()) {
         for (const event of await source.reader.read()) {
@@ -103,9 +105,9 @@ export async function* followOutcomes(
           const cursor = cursorOf();
           source.reader.lastId = at;
           yield { ...event, ...(source.partition !== undefined && { partition: source.partition }), cursor };
-          if (signal?.aborted) return;
         }
       }
+      if (signal?.aborted) return;
       if (partitioned && Date.now() - checkedAt >= PARTITIONS_RECHECK_MS) {
         await addPartitions(false);
         checkedAt = Date.now();

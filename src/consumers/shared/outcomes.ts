@@ -177,6 +177,30 @@ export async function waitForOutcome(
   }
 }
 
+/**
+ * Where consumer `consumer`'s outcomes are now: given as `after`, `followOutcomes` gives what is
+ * written from this call on, whenever its reading starts (`from: "now"` is where its first
+ * read finds the logs). On a partitioned queue, each partition's place.
+ */
+export async function outcomeCursorNow(driver: QueueDriver, queue: string, consumer: string): Promise<string> {
+  assertName(queue, "queue");
+  assertName(consumer, "consumer", queue);
+  const lastId = async (logQueue: string) => {
+    const reader = new OutcomeFileReader(driver, sharedOutcomesPath(logQueue, consumer), 0);
+    try {
+      await reader.skipToEnd();
+      return reader.lastId;
+    } finally {
+      await reader.close();
+    }
+  };
+  const partitions = await readPartitions(driver, queue);
+  if (partitions === undefined) return String(await lastId(queue));
+  const ids: string[] = [];
+  for (let p = 0; p < partitions; p++) ids.push(`${p}:${await lastId(partitionName(queue, p))}`);
+  return ids.join(",");
+}
+
 function pollInterval(driver: QueueDriver, given: number | undefined): number {
   if (given !== undefined) checkInteger("pollIntervalMs", given, 1, 3_600_000);
   return given ?? driver.pollIntervalMs ?? DEFAULT_POLL_MS;

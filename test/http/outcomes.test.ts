@@ -156,6 +156,30 @@ describe("outcomes over HTTP", () => {
     expect(await call<AckResponse>(s, `${C}/ack`, { leases: [m!.lease] })).toEqual({ acked: 1, errors: [] });
   });
 
+  it("ends the stream when the server closes, and the close does not wait for the client", async () => {
+    const s = await startServer();
+    const stream = await events(s);
+    await s.close();
+    await expect(stream.next(5000)).rejects.toThrow(/the stream ended/);
+  });
+
+  it("needs the read right on the queue: 403 without it", async () => {
+    const users = [
+      { username: "reader", password: "r", read: ["q"], write: false },
+      { username: "writer", password: "w", read: false, write: ["q"] },
+    ];
+    const s = await startServer({ auth: { users } });
+    const as = (user: string, password: string) => ({ authorization: `Basic ${btoa(`${user}:${password}`)}` });
+    for (const path of [`${C}/events`, `${C}/outcome?part=0&offset=0`]) {
+      const refused = await s.get(path, { headers: as("writer", "w") });
+      expect(refused.status, path).toBe(403);
+      expect(await errorCode(refused)).toBe("E_FORBIDDEN");
+    }
+    expect(await (await s.get(`${C}/outcome?part=0&offset=0`, { headers: as("reader", "r") })).json()).toEqual({ outcome: null });
+    const stream = await events(s, "", as("reader", "r"));
+    expect(stream.response.status).toBe(200);
+  });
+
   it("a partitioned queue: events carry their partition; outcome needs it", async () => {
     const s = await startServer();
     const declared = await fetch(`${s.url}/api/v1/queues/q`, { method: "PUT", body: JSON.stringify({ partitions: 2 }), headers: jsonHeaders });

@@ -74,7 +74,7 @@ export interface VQueueConfig {
   dashboard?: boolean;
   /** Retention of every queue, e.g. `{ "maxAgeMs": 604800000, "maxBytes": 10e9 }` (docs/operating.md#retention-the-part-index-and-seek-by-time). @default none */
   retention?: RetentionOptions;
-  /** Shared consumers' lease time, bounds, dead letters and rate limit, e.g. `{ "leaseMs": 60000, "maxDeliveries": 3, "limiter": { "max": 100, "durationMs": 1000 } }` (docs/work-queues.md). @default the engine's */
+  /** Shared consumers' lease time, bounds, dead letters, rate limits (`limiter`, per group `groupLimiter`) and outcomes kept (`outcomes`), e.g. `{ "leaseMs": 60000, "maxDeliveries": 3, "limiter": { "max": 100, "durationMs": 1000 } }` (docs/work-queues.md). @default the engine's */
   shared?: SharedSettings;
   /**
    * Per-queue settings: `retention` replaces the default for the queues named (none when not given), `shared` is laid

@@ -10,6 +10,15 @@ import { QueueWriter } from "../src/writer/writer";
 import { SharedConsumer } from "../src/consumers/shared/consumer";
 import type { SharedConsumerOptions as EngineSharedConsumerOptions } from "../src/options/shared";
 import { resolveDriver } from "./storage";
+import {
+  followOutcomes as followEngineOutcomes,
+  waitForOutcome as waitForEngineOutcome,
+  type FollowOutcomesOptions as EngineFollowOutcomesOptions,
+  type OutcomeMessage,
+  type WaitForOutcomeOptions as EngineWaitForOutcomeOptions,
+} from "../src/consumers/shared/outcomes";
+import type { OutcomeEvent } from "../src/consumers/types";
+import type { QueueDriver } from "../src/core/driver";
 import { autoZstd } from "./zstd-native";
 import { handNativeCrc32 } from "./native-crc32";
 
@@ -39,4 +48,28 @@ export async function openConsumer(queue: string, name: string, { dir, ...option
 /** Opens shared consumer `name` of `queue` (docs/work-queues.md), on `options.driver` or else the fs driver on `options.dir`. */
 export async function openSharedConsumer(queue: string, name: string, { dir, ...options }: SharedConsumerOptions = {}): Promise<SharedConsumer> {
   return SharedConsumer.open(queue, name, { ...options, zstd: options.zstd ?? autoZstd, driver: await resolveDriver({ driver: options.driver, dir }) });
+}
+
+/** A reader's storage: `driver`, or else the fs driver on `dir`. */
+type StorageOption = DirOption & { driver?: QueueDriver };
+export type FollowOutcomesOptions = Omit<EngineFollowOutcomesOptions, "driver"> & StorageOption;
+export type WaitForOutcomeOptions = Omit<EngineWaitForOutcomeOptions, "driver"> & StorageOption;
+
+/** A shared consumer's outcome events as they are written (docs/work-queues.md#outcomes), on `options.driver` or else the fs driver on `options.dir`. */
+export async function* followOutcomes(
+  queue: string,
+  consumer: string,
+  { dir, ...options }: FollowOutcomesOptions = {},
+): AsyncGenerator<OutcomeEvent, void, undefined> {
+  yield* followEngineOutcomes(queue, consumer, { ...options, driver: await resolveDriver({ driver: options.driver, dir }) });
+}
+
+/** A message's end in a shared consumer's outcomes, or undefined at the timeout (docs/work-queues.md#outcomes), on `options.driver` or else the fs driver on `options.dir`. */
+export async function waitForOutcome(
+  queue: string,
+  consumer: string,
+  message: OutcomeMessage,
+  { dir, ...options }: WaitForOutcomeOptions = {},
+): Promise<OutcomeEvent | undefined> {
+  return waitForEngineOutcome(queue, consumer, message, { ...options, driver: await resolveDriver({ driver: options.driver, dir }) });
 }

@@ -82,11 +82,11 @@ export function outcomeRoutes(ctx: RouteContext): ApiRoute[] {
         const driver = await ctx.registry.driver();
         // "now" is this request's: fixed before answering (what happens once the client has the
         // answer is in the stream), and sent as the first id (a reconnection before any event resumes there).
-        if (after === undefined && from === "now") after = await outcomeCursorNow(driver, queue, consumer);
+        if (after === undefined && from === "now") after = await outcomeCursorNow(queue, consumer, { driver });
         // Counted in while it streams: closing the app ends it and waits for it.
         const leave = ctx.registry.enter();
         const body = eventStream(
-          (signal) => followOutcomes(driver, queue, consumer, { from: from as (typeof FROM)[number], after, signal }),
+          (signal) => followOutcomes(queue, consumer, { driver, from: from as (typeof FROM)[number], after, signal }),
           [event.req.signal, ctx.registry.closing],
           { firstId: after, leave, onError: (error) => ctx.options.logger.error("[v-queue] [http] outcome events:", error) },
         );
@@ -131,7 +131,7 @@ export function outcomeRoutes(ctx: RouteContext): ApiRoute[] {
         // Not AbortSignal.any: it would keep every request's signal linked to the app's (nodejs/node#55351).
         const linked = linkSignals(event.req.signal, ctx.registry.closing);
         const driver = await ctx.registry.driver();
-        const outcome = await waitForOutcome(driver, queue, consumer, { part, offset, partition }, { timeoutMs, signal: linked.signal }).finally(() => {
+        const outcome = await waitForOutcome(queue, consumer, { part, offset, partition }, { driver, timeoutMs, signal: linked.signal }).finally(() => {
           linked.dispose();
           polled?.();
         });

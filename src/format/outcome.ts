@@ -1,16 +1,32 @@
 /**
- * A shared consumer's outcome log (`Q_info_outc_C`, docs/format.md#outcomes): what became of the
- * messages it handed out, one event per frame of a side log (storage/side-log.ts), each frame's
- * payload one JSON object. Event ids count up by one per event from 1 and are never reused: a
- * compaction, which drops the oldest events, starts the file with a `{"next":<id>}` frame, the
- * id the next event takes when no event is left.
+ * A shared consumer's outcome log (`Q_info_outc_C`, docs/format.md#files-of-v-queues-own): what became of
+ * the messages it handed out, one event per frame of a side log (storage/side-log.ts:
+ * `u32 length | payload | u32 CRC-32`). An event's payload, little-endian:
+ *
+ *   u8 kind (1 completed, 2 failed, 3 dead, 4 progress) | u8 flags | f64 id | f64 at (ms) |
+ *   f64 part | f64 offset | u32 deliveries | [u32 seq] | [f64 retryAt] | [u32 n, n bytes error, UTF-8] |
+ *   [u32 n, n bytes value, JSON in UTF-8]
+ *
+ * each bracketed field there only when its flag is set (1 seq, 2 retryAt, 4 error, 8 value: a
+ * completed event's result, a progress event's progress). Ids count up by one per event from 1
+ * and are never reused: a compaction, which drops the oldest events, starts the file with a
+ * NEXT frame (`u8 5 | f64 id`), the id the next event takes.
+ * Binary, not JSON: an event is written per acknowledged message, and its cost is the ack's.
  */
 import { VQueueError } from "../core/errors";
+import { crc32Range } from "./crc32";
 
 /** How a message ended (`completed`, `dead`), failed once and comes again (`failed`), or how far its handler is (`progress`). */
 export type OutcomeKind = "completed" | "failed" | "dead" | "progress";
 
-export const OUTCOME_KINDS: readonly OutcomeKind[] = ["completed", "failed", "dead", "progress"];
+const KINDS: readonly OutcomeKind[] = ["completed", "failed", "dead", "progress"];
+const NEXT = 5;
+const SEQ = 1;
+const RETRY_AT = 2;
+const ERROR = 4;
+const VALUE = 8;
+/** Kind, flags, id, at, part, offset, deliveries. */
+const FIXED_BYTES = 2 + 8 * 4 + 4;
 
 /** An event as the log keeps it (of one queue: a partitioned queue's partition has its own log). */
 export interface StoredOutcome {
@@ -33,6 +49,22 @@ export interface StoredOutcome {
   error?: string;
   /** `failed`: when it may go out again (ms since the epoch). */
   retryAt?: number;
+}
+
+/** The message an event is about, as the holder knows it (a window entry is one). */
+export interface OutcomeSubject {
+  part: number;
+  offset: number;
+  seq?: number;
+  deliveries: number;
+}
+
+/** What some events say besides their message. */
+export interface OutcomeDetails {
+  error?: string;
+  retryAt?: number;
+  /** The result or progress, as `outcomeValueJson` gave it. */
+  valueJson?: string;
 }
 
 /** Largest result or progress value, as JSON: the log keeps outcomes, not payloads. */
@@ -61,7 +93,8 @@ export function outcomeValueJson(name: "result" | "progress", value: unknown): s
       "E_OPTION",
       `Invalid ${name}: a ${typeof value} cannot be written as JSON; use JSON values (objects, arrays, strings, numbers, booleans, null).`,
     );
-  const bytes = utf8.encode(json).length;
+  // UTF-8 is at most 3 bytes a UTF-16 unit: measured only when it may be over.
+  const bytes = json.length * 3 <= MAX_OUTCOME_BYTES ? json.length : utf8.encode(json).length;
   if (bytes > MAX_OUTCOME_BYTES)
     throw new VQueueError(
       "E_OPTION",
@@ -71,41 +104,136 @@ export function outcomeValueJson(name: "result" | "progress", value: unknown): s
 }
 
 /**
- * An event's frame payload. `valueJson`: its result or progress as `outcomeValueJson` gave it
- * (spliced in as is: it was checked once, and is not parsed again).
+ * Events framed for the side log, encoded as they come into one growing buffer (no object per
+ * event): `take` hands the frames over, ready to append.
  */
-export function encodeOutcome(event: Omit<StoredOutcome, "result" | "progress">, valueJson?: string): Uint8Array {
-  const { id, kind, at, part, offset, seq, deliveries, error, retryAt } = event;
-  let json = `{"id":${id},"kind":"${kind}","at":${at},"part":${part},"offset":${offset}`;
-  if (seq !== undefined) json += `,"seq":${seq}`;
-  json += `,"deliveries":${deliveries}`;
-  if (error !== undefined) json += `,"error":${JSON.stringify(error)}`;
-  if (retryAt !== undefined) json += `,"retryAt":${retryAt}`;
-  if (valueJson !== undefined) json += `,"${kind === "progress" ? "progress" : "result"}":${valueJson}`;
-  return utf8.encode(`${json}}`);
+export class OutcomeFrames {
+  #bytes = new Uint8Array(16 * 1024);
+  #view = new DataView(this.#bytes.buffer);
+  #length = 0;
+  /** Events since the last `take`. */
+  count = 0;
+
+  add(kind: OutcomeKind, id: number, at: number, message: OutcomeSubject, details?: OutcomeDetails): void {
+    const error = details?.error;
+    const value = details?.valueJson;
+    // Strings at their longest in UTF-8 (3 bytes a unit); the frame is cut to what they took.
+    this.#reserve(8 + FIXED_BYTES + 12 + (error === undefined ? 0 : 4 + error.length * 3) + (value === undefined ? 0 : 4 + value.length * 3));
+    const view = this.#view;
+    const start = this.#length;
+    let pos = start + 4;
+    const flags =
+      (message.seq === undefined ? 0 : SEQ) |
+      (details?.retryAt === undefined ? 0 : RETRY_AT) |
+      (error === undefined ? 0 : ERROR) |
+      (value === undefined ? 0 : VALUE);
+    view.setUint8(pos, KINDS.indexOf(kind) + 1);
+    view.setUint8(pos + 1, flags);
+    view.setFloat64(pos + 2, id, true);
+    view.setFloat64(pos + 10, at, true);
+    view.setFloat64(pos + 18, message.part, true);
+    view.setFloat64(pos + 26, message.offset, true);
+    view.setUint32(pos + 34, message.deliveries, true);
+    pos += FIXED_BYTES;
+    if (message.seq !== undefined) {
+      view.setUint32(pos, message.seq, true);
+      pos += 4;
+    }
+    if (details?.retryAt !== undefined) {
+      view.setFloat64(pos, details.retryAt, true);
+      pos += 8;
+    }
+    for (const string of [error, value]) {
+      if (string === undefined) continue;
+      const { written } = utf8.encodeInto(string, this.#bytes.subarray(pos + 4));
+      view.setUint32(pos, written, true);
+      pos += 4 + written;
+    }
+    this.#close(start, pos);
+  }
+
+  /** The frames added since the last take. */
+  take(): Uint8Array {
+    const frames = this.#bytes.slice(0, this.#length);
+    this.#length = 0;
+    this.count = 0;
+    return frames;
+  }
+
+  /** Writes the frame's length and CRC-32 around the payload from `start + 4` to `end`. */
+  #close(start: number, end: number): void {
+    this.#view.setUint32(start, end - start - 4, true);
+    this.#view.setUint32(end, crc32Range(this.#bytes, start, end), true);
+    this.#length = end + 4;
+    this.count++;
+  }
+
+  #reserve(bytes: number): void {
+    if (this.#length + bytes <= this.#bytes.length) return;
+    const grown = new Uint8Array(Math.max(this.#bytes.length * 2, this.#length + bytes));
+    grown.set(this.#bytes.subarray(0, this.#length));
+    this.#bytes = grown;
+    this.#view = new DataView(grown.buffer);
+  }
 }
 
-/** A compaction's first frame: the id of the next event. */
+/** A compaction's first payload: the id the next event takes. */
 export function encodeNextId(next: number): Uint8Array {
-  return utf8.encode(`{"next":${next}}`);
+  const payload = new Uint8Array(9);
+  payload[0] = NEXT;
+  new DataView(payload.buffer).setFloat64(1, next, true);
+  return payload;
 }
 
-/** A frame read back: an event, the next id (a compaction's first frame), or undefined when it is neither (reported by the caller). */
+/** When an event happened, read without decoding the rest (a compaction's look at each), or undefined for a NEXT frame or a damaged one. */
+export function outcomeAt(payload: Uint8Array): number | undefined {
+  if (payload.length < FIXED_BYTES || payload[0]! < 1 || payload[0]! > KINDS.length) return undefined;
+  return new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getFloat64(10, true);
+}
+
+/** A frame read back: an event, the next id (a compaction's first frame), or undefined when it is neither. */
 export function decodeOutcome(payload: Uint8Array): StoredOutcome | { next: number } | undefined {
-  let value: unknown;
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  if (payload[0] === NEXT && payload.length === 9) return { next: view.getFloat64(1, true) };
+  const kind = KINDS[payload[0]! - 1];
+  if (kind === undefined || payload.length < FIXED_BYTES) return undefined;
+  const flags = payload[1]!;
+  const event: StoredOutcome = {
+    id: view.getFloat64(2, true),
+    kind,
+    at: view.getFloat64(10, true),
+    part: view.getFloat64(18, true),
+    offset: view.getFloat64(26, true),
+    deliveries: view.getUint32(34, true),
+  };
+  let pos = FIXED_BYTES;
   try {
-    value = JSON.parse(text.decode(payload));
+    if (flags & SEQ) {
+      event.seq = view.getUint32(pos, true);
+      pos += 4;
+    }
+    if (flags & RETRY_AT) {
+      event.retryAt = view.getFloat64(pos, true);
+      pos += 8;
+    }
+    const string = (): string => {
+      const length = view.getUint32(pos, true);
+      if (pos + 4 + length > payload.length) throw new RangeError("past the frame");
+      const value = text.decode(payload.subarray(pos + 4, pos + 4 + length));
+      pos += 4 + length;
+      return value;
+    };
+    if (flags & ERROR) event.error = string();
+    if (flags & VALUE) {
+      const value: unknown = JSON.parse(string());
+      if (kind === "progress") event.progress = value;
+      else event.result = value;
+    }
   } catch {
     return undefined;
   }
-  if (typeof value !== "object" || value === null) return undefined;
-  const v = value as Record<string, unknown>;
-  if (Number.isSafeInteger(v.next) && Object.keys(v).length === 1) return { next: v.next as number };
-  const ints = ["id", "at", "part", "offset", "deliveries"] as const;
-  if (!ints.every((key) => Number.isSafeInteger(v[key]))) return undefined;
-  if (!OUTCOME_KINDS.includes(v.kind as OutcomeKind)) return undefined;
-  return v as unknown as StoredOutcome;
+  return event;
 }
 
-/** Whether a kind is a message's end: `completed` or `dead` (what `finished` waits for). */
+/** Whether a kind is a message's end: `completed` or `dead` (what `waitForOutcome` waits for). */
 export const isEnd = (kind: OutcomeKind): boolean => kind === "completed" || kind === "dead";

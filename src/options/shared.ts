@@ -36,6 +36,12 @@ export interface SharedConsumerOptions extends ConsumerOptions {
    */
   limiter?: RateLimit;
   /**
+   * At most `max` messages of each group (the produce option `group`) handed out in any
+   * `durationMs`, over all workers (redeliveries count); a group whose window is spent waits,
+   * the others go on. @default no limit
+   */
+  groupLimiter?: RateLimit;
+  /**
    * What became of the messages handed out (completed with a result, failed, dead-lettered,
    * progress), kept in the consumer's outcome log for `followOutcomes` and `waitForOutcome`
    * (docs/work-queues.md#outcomes): the newest `keep` events of the last `keepMs`. `false`: none kept.
@@ -62,7 +68,7 @@ export const MAX_LEASE_MS = 2 ** 31 - 1;
 /** A shared consumer's own options: what a server's config may set for every queue or one. */
 export type SharedSettings = Pick<
   SharedConsumerOptions,
-  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter" | "outcomes"
+  "leaseMs" | "maxInFlight" | "maxAckWindow" | "maxDeliveries" | "deadLetterQueue" | "backoff" | "groupConcurrency" | "limiter" | "groupLimiter" | "outcomes"
 >;
 
 /** Most hand-outs a rate limit may allow per window. */
@@ -106,6 +112,7 @@ const SETTING_CHECKS: Record<keyof SharedSettings, Check> = {
   maxDeliveries: integer(1, 1_000_000),
   groupConcurrency: integer(1, 1_000_000),
   limiter: rateLimit,
+  groupLimiter: rateLimit,
   outcomes: outcomeRetention,
   deadLetterQueue: (value, name) =>
     typeof value === "string" && isValidQueueName(value) ? undefined : `Invalid ${name} ${showValue(value)}: use a queue name (${nameRule("queue")}).`,
@@ -134,6 +141,7 @@ export interface ResolvedSharedOptions extends ResolvedConsumerOptions {
   deadLetterQueue: string;
   backoff?: Backoff;
   limiter: RateLimit | undefined;
+  groupLimiter: RateLimit | undefined;
   /** Undefined: no outcomes kept. */
   outcomes: OutcomeRetention | undefined;
 }
@@ -149,7 +157,7 @@ export const SHARED_DEFAULTS = {
 } as const;
 
 export function resolveSharedOptions(queue: string, options: SharedConsumerOptions): ResolvedSharedOptions {
-  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, outcomes, ...common } = options;
+  const { leaseMs, maxInFlight, maxAckWindow, maxDeliveries, groupConcurrency, deadLetterQueue, backoff, limiter, groupLimiter, outcomes, ...common } = options;
   const base = resolveConsumerOptions(common);
   const resolved: ResolvedSharedOptions = {
     ...base,
@@ -161,13 +169,16 @@ export function resolveSharedOptions(queue: string, options: SharedConsumerOptio
     deadLetterQueue: deadLetterQueue ?? `${queue}.dead`,
     backoff,
     limiter: limiter === undefined ? undefined : { ...limiter },
+    groupLimiter: groupLimiter === undefined ? undefined : { ...groupLimiter },
     outcomes: outcomes === false ? undefined : { ...SHARED_DEFAULTS.outcomes, ...outcomes },
   };
   throwProblems([
     ...Object.entries(SETTING_CHECKS).map(([key, check]) => {
-      // The limit as given (none is fine); the others as resolved.
-      if (key === "limiter") return limiter === undefined ? undefined : check(limiter, key);
-      if (key === "outcomes") return outcomes === undefined ? undefined : check(outcomes, key);
+      // The limits as given (none is fine), and the outcomes' retention; the others as resolved.
+      if (key === "limiter" || key === "groupLimiter" || key === "outcomes") {
+        const given = options[key];
+        return given === undefined ? undefined : check(given, key);
+      }
       return check(resolved[key as keyof SharedSettings], key);
     }),
     resolved.maxAckWindow < resolved.maxInFlight

@@ -127,7 +127,11 @@ export class SideLog {
 
   /** Appends frames in one write; returns where the first payload starts. */
   append(payloads: readonly Uint8Array[], sync: boolean): Promise<number> {
-    const data = encodeFrames(payloads);
+    return this.appendFramed(encodeFrames(payloads), sync);
+  }
+
+  /** Appends frames encoded already (`encodeFrames`' shape) in one write; returns where the first payload starts. */
+  appendFramed(data: Uint8Array, sync: boolean): Promise<number> {
     return this.#serial(async () => {
       this.#assertWhole();
       const log = await this.#file(sync);

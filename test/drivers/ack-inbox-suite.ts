@@ -119,7 +119,7 @@ export function ackInboxTests(setup: () => Promise<EngineTestContext> | EngineTe
         refused(/handed out again since/),
       ]);
       const events = [];
-      for await (const event of followOutcomes(driver, "q", "work", { from: "oldest" })) if (events.push(event) === 2) break;
+      for await (const event of followOutcomes("q", "work", { driver, from: "oldest" })) if (events.push(event) === 2) break;
       expect(events.map((e) => [e.kind, e.offset, e.progress ?? e.result])).toEqual([
         ["progress", m0!.offset, { step: "2/3; \n half" }],
         ["completed", m0!.offset, ["ok", 1]],

@@ -24,7 +24,7 @@ export function outcomeTests(setup: () => Promise<EngineTestContext> | EngineTes
       const stop = new AbortController();
       const seen: OutcomeEvent[] = [];
       const following = (async () => {
-        for await (const event of followOutcomes(other, "q", "s", { from: "oldest", signal: stop.signal, pollIntervalMs: 20 })) seen.push(event);
+        for await (const event of followOutcomes("q", "s", { driver: other, from: "oldest", signal: stop.signal, pollIntervalMs: 20 })) seen.push(event);
       })();
       const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 1, outcomes: { keep: 10 }, onProblem: () => {} });
       opened.push(c);
@@ -38,8 +38,8 @@ export function outcomeTests(setup: () => Promise<EngineTestContext> | EngineTes
       opened.push(next);
       const [last] = await next.poll({ max: 1 });
       await next.ack(last!, { result: "last" });
-      expect(await waitForOutcome(other, "q", "s", last!, { timeoutMs: 10_000 })).toMatchObject({ kind: "completed", result: "last", id: 51 });
-      expect(await waitForOutcome(driver, "q", "s", leased[1]!, { timeoutMs: 0 })).toBeUndefined(); // compacted away
+      expect(await waitForOutcome("q", "s", last!, { driver: other, timeoutMs: 10_000 })).toMatchObject({ kind: "completed", result: "last", id: 51 });
+      expect(await waitForOutcome("q", "s", leased[1]!, { driver, timeoutMs: 0 })).toBeUndefined(); // compacted away
       const until = Date.now() + 10_000;
       while (seen.at(-1)?.id !== 51 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       stop.abort();
@@ -47,7 +47,7 @@ export function outcomeTests(setup: () => Promise<EngineTestContext> | EngineTes
       expect(seen.at(-1)).toMatchObject({ id: 51, result: "last" });
       expect(seen.every((e, i) => i === 0 || e.id > seen[i - 1]!.id)).toBe(true);
       const kept: OutcomeEvent[] = [];
-      for await (const event of followOutcomes(other, "q", "s", { from: "oldest" })) if (kept.push(event) && event.id === 51) break;
+      for await (const event of followOutcomes("q", "s", { driver: other, from: "oldest" })) if (kept.push(event) && event.id === 51) break;
       expect(kept.length).toBeGreaterThanOrEqual(10);
       expect(kept.length).toBeLessThanOrEqual(21);
     });

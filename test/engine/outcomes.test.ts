@@ -55,7 +55,7 @@ describe("outcomes of a shared consumer", () => {
     await c.close();
     opened.length = 0;
 
-    const events = await take(followOutcomes(driver, "q", "work", { from: "oldest" }), 4);
+    const events = await take(followOutcomes("q", "work", { driver, from: "oldest" }), 4);
     expect(events.map((e) => [e.kind, e.offset, e.id])).toEqual([
       ["progress", a!.offset, 1],
       ["completed", a!.offset, 2],
@@ -71,7 +71,7 @@ describe("outcomes of a shared consumer", () => {
     // After a restart the ids go on from where they were.
     await queueOf(driver, 1);
     const again = await open(driver, { maxDeliveries: 3 });
-    const follow = followOutcomes(driver, "q", "work", { after: events.at(-1)!.cursor });
+    const follow = followOutcomes("q", "work", { driver, after: events.at(-1)!.cursor });
     const [m] = await again.poll({ max: 1 });
     await again.nack(m!, { error: "try later", delayMs: 50 });
     const [failed] = await take(follow, 1);
@@ -85,15 +85,15 @@ describe("outcomes of a shared consumer", () => {
     const c = await open(driver, { maxDeliveries: 1 });
     const [a, b, d] = await c.poll({ max: 3 });
     await c.ack(a!, { result: "first" });
-    const before = await waitForOutcome(driver, "q", "work", a!, { timeoutMs: 0 });
+    const before = await waitForOutcome("q", "work", a!, { driver, timeoutMs: 0 });
     expect(before).toMatchObject({ kind: "completed", result: "first", offset: a!.offset });
 
-    const later = waitForOutcome(driver, "q", "work", b!, { timeoutMs: 30_000 });
+    const later = waitForOutcome("q", "work", b!, { driver, timeoutMs: 30_000 });
     await c.progress(b!, 10); // not an end: still waiting
     await c.nack(b!, { error: "no" });
     expect(await later).toMatchObject({ kind: "dead", error: "no", offset: b!.offset });
 
-    expect(await waitForOutcome(driver, "q", "work", d!, { timeoutMs: 100 })).toBeUndefined();
+    expect(await waitForOutcome("q", "work", d!, { driver, timeoutMs: 100 })).toBeUndefined();
   });
 
   it("waitForOutcome with timeoutMs 0 on files: every kept event is read before it gives up (an end after other events too)", async () => {
@@ -107,7 +107,7 @@ describe("outcomes of a shared consumer", () => {
     await c.ack(a!, { result: "done" });
     // Another process's view (as an HTTP instance's): nothing of the log read yet.
     const reader = fsDriver({ dir });
-    expect(await waitForOutcome(reader, "q", "work", a!, { timeoutMs: 0 })).toMatchObject({ kind: "completed", result: "done", offset: a!.offset });
+    expect(await waitForOutcome("q", "work", a!, { driver: reader, timeoutMs: 0 })).toMatchObject({ kind: "completed", result: "done", offset: a!.offset });
   });
 
   it("outcomeCursorNow: a stream after it gives what was written from the call on, even before the stream's first read", async () => {
@@ -117,14 +117,14 @@ describe("outcomes of a shared consumer", () => {
     const c = await open(driver);
     const [a, b, d] = await c.poll({ max: 3 });
     await c.ack(a!, { result: "before" });
-    const now = await outcomeCursorNow(fsDriver({ dir }), "q", "work");
+    const now = await outcomeCursorNow("q", "work", { driver: fsDriver({ dir }) });
     expect(now).toBe("1");
     await c.ack(b!, { result: "after" });
     await c.ack(d!, { result: "later" });
-    const got = await take(followOutcomes(fsDriver({ dir }), "q", "work", { after: now }), 2);
+    const got = await take(followOutcomes("q", "work", { driver: fsDriver({ dir }), after: now }), 2);
     expect(got.map((e) => e.result)).toEqual(["after", "later"]);
     // No log yet: every event is after it.
-    expect(await outcomeCursorNow(driver, "q", "nobody")).toBe("0");
+    expect(await outcomeCursorNow("q", "nobody", { driver })).toBe("0");
   });
 
   it("a stream from now gives only later events; resumed after a cursor, none twice and none missed", async () => {
@@ -133,7 +133,7 @@ describe("outcomes of a shared consumer", () => {
     const c = await open(driver);
     const first = await c.poll({ max: 10 });
     for (const m of first) await c.ack(m);
-    const stream = followOutcomes(driver, "q", "work");
+    const stream = followOutcomes("q", "work", { driver });
     const rest = await c.poll({ max: 30 });
     const acking = (async () => {
       for (const m of rest) await c.ack(m, { result: m.offset });
@@ -141,7 +141,7 @@ describe("outcomes of a shared consumer", () => {
     const seen = await take(stream, 10);
     expect(seen.map((e) => e.result)).toEqual(rest.slice(0, 10).map((m) => m.offset));
     await acking;
-    const resumed = await take(followOutcomes(driver, "q", "work", { after: seen.at(-1)!.cursor }), 20);
+    const resumed = await take(followOutcomes("q", "work", { driver, after: seen.at(-1)!.cursor }), 20);
     expect(resumed.map((e) => e.result)).toEqual(rest.slice(10).map((m) => m.offset));
   });
 
@@ -153,7 +153,7 @@ describe("outcomes of a shared consumer", () => {
     const stop = new AbortController();
     const seenIds: number[] = [];
     const reading = (async () => {
-      for await (const event of followOutcomes(driver, "q", "work", { from: "oldest", signal: stop.signal })) {
+      for await (const event of followOutcomes("q", "work", { driver, from: "oldest", signal: stop.signal })) {
         seenIds.push(event.id);
         if (event.id === 300) break;
       }
@@ -164,7 +164,7 @@ describe("outcomes of a shared consumer", () => {
       await c.ackAll(batch, { results: batch.map((m) => m.offset) });
     }
     const kept: OutcomeEvent[] = [];
-    for await (const event of followOutcomes(driver, "q", "work", { from: "oldest" })) if (kept.push(event) && event.id === 300) break;
+    for await (const event of followOutcomes("q", "work", { driver, from: "oldest" })) if (kept.push(event) && event.id === 300) break;
     // From keep to twice keep of the newest, in order.
     expect(kept.length).toBeGreaterThanOrEqual(20);
     expect(kept.length).toBeLessThanOrEqual(40);
@@ -193,10 +193,10 @@ describe("outcomes of a shared consumer", () => {
     await expect(c.progress(a!, undefined)).rejects.toMatchObject({ code: "E_OPTION" });
     await c.ack(b!);
     await expect(c.progress(b!, 1)).rejects.toMatchObject({ code: "E_LEASE" });
-    await expect(take(followOutcomes(driver, "q", "work", { after: "x1" }), 1)).rejects.toMatchObject({ code: "E_OPTION", message: /cursor/ });
+    await expect(take(followOutcomes("q", "work", { driver, after: "x1" }), 1)).rejects.toMatchObject({ code: "E_OPTION", message: /cursor/ });
     // Nothing refused was acknowledged: the message is still leased, and acks now.
     await c.ack(a!, { result: null });
-    expect(await waitForOutcome(driver, "q", "work", a!, { timeoutMs: 0 })).toMatchObject({ kind: "completed", result: null });
+    expect(await waitForOutcome("q", "work", a!, { driver, timeoutMs: 0 })).toMatchObject({ kind: "completed", result: null });
   });
 
   it("outcomes: false keeps none", async () => {
@@ -206,7 +206,7 @@ describe("outcomes of a shared consumer", () => {
     const [a] = await c.poll({ max: 1 });
     await c.progress(a!, 1);
     await c.ack(a!, { result: 1 });
-    expect(await waitForOutcome(driver, "q", "work", a!, { timeoutMs: 50 })).toBeUndefined();
+    expect(await waitForOutcome("q", "work", a!, { driver, timeoutMs: 50 })).toBeUndefined();
     expect(await driver.openLog(sharedOutcomesPath("q", "work"), { create: false })).toBeUndefined();
   });
 
@@ -221,14 +221,17 @@ describe("outcomes of a shared consumer", () => {
     while (leased.length < 30) leased.push(...(await c.poll({ max: 30, timeoutMs: 1000 })));
     expect(new Set(leased.map((m) => m.partition)).size).toBe(3);
     for (const m of leased.slice(0, 15)) await c.ack(m, { result: m.data });
-    const firstHalf = await take(followOutcomes(driver, "pq", "work", { from: "oldest" }), 15);
+    const firstHalf = await take(followOutcomes("pq", "work", { driver, from: "oldest" }), 15);
     for (const m of leased.slice(15)) await c.ack(m, { result: m.data });
-    const secondHalf = await take(followOutcomes(driver, "pq", "work", { after: firstHalf.at(-1)!.cursor }), 15);
+    const secondHalf = await take(followOutcomes("pq", "work", { driver, after: firstHalf.at(-1)!.cursor }), 15);
     const results = [...firstHalf, ...secondHalf].map((e) => e.result).sort();
     expect(results).toEqual(leased.map((m) => m.data).sort());
     expect(firstHalf.every((e) => e.partition !== undefined)).toBe(true);
     const m = leased[20]!;
-    expect(await waitForOutcome(driver, "pq", "work", m, { timeoutMs: 0 })).toMatchObject({ kind: "completed", partition: m.partition, result: m.data });
-    await expect(waitForOutcome(driver, "pq", "work", { part: m.part, offset: m.offset })).rejects.toMatchObject({ code: "E_OPTION", message: /partition/ });
+    expect(await waitForOutcome("pq", "work", m, { driver, timeoutMs: 0 })).toMatchObject({ kind: "completed", partition: m.partition, result: m.data });
+    await expect(waitForOutcome("pq", "work", { part: m.part, offset: m.offset }, { driver })).rejects.toMatchObject({
+      code: "E_OPTION",
+      message: /partition/,
+    });
   });
 });

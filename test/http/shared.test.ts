@@ -300,5 +300,40 @@ describe("shared consumers over HTTP", () => {
       "Invalid shared.limiter.max 0: use an integer from 1 to 1000000.",
       'Unknown key "queues.q.shared.limiter.per": use max and durationMs.',
     ]);
+    expect(configProblems({ shared: { groupLimiter: { max: 5, durationMs: 0 } }, queues: { q: { shared: { groupLimiter: 5 } } } })).toEqual([
+      "Invalid shared.groupLimiter.durationMs 0: use an integer from 1 to 2147483647.",
+      expect.stringMatching(/^Invalid queues.q.shared.groupLimiter 5: expected an object/),
+    ]);
+    expect(
+      configProblems({ shared: { outcomes: { keep: 0, keepMs: 500 } }, queues: { q: { shared: { outcomes: "yes" } }, r: { shared: { outcomes: false } } } }),
+    ).toEqual([
+      "Invalid shared.outcomes.keep 0: use an integer from 1 to 10000000. Invalid shared.outcomes.keepMs 500: use an integer from 1000 to 315360000000.",
+      expect.stringMatching(/^Invalid queues.q.shared.outcomes "yes": expected false \(keep none\) or an object/),
+    ]);
+  });
+
+  it("server config queues.<q>.shared.groupLimiter: at most max leases of a group in the window, while the other groups go on", async () => {
+    const s = await startServer({ queues: { q: { shared: { groupLimiter: { max: 2, durationMs: 60_000 } } } } });
+    for (const [group, messages] of [
+      ["A", ["a0", "a1", "a2"]],
+      ["B", ["b0", "b1"]],
+    ] as const) {
+      const res = await s.post("/api/v1/queues/q/messages", JSON.stringify({ messages, group }), jsonHeaders);
+      expect(res.status).toBe(201);
+    }
+    const leased: string[] = [];
+    for (let round = 0; round < 2; round++) {
+      const { messages } = await lease(s, { max: 10 });
+      leased.push(...messages.map((m) => m.data as string));
+      await ack(
+        s,
+        messages.map((m) => m.lease),
+      );
+    }
+    expect(leased).toEqual(["a0", "b0", "a1", "b1"]);
+    // Both groups spent their window: nothing now (and a2 stays first in line for its group).
+    expect((await lease(s, { max: 10, timeoutMs: 0 })).messages).toEqual([]);
+    await produce(s, ["plain"]);
+    expect((await lease(s, { max: 10 })).messages.map((m) => m.data)).toEqual(["plain"]);
   });
 });

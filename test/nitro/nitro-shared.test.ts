@@ -121,6 +121,19 @@ describe("useVQueue(): rate limits", () => {
   });
 });
 
+describe("useVQueue(): per-group rate limits", () => {
+  it("the shared config's groupLimiter holds a group whose window is spent, the others go on", async () => {
+    const vq = instance("shared-group-rate", { groupLimiter: { max: 1, durationMs: 60_000 } });
+    await vq.produce("jobs", ["a0", "a1"], { group: "A" });
+    await vq.produce("jobs", ["b0"], { group: "B" });
+    const c = vq.shared("jobs", "w");
+    const first = await c.poll({ max: 10 });
+    expect(first.map((m) => m.data)).toEqual(["a0", "b0"]);
+    for (const m of first) await c.ack(m);
+    expect(await c.poll({ max: 10 })).toEqual([]);
+  });
+});
+
 describe("useVQueue().worker", () => {
   it("runs handlers concurrently, acks on success, nacks with the error and backoff, dead-letters at maxDeliveries, extends long handlers, stops cleanly", async () => {
     // A lease long enough that its extension (half-way) is not late on a loaded machine.

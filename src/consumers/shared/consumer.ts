@@ -230,7 +230,7 @@ export class SharedConsumer implements LeasingConsumer {
     // Once per poll: a lease that ran out since the inbox was last read waits for one read of it.
     let inboxFirst = true;
     for (;;) {
-      const { leased: got, counted, inbox, scannedAt } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
+      const { leased: got, counted, inbox, scannedAt, groupsFreeAt } = await this.#handOut.take(max, leaseMs, maxBytes, inboxFirst);
       // Counted before it goes out: a crash never forgets a delivery. Awaited after the take
       // (takes run one at a time), so that concurrent polls share one journal write (and fsync).
       await counted;
@@ -242,7 +242,7 @@ export class SharedConsumer implements LeasingConsumer {
       }
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) return [];
-      await this.#handOut.wait(remaining, signal, scannedAt);
+      await this.#handOut.wait(remaining, signal, scannedAt, groupsFreeAt);
     }
   }
 
@@ -353,7 +353,7 @@ export class SharedConsumer implements LeasingConsumer {
     if (release) return;
     const outcomes = this.#journal.outcomes;
     if (!outcomes) return;
-    outcomes.record({ kind: "failed", ...this.#outcomeOf(entry), ...(entry.error !== undefined && { error: entry.error }), retryAt: entry.until });
+    outcomes.record("failed", entry, { error: entry.error, retryAt: entry.until });
     await outcomes.flush(this.options.syncCommits);
   }
 
@@ -373,13 +373,8 @@ export class SharedConsumer implements LeasingConsumer {
   #progress(entry: WindowEntry, json: string): Promise<void> {
     const outcomes = this.#journal.outcomes;
     if (!outcomes) return Promise.resolve();
-    outcomes.record({ kind: "progress", ...this.#outcomeOf(entry) }, json);
+    outcomes.record("progress", entry, { valueJson: json });
     return outcomes.flush(this.options.syncCommits);
-  }
-
-  /** What every outcome event says of its message. */
-  #outcomeOf(entry: WindowEntry): { part: number; offset: number; seq: number; deliveries: number } {
-    return { part: entry.part, offset: entry.offset, seq: entry.seq, deliveries: entry.deliveries };
   }
 
   /**
@@ -477,8 +472,8 @@ export class SharedConsumer implements LeasingConsumer {
       entry.state = "acked";
       entry.until = 0;
       if (!outcomes) continue;
-      if (end === "dead") outcomes.record({ kind: "dead", ...this.#outcomeOf(entry), ...(entry.error !== undefined && { error: entry.error }) });
-      else outcomes.record({ kind: "completed", ...this.#outcomeOf(entry) }, results?.[i]);
+      if (end === "dead") outcomes.record("dead", entry, { error: entry.error });
+      else outcomes.record("completed", entry, results?.[i] === undefined ? undefined : { valueJson: results[i] });
     }
     const acking = this.#journal.write(extra, entries);
     for (const entry of entries) entry.acking = acking;
@@ -492,7 +487,11 @@ export class SharedConsumer implements LeasingConsumer {
     const outcomes = this.#journal.outcomes;
     if (outcomes)
       refs.forEach((ref, i) =>
-        outcomes.record({ kind: "completed", part: ref.part, offset: ref.offset, deliveries: this.#journal.deliveriesBefore(keys[i]!) }, results[i]),
+        outcomes.record(
+          "completed",
+          { part: ref.part, offset: ref.offset, deliveries: this.#journal.deliveriesBefore(keys[i]!) },
+          results[i] === undefined ? undefined : { valueJson: results[i] },
+        ),
       );
     return this.#journal.ackAhead(keys);
   }

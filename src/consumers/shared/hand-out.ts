@@ -35,6 +35,8 @@ export interface Taken {
   inbox?: true;
   /** When this take last looked at the window (what came due after it, it has not seen): for `wait`. */
   scannedAt: number;
+  /** The earliest end of a group's spent rate limit that held back a message of the group: for `wait`. */
+  groupsFreeAt?: number;
 }
 
 /**
@@ -101,6 +103,7 @@ export class HandOut {
     let lines = "";
     let mark: ConsumerPosition | undefined;
     let scannedAt: number;
+    let groupsFreeAt: number | undefined;
     for (;;) {
       const now = Date.now();
       scannedAt = now;
@@ -108,9 +111,11 @@ export class HandOut {
       if (journal.limiter.budget(now) === 0) break;
       // Those that failed to move to the dead-letter queue take no place of the others.
       // Priorities among what may go out: all of it, ranked (once the window has seen one).
-      const scan = window.scan(now, window.prioritized ? Infinity : max - out.length + failed.size, options.groupConcurrency);
+      const scan = window.scan(now, window.prioritized ? Infinity : max - out.length + failed.size, options.groupConcurrency, journal.groupLimiter.freeAt(now));
+      groupsFreeAt = scan.groupsFreeAt;
       let room = Math.min(max - out.length, options.maxInFlight - scan.live);
       let moved = false;
+      let skipped = false;
       // Ranked, as many as may go out (and a few more: dead letters and acked ones take no place).
       const available = scan.prioritized ? priorityOrder(scan.available, this.#ranked, room + failed.size + 8) : scan.available;
       for (const entry of available) {
@@ -133,6 +138,12 @@ export class HandOut {
           moved = true;
           continue;
         }
+        const group = entry.attributes?.group;
+        // Its group's rate limit spent by this take (a groupConcurrency above 1): the group waits.
+        if (group !== undefined && journal.groupLimiter.budget(group, now) === 0) {
+          skipped = true;
+          continue;
+        }
         // Past the byte budget: left for the next poll, not handed out (and not counted).
         if (out.length > 0 && bytes + entry.message!.size > maxBytes) {
           full = true;
@@ -148,13 +159,14 @@ export class HandOut {
         entry.firstAt ??= now;
         entry.lease = leases.next();
         entry.until = now + leaseMs;
+        if (group !== undefined) journal.groupLimiter.spend(group, now);
         out.push(entry);
         if (scan.prioritized) this.#ranked++;
         room--;
       }
       if (full) break;
-      // Dead letters took places of the scan: look again before reading more.
-      if (moved && room > 0) continue;
+      // Dead letters, or a group's spent limit, took places of the scan: look again before reading more.
+      if ((moved || skipped) && room > 0) continue;
       const space = Math.min(room, options.maxAckWindow - window.size);
       if (space <= 0 || this.#consumer.isClosed()) break;
       let batch: Message[];
@@ -168,8 +180,9 @@ export class HandOut {
       if (batch.length === 0) break;
       journal.track(batch, await priority.index.lookup(batch));
     }
-    if (out.length === 0) return { leased: [], counted: Promise.resolve(), scannedAt };
-    lines += journal.markLine(mark) + journal.limiter.spend(Date.now(), out.length);
+    if (out.length === 0) return { leased: [], counted: Promise.resolve(), scannedAt, groupsFreeAt };
+    const at = Date.now();
+    lines += journal.markLine(mark) + journal.limiter.spend(at, out.length) + journal.groupLimiter.written(at);
     const counted = journal.write(lines);
     // Spelled out, not spread: this runs for every message handed out.
     const leased = out.map((entry) => {
@@ -198,7 +211,7 @@ export class HandOut {
    * Waits for what may let a poll take more: a change (`notify`), the next lease's end, a new
    * message while there is room for it, `signal`, or `timeoutMs`.
    */
-  async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined, scannedAt: number): Promise<void> {
+  async wait(timeoutMs: number | undefined, signal: AbortSignal | undefined, scannedAt: number, groupsFreeAt?: number): Promise<void> {
     const { options, head, window, journal } = this.#consumer;
     const now = Date.now();
     // Nothing may go out before then: neither a lease's end nor a new message changes that.
@@ -218,8 +231,9 @@ export class HandOut {
       new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true })),
       new Promise<void>((resolve) => (off = this.#onChange(resolve))),
     ];
-    const due = limitedUntil ?? nextAt;
-    const ms = Math.min(timeoutMs ?? Infinity, due === undefined ? Infinity : due - now);
+    // A group held back by its rate limit: the take's look said until when (`groupsFreeAt`).
+    const due = limitedUntil ?? Math.min(nextAt ?? Infinity, groupsFreeAt ?? Infinity);
+    const ms = Math.min(timeoutMs ?? Infinity, due - now);
     if (ms !== Infinity) waits.push(new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))));
     // New messages matter only while there is room to hand them out.
     if (limitedUntil === undefined && live < options.maxInFlight && window.size < options.maxAckWindow)

@@ -24,6 +24,7 @@ import { GroupCommit } from "./group-commit";
 import type { MessageAttributes } from "../../format/attributes";
 import { RateLimiter } from "./limiter";
 import { OutcomeLog } from "./outcome-log";
+import { GroupLimiter } from "./group-limiter";
 
 /** The journal is folded into a new snapshot once it is this large and the floor has moved. */
 const COMPACT_BYTES = 64 * 1024;
@@ -91,6 +92,8 @@ export class SharedJournal {
   readonly limiter: RateLimiter;
   /** What became of the messages handed out (outcome-log.ts), written in the rounds of this journal; none when not kept. */
   readonly outcomes: OutcomeLog | undefined;
+  /** The per-group rate limit's windows, kept in these files too. */
+  readonly groupLimiter: GroupLimiter;
 
   private constructor(
     inner: QueueConsumer,
@@ -102,6 +105,7 @@ export class SharedJournal {
   ) {
     this.#inner = inner;
     this.limiter = new RateLimiter(options.limiter, loaded);
+    this.groupLimiter = new GroupLimiter(options.groupLimiter, loaded.groupTaken);
     this.outcomes = outcomes;
     this.#state = state;
     this.#loaded = loaded;
@@ -330,7 +334,8 @@ export class SharedJournal {
     const deadLettered = this.deadLetteredTotal;
     if (deadLettered > 0) lines += deadLetteredLine(deadLettered);
     if (this.#loaded.born > 0) lines += bornLine(this.#loaded.born);
-    return lines + this.limiter.lines(Date.now());
+    const now = Date.now();
+    return lines + this.limiter.lines(now) + this.groupLimiter.lines(now);
   }
 }
 

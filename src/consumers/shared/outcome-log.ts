@@ -1,6 +1,6 @@
 import type { DriverLock, QueueDriver } from "../../core/driver";
 import type { QueueProblem } from "../../core/errors";
-import { decodeOutcome, encodeNextId, encodeOutcome, type StoredOutcome } from "../../format/outcome";
+import { decodeOutcome, encodeNextId, OutcomeFrames, outcomeAt, type OutcomeDetails, type OutcomeKind, type OutcomeSubject } from "../../format/outcome";
 import type { OutcomeRetention } from "../../options/shared";
 import { readFrames, SideLog } from "../../storage/side-log";
 import { sharedOutcomesJournalPath, sharedOutcomesPath } from "../../storage/paths";
@@ -8,9 +8,6 @@ import { notifyOutcomes } from "./outcome-wake";
 
 /** Past this size the log is compacted whatever its count, keeping the newest events within half of it. */
 const MAX_LOG_BYTES = 64 * 1024 * 1024;
-
-/** What an event says, without its id (the log gives it) and its time (now, unless given). */
-export type OutcomeRecord = Omit<StoredOutcome, "id" | "at" | "result" | "progress"> & { at?: number };
 
 /**
  * A shared consumer's outcome log (format/outcome.ts), written by the holder of its lock: events
@@ -31,8 +28,10 @@ export class OutcomeLog {
   /** Events in the file, and when its oldest happened. */
   #count: number;
   #oldestAt: number | undefined;
-  #pending: Uint8Array[] = [];
-  #pendingAts: number[] = [];
+  /** Recorded since the last flush, framed already. */
+  #pending = new OutcomeFrames();
+  /** When the first of those happened. */
+  #pendingAt = 0;
   /** Flushes one after another (a compaction reads the file and rewrites it in one of them). */
   #chain: Promise<unknown> = Promise.resolve();
   /** The last flush, failure included: a flush with nothing of its own waits for the one that took its events. */
@@ -85,12 +84,12 @@ export class OutcomeLog {
     return new OutcomeLog(log, retention, `${driver.storageKey}\u0000${path}`, onProblem, queue, next, count, oldestAt);
   }
 
-  /** Records an event, appended at the next `flush`. `valueJson`: its result or progress, checked (format/outcome.ts). */
-  record(event: OutcomeRecord, valueJson?: string): void {
+  /** Records an event about `message` (a window entry is one), appended at the next `flush`; `details.valueJson` as `outcomeValueJson` checked it. */
+  record(kind: OutcomeKind, message: OutcomeSubject, details?: OutcomeDetails): void {
     if (this.#stopped) return;
-    const at = event.at ?? Date.now();
-    this.#pending.push(encodeOutcome({ ...event, id: this.#next++, at }, valueJson));
-    this.#pendingAts.push(at);
+    const at = Date.now();
+    if (this.#pending.count === 0) this.#pendingAt = at;
+    this.#pending.add(kind, this.#next++, at, message, details);
   }
 
   /**
@@ -98,15 +97,14 @@ export class OutcomeLog {
    * Resolves once everything recorded before the call is written.
    */
   flush(sync: boolean): Promise<void> {
-    if (this.#pending.length === 0) return this.#last;
-    const payloads = this.#pending;
-    const ats = this.#pendingAts;
-    this.#pending = [];
-    this.#pendingAts = [];
+    if (this.#pending.count === 0) return this.#last;
+    const count = this.#pending.count;
+    const firstAt = this.#pendingAt;
+    const frames = this.#pending.take();
     const run = this.#chain.then(async () => {
-      await this.#log.append(payloads, sync);
-      this.#count += payloads.length;
-      this.#oldestAt ??= ats[0];
+      await this.#log.appendFramed(frames, sync);
+      this.#count += count;
+      this.#oldestAt ??= firstAt;
       notifyOutcomes(this.#wakeKey);
       if (this.#compactionDue(Date.now())) await this.#compact(sync).catch((error: unknown) => this.#stop(error));
     });
@@ -132,12 +130,12 @@ export class OutcomeLog {
     let oldestAt: number | undefined;
     for (let i = frames.length - 1; i >= 0 && kept.length < keep; i--) {
       const payload = frames[i]!.payload;
-      const event = payload[0] === 0 ? undefined : decodeOutcome(payload);
-      if (!event || "next" in event) continue;
-      if (event.at < since || bytes + payload.length > MAX_LOG_BYTES / 2) break;
-      kept.push(payload.slice());
+      const at = payload[0] === 0 ? undefined : outcomeAt(payload);
+      if (at === undefined) continue;
+      if (at < since || bytes + payload.length > MAX_LOG_BYTES / 2) break;
+      kept.push(payload);
       bytes += payload.length;
-      oldestAt = event.at;
+      oldestAt = at;
     }
     kept.reverse();
     await this.#log.rewrite([encodeNextId(this.#next), ...kept], sync);
@@ -149,8 +147,7 @@ export class OutcomeLog {
   /** A failed compaction stops the log, not the acks (its events are a record, the journal is the state). */
   #stop(error: unknown): void {
     this.#stopped = true;
-    this.#pending = [];
-    this.#pendingAts = [];
+    this.#pending.take();
     const why = error instanceof Error ? error.message : String(error);
     this.#onProblem({
       code: "OUTCOMES_STOPPED",

@@ -9,7 +9,8 @@
 import type { QueueDriver } from "../../core/driver";
 import { VQueueError } from "../../core/errors";
 import { assertName } from "../../core/names";
-import { checkInteger } from "../../options/queue";
+import { checkDriver, checkInteger } from "../../options/queue";
+import { checkOption } from "../../core/check";
 import { isEnd } from "../../format/outcome";
 import { partitionName, readPartitions } from "../../partitions/declaration";
 import { sharedOutcomesPath } from "../../storage/paths";
@@ -22,6 +23,8 @@ const PARTITIONS_RECHECK_MS = 2000;
 const DEFAULT_POLL_MS = 100;
 
 export interface FollowOutcomesOptions {
+  /** The storage (on Node, `v-queue` makes the fs driver on `dir` when none is given). */
+  driver: QueueDriver;
   /** Where to start: events written from now on, or every event the log still keeps. @default "now" */
   from?: "now" | "oldest";
   /** Resume after this event's `cursor` (wins over `from`). */
@@ -32,6 +35,8 @@ export interface FollowOutcomesOptions {
 }
 
 export interface WaitForOutcomeOptions {
+  /** The storage (on Node, `v-queue` makes the fs driver on `dir` when none is given). */
+  driver: QueueDriver;
   /** Give up after this long (undefined is answered then). @default no limit */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -59,15 +64,11 @@ interface Source {
  * `progress`. Each event's `cursor`, given back as `after`, resumes after it. Ends when `signal`
  * aborts (or the caller stops iterating).
  */
-export async function* followOutcomes(
-  driver: QueueDriver,
-  queue: string,
-  consumer: string,
-  options: FollowOutcomesOptions = {},
-): AsyncGenerator<OutcomeEvent, void, undefined> {
+export async function* followOutcomes(queue: string, consumer: string, options: FollowOutcomesOptions): AsyncGenerator<OutcomeEvent, void, undefined> {
   assertName(queue, "queue");
   assertName(consumer, "consumer", queue);
-  const { from = "now", after, signal } = options;
+  checkOption("driver", options?.driver, checkDriver);
+  const { driver, from = "now", after, signal } = options;
   if (from !== "now" && from !== "oldest") throw new VQueueError("E_OPTION", `Invalid from ${JSON.stringify(from)}: use "now" or "oldest".`);
   const pollMs = pollInterval(driver, options.pollIntervalMs);
   const partitioned = (await readPartitions(driver, queue)) !== undefined;
@@ -139,14 +140,15 @@ export async function* followOutcomes(
  * through every event the log keeps first: an end that happened before the call is found.
  */
 export async function waitForOutcome(
-  driver: QueueDriver,
   queue: string,
   consumer: string,
   message: OutcomeMessage,
-  options: WaitForOutcomeOptions = {},
+  options: WaitForOutcomeOptions,
 ): Promise<OutcomeEvent | undefined> {
   assertName(queue, "queue");
   assertName(consumer, "consumer", queue);
+  checkOption("driver", options?.driver, checkDriver);
+  const { driver } = options;
   checkInteger("part", message.part, 0, Number.MAX_SAFE_INTEGER);
   checkInteger("offset", message.offset, 0, Number.MAX_SAFE_INTEGER);
   const { timeoutMs, signal } = options;
@@ -165,7 +167,7 @@ export async function waitForOutcome(
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const queueOf = partition === undefined ? queue : partitionName(queue, partition);
-    for await (const event of followOutcomes(driver, queueOf, consumer, { from: "oldest", signal: stop.signal, pollIntervalMs: options.pollIntervalMs })) {
+    for await (const event of followOutcomes(queueOf, consumer, { driver, from: "oldest", signal: stop.signal, pollIntervalMs: options.pollIntervalMs })) {
       if (isEnd(event.kind) && event.part === message.part && event.offset === message.offset) {
         return partition === undefined ? event : { ...event, partition, cursor: `${partition}:${event.id}` };
       }
@@ -182,9 +184,11 @@ export async function waitForOutcome(
  * written from this call on, whenever its reading starts (`from: "now"` is where its first
  * read finds the logs). On a partitioned queue, each partition's place.
  */
-export async function outcomeCursorNow(driver: QueueDriver, queue: string, consumer: string): Promise<string> {
+export async function outcomeCursorNow(queue: string, consumer: string, options: { driver: QueueDriver }): Promise<string> {
   assertName(queue, "queue");
   assertName(consumer, "consumer", queue);
+  checkOption("driver", options?.driver, checkDriver);
+  const { driver } = options;
   const lastId = async (logQueue: string) => {
     const reader = new OutcomeFileReader(driver, sharedOutcomesPath(logQueue, consumer), 0);
     try {

@@ -145,11 +145,19 @@ export class SharedWindow {
   /**
    * One pass from the oldest: the leases still running, and the entries that may be handed
    * out now (ready, or leased past their time), up to `max`; of a group, only those among its
-   * `groupLimit` oldest not acknowledged (docs/work-queues.md#groups). O(window size).
+   * `groupLimit` oldest not acknowledged (docs/work-queues.md#groups), and none of a group
+   * whose rate limit is spent (`groupFreeAt` says until when; the earliest is `groupsFreeAt`).
+   * O(window size).
    */
-  scan(now: number, max: number, groupLimit = 1): { live: number; available: WindowEntry[]; nextAt: number | undefined; prioritized: boolean } {
+  scan(
+    now: number,
+    max: number,
+    groupLimit = 1,
+    groupFreeAt?: (group: string) => number | undefined,
+  ): { live: number; available: WindowEntry[]; nextAt: number | undefined; prioritized: boolean; groupsFreeAt: number | undefined } {
     let live = 0;
     let nextAt: number | undefined;
+    let groupsFreeAt: number | undefined;
     let prioritized = false;
     const available: WindowEntry[] = [];
     /** Per group, its messages not acknowledged so far in the pass (only once a message had a group). */
@@ -167,14 +175,19 @@ export class SharedWindow {
         if (entry.state === "leased") live++;
         nextAt = nextAt === undefined ? entry.until : Math.min(nextAt, entry.until);
       } else if (turn) {
-        if (available.length < max) available.push(entry);
-        prioritized ||= entry.attributes?.priority !== undefined;
+        // Its group's rate limit spent: it waits, and the rest of its group behind it.
+        const freeAt = group !== undefined && groupFreeAt ? groupFreeAt(group) : undefined;
+        if (freeAt !== undefined) groupsFreeAt = Math.min(groupsFreeAt ?? freeAt, freeAt);
+        else {
+          if (available.length < max) available.push(entry);
+          prioritized ||= entry.attributes?.priority !== undefined;
+        }
       }
     };
     // A plain loop: this runs at every take, over the whole window.
     for (let i = this.#head; i < this.#entries.length; i++) visit(this.#entries[i]!);
     if (this.#ahead.size > 0) for (const entry of this.#ahead.values()) visit(entry);
-    return { live, available, nextAt, prioritized };
+    return { live, available, nextAt, prioritized, groupsFreeAt };
   }
 
   /** Whether messages of a priority were taken ahead of the head (and are not in the window's order yet). */

@@ -30,7 +30,11 @@ import { writeWhole } from "../../storage/write-whole";
  *   earlier versions have none (0: every lease id is taken).
  * - `T;<at>;<count>;` (taken): `count` messages were handed out at `at` (ms since the epoch), for a
  *   consumer with a rate limit (consumers/shared/limiter.ts); a snapshot keeps those still in its window;
- * - `P;<until>;` (paused): nothing is handed out before `until` (a back-off; the latest counts).
+ * - `P;<until>;` (paused): nothing is handed out before `until` (a back-off; the latest counts);
+ * - `G;<at>;<count>;<group>;` (group taken): `count` messages of `group` were handed out at `at`,
+ *   for a consumer with a per-group rate limit (consumers/shared/group-limiter.ts); the group
+ *   comes last, as all of the line up to its last `;` (a group may hold `;`); a snapshot keeps
+ *   those still in their group's window.
  * All only grow in meaning (sets of acks, counts and a mark that only go up), so replaying the
  * journal over any snapshot, twice or in part, gives the same state: a crash between writing
  * the new snapshot and emptying the journal loses nothing. A line with a bad crc (a torn last
@@ -62,6 +66,13 @@ export interface SharedSnapshot {
   taken: TakenCount[];
   /** A back-off's end (`P`), ms since the epoch; 0 for none. */
   pausedUntil: number;
+  /** Hand-outs counted by a per-group rate limit (`G`). */
+  groupTaken: GroupTakenCount[];
+}
+
+/** `count` hand-outs of messages of `group` at `at` (ms since the epoch). */
+export interface GroupTakenCount extends TakenCount {
+  group: string;
 }
 
 /** `count` hand-outs at `at` (ms since the epoch). */
@@ -158,6 +169,7 @@ export const deadLetteredLine = (count: number): string => line(`L;${count};`);
 export const bornLine = (born: number): string => line(`B;${born};`);
 export const takenLine = (at: number, count: number): string => line(`T;${at};${count};`);
 export const backOffLine = (until: number): string => line(`P;${until};`);
+export const groupTakenLine = (at: number, count: number, group: string): string => line(`G;${at};${count};${group};`);
 
 /** The lease id of `at` (ms since the epoch): lease ids count from the clock in thousandths of a ms. */
 export const leaseIdAt = (at: number): number => Math.floor(at) * 1000;
@@ -228,6 +240,7 @@ export class SharedState {
       born: 0,
       taken: [],
       pausedUntil: 0,
+      groupTaken: [],
     };
     const snapshot = await this.#driver.readRecord(sharedStatePath(this.#queue, this.#consumer));
     const journal = await this.#driver.openLog(sharedJournalPath(this.#queue, this.#consumer), { create: false });
@@ -262,6 +275,11 @@ export class SharedState {
       else if (kind === "B") state.born = Math.max(state.born, Number(a) || 0);
       else if (kind === "T" && Number.isSafeInteger(Number(a)) && Number(b) > 0) state.taken.push({ at: Number(a), count: Number(b) });
       else if (kind === "P") state.pausedUntil = Math.max(state.pausedUntil, Number(a) || 0);
+      else if (kind === "G") {
+        // The group is the rest of the line: it may hold `;`.
+        const group = fields.slice(`G;${a};${b};`.length, -1);
+        if (Number.isSafeInteger(Number(a)) && Number(b) > 0 && group !== "") state.groupTaken.push({ at: Number(a), count: Number(b), group });
+      }
     }
     if (bad > 0) {
       onProblem({

@@ -88,6 +88,33 @@ describe("client: outcomes", () => {
     expect(await take(client.events("q", "w", { after: got[1]!.cursor }), 1)).toEqual([got[2]]);
   });
 
+  it("events(): the signal ends the loop without an error; ctx.progress() of a value that is not JSON rejects and sends nothing", async () => {
+    const s = await startServer();
+    const client = clientOf(s);
+    const produced = await client.produce("q", "job");
+    let refused: unknown;
+    const worker = client.worker(
+      "q",
+      "w",
+      async (_m, ctx) => {
+        refused = await ctx.progress(() => 1).catch((error: unknown) => error);
+        return "ok";
+      },
+      quiet,
+    );
+    await client.finished("q", "w", produced, { timeoutMs: 20_000 });
+    await worker.stop();
+    expect(refused).toBeInstanceOf(TypeError);
+    expect((refused as Error).message).toBe("A progress value must be a JSON value, not a function.");
+    const controller = new AbortController();
+    const seen: string[] = [];
+    for await (const event of client.events("q", "w", { from: "oldest", signal: controller.signal })) {
+      seen.push(event.kind);
+      controller.abort();
+    }
+    expect(seen).toEqual(["completed"]);
+  });
+
   it("worker(): a return value that is not JSON, or too large, nacks the message with a clear error", async () => {
     const s = await startServer();
     const client = clientOf(s);

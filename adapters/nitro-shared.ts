@@ -19,8 +19,10 @@ export interface VQueueSharedConsumer {
   readonly name: string;
   /** Leases up to `max` (a partitioned queue's messages carry their `partition`) (default 10) messages (bodies up to `maxBytes`, at least one; default no limit), waiting up to `timeoutMs` (default 0: at once) for the first. */
   poll(options?: { max?: number; maxBytes?: number; leaseMs?: number; timeoutMs?: number; signal?: AbortSignal }): Promise<LeasedMessage[]>;
-  /** Acknowledges a leased message (durable when it resolves). */
-  ack(ref: LeaseRef): Promise<void>;
+  /** Acknowledges a leased message (durable when it resolves); `result` (a JSON value, at most 64 KiB as JSON): its `completed` outcome's. */
+  ack(ref: LeaseRef, options?: { result?: unknown }): Promise<void>;
+  /** A progress update of a leased message (a JSON value, at most 64 KiB as JSON; durable when it resolves); `E_LEASE` unless it is leased now. */
+  progress(ref: LeaseRef, progress: unknown): Promise<void>;
   /** Gives it back: again after `delayMs`, or to the dead-letter queue (`deadLetter`, or after `maxDeliveries`). */
   nack(ref: LeaseRef, options?: NackOptions): Promise<void>;
   /** Keeps a lease `leaseMs` more from now; resolves with its new end. */
@@ -45,7 +47,8 @@ export function sharedHandle(handler: () => Promise<QueueHandler>, queue: string
     name,
     poll: ({ max = 10, maxBytes = Infinity, leaseMs, timeoutMs = 0, signal } = {}) =>
       withHttpStatus(slot().then((opened) => opened.lease({ max, maxBytes, leaseMs, timeoutMs, signal }))),
-    ack: (ref) => withHttpStatus(slot().then((opened) => one(opened.ack([ref])))),
+    ack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.ack([ref], options.result === undefined ? undefined : [options.result])))),
+    progress: (ref, progress) => withHttpStatus(slot().then((opened) => opened.progress(ref, progress))),
     nack: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.nack([ref], options)))),
     extend: (ref, options = {}) => withHttpStatus(slot().then((opened) => one(opened.extend([ref], options.leaseMs)))),
     backOff: (ms) => withHttpStatus(slot().then((opened) => opened.backOff(ms))),
@@ -93,7 +96,10 @@ export function engineWorker<T>(
       const now = Date.now();
       return { messages: messages.map((m) => fromLeaseRecord(m, json)), leaseMs: messages.length > 0 ? messages[0]!.leaseUntil - now : 0 };
     },
-    ack: async (leases) => ({ errors: errorsOf(leases, await (await slot()).ack(refs(leases))) }),
+    ack: async (leases, results) => ({
+      errors: errorsOf(leases, await (await slot()).ack(refs(leases), results && leases.map((lease) => results[lease]))),
+    }),
+    progress: async (lease, progress) => (await slot()).progress(refs([lease])[0]!, progress),
     nack: async (leases, { delayMs, defaultDelayMs, error, deadLetter, release }) => ({
       errors: errorsOf(leases, await (await slot()).nack(refs(leases), { delayMs, defaultDelayMs, error, deadLetter, release })),
     }),

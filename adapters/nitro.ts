@@ -27,7 +27,7 @@ import { NITRO_DEFAULT_DIR, resolveDriver, storageNeedsEnv } from "./storage";
 import { exportQueueObject, workerEnv, workerEnvPending, type NitroEntryOptions } from "./nitro-cloudflare";
 import { engineWorker, sharedHandle, withHttpStatus, type VQueueSharedConsumer } from "./nitro-shared";
 import type { LeasedClientMessage } from "../client/shared";
-import type { Worker, WorkerOptions } from "../client/worker";
+import type { Worker, WorkerHandlerContext, WorkerOptions } from "../client/worker";
 
 export type { VQueueSharedConsumer } from "./nitro-shared";
 
@@ -241,9 +241,15 @@ export interface VQueueInstance {
   shared(queue: string, consumer: string): VQueueSharedConsumer;
   /**
    * Runs `handler` on the messages of shared consumer `consumer`, `concurrency` at once, in this
-   * process: the client's `worker` (same options, same messages) on the engine instead of HTTP.
+   * process: the client's `worker` (same options, same messages, same `ctx`: its return value is
+   * the result, `ctx.progress`) on the engine instead of HTTP.
    */
-  worker<T = never>(queue: string, consumer: string, handler: (message: LeasedClientMessage<T>) => unknown, options?: WorkerOptions): Worker;
+  worker<T = never>(
+    queue: string,
+    consumer: string,
+    handler: (message: LeasedClientMessage<T>, ctx: WorkerHandlerContext) => unknown,
+    options?: WorkerOptions,
+  ): Worker;
   /** Pushes with a delay (`delayMs`, `at`) and/or an idempotency key (`key`), as the API's produce; to a partitioned queue with `partitionKey` (the only way: `push` refuses one). */
   produce(queue: string, messages: MessageInput | MessageInput[], options: ProduceOptions & { partitionKey?: string }): Promise<VQueueProduceResult>;
   /** Sets schedule `name` of `queue` (created, or updated in place): see the module's `schedules`. */
@@ -386,7 +392,7 @@ function createInstance(name: string, options: VQueueRuntimeOptions, baseURL: st
       return { queue, count: positions.length, first: positions[0]!, last: positions.at(-1)! };
     },
     shared: (queue: string, consumer: string) => sharedHandle(handler, queue, consumer),
-    worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>) => unknown, workerOptions?: WorkerOptions) =>
+    worker: <T>(queue: string, consumer: string, run: (message: LeasedClientMessage<T>, ctx: WorkerHandlerContext) => unknown, workerOptions?: WorkerOptions) =>
       engineWorker(handler, queue, consumer, run, workerOptions),
     async produce(queue: string, messages: MessageInput | MessageInput[], produceOptions: ProduceOptions & { partitionKey?: string }) {
       return withHttpStatus((await handler()).produce(queue, messages, produceOptions));

@@ -1,4 +1,4 @@
-import type { HttpErrorCode } from "../protocol/api";
+import type { HttpErrorCode, OutcomeEventJSON } from "../protocol/api";
 
 /**
  * The server answered with an error: `status`, and the API's `code` and `message`. `E_RESPONSE`:
@@ -66,3 +66,34 @@ export class RateLimitError extends Error {
     );
   }
 }
+
+/**
+ * `finished()`: the message went to the dead-letter queue (its deliveries ran out, or a nack
+ * sent it there). `reason` is the error it failed with; `outcome` the whole `dead` event.
+ */
+export class MessageDeadError extends Error {
+  override name = "MessageDeadError";
+  readonly code = "E_DEAD";
+  readonly reason: string | undefined;
+  constructor(readonly outcome: OutcomeEventJSON) {
+    super(
+      `The message ${describePosition(outcome)} went to the dead-letter queue after ${outcome.deliveries} deliveries: ${outcome.error ?? "(no error given)"}`,
+    );
+    this.reason = outcome.error;
+  }
+}
+
+/** `finished()`: the message did not end (completed or dead) within `timeoutMs`. It may still: its outcome can be asked again. */
+export class OutcomeTimeoutError extends Error {
+  override name = "OutcomeTimeoutError";
+  readonly code = "E_TIMEOUT";
+  constructor(
+    readonly timeoutMs: number,
+    position: { part: number; offset: number; partition?: number },
+  ) {
+    super(`The message ${describePosition(position)} did not end within ${timeoutMs} ms.`);
+  }
+}
+
+const describePosition = ({ part, offset, partition }: { part: number; offset: number; partition?: number }) =>
+  `${partition === undefined ? "" : `p${partition}:`}${part}.${offset}`;

@@ -10,6 +10,9 @@ import type {
   CommitResponse,
   ExtendResponse,
   NackResponse,
+  OutcomeEventJSON,
+  OutcomeResponse,
+  ProgressResponse,
   RedriveResponse,
   ConsumeResponse,
   ConsumerListResponse,
@@ -42,19 +45,29 @@ import { fromBatchRecord, fromJSONMessage, type AnyClientMessage, type ClientMes
 import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, checkRetryOptions, withRetries, type RetryOption } from "./retry";
 import { isReplay, produceExtras, toJSONText, type ProduceInput, type ProduceReplay } from "./produce";
 import { browseCalls, type BrowseOptions, type BrowseRequest, type BrowseResult } from "./browse";
-import { sharedCalls, type AnyLeasedMessage, type SharedRequest, type LeasedClientMessage, type LeaseOptions, type NackClientOptions } from "./shared";
+import {
+  sharedCalls,
+  type AckClientOptions,
+  type AnyLeasedMessage,
+  type SharedRequest,
+  type LeasedClientMessage,
+  type LeaseOptions,
+  type NackClientOptions,
+} from "./shared";
+import { followEvents, waitFinished, type EventsOptions, type FinishedOptions, type OutcomeTarget, type StreamContext } from "./outcomes";
 import { subscribe, type SubscribeOptions } from "./subscribe";
 import type { ConsumeOptions, ConsumeResult } from "./types";
 import { runWorker, type Worker, type WorkerHandlerContext, type WorkerOptions } from "./worker";
 
 export type * from "../protocol/api";
-export { RateLimitError, VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+export { MessageDeadError, OutcomeTimeoutError, RateLimitError, VQueueClientError, VQueueNetworkError, isAbortError } from "./errors";
+export type { EventsOptions, FinishedOptions, OutcomeTarget } from "./outcomes";
 export type { BytesMessage, ClientMessage, ParsedMessage, TextMessage, UnparsedMessage } from "./messages";
 export type { JsonValue, ProduceInput, ProduceMessage, ProduceReplay } from "./produce";
 export type { SubscribeOptions } from "./subscribe";
 export type { ConsumeOptions, ConsumeResult } from "./types";
 export type { BrowseOptions, BrowseResult, BrowseStart } from "./browse";
-export type { LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
+export type { AckClientOptions, LeaseInfo, LeasedClientMessage, LeaseOptions, NackClientOptions } from "./shared";
 export type { RetryOption } from "./retry";
 export type { Worker, WorkerHandlerContext, WorkerOptions, WorkerStats } from "./worker";
 
@@ -185,8 +198,26 @@ export interface VQueueClient {
   lease(queue: string, consumer: string, options?: LeaseOptions & { json?: false }): Promise<LeasedClientMessage[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions & { json: true }): Promise<LeasedClientMessage<T>[]>;
   lease<T = unknown>(queue: string, consumer: string, options: LeaseOptions): Promise<LeasedClientMessage<T>[] | LeasedClientMessage[]>;
-  /** Acknowledges leased messages (answered once durable); refused leases are in `errors`. Retried (`retryTimeoutMs`). */
-  ack(queue: string, consumer: string, leases: string | string[], options?: { signal?: AbortSignal } & RetryOption): Promise<AckResponse>;
+  /**
+   * Acknowledges leased messages (answered once durable); refused leases are in `errors`.
+   * `results`: a result per lease token, carried by its `completed` outcome. Retried (`retryTimeoutMs`).
+   */
+  ack(queue: string, consumer: string, leases: string | string[], options?: AckClientOptions & RetryOption): Promise<AckResponse>;
+  /** A progress update of a leased message (any JSON value, at most 64 KiB as JSON): a `progress` outcome event. 409 `E_LEASE` unless the lease is held. Retried. */
+  progress(queue: string, consumer: string, lease: string, progress: unknown, options?: { signal?: AbortSignal } & RetryOption): Promise<ProgressResponse>;
+  /**
+   * The outcome events of shared consumer `consumer` (progress, completed, failed, dead) as they
+   * come, over server-sent events: a dropped connection is made again after the last event
+   * seen. Ends when `signal` aborts or the loop breaks.
+   */
+  events(queue: string, consumer: string, options?: EventsOptions): AsyncGenerator<OutcomeEventJSON, void, undefined>;
+  /**
+   * Waits for one message's end: resolves with its `completed` event (`result` is what its
+   * handler returned); rejects with `MessageDeadError` (`E_DEAD`) when it went to the dead-letter
+   * queue, `OutcomeTimeoutError` (`E_TIMEOUT`) when it did not end within `timeoutMs`.
+   * `message`: `{ part, offset, partition? }`, or a produce's answer (its first message).
+   */
+  finished(queue: string, consumer: string, message: OutcomeTarget, options?: FinishedOptions): Promise<OutcomeEventJSON>;
   /** Gives leased messages back: again after `delayMs`, or to the dead-letter queue (`deadLetter`). Retried (`retryTimeoutMs`). */
   nack(queue: string, consumer: string, leases: string | string[], options?: NackClientOptions & RetryOption): Promise<NackResponse>;
   /** Keeps leases `leaseMs` more from now. Retried (`retryTimeoutMs`). */
@@ -258,6 +289,12 @@ export function createClient(options: ClientOptions): VQueueClient {
   const c = (queue: string, consumer: string) => `${q(queue)}/consumers/${encodeURIComponent(consumer)}`;
   const shared = sharedCalls(request as SharedRequest, c, q);
   const reads = browseCalls(request as BrowseRequest, q);
+  const stream: StreamContext = {
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    url: (path) => `${options.baseURL.replace(/\/+$/, "")}${path}`,
+    headers,
+    retryDelayMs: delayMs,
+  };
 
   const client: VQueueClient = {
     health: () => request("/health", { idempotent: true }),
@@ -372,6 +409,14 @@ export function createClient(options: ClientOptions): VQueueClient {
 
     lease: (async (queue: string, consumer: string, opts?: LeaseOptions) => (await shared.leaseBatch(queue, consumer, opts)).messages) as VQueueClient["lease"],
     ack: shared.ack,
+    progress: shared.progress,
+    events: (queue, consumer, opts) => followEvents(stream, `${c(queue, consumer)}/events`, opts),
+    finished: (queue, consumer, message, opts) =>
+      waitFinished(
+        (query, stepMs, signal) => request<OutcomeResponse>(`${c(queue, consumer)}/outcome`, { query, safe: true, signal, extraTimeout: stepMs }),
+        message,
+        opts,
+      ),
     nack: shared.nack,
     extend: shared.extend,
     backOff: shared.backOff,
@@ -383,7 +428,8 @@ export function createClient(options: ClientOptions): VQueueClient {
       runWorker(
         {
           leaseBatch: (o) => shared.leaseBatch(queue, consumer, o),
-          ack: (leases) => shared.ack(queue, consumer, leases, { retry: false }),
+          ack: (leases, results) => shared.ack(queue, consumer, leases, { results, retry: false }),
+          progress: (lease, value) => shared.progress(queue, consumer, lease, value, { retry: false }),
           nack: (leases, o) => shared.nack(queue, consumer, leases, { ...o, retry: false }),
           extend: (leases, leaseMs) => shared.extend(queue, consumer, leases, { leaseMs, retry: false }),
           backOff: (delayMs) => shared.backOff(queue, consumer, delayMs, { retry: false }),

@@ -30,34 +30,39 @@ type JsonInput<T> = T extends JsonValue
  * The JSON text of a message, refusing with a TypeError what the types refuse (and what they
  * cannot see: a non-plain object, a number that is not finite) instead of sending it changed.
  */
-export function toJSONText(value: unknown): string {
-  return JSON.stringify(value, strictReplacer);
+export function toJSONText(value: unknown, subject?: string): string {
+  return JSON.stringify(value, subject === undefined ? messageReplacer : strictReplacer(`${subject} must be a JSON value`));
 }
 
-function strictReplacer(this: unknown, key: string, value: unknown): unknown {
-  // `value` is after toJSON (a Date is a string by then): look at the original.
-  const original = (this as Record<string, unknown>)[key];
-  const refuse = (what: string) => {
-    const where = key !== "" && !Array.isArray(this) ? ` (at "${key}")` : "";
-    throw new TypeError(`A message must be text, bytes or a JSON value, not ${what}${where}.`);
+const messageReplacer = strictReplacer("A message must be text, bytes or a JSON value");
+
+/** A replacer refusing what is not a JSON value: "`rule`, not <what it is>". */
+function strictReplacer(rule: string) {
+  return function (this: unknown, key: string, value: unknown): unknown {
+    // `value` is after toJSON (a Date is a string by then): look at the original.
+    const original = (this as Record<string, unknown>)[key];
+    const refuse = (what: string) => {
+      const where = key !== "" && !Array.isArray(this) ? ` (at "${key}")` : "";
+      throw new TypeError(`${rule}, not ${what}${where}.`);
+    };
+    switch (typeof original) {
+      case "function":
+      case "symbol":
+      case "bigint":
+        return refuse(`a ${typeof original}`);
+      case "undefined":
+        // A missing property is fine; undefined in an array would go as null, alone as nothing.
+        if (key === "" || Array.isArray(this)) refuse("undefined");
+        return value;
+      case "number":
+        if (!Number.isFinite(original)) refuse(String(original));
+        return value;
+      case "object":
+        if (original !== null && !Array.isArray(original) && !isPlainObject(original)) refuse(`a ${original.constructor?.name ?? "non-plain object"}`);
+        return value;
+    }
+    return value;
   };
-  switch (typeof original) {
-    case "function":
-    case "symbol":
-    case "bigint":
-      return refuse(`a ${typeof original}`);
-    case "undefined":
-      // A missing property is fine; undefined in an array would go as null, alone as nothing.
-      if (key === "" || Array.isArray(this)) refuse("undefined");
-      return value;
-    case "number":
-      if (!Number.isFinite(original)) refuse(String(original));
-      return value;
-    case "object":
-      if (original !== null && !Array.isArray(original) && !isPlainObject(original)) refuse(`a ${original.constructor?.name ?? "non-plain object"}`);
-      return value;
-  }
-  return value;
 }
 
 /** An object literal (or `Object.create(null)`), from any realm: not a Date, Map, class instance... */

@@ -1,4 +1,13 @@
-import type { AckResponse, BackOffResponse, ExtendResponse, LeasedMessageJSON, LeaseResponse, NackResponse, RedriveResponse } from "../protocol/api";
+import type {
+  AckResponse,
+  BackOffResponse,
+  ExtendResponse,
+  LeasedMessageJSON,
+  LeaseResponse,
+  NackResponse,
+  ProgressResponse,
+  RedriveResponse,
+} from "../protocol/api";
 import { BATCH_CONTENT_TYPE, decodeLeases, leaseToken, type LeaseRecord } from "../protocol/binary";
 import { ProtocolError } from "../protocol/errors";
 import { VQueueClientError } from "./errors";
@@ -31,6 +40,12 @@ export interface LeaseOptions {
   signal?: AbortSignal;
   /** Parse text messages as JSON (as `consume` does). @default false */
   json?: boolean;
+}
+
+export interface AckClientOptions {
+  /** A result per lease token (any JSON value, at most 64 KiB as JSON): the `completed` outcome carries it (`events`, `finished`). */
+  results?: Record<string, unknown>;
+  signal?: AbortSignal;
 }
 
 export interface NackClientOptions {
@@ -89,8 +104,16 @@ export function sharedCalls(request: SharedRequest, c: (queue: string, consumer:
       return { messages: records.map((r) => fromLeaseRecord(r, json)), leaseMs: records.length > 0 ? records[0]!.leaseUntil - now : 0 };
     },
     // Safe to repeat, so retried (the client's `retryTimeoutMs`); `retry: false` from the worker, which retries them itself.
-    ack: (queue: string, consumer: string, list: string | string[], opts: { signal?: AbortSignal } & RetryOption = {}) =>
-      request<AckResponse>(`${c(queue, consumer)}/ack`, { method: "POST", body: { leases: leases(list) }, safe: opts.retry ?? true, signal: opts.signal }),
+    ack: (queue: string, consumer: string, list: string | string[], opts: AckClientOptions & RetryOption = {}) =>
+      request<AckResponse>(`${c(queue, consumer)}/ack`, {
+        method: "POST",
+        body: { leases: leases(list), ...(opts.results === undefined ? {} : { results: opts.results }) },
+        safe: opts.retry ?? true,
+        signal: opts.signal,
+      }),
+    // A repeat is one more progress event, harmless: retried.
+    progress: (queue: string, consumer: string, lease: string, progress: unknown, opts: { signal?: AbortSignal } & RetryOption = {}) =>
+      request<ProgressResponse>(`${c(queue, consumer)}/progress`, { method: "POST", body: { lease, progress }, safe: opts.retry ?? true, signal: opts.signal }),
     nack: (queue: string, consumer: string, list: string | string[], opts: NackClientOptions & RetryOption = {}) => {
       const { signal, retry = true, ...rest } = opts;
       return request<NackResponse>(`${c(queue, consumer)}/nack`, { method: "POST", body: { leases: leases(list), ...rest }, safe: retry, signal });

@@ -1,3 +1,5 @@
+import { MAX_OUTCOME_BYTES } from "../src/format/outcome";
+import { toJSONText } from "./produce";
 import type { AnyLeasedMessage } from "./shared";
 
 export interface WorkerOptions {
@@ -76,4 +78,17 @@ function describeValue(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** Why `value` cannot be a result or progress value (not a JSON value, or too large), or undefined. `what` names it. */
+export function outcomeValueError(value: unknown, what: string): TypeError | undefined {
+  let text: string;
+  try {
+    text = toJSONText(value, what);
+  } catch (error) {
+    return error as TypeError;
+  }
+  const bytes = new TextEncoder().encode(text).length;
+  if (bytes > MAX_OUTCOME_BYTES) return new TypeError(`${what} is ${bytes} bytes as JSON: the most is ${MAX_OUTCOME_BYTES}.`);
+  return undefined;
 }

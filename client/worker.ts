@@ -4,7 +4,7 @@ import { sleep } from "../src/core/sleep";
 import { RateLimitError, VQueueClientError, isAbortError } from "./errors";
 import { RETRY_DELAY_MS, RETRY_TIMEOUT_MS, isTransient, retryDelay, withRetries } from "./retry";
 import type { AnyLeasedMessage, LeaseBatch, LeasedClientMessage, NackClientOptions } from "./shared";
-import { checkWorkerOptions, type WorkerOptions } from "./worker-options";
+import { checkWorkerOptions, outcomeValueError, type WorkerOptions } from "./worker-options";
 import { workerLine, type WorkerEvent, type WorkerName } from "./worker-log";
 
 export type { WorkerOptions };
@@ -31,6 +31,12 @@ export interface WorkerHandlerContext {
    * throws a `RateLimitError`.
    */
   rateLimit(delayMs: number): void;
+  /**
+   * A progress update of this message (any JSON value, at most 64 KiB as JSON): a `progress`
+   * outcome event (`events()`). Resolves once the server has it; rejects when it is refused
+   * (not JSON, too large, the lease lost). Sent in order, and before the message's ack.
+   */
+  progress(value: unknown): Promise<void>;
 }
 
 export interface Worker {
@@ -45,7 +51,9 @@ export interface Worker {
 
 export interface WorkerCalls {
   leaseBatch(opts: { max: number; leaseMs?: number; timeoutMs: number; signal: AbortSignal; json: boolean }): Promise<LeaseBatch>;
-  ack(leases: string[]): Promise<{ errors: { lease: string; message: string }[] }>;
+  /** `results`: by lease token, those whose handler returned a value. */
+  ack(leases: string[], results?: Record<string, unknown>): Promise<{ errors: { lease: string; message: string }[] }>;
+  progress(lease: string, progress: unknown): Promise<unknown>;
   nack(leases: string[], opts: NackClientOptions): Promise<unknown>;
   extend(leases: string[], leaseMs: number): Promise<{ extended: { lease: string }[] }>;
   backOff(delayMs: number): Promise<unknown>;
@@ -68,6 +76,8 @@ interface Held {
   lost?: boolean;
   /** An extend of it is on its way: not asked again before the answer. */
   extending?: boolean;
+  /** Its handler's progress updates on their way, in order: its ack goes after them. */
+  progressing?: Promise<unknown>;
 }
 
 const defaultBackoff = (deliveries: number) => Math.min(100 * 2 ** Math.max(0, deliveries - 1), 30_000);
@@ -116,6 +126,8 @@ export function runWorker<T>(
   const running = new Set<Held>();
   const sending = new Set<Promise<unknown>>();
   let acks: AnyLeasedMessage[] = [];
+  /** The results of the acks waiting, by lease token (handlers that returned a value). */
+  let results: Record<string, unknown> | undefined;
   let ackTimer: ReturnType<typeof setTimeout> | undefined;
   let stopping = false;
   /** The lease requests in flight: one controller each, since the client links it to its timeout (AbortSignal.any keeps every signal linked to a long-lived one, nodejs/node#55351). */
@@ -156,9 +168,14 @@ export function runWorker<T>(
     ackTimer = undefined;
     if (acks.length === 0) return;
     const list = acks;
+    const sentResults = results;
     acks = [];
+    results = undefined;
     send("ack", async () => {
-      const { errors } = await calls.ack(list.map((m) => m.lease));
+      const { errors } = await calls.ack(
+        list.map((m) => m.lease),
+        sentResults,
+      );
       for (const e of errors) onError(new Error(`ack of ${e.lease} refused: ${e.message}`));
       if (options.onAck) {
         const refused = new Set(errors.map((e) => e.lease));
@@ -167,8 +184,9 @@ export function runWorker<T>(
     });
   };
 
-  const ack = (message: AnyLeasedMessage) => {
+  const ack = (message: AnyLeasedMessage, result: unknown) => {
     acks.push(message);
+    if (result !== undefined) (results ??= {})[message.lease] = result;
     if (acks.length >= batch) flushAcks();
     else ackTimer ??= setTimeout(flushAcks, ackDelayMs);
   };
@@ -216,18 +234,42 @@ export function runWorker<T>(
     clearTimeout(resumeTimer);
     resumeTimer = setTimeout(pump, delayMs);
   };
-  const handlerContext: WorkerHandlerContext = { rateLimit: (delayMs) => rateLimit(delayMs) };
 
-  /** A handler ended: ack, or nack with its error (to the dead-letter queue at maxDeliveries); a `RateLimitError` backs off and gives it back uncounted. */
-  const settle = (held: Held, failed: boolean, error?: unknown) => {
+  /** Sends a handler's progress update after its earlier ones; the rejection is the caller's to see (and marked handled: an update not awaited fails quietly). */
+  const progress = (held: Held, value: unknown): Promise<void> => {
+    const problem = outcomeValueError(value, "A progress value");
+    if (problem) return Promise.reject(problem);
+    const sent = (held.progressing ?? Promise.resolve())
+      .catch(() => {})
+      .then(() => withRetries(() => calls.progress(held.message.lease, value), { timeoutMs: retryTimeoutMs, delayMs: retryDelayMs }))
+      .then(() => {});
+    const tracked = sent.catch(() => {});
+    held.progressing = tracked;
+    sending.add(tracked);
+    void tracked.finally(() => sending.delete(tracked));
+    return sent;
+  };
+  const contextOf = (held: Held): WorkerHandlerContext => ({ rateLimit: (delayMs) => rateLimit(delayMs), progress: (value) => progress(held, value) });
+
+  /**
+   * A handler ended: ack (with what it returned, a JSON value), or nack with its error (to the
+   * dead-letter queue at maxDeliveries); a `RateLimitError` backs off and gives it back uncounted.
+   */
+  const settle = (held: Held, failed: boolean, error?: unknown, result?: unknown) => {
     const { message } = held;
+    if (!failed && result !== undefined) {
+      const problem = outcomeValueError(result, "The handler's return value");
+      if (problem) return settle(held, true, problem);
+    }
     running.delete(held);
     stats.running = running.size;
     if (failed && RateLimitError.isRateLimit(error)) {
       rateLimit(error.delayMs, [message.lease]);
     } else if (!failed) {
       stats.processed++;
-      ack(message);
+      // After its progress updates: the ack ends the lease they need.
+      if (held.progressing) void held.progressing.then(() => ack(message, result));
+      else ack(message, result);
     } else {
       stats.failed++;
       const deadLetter = maxDeliveries !== undefined && message.deliveries >= maxDeliveries;
@@ -247,16 +289,16 @@ export function runWorker<T>(
     stats.running = running.size;
     let result: unknown;
     try {
-      result = handler(held.message as unknown as LeasedClientMessage<T>, handlerContext);
+      result = handler(held.message as unknown as LeasedClientMessage<T>, contextOf(held));
     } catch (error) {
       return settle(held, true, error);
     }
     if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") {
       (result as PromiseLike<unknown>).then(
-        () => settle(held, false),
+        (value) => settle(held, false, undefined, value),
         (error: unknown) => settle(held, true, error),
       );
-    } else settle(held, false);
+    } else settle(held, false, undefined, result);
   };
 
   let pumping = false;
@@ -407,7 +449,11 @@ export function runWorker<T>(
       flushAcks();
       clearTimeout(extendTicker);
       clearTimeout(resumeTimer);
-      while (sending.size > 0) await Promise.all([...sending]);
+      // An ack that waited for its message's progress updates is sent once they are.
+      while (sending.size > 0) {
+        await Promise.all([...sending]);
+        flushAcks();
+      }
       finish(failure);
     })();
     return stopped;

@@ -5,6 +5,9 @@
  * costs nothing at run time.
  */
 import type { VQueueErrorCode } from "../src/core/errors";
+import type { OutcomeEvent } from "../src/consumers/types";
+
+export type { OutcomeKind } from "../src/consumers/types";
 
 /** The codes of error bodies: the engine's `E_*` codes pass through, and the HTTP layer's own. */
 export type HttpErrorCode =
@@ -342,6 +345,8 @@ export interface LeaseErrorJSON {
 /** `POST .../ack` body. */
 export interface AckRequest {
   leases: string[];
+  /** A result per lease token (any JSON, at most 64 KiB as JSON): kept with the message's `completed` outcome. */
+  results?: Record<string, unknown>;
 }
 
 /** `POST .../ack`: answered once the acks are durable. */
@@ -371,6 +376,29 @@ export interface ExtendRequest {
   leases: string[];
   /** From now. @default the consumer's `leaseMs` */
   leaseMs?: number;
+}
+
+/** `POST .../progress` body: a progress update of a leased message (any JSON, at most 64 KiB as JSON). */
+export interface ProgressRequest {
+  lease: string;
+  progress: unknown;
+}
+
+/** `POST .../progress`: answered once durable. */
+export interface ProgressResponse {
+  ok: true;
+}
+
+/**
+ * One outcome event of a shared consumer's message, as `GET .../events` (server-sent events) and
+ * `GET .../outcome` give it: `progress`, `completed` (with the ack's `result`), `failed` (with
+ * `error` and `retryAt`), `dead` (with `error`); its `cursor` resumes a stream after it.
+ */
+export type OutcomeEventJSON = OutcomeEvent;
+
+/** `GET .../outcome`: the message's end (`completed` or `dead`), or null when none came within `timeoutMs`. */
+export interface OutcomeResponse {
+  outcome: OutcomeEventJSON | null;
 }
 
 export interface ExtendResponse {

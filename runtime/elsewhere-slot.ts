@@ -8,6 +8,7 @@
 import { verdictError, type InboxPost, type InboxPoster, type Verdict } from "../src/consumers/state/ack-inbox";
 import { MAX_ERROR_CHARS } from "../src/consumers/shared/consumer";
 import type { LeasedMessage, LeaseRef, NackOptions } from "../src/consumers/types";
+import { outcomeValueJson } from "../src/format/outcome";
 import type { LeasingSlot, Settled, SharedSlot, SlotStats } from "./shared-slot";
 
 export class ElsewhereSharedSlot implements LeasingSlot {
@@ -32,11 +33,17 @@ export class ElsewhereSharedSlot implements LeasingSlot {
     return (await this.take()).stats;
   }
 
-  ack(refs: LeaseRef[]): Promise<Settled<void>[]> {
+  ack(refs: LeaseRef[], results?: unknown[]): Promise<Settled<void>[]> {
     return this.#post(
-      refs.map((ref) => ({ kind: "ack", ref: refOf(ref) })),
+      refs.map((ref, i) => ({ kind: "ack", ref: refOf(ref), result: outcomeValueJson("result", results?.[i]) })),
       () => undefined,
     );
+  }
+
+  /** Through the inbox: the holder checks the lease and keeps the update. */
+  async progress(ref: LeaseRef, progress: unknown): Promise<void> {
+    const [settled] = await this.#post([{ kind: "progress", ref: refOf(ref), progress: outcomeValueJson("progress", progress)! }], () => undefined);
+    if (!settled!.ok) throw settled!.error;
   }
 
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]> {

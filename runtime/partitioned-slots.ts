@@ -12,7 +12,7 @@ import type { PartitionedLeasedMessage, PartitionedLeaseRef, PartitionedSharedCo
 import type { NackOptions } from "../src/consumers/shared/consumer";
 import { ApiError, isTooManyFiles } from "./errors";
 import { linkSignals, Mutex, type OrderedSlot } from "./consumer-slot";
-import { settleAll, type LeasingSlot, type Settled } from "./shared-slot";
+import { settleAll, settledOf, type LeasingSlot, type Settled } from "./shared-slot";
 import { StopSignal } from "../src/core/stop-signal";
 
 /** What both partitioned slots share: the stop, the use count, and the end of a deleted consumer. */
@@ -211,10 +211,14 @@ export class PartitionedSharedSlot extends PartitionedSlotBase<PartitionedShared
   }
 
   /** Acknowledges each lease (one journal write per partition); a refused one is an error item. */
-  async ack(refs: PartitionedLeaseRef[]): Promise<Settled<void>[]> {
-    const errors = await this.use(() => this.consumer.ackAll(refs));
+  async ack(refs: PartitionedLeaseRef[], results?: unknown[]): Promise<Settled<void>[]> {
+    const errors = await this.use(() => this.consumer.ackAll(refs, results && { results }));
     this.#outstanding = Math.max(0, this.#outstanding - errors.filter((e) => !e).length);
-    return errors.map((error) => (error ? { ok: false, error } : { ok: true, value: undefined }));
+    return settledOf(errors);
+  }
+
+  progress(ref: PartitionedLeaseRef, progress: unknown): Promise<void> {
+    return this.use(() => this.consumer.progress(ref, progress));
   }
 
   nack(refs: PartitionedLeaseRef[], options: NackOptions): Promise<Settled<void>[]> {

@@ -21,6 +21,8 @@ import type { LeasingSlot } from "./shared-slot";
 export type FormProduced = ProduceResult & { partition?: number };
 
 export interface QueueForm {
+  /** A partitioned queue's partition count; undefined for a plain queue. */
+  readonly partitions: number | undefined;
   /** Writes a produce's messages; a `partitionKey` on a plain queue is refused with `bad(why)`. */
   produce(messages: MessageInput[], options: PartitionedProduceOptions, bad: (why: string) => Error): Promise<FormProduced>;
   /** A cursor from outside, checked (400 `E_PARAM` saying what is expected); `name` says where it came from. */
@@ -56,6 +58,7 @@ export async function queueForm(registry: QueueRegistry, queue: string): Promise
 
 function plainForm(registry: QueueRegistry, queue: string): QueueForm {
   return {
+    partitions: undefined,
     async produce(messages, { partitionKey, ...options }, bad) {
       if (partitionKey !== undefined) throw bad(`Queue "${queue}" is not partitioned: a partition key is for a partitioned queue.`);
       // Keyed, delayed, with attributes, or empty (which the writer's produce refuses: E_MESSAGE): the writer's produce.
@@ -119,6 +122,7 @@ function partitionedForm(registry: QueueRegistry, queue: string, partitions: num
     return value as string;
   };
   return {
+    partitions,
     produce: (messages, options): Promise<PartitionedProduceResult> => registry.partitionedWriters.produce(queue, messages, options),
     cursor,
     // Every partition to "earliest", "latest" or a time, or the partitions a composite cursor names.

@@ -75,6 +75,7 @@ export class QueueRegistry {
   #inflight = 0;
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
+  readonly #closeStarted = new AbortController();
 
   readonly #metrics: ServerMetrics | undefined;
 
@@ -117,6 +118,11 @@ export class QueueRegistry {
   driver(): Promise<QueueDriver> {
     this.#driver ??= Promise.resolve(this.#metrics ? instrumentDriver(this.options.driver, this.#metrics) : this.options.driver);
     return this.#driver;
+  }
+
+  /** Aborted once `close()` starts: what streams until the client goes (the outcome events) ends then. */
+  get closing(): AbortSignal {
+    return this.#closeStarted.signal;
   }
 
   /** Counts a request in, so that `close()` waits for it. Returns its `done`. */
@@ -399,6 +405,7 @@ export class QueueRegistry {
   /** Ends every wait, lets requests in flight finish (their writes included), then closes every file. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#closeStarted.abort();
       if (this.#sweep) clearInterval(this.#sweep);
       await this.schedules.close();
       const entries = [...this.#consumers.values()];

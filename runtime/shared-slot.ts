@@ -13,8 +13,10 @@ import type { HeldConsumer } from "./types";
 export interface LeasingSlot {
   /** Leases up to `max` (bodies up to `maxBytes`, at least one), waiting up to `timeoutMs` for the first. Leased for a client that went away: given back at once. */
   lease(options: { max: number; maxBytes: number; leaseMs?: number; timeoutMs: number; signal?: AbortSignal }): Promise<LeasedMessage[]>;
-  /** Acks each lease; one refused is an error item, not a failure of the batch. */
-  ack(refs: LeaseRef[]): Promise<Settled<void>[]>;
+  /** Acks each lease (`results[i]`: the result of `refs[i]`, undefined for none); one refused is an error item, not a failure of the batch. */
+  ack(refs: LeaseRef[], results?: unknown[]): Promise<Settled<void>[]>;
+  /** A progress update of a leased message (durable when resolved); `E_LEASE` unless it is leased now. */
+  progress(ref: LeaseRef, progress: unknown): Promise<void>;
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]>;
   extend(refs: LeaseRef[], leaseMs: number | undefined): Promise<Settled<number>[]>;
   /** Hands nothing out to anyone for `ms` (see `SharedConsumer.backOff`); resolves with its end (ms since the epoch). */
@@ -131,8 +133,12 @@ export class SharedSlot implements LeasingSlot {
   }
 
   /** Acks each lease; an ack refused (E_LEASE) is an error item, not a failure of the batch. */
-  ack(refs: LeaseRef[]): Promise<Settled<void>[]> {
-    return this.#use(async () => (await this.consumer.ackAll(refs)).map((error) => (error ? { ok: false, error } : { ok: true, value: undefined })));
+  ack(refs: LeaseRef[], results?: unknown[]): Promise<Settled<void>[]> {
+    return this.#use(async () => settledOf(await this.consumer.ackAll(refs, results && { results })));
+  }
+
+  progress(ref: LeaseRef, progress: unknown): Promise<void> {
+    return this.#use(() => this.consumer.progress(ref, progress));
   }
 
   nack(refs: LeaseRef[], options: NackOptions): Promise<Settled<void>[]> {
@@ -184,6 +190,11 @@ export class SharedSlot implements LeasingSlot {
 
 /** One outcome of a batch item: its value, or the error it failed with. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** `ackAll`'s answer (an error per ref, or undefined when done) as settled items. */
+export function settledOf(errors: (Error | undefined)[]): Settled<void>[] {
+  return errors.map((error) => (error ? { ok: false, error } : { ok: true, value: undefined }));
+}
 
 export async function settleAll<T>(promises: Promise<T>[]): Promise<Settled<T>[]> {
   const out = await Promise.allSettled(promises);

@@ -5,6 +5,7 @@ import type { HealthResponse } from "../../protocol/api";
 import { browseRoutes } from "./browse";
 import { consumeRoutes } from "./consume";
 import { dashboardRoutes } from "./dashboard";
+import { outcomeRoutes } from "./outcomes";
 import { overviewRoutes } from "./overview";
 import { metricsRoutes } from "./metrics";
 import { produceRoutes } from "./produce";
@@ -56,6 +57,7 @@ export function apiRoutes(ctx: RouteContext): ApiRoute[] {
     ...produceRoutes(ctx),
     ...consumeRoutes(ctx),
     ...sharedRoutes(ctx),
+    ...outcomeRoutes(ctx),
     ...pruneRoutes(ctx),
     ...scheduleRoutes(ctx),
     ...metricsRoutes(ctx),

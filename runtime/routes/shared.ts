@@ -1,7 +1,16 @@
 // Over 300 lines: the lease, ack, nack, extend, release, back-off and redrive routes, each mostly its OpenAPI
 // description beside its handler.
 import { FastResponse } from "srvx";
-import type { AckResponse, BackOffResponse, ExtendResponse, LeaseErrorJSON, LeaseResponse, NackResponse, RedriveResponse } from "../../protocol/api";
+import type {
+  AckResponse,
+  BackOffResponse,
+  ExtendResponse,
+  LeaseErrorJSON,
+  LeaseResponse,
+  NackResponse,
+  ProgressResponse,
+  RedriveResponse,
+} from "../../protocol/api";
 import { toBase64 } from "../../protocol/base64";
 import { BATCH_CONTENT_TYPE, leaseToken } from "../../protocol/binary";
 import { utf8Strict } from "../../protocol/utf8";
@@ -9,6 +18,7 @@ import { redrive } from "../../src/consumers/shared/dead-letter";
 import { VQueueError } from "../../src/core/errors";
 import type { LeaseRef } from "../../src/consumers/types";
 import { MAX_LEASE_MS } from "../../src/options/shared";
+import { MAX_OUTCOME_BYTES, outcomeValueJson } from "../../src/format/outcome";
 import { authorize } from "../auth";
 import { ApiError, JSON_TYPE } from "../errors";
 import { bodyErrors, errorRef, errorResponses, jsonContent, conflictRef } from "../openapi";
@@ -140,7 +150,21 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         operationId: "ack",
         summary:
           "Acknowledge leased messages of a shared consumer; answered once durable. A lease that ran out is still taken unless the message went to another worker",
-        requestBody: { required: true, content: jsonContent({ type: "object", required: ["leases"], properties: { leases: leasesSchema } }) },
+        requestBody: {
+          required: true,
+          content: jsonContent({
+            type: "object",
+            required: ["leases"],
+            properties: {
+              leases: leasesSchema,
+              results: {
+                type: "object",
+                additionalProperties: { description: `Any JSON value, at most ${MAX_OUTCOME_BYTES} bytes as JSON` },
+                description: "A result per lease token of `leases`: kept with the message's `completed` outcome (events, outcome)",
+              },
+            },
+          }),
+        },
         responses: answer("acked", { acked: { type: "integer" }, errors: errorsSchema }),
       },
       handler: async (event, principal) => {
@@ -148,10 +172,51 @@ export function sharedRoutes(ctx: RouteContext): ApiRoute[] {
         const input = await body(event.req);
         const form = await queueForm(ctx.registry, queue);
         const refs = tokens(input.leases, form);
-        unknownFields(input, ["leases"]);
+        const results = ackResults(input.results, refs);
+        unknownFields(input, ["leases", "results"]);
         const slot = await form.leasing(consumer);
-        const { done, errors } = leaseOutcomes(refs, await slot.ack(refs.map((r) => r.ref)));
+        const { done, errors } = leaseOutcomes(
+          refs,
+          await slot.ack(
+            refs.map((r) => r.ref),
+            results,
+          ),
+        );
         return json<AckResponse>({ acked: done.length, errors });
+      },
+    },
+    {
+      method: "POST",
+      route: consumerRoute("progress"),
+      openapi: {
+        operationId: "progress",
+        summary: "A progress update of a leased message: a `progress` outcome event (events); answered once durable. 409 E_LEASE unless the lease is held now",
+        requestBody: {
+          required: true,
+          content: jsonContent({
+            type: "object",
+            required: ["lease", "progress"],
+            properties: {
+              lease: { type: "string", description: "The message's lease token" },
+              progress: { description: `Any JSON value, at most ${MAX_OUTCOME_BYTES} bytes as JSON` },
+            },
+          }),
+        },
+        responses: answer("kept", { ok: { type: "boolean", const: true } }),
+      },
+      handler: async (event, principal) => {
+        const { queue, consumer } = consumerParams(event, principal);
+        const input = await body(event.req);
+        const form = await queueForm(ctx.registry, queue);
+        if (input.lease === undefined)
+          throw new ApiError(400, "E_BODY", `Expected "lease": a lease token ${form.leaseTokenForm}, as given with a leased message.`);
+        const lease = leaseOf(input.lease, form);
+        if (!("progress" in input)) throw new ApiError(400, "E_BODY", `Expected "progress": any JSON value (at most ${MAX_OUTCOME_BYTES} bytes as JSON).`);
+        checkOutcome("progress", input.progress);
+        unknownFields(input, ["lease", "progress"]);
+        const slot = await form.leasing(consumer);
+        await slot.progress(lease.ref, input.progress);
+        return json<ProgressResponse>({ ok: true });
       },
     },
     {
@@ -356,12 +421,38 @@ function leaseTokens(value: unknown, max: number, form: QueueForm): Lease[] {
   if (!Array.isArray(value) || value.length === 0)
     throw new ApiError(400, "E_BODY", `Expected "leases": a non-empty list of lease tokens ${form.leaseTokenForm}, as given with each leased message.`);
   if (value.length > max) throw new ApiError(413, "E_TOO_LARGE", `Too many leases in one request: ${value.length}, the limit is ${max}.`);
-  return value.map((token: unknown) => {
-    const bad = (why = "") =>
-      new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form.leaseTokenForm}, as given with a leased message${why}.`);
-    if (typeof token !== "string") throw bad();
-    return { token, ref: form.leaseRef(token, bad) };
-  });
+  return value.map((token: unknown) => leaseOf(token, form));
+}
+
+/** One lease token as the queue's form writes it. */
+function leaseOf(token: unknown, form: QueueForm): Lease {
+  const bad = (why = "") =>
+    new ApiError(400, "E_BODY", `Invalid lease ${JSON.stringify(token)}: expected ${form.leaseTokenForm}, as given with a leased message${why}.`);
+  if (typeof token !== "string") throw bad();
+  return { token, ref: form.leaseRef(token, bad) };
+}
+
+/** `results` of an ack body: by lease token, each of `leases` (so, in their order: undefined for none). */
+function ackResults(value: unknown, leases: Lease[]): unknown[] | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new ApiError(400, "E_BODY", `Invalid results ${JSON.stringify(value)}: an object of a result (any JSON value) per lease token of "leases".`);
+  const byToken = value as Record<string, unknown>;
+  const stray = Object.keys(byToken).find((token) => !leases.some((lease) => lease.token === token));
+  if (stray !== undefined)
+    throw new ApiError(400, "E_BODY", `Invalid results: ${JSON.stringify(stray)} is not one of "leases"; a result is given by its lease's token.`);
+  for (const [token, result] of Object.entries(byToken)) checkOutcome("result", result, ` (lease ${token})`);
+  return leases.map((lease) => (Object.hasOwn(byToken, lease.token) ? byToken[lease.token] : undefined));
+}
+
+/** A result or progress value the engine would refuse (too large), refused as the body's fault before anything is acked. */
+function checkOutcome(name: "result" | "progress", value: unknown, where = ""): void {
+  try {
+    outcomeValueJson(name, value);
+  } catch (error) {
+    if (VQueueError.isError(error) && error.code === "E_OPTION") throw new ApiError(400, "E_BODY", `${error.message}${where}`);
+    throw error;
+  }
 }
 
 /** Each lease's outcome: done, or an error item for a lease the engine refused (any other failure fails the request). */

@@ -124,6 +124,33 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("client SDK in headles
     await tab.close();
   }, 60_000);
 
+  it("follows outcomes from a page: events() (resumed after a cursor, through CORS) and finished()", async () => {
+    const tab = await browser.newPage();
+    await tab.goto(page.origin);
+    await tab.waitForSelector("body[data-ready=yes]");
+    const result = await tab
+      .evaluate(async (baseURL) => {
+        const { createClient } = (window as unknown as { vq: typeof import("../../client/index") }).vq;
+        const client = createClient({ baseURL, auth: { username: "web", password: "pa:ss" } });
+        const produced = await client.produce("outcomes", "job");
+        const [m] = await client.lease("outcomes", "w", { leaseMs: 60_000 });
+        await client.progress("outcomes", "w", m!.lease, { pct: 50 });
+        await client.ack("outcomes", "w", m!.lease, { results: { [m!.lease]: "made in a tab" } });
+        const take = async (options: Parameters<typeof client.events>[2], count: number) => {
+          const got: { kind: string; cursor: string }[] = [];
+          for await (const event of client.events("outcomes", "w", options)) if (got.push(event) === count) break;
+          return got;
+        };
+        const all = await take({ from: "oldest" }, 2);
+        const resumed = await take({ after: all[0]!.cursor }, 1);
+        const finished = await client.finished("outcomes", "w", produced, { timeoutMs: 10_000 });
+        return { kinds: all.map((e) => e.kind), resumed: resumed.map((e) => e.kind), result: finished.result };
+      }, api.url)
+      .catch((error: Error) => error);
+    expect(result).toEqual({ kinds: ["progress", "completed"], resumed: ["completed"], result: "made in a tab" });
+    await tab.close();
+  }, 60_000);
+
   it("is refused by CORS from an origin the server does not allow, as a network error", async () => {
     const tab = await browser.newPage();
     // The same page, but reached through "localhost": another origin than the one allowed.

@@ -5,7 +5,7 @@ import memoryDriver from "../../adapters/drivers/memory";
 import type { QueueDriver } from "../../src/core/driver";
 import { SharedConsumer } from "../../src/consumers/shared/consumer";
 import { PartitionedSharedConsumer } from "../../src/consumers/shared/partitioned";
-import { followOutcomes, waitForOutcome } from "../../src/consumers/shared/outcomes";
+import { followOutcomes, outcomeCursorNow, waitForOutcome } from "../../src/consumers/shared/outcomes";
 import type { OutcomeEvent } from "../../src/consumers/types";
 import { PartitionedWriter } from "../../src/writer/partitioned";
 import { QueueWriter } from "../../src/writer/writer";
@@ -96,6 +96,37 @@ describe("outcomes of a shared consumer", () => {
     expect(await later).toMatchObject({ kind: "dead", error: "no", offset: b!.offset });
 
     expect(await waitForOutcome("q", "work", d!, { driver, timeoutMs: 100 })).toBeUndefined();
+  });
+
+  it("waitForOutcome with timeoutMs 0 on files: every kept event is read before it gives up (an end after other events too)", async () => {
+    const dir = tempDir();
+    const driver = fsDriver({ dir });
+    await queueOf(driver, 1);
+    const c = await open(driver);
+    const [a] = await c.poll({ max: 1 });
+    await c.progress(a!, 1);
+    await c.progress(a!, 2);
+    await c.ack(a!, { result: "done" });
+    // Another process's view (as an HTTP instance's): nothing of the log read yet.
+    const reader = fsDriver({ dir });
+    expect(await waitForOutcome("q", "work", a!, { driver: reader, timeoutMs: 0 })).toMatchObject({ kind: "completed", result: "done", offset: a!.offset });
+  });
+
+  it("outcomeCursorNow: a stream after it gives what was written from the call on, even before the stream's first read", async () => {
+    const dir = tempDir();
+    const driver = fsDriver({ dir });
+    await queueOf(driver, 3);
+    const c = await open(driver);
+    const [a, b, d] = await c.poll({ max: 3 });
+    await c.ack(a!, { result: "before" });
+    const now = await outcomeCursorNow("q", "work", { driver: fsDriver({ dir }) });
+    expect(now).toBe("1");
+    await c.ack(b!, { result: "after" });
+    await c.ack(d!, { result: "later" });
+    const got = await take(followOutcomes("q", "work", { driver: fsDriver({ dir }), after: now }), 2);
+    expect(got.map((e) => e.result)).toEqual(["after", "later"]);
+    // No log yet: every event is after it.
+    expect(await outcomeCursorNow("q", "nobody", { driver })).toBe("0");
   });
 
   it("a stream from now gives only later events; resumed after a cursor, none twice and none missed", async () => {

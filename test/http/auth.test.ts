@@ -28,6 +28,9 @@ describe("Basic auth and per-user rights", () => {
       ["POST", "/api/v1/queues/orders/consumers/c/nack"],
       ["POST", "/api/v1/queues/orders/consumers/c/extend"],
       ["POST", "/api/v1/queues/orders/consumers/c/backoff"],
+      ["POST", "/api/v1/queues/orders/consumers/c/progress"],
+      ["GET", "/api/v1/queues/orders/consumers/c/events"],
+      ["GET", "/api/v1/queues/orders/consumers/c/outcome?part=0&offset=0"],
       ["POST", "/api/v1/queues/orders.dead/redrive"],
     ];
     for (const [method, path] of routes) {

@@ -46,7 +46,14 @@ describe("CORS", () => {
     expect(res.status).toBe(204);
     expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
     expect(items(res, "access-control-allow-methods")).toEqual(["get", "head", "put", "post", "delete", "options"]);
-    expect(items(res, "access-control-allow-headers")).toEqual(["authorization", "content-type", "accept", "idempotency-key", "partition-key"]);
+    expect(items(res, "access-control-allow-headers")).toEqual([
+      "authorization",
+      "content-type",
+      "accept",
+      "idempotency-key",
+      "partition-key",
+      "last-event-id",
+    ]);
     expect(res.headers.get("access-control-max-age")).toBe("120");
     expect(items(res, "vary")).toContain("origin");
     // No credentials asked of a preflight (browsers send none).

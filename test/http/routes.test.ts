@@ -33,6 +33,10 @@ const ALLOW: Record<string, string> = {
   "/api/v1/queues/:queue/consumers/:consumer/nack": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/extend": "POST",
   "/api/v1/queues/:queue/consumers/:consumer/backoff": "POST",
+  "/api/v1/queues/:queue/consumers/:consumer/progress": "POST",
+  // No HEAD: it would open a stream.
+  "/api/v1/queues/:queue/consumers/:consumer/events": "GET",
+  "/api/v1/queues/:queue/consumers/:consumer/outcome": "GET, HEAD",
   "/api/v1/queues/:queue/redrive": "POST",
   "/metrics": "GET, HEAD",
   "/api/v1/overview": "GET, HEAD",

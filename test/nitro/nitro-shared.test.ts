@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { setupVQueue } from "../../adapters/nitro";
 import { RateLimitError, type LeasedClientMessage } from "../../client/index";
-import type { LeaseResponse } from "../../protocol/api";
+import type { LeaseResponse, OutcomeEventJSON, OutcomeResponse } from "../../protocol/api";
 import { sleep } from "../helpers/sleep";
 
 const instances: { close(): Promise<void> }[] = [];
@@ -48,6 +48,45 @@ describe("useVQueue().shared", () => {
     await vq.fetch("/api/v1/queues/jobs/consumers/o/messages");
     await expect(vq.shared("jobs", "o").poll()).rejects.toMatchObject({ code: "E_KIND" });
     await expect(vq.shared("jobs", "bad name").poll()).rejects.toMatchObject({ code: "E_NAME" });
+  });
+});
+
+describe("useVQueue(): outcomes", () => {
+  it("shared() acks with a result and reports progress; worker()'s return value and ctx.progress do the same", async () => {
+    const vq = instance("shared-outcomes");
+    await vq.push("jobs", ["a", "b"]);
+    const c = vq.shared("jobs", "w");
+    const [a, b] = await c.poll({ max: 2, leaseMs: 60_000 });
+    await c.progress(a!, "half");
+    await c.ack(a!, { result: { by: "shared" } });
+    await c.nack(b!, { release: true });
+    const worker = vq.worker(
+      "jobs",
+      "w",
+      async (m, ctx) => {
+        await ctx.progress(1);
+        return `done ${m.data as string}`;
+      },
+      { onError: () => {} },
+    );
+    const ended = await vq.fetch(`/api/v1/queues/jobs/consumers/w/outcome?part=${b!.part}&offset=${b!.offset}&timeoutMs=20000`);
+    expect(((await ended.json()) as OutcomeResponse).outcome).toMatchObject({ kind: "completed", result: "done b" });
+    await worker.stop();
+    const stream = await vq.fetch("/api/v1/queues/jobs/consumers/w/events?from=oldest");
+    const reader = stream.body!.getReader();
+    let text = "";
+    while ((text.match(/^data:/gm) ?? []).length < 4) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    const events = text
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => JSON.parse(line.slice(6)) as OutcomeEventJSON);
+    expect(events.map((e) => [e.kind, e.offset, e.progress ?? e.result])).toEqual([
+      ["progress", a!.offset, "half"],
+      ["completed", a!.offset, { by: "shared" }],
+      ["progress", b!.offset, 1],
+      ["completed", b!.offset, "done b"],
+    ]);
   });
 });
 

@@ -73,7 +73,7 @@ export async function* followOutcomes(queue: string, consumer: string, options: 
   if (from !== "now" && from !== "oldest") throw new VQueueError("E_OPTION", `Invalid from ${JSON.stringify(from)}: use "now" or "oldest".`);
   const pollMs = pollInterval(driver, options.pollIntervalMs);
   const partitioned = (await readPartitions(driver, queue)) !== undefined;
-  const start = after === undefined ? undefined : parseCursor(after, partitioned);
+  const start = after === undefined ? undefined : parseOutcomeCursor(after, partitioned);
   const sources = new Map<number | undefined, Source>();
   let wake: (() => void) | undefined;
   const woken = () => wake?.();
@@ -179,17 +179,46 @@ export async function waitForOutcome(
   }
 }
 
+/**
+ * Where consumer `consumer`'s outcomes are now: given as `after`, `followOutcomes` gives what is
+ * written from this call on, whenever its reading starts (`from: "now"` is where its first
+ * read finds the logs). On a partitioned queue, each partition's place.
+ */
+export async function outcomeCursorNow(queue: string, consumer: string, options: { driver: QueueDriver }): Promise<string> {
+  assertName(queue, "queue");
+  assertName(consumer, "consumer", queue);
+  checkOption("driver", options?.driver, checkDriver);
+  const { driver } = options;
+  const lastId = async (logQueue: string) => {
+    const reader = new OutcomeFileReader(driver, sharedOutcomesPath(logQueue, consumer), 0);
+    try {
+      await reader.skipToEnd();
+      return reader.lastId;
+    } finally {
+      await reader.close();
+    }
+  };
+  const partitions = await readPartitions(driver, queue);
+  if (partitions === undefined) return String(await lastId(queue));
+  const ids: string[] = [];
+  for (let p = 0; p < partitions; p++) ids.push(`${p}:${await lastId(partitionName(queue, p))}`);
+  return ids.join(",");
+}
+
 function pollInterval(driver: QueueDriver, given: number | undefined): number {
   if (given !== undefined) checkInteger("pollIntervalMs", given, 1, 3_600_000);
   return given ?? driver.pollIntervalMs ?? DEFAULT_POLL_MS;
 }
 
-/** A cursor as `followOutcomes` gives it: an event id, or on a partitioned queue `<partition>:<id>` per partition, comma-separated. */
-function parseCursor(cursor: string, partitioned: boolean): Map<number, number> {
+/**
+ * A cursor as `followOutcomes` gives it: an event id, or on a partitioned queue `<partition>:<id>`
+ * per partition, comma-separated; `E_OPTION` naming it `name` otherwise.
+ */
+export function parseOutcomeCursor(cursor: string, partitioned: boolean, name = "cursor"): Map<number, number> {
   const bad = () =>
     new VQueueError(
       "E_OPTION",
-      `Invalid cursor ${JSON.stringify(cursor)}: give an event's cursor as it was given (${partitioned ? '"<partition>:<id>,...", e.g. "0:12,1:7"' : 'an event id, e.g. "12"'}).`,
+      `Invalid ${name} ${JSON.stringify(cursor)}: give an event's cursor as it was given (${partitioned ? '"<partition>:<id>,...", e.g. "0:12,1:7"' : 'an event id, e.g. "12"'}).`,
     );
   if (!partitioned) {
     if (!/^\d{1,15}$/.test(cursor)) throw bad();

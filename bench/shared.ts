@@ -52,14 +52,14 @@ export async function runSharedBench(): Promise<void> {
   console.log(
     `\n## Shared consumers: ${SETUP.messages} messages of 100 B, ${SETUP.concurrency} concurrent workers, each message acknowledged, no-op handler (median of ${REPEATS} interleaved runs)\n`,
   );
-  const limited = `a rate limit never reached (max ${NEVER_REACHED.max} per ${NEVER_REACHED.durationMs} ms)`;
+  const never = `never reached (${NEVER_REACHED.max} per ${NEVER_REACHED.durationMs} ms)`;
   const grouped = `messages produced in ${GROUPS.groups} groups (${SETUP.messages / GROUPS.groups} each, shuffled)`;
   const scenarios: Scenario[] = [
     { key: "inproc", label: `v-queue shared consumer in process, fs, default options (syncCommits: true), poll max ${SETUP.batch} + ack each`, seconds: [] },
     { key: "inproc-prio", label: `the same, messages produced with priorities (90 % at 0, 10 % over 1..9)`, seconds: [] },
     { key: "inproc-groups", label: `the same, ${grouped}`, seconds: [] },
     { key: "inproc-nosync", label: `v-queue shared consumer in process, fs, syncCommits: false, poll max ${SETUP.batch} + ack each`, seconds: [] },
-    { key: "inproc-limited", label: `the same with ${limited}`, seconds: [] },
+    { key: "inproc-limited", label: `the same with a rate limit ${never}`, seconds: [] },
     {
       key: "http",
       label: `v-queue over HTTP, client worker() concurrency ${SETUP.concurrency} (server: durability interval, syncCommits: false)`,
@@ -67,10 +67,10 @@ export async function runSharedBench(): Promise<void> {
     },
     { key: "http-prio", label: `the same, messages produced with priorities`, seconds: [] },
     { key: "http-groups", label: `the same, ${grouped}`, seconds: [] },
-    { key: "http-limited", label: `the same with ${limited} (server shared.limiter)`, seconds: [] },
+    { key: "http-limited", label: `the same with the server's shared.limiter ${never}`, seconds: [] },
     { key: "bullmq", label: `BullMQ 6.7.6 Worker concurrency ${SETUP.concurrency}, removeOnComplete (redis AOF everysec)`, seconds: [] },
     { key: "bullmq-prio", label: `the same, jobs added with the same priorities (BullMQ's: 10 - p, 1 highest)`, seconds: [] },
-    { key: "bullmq-limited", label: `the same with ${limited} (Worker limiter)`, seconds: [] },
+    { key: "bullmq-limited", label: `the same with the Worker's limiter ${never}`, seconds: [] },
     { key: "streams", label: `Redis Streams group, ${SETUP.concurrency} consumers, XREADGROUP COUNT ${SETUP.batch} + pipelined XACK per message`, seconds: [] },
   ];
   const byKey = (key: string) => scenarios.find((s) => s.key === key)!;

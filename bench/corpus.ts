@@ -4,6 +4,7 @@
  * a level, a service and host, request and trace ids, an HTTP request, a message from a set
  * of templates, nested context, and now and then an error with a stack.
  */
+import { seededRandom } from "./util";
 
 const LEVELS = ["info", "info", "info", "info", "debug", "debug", "warn", "error"] as const;
 const SERVICES = ["checkout", "payments", "inventory", "auth", "search", "notifications", "gateway", "billing"];
@@ -49,21 +50,9 @@ const FRAMES = [
   "at validateCart (/srv/app/dist/cart/validate.js:31:9)",
 ];
 
-/** A small seeded PRNG (mulberry32): the corpus is the same on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 /** `count` JSON log lines of 200 B to 2 KiB, as UTF-8 text. */
 export function logCorpus(count: number, seed = 1): string[] {
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
   const int = (min: number, max: number) => min + Math.floor(rnd() * (max - min + 1));
   const hex = (n: number) => Array.from({ length: n }, () => "0123456789abcdef"[int(0, 15)]).join("");

@@ -336,16 +336,17 @@ const server = createServer((req, res) => (req.url === "/park" ? undefined : req
 server.listen(0, "127.0.0.1", () => console.log(JSON.stringify({ port: server.address().port })));
 process.once("SIGTERM", () => process.exit(0));`,
   vqueue: `import { serveQueues } from "v-queue/server";
-const server = await serveQueues({ dir: process.env.VQ_BENCH_HTTP_DIR, port: 0, durability: process.env.VQ_BENCH_HTTP_DURABILITY || "interval", syncCommits: false, handleSignals: true });
+const shared = process.env.VQ_BENCH_HTTP_SHARED ? JSON.parse(process.env.VQ_BENCH_HTTP_SHARED) : undefined;
+const server = await serveQueues({ dir: process.env.VQ_BENCH_HTTP_DIR, port: 0, durability: process.env.VQ_BENCH_HTTP_DURABILITY || "interval", syncCommits: false, shared, handleSignals: true });
 console.log(JSON.stringify({ port: server.port }));`,
 };
 
-/** Starts a server process and waits for its port. */
-export async function startChild(mode: keyof typeof CHILD_CODE, dir?: string): Promise<Child> {
+/** Starts a server process and waits for its port; `shared` is the v-queue server's `shared` config (its consumers' defaults). */
+export async function startChild(mode: keyof typeof CHILD_CODE, dir?: string, shared?: object): Promise<Child> {
   const profile = process.env.VQ_BENCH_HTTP_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.VQ_BENCH_HTTP_PROFILE}`] : [];
   const child: ChildProcess = spawn(process.execPath, [...profile, "--input-type=module", "-e", CHILD_CODE[mode]], {
     cwd: fileURLToPath(new URL("..", import.meta.url)),
-    env: { ...process.env, VQ_BENCH_HTTP_DIR: dir ?? "" },
+    env: { ...process.env, VQ_BENCH_HTTP_DIR: dir ?? "", VQ_BENCH_HTTP_SHARED: shared ? JSON.stringify(shared) : "" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const line = await new Promise<string>((resolve, reject) => {

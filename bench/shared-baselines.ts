@@ -5,7 +5,8 @@
  *   no-op processor, jobs `removeOnComplete: true` / `removeOnFail: true` so redis keeps no
  *   finished job; timed from `worker.run()` to the N-th `completed` event.
  *   With `prioritized`, each job gets the priority of the mix (shared-priority.ts) in BullMQ's
- *   convention (1 highest), so every job goes through its prioritized set.
+ *   convention (1 highest), so every job goes through its prioritized set; with `limiter`, the
+ *   Worker has BullMQ's rate limiter (`{ max, duration }`).
  * - Redis Streams: a consumer group of N consumers (one ioredis connection each), each reading
  *   `XREADGROUP COUNT <batch>` and sending one `XACK` command per message, the batch's XACKs
  *   pipelined (one round trip), before its next read.
@@ -28,9 +29,18 @@ export interface Drain {
   close(): Promise<void>;
   /** A drain of the priority mix: each run's share of messages of a priority among the first tenth it handed out. */
   early?: number[];
+  /** A drain of the group mix: each run's count of messages handed out before an earlier one of their group. */
+  outOfOrder?: number[];
 }
 
-export async function bullmqDrain(server: RedisServer, setup: DrainSetup, prioritized = false): Promise<Drain> {
+export interface BullmqFeatures {
+  /** Jobs added with the priorities of the mix (shared-priority.ts). */
+  prioritized?: boolean;
+  /** The Worker's rate limiter. */
+  limiter?: { max: number; duration: number };
+}
+
+export async function bullmqDrain(server: RedisServer, setup: DrainSetup, { prioritized = false, limiter }: BullmqFeatures = {}): Promise<Drain> {
   const { Queue, Worker } = await import("bullmq");
   const connection = { host: "127.0.0.1", port: server.port };
   const opts = { removeOnComplete: true, removeOnFail: true };
@@ -39,7 +49,7 @@ export async function bullmqDrain(server: RedisServer, setup: DrainSetup, priori
   const drain: Drain = {
     early: prioritized ? [] : undefined,
     async run(round) {
-      const name = `bench-${prioritized ? "p" : ""}${round}`;
+      const name = `bench-${prioritized ? "p" : ""}${limiter ? "l" : ""}${round}`;
       const queue = new Queue(name, { connection });
       for (let sent = 0; sent < setup.messages; sent += 1000) {
         const n = Math.min(1000, setup.messages - sent);
@@ -47,7 +57,7 @@ export async function bullmqDrain(server: RedisServer, setup: DrainSetup, priori
       }
       const early = new EarlyShare(setup.messages);
       const processor = prioritized ? async (job: { data: unknown }) => early.see(job.data) : async () => {};
-      const worker = new Worker(name, processor, { connection, concurrency: setup.concurrency, autorun: false });
+      const worker = new Worker(name, processor, { connection, concurrency: setup.concurrency, autorun: false, limiter });
       try {
         let done = 0;
         const all = new Promise<void>((resolve, reject) => {

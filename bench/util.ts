@@ -19,6 +19,18 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** A small seeded PRNG (mulberry32) in [0, 1): the same numbers on every run. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
 /** A fresh empty directory under the OS temp dir; remove it with `removeDir`. */
 export function tempDir(label: string): string {
   return mkdtempSync(join(tmpdir(), `vq-bench-${label}-`));

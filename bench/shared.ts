@@ -16,7 +16,7 @@
  * `shared.limiter`, BullMQ's Worker `limiter`); and v-queue's against BullMQ's with the same feature.
  * Then a run of 1,000,000 messages through the in-process shared consumer, sampling memory
  * (shared-memory.ts). VQ_BENCH_SCALE shrinks the counts, VQ_BENCH_REPEATS sets the runs,
- * VQ_BENCH_SHARED_PARTS=inproc,http,bullmq,streams,priority,groups,limiter,memory picks parts
+ * VQ_BENCH_SHARED_PARTS=inproc,http,bullmq,streams,priority,groups,limiter,outcomes,memory picks parts
  * (`priority`, `groups` and `limiter` add that feature's row to each of inproc, http and bullmq picked).
  */
 import { createClient } from "v-queue/client";
@@ -33,7 +33,7 @@ import { formatRate, formatTable, median, progress, removeDir, tempDir } from ".
 
 const SCALE = Math.min(1, Math.max(0.001, Number(process.env.VQ_BENCH_SCALE) || 1));
 const REPEATS = Math.max(1, Number(process.env.VQ_BENCH_REPEATS) || 3);
-const PARTS = new Set((process.env.VQ_BENCH_SHARED_PARTS || "inproc,http,bullmq,streams,priority,groups,limiter,memory").split(","));
+const PARTS = new Set((process.env.VQ_BENCH_SHARED_PARTS || "inproc,http,bullmq,streams,priority,groups,limiter,outcomes,memory").split(","));
 const SETUP: DrainSetup = { messages: Math.round(100_000 * SCALE), concurrency: 8, batch: 100, payload: "x".repeat(100) };
 /** The issue's figures on this machine, used when a baseline cannot run here. */
 const REFERENCE = { bullmq: 12_000, streams: 112_000 };
@@ -58,6 +58,7 @@ export async function runSharedBench(): Promise<void> {
     { key: "inproc", label: `v-queue shared consumer in process, fs, default options (syncCommits: true), poll max ${SETUP.batch} + ack each`, seconds: [] },
     { key: "inproc-prio", label: `the same, messages produced with priorities (90 % at 0, 10 % over 1..9)`, seconds: [] },
     { key: "inproc-groups", label: `the same, ${grouped}`, seconds: [] },
+    { key: "inproc-no-outcomes", label: "the same with outcomes: false (none kept)", seconds: [] },
     { key: "inproc-nosync", label: `v-queue shared consumer in process, fs, syncCommits: false, poll max ${SETUP.batch} + ack each`, seconds: [] },
     { key: "inproc-limited", label: `the same with a rate limit ${never}`, seconds: [] },
     {
@@ -68,6 +69,7 @@ export async function runSharedBench(): Promise<void> {
     { key: "http-prio", label: `the same, messages produced with priorities`, seconds: [] },
     { key: "http-groups", label: `the same, ${grouped}`, seconds: [] },
     { key: "http-limited", label: `the same with the server's shared.limiter ${never}`, seconds: [] },
+    { key: "http-no-outcomes", label: "the same with the server's shared.outcomes: false (none kept)", seconds: [] },
     { key: "bullmq", label: `BullMQ 6.7.6 Worker concurrency ${SETUP.concurrency}, removeOnComplete (redis AOF everysec)`, seconds: [] },
     { key: "bullmq-prio", label: `the same, jobs added with the same priorities (BullMQ's: 10 - p, 1 highest)`, seconds: [] },
     { key: "bullmq-limited", label: `the same with the Worker's limiter ${never}`, seconds: [] },
@@ -92,12 +94,14 @@ export async function runSharedBench(): Promise<void> {
     await setUp(byKey("inproc"), "inproc", () => inProcessDrain({}));
     await setUp(byKey("inproc-prio"), "inproc", () => inProcessDrain({}, "priority"));
     await setUp(byKey("inproc-groups"), "inproc", () => inProcessDrain({}, "groups"));
+    await setUp(byKey("inproc-no-outcomes"), "inproc", () => inProcessDrain({ outcomes: false }));
     await setUp(byKey("inproc-nosync"), "inproc", () => inProcessDrain({ syncCommits: false }));
     await setUp(byKey("inproc-limited"), "inproc", () => inProcessDrain({ syncCommits: false, limiter: NEVER_REACHED }));
     await setUp(byKey("http"), "http", () => httpDrain());
     await setUp(byKey("http-prio"), "http", () => httpDrain("priority"));
     await setUp(byKey("http-groups"), "http", () => httpDrain("groups"));
     await setUp(byKey("http-limited"), "http", () => httpDrain("plain", { limiter: NEVER_REACHED }));
+    await setUp(byKey("http-no-outcomes"), "http", () => httpDrain("plain", { outcomes: false }));
     let redis: RedisServer | undefined;
     if (PARTS.has("bullmq") || PARTS.has("streams")) {
       redis = await startRedisServer().catch((error: Error) => {

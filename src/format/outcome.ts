@@ -185,10 +185,15 @@ export function encodeNextId(next: number): Uint8Array {
   return payload;
 }
 
-/** When an event happened, read without decoding the rest (a compaction's look at each), or undefined for a NEXT frame or a damaged one. */
-export function outcomeAt(payload: Uint8Array): number | undefined {
+/**
+ * An event's id and time, read without decoding the rest (what opening and compacting a log look
+ * at), a NEXT frame's id, or undefined for neither.
+ */
+export function outcomeHead(payload: Uint8Array): { id: number; at: number } | { next: number } | undefined {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  if (payload[0] === NEXT && payload.length === 9) return { next: view.getFloat64(1, true) };
   if (payload.length < FIXED_BYTES || payload[0]! < 1 || payload[0]! > KINDS.length) return undefined;
-  return new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getFloat64(10, true);
+  return { id: view.getFloat64(2, true), at: view.getFloat64(10, true) };
 }
 
 /** A frame read back: an event, the next id (a compaction's first frame), or undefined when it is neither. */

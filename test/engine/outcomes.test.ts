@@ -11,6 +11,8 @@ import { PartitionedWriter } from "../../src/writer/partitioned";
 import { QueueWriter } from "../../src/writer/writer";
 import { sharedOutcomesPath } from "../../src/storage/paths";
 import { useTempDirs } from "../helpers/tmp";
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "pathe";
 
 const tempDir = useTempDirs("vq-outcomes-");
 const quiet = { durability: "none", onProblem: () => {} } as const;
@@ -199,6 +201,40 @@ describe("outcomes of a shared consumer", () => {
     // Nothing refused was acknowledged: the message is still leased, and acks now.
     await c.ack(a!, { result: null });
     expect(await waitForOutcome("q", "work", a!, { driver, timeoutMs: 0 })).toMatchObject({ kind: "completed", result: null });
+  });
+
+  it("a torn tail (a crash mid-append) is cut at the next open, said, and the ids go on; a follower meanwhile skips it", async () => {
+    const dir = tempDir();
+    const driver = fsDriver({ dir });
+    await queueOf(driver, 3);
+    const c = await open(driver);
+    const [a] = await c.poll({ max: 1 });
+    await c.ack(a!, { result: "a" });
+    await c.close();
+    opened.length = 0;
+    const path = join(dir, sharedOutcomesPath("q", "work"));
+    const whole = readFileSync(path);
+    // Half of a frame like the one there, as a crash would leave it.
+    appendFileSync(path, whole.subarray(0, Math.floor(whole.length / 2)));
+    const stop = new AbortController();
+    const seen: OutcomeEvent[] = [];
+    const following = (async () => {
+      for await (const event of followOutcomes("q", "work", { driver, from: "oldest", signal: stop.signal, pollIntervalMs: 10 })) seen.push(event);
+    })();
+    const problems: string[] = [];
+    const again = await open(driver, { onProblem: (p) => problems.push(p.code) });
+    expect(problems).toContain("TORN_TAIL");
+    const [m] = await again.poll({ max: 1 });
+    await again.ack(m!, { result: "after" });
+    expect(await waitForOutcome("q", "work", m!, { driver, timeoutMs: 10_000 })).toMatchObject({ id: 2, result: "after" });
+    const until = Date.now() + 10_000;
+    while (seen.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    stop.abort();
+    await following;
+    expect(seen.map((e) => [e.id, e.result])).toEqual([
+      [1, "a"],
+      [2, "after"],
+    ]);
   });
 
   it("outcomes: false keeps none", async () => {

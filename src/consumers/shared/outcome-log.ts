@@ -1,6 +1,6 @@
 import type { DriverLock, QueueDriver } from "../../core/driver";
 import type { QueueProblem } from "../../core/errors";
-import { decodeOutcome, encodeNextId, OutcomeFrames, outcomeAt, type OutcomeDetails, type OutcomeKind, type OutcomeSubject } from "../../format/outcome";
+import { encodeNextId, OutcomeFrames, outcomeHead, type OutcomeDetails, type OutcomeKind, type OutcomeSubject } from "../../format/outcome";
 import type { OutcomeRetention } from "../../options/shared";
 import { readFrames, SideLog } from "../../storage/side-log";
 import { sharedOutcomesJournalPath, sharedOutcomesPath } from "../../storage/paths";
@@ -72,7 +72,7 @@ export class OutcomeLog {
     let count = 0;
     let oldestAt: number | undefined;
     for (const frame of frames) {
-      const decoded = decodeOutcome(frame.payload);
+      const decoded = outcomeHead(frame.payload);
       if (decoded === undefined) continue;
       if ("next" in decoded) next = Math.max(next, decoded.next);
       else {
@@ -130,8 +130,9 @@ export class OutcomeLog {
     let oldestAt: number | undefined;
     for (let i = frames.length - 1; i >= 0 && kept.length < keep; i--) {
       const payload = frames[i]!.payload;
-      const at = payload[0] === 0 ? undefined : outcomeAt(payload);
-      if (at === undefined) continue;
+      const head = payload[0] === 0 ? undefined : outcomeHead(payload);
+      if (head === undefined || "next" in head) continue;
+      const { at } = head;
       if (at < since || bytes + payload.length > MAX_LOG_BYTES / 2) break;
       kept.push(payload);
       bytes += payload.length;

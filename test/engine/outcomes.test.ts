@@ -11,6 +11,7 @@ import { PartitionedWriter } from "../../src/writer/partitioned";
 import { QueueWriter } from "../../src/writer/writer";
 import { sharedOutcomesPath } from "../../src/storage/paths";
 import { useTempDirs } from "../helpers/tmp";
+import { deleteConsumer } from "../../src/admin/delete";
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "pathe";
 
@@ -235,6 +236,48 @@ describe("outcomes of a shared consumer", () => {
       [1, "a"],
       [2, "after"],
     ]);
+  });
+
+  it("many producers wait at once: each gets its own message's end, before or after it came", async () => {
+    const driver = fsDriver({ dir: tempDir() });
+    await queueOf(driver, 200);
+    const c = await open(driver);
+    const leased = await c.poll({ max: 200 });
+    const early = leased.slice(0, 100);
+    await c.ackAll(early.slice(0, 50), { results: early.slice(0, 50).map((m) => m.data) });
+    const waits = leased.map((m) => waitForOutcome("q", "work", m, { driver, timeoutMs: 30_000 }));
+    await c.ackAll(leased.slice(50), { results: leased.slice(50).map((m) => m.data) });
+    const ends = await Promise.all(waits);
+    expect(ends.map((e) => e?.result)).toEqual(leased.map((m) => m.data));
+  });
+
+  it("a consumer deleted and made again: its new log's events are followed from the start, and an old end is not taken for a new one", async () => {
+    const driver = fsDriver({ dir: tempDir() });
+    await queueOf(driver, 5);
+    const c = await open(driver);
+    const first = await c.poll({ max: 5 });
+    for (const m of first) await c.ack(m, { result: `old ${m.data}` });
+    const stop = new AbortController();
+    const seen: OutcomeEvent[] = [];
+    const following = (async () => {
+      for await (const event of followOutcomes("q", "work", { driver, from: "oldest", signal: stop.signal, pollIntervalMs: 10 })) seen.push(event);
+    })();
+    expect(await waitForOutcome("q", "work", first[0]!, { driver, timeoutMs: 10_000 })).toMatchObject({ result: "old m0" });
+    await c.close();
+    opened.length = 0;
+    await deleteConsumer(driver, "q", "work");
+    const again = await open(driver, { start: "earliest" });
+    const [m] = await again.poll({ max: 1 });
+    expect(m!.offset).toBe(first[0]!.offset);
+    // Not ended yet in the new consumer: the old end is not its answer.
+    expect(await waitForOutcome("q", "work", m!, { driver, timeoutMs: 0 })).toBeUndefined();
+    await again.ack(m!, { result: "new m0" });
+    expect(await waitForOutcome("q", "work", m!, { driver, timeoutMs: 10_000 })).toMatchObject({ id: 1, result: "new m0" });
+    const until = Date.now() + 10_000;
+    while (seen.at(-1)?.result !== "new m0" && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    stop.abort();
+    await following;
+    expect(seen.map((e) => e.result)).toEqual([...first.map((x) => `old ${x.data}`), "new m0"]);
   });
 
   it("outcomes: false keeps none", async () => {

@@ -1,5 +1,8 @@
 import type { LogFile, QueueDriver } from "../../core/driver";
-import { decodeOutcome, type StoredOutcome } from "../../format/outcome";
+import { decodeOutcome, MAX_OUTCOME_BYTES, outcomeHead, type StoredOutcome } from "../../format/outcome";
+
+/** The longest frame an outcome log has: an event with an error and a value at their limits. */
+const MAX_FRAME_BYTES = 2 * MAX_OUTCOME_BYTES + 1024;
 import { readFrames } from "../../storage/side-log";
 
 /**
@@ -15,8 +18,12 @@ export class OutcomeFileReader {
   readonly #path: string;
   #log: LogFile | undefined;
   #pos = 0;
+  /** Whether a file was open before (one opened now is then maybe another log). */
+  #opened = false;
   /** The id of the last event given (0: none yet). */
   lastId: number;
+  /** Set by a `read` that found another log in the file's place (deleted and made again): ids started over. */
+  restarted = false;
 
   constructor(driver: QueueDriver, path: string, lastId = 0) {
     this.#driver = driver;
@@ -32,16 +39,37 @@ export class OutcomeFileReader {
 
   /** The events written since the last read (none when the file is not there). */
   async read(): Promise<StoredOutcome[]> {
-    const log = (this.#log ??= await this.#driver.openLog(this.#path, { create: false }));
-    if (!log) return [];
+    // Another file in its place than the one open (fs: deleted and made again, while the handle
+    // still reads the old one): the path is shorter than the handle. The handle's size first: an
+    // append between the two looks makes the path longer, never shorter.
+    if (this.#log && this.#driver.sizeOf) {
+      const open = await this.#log.size();
+      const there = await this.#driver.sizeOf(this.#path);
+      if (there === undefined || there < open) await this.#close();
+      // Gone (a compaction never removes it): the consumer was deleted, and a log made later starts over.
+      if (there === undefined) this.#restart();
+    }
+    if (!this.#log) {
+      this.#log = await this.#driver.openLog(this.#path, { create: false });
+      if (!this.#log) return [];
+      this.#pos = 0;
+      // Opened again (not the first time: a cursor given names this log's ids).
+      if (this.#opened) await this.#checkLineage();
+      this.#opened = true;
+    }
+    const log = this.#log;
     const size = await log.size();
-    // Shorter than where it was: rewritten (or deleted and made again), read again from the start.
-    if (size < this.#pos) await this.#reopen();
+    // Shorter than where it was: compacted (or made again, on a driver without handles), read again from the start.
+    if (size < this.#pos) {
+      this.#pos = 0;
+      await this.#checkLineage();
+    }
     const events = await this.#readFrom(size);
     if (events !== undefined) return events;
-    // Not the next id where it was: rewritten and grown past that point.
+    // Not the next id where it was: rewritten (or made again) and grown past that point.
     this.#pos = 0;
-    return (await this.#readFrom(await (this.#log ?? log).size())) ?? [];
+    await this.#checkLineage();
+    return (await this.#readFrom(await log.size())) ?? [];
   }
 
   /** Events from `#pos` to `size`; undefined when the first frame there is not the one after `lastId` (rewritten). */
@@ -65,14 +93,54 @@ export class OutcomeFileReader {
     return events;
   }
 
-  async #reopen(): Promise<void> {
-    await this.#log?.close().catch(() => {});
-    this.#log = await this.#driver.openLog(this.#path, { create: false });
-    this.#pos = 0;
+  /** Read from the start again: a log that is not the one read so far (`#madeAgain`) starts the ids over. */
+  async #checkLineage(): Promise<void> {
+    if (await this.#madeAgain()) this.#restart();
   }
 
-  async close(): Promise<void> {
+  #restart(): void {
+    this.lastId = 0;
+    this.restarted = true;
+  }
+
+  /**
+   * Whether the file, shorter than it was, is another log (its consumer deleted and made again)
+   * rather than a compaction of the same one: a compaction's first frame names the next id, past
+   * every id given; a new log starts with an event (or a compaction naming an id given already).
+   */
+  async #madeAgain(): Promise<boolean> {
+    if (!this.#log || this.lastId === 0) return false;
+    // A compaction's file starts with the side log's BEGIN mark, then its NEXT frame.
+    const first = await this.#firstFrames(2);
+    const payload = first.find((p) => p[0] !== 0);
+    if (!payload) return false;
+    const head = outcomeHead(payload);
+    return head !== undefined && ("next" in head ? head.next <= this.lastId : true);
+  }
+
+  /** The payloads of the file's first `count` frames (fewer when it has fewer whole ones). */
+  async #firstFrames(count: number): Promise<Uint8Array[]> {
+    const payloads: Uint8Array[] = [];
+    let at = 0;
+    while (payloads.length < count && this.#log) {
+      const head = await this.#log.read(at, 4);
+      if (head.length < 4) break;
+      const length = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
+      if (length > MAX_FRAME_BYTES) break; // no frame of this log is that long: damaged
+      const { frames } = readFrames(await this.#log.read(at, 8 + length));
+      if (frames.length === 0) break;
+      payloads.push(frames[0]!.payload);
+      at += 8 + length;
+    }
+    return payloads;
+  }
+
+  async #close(): Promise<void> {
     await this.#log?.close().catch(() => {});
     this.#log = undefined;
+  }
+
+  close(): Promise<void> {
+    return this.#close();
   }
 }

@@ -11,11 +11,12 @@ import { VQueueError } from "../../core/errors";
 import { assertName } from "../../core/names";
 import { checkDriver, checkInteger } from "../../options/queue";
 import { checkOption } from "../../core/check";
-import { isEnd } from "../../format/outcome";
+import { isEnd, type StoredOutcome } from "../../format/outcome";
 import { partitionName, readPartitions } from "../../partitions/declaration";
 import { sharedOutcomesPath } from "../../storage/paths";
 import type { OutcomeEvent } from "../types";
 import { OutcomeFileReader } from "./outcome-reader";
+import { OutcomeIndex } from "./outcome-index";
 import { onOutcomes } from "./outcome-wake";
 
 /** How often a partitioned queue's declaration is read again while following it (partitions added meanwhile). */
@@ -165,15 +166,24 @@ export async function waitForOutcome(
   const timer = deadline === undefined ? undefined : setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
   const onAbort = () => stop.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
+  const queueOf = partition === undefined ? queue : partitionName(queue, partition);
+  const asEvent = (event: StoredOutcome): OutcomeEvent =>
+    partition === undefined ? { ...event, cursor: String(event.id) } : { ...event, partition, cursor: `${partition}:${event.id}` };
+  // Shared by the waiters of this log in this process (outcome-index.ts): each reads only what is new.
+  const index = OutcomeIndex.use(driver, sharedOutcomesPath(queueOf, consumer), pollInterval(driver, options.pollIntervalMs));
   try {
-    const queueOf = partition === undefined ? queue : partitionName(queue, partition);
-    for await (const event of followOutcomes(queueOf, consumer, { driver, from: "oldest", signal: stop.signal, pollIntervalMs: options.pollIntervalMs })) {
-      if (isEnd(event.kind) && event.part === message.part && event.offset === message.offset) {
-        return partition === undefined ? event : { ...event, partition, cursor: `${partition}:${event.id}` };
-      }
+    const found = await index.find(message.part, message.offset);
+    if (found) return asEvent(found);
+    if (found === undefined) {
+      // The index let it go (a bound on its memory): the log is read through.
+      for await (const event of followOutcomes(queueOf, consumer, { driver, from: "oldest", signal: stop.signal, pollIntervalMs: options.pollIntervalMs }))
+        if (isEnd(event.kind) && event.part === message.part && event.offset === message.offset) return asEvent(event);
+      return undefined;
     }
-    return undefined;
+    const event = await index.next(message.part, message.offset, stop.signal);
+    return event && asEvent(event);
   } finally {
+    index.release();
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
   }

@@ -264,8 +264,11 @@ export class SharedJournal {
     // Also a floor whose save failed before: tried again here.
     if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
     const compact = this.#state.journalBytes > Math.max(COMPACT_BYTES, this.#state.snapshotBytes);
-    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
-    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
+    // Caught up (nothing above the floor: no message tracked, none acknowledged ahead of the head):
+    // saved at once, so a quiet consumer's pop line is exact. Not while acks of messages of a
+    // priority wait for the head: the window empties at each round then, and a save is an fsync.
+    const above = this.#window.size > 0 || this.#loaded.acked.size > 0;
+    if (!force && !compact && above && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
     await this.#inner.commitPosition(this.#floor);
     this.#floorSavedAt = Date.now();
     if (compact) await this.#compact();

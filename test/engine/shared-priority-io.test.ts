@@ -14,12 +14,12 @@ import { useTempDirs } from "../helpers/tmp";
 const freshDir = useTempDirs("vq-shared-priority-io-");
 
 /**
- * The fs driver, counting the bytes read from part 0, the reads of its push info line, the saves
+ * The fs driver, counting the bytes read from part 0 (and its handles open), the reads of its push info line, the saves
  * of shared consumer "s"'s pop line, and the bytes of each of its snapshots and of its journal between them.
  */
 function counted(dir: string) {
   const inner = fsDriver({ dir });
-  const reads = { partBytes: 0, pushInfo: 0 };
+  const reads = { partBytes: 0, pushInfo: 0, partOpen: 0 };
   /** Per snapshot written: its bytes, and the journal's bytes appended since the one before. */
   const snapshots: { bytes: number; journal: number }[] = [];
   let journal = 0;
@@ -29,13 +29,14 @@ function counted(dir: string) {
     async openLog(path, options) {
       const log = await inner.openLog(path, options);
       if (!log || (path !== partPath("q", 0) && path !== sharedJournalPath("q", "s"))) return log;
+      if (path === partPath("q", 0)) reads.partOpen++;
       return {
         ...log,
         size: () => log.size(),
         append: (at, data, fence) => ((journal += path === sharedJournalPath("q", "s") ? data.length : 0), log.append(at, data, fence)),
         truncate: (length, fence) => log.truncate(length, fence),
         sync: () => log.sync(),
-        close: () => log.close(),
+        close: () => (path === partPath("q", 0) && reads.partOpen--, log.close()),
         async read(position, length) {
           const bytes = await log.read(position, length);
           if (path === partPath("q", 0)) reads.partBytes += bytes.length;
@@ -136,4 +137,33 @@ it("writes a snapshot of the acks held above the floor (messages of a priority a
   expect(snapshots.length).toBeGreaterThan(4);
   expect(Math.max(...snapshots.map((s) => s.bytes))).toBeGreaterThan(64 * 1024);
   for (let i = 2; i < snapshots.length - 1; i++) expect(snapshots[i]!.journal).toBeGreaterThan(Math.max(64 * 1024, snapshots[i - 1]!.bytes));
+});
+
+it("reads nothing more once closed: a poll that meets the close hands out none of a priority ahead of the head, nor the oldest's turn; the close leaves the part closed", async () => {
+  const { driver, reads } = counted(await freshDir());
+  const q = await QueueWriter.open("q", { driver, durability: "none" });
+  await q.pushBatch(["a", "b", "c"]);
+  await q.produce(["urgent"], { priority: 5 });
+  await q.close();
+  const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: () => {} });
+  // The poll's take runs once the close began: a lease it gave could not be acknowledged any more.
+  const polled = c.poll({ max: 5, timeoutMs: 0 });
+  const closed = c.close();
+  expect(await polled).toEqual([]);
+  await closed;
+  // The next holder hands them all out for the first time.
+  const next = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: () => {} });
+  try {
+    const leased = await next.poll({ max: 5, timeoutMs: 0 });
+    expect(leased.map((m) => [m.data, m.deliveries])).toEqual([
+      ["urgent", 1],
+      ["a", 1],
+      ["b", 1],
+      ["c", 1],
+    ]);
+  } finally {
+    await next.close();
+  }
+  // The reader of runs ahead of the head closes with the consumer too.
+  expect(reads.partOpen).toBe(0);
 });

@@ -87,8 +87,8 @@ export class PriorityAhead {
     this.#resume.delete(run);
   }
 
-  close(): Promise<void> {
-    return this.index.close();
+  async close(): Promise<void> {
+    await Promise.all([this.index.close(), this.#reader.close()]);
   }
 }
 

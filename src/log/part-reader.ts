@@ -111,6 +111,17 @@ export class PartReader {
   }
 
   /**
+   * Points the reader at `position`, the start of a record of the part it reads: what it knows
+   * of that part (its complete bytes, its last chunk) is kept, so a reader that jumps between
+   * records of one part (consumers/shared/priority.ts) reads no file but the part. Another
+   * part (or none open): `openAt`.
+   */
+  async moveTo(position: ConsumerPosition): Promise<void> {
+    if (position.part !== this.#read.part || !this.#partFile) return this.openAt(position);
+    this.#read = { ...position };
+  }
+
+  /**
    * The next records, oldest first, up to `max` or `maxBytes` (at least one); [] when nothing new
    * is known. `keepOnError` (a consumer's read): a failure after some were taken answers those.
    */

@@ -43,8 +43,10 @@ export class AttributeIndex {
   readonly #driver: QueueDriver;
   readonly #queue: string;
   readonly #parts = new Map<number, PartView>();
-  /** Attribute files (by part) and part files (by `-1 - part`) found missing. */
+  /** Attribute files found missing, by part. */
   readonly #missing = new Map<number, Missing>();
+  /** Part files found missing (after the head's part), by part. */
+  readonly #missingParts = new Map<number, Missing>();
   /** What `ahead` found at its last look, and whether a run came since (then it looks again). */
   #ahead: { from: number; runs: AheadRun[] } | undefined;
 
@@ -79,10 +81,9 @@ export class AttributeIndex {
    */
   async ahead(head: ConsumerPosition): Promise<AheadRun[]> {
     for (const part of this.#parts.keys()) if (part < head.part) void this.#drop(part);
-    for (const id of this.#missing.keys()) if ((id >= 0 ? id : -1 - id) < head.part) this.#missing.delete(id);
+    for (const missing of [this.#missing, this.#missingParts]) for (const part of missing.keys()) if (part < head.part) missing.delete(part);
     let changed = this.#ahead?.from !== head.part;
-    let part = head.part;
-    for (; part <= head.part + MAX_PARTS_AHEAD; part++) {
+    for (let part = head.part; part <= head.part + MAX_PARTS_AHEAD; part++) {
       const view = this.#parts.get(part);
       const before = view?.readAt ?? 0;
       const runs = await this.#refresh(part, false);
@@ -110,22 +111,21 @@ export class AttributeIndex {
   }
 
   async #partExists(part: number): Promise<boolean> {
-    if (this.#knownMissing(-1 - part, false)) return false;
+    if (this.#knownMissing(this.#missingParts.get(part), false)) return false;
     const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
     const log = await this.#driver.openLog(partPath(this.#queue, part), { create: false });
     await log?.close();
-    if (!log) this.#missing.set(-1 - part, { at: Date.now(), stamp });
-    else this.#missing.delete(-1 - part);
+    if (!log) this.#missingParts.set(part, { at: Date.now(), stamp });
+    else this.#missingParts.delete(part);
     return log !== undefined;
   }
 
   /**
-   * Whether the file (see `#missing`) is surely still missing: the writer in this process has not
+   * Whether a file found `missing` is surely still missing: the writer in this process has not
    * changed nor written attributes since it was found missing. Not `exact`: also when it was
    * found missing a moment ago (a writer in another process).
    */
-  #knownMissing(id: number, exact: boolean): boolean {
-    const missing = this.#missing.get(id);
+  #knownMissing(missing: Missing | undefined, exact: boolean): boolean {
     if (!missing) return false;
     const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
     if (stamp !== undefined && missing.stamp !== undefined) return stamp === missing.stamp;
@@ -136,7 +136,7 @@ export class AttributeIndex {
   async #refresh(part: number, exact: boolean): Promise<PartAttributeRuns | undefined> {
     let view = this.#parts.get(part);
     if (!view?.log) {
-      if (this.#knownMissing(part, exact)) return view?.runs;
+      if (this.#knownMissing(this.#missing.get(part), exact)) return view?.runs;
       // Stamped before the look: a run written after it changes the stamp.
       const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
       const log = await openSharedLog(this.#driver, attributesPath(this.#queue, part), { create: false });
@@ -163,7 +163,7 @@ export class AttributeIndex {
     const view = this.#parts.get(part);
     this.#parts.delete(part);
     this.#missing.delete(part);
-    this.#missing.delete(-1 - part);
+    this.#missingParts.delete(part);
     await view?.log?.close();
   }
 }

@@ -87,12 +87,13 @@ export class HandOut {
     const ahead = await priority.fetch(
       head.position,
       // Those taken ahead before and not gone out yet count: the window holds no more than a take's worth.
-      Math.min(max - window.readyAhead(Date.now()), options.maxAckWindow - window.size),
+      // Once closed, nothing more is read (as at the head below): what the window holds may still go out.
+      this.#consumer.isClosed() ? 0 : Math.min(max - window.readyAhead(Date.now()), options.maxAckWindow - window.size),
       (m) => window.get(messageKey(m.part, m.offset)) !== undefined,
     );
     for (const { message, attributes } of ahead) journal.trackAhead(message, attributes);
     // The oldest message's turn (priority.ts) needs it in the window: read at the head when none is.
-    if (window.hasAhead && window.size < options.maxAckWindow && !window.hasReadyPlain(Date.now())) {
+    if (window.hasAhead && window.size < options.maxAckWindow && !this.#consumer.isClosed() && !window.hasReadyPlain(Date.now())) {
       const batch = await head.read({ max: Math.max(1, Math.ceil(max / FAIR_EVERY)) });
       if (batch.length > 0) journal.track(batch, await priority.index.lookup(batch));
     }

@@ -26,7 +26,12 @@ import { RateLimiter } from "./limiter";
 import { OutcomeLog } from "./outcome-log";
 import { GroupLimiter } from "./group-limiter";
 
-/** The journal is folded into a new snapshot once it is this large and the floor has moved. */
+/**
+ * The journal is folded into a new snapshot once it is this large, and larger than the last
+ * snapshot, and the floor has moved. A large snapshot (many acks above the floor: messages of a
+ * priority acknowledged ahead of the head) is so not written again at every 64 KiB of journal:
+ * the snapshots written add up to no more than about twice the journal's bytes.
+ */
 const COMPACT_BYTES = 64 * 1024;
 /**
  * While messages are tracked above it, the floor (pop line) is saved at most this often, and
@@ -288,9 +293,12 @@ export class SharedJournal {
     if (last) this.#floor = last.end;
     // Also a floor whose save failed before: tried again here.
     if (comparePositions(this.#floor, this.#inner.committed) <= 0) return;
-    const compact = this.#state.journalBytes > COMPACT_BYTES;
-    // Caught up (nothing above the floor): saved at once, so a quiet consumer's pop line is exact.
-    if (!force && !compact && this.#window.size > 0 && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
+    const compact = this.#state.journalBytes > Math.max(COMPACT_BYTES, this.#state.snapshotBytes);
+    // Caught up (nothing above the floor: no message tracked, none acknowledged ahead of the head):
+    // saved at once, so a quiet consumer's pop line is exact. Not while acks of messages of a
+    // priority wait for the head: the window empties at each round then, and a save is an fsync.
+    const above = this.#window.size > 0 || this.#loaded.acked.size > 0;
+    if (!force && !compact && above && Date.now() - this.#floorSavedAt < FLOOR_SAVE_MS) return this.#saveFloorLater();
     await this.#inner.commitPosition(this.#floor);
     this.#floorSavedAt = Date.now();
     if (compact) await this.#compact();

@@ -14,8 +14,8 @@ import { AttributeIndex, type AheadRun } from "./attributes";
 import type { AttributeRun, MessageAttributes } from "../../format/attributes";
 import type { WindowEntry } from "./window";
 
-/** The chunk a run ahead of the head is read with. */
-const AHEAD_CHUNK_BYTES = 64 * 1024;
+/** The chunk a run ahead of the head is read with: most runs are a few records, far apart (about a chunk each). */
+const AHEAD_CHUNK_BYTES = 4 * 1024;
 
 /** One hand-out in this many goes to the oldest message, whatever its priority. */
 export const FAIR_EVERY = 10;
@@ -39,7 +39,8 @@ export class PriorityAhead {
 
   constructor(driver: QueueDriver, queue: string, name: string, options: PartReaderOptions) {
     this.index = new AttributeIndex(driver, queue);
-    // Runs are read where they are, a few records each: small chunks, not the head's 1 MiB ones.
+    // Runs are read where they are, a few records each: small chunks, not the head's 1 MiB ones,
+    // and the reader moves from run to run of a part without opening it again (`moveTo`).
     this.#reader = new PartReader(queue, name, driver, { ...options, readChunkBytes: Math.min(options.readChunkBytes, AHEAD_CHUNK_BYTES) });
   }
 
@@ -63,7 +64,7 @@ export class PriorityAhead {
         if (i === this.#start) this.#start++;
         continue;
       }
-      await this.#reader.openAt(from);
+      await this.#reader.moveTo(from);
       const messages = await this.#reader.read(run.seq + run.count - 1 - from.count, Infinity, true, false);
       // Its first record is not the one the run names (a write a crash cut short): it names none.
       if (from.count === run.seq - 1 && messages[0] !== undefined && messages[0].crc !== run.crc) {
@@ -86,8 +87,8 @@ export class PriorityAhead {
     this.#resume.delete(run);
   }
 
-  close(): Promise<void> {
-    return this.index.close();
+  async close(): Promise<void> {
+    await Promise.all([this.index.close(), this.#reader.close()]);
   }
 }
 

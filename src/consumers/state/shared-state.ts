@@ -203,6 +203,7 @@ export class SharedState {
   readonly #fence: DriverLock | undefined;
   #journal: LogFile | undefined;
   #size = 0;
+  #snapshotBytes = 0;
 
   constructor(driver: QueueDriver, queue: string, consumer: string, sync: boolean, fence?: DriverLock) {
     this.#driver = driver;
@@ -215,6 +216,11 @@ export class SharedState {
   /** Bytes in the journal since the last snapshot. */
   get journalBytes(): number {
     return this.#size;
+  }
+
+  /** Bytes of the last snapshot written. */
+  get snapshotBytes(): number {
+    return this.#snapshotBytes;
   }
 
   /** Whether the consumer name is a shared consumer's (its snapshot exists). */
@@ -306,7 +312,9 @@ export class SharedState {
    */
   async compact(lines: string): Promise<void> {
     // Fenced: a stale holder is refused here, before it removes the new holder's journal.
-    await writeWhole(this.#driver, sharedStatePath(this.#queue, this.#consumer), ascii.encode(line(HEADER) + lines), this.#sync, this.#fence);
+    const snapshot = ascii.encode(line(HEADER) + lines);
+    await writeWhole(this.#driver, sharedStatePath(this.#queue, this.#consumer), snapshot, this.#sync, this.#fence);
+    this.#snapshotBytes = snapshot.length;
     await this.#journal?.close();
     this.#journal = undefined;
     // Fenced too: a holder paused between these two steps must not remove its successor's journal.

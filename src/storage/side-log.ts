@@ -157,6 +157,11 @@ export class SideLog {
     return next;
   }
 
+  /** Makes what was appended durable (in turn with the appends). */
+  sync(): Promise<void> {
+    return this.#serial(async () => this.#log?.sync());
+  }
+
   read(at: number, length: number): Promise<Uint8Array> {
     return this.#log ? this.#log.read(at, length) : Promise.resolve(new Uint8Array(0));
   }

@@ -6,6 +6,8 @@ import { readFrames, SideLog } from "../../storage/side-log";
 import { sharedOutcomesJournalPath, sharedOutcomesPath } from "../../storage/paths";
 import { notifyOutcomes } from "./outcome-wake";
 
+/** How soon after an append with `sync` it is fsync'd (see `flush`). */
+const SYNC_EVERY_MS = 200;
 /** Past this size the log is compacted whatever its count, keeping the newest events within half of it. */
 const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
@@ -34,6 +36,7 @@ export class OutcomeLog {
   #pendingAt = 0;
   /** Flushes one after another (a compaction reads the file and rewrites it in one of them). */
   #chain: Promise<unknown> = Promise.resolve();
+  #syncTimer: ReturnType<typeof setTimeout> | undefined;
   /** The last flush, failure included: a flush with nothing of its own waits for the one that took its events. */
   #last: Promise<void> = Promise.resolve();
 
@@ -93,8 +96,11 @@ export class OutcomeLog {
   }
 
   /**
-   * Appends what was recorded since the last flush (fsync'd with `sync`); compacts when due.
-   * Resolves once everything recorded before the call is written.
+   * Appends what was recorded since the last flush; compacts when due. Resolves once everything
+   * recorded before the call is written: a crash of the process loses none of it. With `sync` it
+   * is also made durable, within `SYNC_EVERY_MS` (not at each flush: the journal's fsync is what
+   * an ack waits for, and a second per round would halve a drain; a power cut may lose the
+   * events of the last moments, never an ack).
    */
   flush(sync: boolean): Promise<void> {
     if (this.#pending.count === 0) return this.#last;
@@ -102,7 +108,8 @@ export class OutcomeLog {
     const firstAt = this.#pendingAt;
     const frames = this.#pending.take();
     const run = this.#chain.then(async () => {
-      await this.#log.appendFramed(frames, sync);
+      await this.#log.appendFramed(frames, false);
+      if (sync) this.#syncSoon();
       this.#count += count;
       this.#oldestAt ??= firstAt;
       notifyOutcomes(this.#wakeKey);
@@ -158,8 +165,24 @@ export class OutcomeLog {
   }
 
   /** Waits for the flushes in flight, then closes the file. */
+  /** An fsync of what was appended, `SYNC_EVERY_MS` from now, unless one is due already. */
+  #syncSoon(): void {
+    if (this.#syncTimer) return;
+    this.#syncTimer = setTimeout(() => {
+      this.#syncTimer = undefined;
+      // Failed: the next flush schedules another (the events are in the file; only their durability waits).
+      this.#chain = this.#chain.then(() => this.#log.sync()).catch(() => {});
+    }, SYNC_EVERY_MS);
+  }
+
+  /** Waits for the flushes in flight, makes them durable, then closes the file. */
   async close(): Promise<void> {
     await this.#chain;
+    if (this.#syncTimer) {
+      clearTimeout(this.#syncTimer);
+      this.#syncTimer = undefined;
+      await this.#log.sync().catch(() => {});
+    }
     await this.#log.close();
   }
 }

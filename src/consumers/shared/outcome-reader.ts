@@ -18,6 +18,8 @@ export class OutcomeFileReader {
   readonly #path: string;
   #log: LogFile | undefined;
   #pos = 0;
+  /** The first frame of the file as read at its start (`outcomeHead`), if it was. */
+  #first: { id: number; at: number } | { next: number } | undefined;
   /** Whether a file was open before (one opened now is then maybe another log). */
   #opened = false;
   /** The id of the last event given (0: none yet). */
@@ -54,7 +56,7 @@ export class OutcomeFileReader {
       if (!this.#log) return [];
       this.#pos = 0;
       // Opened again (not the first time: a cursor given names this log's ids).
-      if (this.#opened) await this.#checkLineage();
+      if (this.#opened) await this.#checkLineage(true);
       this.#opened = true;
     }
     const log = this.#log;
@@ -62,13 +64,13 @@ export class OutcomeFileReader {
     // Shorter than where it was: compacted (or made again, on a driver without handles), read again from the start.
     if (size < this.#pos) {
       this.#pos = 0;
-      await this.#checkLineage();
+      await this.#checkLineage(true);
     }
     const events = await this.#readFrom(size);
     if (events !== undefined) return events;
     // Not the next id where it was: rewritten (or made again) and grown past that point.
     this.#pos = 0;
-    await this.#checkLineage();
+    await this.#checkLineage(false);
     return (await this.#readFrom(await log.size())) ?? [];
   }
 
@@ -79,6 +81,11 @@ export class OutcomeFileReader {
     const from = this.#pos;
     const { frames, end } = readFrames(await log.read(from, size - from));
     const events: StoredOutcome[] = [];
+    if (from === 0) {
+      // The file's first frame: what tells this file from another at its path later.
+      const payload = frames.find((f) => f.payload[0] !== 0)?.payload;
+      this.#first = payload && outcomeHead(payload);
+    }
     for (const { payload } of frames) {
       const event = payload[0] === 0 ? undefined : decodeOutcome(payload);
       if (!event || "next" in event) continue;
@@ -93,29 +100,37 @@ export class OutcomeFileReader {
     return events;
   }
 
-  /** Read from the start again: a log that is not the one read so far (`#madeAgain`) starts the ids over. */
-  async #checkLineage(): Promise<void> {
-    if (await this.#madeAgain()) this.#restart();
+  /**
+   * Read from the start again: a log that is not the one read so far starts the ids over.
+   * `shrunk`: the file is shorter than it was (or another file is at its path), so it was
+   * compacted or made again; else (a damaged frame where the reader was) it may be the same file.
+   */
+  async #checkLineage(shrunk: boolean): Promise<void> {
+    if (await this.#madeAgain(shrunk)) this.#restart();
+  }
+
+  /**
+   * Whether the file is another log than the one read so far. A compaction's file starts with a
+   * NEXT frame past every id given; a log never compacted starts with its first event. Shorter
+   * than it was, a file starting with an event or a NEXT at or below the ids given is another
+   * log. Not shorter, it is another log only if its first frame differs from the one read at its
+   * start (when the reader read it from there).
+   */
+  async #madeAgain(shrunk: boolean): Promise<boolean> {
+    if (!this.#log || this.lastId === 0) return false;
+    // A compaction's file starts with the side log's BEGIN mark, then its NEXT frame.
+    const payload = (await this.#firstFrames(2)).find((p) => p[0] !== 0);
+    const head = payload && outcomeHead(payload);
+    if (!head) return false;
+    if (shrunk) return "next" in head ? head.next <= this.lastId : true;
+    const first = this.#first;
+    if (!first) return false;
+    return "next" in head ? !("next" in first) || first.next !== head.next : "next" in first || first.id !== head.id || first.at !== head.at;
   }
 
   #restart(): void {
     this.lastId = 0;
     this.restarted = true;
-  }
-
-  /**
-   * Whether the file, shorter than it was, is another log (its consumer deleted and made again)
-   * rather than a compaction of the same one: a compaction's first frame names the next id, past
-   * every id given; a new log starts with an event (or a compaction naming an id given already).
-   */
-  async #madeAgain(): Promise<boolean> {
-    if (!this.#log || this.lastId === 0) return false;
-    // A compaction's file starts with the side log's BEGIN mark, then its NEXT frame.
-    const first = await this.#firstFrames(2);
-    const payload = first.find((p) => p[0] !== 0);
-    if (!payload) return false;
-    const head = outcomeHead(payload);
-    return head !== undefined && ("next" in head ? head.next <= this.lastId : true);
   }
 
   /** The payloads of the file's first `count` frames (fewer when it has fewer whole ones). */

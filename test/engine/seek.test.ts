@@ -1,7 +1,13 @@
+import { readdir, rm } from "node:fs/promises";
+import { join } from "pathe";
 import { describe, expect, it } from "vitest";
+import fsDriver from "../../adapters/drivers/fs";
 import memoryDriver from "../../adapters/drivers/memory";
 import { QueueConsumer } from "../../src/consumers/ordered/consumer";
+import type { QueueDriver } from "../../src/core/driver";
 import { QueueWriter } from "../../src/writer/writer";
+import { sleep } from "../helpers/sleep";
+import { useTempDirs } from "../helpers/tmp";
 
 const texts = (messages: { data: unknown }[]) => messages.map((m) => m.data);
 
@@ -40,5 +46,61 @@ describe("consumer.seek", () => {
     }
     await again.close();
     await q.close();
+  });
+});
+
+describe("consumer.seek by time, the parts listed once", () => {
+  const freshDir = useTempDirs("vq-seek-");
+
+  /** Writes `parts` parts of 20 messages each (`tag`0..; a writer opened again starts a part), a few ms apart; the time before each part. */
+  async function writeParts(driver: QueueDriver, tag: string, parts: number): Promise<number[]> {
+    const before: number[] = [];
+    for (let part = 0; part < parts; part++) {
+      await sleep(5);
+      before.push(Date.now());
+      await sleep(5);
+      const q = await QueueWriter.open("q", { driver, indexInterval: 5 });
+      for (let i = 0; i < 20; i++) await q.push(`${tag}${part * 20 + i}`.padEnd(30, "."));
+      await q.close();
+    }
+    return before;
+  }
+  const first = async (c: QueueConsumer) => ((await c.read({ max: 1 }))[0]?.data as string).replace(/\.+$/, "");
+
+  it("sees parts written, deleted by retention, and a queue made anew since the last seek", async () => {
+    const dir = freshDir();
+    const driver = fsDriver({ dir });
+    const old = await writeParts(driver, "a", 3);
+    const c = await QueueConsumer.open("q", "c", { driver, syncCommits: false });
+    await c.seek({ time: old[1]! });
+    expect(await first(c)).toBe("a20");
+
+    // Parts written after the listing: found (the newest part in the info line is not the last listed).
+    const q = await QueueWriter.open("q", { driver, indexInterval: 5 });
+    await sleep(5);
+    const later = Date.now();
+    await sleep(5);
+    for (let i = 0; i < 40; i++) await q.push(`b${i}`.padEnd(30, "."));
+    await q.close();
+    await c.seek({ time: later });
+    expect(await first(c)).toBe("b0");
+
+    // The oldest parts deleted as retention does: the oldest left is the start.
+    await rm(join(dir, "q-0"), { recursive: true });
+    await rm(join(dir, "q-1"), { recursive: true });
+    await c.seek({ time: old[0]! });
+    expect(await first(c)).toBe("a40");
+    await c.close();
+
+    // The queue removed and made anew with as many parts: the parts the listing had are there
+    // again, and the newest is the same, but there are older ones now.
+    for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true });
+    const anew = await writeParts(driver, "n", 4);
+    const again = await QueueConsumer.open("q", "c", { driver, syncCommits: false });
+    await again.seek({ time: anew[0]! - 1000 });
+    expect(await first(again)).toBe("n0");
+    await again.seek({ time: anew[3]! });
+    expect(await first(again)).toBe("n60");
+    await again.close();
   });
 });

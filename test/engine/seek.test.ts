@@ -6,6 +6,8 @@ import memoryDriver from "../../adapters/drivers/memory";
 import { QueueConsumer } from "../../src/consumers/ordered/consumer";
 import type { QueueDriver } from "../../src/core/driver";
 import { QueueWriter } from "../../src/writer/writer";
+import { partIndexPath, partPath } from "../../src/storage/paths";
+import { patchLog } from "../helpers/damage";
 import { sleep } from "../helpers/sleep";
 import { useTempDirs } from "../helpers/tmp";
 
@@ -102,5 +104,38 @@ describe("consumer.seek by time, the parts listed once", () => {
     await again.seek({ time: anew[3]! });
     expect(await first(again)).toBe("n60");
     await again.close();
+  });
+});
+
+describe("consumer.seek by sequence", () => {
+  const freshDir = useTempDirs("vq-seek-seq-");
+
+  it("lands on the very record at, between and around index entries, past a record whose body is damaged, and without an index", async () => {
+    const dir = freshDir();
+    const driver = fsDriver({ dir });
+    const q = await QueueWriter.open("q", { driver, indexInterval: 4 });
+    // Bodies of many sizes (one past a read chunk of 64 KiB): record boundaries fall anywhere.
+    const bodies = Array.from({ length: 30 }, (_, i) => `m${i}:`.padEnd(i === 17 ? 70_000 : 1 + ((i * 37) % 300), "x"));
+    const pushed = await q.pushBatch(bodies);
+    await q.close();
+    const c = await QueueConsumer.open("q", "c", { driver, syncCommits: false, onProblem: () => {} });
+    const seekEach = async () => {
+      for (let seq = 1; seq <= 30; seq++) {
+        if (seq === 11) continue; // the damaged one (below)
+        expect(await c.seek({ part: 0, seq }), `seq ${seq}`).toBe(`0.${pushed[seq - 1]!.offset}.${seq - 1}`);
+        expect(((await c.read({ max: 1 }))[0]?.data as string).split(":")[0], `seq ${seq}`).toBe(`m${seq - 1}`);
+      }
+      expect(await c.seek({ part: 0, seq: 31 })).toMatch(/^0\.\d+\.30$/); // the end: the next message to come
+      await expect(c.seek({ part: 0, seq: 32 })).rejects.toMatchObject({ code: "E_CURSOR" });
+    };
+    await seekEach();
+    // A byte of record 11's body changed: the records after it are still found where they are.
+    await patchLog(driver, partPath("q", 0), [[pushed[10]!.offset + 25 + 2, new Uint8Array([0x21])]]);
+    await seekEach();
+    expect(await c.seek({ part: 0, seq: 11 })).toBe(`0.${pushed[10]!.offset}.10`);
+    // No index: scanned from the part's start.
+    await rm(join(dir, partIndexPath("q", 0)));
+    await seekEach();
+    await c.close();
   });
 });

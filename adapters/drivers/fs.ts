@@ -1,7 +1,7 @@
 // Over 300 lines: the one QueueDriver on node:fs (logs, records, listing, locks, watch), each call
 // a few lines, kept together so that the driver reads as its interface does.
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, renameSync, statSync, watch as fsWatch, writeSync } from "node:fs";
-import { mkdir, open, readFile, readdir, rename, rm, stat, type FileHandle as NodeFileHandle } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, rename, rm, stat } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "pathe";
 import { defineDriver, type LogFile, type RecordFile } from "../../src/core/driver";
 import { optionError } from "../../src/core/check";
@@ -11,6 +11,7 @@ import type { DriverLock } from "../../src/core/driver";
 import { acquireFsLeaseLock, fencedFsWrite, isFsLeaseLockHeld } from "./utils/fs-lease-lock";
 import { acquirePidLock, isPidLockHeld } from "./utils/pid-lock";
 import { handNativeCrc32 } from "../native-crc32";
+import { Descriptor, openDescriptor } from "./utils/descriptor";
 
 const DRIVER_NAME = "fs";
 
@@ -30,11 +31,12 @@ export interface FsDriverOptions {
    * through libuv's thread pool costs a tenth of a millisecond, and several on a busy
    * machine. This is what keeps a push-to-consumer delivery under a millisecond, and a
    * sample of 10,000 position files (the dashboard, `/metrics`) within a few tens of ms:
-   * a whole small file (`readRecord`) is opened, measured, read and closed there too.
+   * a whole small file (`readRecord`) is opened, measured, read and closed there too, and
+   * the files the engine keeps open are opened and closed there (a seek opens a few).
    * The default covers the engine's largest usual I/O, a consumer's 1 MiB read chunk and a
    * writer's 1 MiB batch buffer: against the page cache such a call takes 0.2-0.3 ms on the
    * calling thread, less than the same call through the pool, which also costs the handoff's CPU.
-   * `fdatasync` always runs in the pool. 0 sends every read and write through the pool
+   * `fdatasync` always runs in the pool. 0 sends every open, read, write and close through the pool
    * (for storage where a single small write can block, e.g. a network filesystem).
    * @default 1048576
    */
@@ -96,18 +98,23 @@ const fsDriver = defineDriver((options: FsDriverOptions = {}) => {
     return full;
   };
 
-  /** Opens for positional reads and writes; with `create`, makes it (empty) if missing. */
-  const openFile = async (path: string, create: boolean): Promise<NodeFileHandle | undefined> => {
+  /**
+   * Opens for positional reads and writes; with `create`, makes it (empty) if missing. On the
+   * calling thread unless all I/O goes through the pool: a seek opens and closes a few files,
+   * and each trip through the pool waits for a core on a busy machine (milliseconds at p99).
+   */
+  const openFile = async (path: string, create: boolean): Promise<Descriptor | undefined> => {
     await ensureBase();
     const full = abs(path);
+    const inline = inlineIOBytes > 0;
     try {
-      return await open(full, "r+");
+      return await openDescriptor(full, constants.O_RDWR, inline);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") fail(error);
       if (!create) return undefined;
     }
     // O_CREAT without O_TRUNC or O_APPEND: "w+" would truncate, "a+" ignores write positions.
-    return open(full, constants.O_RDWR | constants.O_CREAT, 0o644).catch(fail);
+    return openDescriptor(full, constants.O_RDWR | constants.O_CREAT, inline).catch(fail);
   };
 
   return {
@@ -215,7 +222,7 @@ async function writeWhole(full: string, data: Uint8Array, sync: boolean, place: 
   // A temporary name of this process's own, then a rename: readers see all of it or none.
   const temp = `${full}~tmp-${process.pid}`; // a `~`: not listed (a reader of the directory never takes it for a queue's or consumer's file)
   try {
-    const handle = await open(temp, "w");
+    const handle = await openDescriptor(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, false, 0o666);
     try {
       await writeAt(handle, 0, data, 0);
       if (sync) await handle.datasync();
@@ -246,7 +253,7 @@ function renameSyncIfThere(from: string, to: string, required = false): boolean 
   }
 }
 
-function truncateSync(handle: NodeFileHandle, length: number): void {
+function truncateSync(handle: Descriptor, length: number): void {
   try {
     ftruncateSync(handle.fd, length);
   } catch (error) {
@@ -254,7 +261,7 @@ function truncateSync(handle: NodeFileHandle, length: number): void {
   }
 }
 
-function createLog(handle: NodeFileHandle, inlineIOBytes: number, fenced: Fenced): LogFile {
+function createLog(handle: Descriptor, inlineIOBytes: number, fenced: Fenced): LogFile {
   return {
     // An fstat of an open file is quick: on the calling thread too unless all I/O goes through the pool.
     async size() {
@@ -277,7 +284,7 @@ function createLog(handle: NodeFileHandle, inlineIOBytes: number, fenced: Fenced
 }
 
 /** An info line's file, rewritten in place at offset 0 as the crate does (never renamed over). */
-function createRecord(handle: NodeFileHandle, fenced: Fenced): RecordFile {
+function createRecord(handle: Descriptor, fenced: Fenced): RecordFile {
   return {
     // Info lines are short; the crate's leftovers after the first line are read too, and ignored.
     read: () => readAt(handle, 0, RECORD_READ, RECORD_READ),
@@ -294,7 +301,7 @@ function createRecord(handle: NodeFileHandle, fenced: Fenced): RecordFile {
 /** Bytes read of an info record: its line is far shorter (two names of at most 128 characters and three numbers). */
 const RECORD_READ = 1024;
 
-async function readAt(handle: NodeFileHandle, position: number, length: number, inlineIOBytes: number): Promise<Uint8Array> {
+async function readAt(handle: Descriptor, position: number, length: number, inlineIOBytes: number): Promise<Uint8Array> {
   const buffer = Buffer.allocUnsafe(length);
   const inline = length <= inlineIOBytes;
   let filled = 0;
@@ -344,7 +351,7 @@ function readSmallFileSync(full: string, limit: number): Uint8Array | undefined 
   }
 }
 
-async function writeAt(handle: NodeFileHandle, position: number, data: Uint8Array, inlineIOBytes: number): Promise<void> {
+async function writeAt(handle: Descriptor, position: number, data: Uint8Array, inlineIOBytes: number): Promise<void> {
   const inline = data.length <= inlineIOBytes;
   let written = 0;
   try {

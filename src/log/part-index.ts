@@ -26,7 +26,7 @@ import { fencedLog } from "../storage/fence";
 import type { QueueProblem } from "../core/errors";
 import { withSharedLog } from "../storage/handles";
 import { partIndexPath } from "../storage/paths";
-import { HEADER_SIZE } from "../format/record";
+import { HEADER_SIZE, readHeader } from "../format/record";
 import { readHeaderAt, scanPart } from "./scan";
 
 export const INDEX_ENTRY_SIZE = 24;
@@ -108,11 +108,16 @@ export function sealedTime(entries: readonly IndexEntry[] | undefined, size: num
   return last && last.offset === size ? last.time : undefined;
 }
 
+/** An index up to this size (2,730 entries) is read whole for a search: one read instead of one per step. */
+const WHOLE_INDEX_BYTES = 64 * 1024;
+
 /**
  * The last entry of a part's index for which `isBefore` holds (entries ascend: it holds for a
  * prefix), undefined when none does, or "none" when the part has no usable index. A binary
- * search reading one entry per step, so a seek costs the same in a part of any size; an entry
- * that fails its crc on the way makes it read the whole index instead (its valid prefix).
+ * search checking one entry per step, so a seek costs the same in a part of any size: in one
+ * read of the index when it is small (a call less per step on any driver, a round trip less
+ * on a remote one), else reading one entry per step. An entry that fails its crc on the way
+ * makes it read the whole index instead (its valid prefix).
  */
 export async function findEntry(
   driver: QueueDriver,
@@ -121,13 +126,19 @@ export async function findEntry(
   isBefore: (entry: IndexEntry) => boolean,
 ): Promise<IndexEntry | undefined | "none"> {
   const searched = await withSharedLog(driver, partIndexPath(queue, part), async (log) => {
+    const size = await log.size();
     let lo = 0;
-    let hi = Math.floor((await log.size()) / INDEX_ENTRY_SIZE) - 1;
+    let hi = Math.floor(size / INDEX_ENTRY_SIZE) - 1;
     if (hi < 0) return "none";
+    const whole = size <= WHOLE_INDEX_BYTES ? await log.read(0, size) : undefined;
+    const entryAt = async (i: number) => {
+      const at = i * INDEX_ENTRY_SIZE;
+      return parseIndex(whole ? whole.subarray(at, at + INDEX_ENTRY_SIZE) : await log.read(at, INDEX_ENTRY_SIZE)).entries[0];
+    };
     let found: IndexEntry | undefined;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      const entry = parseIndex(await log.read(mid * INDEX_ENTRY_SIZE, INDEX_ENTRY_SIZE)).entries[0];
+      const entry = await entryAt(mid);
       if (!entry) return "damaged";
       if (isBefore(entry)) {
         found = entry;
@@ -287,9 +298,12 @@ export async function scanToSeq(
 ): Promise<{ part: number; position: number; count: number } | undefined> {
   const start = from ?? { seq: 1, offset: 0, time: 0 };
   if (start.seq === seq) return { part, position: start.offset, count: seq - 1 };
+  const size = await log.size();
+  const hopped = await hopToSeq(log, start, seq, size);
+  if (hopped !== undefined) return { part, position: hopped, count: seq - 1 };
   let found: { part: number; position: number; count: number } | undefined;
   let end = { part, position: start.offset, count: start.seq - 1 };
-  await scanPart(log, { from: start.offset, limit: await log.size(), chunkSize: 64 * 1024, onSkip: () => {} }, (_buf, _view, _at, header) => {
+  await scanPart(log, { from: start.offset, limit: size, chunkSize: SCAN_CHUNK, onSkip: () => {} }, (_buf, _view, _at, header) => {
     if (header.seq === seq) {
       found = { part, position: header.offset, count: seq - 1 };
       return false;
@@ -298,6 +312,28 @@ export async function scanToSeq(
     return header.seq < seq;
   });
   return found ?? (end.count === seq - 1 ? end : undefined);
+}
+
+const SCAN_CHUNK = 64 * 1024;
+
+/**
+ * Where record `seq` starts, found by hopping from header to header in one read from `start`:
+ * each header checks out (magic, type, its own offset) and counts up by one, so the last is
+ * record `seq`. Undefined when it is not reached that way (a header that does not check out,
+ * the read's end, the part's end): the full scan answers. The bodies' crcs are left to whoever
+ * reads them: the full scan, which checks them, lands on the same record (a record with a bad
+ * body is stepped over, and its successor found by its own header), at a fraction of the cost.
+ */
+async function hopToSeq(log: LogFile, start: IndexEntry, seq: number, size: number): Promise<number | undefined> {
+  const buf = await log.read(start.offset, Math.max(0, Math.min(SCAN_CHUNK, size - start.offset)));
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  for (let at = 0, expected = start.seq; at + HEADER_SIZE <= buf.length; expected++) {
+    const header = readHeader(buf, view, at, start.offset);
+    if (!header || header.seq !== expected) return undefined;
+    if (header.seq === seq) return header.offset;
+    at += HEADER_SIZE + header.length;
+  }
+  return undefined;
 }
 
 /** Whether an entry names a record that is there (or the part's end): the index is a hint, checked before it is trusted. */

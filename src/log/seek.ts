@@ -75,7 +75,7 @@ async function seekTime(
   // Everything there was written before a time still to come: only what comes next.
   if (time > Date.now()) return resolveSeek(driver, queue, "latest");
   const info = await readQueueInfo(driver, queue, ignore);
-  const ids = await listParts(driver, queue);
+  const ids = await partsOf(driver, queue, info?.part);
   const newest = Math.max(info?.part ?? -1, ids.at(-1) ?? -1);
   if (newest < 0) throw new VQueueError("E_NOT_FOUND", `Queue "${queue}" does not exist.`);
   // A probe reads only a part's last entry (one small read), the part found its whole index.
@@ -102,4 +102,33 @@ async function seekTime(
   if (entry === "none") reportNoIndex(driver, queue, part, onProblem);
   const checked = entry && entry !== "none" && (await withSharedLog(driver, partPath(queue, part), (log) => entryHolds(log, entry)));
   return checked ? { part, position: entry.offset, count: entry.seq - 1 } : { part, position: 0, count: 0 };
+}
+
+/** Queues whose parts are remembered (each a few numbers), the least recently listed forgotten first. */
+const LISTINGS_KEPT = 1000;
+const listings = new Map<string, readonly number[]>();
+
+/**
+ * A queue's part ids, ascending, as `listParts` gives them. A listing reads the whole data
+ * directory (on fs, a trip through the thread pool, milliseconds at p99 on a busy machine),
+ * so a seek by time reuses the last one while it still holds: its last part is still the
+ * newest (`newest`, the queue's info line: a writer only adds after it), and its first is
+ * still the oldest (retention and prune delete from the oldest). Two size lookups check the
+ * second (on fs, two `stat`s on the calling thread); a driver without `sizeOf` always lists.
+ */
+async function partsOf(driver: QueueDriver, queue: string, newest: number | undefined): Promise<readonly number[]> {
+  const key = `${driver.storageKey}\u0000${queue}`;
+  const known = listings.get(key);
+  if (known && newest !== undefined && known.at(-1) === newest && (await isOldestPart(driver, queue, known[0]!))) return known;
+  const ids = await listParts(driver, queue);
+  listings.delete(key);
+  if (listings.size >= LISTINGS_KEPT) listings.delete(listings.keys().next().value!);
+  listings.set(key, ids);
+  return ids;
+}
+
+/** Whether `part` exists and the one before it does not (false when the driver cannot tell cheaply). */
+async function isOldestPart(driver: QueueDriver, queue: string, part: number): Promise<boolean> {
+  if (!driver.sizeOf || (await driver.sizeOf(partPath(queue, part))) === undefined) return false;
+  return part === 0 || (await driver.sizeOf(partPath(queue, part - 1))) === undefined;
 }

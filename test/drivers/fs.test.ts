@@ -110,6 +110,52 @@ describe("fs driver", () => {
     },
   );
 
+  it.skipIf(currentRuntime !== "node")(
+    "by default opens and closes files without the thread pool: a consumer's seek by sequence or by time makes no pool trip once the parts are listed",
+    async () => {
+      const dir = await freshDir();
+      const driver = fsDriver({ dir });
+      const q = await QueueWriter.open("q", { driver, maxPartBytes: 4096, indexInterval: 10 });
+      for (let i = 0; i < 5; i++) await q.pushBatch(Array.from({ length: 40 }, (_, j) => `m${i * 40 + j}`.padEnd(60, ".")));
+      const parts = q.position.part + 1;
+      await q.close();
+      expect(parts).toBeGreaterThan(2);
+      // syncCommits: an fsync of the saved position always goes through the pool (as durable as every commit).
+      const c = await QueueConsumer.open("q", "c", { driver, syncCommits: false });
+      await c.seek({ time: Date.now() - 60_000 }); // lists the parts (a directory read goes through the pool)
+      const pooled = fsDriver({ dir, inlineIOBytes: 0 });
+      let opened, bySeq, byTime, pooledOpen!: Promise<unknown>;
+      await withPoolStuck(dir, async () => {
+        opened = await inTime(driver.openLog("q-1/q_queue", { create: false }).then(async (log) => (await log!.close(), "opened and closed")));
+        bySeq = await inTime(c.seek({ part: parts - 1, seq: 3 }));
+        byTime = await inTime(c.seek({ time: Date.now() - 60_000 }));
+        pooledOpen = pooled.openLog("q-1/q_queue", { create: false }).then((log) => log?.close());
+        expect(await inTime(pooledOpen)).toBe("pool busy"); // inlineIOBytes: 0 opens in the pool
+      });
+      await pooledOpen;
+      expect(opened).toEqual({ value: "opened and closed" });
+      expect(bySeq).toEqual({ value: expect.stringMatching(new RegExp(`^${parts - 1}\\.`)) });
+      expect(byTime).toEqual({ value: "0.0.0" });
+      expect((await c.read({ max: 1 }))[0]?.data).toBe("m0".padEnd(60, "."));
+      await c.close();
+    },
+  );
+
+  it("refuses a closed file's calls, and closes a file only once its calls in the pool are done", async () => {
+    const dir = await freshDir();
+    const log = (await fsDriver({ dir, inlineIOBytes: 0 }).openLog("log", { create: true }))!;
+    const data = new Uint8Array(64 * 1024).fill(7);
+    const appended = log.append(0, data);
+    await log.close(); // while the append is in the pool: it completes into this file, not into a reused descriptor
+    await appended;
+    const again = (await fsDriver({ dir }).openLog("log", { create: false }))!;
+    expect(Buffer.compare(await again.read(0, data.length), data)).toBe(0);
+    await again.close();
+    await expect(again.read(0, 1)).rejects.toMatchObject({ code: "E_IO" });
+    await expect(log.size()).rejects.toMatchObject({ code: "E_IO" });
+    await again.close(); // a second close is harmless
+  });
+
   it("never touches a path outside its directory", async () => {
     const dir = await freshDir();
     const driver = fsDriver({ dir });

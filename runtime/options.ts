@@ -141,7 +141,7 @@ export interface MonitorOptions {
   idleMs?: number;
   /**
    * The first look after a start waits this long at most for the first sample, then answers with
-   * the queues read so far and names the others as pending (the sample goes on). @default 100
+   * the queues read so far and names the others as pending (the sample goes on). @default 50
    */
   firstAnswerMs?: number;
 }
@@ -226,7 +226,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
     dashboard: options.dashboard ?? true,
-    monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000, firstAnswerMs: 100 }),
+    monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000, firstAnswerMs: 50 }),
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),

@@ -3,6 +3,7 @@ import type { OverviewResponse } from "../../protocol/api";
 import { openQueue } from "../../src/writer/writer";
 import { openConsumer } from "../../src/consumers/ordered/consumer";
 import fsDriver from "../../adapters/drivers/fs";
+import { declarePartitions } from "../../src/partitions/declaration";
 import { startServer, type TestServer } from "./_server";
 import { parseScrape, valueOf } from "../helpers/prometheus";
 
@@ -17,9 +18,20 @@ const name = (i: number) => `q${String(i).padStart(3, "0")}`;
 /** Queue i holds `messages(i)`; consumer c0 read none of them, c1 the first one. */
 const messages = (i: number) => 2 + (i % 5);
 
+/** A partitioned queue among them (partition k holds k + 1 messages): an answer shows its row whole or names it pending. */
+const PARTED = "zparted";
+const PARTITIONS = 8;
+const PARTED_MESSAGES = (PARTITIONS * (PARTITIONS + 1)) / 2;
+
 /** The queues, written in this process before anyone looked at the server (the monitor has not sampled). */
 async function fill(dir: string): Promise<void> {
   const driver = fsDriver({ dir });
+  await declarePartitions(driver, PARTED, PARTITIONS);
+  for (let k = 0; k < PARTITIONS; k++) {
+    const partition = await openQueue(`${PARTED}.p${k}`, { driver, durability: "none" });
+    await partition.pushBatch(Array.from({ length: k + 1 }, () => "m"));
+    await partition.close();
+  }
   let next = 0;
   const lane = async () => {
     while (next < QUEUES) {
@@ -47,7 +59,7 @@ async function started(): Promise<TestServer> {
   return s;
 }
 
-const all = Array.from({ length: QUEUES }, (_, i) => name(i));
+const all = [...Array.from({ length: QUEUES }, (_, i) => name(i)), PARTED];
 
 describe("the first overview and /metrics after a start", () => {
   it("answer at once with the queues read so far, each exact, and name the others as pending until the first sample ends", async () => {
@@ -58,9 +70,14 @@ describe("the first overview and /metrics after a start", () => {
       expect(res.status).toBe(200);
       const o = (await res.json()) as OverviewResponse;
       answers.push(o);
-      // Every queue once: shown or pending.
+      // Every queue once: shown or pending (a partitioned queue by its name, never its partitions').
       expect([...o.queues.map((q) => q.name), ...o.pending].sort()).toEqual(all);
       for (const q of o.queues) {
+        // Never the sum of the partitions read so far.
+        if (q.name === PARTED) {
+          expect(q).toMatchObject({ partitions: PARTITIONS, messages: PARTED_MESSAGES });
+          continue;
+        }
         const i = Number(q.name.slice(1));
         expect(q).toMatchObject({ messages: messages(i), consumers: 2, maxLag: messages(i), maxLagConsumer: "c0", producedTotal: 0, consumedTotal: 0 });
       }
@@ -89,8 +106,13 @@ describe("the first overview and /metrics after a start", () => {
       const pending = valueOf(families, "vqueue_monitor_queues_pending");
       expect(pending).toBeDefined();
       pendings.push(pending!);
-      const shown = families.get("vqueue_queue_messages")?.metrics ?? [];
-      expect(shown.length + pending!).toBe(QUEUES);
+      const series = families.get("vqueue_queue_messages")?.metrics ?? [];
+      // A partitioned queue by partition: all of them or none.
+      const partitions = series.filter((q) => q.labels!.queue === PARTED);
+      expect(partitions.length === 0 || partitions.length === PARTITIONS).toBe(true);
+      if (partitions.length > 0) expect(partitions.reduce((sum, q) => sum + Number(q.value), 0)).toBe(PARTED_MESSAGES);
+      const shown = series.filter((q) => q.labels!.queue !== PARTED);
+      expect(shown.length + (partitions.length > 0 ? 1 : 0) + pending!).toBe(QUEUES + 1);
       for (const sample of shown) {
         const queue = sample.labels!.queue!;
         const i = Number(queue.slice(1));
@@ -100,6 +122,7 @@ describe("the first overview and /metrics after a start", () => {
       }
       // Consumer series only for the queues shown.
       const lagged = new Set(families.get("vqueue_consumer_lag_messages")?.metrics.map((c) => c.labels!.queue));
+      lagged.delete(PARTED);
       expect([...lagged].sort()).toEqual(shown.map((q) => q.labels!.queue).sort());
       if (pending === 0) break;
     }

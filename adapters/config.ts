@@ -82,7 +82,7 @@ export interface VQueueConfig {
    * `{ "orders": { "retention": { "maxParts": 10 }, "shared": { "maxDeliveries": 3 }, "partitions": 6 } }`.
    */
   queues?: Record<string, QueueSettings>;
-  /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000 }` (docs/operating.md#monitoring). */
+  /** The monitor behind the dashboard and `/metrics`: `{ "sampleMs": 1000, "historyPoints": 300, "idleMs": 600000, "firstAnswerMs": 50 }` (docs/operating.md#monitoring). */
   monitor?: MonitorOptions;
   /** `GET /metrics` (Prometheus): `true` behind auth, `{ "open": true }` without, `false` no route (docs/operating.md#metrics). @default true */
   metrics?: boolean | { open?: boolean };

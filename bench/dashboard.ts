@@ -7,10 +7,13 @@
  *     Each run a fresh server (a monitor, once looked at, samples for 10 minutes: it would go on
  *     in the runs without the dashboard), the two modes interleaved, medians, the ratio.
  * (b) 1,000 queues with 10 consumers each, at different positions: the time of the first
- *     request after start (it waits for the monitor's first sample), then of `GET /metrics` and
+ *     overview after start (it waits for the monitor's first sample at most `firstAnswerMs`,
+ *     then names the queues not read yet), and of the first `/metrics` of another fresh server,
+ *     how long until the first sample has read every queue, then of `GET /metrics` and
  *     `GET /api/v1/overview?history=60` (median, p95), and of one `storageOverview` of the
  *     directory in this process (what a background sample reads).
- * VQ_BENCH_REPEATS sets the rounds of (a); VQ_BENCH_DASHBOARD_QUEUES the queues of (b).
+ * VQ_BENCH_REPEATS sets the rounds of (a); VQ_BENCH_DASHBOARD_QUEUES the queues of (b);
+ * VQ_BENCH_DASHBOARD_PARTS=many runs (b) alone (`throughput,many` both, the default).
  */
 import { Agent } from "node:http";
 import { openConsumer, openQueue, positionAfter, storageOverview, type ConsumerPosition } from "v-queue";
@@ -31,12 +34,13 @@ const BATCH = 1000;
 const SIZE = 100;
 const SECONDS = Number(process.env.VQ_BENCH_HTTP_SECONDS) || 2;
 const REQUESTS = 20;
-const TARGET = { ratio: 0.95, ms: 100 };
+const TARGET = { ratio: 0.95, ms: 100, firstMs: 200 };
+const PARTS = new Set((process.env.VQ_BENCH_DASHBOARD_PARTS ?? "throughput,many").split(","));
 
 export async function runDashboardBench(): Promise<void> {
   console.log(`\n## Dashboard and metrics (v-queue/server in a child process, fs driver, durability "interval")\n`);
-  await throughput();
-  await manyQueues();
+  if (PARTS.has("throughput")) await throughput();
+  if (PARTS.has("many")) await manyQueues();
 }
 
 // --- (a) throughput with and without the dashboard open ---
@@ -162,32 +166,58 @@ async function manyQueues(): Promise<void> {
       if (queues.length !== QUEUES) throw new Error(`storageOverview saw ${queues.length} queues, not ${QUEUES}`);
     }
 
-    const server = await startChild("vqueue", dir);
     const agent = new Agent({ keepAlive: true, maxSockets: 8 });
     const rows: string[][] = [];
+    const timed = async (port: number, path: string) => {
+      const t0 = performance.now();
+      const res = await call(agent, port, "GET", path);
+      return { ms: performance.now() - t0, status: res.status, bytes: res.body.length, body: res.body };
+    };
+    // The first /metrics of a fresh server (before this change, it waited for the whole first sample).
+    const scraped = await startChild("vqueue", dir);
     try {
-      const timed = async (path: string) => {
-        const t0 = performance.now();
-        const res = await call(agent, server.port, "GET", path);
-        return { ms: performance.now() - t0, status: res.status, bytes: res.body.length, body: res.body };
-      };
-      const first = await timed("/api/v1/overview?history=60");
+      const first = await timed(scraped.port, "/metrics");
+      const pending = /^vqueue_monitor_queues_pending (\d+)$/m.exec(first.body.toString())?.[1];
+      if (first.status === 200)
+        rows.push([
+          `first GET /metrics after start (a fresh server; ${pending === undefined ? "every queue" : `${QUEUES - Number(pending)} queues' series, ${pending} pending`})`,
+          first.ms.toFixed(1),
+          "-",
+          "-",
+          `${(first.bytes / 1024).toFixed(0)} KiB`,
+          first.ms < TARGET.firstMs ? "PASS" : "FAIL",
+        ]);
+    } finally {
+      await scraped.stop();
+    }
+    const server = await startChild("vqueue", dir);
+    try {
+      const started = performance.now();
+      const first = await timed(server.port, "/api/v1/overview?history=60");
       if (first.status !== 200) throw new Error(`overview: ${first.status} ${first.body}`);
-      const seen = (JSON.parse(first.body.toString()) as { queues: unknown[] }).queues.length;
+      const read = (body: Buffer) => JSON.parse(body.toString()) as { queues: unknown[]; pending?: string[] };
+      const seen = read(first.body);
       rows.push([
-        `first GET /api/v1/overview?history=60 after start (waits for the first sample; ${seen} queues)`,
+        `first GET /api/v1/overview?history=60 after start (${seen.queues.length} queues, ${seen.pending?.length ?? "none"} pending)`,
         first.ms.toFixed(1),
         "-",
         "-",
         `${(first.bytes / 1024).toFixed(0)} KiB`,
-        first.ms < TARGET.ms ? "PASS" : "FAIL",
+        first.ms < TARGET.firstMs ? "PASS" : "FAIL",
       ]);
-      const metrics = (await timed("/metrics")).status === 200;
+      // Until the first sample has read every queue (the dashboard's next polls fill in).
+      let whole = seen;
+      while ((whole.pending?.length ?? 0) > 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        whole = read((await timed(server.port, "/api/v1/overview")).body);
+      }
+      rows.push([`GET /api/v1/overview from start until no queue is pending`, (performance.now() - started).toFixed(1), "-", "-", "-", "informative"]);
+      const metrics = (await timed(server.port, "/metrics")).status === 200;
       for (const path of [...(metrics ? ["/metrics"] : []), "/api/v1/overview?history=60", "/api/v1/overview"]) {
         const times: number[] = [];
         let last = first;
         for (let i = 0; i < REQUESTS; i++) {
-          const r = (last = await timed(path));
+          const r = (last = await timed(server.port, path));
           if (r.status !== 200) throw new Error(`${path}: ${r.status}`);
           times.push(r.ms);
           await new Promise((resolve) => setTimeout(resolve, 100)); // requests spread over samples, as a page's polls are
@@ -220,7 +250,7 @@ async function manyQueues(): Promise<void> {
       "informative",
     ]);
     console.log(`\n${QUEUES} queues x ${CONSUMERS} consumers (${QUEUES * CONSUMERS} position files), a few messages each:\n`);
-    console.log(formatTable(["request", "p50 ms", "p95 ms", "max ms", "size", `target < ${TARGET.ms} ms`], rows));
+    console.log(formatTable(["request", "p50 ms", "p95 ms", "max ms", "size", `target < ${TARGET.firstMs} ms (first) / ${TARGET.ms} ms`], rows));
   } finally {
     removeDir(dir);
   }

@@ -484,6 +484,12 @@ export interface OverviewResponse {
   sampledAt: number;
   sampleMs: number;
   queues: QueueOverviewJSON[];
+  /**
+   * Queues not read yet, by name: only right after a start, when the first sample takes longer
+   * than the monitor's `firstAnswerMs`. They are missing from `queues` until the sample reaches
+   * them (the next poll); empty otherwise.
+   */
+  pending: string[];
 }
 
 /** A part of a queue, as `GET /api/v1/queues/{queue}/overview` shows it. */

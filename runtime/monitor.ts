@@ -4,9 +4,10 @@
 import { comparePositions, type ConsumerPosition } from "../src/format/position";
 import { sharedFileStats, type SharedFileStats } from "../src/inspect/shared";
 import type { QueueOverview } from "../src/inspect/types";
-import { forEachLimited, listStorage, queueOverview } from "../src/inspect/overview";
+import { forEachLimited, listStorage, queueOverview, type ListedQueue } from "../src/inspect/overview";
 import type { HistoryJSON } from "../protocol/api";
 import { HistoryRing } from "./history";
+import { parsePartitionName } from "../src/partitions/declaration";
 import { foldPartitions, sampledTracks, sumHistories } from "./partitioned-samples";
 import type { ResolvedQueueAppOptions } from "./options";
 import type { QueueRegistry } from "./registry";
@@ -20,6 +21,8 @@ import type { ConsumerSample, MonitorSnapshot, QueueSample, SharedSample } from 
  * from memory, so a scrape or a page of 1,000 queues costs no I/O.
  *
  * Sampling runs while someone looks (`snapshot()`), and stops after `idleMs` without a look.
+ * The first look waits for the first sample at most `firstAnswerMs`: then it gets the queues read
+ * so far and the names of the others (`pending`), and the sample goes on.
  * Counters (`producedTotal`, ...) count what the samples saw change since the first sample of
  * each queue (the first look of all, or, for a queue that appears later, its first message)
  * (Prometheus counters may reset with the process); they are exact across any gap between
@@ -43,6 +46,11 @@ const CONSUMER_POINTS = 60;
 const USED_AHEAD = 5;
 /** Queues read at once: round trips overlap. */
 const CONCURRENCY = 16;
+/**
+ * A sample lets the event loop run after this long (ms): the fs driver reads small files
+ * synchronously, and the first sample of 1,000 queues would hold every request for a second.
+ */
+const SLICE_MS = 10;
 
 interface ConsumerTrack {
   position: ConsumerPosition;
@@ -75,6 +83,9 @@ export class Monitor {
   #tracks = new Map<string, QueueTrack>();
   #last: MonitorSnapshot | undefined;
   #first: Promise<MonitorSnapshot> | undefined;
+  /** While a sample runs: its listing, then the queues of it not read yet. */
+  #listing: Promise<unknown> | undefined;
+  #pending: Set<string> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** How long the last sample took (ms). */
   #took = 0;
@@ -100,13 +111,55 @@ export class Monitor {
       this.#timer = undefined;
     }
     if (!this.#timer && !this.#first) this.#first = this.#run();
-    if (!this.#last) return this.#first!;
+    if (!this.#last) return this.#firstAnswer(this.#first!);
     if (!stale) return Promise.resolve(this.#last);
     // Waited for, but at most a period: a sample stuck on the storage must not hold up /metrics.
     const last = this.#last;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const cap = new Promise<MonitorSnapshot>((done) => (timer = setTimeout(() => done(last), this.#options.sampleMs)));
     return Promise.race([this.#first!, cap]).finally(() => clearTimeout(timer));
+  }
+
+  /** The last complete sample: as `snapshot()`, but waits for the whole first sample. */
+  async complete(): Promise<MonitorSnapshot> {
+    const snapshot = await this.snapshot();
+    return snapshot.pending === undefined ? snapshot : (this.#first ?? this.snapshot());
+  }
+
+  /** The first sample if it ends within `firstAnswerMs` (counted from its listing's end at the earliest), else what it has read so far. */
+  async #firstAnswer(first: Promise<MonitorSnapshot>): Promise<MonitorSnapshot> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = new Promise<undefined>((done) => (timer = setTimeout(() => done(undefined), this.#options.firstAnswerMs)));
+    try {
+      const done = await Promise.race([first, waited]);
+      if (done) return done;
+    } finally {
+      clearTimeout(timer);
+    }
+    // Before the listing ends nothing is known, not even which queues there are.
+    await Promise.race([first, this.#listing]);
+    const pending = this.#pending;
+    if (this.#last || !pending) return first;
+    return this.#partial(pending);
+  }
+
+  /** The queues the running first sample has read, and the names of the others (see `MonitorSnapshot.pending`). */
+  async #partial(pending: Set<string>): Promise<MonitorSnapshot> {
+    const count = (queue: string) => this.#registry.partitions.count(queue);
+    const read = [...this.#tracks.keys()].filter((name) => !pending.has(name)).sort();
+    const folded = await foldPartitions(
+      read.flatMap((name) => this.#tracks.get(name)?.sample ?? []),
+      count,
+    );
+    // A partitioned queue is named once; its row would sum the partitions read so far, so it waits for all of them.
+    const waiting = new Set<string>();
+    for (const name of pending) {
+      const parsed = parsePartitionName(name);
+      const partitions = parsed && (await count(parsed.queue).catch(() => undefined));
+      waiting.add(partitions !== undefined && parsed!.index < partitions ? parsed!.queue : name);
+    }
+    const queues = folded.filter((q) => !waiting.has(q.partitionOf?.queue ?? q.name));
+    return { at: Date.now(), sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues, pending: [...waiting].sort() };
   }
 
   /** A sample taken from now (one running now when it started after the last change is not enough: a new one). */
@@ -151,12 +204,17 @@ export class Monitor {
   async #run(): Promise<MonitorSnapshot> {
     const started = Date.now();
     try {
-      this.#last = await this.#sample();
+      // Set before any await: a look that comes now waits for this listing.
+      const listing = this.#registry.driver().then((driver) => listStorage(driver, this.#include));
+      this.#listing = listing.catch(() => {});
+      this.#last = await this.#sample(await listing);
     } catch (error) {
       this.#registry.options.logger.error("[v-queue] [monitor] sampling failed:", error);
       this.#last ??= { at: started, sampleMs: this.#options.sampleMs, startedAt: this.startedAt, queues: [] };
     } finally {
       this.#first = undefined;
+      this.#listing = undefined;
+      this.#pending = undefined;
       const took = (this.#took = Date.now() - started);
       if (!this.#closed && Date.now() - this.#lookedAt < this.#options.idleMs) {
         this.#timer = setTimeout(
@@ -172,25 +230,31 @@ export class Monitor {
     return this.#last;
   }
 
-  async #sample(): Promise<MonitorSnapshot> {
+  async #sample(listed: Map<string, ListedQueue>): Promise<MonitorSnapshot> {
     const driver = await this.#registry.driver();
-    const listed = await listStorage(driver, this.#include);
     const held = this.#registry.heldConsumers();
     const writing = this.#registry.writers.queues();
     for (const name of this.#tracks.keys()) if (!listed.has(name)) this.#tracks.delete(name);
     // Stalest first; a queue used here counts as USED_AHEAD samples staler (it changes; its reads are cheap), so others still get their turn.
     const due = (name: string) => (this.#tracks.get(name)?.sampledAt ?? 0) - (writing.has(name) || held.has(name) ? USED_AHEAD * this.#options.sampleMs : 0);
     const order = [...listed.keys()].sort((a, b) => due(a) - due(b));
+    const pending = (this.#pending = new Set(order));
     // From after the listing, which a loaded machine makes slow: the budget is for the queues' reads.
     const deadline = Date.now() + Math.max(MIN_BUDGET_MS, this.#options.sampleMs * BUDGET);
+    const pause = pauses(SLICE_MS);
     await forEachLimited(order.length, CONCURRENCY, async (i) => {
       const name = order[i]!;
+      await pause();
       // Past the budget, a queue shown before keeps its last sample until its turn comes; the
       // stalest are read whatever the time (a sample that read none would show nothing new, ever).
-      if (i >= CONCURRENCY && Date.now() > deadline && this.#tracks.get(name)?.sample) return;
+      if (i >= CONCURRENCY && Date.now() > deadline && this.#tracks.get(name)?.sample) {
+        pending.delete(name);
+        return;
+      }
       const here = held.get(name);
       const queue = await queueOverview(driver, name, listed.get(name)!, here && ((_queue, consumer) => here.get(consumer)?.position));
       if (queue) await this.#sampleQueue(queue, held.get(name), Date.now());
+      pending.delete(name);
     });
     const sampled = [...listed.keys()].sort().flatMap((name) => this.#tracks.get(name)?.sample ?? []);
     const queues = await foldPartitions(sampled, (queue) => this.#registry.partitions.count(queue));
@@ -333,4 +397,21 @@ export class Monitor {
     const files = ct.files?.stats;
     return { inFlight: files?.pending ?? 0, redelivered: ct.redelivered, deadLettered: files?.deadLettered ?? 0, oldestUnacked: files?.oldestUnacked ?? null };
   }
+}
+
+/**
+ * A function to await between steps of a long task: past `sliceMs` since the last pause, it lets
+ * the event loop run (timers, requests) once for every caller at that moment (concurrent lanes all
+ * wait, or the microtasks of the others would keep it from running).
+ */
+function pauses(sliceMs: number): () => Promise<void> | undefined {
+  let since = Date.now();
+  let paused: Promise<void> | undefined;
+  return () => {
+    if (paused || Date.now() - since < sliceMs) return paused;
+    return (paused = new Promise<void>((resume) => setTimeout(resume, 0)).then(() => {
+      paused = undefined;
+      since = Date.now();
+    }));
+  };
 }

@@ -139,6 +139,11 @@ export interface MonitorOptions {
   historyPoints?: number;
   /** Sampling stops when nobody looked for this long (and resumes on the next look). @default 600000 */
   idleMs?: number;
+  /**
+   * The first look after a start waits this long at most for the first sample, then answers with
+   * the queues read so far and names the others as pending (the sample goes on). @default 50
+   */
+  firstAnswerMs?: number;
 }
 
 export interface MetricsOptions {
@@ -221,7 +226,7 @@ export function resolveQueueAppOptions(options: QueueAppOptions = {}): ResolvedQ
     consumerIdleMs: options.consumerIdleMs ?? 300_000,
     maxConsumers: options.maxConsumers ?? 4096,
     dashboard: options.dashboard ?? true,
-    monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000 }),
+    monitor: defu(options.monitor, { sampleMs: 1000, historyPoints: 300, idleMs: 600_000, firstAnswerMs: 50 }),
   };
   throwProblems([
     checkDurability(resolved.durability, "durability"),
@@ -311,13 +316,14 @@ export function metricsProblems(metrics: unknown, path = "metrics"): string[] {
 export function monitorProblems(monitor: unknown, path = "monitor"): string[] {
   if (monitor === undefined) return [];
   if (typeof monitor !== "object" || monitor === null || Array.isArray(monitor))
-    return [`Invalid ${path} ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs }.`];
-  const { sampleMs, historyPoints, idleMs, ...rest } = monitor as MonitorOptions;
+    return [`Invalid ${path} ${showValue(monitor)}: expected { sampleMs, historyPoints, idleMs, firstAnswerMs }.`];
+  const { sampleMs, historyPoints, idleMs, firstAnswerMs, ...rest } = monitor as MonitorOptions;
   return [
-    ...Object.keys(rest).map((key) => `Unknown key "${path}.${key}": use sampleMs, historyPoints or idleMs.`),
+    ...Object.keys(rest).map((key) => `Unknown key "${path}.${key}": use sampleMs, historyPoints, idleMs or firstAnswerMs.`),
     sampleMs === undefined ? undefined : integer(100, 3_600_000)(sampleMs, `${path}.sampleMs`),
     historyPoints === undefined ? undefined : integer(2, 100_000)(historyPoints, `${path}.historyPoints`),
     idleMs === undefined ? undefined : integer(0)(idleMs, `${path}.idleMs`),
+    firstAnswerMs === undefined ? undefined : integer(0, 3_600_000)(firstAnswerMs, `${path}.firstAnswerMs`),
   ].filter((problem) => problem !== undefined);
 }
 

@@ -106,6 +106,12 @@ export interface MonitorSnapshot {
   startedAt: number;
   /** By name. */
   queues: QueueSample[];
+  /**
+   * Only while the first sample after a start runs (`monitor.firstAnswerMs`): the queues listed
+   * and not read yet (a partitioned queue once, until all its partitions are read); they are
+   * absent from `queues`, whose figures are whole (none is guessed).
+   */
+  pending?: string[];
 }
 
 /** A consumer held open by this server, as the monitor sees it. */

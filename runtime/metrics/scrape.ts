@@ -64,7 +64,8 @@ export function renderMetrics(snapshot: MonitorSnapshot, server: ServerMetrics, 
   const every = queues.length === rows.length;
   let sampled = every ? renderedSamples.get(snapshot) : undefined;
   if (sampled === undefined) {
-    sampled = sampleSeries(snapshot, queues);
+    const pending = snapshot.pending?.filter((queue) => can(principal, "read", queue)).length ?? 0;
+    sampled = sampleSeries(snapshot, queues, pending);
     if (every) renderedSamples.set(snapshot, sampled);
   }
   const out = new Exposition(sampled);
@@ -73,8 +74,8 @@ export function renderMetrics(snapshot: MonitorSnapshot, server: ServerMetrics, 
   return out.text();
 }
 
-/** The series of `queues` (of `snapshot`), and when they were sampled. */
-function sampleSeries(snapshot: MonitorSnapshot, queues: QueueSample[]): string {
+/** The series of `queues` (of `snapshot`), when they were sampled, and how many queues the user may read are `pending`. */
+function sampleSeries(snapshot: MonitorSnapshot, queues: QueueSample[], pending: number): string {
   const out = new Exposition();
   const queueLabel = (q: QueueSample): Record<string, string> =>
     q.partitionOf ? { queue: q.partitionOf.queue, partition: String(q.partitionOf.partition) } : { queue: q.name };
@@ -97,6 +98,13 @@ function sampleSeries(snapshot: MonitorSnapshot, queues: QueueSample[]): string 
   out
     .family("vqueue_monitor_sample_timestamp_seconds", "gauge", "When the queue series above were sampled (Unix time).")
     .sample("vqueue_monitor_sample_timestamp_seconds", "", snapshot.at / 1000);
+  out
+    .family(
+      "vqueue_monitor_queues_pending",
+      "gauge",
+      "Queues not sampled yet since the start, whose series are absent until they are (only while the first sample runs; 0 after).",
+    )
+    .sample("vqueue_monitor_queues_pending", "", pending);
   return out.text();
 }
 

@@ -38,10 +38,9 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
       handler: async (event, principal) => {
         const points = Math.min(maxHistory, historyQuery.read(event.url));
         const snapshot = await ctx.monitor.snapshot();
+        const seen = (queue: string) => can(principal, "read", queue) || can(principal, "write", queue);
         // A partitioned queue once (its row sums its partitions); its partitions in its detail.
-        const queues = snapshot.queues
-          .filter((q) => !q.partitionOf && (can(principal, "read", q.name) || can(principal, "write", q.name)))
-          .map((q) => queueJSON(ctx, q, principal, points));
+        const queues = snapshot.queues.filter((q) => !q.partitionOf && seen(q.name)).map((q) => queueJSON(ctx, q, principal, points));
         return json<OverviewResponse>({
           version: ctx.options.version,
           user: principal?.username ?? null,
@@ -50,6 +49,7 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
           sampledAt: snapshot.at,
           sampleMs: snapshot.sampleMs,
           queues,
+          pending: (snapshot.pending ?? []).filter(seen),
         });
       },
     },
@@ -67,7 +67,8 @@ export function overviewRoutes(ctx: RouteContext): ApiRoute[] {
         const queue = nameParam(event, "queue");
         authorize(principal, "read", queue);
         const points = Math.min(maxHistory, historyQuery.read(event.url));
-        let snapshot = await ctx.monitor.snapshot();
+        // Whole: its dead-letter queue and partitions are looked up in it.
+        let snapshot = await ctx.monitor.complete();
         let sample = find(snapshot, queue);
         // Made since the last sample: one more, before saying it does not exist (a listing, not the
         // totals: those would keep every name asked for).
@@ -155,7 +156,7 @@ const queueOverviewSchema = {
 };
 const overviewSchema = {
   type: "object",
-  required: ["version", "user", "rights", "startedAt", "sampledAt", "sampleMs", "queues"],
+  required: ["version", "user", "rights", "startedAt", "sampledAt", "sampleMs", "queues", "pending"],
   properties: {
     version: { type: "string" },
     user: { type: ["string", "null"], description: "The asking user (null without auth)" },
@@ -164,6 +165,12 @@ const overviewSchema = {
     sampledAt: { type: "integer", description: "When the sample was taken (ms since the epoch)" },
     sampleMs: { type: "integer", description: "How often samples are taken" },
     queues: { type: "array", items: queueOverviewSchema },
+    pending: {
+      type: "array",
+      items: { type: "string" },
+      description:
+        "Queues not read yet: only right after a start, when the first sample takes longer than the monitor's firstAnswerMs (they are missing from queues until the sample reaches them); empty otherwise",
+    },
   },
 };
 const queueDetailSchema = {

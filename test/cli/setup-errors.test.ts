@@ -85,11 +85,11 @@ describe("the config schema", () => {
   it("checks the monitor's settings", () => {
     expect(configProblems({ monitor: { sampleMs: 1000, historyPoints: 60, idleMs: 0 } })).toEqual([]);
     expect(configProblems({ monitor: { sampleMs: 10, historyPoints: "many", every: 1 } })).toEqual([
-      'Unknown key "monitor.every": use sampleMs, historyPoints or idleMs.',
+      'Unknown key "monitor.every": use sampleMs, historyPoints, idleMs or firstAnswerMs.',
       "Invalid monitor.sampleMs 10: use an integer from 100 to 3600000.",
       'Invalid monitor.historyPoints "many": use an integer from 2 to 100000.',
     ]);
-    expect(configProblems({ monitor: 5 })).toEqual(["Invalid monitor 5: expected { sampleMs, historyPoints, idleMs }."]);
+    expect(configProblems({ monitor: 5 })).toEqual(["Invalid monitor 5: expected { sampleMs, historyPoints, idleMs, firstAnswerMs }."]);
   });
 });
 

@@ -265,4 +265,44 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);
+
+  it("shows a shared consumer's outcomes as they happen: progress, a result, a dead letter's error; resumes after the server restarts", async () => {
+    await env.admin.produce("reports", ["report 1", "report 2"]);
+    const [one, two] = await env.admin.lease("reports", "workers", { max: 2 });
+    await env.admin.progress("reports", "workers", one!.lease, { done: 0.5 });
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/reports`);
+    const panel = page.locator("section.outcomes");
+    const rows = panel.locator("table[aria-label=Outcomes] tbody tr[data-kind]");
+    const seen = () => rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(1).map((td) => td.textContent)));
+    // Kept before the page opened: shown from the oldest kept; then live.
+    await expect.poll(() => panel.locator(".stream-state").getAttribute("data-state"), { timeout: 10_000 }).toBe("live");
+    await expect.poll(seen, { timeout: 10_000 }).toEqual([["progress", `${one!.part}.${one!.offset} #${one!.seq}`, "1", '{"done":0.5}']]);
+    await env.admin.ack("reports", "workers", one!.lease, { results: { [one!.lease]: { url: "/reports/1.pdf" } } });
+    await env.admin.nack("reports", "workers", two!.lease, { deadLetter: true, error: "no such report" });
+    // Newest first.
+    const expected = [
+      ["dead", `${two!.part}.${two!.offset} #${two!.seq}`, "1", "no such report"],
+      ["completed", `${one!.part}.${one!.offset} #${one!.seq}`, "1", '{"url":"/reports/1.pdf"}'],
+      ["progress", `${one!.part}.${one!.offset} #${one!.seq}`, "1", '{"done":0.5}'],
+    ];
+    await expect.poll(seen, { timeout: 10_000 }).toEqual(expected);
+    expect(await panel.locator("select[name=outcomes-consumer]").evaluate((select: HTMLSelectElement) => select.value)).toBe("workers");
+    // Its counters follow (the dead letter).
+    await expect.poll(() => page.locator("tr[data-consumer=workers] td").nth(6).textContent(), { timeout: 10_000 }).toBe("1");
+    await panel.locator("select[name=outcomes-kind]").selectOption("dead");
+    expect(await seen()).toEqual([expected[0]]);
+    await panel.locator("select[name=outcomes-kind]").selectOption("");
+    await screenshots(page, "outcomes");
+
+    // The connection dropped (the server restarted): it connects again after the last event it had, none twice.
+    await env.server.restart();
+    await env.admin.produce("reports", ["report 3"]);
+    const [three] = await env.admin.lease("reports", "workers", { max: 1 });
+    await env.admin.ack("reports", "workers", three!.lease, { results: { [three!.lease]: 3 } });
+    await expect.poll(seen, { timeout: 20_000 }).toEqual([["completed", `${three!.part}.${three!.offset} #${three!.seq}`, "1", "3"], ...expected]);
+    // Chromium itself logs the requests refused while the server was down: those are expected, nothing else.
+    expect(problems.filter((p) => !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(p))).toEqual([]);
+    await context.close();
+  }, 60_000);
 });

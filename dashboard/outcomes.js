@@ -14,7 +14,7 @@ import { count, dateTime, when } from "./format.js";
 
 const KINDS = ["completed", "failed", "dead", "progress"];
 /** Events kept in the page (the newest): the server keeps many more. */
-export const KEEP = 200;
+const KEEP = 200;
 /** A result, progress or error longer than this is cut (all of it in the cell's title). */
 const DETAIL_CHARS = 120;
 /** Waits before connecting again after the server refused the stream (EventSource gives up then); the last one repeats. */
@@ -118,7 +118,7 @@ export function outcomesPanel(queue, onEvent) {
       }
       cursor = message.lastEventId || event.cursor;
       events.push(event);
-      if (events.length > KEEP) events = events.slice(-KEEP);
+      if (events.length > KEEP) events.shift();
       // A burst (every event kept, at first) is drawn once.
       drawing ??= setTimeout(draw, 50);
       onEvent();

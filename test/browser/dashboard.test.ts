@@ -301,6 +301,18 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     const [three] = await env.admin.lease("reports", "workers", { max: 1 });
     await env.admin.ack("reports", "workers", three!.lease, { results: { [three!.lease]: 3 } });
     await expect.poll(seen, { timeout: 20_000 }).toEqual([["completed", `${three!.part}.${three!.offset} #${three!.seq}`, "1", "3"], ...expected]);
+    // Bounded: the newest 200 of them.
+    await env.admin.produce(
+      "reports",
+      Array.from({ length: 200 }, (_, i) => `bulk ${i}`),
+    );
+    for (let batch = 0; batch < 2; batch++) {
+      const leases = (await env.admin.lease("reports", "workers", { max: 100 })).map((m) => m.lease);
+      await env.admin.ack("reports", "workers", leases);
+    }
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(200);
+    expect(await panel.locator("h2").textContent()).toBe("Outcomes (the last 200)");
+    expect(await rows.nth(199).locator("td").nth(1).textContent()).toBe("completed");
     // Chromium itself logs the requests refused while the server was down: those are expected, nothing else.
     expect(problems.filter((p) => !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(p))).toEqual([]);
     await context.close();

@@ -84,6 +84,14 @@ export function outcomesPanel(queue, onEvent) {
 
   consumerSelect.addEventListener("change", () => follow(consumerSelect.value));
   kindSelect.addEventListener("change", draw);
+  // Closed while the tab is hidden (as the page's polls stop), resumed after the last event seen once it shows.
+  const onVisibility = () => {
+    if (document.hidden) {
+      close();
+      showState("paused");
+    } else if (followed !== undefined && !source) connect(followed);
+  };
+  document.addEventListener("visibilitychange", onVisibility);
 
   /** Stops the stream, and follows `consumer` (none: the panel is hidden) from its oldest event kept. */
   function follow(/** @type {string | undefined} */ consumer) {
@@ -100,6 +108,7 @@ export function outcomesPanel(queue, onEvent) {
 
   /** @param {string} consumer */
   function connect(consumer) {
+    if (document.hidden) return showState("paused");
     // From the oldest event kept at first; after a refusal, after the last one seen.
     const query = cursor === undefined ? "from=oldest" : `after=${encodeURIComponent(cursor)}`;
     const stream = new EventSource(apiURL(queuePath(queue, `/consumers/${seg(consumer)}/events?${query}`)));
@@ -131,18 +140,22 @@ export function outcomesPanel(queue, onEvent) {
       stream.close();
       const wait = RETRY_MS[Math.min(refusals++, RETRY_MS.length - 1)] ?? 10_000;
       showState("refused", wait);
-      retry = setTimeout(() => connect(consumer), wait);
+      retry = setTimeout(() => {
+        retry = undefined;
+        connect(consumer);
+      }, wait);
     };
   }
 
   function close() {
     clearTimeout(retry);
+    retry = undefined;
     source?.close();
     source = undefined;
   }
 
   /**
-   * @param {"connecting" | "live" | "reconnecting" | "refused"} now
+   * @param {"connecting" | "live" | "reconnecting" | "refused" | "paused"} now
    * @param {number} [wait] refused: the wait before the next try
    */
   function showState(now, wait = 0) {
@@ -152,9 +165,11 @@ export function outcomesPanel(queue, onEvent) {
         ? "Live"
         : now === "connecting"
           ? "Connecting…"
-          : now === "reconnecting"
-            ? "Connection lost: connecting again…"
-            : `The server refused the stream: trying again in ${wait / 1000} s…`;
+          : now === "paused"
+            ? "Paused while the tab is hidden"
+            : now === "reconnecting"
+              ? "Connection lost: connecting again…"
+              : `The server refused the stream: trying again in ${wait / 1000} s…`;
   }
 
   function draw() {
@@ -192,6 +207,7 @@ export function outcomesPanel(queue, onEvent) {
       el.scrollIntoView({ block: "start", behavior: "smooth" });
     },
     destroy() {
+      document.removeEventListener("visibilitychange", onVisibility);
       close();
       clearTimeout(drawing);
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HAS_CHROMIUM, openPage, screenshots, useDashboardServer } from "./_dashboard";
+import { HAS_CHROMIUM, openPage, screenshots, setHidden, useDashboardServer } from "./_dashboard";
 
 /**
  * The dashboard in Debian's Chromium (playwright-core), served by the standalone server
@@ -266,7 +266,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await context.close();
   }, 30_000);
 
-  it("shows a shared consumer's outcomes as they happen: progress, a result, a dead letter's error; resumes after the server restarts", async () => {
+  it("shows a shared consumer's outcomes as they happen: progress, a result, a dead letter's error; resumes after a restart and a hidden tab, none twice; keeps the newest 200", async () => {
     await env.admin.produce("reports", ["report 1", "report 2"]);
     const [one, two] = await env.admin.lease("reports", "workers", { max: 2 });
     await env.admin.progress("reports", "workers", one!.lease, { done: 0.5 });
@@ -300,7 +300,24 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     await env.admin.produce("reports", ["report 3"]);
     const [three] = await env.admin.lease("reports", "workers", { max: 1 });
     await env.admin.ack("reports", "workers", three!.lease, { results: { [three!.lease]: 3 } });
-    await expect.poll(seen, { timeout: 20_000 }).toEqual([["completed", `${three!.part}.${three!.offset} #${three!.seq}`, "1", "3"], ...expected]);
+    const resumed = [["completed", `${three!.part}.${three!.offset} #${three!.seq}`, "1", "3"], ...expected];
+    await expect.poll(seen, { timeout: 20_000 }).toEqual(resumed);
+
+    // The tab hidden: the stream closes (as the polls stop); shown again, it resumes after the last event it had.
+    const streams: string[] = [];
+    page.on("request", (request) => void (request.url().includes("/events?") && streams.push(new URL(request.url()).search)));
+    await setHidden(page, true);
+    expect(await panel.locator(".stream-state").getAttribute("data-state")).toBe("paused");
+    await env.admin.produce("reports", ["report 4"]);
+    const [four] = await env.admin.lease("reports", "workers", { max: 1 });
+    await env.admin.ack("reports", "workers", four!.lease, { results: { [four!.lease]: 4 } });
+    await page.waitForTimeout(500);
+    expect(await seen()).toEqual(resumed);
+    await setHidden(page, false);
+    await expect.poll(seen, { timeout: 10_000 }).toEqual([["completed", `${four!.part}.${four!.offset} #${four!.seq}`, "1", "4"], ...resumed]);
+    // One stream made again, after the last event's cursor.
+    expect(streams).toHaveLength(1);
+    expect(streams[0]).toMatch(/^\?after=\d+$/);
     // Bounded: the newest 200 of them.
     await env.admin.produce(
       "reports",

@@ -109,7 +109,7 @@ export function outcomesPanel(queue, onEvent) {
   /** @param {string} consumer */
   function connect(consumer) {
     if (document.hidden) return showState("paused");
-    // From the oldest event kept at first; after a refusal, after the last one seen.
+    // From the oldest event kept at first; once one was seen (a refusal, the tab shown again), after it.
     const query = cursor === undefined ? "from=oldest" : `after=${encodeURIComponent(cursor)}`;
     const stream = new EventSource(apiURL(queuePath(queue, `/consumers/${seg(consumer)}/events?${query}`)));
     source = stream;

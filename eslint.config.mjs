@@ -50,6 +50,7 @@ export default tseslint.config(
           "performance",
           "getComputedStyle",
           "ResizeObserver",
+          "EventSource",
           "TextEncoder",
           "atob",
           "HTMLElement",

@@ -1,13 +1,15 @@
 // @ts-check
 /**
  * A queue's page (`#/queues/<name>`): its stats, rate and lag charts over the last minutes,
- * its parts and consumers (both kinds), and the actions the user's rights allow.
+ * its parts and consumers (both kinds), a shared consumer's outcomes as they happen, and the
+ * actions the user's rights allow.
  */
 import { deleteConsumerDialog, produceDialog, purgeDialog, redriveDialog, seekDialog } from "./actions.js";
 import { call, queuePath, withHistory } from "./api.js";
 import { timeChart } from "./charts.js";
 import { card, esc, h, queueHref, replace } from "./dom.js";
 import { ago, bytes, count, dateTime, duration, rate } from "./format.js";
+import { outcomesPanel } from "./outcomes.js";
 
 /** @typedef {import("../protocol/api").QueueDetailResponse} QueueDetailResponse */
 /** @typedef {import("../protocol/api").ConsumerOverviewJSON} ConsumerOverviewJSON */
@@ -60,6 +62,16 @@ export function queueView(app, name) {
       ),
     ),
   );
+  // The counters come from the server's monitor, polled; an outcome brings the next poll forward
+  // (at most one a second: a sample a second is what the monitor takes).
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let soon;
+  const outcomes = outcomesPanel(name, () => {
+    soon ??= setTimeout(() => {
+      soon = undefined;
+      app.refreshSoon();
+    }, 1000);
+  });
   // Its schedules (repeatable messages), shown when it has some.
   const scheduleRows = h("tbody");
   const schedulesCount = h("span", { class: "muted" });
@@ -105,6 +117,7 @@ export function queueView(app, name) {
         consumers,
       ),
     ),
+    outcomes.el,
     schedulesSection,
     partitionsSection,
     partsSection,
@@ -127,7 +140,9 @@ export function queueView(app, name) {
     const button = /** @type {HTMLElement} */ (event.target).closest("button[data-action]");
     const consumer = button?.closest("tr")?.getAttribute("data-consumer");
     if (!button || !consumer) return;
-    if (button.getAttribute("data-action") === "seek") seekDialog(name, consumer, app.refreshSoon, partitioned);
+    const action = button.getAttribute("data-action");
+    if (action === "outcomes") outcomes.show(consumer);
+    else if (action === "seek") seekDialog(name, consumer, app.refreshSoon, partitioned);
     else deleteConsumerDialog(name, consumer, app.refreshSoon);
   });
 
@@ -195,6 +210,7 @@ export function queueView(app, name) {
             .map((c) => {
               const shared = c.kind === "shared";
               const buttons =
+                (shared ? `<button type="button" class="button small" data-action="outcomes">Outcomes</button>` : "") +
                 (canSeek && !shared ? `<button type="button" class="button small" data-action="seek">Seek…</button>` : "") +
                 (canDelete ? `<button type="button" class="button small danger-text" data-action="delete">Delete…</button>` : "");
               return (
@@ -205,6 +221,7 @@ export function queueView(app, name) {
               );
             })
             .join("");
+    outcomes.update(data.consumers.filter((c) => c.kind === "shared").map((c) => c.name));
     parts.innerHTML = data.parts
       .map(
         (p) =>
@@ -274,6 +291,8 @@ export function queueView(app, name) {
       return data;
     },
     destroy() {
+      clearTimeout(soon);
+      outcomes.destroy();
       rateChart.destroy();
       lagChart.destroy();
     },

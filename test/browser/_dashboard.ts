@@ -90,6 +90,14 @@ export async function openPage(
   return { context, page, problems };
 }
 
+/** Makes the page take its tab for hidden (or shown again), as switching tabs does: `document.hidden` and a `visibilitychange`. */
+export function setHidden(page: Page, hidden: boolean): Promise<void> {
+  return page.evaluate((value) => {
+    Object.defineProperty(document, "hidden", { configurable: true, get: () => value });
+    document.dispatchEvent(new Event("visibilitychange"));
+  }, hidden);
+}
+
 /**
  * Screenshots of the page as it is now, at laptop then phone width (the viewport is put back):
  * the whole page, or only the window with `window` (a page of 1,000 rows is tens of thousands of

@@ -18,8 +18,10 @@ const env = useDashboardServer({ auth: { users: [ADMIN] } }, ADMIN);
 const withCredentials = (hash = "") => `http://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${env.server.port}/${hash}`;
 
 describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credentials in its URL (http://user:pass@host/)", () => {
-  it("loads its data, shows a queue, browses it and produces to it", async () => {
+  it("loads its data, shows a queue and its outcomes, browses it and produces to it", async () => {
     await env.admin.produce("orders", ["first order", { item: "book" }]);
+    const [leased] = await env.admin.lease("orders", "workers", { max: 1 });
+    await env.admin.ack("orders", "workers", leased!.lease);
     // No credentials given to the browser but those in the address.
     const { page, problems, context } = await openPage(env.browser);
     await page.goto(withCredentials());
@@ -29,6 +31,9 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
     expect(await page.locator("#banner").isVisible()).toBe(false);
     await row.locator("a").click();
     await page.locator("table[aria-label=Parts] tbody tr").first().waitFor({ timeout: 10_000 });
+    // The outcomes' EventSource is sent the credentials of the address too.
+    await expect.poll(() => page.locator("section.outcomes tr[data-kind]").allTextContents(), { timeout: 10_000 }).toHaveLength(1);
+    expect(await page.locator("section.outcomes tr[data-kind] .badge").textContent()).toBe("completed");
     await page.locator("[data-action=produce]").click();
     await page.locator("dialog[open] [data-confirm]").click();
     await expect.poll(() => page.locator("dialog[open] .result").textContent()).toMatch(/^Produced to orders: part 0, seq \d+\.$/);
@@ -90,29 +95,7 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
   }, 90_000);
 
   it("behind a proxy: the proxy's own error page (v-queue down behind it) is told as something else answering", async () => {
-    // A reverse proxy on its own port, as nginx in front of v-queue: its own 502 page once v-queue is gone.
-    const proxy = serve({
-      port: await freePort(),
-      hostname: "127.0.0.1",
-      silent: true,
-      async fetch(request) {
-        const url = new URL(request.url);
-        const headers = new Headers(request.headers);
-        headers.delete("accept-encoding");
-        const answer = await fetch(`${env.server.url}${url.pathname}${url.search}`, {
-          method: request.method,
-          headers,
-          body: request.body,
-          duplex: "half",
-        } as RequestInit).catch(() => undefined);
-        if (!answer) return new Response("<html><body><h1>502 Bad Gateway</h1></body></html>", { status: 502, headers: { "content-type": "text/html" } });
-        const answerHeaders = new Headers(answer.headers);
-        answerHeaders.delete("content-encoding");
-        answerHeaders.delete("content-length");
-        return new Response(answer.body, { status: answer.status, headers: answerHeaders });
-      },
-    });
-    await proxy.ready();
+    const proxy = await startProxy();
     const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
     try {
       await page.goto(proxy.url!);
@@ -130,4 +113,56 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard opened with credent
       await proxy.close(true);
     }
   }, 60_000);
+  it("behind a proxy: the outcomes panel connects again after the proxy's 502 (the browser gave up), after the last event it had", async () => {
+    await env.admin.produce("jobs", ["job 1", "job 2"]);
+    const [one, two] = await env.admin.lease("jobs", "workers", { max: 2 });
+    await env.admin.ack("jobs", "workers", one!.lease, { results: { [one!.lease]: 1 } });
+    const proxy = await startProxy();
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    try {
+      await page.goto(`${proxy.url!}#/queues/jobs`);
+      const panel = page.locator("section.outcomes");
+      const results = () => panel.locator("tr[data-kind] .detail").allTextContents();
+      await expect.poll(results, { timeout: 10_000 }).toEqual(["1"]);
+      // v-queue gone: the proxy answers the stream's reconnection with its 502, and EventSource closes for good.
+      await env.server.stop();
+      await expect.poll(() => panel.locator(".stream-state").getAttribute("data-state"), { timeout: 10_000 }).toBe("refused");
+      await env.server.restart();
+      await env.admin.ack("jobs", "workers", two!.lease, { results: { [two!.lease]: 2 } });
+      await expect.poll(results, { timeout: 20_000 }).toEqual(["2", "1"]);
+      await expect.poll(() => panel.locator(".stream-state").getAttribute("data-state"), { timeout: 10_000 }).toBe("live");
+      // Chromium itself logs the 502s' "Failed to load resource": those are expected, nothing else.
+      expect(problems.filter((p) => !/Failed to load resource: the server responded with a status of 502/.test(p))).toEqual([]);
+    } finally {
+      await context.close();
+      await proxy.close(true);
+    }
+  }, 60_000);
 });
+
+/** A reverse proxy on its own port in front of the server, as nginx: its own 502 page once v-queue is gone. */
+async function startProxy() {
+  const proxy = serve({
+    port: await freePort(),
+    hostname: "127.0.0.1",
+    silent: true,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const headers = new Headers(request.headers);
+      headers.delete("accept-encoding");
+      const answer = await fetch(`${env.server.url}${url.pathname}${url.search}`, {
+        method: request.method,
+        headers,
+        body: request.body,
+        duplex: "half",
+      } as RequestInit).catch(() => undefined);
+      if (!answer) return new Response("<html><body><h1>502 Bad Gateway</h1></body></html>", { status: 502, headers: { "content-type": "text/html" } });
+      const answerHeaders = new Headers(answer.headers);
+      answerHeaders.delete("content-encoding");
+      answerHeaders.delete("content-length");
+      return new Response(answer.body, { status: answer.status, headers: answerHeaders });
+    },
+  });
+  await proxy.ready();
+  return proxy;
+}

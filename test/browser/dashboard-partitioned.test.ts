@@ -54,6 +54,11 @@ it("a partitioned queue: the browser reads every partition or one, each message 
   const messagesShown = await page.locator("table[aria-label=Partitions] tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.children[1]!.textContent)));
   expect(messagesShown.reduce((a, b) => a + b, 0)).toBe(12);
   await expect.poll(() => page.locator(".dlq a").allTextContents(), { timeout: 10_000 }).toEqual([dead]);
+  // Its shared consumer's outcomes: each message named with its partition (partition:part.offset).
+  const [m] = leased;
+  await expect
+    .poll(() => page.locator("section.outcomes tr[data-kind] .place").allTextContents(), { timeout: 10_000 })
+    .toEqual([`${m!.partition}:${m!.part}.${m!.offset} #${m!.seq}`]);
 
   // The consumer's seek: a cursor names partitions; part and seq are not offered.
   await page.locator("button[data-action=seek]").first().click();

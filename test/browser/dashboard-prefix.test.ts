@@ -4,7 +4,7 @@ import { serve, type Server } from "srvx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setupVQueue, vQueueFetch, type VQueueInstance } from "../../adapters/nitro";
 import { freePort } from "../helpers/net";
-import { HAS_CHROMIUM, launch, openPage, screenshots } from "./_dashboard";
+import { HAS_CHROMIUM, launch, openPage, screenshots, setHidden } from "./_dashboard";
 
 /**
  * The dashboard under a prefix, mounted as the Nitro module mounts it (its runtime: the
@@ -56,6 +56,15 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     await expect.poll(() => row.locator("td").nth(0).textContent(), { timeout: 10_000 }).toBe("2");
     await row.locator("a").click();
     await page.locator("table[aria-label=Parts] tbody tr").first().waitFor();
+    // A worker in the host's process: its progress and results reach the page's outcomes panel, streamed under the prefix too.
+    const worker = instance.worker("under-prefix", "workers", async (m, ctx) => {
+      await ctx.progress({ step: 1 });
+      return { done: m.data };
+    });
+    const kinds = () => page.locator("section.outcomes tr[data-kind] .badge").allTextContents();
+    await expect.poll(async () => (await kinds()).sort(), { timeout: 10_000 }).toEqual(["completed", "completed", "progress", "progress"]);
+    await worker.stop();
+    expect(requested).toContain("/_queue/api/v1/queues/under-prefix/consumers/workers/events");
     await expect.poll(() => requested.filter((path) => path.endsWith("/under-prefix/overview")).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
     expect(requested.length).toBeGreaterThan(5);
     // The first request was `/_queue` itself, redirected.
@@ -72,18 +81,13 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard under a Nitro prefi
     await page.locator("#queue-rows tr").first().waitFor();
     await expect.poll(() => polls, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
 
-    const visibility = (hidden: boolean) =>
-      page.evaluate((value) => {
-        Object.defineProperty(document, "hidden", { configurable: true, get: () => value });
-        document.dispatchEvent(new Event("visibilitychange"));
-      }, hidden);
-    await visibility(true);
+    await setHidden(page, true);
     await page.waitForTimeout(300);
     const whileHidden = polls;
     await page.waitForTimeout(4500);
     expect(polls).toBe(whileHidden);
     expect(await page.locator("#status").textContent()).toBe("Paused");
-    await visibility(false);
+    await setHidden(page, false);
     await expect.poll(() => polls, { timeout: 10_000 }).toBeGreaterThan(whileHidden);
 
     // A 403 (rights taken away meanwhile), then the server back to normal.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HAS_CHROMIUM, openPage, screenshots, useDashboardServer } from "./_dashboard";
+import { HAS_CHROMIUM, openPage, screenshots, setHidden, useDashboardServer } from "./_dashboard";
 
 /**
  * The dashboard in Debian's Chromium (playwright-core), served by the standalone server
@@ -265,4 +265,73 @@ describe.skipIf(!HAS_CHROMIUM && !process.env.CI)("dashboard in headless Chromiu
     expect(problems).toEqual([]);
     await context.close();
   }, 30_000);
+
+  it("shows a shared consumer's outcomes as they happen: progress, a result, a dead letter's error; resumes after a restart and a hidden tab, none twice; keeps the newest 200", async () => {
+    await env.admin.produce("reports", ["report 1", "report 2"]);
+    const [one, two] = await env.admin.lease("reports", "workers", { max: 2 });
+    await env.admin.progress("reports", "workers", one!.lease, { done: 0.5 });
+    const { page, problems, context } = await openPage(env.browser, { credentials: ADMIN });
+    await page.goto(`${env.server.url}/#/queues/reports`);
+    const panel = page.locator("section.outcomes");
+    const rows = panel.locator("table[aria-label=Outcomes] tbody tr[data-kind]");
+    const seen = () => rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(1).map((td) => td.textContent)));
+    // Kept before the page opened: shown from the oldest kept; then live.
+    await expect.poll(() => panel.locator(".stream-state").getAttribute("data-state"), { timeout: 10_000 }).toBe("live");
+    await expect.poll(seen, { timeout: 10_000 }).toEqual([["progress", `${one!.part}.${one!.offset} #${one!.seq}`, "1", '{"done":0.5}']]);
+    await env.admin.ack("reports", "workers", one!.lease, { results: { [one!.lease]: { url: "/reports/1.pdf" } } });
+    await env.admin.nack("reports", "workers", two!.lease, { deadLetter: true, error: "no such report" });
+    // Newest first.
+    const expected = [
+      ["dead", `${two!.part}.${two!.offset} #${two!.seq}`, "1", "no such report"],
+      ["completed", `${one!.part}.${one!.offset} #${one!.seq}`, "1", '{"url":"/reports/1.pdf"}'],
+      ["progress", `${one!.part}.${one!.offset} #${one!.seq}`, "1", '{"done":0.5}'],
+    ];
+    await expect.poll(seen, { timeout: 10_000 }).toEqual(expected);
+    expect(await panel.locator("select[name=outcomes-consumer]").evaluate((select: HTMLSelectElement) => select.value)).toBe("workers");
+    // Its counters follow (the dead letter).
+    await expect.poll(() => page.locator("tr[data-consumer=workers] td").nth(6).textContent(), { timeout: 10_000 }).toBe("1");
+    await panel.locator("select[name=outcomes-kind]").selectOption("dead");
+    expect(await seen()).toEqual([expected[0]]);
+    await panel.locator("select[name=outcomes-kind]").selectOption("");
+    await screenshots(page, "outcomes");
+
+    // The connection dropped (the server restarted): it connects again after the last event it had, none twice.
+    await env.server.restart();
+    await env.admin.produce("reports", ["report 3"]);
+    const [three] = await env.admin.lease("reports", "workers", { max: 1 });
+    await env.admin.ack("reports", "workers", three!.lease, { results: { [three!.lease]: 3 } });
+    const resumed = [["completed", `${three!.part}.${three!.offset} #${three!.seq}`, "1", "3"], ...expected];
+    await expect.poll(seen, { timeout: 20_000 }).toEqual(resumed);
+
+    // The tab hidden: the stream closes (as the polls stop); shown again, it resumes after the last event it had.
+    const streams: string[] = [];
+    page.on("request", (request) => void (request.url().includes("/events?") && streams.push(new URL(request.url()).search)));
+    await setHidden(page, true);
+    expect(await panel.locator(".stream-state").getAttribute("data-state")).toBe("paused");
+    await env.admin.produce("reports", ["report 4"]);
+    const [four] = await env.admin.lease("reports", "workers", { max: 1 });
+    await env.admin.ack("reports", "workers", four!.lease, { results: { [four!.lease]: 4 } });
+    await page.waitForTimeout(500);
+    expect(await seen()).toEqual(resumed);
+    await setHidden(page, false);
+    await expect.poll(seen, { timeout: 10_000 }).toEqual([["completed", `${four!.part}.${four!.offset} #${four!.seq}`, "1", "4"], ...resumed]);
+    // One stream made again, after the last event's cursor.
+    expect(streams).toHaveLength(1);
+    expect(streams[0]).toMatch(/^\?after=\d+$/);
+    // Bounded: the newest 200 of them.
+    await env.admin.produce(
+      "reports",
+      Array.from({ length: 200 }, (_, i) => `bulk ${i}`),
+    );
+    for (let batch = 0; batch < 2; batch++) {
+      const leases = (await env.admin.lease("reports", "workers", { max: 100 })).map((m) => m.lease);
+      await env.admin.ack("reports", "workers", leases);
+    }
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(200);
+    expect(await panel.locator("h2").textContent()).toBe("Outcomes (the last 200)");
+    expect(await rows.nth(199).locator("td").nth(1).textContent()).toBe("completed");
+    // Chromium itself logs the requests refused while the server was down: those are expected, nothing else.
+    expect(problems.filter((p) => !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(p))).toEqual([]);
+    await context.close();
+  }, 60_000);
 });

@@ -112,9 +112,14 @@ export function queuesView(app) {
       const order = typeof x === "string" ? x.localeCompare(/** @type {string} */ (y)) : /** @type {number} */ (x) - /** @type {number} */ (y);
       return order * dir || a.name.localeCompare(b.name);
     });
-    shown.textContent = state.filter
-      ? `${count(rows.length)} of ${count(data.queues.length)}`
-      : `${count(rows.length)} ${rows.length === 1 ? "queue" : "queues"}`;
+    // The first answers after a server's start name the queues it has not read yet.
+    const pending = data.pending?.length ? `, reading ${count(data.pending.length)} more` : "";
+    shown.textContent =
+      (state.filter ? `${count(rows.length)} of ${count(data.queues.length)}` : `${count(rows.length)} ${rows.length === 1 ? "queue" : "queues"}`) + pending;
+    if (data.queues.length === 0 && pending) {
+      body.innerHTML = `<tr><td colspan="${COLUMNS.length + 1}" class="empty">Reading ${count(data.pending.length)} queues…</td></tr>`;
+      return;
+    }
     if (data.queues.length === 0) {
       body.innerHTML = `<tr><td colspan="${COLUMNS.length + 1}" class="empty">No queues yet.${data.rights.includes("write") ? " Produce a message to create one." : ""}</td></tr>`;
       return;

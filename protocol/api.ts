@@ -5,9 +5,9 @@
  * costs nothing at run time.
  */
 import type { VQueueErrorCode } from "../src/core/errors";
-import type { OutcomeEvent } from "../src/consumers/types";
+import type { StoredOutcome } from "../src/format/outcome";
 
-export type { OutcomeKind } from "../src/consumers/types";
+export type { OutcomeKind } from "../src/format/outcome";
 
 /** The codes of error bodies: the engine's `E_*` codes pass through, and the HTTP layer's own. */
 export type HttpErrorCode =
@@ -394,7 +394,12 @@ export interface ProgressResponse {
  * `GET .../outcome` give it: `progress`, `completed` (with the ack's `result`), `failed` (with
  * `error` and `retryAt`), `dead` (with `error`); its `cursor` resumes a stream after it.
  */
-export type OutcomeEventJSON = OutcomeEvent;
+export type OutcomeEventJSON = StoredOutcome & {
+  /** A partitioned queue's: the message's partition. */
+  partition?: number;
+  /** Where the stream is after this event (the SSE id): `after` resumes after it. */
+  cursor: string;
+};
 
 /** `GET .../outcome`: the message's end (`completed` or `dead`), or null when none came within `timeoutMs`. */
 export interface OutcomeResponse {

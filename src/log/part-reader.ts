@@ -79,6 +79,11 @@ export class PartReader {
     return { ...this.#read };
   }
 
+  /** The reading part and how many of its bytes are known to be complete (records written whole before this was known). */
+  get knownEnd(): { part: number; bytes: number } {
+    return { part: this.#read.part, bytes: this.#limit };
+  }
+
   /** Whether bytes known to be complete are left in the current part (no I/O). */
   get hasBuffered(): boolean {
     return this.#read.position < this.#limit;

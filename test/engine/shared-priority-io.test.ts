@@ -7,7 +7,7 @@ import { expect, it } from "vitest";
 import fsDriver from "../../adapters/drivers/fs";
 import type { QueueDriver } from "../../src/core/driver";
 import { SharedConsumer } from "../../src/consumers/shared/consumer";
-import { partPath, popInfoPath, pushInfoPath, sharedJournalPath, sharedStatePath } from "../../src/storage/paths";
+import { attributesPath, partPath, popInfoPath, pushInfoPath, sharedJournalPath, sharedStatePath } from "../../src/storage/paths";
 import { QueueWriter } from "../../src/writer/writer";
 import { useTempDirs } from "../helpers/tmp";
 
@@ -166,4 +166,51 @@ it("reads nothing more once closed: a poll that meets the close hands out none o
   }
   // The reader of runs ahead of the head closes with the consumer too.
   expect(reads.partOpen).toBe(0);
+});
+
+it("a plain queue whose writer is gone: the attributes file is looked for once per stretch of the part read, not at each poll", async () => {
+  const dir = freshDir();
+  const inner = fsDriver({ dir });
+  let looks = 0;
+  const driver: QueueDriver = {
+    ...inner,
+    openLog: (path, options) => (path === attributesPath("q", 0) && looks++, inner.openLog(path, options)),
+  };
+  const writer = await QueueWriter.open("q", { driver: inner, durability: "none" });
+  for (let i = 0; i < 20; i++) await writer.pushBatch(Array.from({ length: 100 }, (_, k) => `m${i * 100 + k}`));
+  await writer.close();
+  const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, onProblem: () => {} });
+  try {
+    let got = 0;
+    let polls = 0;
+    while (got < 2000) {
+      const batch = await c.poll({ max: 10, timeoutMs: 1000 });
+      polls++;
+      got += batch.length;
+      await c.ackAll(batch);
+    }
+    expect(polls).toBeGreaterThanOrEqual(200);
+    // The part (about 40 KiB) is known whole at the first read: one look covers all of it.
+    expect(looks).toBeLessThanOrEqual(3);
+  } finally {
+    await c.close();
+  }
+});
+
+it("a priority produced after a look that found no attributes file is still found for the records after it", async () => {
+  const dir = freshDir();
+  const writer = await QueueWriter.open("q", { driver: fsDriver({ dir }), durability: "none" });
+  await writer.pushBatch(["a", "b"]);
+  // Another process's reader (its own driver): no writer in its process, so it looks by itself.
+  const c = await SharedConsumer.open("q", "s", { driver: fsDriver({ dir }), syncCommits: false, onProblem: () => {} });
+  try {
+    const first = await c.poll({ max: 2 });
+    expect(first.map((m) => m.priority)).toEqual([undefined, undefined]);
+    await writer.produce(["urgent"], { priority: 7 });
+    const [m] = await c.poll({ max: 1, timeoutMs: 5000 });
+    expect(m).toMatchObject({ data: "urgent", priority: 7 });
+  } finally {
+    await c.close();
+    await writer.close();
+  }
 });

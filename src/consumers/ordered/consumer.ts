@@ -138,6 +138,11 @@ export class QueueConsumer implements OrderedConsumer<Message, SeekTarget> {
     return this.#savedPositionReset;
   }
 
+  /** The reader's part and its bytes known to be complete (see `PartReader.knownEnd`). @internal */
+  get knownEnd(): { part: number; bytes: number } {
+    return this.#reader.knownEnd;
+  }
+
   /** The saved position: where a reopened consumer resumes. */
   get committed(): ConsumerPosition {
     return { ...this.#committed };

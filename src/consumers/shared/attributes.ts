@@ -21,6 +21,8 @@ const MISSING_RECHECK_MS = 100;
 interface Missing {
   at: number;
   stamp: string | undefined;
+  /** The part's bytes known complete before the look: a record below this had its run written before it, so it has none. */
+  covers?: number;
 }
 
 /** A part's file as read so far. */
@@ -55,8 +57,11 @@ export class AttributeIndex {
     this.#queue = queue;
   }
 
-  /** Each message's attributes (undefined for none); undefined when no message has any. */
-  async lookup(messages: readonly Message[]): Promise<(MessageAttributes | undefined)[] | undefined> {
+  /**
+   * Each message's attributes (undefined for none); undefined when no message has any. `known`:
+   * the reader's part and its bytes known complete when it read them (`PartReader.knownEnd`).
+   */
+  async lookup(messages: readonly Message[], known?: { part: number; bytes: number }): Promise<(MessageAttributes | undefined)[] | undefined> {
     let out: (MessageAttributes | undefined)[] | undefined;
     let part = -1;
     let runs: PartAttributeRuns | undefined;
@@ -64,8 +69,15 @@ export class AttributeIndex {
       const message = messages[i]!;
       if (message.part !== part) {
         part = message.part;
-        // Exact: a record read has its run written before it, so a file missing at the last look may be there now.
-        runs = await this.#refresh(part, true);
+        let last = i;
+        while (last + 1 < messages.length && messages[last + 1]!.part === part) last++;
+        // Exact: a record read has its run written before it, so a file missing at the last look may
+        // be there now; unless that look came after this part's records up to the last of these.
+        const missing = this.#missing.get(part);
+        runs =
+          missing?.covers !== undefined && messages[last]!.offset < missing.covers
+            ? this.#parts.get(part)?.runs
+            : await this.#refresh(part, true, known?.part === part ? known.bytes : undefined);
       }
       const run = runs?.find(message.seq);
       if (!run || (run.seq === message.seq && run.crc !== message.crc)) continue;
@@ -133,7 +145,7 @@ export class AttributeIndex {
   }
 
   /** The part's runs with what was appended since the last look; undefined while it has no file (`exact`: see `#knownMissing`). */
-  async #refresh(part: number, exact: boolean): Promise<PartAttributeRuns | undefined> {
+  async #refresh(part: number, exact: boolean, covers?: number): Promise<PartAttributeRuns | undefined> {
     let view = this.#parts.get(part);
     if (!view?.log) {
       if (this.#knownMissing(this.#missing.get(part), exact)) return view?.runs;
@@ -141,7 +153,7 @@ export class AttributeIndex {
       const stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
       const log = await openSharedLog(this.#driver, attributesPath(this.#queue, part), { create: false });
       if (!log) {
-        this.#missing.set(part, { at: Date.now(), stamp });
+        this.#missing.set(part, { at: Date.now(), stamp, covers });
         return view?.runs;
       }
       this.#missing.delete(part);

@@ -95,7 +95,7 @@ export class HandOut {
     // The oldest message's turn (priority.ts) needs it in the window: read at the head when none is.
     if (window.hasAhead && window.size < options.maxAckWindow && !this.#consumer.isClosed() && !window.hasReadyPlain(Date.now())) {
       const batch = await head.read({ max: Math.max(1, Math.ceil(max / FAIR_EVERY)) });
-      if (batch.length > 0) journal.track(batch, await priority.index.lookup(batch));
+      if (batch.length > 0) journal.track(batch, await priority.index.lookup(batch, head.knownEnd));
     }
     const out: WindowEntry[] = [];
     const failed = new Set<WindowEntry>();
@@ -179,7 +179,7 @@ export class HandOut {
         throw error;
       }
       if (batch.length === 0) break;
-      journal.track(batch, await priority.index.lookup(batch));
+      journal.track(batch, await priority.index.lookup(batch, head.knownEnd));
     }
     if (out.length === 0) return { leased: [], counted: Promise.resolve(), scannedAt, groupsFreeAt };
     const at = Date.now();

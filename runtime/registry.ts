@@ -75,7 +75,8 @@ export class QueueRegistry {
   #inflight = 0;
   #drained: (() => void) | undefined;
   #closing: Promise<void> | undefined;
-  readonly #closeStarted = new AbortController();
+  /** Made at the first look (workerd refuses an AbortController made at global scope, where the app may be made). */
+  #closeStarted: AbortController | undefined;
 
   readonly #metrics: ServerMetrics | undefined;
 
@@ -122,6 +123,8 @@ export class QueueRegistry {
 
   /** Aborted once `close()` starts: what streams until the client goes (the outcome events) ends then. */
   get closing(): AbortSignal {
+    this.#closeStarted ??= new AbortController();
+    if (this.#closing) this.#closeStarted.abort();
     return this.#closeStarted.signal;
   }
 
@@ -405,7 +408,7 @@ export class QueueRegistry {
   /** Ends every wait, lets requests in flight finish (their writes included), then closes every file. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      this.#closeStarted.abort();
+      this.#closeStarted?.abort();
       if (this.#sweep) clearInterval(this.#sweep);
       await this.schedules.close();
       const entries = [...this.#consumers.values()];

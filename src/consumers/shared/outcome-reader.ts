@@ -55,8 +55,9 @@ export class OutcomeFileReader {
       this.#log = await this.#driver.openLog(this.#path, { create: false });
       if (!this.#log) return [];
       this.#pos = 0;
-      // Opened again (not the first time: a cursor given names this log's ids).
-      if (this.#opened) await this.#checkLineage(true);
+      // Opened again (not the first time: a cursor given names this log's ids). Told by its first
+      // frame only: a driver's sizes of one file may differ (unstorage's chunks), not only after a replace.
+      if (this.#opened) await this.#checkLineage(false);
       this.#opened = true;
     }
     const log = this.#log;
@@ -122,10 +123,16 @@ export class OutcomeFileReader {
     const payload = (await this.#firstFrames(2)).find((p) => p[0] !== 0);
     const head = payload && outcomeHead(payload);
     if (!head) return false;
-    if (shrunk) return "next" in head ? head.next <= this.lastId : true;
     const first = this.#first;
-    if (!first) return false;
-    return "next" in head ? !("next" in first) || first.next !== head.next : "next" in first || first.id !== head.id || first.at !== head.at;
+    if ("next" in head) {
+      // A compaction of this log since what was read names an id past it.
+      if (head.next > this.lastId) return false;
+      if (first && "next" in first && first.next === head.next) return false;
+      return shrunk || first !== undefined;
+    }
+    // An event first: the log never compacted, this one (its first frame as read) or another.
+    if (first) return "next" in first || first.id !== head.id || first.at !== head.at;
+    return shrunk;
   }
 
   #restart(): void {

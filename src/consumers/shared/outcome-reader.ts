@@ -55,9 +55,8 @@ export class OutcomeFileReader {
       this.#log = await this.#driver.openLog(this.#path, { create: false });
       if (!this.#log) return [];
       this.#pos = 0;
-      // Opened again (not the first time: a cursor given names this log's ids). Told by its first
-      // frame only: a driver's sizes of one file may differ (unstorage's chunks), not only after a replace.
-      if (this.#opened) await this.#checkLineage(false);
+      // Opened again (not the first time: a cursor given names this log's ids).
+      if (this.#opened) await this.#checkLineage();
       this.#opened = true;
     }
     const log = this.#log;
@@ -65,13 +64,13 @@ export class OutcomeFileReader {
     // Shorter than where it was: compacted (or made again, on a driver without handles), read again from the start.
     if (size < this.#pos) {
       this.#pos = 0;
-      await this.#checkLineage(true);
+      await this.#checkLineage();
     }
     const events = await this.#readFrom(size);
     if (events !== undefined) return events;
     // Not the next id where it was: rewritten (or made again) and grown past that point.
     this.#pos = 0;
-    await this.#checkLineage(false);
+    await this.#checkLineage();
     return (await this.#readFrom(await log.size())) ?? [];
   }
 
@@ -101,38 +100,27 @@ export class OutcomeFileReader {
     return events;
   }
 
-  /**
-   * Read from the start again: a log that is not the one read so far starts the ids over.
-   * `shrunk`: the file is shorter than it was (or another file is at its path), so it was
-   * compacted or made again; else (a damaged frame where the reader was) it may be the same file.
-   */
-  async #checkLineage(shrunk: boolean): Promise<void> {
-    if (await this.#madeAgain(shrunk)) this.#restart();
+  /** Read from the start again: a log that is not the one read so far (`#madeAgain`) starts the ids over. */
+  async #checkLineage(): Promise<void> {
+    if (await this.#madeAgain()) this.#restart();
   }
 
   /**
-   * Whether the file is another log than the one read so far. A compaction's file starts with a
-   * NEXT frame past every id given; a log never compacted starts with its first event. Shorter
-   * than it was, a file starting with an event or a NEXT at or below the ids given is another
-   * log. Not shorter, it is another log only if its first frame differs from the one read at its
-   * start (when the reader read it from there).
+   * Whether the file is another log than the one read so far: its first frame differs from the
+   * one read at its start, unless it is a compaction of this log since (a NEXT past every id
+   * given). A reader that never read the start cannot tell, and takes it for the same log: a
+   * size that looks shorter for a moment (unstorage, read from another instance) must not make
+   * it give every event again.
    */
-  async #madeAgain(shrunk: boolean): Promise<boolean> {
-    if (!this.#log || this.lastId === 0) return false;
+  async #madeAgain(): Promise<boolean> {
+    const first = this.#first;
+    if (!this.#log || this.lastId === 0 || !first) return false;
     // A compaction's file starts with the side log's BEGIN mark, then its NEXT frame.
     const payload = (await this.#firstFrames(2)).find((p) => p[0] !== 0);
     const head = payload && outcomeHead(payload);
     if (!head) return false;
-    const first = this.#first;
-    if ("next" in head) {
-      // A compaction of this log since what was read names an id past it.
-      if (head.next > this.lastId) return false;
-      if (first && "next" in first && first.next === head.next) return false;
-      return shrunk || first !== undefined;
-    }
-    // An event first: the log never compacted, this one (its first frame as read) or another.
-    if (first) return "next" in first || first.id !== head.id || first.at !== head.at;
-    return shrunk;
+    if ("next" in head) return head.next <= this.lastId && !("next" in first && first.next === head.next);
+    return "next" in first || first.id !== head.id || first.at !== head.at;
   }
 
   #restart(): void {

@@ -1,7 +1,7 @@
 import type { QueueDriver } from "../../core/driver";
 import { isEnd, type StoredOutcome } from "../../format/outcome";
 import { OutcomeFileReader } from "./outcome-reader";
-import { onOutcomes } from "./outcome-wake";
+import { onOutcomes, outcomeWakeKey } from "./outcome-wake";
 
 /** The ends an index keeps at most, by their frames' bytes: past it the oldest go (and a look for one of them reads the log again). */
 const MAX_INDEX_BYTES = 32 * 1024 * 1024;
@@ -42,7 +42,7 @@ export class OutcomeIndex {
 
   /** The index of log `path`, held until `release`. */
   static use(driver: QueueDriver, path: string, pollMs: number): OutcomeIndex {
-    const key = `${driver.storageKey}\u0000${path}`;
+    const key = outcomeWakeKey(driver.storageKey, path);
     let index = indexes.get(key);
     if (!index) indexes.set(key, (index = new OutcomeIndex(driver, path, key, pollMs)));
     index.#users++;
@@ -91,7 +91,7 @@ export class OutcomeIndex {
     });
   }
 
-  /** Reads what was appended since the last look (one look at a time; those asking meanwhile share the next). */
+  /** Reads what was appended since the last look (one look at a time: those asking meanwhile share the one under way). */
   #catchUp(): Promise<void> {
     this.#reading ??= (async () => {
       try {

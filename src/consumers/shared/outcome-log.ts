@@ -4,7 +4,7 @@ import { encodeNextId, OutcomeFrames, outcomeHead, type OutcomeDetails, type Out
 import type { OutcomeRetention } from "../../options/shared";
 import { readFrames, SideLog } from "../../storage/side-log";
 import { sharedOutcomesJournalPath, sharedOutcomesPath } from "../../storage/paths";
-import { notifyOutcomes } from "./outcome-wake";
+import { notifyOutcomes, outcomeWakeKey } from "./outcome-wake";
 
 /** How soon after an append with `sync` it is fsync'd (see `flush`). */
 const SYNC_EVERY_MS = 200;
@@ -84,7 +84,7 @@ export class OutcomeLog {
         oldestAt ??= decoded.at;
       }
     }
-    return new OutcomeLog(log, retention, `${driver.storageKey}\u0000${path}`, onProblem, queue, next, count, oldestAt);
+    return new OutcomeLog(log, retention, outcomeWakeKey(driver.storageKey, path), onProblem, queue, next, count, oldestAt);
   }
 
   /** Records an event about `message` (a window entry is one), appended at the next `flush`; `details.valueJson` as `outcomeValueJson` checked it. */

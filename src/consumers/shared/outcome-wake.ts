@@ -5,6 +5,9 @@
  */
 const listeners = new Map<string, Set<() => void>>();
 
+/** The key of the log at `path` on the storage `storageKey` names: the writer's and its readers' alike. */
+export const outcomeWakeKey = (storageKey: string, path: string): string => `${storageKey}\u0000${path}`;
+
 /** Calls `listener` after each write to the log `key` names, until the returned function is called. */
 export function onOutcomes(key: string, listener: () => void): () => void {
   let set = listeners.get(key);

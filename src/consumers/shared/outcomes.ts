@@ -17,7 +17,7 @@ import { sharedOutcomesPath } from "../../storage/paths";
 import type { OutcomeEvent } from "../types";
 import { OutcomeFileReader } from "./outcome-reader";
 import { OutcomeIndex } from "./outcome-index";
-import { onOutcomes } from "./outcome-wake";
+import { onOutcomes, outcomeWakeKey } from "./outcome-wake";
 
 /** How often a partitioned queue's declaration is read again while following it (partitions added meanwhile). */
 const PARTITIONS_RECHECK_MS = 2000;
@@ -82,7 +82,7 @@ export async function* followOutcomes(queue: string, consumer: string, options: 
     const path = sharedOutcomesPath(partition === undefined ? queue : partitionName(queue, partition), consumer);
     const reader = new OutcomeFileReader(driver, path, start?.get(partition ?? 0) ?? 0);
     if (start === undefined && !fromStart) await reader.skipToEnd();
-    sources.set(partition, { partition, reader, stopWake: onOutcomes(`${driver.storageKey}\u0000${path}`, woken) });
+    sources.set(partition, { partition, reader, stopWake: onOutcomes(outcomeWakeKey(driver.storageKey, path), woken) });
   };
   /** Partitions declared now that are not followed yet (a partition added later is read from its start). */
   const addPartitions = async (first: boolean) => {

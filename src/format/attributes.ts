@@ -13,7 +13,7 @@
  * the part was cut after record `count` (writer/attributes.ts): the runs before it name no record
  * past it.
  */
-import { FieldReader, FieldWriter } from "./fields";
+import { FieldWriter } from "./fields";
 import { showValue } from "../core/check";
 
 /** How long a message waits before it comes again after a failed delivery. */
@@ -134,25 +134,54 @@ export function encodeAttributeCut(count: number): Uint8Array {
 
 /** A frame of `Q_attrs`: a run, a cut, or undefined (a frame of a later version: skipped). */
 export function decodeAttributeFrame(payload: Uint8Array): { run: AttributeRun } | { cut: number } | undefined {
-  if (payload[0] === CUT && payload.length >= 5) return { cut: new FieldReader(payload.subarray(1)).u32() };
-  if (payload[0] !== RUN || payload.length < 31) return undefined;
-  const r = new FieldReader(payload);
-  r.u8();
-  const offset = r.f64();
-  const seq = r.u32();
-  const count = r.u32();
-  const crc = r.u32();
-  const priority = r.u8();
-  const maxDeliveries = r.u32();
-  const kind = r.u8();
-  const delayMs = r.u32();
-  const groupLength = payload.length >= 35 ? r.u32() : 0;
+  const frame = decodeFrameAt(payload, new DataView(payload.buffer, payload.byteOffset, payload.byteLength), 0, payload.length);
+  return frame === undefined ? undefined : typeof frame === "number" ? { cut: frame } : { run: frame };
+}
+
+/** The frame at `bytes[start..end)` (`view` over all of `bytes`): a run, a cut's count, or undefined. Reads in place: a run is the only object made. */
+function decodeFrameAt(bytes: Uint8Array, view: DataView, start: number, end: number): AttributeRun | number | undefined {
+  const length = end - start;
+  if (bytes[start] === CUT && length >= 5) return view.getUint32(start + 1, true);
+  if (bytes[start] !== RUN || length < 31) return undefined;
+  const priority = bytes[start + 21]!;
+  const maxDeliveries = view.getUint32(start + 22, true);
+  const kind = bytes[start + 26]!;
+  const groupLength = length >= 35 ? Math.min(view.getUint32(start + 31, true), length - 35) : 0;
   const attributes: MessageAttributes = {};
-  if (groupLength > 0) attributes.group = asciiText.decode(payload.subarray(r.at, r.at + groupLength));
+  if (groupLength > 0) attributes.group = asciiAt(bytes, start + 35, groupLength);
   if (priority > 0) attributes.priority = priority;
   if (maxDeliveries > 0) attributes.maxDeliveries = maxDeliveries;
-  if (kind > 0 && kind <= BACKOFF_KINDS.length) attributes.backoff = { type: BACKOFF_KINDS[kind - 1]!, delayMs };
-  return { run: { offset, seq, count, crc, attributes } };
+  if (kind > 0 && kind <= BACKOFF_KINDS.length) attributes.backoff = { type: BACKOFF_KINDS[kind - 1]!, delayMs: view.getUint32(start + 27, true) };
+  return {
+    offset: view.getFloat64(start + 1, true),
+    seq: view.getUint32(start + 9, true),
+    count: view.getUint32(start + 13, true),
+    crc: view.getUint32(start + 17, true),
+    attributes,
+  };
+}
+
+/** Groups decoded so far, by a hash of their bytes: one string per group (its hash kept by V8 for the maps keyed by it). */
+const groupStrings = new Map<number, string>();
+const MAX_GROUP_STRINGS = 65_536;
+
+/** ASCII text (a group), the same string for the same bytes while it is remembered: no decoder call, no new string for a group seen before. */
+function asciiAt(bytes: Uint8Array, start: number, length: number): string {
+  let hash = 0x811c9dc5;
+  for (let i = start; i < start + length; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
+  hash = (hash ^ length) >>> 0;
+  const known = groupStrings.get(hash);
+  if (known !== undefined && sameAscii(known, bytes, start, length)) return known;
+  const text = asciiText.decode(bytes.subarray(start, start + length));
+  if (groupStrings.size >= MAX_GROUP_STRINGS) groupStrings.clear();
+  groupStrings.set(hash, text);
+  return text;
+}
+
+function sameAscii(text: string, bytes: Uint8Array, start: number, length: number): boolean {
+  if (text.length !== length) return false;
+  for (let i = 0; i < length; i++) if (text.charCodeAt(i) !== bytes[start + i]) return false;
+  return true;
 }
 
 /**
@@ -169,13 +198,18 @@ export class PartAttributeRuns {
   }
 
   apply(payload: Uint8Array): void {
-    const frame = decodeAttributeFrame(payload);
-    if (!frame) return;
-    if ("run" in frame) {
-      if (frame.run.seq > this.coveredTo) this.runs.push(frame.run);
+    this.applyAt(payload, new DataView(payload.buffer, payload.byteOffset, payload.byteLength), 0, payload.length);
+  }
+
+  /** Applies the frame at `bytes[start..end)` (`view` over all of `bytes`), read in place. */
+  applyAt(bytes: Uint8Array, view: DataView, start: number, end: number): void {
+    const frame = decodeFrameAt(bytes, view, start, end);
+    if (frame === undefined) return;
+    if (typeof frame !== "number") {
+      if (frame.seq > this.coveredTo) this.runs.push(frame);
       return;
     }
-    const { cut } = frame;
+    const cut = frame;
     while (this.runs.length > 0 && this.runs.at(-1)!.seq > cut) this.runs.pop();
     const last = this.runs.at(-1);
     if (last && last.seq + last.count - 1 > cut) last.count = cut - last.seq + 1;

@@ -1,46 +1,53 @@
 /** Little-endian fields of the payloads of v-queue's side files (storage/side-log.ts): written, then read back in the same order. */
 
-/** Little-endian fields one after another. */
+/** Little-endian fields one after another, into one buffer that grows as needed (a frame per produce call: no buffer per field). */
 export class FieldWriter {
-  #parts: Uint8Array[] = [];
+  #buf = new Uint8Array(64);
+  #view = new DataView(this.#buf.buffer);
   #size = 0;
 
-  #push(bytes: Uint8Array): this {
-    this.#parts.push(bytes);
-    this.#size += bytes.length;
-    return this;
+  /** Room for `bytes` more: the offset to write them at. */
+  #take(bytes: number): number {
+    const at = this.#size;
+    if (at + bytes > this.#buf.length) {
+      const grown = new Uint8Array(Math.max(this.#buf.length * 2, at + bytes));
+      grown.set(this.#buf.subarray(0, at));
+      this.#buf = grown;
+      this.#view = new DataView(grown.buffer);
+    }
+    this.#size = at + bytes;
+    return at;
   }
 
   u8(value: number): this {
-    return this.#push(Uint8Array.of(value));
+    const at = this.#take(1); // first: it may grow the buffer (and replace the view)
+    this.#view.setUint8(at, value);
+    return this;
   }
 
   u32(value: number): this {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setUint32(0, value, true);
-    return this.#push(b);
+    const at = this.#take(4); // first: it may grow the buffer (and replace the view)
+    this.#view.setUint32(at, value, true);
+    return this;
   }
 
   /** A number exactly (ids, times, positions: all below 2^53). */
   f64(value: number): this {
-    const b = new Uint8Array(8);
-    new DataView(b.buffer).setFloat64(0, value, true);
-    return this.#push(b);
+    const at = this.#take(8); // first: it may grow the buffer (and replace the view)
+    this.#view.setFloat64(at, value, true);
+    return this;
   }
 
   /** u32 length, then the bytes. */
   bytes(value: Uint8Array): this {
-    return this.u32(value.length).#push(value);
+    this.u32(value.length);
+    const at = this.#take(value.length);
+    this.#buf.set(value, at);
+    return this;
   }
 
   done(): Uint8Array {
-    const out = new Uint8Array(this.#size);
-    let at = 0;
-    for (const p of this.#parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return this.#buf.slice(0, this.#size);
   }
 }
 

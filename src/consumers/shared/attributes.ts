@@ -9,7 +9,7 @@ import type { LogFile, QueueDriver } from "../../core/driver";
 import { PartAttributeRuns, type AttributeRun, type MessageAttributes } from "../../format/attributes";
 import type { Message } from "../../format/message";
 import type { ConsumerPosition } from "../../format/position";
-import { readFrames } from "../../storage/side-log";
+import { forEachFrame } from "../../storage/side-log";
 import { openSharedLog } from "../../storage/handles";
 import { attributesPath, partPath } from "../../storage/paths";
 import { peekQueueHub } from "../../storage/hub";
@@ -74,9 +74,11 @@ export class AttributeIndex {
         // Exact: a record read has its run written before it, so a file missing at the last look may
         // be there now; unless that look came after this part's records up to the last of these.
         const missing = this.#missing.get(part);
+        const seen = this.#parts.get(part)?.runs;
+        // Runs are appended in record order: one read past the last of these names them all already.
         runs =
-          missing?.covers !== undefined && messages[last]!.offset < missing.covers
-            ? this.#parts.get(part)?.runs
+          (missing?.covers !== undefined && messages[last]!.offset < missing.covers) || (seen !== undefined && seen.coveredTo >= messages[last]!.seq)
+            ? seen
             : await this.#refresh(part, true, known?.part === part ? known.bytes : undefined);
       }
       const run = runs?.find(message.seq);
@@ -163,9 +165,13 @@ export class AttributeIndex {
     }
     const size = await view.log!.size();
     if (size > view.readAt) {
-      const { frames, end } = readFrames(await view.log!.read(view.readAt, size - view.readAt));
+      const bytes = await view.log!.read(view.readAt, size - view.readAt);
+      const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const runs = view.runs;
       // The compaction's own marks (a 0 byte first) are no run.
-      for (const { payload } of frames) if (payload[0] !== 0) view.runs.apply(payload);
+      const end = forEachFrame(bytes, (start, stop) => {
+        if (bytes[start] !== 0) runs.applyAt(bytes, data, start, stop);
+      });
       view.readAt += end; // a frame being appended now is read whole at the next look
     }
     return view.runs;

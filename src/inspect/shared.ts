@@ -53,8 +53,10 @@ export async function sharedFileStats(
   // Below the mark, a message with no count of its own was handed out once.
   let once = mark ? messagesBetween(floor, mark, parts) - ackedBelowMark : 0;
   for (const [key, count] of state.deliveries) {
-    if (isBelow(key, floor) || acked(key) || count < 1) continue;
+    if (isBelow(key, floor) || acked(key)) continue;
+    // Below the mark with a count of 0: passed by the mark, never handed out.
     if (mark && isBelow(key, mark)) once--;
+    if (count < 1) continue;
     pending++;
     if (count > 1) redelivered++;
     maxDeliveries = Math.max(maxDeliveries, count);

@@ -8,6 +8,7 @@ import { sharedJournalPath, sharedStatePath } from "../../src/storage/paths";
 import { line } from "../../src/consumers/state/shared-state";
 import { SharedConsumer } from "../../src/consumers/shared/consumer";
 import { QueueWriter } from "../../src/writer/writer";
+import { inspectQueue } from "../../src/inspect/queues";
 import { useTempDirs } from "../helpers/tmp";
 
 const freshDir = useTempDirs("vq-shared-state-");
@@ -111,6 +112,44 @@ describe("a shared consumer's state lines: the mark (W), ack ranges (R), and the
     expect(await third.poll({ max: 10, timeoutMs: 0 })).toEqual([]);
     expect(third.stats.deadLetteredTotal).toBe(3);
     await third.close();
+  });
+
+  it("pass a group's waiting message with a count of 0: one mark counts the others, and after a restart the waiting one was never handed out", async () => {
+    const dir = await freshDir();
+    const driver = fsDriver({ dir });
+    const q = await QueueWriter.open("q", { driver, durability: "none" });
+    for (const [body, group] of [
+      ["a1", "a"],
+      ["a2", "a"],
+      ["b1", "b"],
+      ["c1", "c"],
+    ] as const)
+      await q.produce([body], { group });
+    await q.close();
+    const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false });
+    const got = await c.poll({ max: 10 });
+    expect(got.map((m) => m.data)).toEqual(["a1", "b1", "c1"]);
+    const a2 = { part: got[0]!.part, offset: positionAfter(got[0]!).position };
+    const journal = (await readFile(join(dir, sharedJournalPath("q", "s")), "utf8")).split("\n").filter(Boolean);
+    // a2's count of 0 before the mark past c1: no line per message handed out.
+    expect(journal.map((l) => l.split(";").slice(0, -1).join(";"))).toEqual([`D;0;${a2.offset};0`, `W;0;${positionAfter(got[2]!).position};4`]);
+    await c.close();
+    // The snapshot keeps the 0 below the mark; an inspection counts three handed out, not four.
+    expect(await kinds(dir)).toEqual(["H", "W", "D", "B"]);
+    const stats = (await inspectQueue(driver, "q"))!;
+    expect(stats.consumers[0]!.shared).toMatchObject({ pending: 3, maxDeliveries: 1 });
+    // maxDeliveries 2: the three come a second time; a2, after a1's ack, a first time (not dead-lettered).
+    const again = await SharedConsumer.open("q", "s", { driver, syncCommits: false, maxDeliveries: 2 });
+    const back = await again.poll({ max: 10 });
+    expect(back.map((m) => [m.data, m.deliveries])).toEqual([
+      ["a1", 2],
+      ["b1", 2],
+      ["c1", 2],
+    ]);
+    await again.ackAll(back);
+    expect((await again.poll({ max: 10 })).map((m) => [m.data, m.deliveries])).toEqual([["a2", 1]]);
+    expect(again.stats.deadLetteredTotal).toBe(0);
+    await again.close();
   });
 
   it("take an ack sent again after a restart (its answer lost), and a late one of a message handed out before, not read again yet", async () => {

@@ -103,6 +103,7 @@ export class HandOut {
     let full = false;
     let lines = "";
     let mark: ConsumerPosition | undefined;
+    const passed = (waiting: WindowEntry) => (lines += deliveryLine(waiting.key, 0));
     let scannedAt: number;
     let groupsFreeAt: number | undefined;
     for (;;) {
@@ -152,9 +153,10 @@ export class HandOut {
         }
         bytes += entry.message!.size;
         entry.state = "leased";
-        // First hand-outs go in queue order: one mark after the newest counts them all (a
-        // message handed out before: a line of its own).
-        if (entry.deliveries === 0 && window.firstHandOut(entry)) mark = entry.end;
+        // First hand-outs: one mark after the newest counts them all, with a count of 0 for the
+        // few it passes that wait still (a group's next, say). Others (handed out before, or far
+        // ahead of the mark): a line of their own.
+        if (entry.deliveries === 0 && window.passMark(entry, journal.mark, passed)) mark = entry.end;
         else lines += deliveryLine(entry.key, entry.deliveries + 1);
         if (++entry.deliveries > 1) this.#redelivered++;
         entry.firstAt ??= now;

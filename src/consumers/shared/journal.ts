@@ -194,6 +194,11 @@ export class SharedJournal {
     return this.#commits.add(lines, acked);
   }
 
+  /** The high-water mark: every message before it was handed out, but those with a count of their own (0 for some). */
+  get mark(): ConsumerPosition | undefined {
+    return this.#mark;
+  }
+
   /** The line that raises the high-water mark to `mark`, or "" when it is not above it. */
   markLine(mark: ConsumerPosition | undefined): string {
     if (!mark || (this.#mark && comparePositions(mark, this.#mark) <= 0)) return "";
@@ -242,7 +247,7 @@ export class SharedJournal {
 
   /** Whether the message at `part`/`offset`, not in the window, was handed out (by this or an earlier holder). */
   handedOutBefore(part: number, offset: number, key: string): boolean {
-    return this.#loaded.deliveries.has(key) || startsBelow(part, offset, this.#mark);
+    return (this.#loaded.deliveries.get(key) ?? (startsBelow(part, offset, this.#mark) ? 1 : 0)) > 0;
   }
 
   /**
@@ -332,7 +337,8 @@ export class SharedJournal {
     for (const entry of this.#window.entries()) {
       if (entry.state === "acked") {
         if (entry.persisted) acked.push(entry);
-      } else if (entry.deliveries > 1 || (entry.deliveries === 1 && !startsBelow(entry.part, entry.offset, mark)))
+      } else if (entry.deliveries > 1 || (entry.deliveries === 1) !== startsBelow(entry.part, entry.offset, mark))
+        // Below the mark, one that never went out counts 0 (hand-out.ts); above it, one that went out counts.
         lines += deliveryLine(entry.key, entry.deliveries);
     }
     lines += ackLines(acked);

@@ -1,4 +1,4 @@
-import { positionAfter, type ConsumerPosition } from "../../format/position";
+import { comparePositions, positionAfter, type ConsumerPosition } from "../../format/position";
 import type { Message } from "../../format/message";
 import { messageKey, type MessageKey } from "../state/shared-state";
 import type { MessageAttributes } from "../../format/attributes";
@@ -9,6 +9,9 @@ import type { MessageAttributes } from "../../format/attributes";
  * by the consumer (`maxAckWindow`), so its memory is too: each entry keeps its message's body
  * until it is acknowledged (then the body is dropped), to hand it out again without a re-read.
  */
+
+/** At most this many entries never handed out may be passed by the high-water mark at one hand-out (`passMark`). */
+const MAX_PASSED = 16;
 
 export interface WindowEntry {
   key: MessageKey;
@@ -39,6 +42,34 @@ export interface WindowEntry {
   firstAt?: number;
   /** What it was produced with (format/attributes.ts): its priority, own maxDeliveries, backoff. */
   attributes?: MessageAttributes;
+  /** Its group's entries in the window (set once the head read it; those taken ahead have no group, priority.ts). */
+  groupLine?: GroupLine | undefined;
+  /** The next entry of its group in the window. */
+  groupNext?: WindowEntry | undefined;
+}
+
+/**
+ * The entries of one group in the window, oldest first, linked by `groupNext`: whether an entry
+ * is among its group's `groupLimit` oldest not acknowledged is a look at the line's start, not a
+ * count over the window. No array per group: most groups have one or two entries in the window.
+ */
+interface GroupLine {
+  readonly group: string;
+  /** The oldest entry whose ack may not be written yet (those before it are written: final). */
+  first: WindowEntry | undefined;
+  last: WindowEntry;
+}
+
+/** Whether `entry` is among its line's `limit` oldest not acknowledged. O(limit + acks not written yet). */
+function hasTurn(line: GroupLine, entry: WindowEntry, limit: number): boolean {
+  let next = line.first;
+  while (next !== undefined && next.persisted) next = next.groupNext;
+  line.first = next;
+  for (let before = 0; next !== undefined; next = next.groupNext) {
+    if (next === entry) return before < limit;
+    if (next.state !== "acked" && ++before >= limit) return false;
+  }
+  return false;
 }
 
 /** What the window holds at one moment (`SharedConsumer.stats`). */
@@ -60,15 +91,15 @@ export class SharedWindow {
   #head = 0;
   /** The number of `#entries[0]`. */
   #base = 0;
-  /** The number of the oldest entry maybe never handed out nor acknowledged. */
-  #fresh = 0;
+  /** Entries numbered below this are below the high-water mark, handed out, or acknowledged (`passMark`). */
+  #marked = 0;
   readonly #byKey = new Map<MessageKey, WindowEntry>();
   /** Messages of a priority taken ahead of the read head (hand-out.ts): in the window's order once the head reads them. */
   readonly #ahead = new Map<MessageKey, WindowEntry>();
   /** A message of a priority was tracked once: `topPriority` has something to look for. */
   #prioritized = false;
-  /** A message of a group was tracked once: `scan` counts each group's messages. */
-  #grouped = false;
+  /** The groups of the entries in the window, each its entries in order. */
+  readonly #groups = new Map<string, GroupLine>();
 
   get size(): number {
     return this.#entries.length - this.#head + this.#ahead.size;
@@ -92,6 +123,17 @@ export class SharedWindow {
     entry.n = this.#base + this.#entries.length;
     this.#entries.push(entry);
     this.#byKey.set(key, entry);
+    const group = attributes?.group;
+    if (group !== undefined) {
+      const line = this.#groups.get(group);
+      if (!line) this.#groups.set(group, (entry.groupLine = { group, first: entry, last: entry }));
+      else {
+        line.last.groupNext = entry;
+        line.last = entry;
+        line.first ??= entry;
+        entry.groupLine = line;
+      }
+    }
     return entry;
   }
 
@@ -120,25 +162,42 @@ export class SharedWindow {
       until: 0,
       lease: 0,
       persisted: acked,
+      // Every field from the start: entries of one shape keep the window's loops monomorphic.
+      acking: undefined,
+      error: undefined,
+      firstAt: undefined,
+      attributes,
+      groupLine: undefined,
+      groupNext: undefined,
     };
-    if (attributes) entry.attributes = attributes;
     if (attributes?.priority) this.#prioritized = true;
-    if (attributes?.group !== undefined) this.#grouped = true;
     return entry;
   }
 
   /**
-   * Before the first hand-out of `entry`: true when every entry before it was handed out or
-   * acknowledged (then a high-water mark after it counts it). Amortised O(1).
+   * Before the first hand-out of `entry`: whether the high-water mark (the journal's is `mark`)
+   * may move to after it, so that the mark counts its hand-out. It may unless it is below the
+   * mark already, or more than `MAX_PASSED` entries between the mark and it were never handed
+   * out (a message of a priority far ahead, say: then it gets a line of its own). Those few are
+   * given to `passed`: the journal writes a count of 0 for each, before the mark, so that the
+   * mark does not count them. Amortised O(1) and O(MAX_PASSED).
    */
-  firstHandOut(entry: WindowEntry): boolean {
-    this.#fresh = Math.max(this.#fresh, this.#base + this.#head);
-    for (let i = this.#fresh - this.#base; i < this.#entries.length; i++, this.#fresh++) {
-      const next = this.#entries[i]!;
-      if (next.state !== "acked" && next.deliveries === 0) break;
+  passMark(entry: WindowEntry, mark: ConsumerPosition | undefined, passed: (entry: WindowEntry) => void): boolean {
+    if (entry.n < 0) return false;
+    const entries = this.#entries;
+    const last = entry.n - this.#base;
+    let i = Math.max(this.#marked - this.#base, this.#head);
+    // Passed already: handed out, acknowledged and written, or below the journal's mark (a restart's).
+    for (; i < entries.length; i++) {
+      const next = entries[i]!;
+      if (next.deliveries === 0 && !next.persisted && !(mark && comparePositions(next.end, mark) <= 0)) break;
     }
-    if (entry.n !== this.#fresh) return false;
-    this.#fresh++;
+    this.#marked = this.#base + i;
+    if (last < i) return false;
+    let waiting = 0;
+    for (let j = i; j < last; j++) if (entries[j]!.deliveries === 0 && !entries[j]!.persisted && ++waiting > MAX_PASSED) return false;
+    for (let j = i; j < last; j++) if (entries[j]!.deliveries === 0 && !entries[j]!.persisted) passed(entries[j]!);
+    this.#marked = entry.n + 1;
     return true;
   }
 
@@ -160,21 +219,16 @@ export class SharedWindow {
     let groupsFreeAt: number | undefined;
     let prioritized = false;
     const available: WindowEntry[] = [];
-    /** Per group, its messages not acknowledged so far in the pass (only once a message had a group). */
-    const groups = this.#grouped ? new Map<string, number>() : undefined;
     const visit = (entry: WindowEntry) => {
       if (entry.state === "acked") return;
-      const group = groups && entry.attributes?.group;
-      let turn = true;
-      if (group !== undefined) {
-        const before = groups!.get(group) ?? 0;
-        groups!.set(group, before + 1);
-        turn = before < groupLimit;
-      }
       if (entry.until > now) {
         if (entry.state === "leased") live++;
         nextAt = nextAt === undefined ? entry.until : Math.min(nextAt, entry.until);
-      } else if (turn) {
+        return;
+      }
+      const line = entry.groupLine;
+      const group = line?.group;
+      if (line === undefined || hasTurn(line, entry, groupLimit)) {
         // Its group's rate limit spent: it waits, and the rest of its group behind it.
         const freeAt = group !== undefined && groupFreeAt ? groupFreeAt(group) : undefined;
         if (freeAt !== undefined) groupsFreeAt = Math.min(groupsFreeAt ?? freeAt, freeAt);
@@ -264,6 +318,14 @@ export class SharedWindow {
       this.#byKey.delete(entry.key);
       this.#head++;
       last = entry;
+      const line = entry.groupLine;
+      if (line !== undefined) {
+        // Dropped in window order, so in its group's order: the line's first (or passed by it already).
+        if (line.first === entry) line.first = entry.groupNext;
+        // Its last: the line is empty (a line is made only while the map holds none for its group).
+        if (line.last === entry) this.#groups.delete(line.group);
+        entry.groupNext = undefined;
+      }
     }
     // Reclaim the dropped slots now and then (amortised O(1) per entry).
     if (this.#head > 1024 && this.#head * 2 > this.#entries.length) {

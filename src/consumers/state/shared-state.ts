@@ -18,11 +18,13 @@ import { writeWhole } from "../../storage/write-whole";
  *   is acknowledged (`count` of them, for inspection); written only for a run of messages that
  *   are all acknowledged, one line per run of a group commit instead of one per ack;
  * - `W;<part>;<position>;<count>;` (the high-water mark): every message before this position
- *   was handed out at least once. New messages go out in queue order, so one mark per group
- *   commit, written before the hand-out, counts every first delivery: a message below the
- *   mark with no `D` line has been handed out once;
+ *   was handed out at least once, but those with a `D` line say their own count. New messages
+ *   mostly go out in queue order, so one mark per group commit, written before the hand-out,
+ *   counts the first deliveries: a message below the mark with no `D` line has been handed out once;
  * - `D;<part>;<offset>;<deliveries>;`: handed out that many times, not acknowledged (written
- *   for a second hand-out and later; files of earlier versions have one for each hand-out);
+ *   for a second hand-out and later, for a first one the mark cannot count, and with 0, before
+ *   the mark in the same write, for the few the mark passes that wait still: a group's next
+ *   message; files of earlier versions have one for each hand-out);
  * - `L;<count>;`: messages moved to the dead-letter queue since the consumer was created;
  * - `B;<lease>;` (born): the lease ids of this consumer are above it (the clock when the name was
  *   created, in lease units): a token from a consumer of the same name deleted before (with its

@@ -89,6 +89,8 @@ export class SharedJournal {
   /** The high-water mark: every message before it was handed out (`W` lines). */
   #mark: ConsumerPosition | undefined;
   #floorSavedAt = 0;
+  /** A round's write failed: the next one writes the window's counts again first (`#countLines`). */
+  #restate = false;
   #floorTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   /** Moved to the dead-letter queue by this process (the files count those before). */
@@ -120,7 +122,17 @@ export class SharedJournal {
     this.#commits = new GroupCommit<WindowEntry>({
       // An ack's outcome event is durable when the ack is: both appends in the round.
       write: async (lines, acked) => {
-        await Promise.all([state.append(lines + ackLines(acked.sort(byPosition))), outcomes?.flush(options.syncCommits)]);
+        // After a round that failed: its counts (a 0 the mark passed, say) may be lost while the
+        // mark it raised in memory is written by a later round: the window's counts first.
+        const restate = this.#restate;
+        if (restate) lines = this.#countLines(this.#mark) + lines;
+        try {
+          await Promise.all([state.append(lines + ackLines(acked.sort(byPosition))), outcomes?.flush(options.syncCommits)]);
+        } catch (error) {
+          this.#restate = true;
+          throw error;
+        }
+        if (restate) this.#restate = false;
       },
       written: (acked) => {
         for (const entry of acked) {
@@ -328,19 +340,24 @@ export class SharedJournal {
     await this.#state.compact(this.#snapshotLines());
   }
 
+  /** The counts of the window's entries not acknowledged that `mark` does not say. */
+  #countLines(mark: ConsumerPosition | undefined): string {
+    let lines = "";
+    for (const entry of this.#window.entries()) {
+      if (entry.state === "acked") continue;
+      // Below the mark, one that never went out counts 0 (hand-out.ts); above it, one that went out counts.
+      if (entry.deliveries > 1 || (entry.deliveries === 1) !== startsBelow(entry.part, entry.offset, mark)) lines += deliveryLine(entry.key, entry.deliveries);
+    }
+    return lines;
+  }
+
   /** The state above the floor, as snapshot lines. */
   #snapshotLines(): string {
     const floor = this.#inner.committed;
     const mark = this.#mark && comparePositions(this.#mark, floor) > 0 ? this.#mark : undefined;
     const acked: WindowEntry[] = [];
-    let lines = mark ? markLine(mark) : "";
-    for (const entry of this.#window.entries()) {
-      if (entry.state === "acked") {
-        if (entry.persisted) acked.push(entry);
-      } else if (entry.deliveries > 1 || (entry.deliveries === 1) !== startsBelow(entry.part, entry.offset, mark))
-        // Below the mark, one that never went out counts 0 (hand-out.ts); above it, one that went out counts.
-        lines += deliveryLine(entry.key, entry.deliveries);
-    }
+    for (const entry of this.#window.entries()) if (entry.state === "acked" && entry.persisted) acked.push(entry);
+    let lines = (mark ? markLine(mark) : "") + this.#countLines(mark);
     lines += ackLines(acked);
     for (const key of this.#loaded.acked) if (!isBelow(key, floor)) lines += ackLine(key);
     for (const range of this.#loaded.ranges.ahead()) if (!startsBelow(range.part, range.to, floor)) lines += rangeLine(range);

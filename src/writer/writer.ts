@@ -370,6 +370,8 @@ export class QueueWriter {
       if (parts.part === start.part && !announced && !this.#lock.lost?.aborted && !isFenced(error)) {
         await parts.rollback(start);
         await this.#attributes.cut(start.part, start.count).catch(() => {}); // else the next open cuts them
+        // Readers that read the batch's runs (written before its records) look at the file again.
+        this.#hub.noteAttributes();
       }
       throw error;
     }

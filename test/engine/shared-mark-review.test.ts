@@ -47,3 +47,68 @@ describe("review: the mark passing waiting messages (D;...;0)", () => {
     await c.close();
   });
 });
+
+import memoryDriver from "../../adapters/drivers/memory";
+import { AttributeIndex } from "../../src/consumers/shared/attributes";
+import { encodeAttributeCut, encodeAttributeRun } from "../../src/format/attributes";
+import { encodeFrames } from "../../src/storage/side-log";
+import { attributesPath } from "../../src/storage/paths";
+import type { Message } from "../../src/format/message";
+
+describe("review: attribute runs read already", () => {
+  it("a cut after the runs were read (a rolled-back batch) is looked at: records written again past it get their new runs", async () => {
+    const driver = memoryDriver({ name: `attrs-${Math.random()}` });
+    await (await QueueWriter.open("q", { driver, durability: "none" })).close();
+    const log = (await driver.openLog(attributesPath("q", 0), { create: true }))!;
+    let size = 0;
+    const append = async (payloads: Uint8Array[]) => {
+      const data = encodeFrames(payloads);
+      await log.append(size, data);
+      size += data.length;
+    };
+    const message = (seq: number, crc: number): Message => ({ part: 0, offset: seq * 100, seq, type: "string", data: "x", size: 1, crc }) as Message;
+    // Records 1..2 in group "a"; the run of a batch 3..6 in group "old" is written before its records.
+    await append([encodeAttributeRun({ offset: 100, seq: 1, count: 2, crc: 11, attributes: { group: "a" } })]);
+    await append([encodeAttributeRun({ offset: 300, seq: 3, count: 4, crc: 33, attributes: { group: "old" } })]);
+    const index = new AttributeIndex(driver, "q");
+    // The reader reads record 2: its look at the file reads the run of 3..6 too.
+    expect((await index.lookup([message(2, 22)]))?.[0]).toEqual({ group: "a" });
+    // The batch's part append fails: rolled back, cut after record 2; the next batch is 3..6 in group "new".
+    await append([encodeAttributeCut(2)]);
+    await append([encodeAttributeRun({ offset: 300, seq: 3, count: 4, crc: 44, attributes: { group: "new" } })]);
+    const got = await index.lookup([message(3, 44), message(4, 45)]);
+    expect(got?.map((a) => a?.group)).toEqual(["new", "new"]);
+    await index.close();
+  });
+});
+
+import { queueHub } from "../../src/storage/hub";
+
+describe("review: attribute runs read already, with the writer in this process", () => {
+  it("runs read before a rollback are looked at again once the writer notes it (its stamp)", async () => {
+    const driver = memoryDriver({ name: `attrs-hub-${Math.random()}` });
+    await (await QueueWriter.open("q", { driver, durability: "none" })).close();
+    const hub = queueHub(driver, "q");
+    const unregister = hub.registerWriter();
+    const log = (await driver.openLog(attributesPath("q", 0), { create: true }))!;
+    let size = 0;
+    const append = async (payloads: Uint8Array[]) => {
+      const data = encodeFrames(payloads);
+      await log.append(size, data);
+      size += data.length;
+      hub.noteAttributes();
+    };
+    const message = (seq: number, crc: number): Message => ({ part: 0, offset: seq * 100, seq, type: "string", data: "x", size: 1, crc }) as Message;
+    await append([encodeAttributeRun({ offset: 100, seq: 1, count: 2, crc: 11, attributes: { group: "a" } })]);
+    await append([encodeAttributeRun({ offset: 300, seq: 3, count: 4, crc: 33, attributes: { group: "old" } })]);
+    const index = new AttributeIndex(driver, "q");
+    expect((await index.lookup([message(2, 22)]))?.[0]).toEqual({ group: "a" });
+    // Nothing written since: the runs read already serve (no look needed), and they are right.
+    expect((await index.lookup([message(1, 11)]))?.[0]).toEqual({ group: "a" });
+    // Rolled back: cut after record 2 (noted, as writer.ts does), and records 3.. written again without attributes.
+    await append([encodeAttributeCut(2)]);
+    expect(await index.lookup([message(3, 44), message(4, 45)])).toBeUndefined();
+    unregister();
+    await index.close();
+  });
+});

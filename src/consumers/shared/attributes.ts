@@ -30,6 +30,8 @@ interface PartView {
   log: LogFile | undefined;
   readAt: number;
   runs: PartAttributeRuns;
+  /** The in-process writer's stamp before the last look at the file (see `QueueHub.stamp`): undefined with no writer here. */
+  stamp?: string | undefined;
 }
 
 /** A message of a priority run ahead of the head, by position (its offset is known for a run's first only). */
@@ -74,10 +76,15 @@ export class AttributeIndex {
         // Exact: a record read has its run written before it, so a file missing at the last look may
         // be there now; unless that look came after this part's records up to the last of these.
         const missing = this.#missing.get(part);
-        const seen = this.#parts.get(part)?.runs;
-        // Runs are appended in record order: one read past the last of these names them all already.
+        const view = this.#parts.get(part);
+        const seen = view?.runs;
+        // Runs are appended in record order: one read past the last of these names them all already,
+        // unless a run was written since (the writer here says, by its stamp): runs read before
+        // their records may be cut since (a rolled-back batch) and written again for new records.
+        const stamp = view?.stamp;
         runs =
-          (missing?.covers !== undefined && messages[last]!.offset < missing.covers) || (seen !== undefined && seen.coveredTo >= messages[last]!.seq)
+          (missing?.covers !== undefined && messages[last]!.offset < missing.covers) ||
+          (seen !== undefined && seen.coveredTo >= messages[last]!.seq && stamp !== undefined && stamp === peekQueueHub(this.#driver, this.#queue)?.stamp)
             ? seen
             : await this.#refresh(part, true, known?.part === part ? known.bytes : undefined);
       }
@@ -163,6 +170,8 @@ export class AttributeIndex {
       view.log = log;
       this.#parts.set(part, view);
     }
+    // Stamped before the look: a run written after it changes the stamp.
+    view.stamp = peekQueueHub(this.#driver, this.#queue)?.stamp;
     const size = await view.log!.size();
     if (size > view.readAt) {
       const bytes = await view.log!.read(view.readAt, size - view.readAt);

@@ -340,11 +340,12 @@ export class SharedJournal {
     await this.#state.compact(this.#snapshotLines());
   }
 
-  /** The counts of the window's entries not acknowledged that `mark` does not say. */
+  /** The counts of the window's entries whose ack is not written that `mark` does not say. */
   #countLines(mark: ConsumerPosition | undefined): string {
     let lines = "";
     for (const entry of this.#window.entries()) {
-      if (entry.state === "acked") continue;
+      // An ack not written yet (the next round's) may fail, or the process die before it: its count stays.
+      if (entry.persisted) continue;
       // Below the mark, one that never went out counts 0 (hand-out.ts); above it, one that went out counts.
       if (entry.deliveries > 1 || (entry.deliveries === 1) !== startsBelow(entry.part, entry.offset, mark)) lines += deliveryLine(entry.key, entry.deliveries);
     }

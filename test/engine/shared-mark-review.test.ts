@@ -4,6 +4,13 @@ import { SharedConsumer } from "../../src/consumers/shared/consumer";
 import { SharedState, messageKey, startsBelow } from "../../src/consumers/state/shared-state";
 import { QueueWriter } from "../../src/writer/writer";
 import type { QueueDriver } from "../../src/core/driver";
+import memoryDriver from "../../adapters/drivers/memory";
+import { AttributeIndex } from "../../src/consumers/shared/attributes";
+import { decodeAttributeFrame, encodeAttributeCut, encodeAttributeRun } from "../../src/format/attributes";
+import { encodeFrames } from "../../src/storage/side-log";
+import { attributesPath } from "../../src/storage/paths";
+import type { Message } from "../../src/format/message";
+import { queueHub } from "../../src/storage/hub";
 
 let failing = false;
 const driverFor = (name: string): QueueDriver =>
@@ -48,13 +55,6 @@ describe("review: the mark passing waiting messages (D;...;0)", () => {
   });
 });
 
-import memoryDriver from "../../adapters/drivers/memory";
-import { AttributeIndex } from "../../src/consumers/shared/attributes";
-import { encodeAttributeCut, encodeAttributeRun } from "../../src/format/attributes";
-import { encodeFrames } from "../../src/storage/side-log";
-import { attributesPath } from "../../src/storage/paths";
-import type { Message } from "../../src/format/message";
-
 describe("review: attribute runs read already", () => {
   it("a cut after the runs were read (a rolled-back batch) is looked at: records written again past it get their new runs", async () => {
     const driver = memoryDriver({ name: `attrs-${Math.random()}` });
@@ -81,8 +81,6 @@ describe("review: attribute runs read already", () => {
     await index.close();
   });
 });
-
-import { queueHub } from "../../src/storage/hub";
 
 describe("review: attribute runs read already, with the writer in this process", () => {
   it("runs read before a rollback are looked at again once the writer notes it (its stamp)", async () => {
@@ -117,7 +115,7 @@ describe("review: a snapshot taken while acks wait for the next round", () => {
   it("keeps the counts of messages whose ack is not written yet (the round may fail, or the process die before it)", async () => {
     const inner = memoryDriver({ name: `snap-${Math.random()}` });
     let gate: Promise<void> | undefined;
-    let failIf: ((text: string) => boolean) | undefined;
+    const faults: { failIf?: (text: string) => boolean } = {};
     const driver: QueueDriver = {
       ...inner,
       async openLog(path, options) {
@@ -132,7 +130,7 @@ describe("review: a snapshot taken while acks wait for the next round", () => {
           truncate: (length, fence) => log.truncate(length, fence),
           async append(at, data, fence) {
             if (gate) await gate;
-            if (failIf?.(new TextDecoder().decode(data))) throw new Error("injected");
+            if (faults.failIf?.(new TextDecoder().decode(data))) throw new Error("injected");
             return log.append(at, data, fence);
           },
         };
@@ -157,12 +155,85 @@ describe("review: a snapshot taken while acks wait for the next round", () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     const late = c.ack(again!);
     // The round of m0 is written; the next one (x's ack) fails.
-    failIf = (text) => new RegExp(`^(A|R);0;${x.offset};`, "m").test(text);
+    faults.failIf = (text) => new RegExp(`^(A|R);0;${x.offset};`, "m").test(text);
     gate = undefined;
     open();
     await front;
     await expect(late).rejects.toThrow();
     // A crash now: what would a restart count for x? It went out twice.
     expect(await countsOnDisk(driver, [x])).toEqual([2]);
+  });
+});
+
+describe("review: groups while an ack is being written", () => {
+  // Known, not fixed here (the same before the change): an ack in flight frees the group at once;
+  // when its write fails, the message comes back while the group's next is leased. `it.fails`
+  // asserts the order holds: it passes once that is fixed (then make it an `it`).
+  it.fails("groupConcurrency 1: an ack in flight frees the group; if its write fails, two of the group are leased at once (as before the change)", async () => {
+    const inner = memoryDriver({ name: `grp-${Math.random()}` });
+    let gate: Promise<void> | undefined;
+    let fail = false;
+    const driver: QueueDriver = {
+      ...inner,
+      async openLog(path, options) {
+        const log = await inner.openLog(path, options);
+        if (!log || !path.includes("_info_shlog_")) return log;
+        return {
+          ...log,
+          size: () => log.size(),
+          read: (at, length) => log.read(at, length),
+          sync: () => log.sync(),
+          close: () => log.close(),
+          truncate: (length, fence) => log.truncate(length, fence),
+          async append(at, data, fence) {
+            if (gate) await gate;
+            if (fail && /^(A|R);/m.test(new TextDecoder().decode(data))) throw new Error("injected");
+            return log.append(at, data, fence);
+          },
+        };
+      },
+    };
+    await produce(driver, [
+      ["a1", "a"],
+      ["a2", "a"],
+    ]);
+    const c = await SharedConsumer.open("q", "s", { driver, syncCommits: false, leaseMs: 600_000 });
+    const [a1] = await c.poll({ max: 10 });
+    expect(a1!.data).toBe("a1");
+    let open!: () => void;
+    gate = new Promise<void>((resolve) => (open = resolve));
+    fail = true;
+    const acking = c.ack(a1!);
+    // While a1's ack is written, a2 has its turn (a1 counts as done)...
+    const polled = c.poll({ max: 10, timeoutMs: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    open();
+    await expect(acking).rejects.toThrow();
+    gate = undefined;
+    const second = await polled;
+    const third = await c.poll({ max: 10, timeoutMs: 0 });
+    const leased = [...second, ...third].map((m) => m.data);
+    expect(leased).not.toEqual(expect.arrayContaining(["a1", "a2"]));
+  });
+});
+
+describe("review: attribute runs encoded into one growing buffer, groups read in place", () => {
+  it("round-trips every field, a group of 255 characters, and groups that differ in one byte", () => {
+    const long = "g".repeat(254) + "!";
+    for (const group of [long, "a", "b", "ab", "ba", "customer-42", "customer-43", long]) {
+      const run = {
+        offset: 2 ** 40 + 3,
+        seq: 7,
+        count: 9,
+        crc: 0xfedcba98,
+        attributes: { group, priority: 3, maxDeliveries: 70000, backoff: { type: "exponential" as const, delayMs: 1234 } },
+      };
+      const payload = encodeAttributeRun(run);
+      // In the middle of a larger buffer, as the index reads it.
+      const framed = new Uint8Array(payload.length + 10);
+      framed.set(payload, 5);
+      expect(decodeAttributeFrame(framed.subarray(5, 5 + payload.length))).toEqual({ run });
+    }
+    expect(decodeAttributeFrame(encodeAttributeCut(12345))).toEqual({ cut: 12345 });
   });
 });

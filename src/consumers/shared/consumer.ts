@@ -65,6 +65,8 @@ export class SharedConsumer implements LeasingConsumer {
   readonly #leases: SharedLeases;
   readonly #deadLetters: DeadLettering;
   readonly #handOut: HandOut;
+  /** Wakes the waiting polls (a function kept: passed to promises). */
+  readonly #wake = (): void => this.#handOut.notify();
   readonly #inbox: SharedInbox;
   readonly #priority: PriorityAhead;
 
@@ -478,6 +480,9 @@ export class SharedConsumer implements LeasingConsumer {
     const acking = this.#journal.write(extra, entries);
     for (const entry of entries) entry.acking = acking;
     this.#handOut.notify();
+    // A group's next message has its turn once the ack is written (window.ts, hasTurn); or the
+    // acked one again, if the write fails.
+    if (entries.some((entry) => entry.groupLine !== undefined)) void acking.then(this.#wake, this.#wake);
     return acking;
   }
 

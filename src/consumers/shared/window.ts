@@ -60,14 +60,18 @@ interface GroupLine {
   last: WindowEntry;
 }
 
-/** Whether `entry` is among its line's `limit` oldest not acknowledged. O(limit + acks not written yet). */
+/**
+ * Whether `entry` is among its line's `limit` oldest whose ack is not written. An ack on its way
+ * holds its turn: if its write fails the message comes back, and goes before the rest of its
+ * group (the consumer wakes the polls once it is written). O(limit + written acks inside the line).
+ */
 function hasTurn(line: GroupLine, entry: WindowEntry, limit: number): boolean {
   let next = line.first;
   while (next !== undefined && next.persisted) next = next.groupNext;
   line.first = next;
   for (let before = 0; next !== undefined; next = next.groupNext) {
     if (next === entry) return before < limit;
-    if (next.state !== "acked" && ++before >= limit) return false;
+    if (!next.persisted && ++before >= limit) return false;
   }
   return false;
 }
@@ -204,7 +208,7 @@ export class SharedWindow {
   /**
    * One pass from the oldest: the leases still running, and the entries that may be handed
    * out now (ready, or leased past their time), up to `max`; of a group, only those among its
-   * `groupLimit` oldest not acknowledged (docs/work-queues.md#groups), and none of a group
+   * `groupLimit` oldest whose ack is not written (docs/work-queues.md#groups), and none of a group
    * whose rate limit is spent (`groupFreeAt` says until when; the earliest is `groupsFreeAt`).
    * O(window size).
    */

@@ -147,8 +147,10 @@ function decodeFrameAt(bytes: Uint8Array, view: DataView, start: number, end: nu
   const maxDeliveries = view.getUint32(start + 22, true);
   const kind = bytes[start + 26]!;
   const groupLength = length >= 35 ? Math.min(view.getUint32(start + 31, true), length - 35) : 0;
-  const attributes: MessageAttributes = {};
-  if (groupLength > 0) attributes.group = asciiAt(bytes, start + 35, groupLength);
+  const grouped = groupLength > 0 ? groupAt(bytes, start + 35, groupLength) : undefined;
+  let attributes: MessageAttributes;
+  if (grouped !== undefined && priority === 0 && maxDeliveries === 0 && kind === 0) attributes = grouped;
+  else attributes = grouped === undefined ? {} : { group: grouped.group };
   if (priority > 0) attributes.priority = priority;
   if (maxDeliveries > 0) attributes.maxDeliveries = maxDeliveries;
   if (kind > 0 && kind <= BACKOFF_KINDS.length) attributes.backoff = { type: BACKOFF_KINDS[kind - 1]!, delayMs: view.getUint32(start + 27, true) };
@@ -161,21 +163,26 @@ function decodeFrameAt(bytes: Uint8Array, view: DataView, start: number, end: nu
   };
 }
 
-/** Groups decoded so far, by a hash of their bytes: one string per group (its hash kept by V8 for the maps keyed by it). */
-const groupStrings = new Map<number, string>();
-const MAX_GROUP_STRINGS = 65_536;
+/**
+ * The attributes of groups decoded lately, by a hash of the group's bytes (a slot each, the last
+ * one wins): a run of a group seen again, with no other attribute, shares one frozen object
+ * (a part's runs are one per produce call, a hundred thousand of them: as many objects fewer to
+ * keep), and its group string (its hash kept by V8 for the maps keyed by it). A fixed table, not
+ * a map: a stream of groups never seen again costs no growth.
+ */
+const groupSlots: (Readonly<{ group: string }> | undefined)[] = new Array<Readonly<{ group: string }> | undefined>(1 << 14).fill(undefined);
 
-/** ASCII text (a group), the same string for the same bytes while it is remembered: no decoder call, no new string for a group seen before. */
-function asciiAt(bytes: Uint8Array, start: number, length: number): string {
+/** `{ group }` for the ASCII group at `bytes[start..start + length)`, the same object while its slot keeps it. */
+function groupAt(bytes: Uint8Array, start: number, length: number): Readonly<{ group: string }> {
   let hash = 0x811c9dc5;
   for (let i = start; i < start + length; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
-  hash = (hash ^ length) >>> 0;
-  const known = groupStrings.get(hash);
-  if (known !== undefined && sameAscii(known, bytes, start, length)) return known;
-  const text = asciiText.decode(bytes.subarray(start, start + length));
-  if (groupStrings.size >= MAX_GROUP_STRINGS) groupStrings.clear();
-  groupStrings.set(hash, text);
-  return text;
+  const slot = (hash ^ (hash >>> 15)) & (groupSlots.length - 1);
+  const known = groupSlots[slot];
+  if (known !== undefined && sameAscii(known.group, bytes, start, length)) return known;
+  let group = "";
+  if (length > 32) group = asciiText.decode(bytes.subarray(start, start + length));
+  else for (let i = start; i < start + length; i++) group += String.fromCharCode(bytes[i]!);
+  return (groupSlots[slot] = Object.freeze({ group }));
 }
 
 function sameAscii(text: string, bytes: Uint8Array, start: number, length: number): boolean {

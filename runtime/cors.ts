@@ -13,8 +13,20 @@ export interface CorsOptions {
 }
 
 const METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS"];
-// last-event-id: the client's event stream resumes with it (as an EventSource does).
-const ALLOWED_HEADERS = ["authorization", "content-type", "accept", "idempotency-key", "partition-key", "last-event-id"];
+// last-event-id: the client's event stream resumes with it (as an EventSource does); message-*: a
+// raw-body produce's attributes (routes/produce.ts).
+const ALLOWED_HEADERS = [
+  "authorization",
+  "content-type",
+  "accept",
+  "idempotency-key",
+  "partition-key",
+  "last-event-id",
+  "message-priority",
+  "message-max-deliveries",
+  "message-backoff",
+  "message-group",
+];
 // The binary consume response carries its cursor, count and missed messages in headers; a replayed produce says so in one.
 const EXPOSED_HEADERS = ["x-vq-cursor", "x-vq-count", "x-vq-missed", "idempotency-replayed", "retry-after"];
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import memoryDriver from "../../adapters/drivers/memory";
 import { BATCH_CONTENT_TYPE, createQueueHandler, type QueueAppOptions, type QueueHandler } from "../../runtime/index";
 import { resolveCors } from "../../runtime/cors";
+import { produceExtras } from "../../client/produce";
 
 const PAGE = "https://app.example";
 const OTHER = "https://evil.example";
@@ -53,6 +54,10 @@ describe("CORS", () => {
       "idempotency-key",
       "partition-key",
       "last-event-id",
+      "message-priority",
+      "message-max-deliveries",
+      "message-backoff",
+      "message-group",
     ]);
     expect(res.headers.get("access-control-max-age")).toBe("120");
     expect(items(res, "vary")).toContain("origin");
@@ -101,6 +106,17 @@ describe("CORS", () => {
     expectCors(res);
     expect(res.headers.get("x-vq-count")).toBe("1");
     expect(res.headers.get("x-vq-cursor")).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it("allows every header the client sends with a produce: a page may produce with priorities, groups and the rest", async () => {
+    const { headers } = produceExtras({ priority: 3, maxDeliveries: 2, backoff: { type: "fixed", delayMs: 10 }, group: "g", idempotencyKey: "k" });
+    const asked = ["content-type", ...Object.keys(headers)];
+    const res = await app({ cors: { origin: [PAGE] } })("/api/v1/queues/q/messages", {
+      method: "OPTIONS",
+      headers: { origin: PAGE, "access-control-request-method": "POST", "access-control-request-headers": asked.join(", ") },
+    });
+    expect(res.status).toBe(204);
+    expect(items(res, "access-control-allow-headers")).toEqual(expect.arrayContaining(asked));
   });
 
   it("gives another origin no CORS headers at all, and no preflight", async () => {

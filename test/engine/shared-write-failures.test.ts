@@ -28,6 +28,33 @@ async function produce(driver: QueueDriver, items: [string, string | undefined][
   await q.close();
 }
 
+/** A memory driver whose shared journal's appends wait for `control.gate`, then fail when `control.failIf` says so. */
+function gatedJournal(name: string): { driver: QueueDriver; control: { gate?: Promise<void>; failIf?: (text: string) => boolean } } {
+  const inner = memoryDriver({ name: `${name}-${Math.random()}` });
+  const control: { gate?: Promise<void>; failIf?: (text: string) => boolean } = {};
+  const driver: QueueDriver = {
+    ...inner,
+    async openLog(path, options) {
+      const log = await inner.openLog(path, options);
+      if (!log || !path.includes("_info_shlog_")) return log;
+      return {
+        ...log,
+        size: () => log.size(),
+        read: (at, length) => log.read(at, length),
+        sync: () => log.sync(),
+        close: () => log.close(),
+        truncate: (length, fence) => log.truncate(length, fence),
+        async append(at, data, fence) {
+          if (control.gate) await control.gate;
+          if (control.failIf?.(new TextDecoder().decode(data))) throw new Error("injected");
+          return log.append(at, data, fence);
+        },
+      };
+    },
+  };
+  return { driver, control };
+}
+
 describe("the mark passing waiting messages (D;...;0)", () => {
   it("a failed journal write of a take loses its zeros: a later mark must not count the passed message", async () => {
     failing = false;
@@ -113,29 +140,7 @@ describe("attribute runs read already, with the writer in this process", () => {
 
 describe("a snapshot taken while acks wait for the next round", () => {
   it("keeps the counts of messages whose ack is not written yet (the round may fail, or the process die before it)", async () => {
-    const inner = memoryDriver({ name: `snap-${Math.random()}` });
-    let gate: Promise<void> | undefined;
-    const faults: { failIf?: (text: string) => boolean } = {};
-    const driver: QueueDriver = {
-      ...inner,
-      async openLog(path, options) {
-        const log = await inner.openLog(path, options);
-        if (!log || !path.includes("_info_shlog_")) return log;
-        return {
-          ...log,
-          size: () => log.size(),
-          read: (at, length) => log.read(at, length),
-          sync: () => log.sync(),
-          close: () => log.close(),
-          truncate: (length, fence) => log.truncate(length, fence),
-          async append(at, data, fence) {
-            if (gate) await gate;
-            if (faults.failIf?.(new TextDecoder().decode(data))) throw new Error("injected");
-            return log.append(at, data, fence);
-          },
-        };
-      },
-    };
+    const { driver, control } = gatedJournal("snap");
     const q = await QueueWriter.open("q", { driver, durability: "none" });
     await q.pushBatch(Array.from({ length: 4001 }, (_, i) => `m${i}`));
     await q.close();
@@ -150,13 +155,13 @@ describe("a snapshot taken while acks wait for the next round", () => {
     for (let i = 3999; i >= 1; i--) await c.ack(all[i]!);
     // m0's ack moves the floor: a snapshot after its round. x's ack waits for the next round meanwhile.
     let open!: () => void;
-    gate = new Promise<void>((resolve) => (open = resolve));
+    control.gate = new Promise<void>((resolve) => (open = resolve));
     const front = c.ack(all[0]!);
     await new Promise((resolve) => setTimeout(resolve, 10));
     const late = c.ack(again!);
     // The round of m0 is written; the next one (x's ack) fails.
-    faults.failIf = (text) => new RegExp(`^(A|R);0;${x.offset};`, "m").test(text);
-    gate = undefined;
+    control.failIf = (text) => new RegExp(`^(A|R);0;${x.offset};`, "m").test(text);
+    control.gate = undefined;
     open();
     await front;
     await expect(late).rejects.toThrow();
@@ -167,29 +172,8 @@ describe("a snapshot taken while acks wait for the next round", () => {
 
 describe("groups while an ack is being written", () => {
   it("groupConcurrency 1: an ack in flight holds its group's turn; if its write fails, the acked message comes again before the next of its group", async () => {
-    const inner = memoryDriver({ name: `grp-${Math.random()}` });
-    let gate: Promise<void> | undefined;
-    let fail = false;
-    const driver: QueueDriver = {
-      ...inner,
-      async openLog(path, options) {
-        const log = await inner.openLog(path, options);
-        if (!log || !path.includes("_info_shlog_")) return log;
-        return {
-          ...log,
-          size: () => log.size(),
-          read: (at, length) => log.read(at, length),
-          sync: () => log.sync(),
-          close: () => log.close(),
-          truncate: (length, fence) => log.truncate(length, fence),
-          async append(at, data, fence) {
-            if (gate) await gate;
-            if (fail && /^(A|R);/m.test(new TextDecoder().decode(data))) throw new Error("injected");
-            return log.append(at, data, fence);
-          },
-        };
-      },
-    };
+    const { driver, control } = gatedJournal("grp");
+    const failAcks = (text: string) => /^(A|R);/m.test(text);
     await produce(driver, [
       ["a1", "a"],
       ["a2", "a"],
@@ -198,22 +182,22 @@ describe("groups while an ack is being written", () => {
     const [a1] = await c.poll({ max: 10 });
     expect(a1!.data).toBe("a1");
     let open!: () => void;
-    gate = new Promise<void>((resolve) => (open = resolve));
-    fail = true;
+    control.gate = new Promise<void>((resolve) => (open = resolve));
+    control.failIf = failAcks;
     const acking = c.ack(a1!);
     // While a1's ack is written, the group waits: a2 does not go out.
     const polled = c.poll({ max: 10, timeoutMs: 0 });
     await new Promise((resolve) => setTimeout(resolve, 20));
     open();
     await expect(acking).rejects.toThrow();
-    gate = undefined;
-    fail = false;
+    control.gate = undefined;
+    control.failIf = undefined;
     expect(await polled).toEqual([]);
     // Its ack was not written: a1 comes again, before a2.
     const again = await c.poll({ max: 10, timeoutMs: 0 });
     expect(again.map((m) => m.data)).toEqual(["a1"]);
     // Written this time: a poll parked meanwhile gets a2 once the ack is written, not at its timeout.
-    gate = new Promise<void>((resolve) => (open = resolve));
+    control.gate = new Promise<void>((resolve) => (open = resolve));
     const acked = c.ack(again[0]!);
     const parked = c.poll({ max: 10, timeoutMs: 600_000 });
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -176,12 +176,16 @@ export class SideLog {
     return this.#log ? this.#log.read(at, length) : Promise.resolve(new Uint8Array(0));
   }
 
-  /** Replaces the whole file with these frames (compaction), then appends after them. Returns each payload's new start. */
-  rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
+  /**
+   * Replaces the whole file with these frames (compaction), then appends after them. Returns each
+   * payload's new start. `framed`: whole frames after the payloads, as they are (a run of this
+   * file's own, kept by the compaction: copied, not encoded again).
+   */
+  rewrite(payloads: readonly Uint8Array[], sync: boolean, framed?: Uint8Array): Promise<number[]> {
     return this.#serial(async () => {
       this.#assertWhole();
       try {
-        return await this.#rewrite(payloads, sync);
+        return await this.#rewrite(payloads, sync, framed);
       } catch (error) {
         // The file may be cut or half written: nothing more goes to it (an append would land at a
         // wrong place, and be lost to the journal at the next open, which finishes the compaction).
@@ -197,17 +201,25 @@ export class SideLog {
     throw new VQueueError("E_IO", `${this.path} stopped after its compaction failed (${cause?.message ?? cause}); reopen the queue to recover.`, { cause });
   }
 
-  async #rewrite(payloads: readonly Uint8Array[], sync: boolean): Promise<number[]> {
-    if (!this.#log && payloads.length === 0) return [];
+  async #rewrite(payloads: readonly Uint8Array[], sync: boolean, framed?: Uint8Array): Promise<number[]> {
+    if (!this.#log && payloads.length === 0 && !framed?.length) return [];
     const log = await this.#file(sync);
     const begin = beginPayload();
-    const content = encodeFrames([begin, ...payloads]);
+    const head = encodeFrames([begin, ...payloads]);
+    const end = encodeFrames([JOURNAL_END]);
+    const length = head.length + (framed?.length ?? 0);
+    // The file's content, then the journal's: the same bytes and its END (each frame encoded once).
+    const journalBytes = new Uint8Array(length + end.length);
+    journalBytes.set(head);
+    if (framed) journalBytes.set(framed, head.length);
+    journalBytes.set(end, length);
+    const content = journalBytes.subarray(0, length);
     // The journal first (storage/side-log.ts, top): whole, and durable as asked, before the file is cut.
     const journalPath = this.journalPath;
     const journal = await openFencedLog(this.driver, journalPath, this.fence);
     try {
       await journal.truncate(0);
-      await journal.append(0, encodeFrames([begin, ...payloads, JOURNAL_END]));
+      await journal.append(0, journalBytes);
       if (sync) await journal.sync();
     } finally {
       await journal.close();

@@ -2,7 +2,7 @@ import type { DriverLock, QueueDriver } from "../../core/driver";
 import type { QueueProblem } from "../../core/errors";
 import { encodeNextId, OutcomeFrames, outcomeHead, type OutcomeDetails, type OutcomeKind, type OutcomeSubject } from "../../format/outcome";
 import type { OutcomeRetention } from "../../options/shared";
-import { readFrames, SideLog } from "../../storage/side-log";
+import { forEachFrame, SideLog } from "../../storage/side-log";
 import { sharedOutcomesJournalPath, sharedOutcomesPath } from "../../storage/paths";
 import { notifyOutcomes, outcomeWakeKey } from "./outcome-wake";
 
@@ -127,27 +127,42 @@ export class OutcomeLog {
     return this.#count > 2 * keep || this.#log.size > MAX_LOG_BYTES || (this.#oldestAt !== undefined && this.#oldestAt < now - keepMs * 1.25);
   }
 
-  /** Rewrites the log with the newest `keep` events of the last `keepMs` (within half of `MAX_LOG_BYTES`), after a `next` frame. */
+  /**
+   * Rewrites the log with the newest `keep` events of the last `keepMs` (within half of
+   * `MAX_LOG_BYTES`), after a `next` frame. They are the file's last frames, copied as they are.
+   */
   async #compact(sync: boolean): Promise<void> {
     const { keep, keepMs } = this.#retention;
     const since = Date.now() - keepMs;
-    const { frames } = readFrames(await this.#log.read(0, this.#log.size));
-    const kept: Uint8Array[] = [];
-    let bytes = 0;
+    const bytes = await this.#log.read(0, this.#log.size);
+    const starts: number[] = [];
+    const end = forEachFrame(bytes, (start) => starts.push(start));
+    // Each frame's payload starts 4 bytes into it, and ends 4 bytes before the next one.
+    let from = end;
+    let kept = 0;
     let oldestAt: number | undefined;
-    for (let i = frames.length - 1; i >= 0 && kept.length < keep; i--) {
-      const payload = frames[i]!.payload;
-      const head = payload[0] === 0 ? undefined : outcomeHead(payload);
-      if (head === undefined || "next" in head) continue;
+    for (let i = starts.length - 1; i >= 0 && kept < keep; i--) {
+      const start = starts[i]!;
+      const stop = (i + 1 < starts.length ? starts[i + 1]! - 4 : end) - 4;
+      const payload = bytes.subarray(start, stop);
+      // A compaction's own frames (BEGIN, NEXT) come first in the file: the events end there.
+      if (payload[0] === 0) break;
+      const head = outcomeHead(payload);
+      if (head !== undefined && "next" in head) break;
+      if (end - (start - 4) > MAX_LOG_BYTES / 2) break;
+      // A frame of a later version: kept as it is (its readers skip it).
+      if (head === undefined) {
+        from = start - 4;
+        continue;
+      }
       const { at } = head;
-      if (at < since || bytes + payload.length > MAX_LOG_BYTES / 2) break;
-      kept.push(payload);
-      bytes += payload.length;
+      if (at < since) break;
+      from = start - 4;
+      kept++;
       oldestAt = at;
     }
-    kept.reverse();
-    await this.#log.rewrite([encodeNextId(this.#next), ...kept], sync);
-    this.#count = kept.length;
+    await this.#log.rewrite([encodeNextId(this.#next)], sync, bytes.subarray(from, end));
+    this.#count = kept;
     this.#oldestAt = oldestAt;
     notifyOutcomes(this.#wakeKey);
   }

@@ -10,12 +10,18 @@ import { notifyOutcomes, outcomeWakeKey } from "./outcome-wake";
 const SYNC_EVERY_MS = 200;
 /** Past this size the log is compacted whatever its count, keeping the newest events within half of it. */
 const MAX_LOG_BYTES = 64 * 1024 * 1024;
+/**
+ * Compacted once it holds this many times `keep` events: a compaction (a read of the log, the
+ * copy of `keep` events and its fsyncs, in a journal round) then comes every three `keep` of
+ * acks, not every one.
+ */
+const COMPACT_AT = 4;
 
 /**
  * A shared consumer's outcome log (format/outcome.ts), written by the holder of its lock: events
  * are recorded in memory and appended together at the next `flush`, which the journal's round
  * runs beside its own append, so an ack's `completed` event is durable when the ack is. Kept
- * bounded: once it holds twice `keep` events (or `MAX_LOG_BYTES`), or its oldest is older than
+ * bounded: once it holds `COMPACT_AT` times `keep` events (or `MAX_LOG_BYTES`), or its oldest is older than
  * 1.25 `keepMs`, it is rewritten with the newest `keep` events of the last `keepMs`.
  */
 export class OutcomeLog {
@@ -124,7 +130,7 @@ export class OutcomeLog {
   #compactionDue(now: number): boolean {
     const { keep, keepMs } = this.#retention;
     // By age at most every keepMs / 4: an event stays from keepMs to 1.25 keepMs (until a later write).
-    return this.#count > 2 * keep || this.#log.size > MAX_LOG_BYTES || (this.#oldestAt !== undefined && this.#oldestAt < now - keepMs * 1.25);
+    return this.#count > COMPACT_AT * keep || this.#log.size > MAX_LOG_BYTES || (this.#oldestAt !== undefined && this.#oldestAt < now - keepMs * 1.25);
   }
 
   /**
